@@ -1,0 +1,117 @@
+"""Settings of a build, and the fingerprint that tells whether a run directory can be resumed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from qagen.chunking import LengthUnit
+from qagen.errors import ConfigError
+from qagen.llm import ModelSettings
+from qagen.types import CRITERIA, Criterion
+
+DEFAULT_MODEL = "openai:gpt-4o-mini"
+DEFAULT_AUDIENCE = "people looking for information in this document collection"
+# Cheapest critics first: the two that see only the question come before the one that also reads
+# the whole chunk, so a draft rejected early costs the fewest input tokens.
+CRITIC_ORDER: tuple[Criterion, ...] = ("standalone", "relevance", "groundedness")
+
+
+class CorpusSettings(BaseModel):
+    """Where the documents come from."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str | None = Field(default=None, description="A file or folder of documents or tables.")
+    hf_dataset: str | None = Field(default=None, description="A saved dataset directory or a Hub dataset id.")
+    split: str = "train"
+    text_column: str = "text"
+    source_column: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CorpusSettings:
+        if (self.path is None) == (self.hf_dataset is None):
+            raise ConfigError("Give exactly one corpus: a path, or --hf-dataset NAME_OR_PATH.")
+        return self
+
+
+class ChunkSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chunk_size: int = 2000
+    chunk_overlap: int = 200
+    length_unit: LengthUnit = "characters"
+    encoding: str = "cl100k_base"
+
+
+class BuildConfig(BaseModel):
+    """Everything `qagen build` needs. Fields marked in `FINGERPRINT` decide what the run produces."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    corpus: CorpusSettings
+    chunking: ChunkSettings = ChunkSettings()
+    n_generations: int | None = Field(default=None, description="Draft from this many chunks (None: all).")
+    seed: int = 42
+    generator: ModelSettings = ModelSettings(spec=DEFAULT_MODEL)
+    critic: ModelSettings = ModelSettings(spec=DEFAULT_MODEL)
+    audience: str = DEFAULT_AUDIENCE
+    min_score: int = 4
+    min_scores: dict[Criterion, int] = Field(default_factory=dict, description="Per-criterion overrides.")
+    all_critics: bool = Field(default=False, description="Run every critic even after one has rejected the draft.")
+    dedup_threshold: float = Field(
+        default=0.9, description="Word-set Jaccard at which two questions are near-duplicates."
+    )
+    concurrency: int = 16
+    max_failure_rate: float = 0.5
+
+    @model_validator(mode="after")
+    def _check(self) -> BuildConfig:
+        scores: dict[str, int] = {"min_score": self.min_score}
+        scores.update({str(criterion): value for criterion, value in self.min_scores.items()})
+        for name, score in scores.items():
+            if not 1 <= score <= 5:
+                raise ConfigError(f"Minimum scores are on the 1-5 scale; {name}={score} is not.")
+        if self.n_generations is not None and self.n_generations < 1:
+            raise ConfigError(f"--n-generations must be at least 1, got {self.n_generations}.")
+        if not 0 < self.dedup_threshold <= 1:
+            raise ConfigError(f"--dedup-threshold must be in (0, 1], got {self.dedup_threshold}.")
+        return self
+
+    def threshold(self, criterion: Criterion) -> int:
+        return self.min_scores.get(criterion, self.min_score)
+
+    def thresholds(self) -> dict[Criterion, int]:
+        return {criterion: self.threshold(criterion) for criterion in CRITERIA}
+
+    def fingerprint(self, prompt_hashes: dict[str, str]) -> dict[str, Any]:
+        """What must not change between a run and its resumption (it would mix different outputs).
+
+        Sample size, thresholds, concurrency, rate limits and the server address may change: they
+        only extend or re-filter the same records, or change how fast they come.
+        """
+        return {
+            "corpus": self.corpus.model_dump(),
+            "chunking": self.chunking.model_dump(),
+            "seed": self.seed,
+            "generator_model": self.generator.spec,
+            "critic_model": self.critic.spec,
+            "generator_temperature": self.generator.temperature,
+            "critic_temperature": self.critic.temperature,
+            "max_output_tokens": self.generator.max_output_tokens,
+            "audience": self.audience,
+            "prompts": prompt_hashes,
+        }
+
+
+def describe_differences(stored: dict[str, Any], wanted: dict[str, Any], prefix: str = "") -> list[str]:
+    """Human-readable lines for every fingerprint field that differs."""
+    lines: list[str] = []
+    for key in sorted(stored.keys() | wanted.keys()):
+        old, new = stored.get(key), wanted.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            lines.extend(describe_differences(old, new, f"{prefix}{key}."))
+        elif old != new:
+            lines.append(f"{prefix}{key}: the run has {old!r}, this command asks for {new!r}")
+    return lines

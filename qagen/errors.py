@@ -1,0 +1,27 @@
+"""Errors that reach the user as one clear sentence (the CLI prints them without a traceback)."""
+
+from __future__ import annotations
+
+
+class QagenError(Exception):
+    """A failure the user can act on; its message is a complete sentence."""
+
+
+class CorpusError(QagenError):
+    """The corpus is missing, empty, or has nothing usable in it."""
+
+
+class ConfigError(QagenError):
+    """An option or a combination of options is invalid."""
+
+
+class RunMismatchError(QagenError):
+    """The run directory was made with settings that differ from the ones asked for now."""
+
+
+class LLMUnavailableError(QagenError):
+    """The model cannot be used at all (no key, wrong key, unknown model, server unreachable)."""
+
+
+class ErrorBudgetExceededError(QagenError):
+    """Too many calls failed; the run stopped instead of failing item after item."""

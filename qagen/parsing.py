@@ -1,0 +1,139 @@
+"""Parsers for the text protocols of the default prompts. They never raise and never guess.
+
+Every parser returns a `Parsed*` value with either the fields or a failure `reason`; the caller
+keeps the raw reply beside it. A reply that cannot be read is a recorded failure, never a default
+score, and an out-of-range score is never clamped into range.
+
+The block rule (one rule for every protocol, decided from the real replies in
+`shared/reference/data/real_llm_outputs.jsonl`):
+
+1. Split the reply into blocks at continuation markers: a line that is only `Feedback:::`,
+   `Answer:::` or `Output:::` (markdown bold allowed). Models write these when they run on past
+   their verdict (Mixtral's "runaway continuations" invent further `Feedback:::` blocks with other
+   ratings) and when they echo the prompt's answer template.
+2. Drop blocks that are empty or are the prompt's own template echoed back (they still hold its
+   placeholders, e.g. "(your rating").
+3. The verdict is read from the first remaining block only. If that block has no valid verdict the
+   reply fails, even if a later (invented) block has one: a later block is not the model's answer
+   to our prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_CONTINUATION_MARKER = re.compile(
+    r"^[ \t]*\**[ \t]*(?:Feedback|Answer|Output)[ \t]*:::[ \t]*\**[ \t]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+# Placeholders of the prompts' answer templates; a block holding one is an echo of the template.
+_TEMPLATE_ECHO = re.compile(
+    r"\((?:your rationale|your rating|your factoid question|your answer to the factoid)",
+    re.IGNORECASE,
+)
+_REFUSAL = re.compile(
+    r"^\W*(?:I['’]m sorry|I am sorry|I apologi[sz]e|I cannot|I can['’]t|I can not|I won['’]t|"
+    r"As an AI|Sorry, (?:but )?I)",
+    re.IGNORECASE,
+)
+
+# "Total rating: 4", "Total rating:  2", "**Total rating:** 4", "Total Rating: **4**",
+# "Total rating: 4/5", "Total rating: 4.0", "Total rating:\n4" (the rating on the next line).
+# The number is captured as written (sign, decimals, scale) so that 0, 7, 4.5 or 8/10 can be
+# reported as the failures they are instead of being read as some nearby valid score.
+_TOTAL_RATING = re.compile(
+    r"total[ \t]+rating[ \t]*\**[ \t]*[:：][ \t]*\**\s*\**[ \t]*"
+    r"(?P<value>[-+]?\d+(?:[.,]\d+)?)(?:[ \t]*/[ \t]*(?P<scale>\d+))?",
+    re.IGNORECASE,
+)
+_EVALUATION_LABEL = re.compile(r"\**[ \t]*Evaluation[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
+
+_FACTOID_QUESTION = re.compile(r"\**[ \t]*Factoid[ \t]+question[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
+_ANSWER_LABEL = re.compile(r"^[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::)[ \t]*\**", re.IGNORECASE | re.MULTILINE)
+
+
+class ParsedRating(NamedTuple):
+    """A critic's verdict: `score` 1-5 and its rationale, or `reason` why there is none."""
+
+    score: int | None
+    rationale: str | None
+    reason: str
+
+
+class ParsedQA(NamedTuple):
+    """A drafted question and answer, or `reason` why the reply holds none."""
+
+    question: str | None
+    answer: str | None
+    reason: str
+
+
+def verdict_blocks(reply: str) -> list[str]:
+    """The reply's blocks after steps 1 and 2 of the module's rule (first block = the answer)."""
+    blocks = _CONTINUATION_MARKER.split(reply)
+    return [b for b in blocks if b.strip() and not _TEMPLATE_ECHO.search(b)]
+
+
+def _no_verdict_reason(reply: str) -> str:
+    if not reply.strip():
+        return "empty_reply"
+    if _REFUSAL.search(reply):
+        return "refusal"
+    return "parse_failure"
+
+
+def parse_rating(reply: str, *, scale_max: int = 5) -> ParsedRating:
+    """Read `Evaluation: ... Total rating: N` (1 <= N <= scale_max) from a critic's reply."""
+    blocks = verdict_blocks(reply)
+    if not blocks:
+        reason = _no_verdict_reason(reply)
+        return ParsedRating(None, None, "template_echo" if reply.strip() and reason == "parse_failure" else reason)
+    block = blocks[0]
+    match = _TOTAL_RATING.search(block)
+    if match is None:
+        return ParsedRating(None, None, _no_verdict_reason(block))
+    rationale = _rationale_before(block, match.start())
+    value = match.group("value").replace(",", ".")
+    scale = match.group("scale")
+    if scale is not None and int(scale) != scale_max:
+        return ParsedRating(None, rationale, "wrong_scale")
+    number = float(value)
+    if not number.is_integer():
+        return ParsedRating(None, rationale, "non_integer_rating")
+    if not 1 <= number <= scale_max:
+        return ParsedRating(None, rationale, "out_of_range")
+    return ParsedRating(int(number), rationale, "")
+
+
+def _rationale_before(block: str, end: int) -> str | None:
+    head = block[:end]
+    labels = list(_EVALUATION_LABEL.finditer(head))
+    text = head[labels[-1].end() :] if labels else head
+    text = text.strip().strip("*").strip()
+    return text or None
+
+
+def parse_factoid_qa(reply: str) -> ParsedQA:
+    """Read `Factoid question: ... Answer: ...` from a generator's reply."""
+    for block in verdict_blocks(reply):
+        question_label = _FACTOID_QUESTION.search(block)
+        if question_label is None:
+            continue
+        rest = block[question_label.end() :]
+        answer_label = _ANSWER_LABEL.search(rest)
+        if answer_label is None:
+            return ParsedQA(None, None, "no_answer")
+        question = rest[: answer_label.start()].strip()
+        answer = rest[answer_label.end() :]
+        # A model that drafts several pairs in one block: keep the first pair only.
+        next_question = _FACTOID_QUESTION.search(answer)
+        if next_question is not None:
+            answer = answer[: next_question.start()]
+        answer = answer.strip()
+        if not question:
+            return ParsedQA(None, None, "empty_question")
+        if not answer:
+            return ParsedQA(None, None, "empty_answer")
+        return ParsedQA(question, answer, "")
+    return ParsedQA(None, None, _no_verdict_reason(reply))

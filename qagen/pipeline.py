@@ -1,0 +1,303 @@
+"""The stages of a build, each resumable, and `build` which runs them all."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from qagen import __version__
+from qagen.assemble import Assembly, assemble
+from qagen.chunking import ChunkStats, chunk_documents, make_splitter
+from qagen.config import CRITIC_ORDER, BuildConfig
+from qagen.critique import CRITIC_PROMPTS, critique_draft, critique_id
+from qagen.documents import CorpusReport, iter_documents
+from qagen.errors import CorpusError
+from qagen.generate import QA_PROMPT, draft_id, draft_question
+from qagen.llm import LLMClient, build_chat_model
+from qagen.output import funnel_table, save_rows
+from qagen.prompts import Prompt, load_prompt
+from qagen.rundir import RunDir
+from qagen.sampling import ChunkRef, sampling_order, take
+from qagen.store import RecordWriter, write_json_atomic
+from qagen.types import Chunk, Criterion, Critique, Draft, SkippedInput
+
+_MAX_SKIP_MESSAGES = 20
+
+
+@dataclass(frozen=True)
+class Prompts:
+    qa: Prompt
+    critics: dict[Criterion, Prompt]
+
+    @classmethod
+    def load(cls) -> Prompts:
+        return cls(
+            qa=load_prompt(QA_PROMPT),
+            critics={criterion: load_prompt(name) for criterion, name in CRITIC_PROMPTS.items()},
+        )
+
+    def hashes(self) -> dict[str, str]:
+        return {self.qa.name: self.qa.sha256, **{p.name: p.sha256 for p in self.critics.values()}}
+
+
+def _say(message: str) -> None:
+    tqdm.write(message, file=sys.stderr)
+
+
+# --- chunking -----------------------------------------------------------------------------------
+def chunk_stage(config: BuildConfig, run: RunDir, *, progress: bool = True) -> dict[str, Any]:
+    """Load and chunk the corpus into the run directory (once; later calls reuse the chunks)."""
+    if run.chunking_done():
+        return run.chunking_report()
+    report = CorpusReport()
+    shown = 0
+
+    def on_skip(skipped: SkippedInput) -> None:
+        nonlocal shown
+        shown += 1
+        if shown <= _MAX_SKIP_MESSAGES:
+            detail = f" ({skipped.detail})" if skipped.detail else ""
+            _say(f"skipped {skipped.source}: {skipped.reason}{detail}")
+        elif shown == _MAX_SKIP_MESSAGES + 1:
+            _say(f"... more inputs skipped; all are listed in {run.chunking_file}")
+
+    corpus = config.corpus
+    documents = iter_documents(
+        Path(corpus.path) if corpus.path else None,
+        report=report,
+        hf_dataset=corpus.hf_dataset,
+        split=corpus.split,
+        text_column=corpus.text_column,
+        source_column=corpus.source_column,
+        on_skip=on_skip,
+    )
+    stats = ChunkStats()
+    splitter = make_splitter(**config.chunking.model_dump())
+    bar = tqdm(documents, desc="chunking", unit="doc", disable=not progress, file=sys.stderr)
+    count = run.write_chunks(chunk_documents(bar, splitter, stats))
+    bar.close()
+    where = corpus.path or corpus.hf_dataset
+    if count == 0:
+        reasons = ", ".join(f"{n} {r}" for r, n in report.skipped_by_reason().items()) or "no supported files"
+        raise CorpusError(f"No usable text in {where} ({reasons}); nothing to build from.")
+    summary = {
+        "documents": report.documents,
+        "skipped": len(report.skipped),
+        "skipped_by_reason": report.skipped_by_reason(),
+        "chunks": count,
+        "duplicate_chunks": stats.duplicates,
+        "characters": stats.characters,
+        "skipped_inputs": [s.model_dump() for s in report.skipped],
+    }
+    write_json_atomic(run.chunking_file, summary)
+    return summary
+
+
+def load_sample(config: BuildConfig, run: RunDir) -> list[Chunk]:
+    """The sampled chunks in sampling order, reading the chunk file twice instead of holding it all."""
+    refs = (ChunkRef(chunk.id, chunk.source) for chunk in run.iter_chunks())
+    chosen = take(sampling_order(refs, config.seed), config.n_generations)
+    position = {chunk_id: index for index, chunk_id in enumerate(chosen)}
+    sample: list[Chunk | None] = [None] * len(chosen)
+    for chunk in run.iter_chunks():
+        index = position.get(chunk.id)
+        if index is not None:
+            sample[index] = chunk
+    return [chunk for chunk in sample if chunk is not None]
+
+
+# --- LLM stages ---------------------------------------------------------------------------------
+def _retry_on_resume(record: Draft | Critique | None) -> bool:
+    """Missing, or failed without a reply (an API error): such a call was not paid for, so redo it."""
+    return record is None or record.reason.startswith("api_error")
+
+
+class LLMStages:
+    """Drafting and critiquing over a sample, with every result appended as it arrives."""
+
+    def __init__(
+        self,
+        config: BuildConfig,
+        run: RunDir,
+        prompts: Prompts,
+        generator: LLMClient,
+        critic: LLMClient,
+    ) -> None:
+        self.config = config
+        self.run = run
+        self.prompts = prompts
+        self.generator = generator
+        self.critic = critic
+        self.drafts = run.drafts.load()
+        self.critiques = run.critiques.load()
+
+    async def process(self, sample: list[Chunk], *, generate: bool, critique: bool, progress: bool) -> None:
+        """Run the asked stages for every chunk, `concurrency` chunks at a time, in sampling order.
+
+        A chunk's critiques start as soon as its draft exists; each worker keeps one call in
+        flight, so the server sees exactly --concurrency calls at a time while work remains.
+        """
+        label = "drafting + critiquing" if generate and critique else "drafting" if generate else "critiquing"
+        bar = tqdm(total=len(sample), desc=label, unit="chunk", disable=not progress, file=sys.stderr)
+        queue: asyncio.Queue[Chunk] = asyncio.Queue()
+        for chunk in sample:
+            queue.put_nowait(chunk)
+        with self.run.drafts.writer() as drafts_out, self.run.critiques.writer() as critiques_out:
+
+            async def worker() -> None:
+                while not queue.empty():
+                    chunk = queue.get_nowait()
+                    await self._one_chunk(chunk, generate, critique, drafts_out, critiques_out)
+                    bar.update(1)
+                    bar.set_postfix(calls=self.generator.stats.calls + self._critic_calls(), refresh=False)
+
+            await _run_all([worker for _ in range(max(1, min(self.config.concurrency, len(sample))))])
+        bar.close()
+
+    def _critic_calls(self) -> int:
+        return 0 if self.critic is self.generator else self.critic.stats.calls
+
+    async def _one_chunk(
+        self,
+        chunk: Chunk,
+        generate: bool,
+        critique: bool,
+        drafts_out: RecordWriter[Draft],
+        critiques_out: RecordWriter[Critique],
+    ) -> None:
+        did = draft_id(chunk, self.prompts.qa, self.generator.settings.spec)
+        draft = self.drafts.get(did)
+        if generate and _retry_on_resume(draft):
+            draft = await draft_question(chunk, self.generator, self.prompts.qa)
+            self.drafts[did] = draft
+            drafts_out.append(draft)
+        if not critique or draft is None or draft.status != "ok":
+            return
+        for criterion in CRITIC_ORDER:
+            prompt = self.prompts.critics[criterion]
+            cid = critique_id(draft, criterion, prompt, self.critic.settings.spec, self.config.audience)
+            verdict = self.critiques.get(cid)
+            if _retry_on_resume(verdict):
+                verdict = await critique_draft(criterion, draft, chunk, self.critic, prompt, self.config.audience)
+                self.critiques[cid] = verdict
+                critiques_out.append(verdict)
+            assert verdict is not None
+            if self._settles_rejection(verdict):
+                return
+
+    def _settles_rejection(self, verdict: Critique) -> bool:
+        """A low score rejects the draft whatever the other critics say, so they are not asked."""
+        if self.config.all_critics or verdict.score is None:
+            return False
+        return verdict.score < self.config.threshold(verdict.criterion)
+
+
+async def _run_all(jobs: Iterable[Callable[[], Awaitable[None]]]) -> None:
+    """Run coroutines together; the first exception cancels the rest and is raised."""
+    tasks = [asyncio.ensure_future(job()) for job in jobs]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for task in done:
+        if task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+def make_clients(config: BuildConfig) -> tuple[LLMClient, LLMClient]:
+    """Generator and critic clients sharing one bound on calls in flight (one client if identical)."""
+    slots = asyncio.Semaphore(config.concurrency)
+    common = {
+        "concurrency": config.concurrency,
+        "max_failure_rate": config.max_failure_rate,
+        "slots": slots,
+    }
+    generator = LLMClient(build_chat_model(config.generator), config.generator, **common)  # type: ignore[arg-type]
+    if config.critic == config.generator:
+        return generator, generator
+    critic = LLMClient(build_chat_model(config.critic), config.critic, **common)  # type: ignore[arg-type]
+    return generator, critic
+
+
+# --- outputs ------------------------------------------------------------------------------------
+def finalize(config: BuildConfig, run: RunDir, prompts: Prompts, sample: list[Chunk]) -> dict[str, Any]:
+    """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
+    drafts, critiques = run.drafts.load(), run.critiques.load()
+    result = assemble(sample, drafts, critiques, config, prompts.qa, prompts.critics)
+    save_rows(result.kept, run.dataset_dir, candidates=False)
+    save_rows(result.candidates, run.candidates_dir, candidates=True)
+    summary = _summary(config, run, prompts, result, drafts, critiques)
+    write_json_atomic(run.summary_file, summary)
+    return summary
+
+
+def _summary(
+    config: BuildConfig,
+    run: RunDir,
+    prompts: Prompts,
+    result: Assembly,
+    drafts: dict[str, Draft],
+    critiques: dict[str, Critique],
+) -> dict[str, Any]:
+    chunking = run.chunking_report()
+    sample_ids = {row["id"] for row in result.candidates}
+    paid_drafts = [d for d in drafts.values() if d.id in sample_ids and not d.reason.startswith("api_error")]
+    paid_critiques = [
+        c for c in critiques.values() if c.draft_id in sample_ids and not c.reason.startswith("api_error")
+    ]
+    return {
+        "qagen_version": __version__,
+        "corpus": {k: v for k, v in chunking.items() if k != "skipped_inputs"},
+        "funnel": result.funnel.as_dict(),
+        "thresholds": config.thresholds(),
+        "models": {"generator": config.generator.spec, "critic": config.critic.spec},
+        "prompts": {name: digest[:12] for name, digest in prompts.hashes().items()},
+        "usage": {
+            "generation": _usage(config.generator.spec, paid_drafts),
+            "critique": _usage(config.critic.spec, paid_critiques),
+        },
+        "settings": config.model_dump(mode="json"),
+    }
+
+
+def _usage(model: str, records: list[Draft] | list[Critique]) -> dict[str, Any]:
+    return {
+        "model": model,
+        "calls": len(records),
+        "input_tokens": sum(r.usage.input_tokens for r in records),
+        "output_tokens": sum(r.usage.output_tokens for r in records),
+    }
+
+
+# --- the whole build ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BuildResult:
+    run_dir: Path
+    summary: dict[str, Any]
+
+    @property
+    def table(self) -> str:
+        return funnel_table(self.summary)
+
+
+def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResult:
+    """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds."""
+    run = RunDir(out)
+    prompts = Prompts.load()
+    run.open(config, prompts.hashes())
+    chunk_stage(config, run, progress=progress)
+    sample = load_sample(config, run)
+    generator, critic = make_clients(config)
+    stages = LLMStages(config, run, prompts, generator, critic)
+    asyncio.run(stages.process(sample, generate=True, critique=True, progress=progress))
+    summary = finalize(config, run, prompts, sample)
+    return BuildResult(out, summary)

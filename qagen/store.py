@@ -1,0 +1,127 @@
+"""Append-only JSONL logs of records: the run directory's memory, safe against `kill -9`.
+
+Each finished call is appended as one line and flushed to the OS at once, so killing the process
+loses only the calls in flight. A line cut short by a crash mid-write is detected on the next
+open, reported, and cut off; every complete line before it is kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from qagen.errors import QagenError
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def record_key(*parts: str) -> str:
+    """A stable id from parts (sha256; never Python's per-process salted `hash()`)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8"))
+        digest.update(b"\x00")
+    return digest.hexdigest()[:20]
+
+
+class RecordLog(Generic[R]):
+    """A JSONL file of `R` records; a later record with the same id replaces an earlier one."""
+
+    def __init__(self, path: Path, record_type: type[R], *, key: str = "id") -> None:
+        self.path = path
+        self.record_type = record_type
+        self.key = key
+        self.repaired_bytes = 0
+
+    def load(self) -> dict[str, R]:
+        """All records by id (the last one wins), after cutting off a torn final line."""
+        records: dict[str, R] = {}
+        for record in self.iter_records():
+            records[str(getattr(record, self.key))] = record
+        return records
+
+    def iter_records(self) -> Iterator[R]:
+        if not self.path.exists():
+            return
+        self._repair_torn_tail()
+        with self.path.open("r", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield self.record_type.model_validate_json(line)
+                except ValidationError as exc:
+                    raise QagenError(
+                        f"{self.path} line {number} is not a valid record ({exc.error_count()} errors); "
+                        "the run directory was edited or is from another qagen version."
+                    ) from exc
+
+    def _repair_torn_tail(self) -> None:
+        """Cut a final line that has no newline and does not parse (a write cut short by a crash)."""
+        size = self.path.stat().st_size
+        if size == 0:
+            return
+        with self.path.open("rb+") as handle:
+            handle.seek(max(0, size - 1))
+            if handle.read(1) == b"\n":
+                return
+            # Find the start of the last line.
+            block = min(size, 1 << 20)
+            while True:
+                handle.seek(size - block)
+                tail = handle.read(block)
+                newline = tail.rfind(b"\n")
+                if newline >= 0 or block == size:
+                    break
+                block = min(size, block * 2)
+            line_start = size - block + newline + 1 if newline >= 0 else 0
+            handle.seek(line_start)
+            last = handle.read()
+            try:
+                json.loads(last)
+            except ValueError:
+                handle.truncate(line_start)
+                self.repaired_bytes = size - line_start
+                return
+            handle.seek(size)
+            handle.write(b"\n")
+
+    def writer(self) -> RecordWriter[R]:
+        return RecordWriter(self.path)
+
+
+class RecordWriter(Generic[R]):
+    """Appends records, one flushed line each."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = path.open("a", encoding="utf-8")
+
+    def append(self, record: R) -> None:
+        self._handle.write(record.model_dump_json() + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+        self._handle.close()
+
+    def __enter__(self) -> RecordWriter[R]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def write_json_atomic(path: Path, data: object) -> None:
+    """Write JSON through a temporary file and a rename, so readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(temporary, path)

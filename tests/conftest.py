@@ -1,0 +1,87 @@
+"""Test-wide setup: no traffic leaves the machine, and the Hub libraries point at a local stand-in.
+
+`HF_ENDPOINT` and `HF_HUB_DISABLE_XET` are read when `huggingface_hub` / `datasets` are imported,
+so they are set here, at import time of the first conftest, before any test module imports them.
+The Hub stand-in itself is started by a fixture on the port chosen here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+HUB_PORT = _free_port()
+_STATE = Path(tempfile.mkdtemp(prefix="qagen-tests-"))
+os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{HUB_PORT}"
+os.environ["HF_HUB_DISABLE_XET"] = "1"
+os.environ["HF_HOME"] = str(_STATE / "hf_home")
+os.environ["HF_DATASETS_CACHE"] = str(_STATE / "hf_datasets_cache")
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+os.environ.pop("HF_TOKEN", None)
+os.environ.pop("OPENAI_API_KEY", None)
+os.environ.pop("OPENAI_BASE_URL", None)
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _is_loopback(address: object) -> bool:
+    if isinstance(address, tuple) and address:
+        host = str(address[0])
+        return host in {"127.0.0.1", "::1", "localhost"} or host.startswith("127.")
+    # Unix sockets and the like stay on the machine.
+    return not isinstance(address, tuple)
+
+
+def _guarded_connect(self: socket.socket, address: object) -> None:
+    if not _is_loopback(address):
+        raise OSError(f"tests may not leave the machine (tried to connect to {address!r})")
+    _real_connect(self, address)  # type: ignore[arg-type]
+
+
+def _guarded_connect_ex(self: socket.socket, address: object) -> int:
+    if not _is_loopback(address):
+        raise OSError(f"tests may not leave the machine (tried to connect to {address!r})")
+    return _real_connect_ex(self, address)  # type: ignore[arg-type]
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="session")
+def hub_port() -> int:
+    """The port `HF_ENDPOINT` points at; the Hub stand-in fixture listens there."""
+    return HUB_PORT
+
+
+@pytest.fixture(scope="session")
+def reference_data() -> Path:
+    """`../shared/reference/data`, read in place (never copied into the repository)."""
+    here = Path(__file__).resolve().parent.parent
+    data = here.parent / "shared" / "reference" / "data"
+    if not data.is_dir():
+        pytest.fail(f"reference data not found at {data}; ../shared must sit beside the repository")
+    return data
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No test reads or writes the user's real configuration or keys."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    yield
