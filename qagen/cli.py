@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import sys
 from collections.abc import Callable
@@ -156,8 +155,26 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _config(ctx: click.Context, options: dict[str, Any], *, stored: BuildConfig | None) -> BuildConfig:
-    """A build's settings: every option for a new run; on a stored run, only the options given."""
+_MODEL_OPTIONS = {
+    "model",
+    "critic_model",
+    "base_url",
+    "temperature",
+    "max_output_tokens",
+    "rpm",
+    "max_retries",
+    "timeout",
+}
+
+
+def _config(
+    ctx: click.Context, options: dict[str, Any], *, stored: BuildConfig | None, llm_fixed: bool = True
+) -> BuildConfig:
+    """A build's settings: every option for a new run; on a stored run, only the options given.
+
+    On a run made by `qagen chunk` (no LLM stage yet), the model options count in full, defaults
+    included, as they would for a new build.
+    """
     if stored is None:
         fields = _config_fields(options)
         critic = fields.setdefault("critic", {})
@@ -170,6 +187,11 @@ def _config(ctx: click.Context, options: dict[str, Any], *, stored: BuildConfig 
         for key, value in options.items()
         if ctx.get_parameter_source(key) in {ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT}
     }
+    if not llm_fixed:
+        for key in _MODEL_OPTIONS & options.keys():
+            given.setdefault(key, options[key])
+        if given.get("critic_model") is None and "model" in given:
+            given["critic_model"] = given["model"]
     return BuildConfig.model_validate(_merge(stored.model_dump(mode="json"), _config_fields(given)))
 
 
@@ -242,7 +264,7 @@ def chunk(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None
 
     run = RunDir(out)
     config = _config(ctx, options, stored=None)
-    run.open(config, Prompts.load().hashes())
+    run.open(config, Prompts.load().hashes(), llm=False)
     report = chunk_stage(config, run, progress=not quiet)
     click.echo(
         f"{report['documents']} documents, {report['skipped']} inputs skipped, {report['chunks']} chunks -> {run.chunks_file}"
@@ -258,19 +280,17 @@ def _stage(
     critique: bool,
     quiet: bool,
 ) -> None:
-    from qagen.pipeline import LLMStages, Prompts, load_sample, make_clients
+    from qagen.pipeline import Prompts, load_sample, run_llm_stages
     from qagen.rundir import RunDir
 
     run = RunDir(run_dir)
-    config = _config(ctx, options, stored=run.stored_config())
+    config = _config(ctx, options, stored=run.stored_config(), llm_fixed=run.llm_fixed())
     prompts = Prompts.load()
     run.open(config, prompts.hashes())
     if not run.chunking_done():
         raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
     sample = load_sample(config, run)
-    generator, critic = make_clients(config)
-    stages = LLMStages(config, run, prompts, generator, critic)
-    asyncio.run(stages.process(sample, generate=generate, critique=critique, progress=not quiet))
+    run_llm_stages(config, run, prompts, sample, generate=generate, critique=critique, progress=not quiet)
 
 
 @main.command()
@@ -316,7 +336,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     run = RunDir(run_dir)
     config = _config(ctx, options, stored=run.stored_config())
     prompts = Prompts.load()
-    run.open(config, prompts.hashes())
+    run.open(config, prompts.hashes(), llm=run.llm_fixed())
     summary = finalize(config, run, prompts, load_sample(config, run))
     click.echo(funnel_table(summary))
 

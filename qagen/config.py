@@ -85,16 +85,19 @@ class BuildConfig(BaseModel):
     def thresholds(self) -> dict[Criterion, int]:
         return {criterion: self.threshold(criterion) for criterion in CRITERIA}
 
-    def fingerprint(self, prompt_hashes: dict[str, str]) -> dict[str, Any]:
+    def fingerprint(self, prompt_hashes: dict[str, str], *, llm: bool = True) -> dict[str, Any]:
         """What must not change between a run and its resumption (it would mix different outputs).
 
         Sample size, thresholds, concurrency, rate limits and the server address may change: they
-        only extend or re-filter the same records, or change how fast they come.
+        only extend or re-filter the same records, or change how fast they come. With `llm=False`
+        (after `qagen chunk`) the LLM fields are None: not decided yet, fixed by the first LLM stage.
         """
-        return {
+        fixed = {
             "corpus": self.corpus.model_dump(),
             "chunking": self.chunking.model_dump(),
             "seed": self.seed,
+        }
+        llm_fields = {
             "generator_model": self.generator.spec,
             "critic_model": self.critic.spec,
             "generator_temperature": self.generator.temperature,
@@ -103,6 +106,7 @@ class BuildConfig(BaseModel):
             "audience": self.audience,
             "prompts": prompt_hashes,
         }
+        return {**fixed, **{key: value if llm else None for key, value in llm_fields.items()}}
 
 
 def describe_differences(stored: dict[str, Any], wanted: dict[str, Any], prefix: str = "") -> list[str]:
@@ -110,6 +114,8 @@ def describe_differences(stored: dict[str, Any], wanted: dict[str, Any], prefix:
     lines: list[str] = []
     for key in sorted(stored.keys() | wanted.keys()):
         old, new = stored.get(key), wanted.get(key)
+        if old is None or new is None:
+            continue  # not decided yet on one side (a run made by `qagen chunk`)
         if isinstance(old, dict) and isinstance(new, dict):
             lines.extend(describe_differences(old, new, f"{prefix}{key}."))
         elif old != new:

@@ -49,8 +49,14 @@ class ModelSettings(BaseModel):
         return self.spec.split(":", 1)[1] if ":" in self.spec else self.spec
 
 
-def build_chat_model(settings: ModelSettings) -> BaseChatModel:
-    """A LangChain chat model from a `provider:model` spec (LangChain's `init_chat_model`)."""
+def build_chat_model(settings: ModelSettings, *, connections: int = 100) -> BaseChatModel:
+    """A LangChain chat model from a `provider:model` spec (LangChain's `init_chat_model`).
+
+    OpenAI models get an HTTP client of their own, sized for `connections` calls in flight:
+    langchain-openai otherwise shares one cached client per process, whose connections belong to
+    the event loop of the first build and break every later build in the same process
+    ("Event loop is closed"), e.g. two builds in one notebook.
+    """
     from langchain.chat_models import init_chat_model
 
     kwargs: dict[str, Any] = {"timeout": settings.timeout, "max_retries": settings.max_retries}
@@ -74,6 +80,7 @@ def build_chat_model(settings: ModelSettings) -> BaseChatModel:
                 )
             api_key = _NO_KEY_PLACEHOLDER
         kwargs["api_key"] = api_key
+        kwargs["http_async_client"] = _async_http_client(settings.timeout, connections)
         if base_url is not None:
             kwargs["base_url"] = base_url
     elif settings.base_url is not None:
@@ -83,6 +90,13 @@ def build_chat_model(settings: ModelSettings) -> BaseChatModel:
     except (ValueError, ImportError) as exc:
         raise ConfigError(f"Cannot use model '{settings.spec}': {redact(str(exc))}") from exc
     return model
+
+
+def _async_http_client(timeout: float, connections: int) -> Any:
+    import httpx
+
+    limits = httpx.Limits(max_connections=max(connections, 1) * 2, max_keepalive_connections=max(connections, 1) * 2)
+    return httpx.AsyncClient(limits=limits, timeout=timeout, follow_redirects=True)
 
 
 class CallResult(NamedTuple):
@@ -152,6 +166,12 @@ class LLMClient:
         self._slots = slots or asyncio.Semaphore(concurrency)
         self._max_failure_rate = max_failure_rate
         self._min_calls_for_budget = min_calls_for_budget
+
+    async def aclose(self) -> None:
+        """Close the model's HTTP connections (inside the event loop that used them)."""
+        client = getattr(self.model, "http_async_client", None)
+        if client is not None and hasattr(client, "aclose"):
+            await client.aclose()
 
     @property
     def where(self) -> str:

@@ -24,6 +24,10 @@ def _features(columns: list[str]) -> Any:
 def save_rows(rows: list[dict[str, Any]], target: Path, *, candidates: bool) -> None:
     """`save_to_disk` through a temporary directory, then swap it in."""
     from datasets import Dataset
+    from datasets.utils.logging import disable_progress_bar
+
+    # Saving takes milliseconds; its bar would only clutter the funnel table printed next.
+    disable_progress_bar()
 
     columns = CANDIDATE_COLUMNS if candidates else DATASET_COLUMNS
     features = _features(columns)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,11 +221,50 @@ def make_clients(config: BuildConfig) -> tuple[LLMClient, LLMClient]:
         "max_failure_rate": config.max_failure_rate,
         "slots": slots,
     }
-    generator = LLMClient(build_chat_model(config.generator), config.generator, **common)  # type: ignore[arg-type]
+    connections = config.concurrency
+    generator = LLMClient(build_chat_model(config.generator, connections=connections), config.generator, **common)  # type: ignore[arg-type]
     if config.critic == config.generator:
         return generator, generator
-    critic = LLMClient(build_chat_model(config.critic), config.critic, **common)  # type: ignore[arg-type]
+    critic = LLMClient(build_chat_model(config.critic, connections=connections), config.critic, **common)  # type: ignore[arg-type]
     return generator, critic
+
+
+def run_llm_stages(
+    config: BuildConfig,
+    run: RunDir,
+    prompts: Prompts,
+    sample: list[Chunk],
+    *,
+    generate: bool,
+    critique: bool,
+    progress: bool,
+) -> None:
+    """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook)."""
+
+    async def main() -> None:
+        generator, critic = make_clients(config)
+        try:
+            stages = LLMStages(config, run, prompts, generator, critic)
+            await stages.process(sample, generate=generate, critique=critique, progress=progress)
+        finally:
+            await generator.aclose()
+            if critic is not generator:
+                await critic.aclose()
+
+    run_coroutine(main())
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, None]) -> None:
+    """`asyncio.run`, also where an event loop already runs (Jupyter): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coroutine)
+        return
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()
 
 
 # --- outputs ------------------------------------------------------------------------------------
@@ -296,8 +335,6 @@ def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResu
     run.open(config, prompts.hashes())
     chunk_stage(config, run, progress=progress)
     sample = load_sample(config, run)
-    generator, critic = make_clients(config)
-    stages = LLMStages(config, run, prompts, generator, critic)
-    asyncio.run(stages.process(sample, generate=True, critique=True, progress=progress))
+    run_llm_stages(config, run, prompts, sample, generate=True, critique=True, progress=progress)
     summary = finalize(config, run, prompts, sample)
     return BuildResult(out, summary)

@@ -54,12 +54,16 @@ class RunDir:
             raise QagenError(f"Cannot read {self.run_file}: {exc}.") from exc
         return data
 
-    def open(self, config: BuildConfig, prompt_hashes: dict[str, str]) -> None:
+    def llm_fixed(self) -> bool:
+        """Whether an LLM stage has run here (so the models and prompts are part of the run)."""
+        return self.exists() and self._read_run().get("fingerprint", {}).get("generator_model") is not None
+
+    def open(self, config: BuildConfig, prompt_hashes: dict[str, str], *, llm: bool = True) -> None:
         """Start a new run here, or check that `config` may resume the one that is here."""
-        wanted = config.fingerprint(prompt_hashes)
+        wanted = json.loads(json.dumps(config.fingerprint(prompt_hashes, llm=llm)))
         if self.exists():
             stored = self._read_run().get("fingerprint", {})
-            differences = describe_differences(stored, json.loads(json.dumps(wanted)))
+            differences = describe_differences(stored, wanted)
             if differences:
                 raise RunMismatchError(
                     f"{self.root} holds a run made with other settings, and mixing them would mix "
@@ -67,6 +71,8 @@ class RunDir:
                     + "\n  - ".join(differences)
                     + "\nUse a new --out directory, or repeat the run's own settings to resume it."
                 )
+            # Keep what was decided before (e.g. the models, when `qagen filter` runs without them).
+            wanted = {key: wanted[key] if wanted.get(key) is not None else stored.get(key) for key in wanted}
         elif self.root.exists() and any(self.root.iterdir()):
             raise QagenError(f"{self.root} exists and is not a qagen run directory; choose another --out.")
         self.root.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,85 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("HF_TOKEN", raising=False)
     yield
+
+
+_TOPICS = [
+    "lighthouse", "glacier", "violin", "volcano", "printing press", "honeybee", "compass", "coral reef",
+    "telescope", "bicycle", "windmill", "penicillin", "silk road", "metronome", "sundial", "tidal pool",
+]  # fmt: skip
+_WORDS = [
+    "engineers",
+    "measured",
+    "recorded",
+    "built",
+    "observed",
+    "documented",
+    "introduced",
+    "replaced",
+    "improved",
+    "tested",
+    "the",
+    "a",
+    "of",
+    "in",
+    "with",
+    "during",
+    "after",
+    "before",
+    "northern",
+    "southern",
+    "early",
+    "modern",
+    "first",
+    "second",
+    "third",
+    "century",
+    "year",
+    "kilometre",
+    "metres",
+    "degrees",
+    "tonnes",
+    "workers",
+    "village",
+    "harbour",
+    "station",
+    "museum",
+    "archive",
+    "council",
+    "river",
+    "valley",
+    "island",
+]
+
+
+def write_corpus(root: Path, documents: int = 24, paragraphs: int = 6) -> Path:
+    """A deterministic corpus of distinct documents, some long and some short."""
+    import random
+
+    rng = random.Random(1234)
+    root.mkdir(parents=True, exist_ok=True)
+    for index in range(documents):
+        topic = _TOPICS[index % len(_TOPICS)]
+        count = paragraphs * (4 if index % 5 == 0 else 1)
+        body = []
+        for paragraph in range(count):
+            sentence = " ".join(rng.choice(_WORDS) for _ in range(40))
+            body.append(f"The {topic} report {index}-{paragraph} says that {sentence}. It was {rng.randint(1, 9999)}.")
+        suffix = ".md" if index % 3 else ".txt"
+        (root / f"doc {index:02d} {topic}{suffix}").write_text("\n\n".join(body), encoding="utf-8")
+    return root
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    """A folder of 24 generated documents (about 90 chunks of 400 characters)."""
+    return write_corpus(tmp_path / "corpus")
+
+
+@pytest.fixture()
+def llm() -> Iterator[Any]:
+    """A fresh stand-in OpenAI-compatible server on 127.0.0.1."""
+    from qagen.testing.llm_server import StandInLLM
+
+    with StandInLLM() as server:
+        yield server

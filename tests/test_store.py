@@ -48,7 +48,7 @@ def test_a_complete_last_line_without_newline_is_kept(tmp_path: Path) -> None:
 
 def test_a_corrupt_middle_line_is_an_error_not_silence(tmp_path: Path) -> None:
     path = tmp_path / "drafts.jsonl"
-    path.write_text(_draft(1).model_dump_json() + "\n{\"id\": 3}\n" + _draft(2).model_dump_json() + "\n")
+    path.write_text(_draft(1).model_dump_json() + '\n{"id": 3}\n' + _draft(2).model_dump_json() + "\n")
     with pytest.raises(QagenError, match="line 2"):
         RecordLog(path, Draft).load()
 

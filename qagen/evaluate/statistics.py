@@ -1,0 +1,192 @@
+"""How sure a score is: bootstrap confidence intervals and a paired comparison of two runs.
+
+Everything is pure Python and deterministic: the randomness comes from `random.Random(seed)`, so
+the same inputs and seed give the same interval and p-value on every machine and Python version
+(`random.Random` with an int seed is stable across versions for `random()` and `getrandbits()`).
+Sums use `math.fsum`, so a resampled mean does not depend on the order of the values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Sequence
+from typing import NamedTuple
+
+__all__ = ["MeanCI", "PairedResult", "mean_ci", "paired_test"]
+
+# Resampled statistics that equal the observed one in exact arithmetic can differ from it in the
+# last bits of a float; compare with this relative tolerance, as scipy.stats.permutation_test does.
+_RELATIVE_TOLERANCE = 100 * 2.220446049250313e-16
+
+
+class MeanCI(NamedTuple):
+    """The mean of `n` values and a percentile-bootstrap confidence interval `[low, high]`."""
+
+    mean: float
+    low: float
+    high: float
+    n: int
+
+
+class PairedResult(NamedTuple):
+    """Run A minus run B on `n` shared questions.
+
+    `mean_diff` is the mean of the per-question differences `a_i - b_i`, `[low, high]` its
+    percentile-bootstrap confidence interval, `p_value` the two-sided sign-flip test of "no
+    difference".
+    """
+
+    mean_diff: float
+    low: float
+    high: float
+    p_value: float
+    n: int
+
+
+def _checked(values: Sequence[float], name: str) -> list[float]:
+    checked = [float(value) for value in values]
+    if not checked:
+        raise ValueError(f"{name} is empty: there is nothing to average")
+    if not all(math.isfinite(value) for value in checked):
+        # A NaN would silently poison every resample; missing scores must be dropped by the caller.
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return checked
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+
+
+def _check_resamples(n_resamples: int) -> None:
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be at least 1, got {n_resamples}")
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def _quantile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-quantile of ascending `sorted_values`, interpolating linearly between order statistics.
+
+    With h = (N - 1) q:  x[floor(h)] + (h - floor(h)) (x[floor(h) + 1] - x[floor(h)]),
+    which is numpy's default (`method="linear"`, Hyndman & Fan type 7).
+    """
+    position = (len(sorted_values) - 1) * q
+    below = math.floor(position)
+    above = min(below + 1, len(sorted_values) - 1)
+    fraction = position - below
+    low_value = sorted_values[below]
+    return low_value + fraction * (sorted_values[above] - low_value)
+
+
+def _bootstrap_interval(
+    values: Sequence[float], confidence: float, n_resamples: int, rng: random.Random
+) -> tuple[float, float]:
+    """Percentile bootstrap: the (1-c)/2 and (1+c)/2 quantiles of the means of resamples drawn with
+    replacement, each as large as `values`."""
+    n = len(values)
+    if n == 1:
+        # Every resample is the one value: the interval is a point (and carries no information).
+        return values[0], values[0]
+    means = sorted(_mean(rng.choices(values, k=n)) for _ in range(n_resamples))
+    tail = (1.0 - confidence) / 2.0
+    return _quantile(means, tail), _quantile(means, 1.0 - tail)
+
+
+def mean_ci(
+    values: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 2000,
+    seed: int = 0,
+) -> MeanCI:
+    """Mean of `values` with a percentile-bootstrap confidence interval.
+
+    Draw `n_resamples` resamples of size n with replacement, take each one's mean, and report the
+    `(1 - confidence) / 2` and `(1 + confidence) / 2` quantiles of those means (linear
+    interpolation).
+    The percentile bootstrap needs no normality assumption, which suits scores bounded in [0, 1]
+    with many 0s and 1s (hit@k, exact match); with few questions (n < ~20) it is too narrow, so read
+    such intervals as rough.
+
+    Raises `ValueError` on an empty sequence (a mean of nothing is undefined, and returning a
+    placeholder would let an empty run look like a score), on NaN or infinite values, and on
+    `confidence` outside (0, 1). With n == 1, `low == high == mean`.
+    """
+    data = _checked(values, "values")
+    _check_confidence(confidence)
+    _check_resamples(n_resamples)
+    low, high = _bootstrap_interval(data, confidence, n_resamples, random.Random(seed))
+    return MeanCI(mean=_mean(data), low=low, high=high, n=len(data))
+
+
+def _sign_flip_p_value(differences: Sequence[float], n_resamples: int, rng: random.Random) -> float:
+    """Two-sided p-value of the sign-flip (paired permutation) test of mean difference zero.
+
+    Under the null hypothesis that runs A and B are exchangeable on each question, each difference
+    is as likely to have either sign, so the statistic T = sum(s_i d_i) over random signs s_i = ±1
+    is the null distribution of the observed sum. p = P(|T| >= |observed|).
+
+    When 2^n <= n_resamples every sign pattern is enumerated and p is exact. Otherwise it is
+    estimated from `n_resamples` random patterns as (1 + hits) / (1 + n_resamples) (the observed
+    pattern counts as one), which is never 0 and keeps the test valid (Phipson & Smyth 2010).
+    """
+    n = len(differences)
+    observed = abs(math.fsum(differences))
+    threshold = observed - _RELATIVE_TOLERANCE * observed
+    n_patterns = 1 << n
+    if n_patterns <= n_resamples:
+        hits = sum(
+            abs(math.fsum(s * d for s, d in zip(signs, differences, strict=True))) >= threshold
+            for signs in itertools.product((1.0, -1.0), repeat=n)
+        )
+        return hits / n_patterns
+    hits = 0
+    for _ in range(n_resamples):
+        # One random bit per question: '1' keeps the sign of the difference, '0' flips it.
+        bits = format(rng.getrandbits(n), f"0{n}b")
+        flipped = math.fsum(d if b == "1" else -d for b, d in zip(bits, differences, strict=True))
+        hits += abs(flipped) >= threshold
+    return (1 + hits) / (1 + n_resamples)
+
+
+def paired_test(
+    a: Sequence[float],
+    b: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 10000,
+    seed: int = 0,
+) -> PairedResult:
+    """Compare two runs scored on the same questions, question by question.
+
+    `a[i]` and `b[i]` must be the two runs' scores on the same question (align them by question id
+    first, keeping only shared questions). With d_i = a_i - b_i:
+
+    - `mean_diff` = mean(d); positive means run A scored higher;
+    - `[low, high]`: percentile-bootstrap interval of mean(d), resampling questions (as `mean_ci`);
+    - `p_value`: two-sided sign-flip permutation test of "no difference"; see `_sign_flip_p_value`.
+      Exact when 2^n <= n_resamples, otherwise a Monte Carlo estimate.
+
+    Pairing removes the question-to-question variation that both runs share (hard questions are hard
+    for both), so it detects much smaller differences than comparing two independent means.
+    Identical runs give mean_diff 0, interval [0, 0] and p-value 1.
+
+    Raises `ValueError` if the lengths differ, the runs are empty or contain NaN/infinite values,
+    or `confidence` is outside (0, 1).
+    """
+    first = _checked(a, "a")
+    second = _checked(b, "b")
+    if len(first) != len(second):
+        raise ValueError(f"a and b must score the same questions: got {len(first)} and {len(second)} scores")
+    _check_confidence(confidence)
+    _check_resamples(n_resamples)
+    differences = [x - y for x, y in zip(first, second, strict=True)]
+    rng = random.Random(seed)
+    low, high = _bootstrap_interval(differences, confidence, n_resamples, rng)
+    p_value = _sign_flip_p_value(differences, n_resamples, rng)
+    return PairedResult(mean_diff=_mean(differences), low=low, high=high, p_value=p_value, n=len(differences))
