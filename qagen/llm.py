@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.rate_limiters import InMemoryRateLimiter
 from pydantic import BaseModel, ConfigDict
 
@@ -178,12 +178,16 @@ class LLMClient:
         base = self.settings.base_url or os.environ.get("OPENAI_BASE_URL")
         return strip_userinfo(base) or f"the {self.settings.provider} API"
 
-    async def complete(self, prompt: str) -> CallResult:
-        """Send one user message; return its reply or a recorded failure. Raises only for a dead run."""
+    async def complete(self, prompt: str, *, system: str | None = None) -> CallResult:
+        """Send one user message (after an optional system message); return its reply or a recorded
+        failure. Raises only when the whole run cannot go on (see `_failure`)."""
+        messages: list[BaseMessage] = [HumanMessage(content=prompt)]
+        if system is not None:
+            messages.insert(0, SystemMessage(content=system))
         async with self._slots:
             self.stats.calls += 1
             try:
-                message = await self.model.ainvoke([HumanMessage(content=prompt)])
+                message = await self.model.ainvoke(messages)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every provider raises its own types; each is classified below

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from tqdm import tqdm
 from qagen import __version__
 from qagen.assemble import Assembly, assemble
 from qagen.chunking import ChunkStats, chunk_documents, make_splitter
+from qagen.concurrency import run_all, run_coroutine
 from qagen.config import CRITIC_ORDER, BuildConfig
 from qagen.critique import CRITIC_PROMPTS, critique_draft, critique_id
 from qagen.documents import CorpusReport, iter_documents
@@ -157,7 +157,7 @@ class LLMStages:
                     bar.update(1)
                     bar.set_postfix(calls=self.generator.stats.calls + self._critic_calls(), refresh=False)
 
-            await _run_all([worker for _ in range(max(1, min(self.config.concurrency, len(sample))))])
+            await run_all([worker for _ in range(max(1, min(self.config.concurrency, len(sample))))])
         bar.close()
 
     def _critic_calls(self) -> int:
@@ -196,21 +196,6 @@ class LLMStages:
         if self.config.all_critics or verdict.score is None:
             return False
         return verdict.score < self.config.threshold(verdict.criterion)
-
-
-async def _run_all(jobs: Iterable[Callable[[], Awaitable[None]]]) -> None:
-    """Run coroutines together; the first exception cancels the rest and is raised."""
-    tasks = [asyncio.ensure_future(job()) for job in jobs]
-    try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-    finally:
-        for task in tasks:
-            if not task.done():
-                task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
-    for task in done:
-        if task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]
 
 
 def make_clients(config: BuildConfig) -> tuple[LLMClient, LLMClient]:
@@ -252,19 +237,6 @@ def run_llm_stages(
                 await critic.aclose()
 
     run_coroutine(main())
-
-
-def run_coroutine(coroutine: Coroutine[Any, Any, None]) -> None:
-    """`asyncio.run`, also where an event loop already runs (Jupyter): then in a thread of its own."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        asyncio.run(coroutine)
-        return
-    import concurrent.futures
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        pool.submit(asyncio.run, coroutine).result()
 
 
 # --- outputs ------------------------------------------------------------------------------------

@@ -1,0 +1,35 @@
+"""Running coroutines from synchronous code, and running workers together."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from typing import Any
+
+
+async def run_all(jobs: Iterable[Callable[[], Awaitable[None]]]) -> None:
+    """Run coroutines together; the first exception cancels the rest and is raised."""
+    tasks = [asyncio.ensure_future(job()) for job in jobs]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for task in done:
+        if task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+
+
+def run_coroutine(coroutine: Coroutine[Any, Any, None]) -> None:
+    """`asyncio.run`, also where an event loop already runs (Jupyter): then in a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(coroutine)
+        return
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coroutine).result()

@@ -1,0 +1,126 @@
+"""Compare evaluation runs: a table of metrics with intervals, paired tests, and a bar chart."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from qagen.errors import QagenError
+from qagen.evaluate.statistics import paired_test
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """One evaluation directory's summary and per-question values."""
+
+    path: Path
+    summary: dict[str, Any]
+    rows: list[dict[str, Any]]
+
+    @property
+    def label(self) -> str:
+        return self.path.name or str(self.path)
+
+    @classmethod
+    def load(cls, path: Path) -> EvalRun:
+        summary_file, results_file = path / "summary.json", path / "results.jsonl"
+        if not summary_file.exists() or not results_file.exists():
+            raise QagenError(f"{path} is not a finished evaluation (no summary.json/results.jsonl); run `qagen evaluate` first.")
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+        rows = [json.loads(line) for line in results_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return cls(path, summary, rows)
+
+    def values(self, metric: str) -> dict[str, float]:
+        """Per-question values of a summary metric, keyed by question id (normalised like the summary)."""
+        k = self.summary.get("k")
+        column = {"mrr": "reciprocal_rank", "chunk_mrr": "chunk_reciprocal_rank"}.get(metric, metric)
+        column = column.replace(f"@{k}", "@k")
+        out: dict[str, float] = {}
+        for row in self.rows:
+            value = row.get(column)
+            if value is None:
+                continue
+            out[row["id"]] = (float(value) - 1) / 4 if column == "correctness" else float(value)
+        return out
+
+
+def comparison_table(runs: list[EvalRun]) -> str:
+    """Metrics as rows, runs as columns: mean [95% interval] (n); then paired differences vs the first run."""
+    metrics = list(dict.fromkeys(name for run in runs for name in run.summary["metrics"]))
+    header = ["metric", *(run.label for run in runs)]
+    lines = [header]
+    for metric in metrics:
+        cells = [metric]
+        for run in runs:
+            stats = run.summary["metrics"].get(metric)
+            if not stats or stats["mean"] is None:
+                cells.append("-")
+            else:
+                cells.append(f"{stats['mean']:.3f} [{stats['low']:.3f}, {stats['high']:.3f}] n={stats['n']}")
+        lines.append(cells)
+    text = _format(lines)
+    if len(runs) > 1:
+        paired = [["metric", "runs", "mean diff [95% CI]", "p", "shared"]]
+        base = runs[0]
+        for metric in metrics:
+            first = base.values(metric)
+            for other in runs[1:]:
+                second = other.values(metric)
+                shared = sorted(first.keys() & second.keys())
+                if len(shared) < 2:
+                    continue
+                result = paired_test([second[i] for i in shared], [first[i] for i in shared])
+                paired.append(
+                    [
+                        metric,
+                        f"{other.label} - {base.label}",
+                        f"{result.mean_diff:+.3f} [{result.low:+.3f}, {result.high:+.3f}]",
+                        f"{result.p_value:.3g}",
+                        str(result.n),
+                    ]
+                )
+        if len(paired) > 1:
+            text += "\n\npaired on shared questions:\n" + _format(paired)
+    return text
+
+
+def _format(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
+def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:
+    """A bar chart of one metric across runs with its 95% intervals, like the notebook's (PNG)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise QagenError("The bar chart needs matplotlib: pip install 'qagen[plot]'.") from exc
+    labels, means, errors = [], [], [[], []]
+    for run in runs:
+        stats = run.summary["metrics"].get(metric)
+        if not stats or stats["mean"] is None:
+            continue
+        labels.append(run.label)
+        means.append(100 * stats["mean"])
+        errors[0].append(100 * (stats["mean"] - stats["low"]))
+        errors[1].append(100 * (stats["high"] - stats["mean"]))
+    if not labels:
+        raise QagenError(f"No run has a value for '{metric}'; choose another with --metric.")
+    figure, axes = plt.subplots(figsize=(max(6, 1.6 * len(labels)), 5))
+    bars = axes.bar(labels, means, yerr=errors, capsize=4, color="#4c72b0")
+    axes.bar_label(bars, labels=[f"{m:.1f}%" for m in means], padding=3)
+    axes.set_ylim(0, 105)
+    axes.set_ylabel(f"{metric} (%)")
+    axes.set_xlabel("RAG settings")
+    axes.set_title(f"{metric} of different RAG configurations (95% bootstrap intervals)")
+    plt.setp(axes.get_xticklabels(), rotation=20, ha="right")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path

@@ -1,0 +1,190 @@
+"""Load the questions to evaluate: a run directory, a saved dataset, a Hub dataset, or a JSONL/CSV file."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qagen.errors import ConfigError
+from qagen.evaluate.records import EvalItem
+from qagen.store import record_key
+
+# Reference-answer column names in use: qagen's and the cookbook's `answer`, the published
+# cookbook CSV's `expected_answer`, the notebook's results `true_answer`, ragas' `reference`.
+ANSWER_COLUMNS = ("answer", "expected_answer", "true_answer", "reference", "ground_truth")
+
+
+@dataclass
+class SkippedRow:
+    """A row of the test set that could not be used, and why (reported, never hidden)."""
+
+    row: int
+    reason: str
+    content: str
+
+
+@dataclass
+class TestSet:
+    items: list[EvalItem]
+    skipped: list[SkippedRow] = field(default_factory=list)
+    origin: str = ""
+    answer_column: str = "answer"
+
+
+def load_testset(
+    spec: str,
+    *,
+    split: str = "train",
+    question_column: str = "question",
+    answer_column: str | None = None,
+    token: str | None = None,
+) -> TestSet:
+    """Questions and reference answers from `spec` (see the module docstring for what it can be)."""
+    path = Path(spec)
+    if path.is_dir() and (path / "run.json").exists():
+        return _from_rows(
+            _saved_rows(path / "dataset", split), f"{spec} (run directory)", question_column, answer_column
+        )
+    if path.is_dir():
+        return _from_rows(_saved_rows(path, split), spec, question_column, answer_column)
+    if path.is_file():
+        suffix = path.suffix.lower()
+        if suffix == ".jsonl":
+            return _from_rows(_jsonl_rows(path), spec, question_column, answer_column)
+        if suffix == ".csv":
+            return _from_rows(_csv_rows(path), spec, question_column, answer_column)
+        raise ConfigError(f"{spec}: a test set file must be .jsonl or .csv.")
+    if path.suffix.lower() in {".jsonl", ".csv"} or spec.startswith((".", "/")):
+        raise ConfigError(f"Test set not found: {spec}.")
+    return _from_rows(_hub_rows(spec, split, token), f"{spec} (Hub)", question_column, answer_column)
+
+
+def _saved_rows(path: Path, split: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    from datasets import Dataset, DatasetDict, load_from_disk
+
+    try:
+        loaded = load_from_disk(str(path))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path} is not a dataset saved with save_to_disk (or a qagen run directory).") from exc
+    if isinstance(loaded, DatasetDict):
+        if split not in loaded:
+            raise ConfigError(f"{path} has no split '{split}'; it has {sorted(loaded)}.")
+        loaded = loaded[split]
+    assert isinstance(loaded, Dataset)
+    yield from enumerate(loaded, start=1)
+
+
+def _hub_rows(repo_id: str, split: str, token: str | None) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(repo_id, split=split, token=token)
+    except (FileNotFoundError, ValueError, OSError, ConnectionError) as exc:
+        raise ConfigError(
+            f"Cannot load the dataset '{repo_id}' from the Hub: {type(exc).__name__}: {exc}".rstrip(".") + "."
+        ) from exc
+    yield from enumerate(dataset, start=1)
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise ConfigError(f"{path} line {number} is not valid JSON ({exc}).") from exc
+            if not isinstance(row, dict):
+                raise ConfigError(f"{path} line {number} is not a JSON object.")
+            yield number, row
+
+
+def _csv_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            return
+        for number, cells in enumerate(reader, start=2):
+            row: dict[str, Any] = {}
+            extra: list[str] = []
+            for index, cell in enumerate(cells):
+                name = header[index] if index < len(header) else ""
+                if name:
+                    row[name] = cell
+                elif cell.strip():
+                    extra.append(cell)
+            if extra:
+                # A cell under no column: the row is broken (e.g. a quote spilled a field into the
+                # next line). Reported rather than guessed at.
+                row["__extra_cells__"] = extra
+            yield number, row
+
+
+def _from_rows(
+    rows: Iterable[tuple[int, Mapping[str, Any]]], origin: str, question_column: str, answer_column: str | None
+) -> TestSet:
+    items: list[EvalItem] = []
+    skipped: list[SkippedRow] = []
+    seen: dict[str, int] = {}
+    chosen_answer: str | None = answer_column
+    for number, row in rows:
+        if chosen_answer is None:
+            chosen_answer = next((c for c in ANSWER_COLUMNS if c in row), None)
+            if chosen_answer is None:
+                raise ConfigError(
+                    f"{origin} has no reference-answer column (looked for {', '.join(ANSWER_COLUMNS)}; "
+                    f"it has {', '.join(sorted(row))}); name it with --answer-column."
+                )
+        if question_column not in row:
+            raise ConfigError(f"{origin} has no '{question_column}' column; it has {', '.join(sorted(row))}.")
+        if chosen_answer not in row:
+            raise ConfigError(f"{origin} has no '{chosen_answer}' column; it has {', '.join(sorted(row))}.")
+        content = json.dumps(
+            {k: v for k, v in row.items() if isinstance(v, str | int | float | list)}, ensure_ascii=False
+        )[:300]
+        if row.get("__extra_cells__"):
+            skipped.append(SkippedRow(number, "malformed_row: cells outside the header's columns", content))
+            continue
+        question = str(row.get(question_column) or "").strip()
+        answer = str(row.get(chosen_answer) or "").strip()
+        if not question:
+            skipped.append(SkippedRow(number, "empty_question", content))
+            continue
+        if not answer:
+            skipped.append(SkippedRow(number, "empty_reference_answer", content))
+            continue
+        item_id = str(row.get("id") or record_key("question", question))
+        if item_id in seen:
+            skipped.append(SkippedRow(number, f"duplicate_of_row_{seen[item_id]}", content))
+            continue
+        seen[item_id] = number
+        items.append(
+            EvalItem(
+                id=item_id,
+                question=question,
+                true_answer=answer,
+                source_doc=_optional_str(row.get("source_doc")),
+                context=_optional_str(row.get("context")),
+                start_index=_optional_int(row.get("start_index")),
+                end_index=_optional_int(row.get("end_index")),
+            )
+        )
+    if not items:
+        raise ConfigError(f"{origin} has no usable questions ({len(skipped)} rows skipped).")
+    return TestSet(items=items, skipped=skipped, origin=origin, answer_column=chosen_answer or "answer")
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)
+
+
+def _optional_int(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    return int(value)
