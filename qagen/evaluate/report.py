@@ -100,7 +100,9 @@ def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise QagenError("The bar chart needs matplotlib: pip install 'qagen[plot]'.") from exc
-    labels, means, errors = [], [], [[], []]
+    labels: list[str] = []
+    means: list[float] = []
+    errors: list[list[float]] = [[], []]
     for run in runs:
         stats = run.summary["metrics"].get(metric)
         if not stats or stats["mean"] is None:
