@@ -341,5 +341,13 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     click.echo(funnel_table(summary))
 
 
-if __name__ == "__main__":
-    main()
+
+def _register_commands() -> None:
+    """Commands defined in their own modules (they import their heavy parts only when run)."""
+    from qagen.evaluate.cli import evaluate, report
+
+    main.add_command(evaluate)
+    main.add_command(report)
+
+
+_register_commands()
