@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import logging
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -72,7 +74,7 @@ output_options = _options(
 )
 
 
-def _friendly_errors(function: F) -> F:
+def friendly_errors(function: F) -> F:
     """One clear sentence and a non-zero exit instead of a traceback, for every expected failure."""
 
     @functools.wraps(function)
@@ -222,10 +224,18 @@ def main() -> None:
 @model_options
 @critic_options
 @filter_options
+@click.option(
+    "--push",
+    "push_repo",
+    metavar="REPO_ID",
+    default=None,
+    help="Then publish the run to this Hugging Face dataset repo (private unless --public; token from HF_TOKEN or your login).",
+)
+@click.option("--public", is_flag=True, default=False, help="With --push: make the repo public.")
 @output_options
 @click.pass_context
-@_friendly_errors
-def build(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
+@friendly_errors
+def build(ctx: click.Context, /, out: Path, quiet: bool, push_repo: str | None, public: bool, **options: Any) -> None:
     """Chunk CORPUS, draft a question per sampled chunk, critique, filter, and write the dataset.
 
     CORPUS is a file or a folder of .txt .md .rst .html .pdf files and .jsonl .csv .parquet
@@ -256,7 +266,7 @@ def build(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None
 @chunk_options
 @output_options
 @click.pass_context
-@_friendly_errors
+@friendly_errors
 def chunk(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
     """Load and chunk CORPUS into a new run directory (stage 1 of build)."""
     from qagen.pipeline import Prompts, chunk_stage
@@ -299,7 +309,7 @@ def _stage(
 @model_options
 @output_options
 @click.pass_context
-@_friendly_errors
+@friendly_errors
 def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
     """Draft a question/answer pair for each sampled chunk of RUN_DIR (stage 2)."""
     _stage(run_dir, ctx, options, generate=True, critique=False, quiet=quiet)
@@ -314,7 +324,7 @@ def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) 
 @filter_options
 @output_options
 @click.pass_context
-@_friendly_errors
+@friendly_errors
 def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
     """Rate every draft of RUN_DIR with the three critics (stage 3)."""
     _stage(run_dir, ctx, options, generate=False, critique=True, quiet=quiet)
@@ -326,7 +336,7 @@ def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) 
 @sample_options
 @filter_options
 @click.pass_context
-@_friendly_errors
+@friendly_errors
 def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None:
     """Apply the thresholds and near-duplicate filter; write dataset/, candidates/ and summary.json (stage 4)."""
     from qagen.output import funnel_table
@@ -341,11 +351,34 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     click.echo(funnel_table(summary))
 
 
+def run() -> None:
+    """The `qagen` console command: `main`, then an exit that skips interpreter teardown.
+
+    Tearing down the modules of datasets, pyarrow and the HTTP stack takes about half a second
+    after the work is done (measured by benchmarks/bench_build.py, where the whole process counts).
+    Every file qagen writes is closed by the time a command returns, so only the standard streams
+    and logging need flushing.
+    """
+    code: int
+    try:
+        main.main(prog_name="qagen")
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+        if isinstance(exit_.code, str):
+            click.echo(exit_.code, err=True)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
+
 
 def _register_commands() -> None:
     """Commands defined in their own modules (they import their heavy parts only when run)."""
+    from qagen.cli_push import push
     from qagen.evaluate.cli import evaluate, report
 
+    main.add_command(push)
     main.add_command(evaluate)
     main.add_command(report)
 

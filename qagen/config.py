@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from qagen.chunking import LengthUnit
 from qagen.errors import ConfigError
-from qagen.llm import ModelSettings
+from qagen.models import ModelSettings
 from qagen.types import CRITERIA, Criterion
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"

@@ -36,7 +36,9 @@ def save_rows(rows: list[dict[str, Any]], target: Path, *, candidates: bool) -> 
     temporary = target.with_name(f".{target.name}.tmp")
     if temporary.exists():
         shutil.rmtree(temporary)
-    dataset.save_to_disk(str(temporary))
+    # One shard asked for explicitly: left to choose, datasets writes no shard at all for an empty
+    # set, and the directory then fails to load (a run that keeps nothing is still a valid run).
+    dataset.save_to_disk(str(temporary), num_shards=1)
     if target.exists():
         shutil.rmtree(target)
     os.replace(temporary, target)

@@ -12,9 +12,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from qagen.errors import CorpusError
 from qagen.types import Document, SkippedInput
 
@@ -147,6 +144,10 @@ def _csv_rows(
 def _parquet_rows(
     path: Path, label: str, text_column: str, source_column: str | None, skip: Skip
 ) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    # Imported here: pyarrow costs 0.2 s of start-up that corpora without Parquet files never use.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     # Opened here so a permission problem is `unreadable`; pyarrow reports everything else.
     with path.open("rb") as handle:
         try:

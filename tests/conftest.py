@@ -104,3 +104,18 @@ def llm() -> Iterator[Any]:
 
     with StandInLLM() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def hub(hub_port: int) -> Iterator[Any]:
+    """The stand-in Hub where `HF_ENDPOINT` points, shared by the session (one server per port).
+
+    Tokens: `hf_test_token` is alice, `hf_bob_token` is bob. Tests use unique repo ids, since
+    both Hub libraries fall back to cached copies of a repo id they have seen.
+    """
+    from qagen.testing.hub_server import StandInHub
+
+    with StandInHub(port=hub_port, tokens={"hf_test_token": "alice", "hf_bob_token": "bob"}) as server:
+        yield server
+    # Every client call of the session must have found its route.
+    assert server.unhandled_routes == []

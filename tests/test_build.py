@@ -178,3 +178,11 @@ def test_help_explains_every_option() -> None:
     for option in ["--n-generations", "--model", "--critic-model", "--base-url", "--concurrency", "--rpm",
                    "--audience", "--min-score", "--chunk-size", "--length-unit", "--hf-dataset", "--seed"]:  # fmt: skip
         assert option in result.output
+
+
+def test_a_run_that_keeps_nothing_still_writes_loadable_datasets(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    llm.configure(pass_rate=0.0)
+    result = _build(llm, corpus, tmp_path / "run", n=5)
+    assert result.exit_code == 0, result.output
+    assert len(_rows(tmp_path / "run" / "dataset")) == 0
+    assert len(_rows(tmp_path / "run" / "candidates")) == 5

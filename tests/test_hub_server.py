@@ -12,7 +12,6 @@ import sys
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import datasets
@@ -30,16 +29,8 @@ from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 from qagen.testing.hub_server import StandInHub
 
 TOKEN = "hf_test_token"
-BOB_TOKEN = "hf_bob_token"
+BOB_TOKEN = "hf_bob_token"  # the session `hub` fixture (conftest) knows both tokens
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def hub(hub_port: int) -> Iterator[StandInHub]:
-    with StandInHub(port=hub_port, tokens={TOKEN: "alice", BOB_TOKEN: "bob"}) as server:
-        yield server
-    # Every client call in this module must have found its route.
-    assert server.unhandled_routes == []
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from qagen.errors import ConfigError
 from qagen.evaluate.runner import Evaluation
 from qagen.evaluate.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.testset import TestSet, load_testset
-from qagen.llm import LLMClient, ModelSettings, build_chat_model
+from qagen.llm import LLMClient, ModelSettings
 from qagen.store import write_json_atomic
 
 DEFAULT_METRICS = ("correctness", "retrieval", "text")
@@ -33,7 +33,12 @@ def expand_metrics(names: list[str] | tuple[str, ...]) -> list[str]:
     expanded: list[str] = []
     for name in names:
         if name == "all":
-            parts: tuple[str, ...] = ("correctness", *METRIC_GROUPS["ragas"], *METRIC_GROUPS["graders"], *DETERMINISTIC_GROUPS)
+            parts: tuple[str, ...] = (
+                "correctness",
+                *METRIC_GROUPS["ragas"],
+                *METRIC_GROUPS["graders"],
+                *DETERMINISTIC_GROUPS,
+            )
         else:
             parts = METRIC_GROUPS.get(name, (name,))
         for part in parts:
@@ -74,8 +79,12 @@ def evaluate(
 
     out = Path(out)
     chosen = expand_metrics(list(metrics))
-    items = testset if isinstance(testset, TestSet) else load_testset(
-        testset, split=split, question_column=question_column, answer_column=answer_column, token=token
+    items = (
+        testset
+        if isinstance(testset, TestSet)
+        else load_testset(
+            testset, split=split, question_column=question_column, answer_column=answer_column, token=token
+        )
     )
     judge_settings = ModelSettings(spec=judge) if isinstance(judge, str) else judge
     reader_settings = ModelSettings(spec=reader) if isinstance(reader, str) else reader
@@ -85,8 +94,10 @@ def evaluate(
     summary: dict[str, Any] = {}
 
     async def main() -> None:
-        judge_client = LLMClient(build_chat_model(judge_settings), judge_settings, concurrency=concurrency) if needs_judge and judge_settings else None
-        reader_client = LLMClient(build_chat_model(reader_settings), reader_settings, concurrency=concurrency) if reader_settings else None
+        judge_client = (
+            LLMClient.connect(judge_settings, concurrency=concurrency) if needs_judge and judge_settings else None
+        )
+        reader_client = LLMClient.connect(reader_settings, concurrency=concurrency) if reader_settings else None
         target = system(reader_client) if getattr(system, "qagen_factory", False) else system
         if not hasattr(target, "answer"):
             target = CallableSystem(target)

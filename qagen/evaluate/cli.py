@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from qagen.cli import _friendly_errors
+from qagen.cli import friendly_errors
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
 
@@ -25,26 +25,83 @@ def _int_list(value: str, name: str) -> list[int]:
 
 @click.command()
 @click.argument("dataset")
-@click.option("--out", "-o", "out", required=True, type=click.Path(path_type=Path), help="Evaluation directory: answers, verdicts, results.jsonl, summary.json. Re-run the same command to resume.")
-@click.option("--answers", type=click.Path(path_type=Path, exists=True, dir_okay=False), help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere.")
-@click.option("--rag", "rag_callable", metavar="MODULE:FUNCTION", help="A Python function question -> str | {answer, contexts, sources} (sync or async).")
-@click.option("--endpoint", metavar="URL", help="An HTTP endpoint: POST {\"question\": ...} returns {answer, contexts, sources}.")
-@click.option("--baseline", type=click.Choice(["bm25"]), help="The bundled baseline: BM25 retrieval over --corpus, answered by --model with the notebook's RAG prompt.")
-@click.option("--corpus", type=click.Path(path_type=Path, exists=True), help="The corpus for --baseline (a file or folder, as for qagen build).")
-@click.option("--chunk-size", default="2000", show_default=True, help="Baseline chunk size in characters; a comma list (500,1000,2000) runs a settings grid.")
-@click.option("--k", "k_values", default="7", show_default=True, help="Contexts retrieved (and scored by hit@k, NDCG@k); a comma list (3,7) runs a grid.")
-@click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Reader model of --baseline (LangChain provider:model).")
+@click.option(
+    "--out",
+    "-o",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Evaluation directory: answers, verdicts, results.jsonl, summary.json. Re-run the same command to resume.",
+)
+@click.option(
+    "--answers",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere.",
+)
+@click.option(
+    "--rag",
+    "rag_callable",
+    metavar="MODULE:FUNCTION",
+    help="A Python function question -> str | {answer, contexts, sources} (sync or async).",
+)
+@click.option(
+    "--endpoint", metavar="URL", help='An HTTP endpoint: POST {"question": ...} returns {answer, contexts, sources}.'
+)
+@click.option(
+    "--baseline",
+    type=click.Choice(["bm25"]),
+    help="The bundled baseline: BM25 retrieval over --corpus, answered by --model with the notebook's RAG prompt.",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(path_type=Path, exists=True),
+    help="The corpus for --baseline (a file or folder, as for qagen build).",
+)
+@click.option(
+    "--chunk-size",
+    default="2000",
+    show_default=True,
+    help="Baseline chunk size in characters; a comma list (500,1000,2000) runs a settings grid.",
+)
+@click.option(
+    "--k",
+    "k_values",
+    default="7",
+    show_default=True,
+    help="Contexts retrieved (and scored by hit@k, NDCG@k); a comma list (3,7) runs a grid.",
+)
+@click.option(
+    "--model", default=DEFAULT_MODEL, show_default=True, help="Reader model of --baseline (LangChain provider:model)."
+)
 @click.option("--judge-model", default=None, help="Model of the LLM judges (default: --model).")
-@click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help="OpenAI-compatible server for the reader and judges. [env: OPENAI_BASE_URL]")
-@click.option("--metrics", default="correctness,retrieval,text", show_default=True, help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all.")
-@click.option("--embeddings", default=None, help="Embeddings model for answer_relevancy, e.g. openai:text-embedding-3-small.")
+@click.option(
+    "--base-url",
+    envvar="OPENAI_BASE_URL",
+    default=None,
+    help="OpenAI-compatible server for the reader and judges. [env: OPENAI_BASE_URL]",
+)
+@click.option(
+    "--metrics",
+    default="correctness,retrieval,text",
+    show_default=True,
+    help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all.",
+)
+@click.option(
+    "--embeddings", default=None, help="Embeddings model for answer_relevancy, e.g. openai:text-embedding-3-small."
+)
 @click.option("--split", default="train", show_default=True, help="Split of DATASET when it is a dataset.")
 @click.option("--question-column", default="question", show_default=True, help="Question column of DATASET.")
-@click.option("--answer-column", default=None, help="Reference-answer column (default: answer, expected_answer, true_answer, reference...).")
+@click.option(
+    "--answer-column",
+    default=None,
+    help="Reference-answer column (default: answer, expected_answer, true_answer, reference...).",
+)
 @click.option("--token", envvar="HF_TOKEN", default=None, help="Hub token for a private DATASET. [env: HF_TOKEN]")
-@click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Questions in flight at once.")
+@click.option(
+    "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Questions in flight at once."
+)
 @click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
-@_friendly_errors
+@friendly_errors
 def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     """Run a RAG system over DATASET's questions and score it.
 
@@ -62,7 +119,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     register_secret(options["token"])
     chosen = [name for name in ("answers", "rag_callable", "endpoint", "baseline") if options[name]]
     if len(chosen) != 1:
-        raise ConfigError("Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline bm25.")
+        raise ConfigError(
+            "Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline bm25."
+        )
     if options["baseline"] and not options["corpus"]:
         raise ConfigError("--baseline bm25 needs --corpus PATH.")
     chunk_sizes = _int_list(options["chunk_size"], "--chunk-size")
@@ -103,7 +162,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     runs = [EvalRun.load(path) for path in outputs]
     click.echo(comparison_table(runs))
     if len(runs) > 1:
-        metric = "correctness" if "correctness" in runs[0].summary["metrics"] else next(iter(runs[0].summary["metrics"]))
+        metric = (
+            "correctness" if "correctness" in runs[0].summary["metrics"] else next(iter(runs[0].summary["metrics"]))
+        )
         click.echo(f"\nchart: {bar_chart(runs, metric, out / 'comparison.png')}")
 
 
@@ -128,13 +189,22 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool)
 @click.command()
 @click.argument("eval_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--metric", default=None, help="Metric of the bar chart (default: correctness, else the first).")
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=Path("qagen_report.png"), show_default=True, help="Where to write the bar chart (PNG).")
-@_friendly_errors
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(path_type=Path),
+    default=Path("qagen_report.png"),
+    show_default=True,
+    help="Where to write the bar chart (PNG).",
+)
+@friendly_errors
 def report(eval_dirs: tuple[Path, ...], metric: str | None, plot_path: Path) -> None:
     """Compare evaluation directories: metrics with 95% intervals, paired tests, and a bar chart."""
     from qagen.evaluate.report import EvalRun, bar_chart, comparison_table
 
     runs = [EvalRun.load(path) for path in eval_dirs]
     click.echo(comparison_table(runs))
-    chosen = metric or ("correctness" if "correctness" in runs[0].summary["metrics"] else next(iter(runs[0].summary["metrics"])))
+    chosen = metric or (
+        "correctness" if "correctness" in runs[0].summary["metrics"] else next(iter(runs[0].summary["metrics"]))
+    )
     click.echo(f"\nchart: {bar_chart(runs, chosen, plot_path)}")

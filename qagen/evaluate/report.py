@@ -27,7 +27,9 @@ class EvalRun:
     def load(cls, path: Path) -> EvalRun:
         summary_file, results_file = path / "summary.json", path / "results.jsonl"
         if not summary_file.exists() or not results_file.exists():
-            raise QagenError(f"{path} is not a finished evaluation (no summary.json/results.jsonl); run `qagen evaluate` first.")
+            raise QagenError(
+                f"{path} is not a finished evaluation (no summary.json/results.jsonl); run `qagen evaluate` first."
+            )
         summary = json.loads(summary_file.read_text(encoding="utf-8"))
         rows = [json.loads(line) for line in results_file.read_text(encoding="utf-8").splitlines() if line.strip()]
         return cls(path, summary, rows)
@@ -88,7 +90,9 @@ def comparison_table(runs: list[EvalRun]) -> str:
 
 def _format(rows: list[list[str]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows)
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    )
 
 
 def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:

@@ -259,6 +259,15 @@ def _section(text: str, start_label: str, end_label: str) -> str:
     return text[begin:end].strip()
 
 
+_WRAPPED = re.compile(r"\A<(?P<tag>[a-z_]+)>\n?(?P<body>.*?)\n?</(?P=tag)>\Z", re.DOTALL)
+
+
+def _unwrap(section: str) -> str:
+    """The text inside the judge prompt's data tags (`<question>...</question>`), or the section as is."""
+    match = _WRAPPED.match(section.strip())
+    return match.group("body").strip() if match else section
+
+
 def classify_prompt(text: str) -> PromptInfo:
     """Recognise the prompt kind and pull out the parts the reply depends on.
 
@@ -284,8 +293,8 @@ def classify_prompt(text: str) -> PromptInfo:
         return PromptInfo(
             kind="judge",
             text=text,
-            question=_section(text, "###The instruction to evaluate:", "###Response to evaluate:"),
-            response=_section(text, "###Response to evaluate:", "###Reference Answer"),
+            question=_unwrap(_section(text, "###The instruction to evaluate:", "###Response to evaluate:")),
+            response=_unwrap(_section(text, "###Response to evaluate:", "###Reference Answer")),
         )
     if kind == "critique":
         phrases = {c: text.find(p) for c, p in CRITERION_PHRASES.items() if p in text}

@@ -471,6 +471,9 @@ class StandInLLM:
         self._error(handler, entry, 404, f"Unknown request URL: GET {path}.", "unknown_url")
 
     def _serve_post(self, handler: _Handler) -> None:
+        # The latency knob is the time from the request's arrival to the reply, the server's own
+        # work included (as with a real server), so it is measured from here.
+        arrived = time.monotonic()
         path = handler.path.split("?", 1)[0].rstrip("/")
         body = _read_body(handler)
         if body is None:
@@ -517,7 +520,8 @@ class StandInLLM:
             self._fault(handler, entry, fault, knobs, request, prompt, sha)
             return
         reply = make_reply(prompt, request_key=sha, reply_number=reply_number, policy=knobs.replies)
-        if knobs.latency > 0 and self._stopping.wait(knobs.latency):
+        remaining = knobs.latency - (time.monotonic() - arrived)
+        if remaining > 0 and self._stopping.wait(remaining):
             handler.close_connection = True  # shutting down: abandon the reply
             return
         self._complete(handler, entry, request, messages, reply, sha)

@@ -1,0 +1,165 @@
+"""Build throughput against a stand-in LLM with a set latency, side by side with the notebook's loop.
+
+    python benchmarks/bench_build.py                 # 200 ms per call, 32 in flight, >= 3,200 calls
+    python benchmarks/bench_build.py --calls 800     # quicker
+
+Prints, from one run on one machine (ratios are measured side by side, since machines are noisy):
+- the whole `qagen build` CLI process (start-up included) against the bound calls x latency /
+  concurrency, as an efficiency ratio;
+- the same work through a faithful re-implementation of the notebook's sequential loop (one call
+  at a time, four calls per draft), and the speed-up per draft;
+- LLM calls and tokens per draft and per kept question, beside the expected 2 + p1 + p1*p2 calls per
+  draft for the observed pass rates of the critics in the order asked;
+- chunking throughput (MB/s) and peak memory of `qagen chunk` over the whole corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from qagen.testing.corpus import write_corpus
+from qagen.testing.llm_server import StandInLLM
+
+PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
+
+
+def corpus_path(work: Path) -> Path:
+    """The Python docs (Debian's python3.11-doc: 497 reST files, 12 MB) when installed, else a generated corpus."""
+    if PYTHON_DOCS.is_dir():
+        return PYTHON_DOCS
+    return write_corpus(work / "corpus", documents=400, paragraphs=12)
+
+
+def run_build(corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int) -> tuple[float, dict]:
+    command = [
+        sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
+        "--base-url", base_url, "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q",
+    ]  # fmt: skip
+    env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
+    started = time.perf_counter()
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - started
+    return wall, json.loads((out / "summary.json").read_text())
+
+
+def notebook_loop(corpus_run: Path, base_url: str, drafts: int) -> tuple[float, int]:
+    """The cookbook's generation loop: for each sampled chunk, invoke the QA agent, then the three
+    critique agents one after the other, each call waiting for the previous one."""
+    from langchain_core.messages import HumanMessage
+    from langchain_openai import ChatOpenAI
+
+    from qagen.prompts import load_prompt
+    from qagen.rundir import RunDir
+
+    chat_model = ChatOpenAI(model="stand-in", base_url=base_url, api_key="bench-key", max_retries=2)
+    qa, grounded = load_prompt("qa_generation"), load_prompt("critique_groundedness")
+    relevance, standalone = load_prompt("critique_relevance"), load_prompt("critique_standalone")
+    chunks = [chunk for _, chunk in zip(range(drafts), RunDir(corpus_run).iter_chunks(), strict=False)]
+    calls = 0
+    started = time.perf_counter()
+    for chunk in chunks:
+        output = chat_model.invoke([HumanMessage(qa.render(context=chunk.text))]).content
+        calls += 1
+        try:
+            question = str(output).split("Factoid question: ")[1].split("Answer: ")[0]
+        except IndexError:
+            continue
+        chat_model.invoke([HumanMessage(grounded.render(question=question, context=chunk.text))])
+        chat_model.invoke([HumanMessage(relevance.render(question=question, audience="users"))])
+        chat_model.invoke([HumanMessage(standalone.render(question=question))])
+        calls += 3
+    return time.perf_counter() - started, calls
+
+
+def pass_rates(run: Path) -> list[float]:
+    """Observed pass rate of each critic, in the order asked, among the drafts it was asked about."""
+    from qagen.config import CRITIC_ORDER
+
+    asked = {c: 0 for c in CRITIC_ORDER}
+    passed = {c: 0 for c in CRITIC_ORDER}
+    for line in (run / "critiques.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["score"] is None:
+            continue
+        asked[record["criterion"]] += 1
+        passed[record["criterion"]] += record["score"] >= 4
+    return [passed[c] / asked[c] if asked[c] else 0.0 for c in CRITIC_ORDER]
+
+
+def chunking(corpus: Path, work: Path) -> tuple[float, float, int]:
+    size = sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file())
+    out = work / "chunk-only"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "qagen", "chunk", str(corpus), "--out", str(out), "-q"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    wall = time.perf_counter() - started
+    peak_kib = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+    return size / 1e6 / wall, peak_kib / 1024, size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--calls", type=int, default=3200, help="at least this many LLM calls in the build")
+    parser.add_argument("--notebook-drafts", type=int, default=40, help="drafts for the sequential notebook loop")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="qagen-bench-"))
+    corpus = corpus_path(work)
+    print(f"corpus: {corpus}")
+    mb_per_s, peak_mb, size = chunking(corpus, work)
+    print(f"chunking: {size / 1e6:.1f} MB at {mb_per_s:.1f} MB/s (whole CLI process), peak memory {peak_mb:.0f} MB")
+
+    with StandInLLM(latency=args.latency) as server:
+        # Calls per draft are about 3.4 at the stand-in's pass rates; ask for enough drafts, then top up.
+        drafts = int(args.calls / 3.2)
+        out = work / "run"
+        wall, summary = run_build(corpus, out, server.base_url, drafts, args.concurrency)
+        calls = summary["usage"]["generation"]["calls"] + summary["usage"]["critique"]["calls"]
+        while calls < args.calls:
+            drafts += int((args.calls - calls) / 3) + 10
+            wall, summary = run_build(corpus, work / f"run{drafts}", server.base_url, drafts, args.concurrency)
+            out = work / f"run{drafts}"
+            calls = summary["usage"]["generation"]["calls"] + summary["usage"]["critique"]["calls"]
+        bound = calls * args.latency / args.concurrency
+        funnel = summary["funnel"]
+        tokens = sum(
+            summary["usage"][s]["input_tokens"] + summary["usage"][s]["output_tokens"]
+            for s in ("generation", "critique")
+        )
+        p1, p2, _ = pass_rates(out)
+        print(f"\nqagen build: {calls} calls, {args.latency * 1000:.0f} ms each, {args.concurrency} in flight")
+        print(f"  wall {wall:.1f} s (CLI start-up included) vs bound {bound:.1f} s: efficiency {bound / wall:.3f}")
+        drafted = funnel["drafted"]
+        print(
+            f"  calls per draft {calls / drafted:.3f} (expected 2 + p1 + p1*p2 = {2 + p1 + p1 * p2:.3f}, p1={p1:.3f}, p2={p2:.3f}; notebook: 4)"
+        )
+        print(
+            f"  calls per kept question {calls / funnel['kept']:.2f}, tokens per draft {tokens / drafted:.0f}, per kept {tokens / funnel['kept']:.0f}"
+        )
+
+        nb_wall, nb_calls = notebook_loop(out, server.base_url, args.notebook_drafts)
+        per_draft_qagen = wall / drafted
+        per_draft_notebook = nb_wall / args.notebook_drafts
+        print(
+            f"\nnotebook loop: {args.notebook_drafts} drafts, {nb_calls} calls in {nb_wall:.1f} s ({nb_wall / nb_calls * 1000:.0f} ms per call)"
+        )
+        print(
+            f"  time per draft: qagen {per_draft_qagen * 1000:.1f} ms vs notebook {per_draft_notebook * 1000:.0f} ms: {per_draft_notebook / per_draft_qagen:.1f}x faster"
+        )
+
+
+if __name__ == "__main__":
+    main()
