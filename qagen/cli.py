@@ -69,6 +69,13 @@ filter_options = _options(
     click.option("--min-standalone", type=click.IntRange(1, 5), default=None, help="Override --min-score for standalone."),
     click.option("--dedup-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True, help="Questions whose word sets overlap this much (Jaccard) are near-duplicates; the first in sampling order is kept."),
 )  # fmt: skip
+budget_options = _options(
+    click.option("--dry-run", is_flag=True, default=False, help="Chunk and sample, then print the expected calls, tokens and cost; make no LLM call."),
+    click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Stop cleanly once the run directory has spent this many tokens (re-run with a higher cap to continue)."),
+    click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), default=None, help="Stop cleanly once the run has spent this many dollars (needs a known price or --price-input/--price-output)."),
+    click.option("--price-input", type=click.FloatRange(min=0), default=None, help="Dollars per million input tokens, for cost reports and --max-cost (default: known OpenAI prices)."),
+    click.option("--price-output", type=click.FloatRange(min=0), default=None, help="Dollars per million output tokens."),
+)  # fmt: skip
 output_options = _options(
     click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars."),
 )
@@ -126,6 +133,10 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
         "dedup_threshold",
         "concurrency",
         "max_failure_rate",
+        "max_tokens",
+        "max_cost",
+        "price_input",
+        "price_output",
     }
     for key, value in options.items():
         if key in corpus_keys:
@@ -143,8 +154,12 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
             nested.setdefault("critic", {})["spec"] = value
         elif key in top_keys:
             nested[key] = value
-        elif key[4:] in {"groundedness", "relevance", "standalone"} and value is not None:
-            nested.setdefault("min_scores", {})[key[4:]] = value
+        elif key[4:] in {"groundedness", "relevance", "standalone"}:
+            if value is not None:
+                nested.setdefault("min_scores", {})[key[4:]] = value
+        else:
+            # An option with no place in the settings would be silently ignored: a bug, not input.
+            raise AssertionError(f"option {key!r} is not mapped onto BuildConfig")
     return nested
 
 
@@ -224,6 +239,7 @@ def main() -> None:
 @model_options
 @critic_options
 @filter_options
+@budget_options
 @click.option(
     "--push",
     "push_repo",
@@ -235,7 +251,9 @@ def main() -> None:
 @output_options
 @click.pass_context
 @friendly_errors
-def build(ctx: click.Context, /, out: Path, quiet: bool, push_repo: str | None, public: bool, **options: Any) -> None:
+def build(
+    ctx: click.Context, /, out: Path, quiet: bool, push_repo: str | None, public: bool, dry_run: bool, **options: Any
+) -> None:
     """Chunk CORPUS, draft a question per sampled chunk, critique, filter, and write the dataset.
 
     CORPUS is a file or a folder of .txt .md .rst .html .pdf files and .jsonl .csv .parquet
@@ -245,11 +263,27 @@ def build(ctx: click.Context, /, out: Path, quiet: bool, push_repo: str | None, 
     from qagen.pipeline import build as run_build
 
     config = _config(ctx, options, stored=None)
+    if dry_run:
+        from qagen.pipeline import plan
+
+        click.echo(f"dry run: no LLM call made\n{plan(config, out, progress=not quiet).describe()}")
+        return
     result = run_build(config, out, progress=not quiet)
     click.echo(result.table)
+    if result.stopped_by_budget:
+        click.echo(
+            f"\nstopped: {result.stopped_by_budget}. Finished work is saved in {out}; re-run with a higher cap to continue.",
+            err=True,
+        )
+        sys.exit(3)
     click.echo(
         f"\nkept {result.summary['funnel']['kept']} questions: {out / 'dataset'} (every draft: {out / 'candidates'})"
     )
+    if push_repo:
+        from qagen.publish import push_run
+
+        pushed = push_run(out, push_repo, private=not public)
+        click.echo(f"pushed to {pushed.url} ({'private' if pushed.private else 'public'})")
 
 
 @main.command()
@@ -269,8 +303,9 @@ def build(ctx: click.Context, /, out: Path, quiet: bool, push_repo: str | None, 
 @friendly_errors
 def chunk(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
     """Load and chunk CORPUS into a new run directory (stage 1 of build)."""
-    from qagen.pipeline import Prompts, chunk_stage
+    from qagen.pipeline import chunk_stage
     from qagen.rundir import RunDir
+    from qagen.stages import Prompts
 
     run = RunDir(out)
     config = _config(ctx, options, stored=None)
@@ -290,8 +325,9 @@ def _stage(
     critique: bool,
     quiet: bool,
 ) -> None:
-    from qagen.pipeline import Prompts, load_sample, run_llm_stages
+    from qagen.pipeline import load_sample, run_llm_stages
     from qagen.rundir import RunDir
+    from qagen.stages import Prompts
 
     run = RunDir(run_dir)
     config = _config(ctx, options, stored=run.stored_config(), llm_fixed=run.llm_fixed())
@@ -340,8 +376,9 @@ def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) 
 def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None:
     """Apply the thresholds and near-duplicate filter; write dataset/, candidates/ and summary.json (stage 4)."""
     from qagen.output import funnel_table
-    from qagen.pipeline import Prompts, finalize, load_sample
+    from qagen.pipeline import finalize, load_sample
     from qagen.rundir import RunDir
+    from qagen.stages import Prompts
 
     run = RunDir(run_dir)
     config = _config(ctx, options, stored=run.stored_config())

@@ -65,6 +65,12 @@ class BuildConfig(BaseModel):
     )
     concurrency: int = 16
     max_failure_rate: float = 0.5
+    max_tokens: int | None = Field(default=None, description="Stop once the run has spent this many tokens.")
+    max_cost: float | None = Field(default=None, description="Stop once the run has spent this many dollars.")
+    price_input: float | None = Field(
+        default=None, description="Dollars per million input tokens (default: known prices)."
+    )
+    price_output: float | None = Field(default=None, description="Dollars per million output tokens.")
 
     @model_validator(mode="after")
     def _check(self) -> BuildConfig:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import sys
 import threading
@@ -15,37 +14,19 @@ from tqdm import tqdm
 from qagen import __version__
 from qagen.assemble import Assembly, assemble
 from qagen.chunking import ChunkStats, chunk_documents, make_splitter
-from qagen.concurrency import run_all, run_coroutine
-from qagen.config import CRITIC_ORDER, BuildConfig
-from qagen.critique import CRITIC_PROMPTS, critique_draft, critique_id
+from qagen.concurrency import run_coroutine
+from qagen.config import BuildConfig
 from qagen.documents import CorpusReport, iter_documents
 from qagen.errors import CorpusError
-from qagen.generate import QA_PROMPT, draft_id, draft_question
-from qagen.llm import LLMClient
+from qagen.estimate import Estimate, estimate
 from qagen.output import funnel_table, save_rows
-from qagen.prompts import Prompt, load_prompt
 from qagen.rundir import RunDir
 from qagen.sampling import ChunkRef, sampling_order, take
-from qagen.store import RecordWriter, write_json_atomic
-from qagen.types import Chunk, Criterion, Critique, Draft, SkippedInput
+from qagen.stages import LLMStages, Prompts, make_clients
+from qagen.store import write_json_atomic
+from qagen.types import Chunk, Critique, Draft, SkippedInput
 
 _MAX_SKIP_MESSAGES = 20
-
-
-@dataclass(frozen=True)
-class Prompts:
-    qa: Prompt
-    critics: dict[Criterion, Prompt]
-
-    @classmethod
-    def load(cls) -> Prompts:
-        return cls(
-            qa=load_prompt(QA_PROMPT),
-            critics={criterion: load_prompt(name) for criterion, name in CRITIC_PROMPTS.items()},
-        )
-
-    def hashes(self) -> dict[str, str]:
-        return {self.qa.name: self.qa.sha256, **{p.name: p.sha256 for p in self.critics.values()}}
 
 
 def _say(message: str) -> None:
@@ -114,107 +95,6 @@ def load_sample(config: BuildConfig, run: RunDir) -> list[Chunk]:
     return [chunk for chunk in sample if chunk is not None]
 
 
-# --- LLM stages ---------------------------------------------------------------------------------
-def _retry_on_resume(record: Draft | Critique | None) -> bool:
-    """Missing, or failed without a reply (an API error): such a call was not paid for, so redo it."""
-    return record is None or record.reason.startswith("api_error")
-
-
-class LLMStages:
-    """Drafting and critiquing over a sample, with every result appended as it arrives."""
-
-    def __init__(
-        self,
-        config: BuildConfig,
-        run: RunDir,
-        prompts: Prompts,
-        generator: LLMClient,
-        critic: LLMClient,
-    ) -> None:
-        self.config = config
-        self.run = run
-        self.prompts = prompts
-        self.generator = generator
-        self.critic = critic
-        self.drafts = run.drafts.load()
-        self.critiques = run.critiques.load()
-
-    async def process(self, sample: list[Chunk], *, generate: bool, critique: bool, progress: bool) -> None:
-        """Run the asked stages for every chunk, `concurrency` chunks at a time, in sampling order.
-
-        A chunk's critiques start as soon as its draft exists; each worker keeps one call in
-        flight, so the server sees exactly --concurrency calls at a time while work remains.
-        """
-        label = "drafting + critiquing" if generate and critique else "drafting" if generate else "critiquing"
-        bar = tqdm(total=len(sample), desc=label, unit="chunk", disable=not progress, file=sys.stderr)
-        queue: asyncio.Queue[Chunk] = asyncio.Queue()
-        for chunk in sample:
-            queue.put_nowait(chunk)
-        with self.run.drafts.writer() as drafts_out, self.run.critiques.writer() as critiques_out:
-
-            async def worker() -> None:
-                while not queue.empty():
-                    chunk = queue.get_nowait()
-                    await self._one_chunk(chunk, generate, critique, drafts_out, critiques_out)
-                    bar.update(1)
-                    bar.set_postfix(calls=self.generator.stats.calls + self._critic_calls(), refresh=False)
-
-            await run_all([worker for _ in range(max(1, min(self.config.concurrency, len(sample))))])
-        bar.close()
-
-    def _critic_calls(self) -> int:
-        return 0 if self.critic is self.generator else self.critic.stats.calls
-
-    async def _one_chunk(
-        self,
-        chunk: Chunk,
-        generate: bool,
-        critique: bool,
-        drafts_out: RecordWriter[Draft],
-        critiques_out: RecordWriter[Critique],
-    ) -> None:
-        did = draft_id(chunk, self.prompts.qa, self.generator.settings.spec)
-        draft = self.drafts.get(did)
-        if generate and _retry_on_resume(draft):
-            draft = await draft_question(chunk, self.generator, self.prompts.qa)
-            self.drafts[did] = draft
-            drafts_out.append(draft)
-        if not critique or draft is None or draft.status != "ok":
-            return
-        for criterion in CRITIC_ORDER:
-            prompt = self.prompts.critics[criterion]
-            cid = critique_id(draft, criterion, prompt, self.critic.settings.spec, self.config.audience)
-            verdict = self.critiques.get(cid)
-            if _retry_on_resume(verdict):
-                verdict = await critique_draft(criterion, draft, chunk, self.critic, prompt, self.config.audience)
-                self.critiques[cid] = verdict
-                critiques_out.append(verdict)
-            assert verdict is not None
-            if self._settles_rejection(verdict):
-                return
-
-    def _settles_rejection(self, verdict: Critique) -> bool:
-        """A low score rejects the draft whatever the other critics say, so they are not asked."""
-        if self.config.all_critics or verdict.score is None:
-            return False
-        return verdict.score < self.config.threshold(verdict.criterion)
-
-
-def make_clients(config: BuildConfig) -> tuple[LLMClient, LLMClient]:
-    """Generator and critic clients sharing one bound on calls in flight (one client if identical)."""
-    slots = asyncio.Semaphore(config.concurrency)
-    common = {
-        "concurrency": config.concurrency,
-        "max_failure_rate": config.max_failure_rate,
-        "slots": slots,
-    }
-    generator = LLMClient.connect(config.generator, **common)  # type: ignore[arg-type]
-    if config.critic == config.generator:
-        return generator, generator
-    critic = LLMClient.connect(config.critic, **common)  # type: ignore[arg-type]
-    return generator, critic
-
-
 def run_llm_stages(
     config: BuildConfig,
     run: RunDir,
@@ -224,21 +104,28 @@ def run_llm_stages(
     generate: bool,
     critique: bool,
     progress: bool,
-) -> None:
-    """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook)."""
+) -> str | None:
+    """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook).
+
+    Returns None when all the work was done, or a sentence saying which spending cap stopped it.
+    """
     _preload_in_background("datasets")
+    stopped: list[str] = []
 
     async def main() -> None:
         generator, critic = make_clients(config)
         try:
             stages = LLMStages(config, run, prompts, generator, critic)
             await stages.process(sample, generate=generate, critique=critique, progress=progress)
+            if stages.budget is not None and stages.budget.reached:
+                stopped.append(stages.budget.describe())
         finally:
             await generator.aclose()
             if critic is not generator:
                 await critic.aclose()
 
     run_coroutine(main())
+    return stopped[0] if stopped else None
 
 
 def _preload_in_background(module: str) -> None:
@@ -306,10 +193,21 @@ def _usage(model: str, records: list[Draft] | list[Critique]) -> dict[str, Any]:
 class BuildResult:
     run_dir: Path
     summary: dict[str, Any]
+    stopped_by_budget: str | None = None
+    """None when the build finished; else which cap stopped it (re-run with a higher cap to go on)."""
 
     @property
     def table(self) -> str:
         return funnel_table(self.summary)
+
+
+def plan(config: BuildConfig, out: Path, *, progress: bool = True) -> Estimate:
+    """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs."""
+    run = RunDir(out)
+    prompts = Prompts.load()
+    run.open(config, prompts.hashes())
+    chunk_stage(config, run, progress=progress)
+    return estimate(config, run, prompts, load_sample(config, run))
 
 
 def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResult:
@@ -319,6 +217,6 @@ def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResu
     run.open(config, prompts.hashes())
     chunk_stage(config, run, progress=progress)
     sample = load_sample(config, run)
-    run_llm_stages(config, run, prompts, sample, generate=True, critique=True, progress=progress)
+    stopped = run_llm_stages(config, run, prompts, sample, generate=True, critique=True, progress=progress)
     summary = finalize(config, run, prompts, sample)
-    return BuildResult(out, summary)
+    return BuildResult(out, summary, stopped)

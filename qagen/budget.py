@@ -1,0 +1,107 @@
+"""Token and cost accounting: prices, a spending cap that stops a run cleanly, and estimates."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qagen.errors import ConfigError
+
+# US dollars per million tokens (input, output), from the providers' price pages on 2026-11-01.
+# Prices change: --price-input/--price-output override them, and unknown models have none.
+KNOWN_PRICES: dict[str, tuple[float, float]] = {
+    "openai:gpt-4o-mini": (0.15, 0.60),
+    "openai:gpt-4o": (2.50, 10.00),
+    "openai:gpt-4.1": (2.00, 8.00),
+    "openai:gpt-4.1-mini": (0.40, 1.60),
+    "openai:gpt-4.1-nano": (0.10, 0.40),
+}
+
+
+@dataclass(frozen=True)
+class Price:
+    """Dollars per million input and output tokens."""
+
+    input: float
+    output: float
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float:
+        return (input_tokens * self.input + output_tokens * self.output) / 1e6
+
+
+def price_for(model: str, price_input: float | None = None, price_output: float | None = None) -> Price | None:
+    """The price of a model: the one given, else the known one, else None (unknown)."""
+    if price_input is not None or price_output is not None:
+        if price_input is None or price_output is None:
+            raise ConfigError("Give both --price-input and --price-output (dollars per million tokens).")
+        return Price(price_input, price_output)
+    known = KNOWN_PRICES.get(model)
+    return Price(*known) if known else None
+
+
+class BudgetReachedError(Exception):
+    """Raised inside a worker to stop taking new calls; never reaches the user as a traceback."""
+
+
+class Budget:
+    """A cap on tokens and/or dollars for a whole run directory, its earlier sessions included.
+
+    Checked before each call, so a run overshoots by at most the calls already in flight.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_tokens: int | None,
+        max_cost: float | None,
+        prices: dict[str, Price | None],
+        spent: dict[str, tuple[int, int]],
+    ) -> None:
+        if max_cost is not None and any(price is None for price in prices.values()):
+            unknown = ", ".join(model for model, price in prices.items() if price is None)
+            raise ConfigError(
+                f"--max-cost needs the price of {unknown}: give --price-input and --price-output "
+                "(dollars per million tokens), or cap tokens with --max-tokens."
+            )
+        self.max_tokens = max_tokens
+        self.max_cost = max_cost
+        self.prices = prices
+        self.spent = {model: list(tokens) for model, tokens in spent.items()}
+        self.reached = False
+
+    def add(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        tokens = self.spent.setdefault(model, [0, 0])
+        tokens[0] += input_tokens
+        tokens[1] += output_tokens
+
+    @property
+    def tokens(self) -> int:
+        return sum(a + b for a, b in self.spent.values())
+
+    @property
+    def cost(self) -> float | None:
+        total = 0.0
+        for model, (input_tokens, output_tokens) in self.spent.items():
+            price = self.prices.get(model)
+            if price is None:
+                return None
+            total += price.cost(input_tokens, output_tokens)
+        return total
+
+    def check(self) -> None:
+        """Raise `BudgetReachedError` once the cap is reached (and remember that it was)."""
+        over_tokens = self.max_tokens is not None and self.tokens >= self.max_tokens
+        cost = self.cost
+        over_cost = self.max_cost is not None and cost is not None and cost >= self.max_cost
+        if over_tokens or over_cost:
+            self.reached = True
+            raise BudgetReachedError
+
+    def describe(self) -> str:
+        cost = self.cost
+        spent = f"{self.tokens:,} tokens" + (f" (${cost:.4f})" if cost is not None else "")
+        caps = []
+        if self.max_tokens is not None:
+            caps.append(f"--max-tokens {self.max_tokens:,}")
+        if self.max_cost is not None:
+            caps.append(f"--max-cost {self.max_cost}")
+        return f"{spent} spent, reaching {' / '.join(caps)}"
