@@ -68,12 +68,9 @@ def funnel_table(summary: dict[str, Any]) -> str:
     ]
     usage = summary.get("usage", {})
     for stage, numbers in usage.items():
-        lines.append(
-            (
-                f"{stage} calls",
-                f"{numbers['calls']} ({numbers['input_tokens']:,} in / {numbers['output_tokens']:,} out tokens)",
-            )
-        )
+        cost = f", ${numbers['cost_usd']:.4f}" if numbers.get("cost_usd") is not None else ""
+        tokens = f"{numbers['input_tokens']:,} in / {numbers['output_tokens']:,} out tokens{cost}"
+        lines.append((f"{stage} calls", f"{numbers['calls']} ({tokens})"))
     width = max(len(label) for label, _ in lines)
     return "\n".join(f"  {label:<{width}}  {value}" for label, value in lines)
 

@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 from qagen import __version__
 from qagen.assemble import Assembly, assemble
+from qagen.budget import price_for
 from qagen.chunking import ChunkStats, chunk_documents, make_splitter
 from qagen.concurrency import run_coroutine
 from qagen.config import BuildConfig
@@ -172,19 +173,24 @@ def _summary(
         "models": {"generator": config.generator.spec, "critic": config.critic.spec},
         "prompts": {name: digest[:12] for name, digest in prompts.hashes().items()},
         "usage": {
-            "generation": _usage(config.generator.spec, paid_drafts),
-            "critique": _usage(config.critic.spec, paid_critiques),
+            "generation": _usage(config.generator.spec, paid_drafts, config),
+            "critique": _usage(config.critic.spec, paid_critiques, config),
         },
         "settings": config.model_dump(mode="json"),
     }
 
 
-def _usage(model: str, records: list[Draft] | list[Critique]) -> dict[str, Any]:
+def _usage(model: str, records: list[Draft] | list[Critique], config: BuildConfig) -> dict[str, Any]:
+    """Calls and tokens paid for (failed calls without a reply are not), and their cost when known."""
+    input_tokens = sum(r.usage.input_tokens for r in records)
+    output_tokens = sum(r.usage.output_tokens for r in records)
+    price = price_for(model, config.price_input, config.price_output)
     return {
         "model": model,
         "calls": len(records),
-        "input_tokens": sum(r.usage.input_tokens for r in records),
-        "output_tokens": sum(r.usage.output_tokens for r in records),
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cost_usd": round(price.cost(input_tokens, output_tokens), 6) if price else None,
     }
 
 
