@@ -38,10 +38,11 @@ def corpus_path(work: Path) -> Path:
     return write_corpus(work / "corpus", documents=400, paragraphs=12)
 
 
-def run_build(corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int) -> tuple[float, dict]:
+def run_build(corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int, *extra: str) -> tuple[float, dict]:
     command = [
         sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
         "--base-url", base_url, "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q",
+        *extra,
     ]  # fmt: skip
     env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
     started = time.perf_counter()
@@ -149,6 +150,10 @@ def main() -> None:
         print(
             f"  calls per kept question {calls / funnel['kept']:.2f}, tokens per draft {tokens / drafted:.0f}, per kept {tokens / funnel['kept']:.0f}"
         )
+
+        _, full = run_build(corpus, work / "all-critics", server.base_url, 200, args.concurrency, "--all-critics")
+        full_calls = full["usage"]["generation"]["calls"] + full["usage"]["critique"]["calls"]
+        print(f"  with --all-critics: calls per draft {full_calls / full['funnel']['drafted']:.3f} (200 drafts)")
 
         nb_wall, nb_calls = notebook_loop(out, server.base_url, args.notebook_drafts)
         per_draft_qagen = wall / drafted

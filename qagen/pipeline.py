@@ -110,11 +110,12 @@ def run_llm_stages(
 
     Returns None when all the work was done, or a sentence saying which spending cap stopped it.
     """
-    _preload_in_background("datasets")
     stopped: list[str] = []
 
     async def main() -> None:
         generator, critic = make_clients(config)
+        # After the clients: their own imports are on the critical path, this one is not.
+        _preload_in_background("datasets")
         try:
             stages = LLMStages(config, run, prompts, generator, critic)
             await stages.process(sample, generate=generate, critique=critique, progress=progress)
