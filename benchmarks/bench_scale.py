@@ -19,7 +19,11 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ["the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "they", "you", "were", "her", "she", "there", "been", "one", "all", "we", "their", "has", "would", "when", "if", "so", "no", "will", "more", "can", "said", "who", "what", "about", "up", "out", "them", "into", "some", "time", "could", "then", "than", "other", "only", "its", "these", "new", "two", "may", "first", "any", "like", "now", "people", "my", "made", "over", "did"]
+WORDS = (
+    "the of and to in a is that for it as was with be by on not he this are or his from at which but have an they "
+    "you were her she there been one all we their has would when if so no will more can said who what about up out "
+    "them into some time could then than other only its these new two may first any like now people my made over did"
+).split(" ")
 
 
 def write_corpus(root: Path, megabytes: int, files: int) -> int:
