@@ -1,0 +1,175 @@
+"""Every command and Python snippet in README.md runs as written, against the local stand-ins.
+
+Placeholders a newcomer would replace are replaced here the same way: their documents folder
+(`docs/`, `path/to/your/docs`) is a copy of `examples/corpus`, a local server's URL is the stand-in
+LLM's, `my-org/my-testset` is a fresh repo on the stand-in Hub, and `my_rag` / the endpoint are tiny
+RAG systems. Each fenced block runs in a directory of its own that already holds a built `run`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+# Lines that are not ours to run here: installing (CI does it), the test command itself, servers.
+SKIP = ("export ", "pip install", "python -m pytest", "vllm ", "ollama ", "llama-server")
+MY_RAG = """
+def answer(question):
+    return {"answer": "It is in the documents.", "contexts": ["Tides are the regular rise and fall of the sea."],
+            "sources": ["tides.md"]}
+"""
+
+
+def _blocks(language: str) -> list[str]:
+    return [body for lang, body in FENCE.findall(README.read_text(encoding="utf-8")) if lang == language]
+
+
+def _commands(block: str) -> list[str]:
+    joined = block.replace("\\\n", " ")
+    commands = []
+    for line in joined.splitlines():
+        line = line.split(" #", 1)[0].strip() if not line.lstrip().startswith("#") else ""
+        if "&&" in line:
+            line = line.split("&&", 1)[1].strip()  # "pip install ... && qagen build ...": the run part
+        if line and not line.startswith(SKIP):
+            commands.append(line)
+    return commands
+
+
+class _Endpoint(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        question = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["question"]
+        body = json.dumps({"answer": f"An answer to {question}", "contexts": ["Some text."], "sources": ["tides.md"]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body.encode())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.fixture()
+def endpoint() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/ask"
+    server.shutdown()
+
+
+@pytest.fixture()
+def readme_env(llm: Any, hub: Any, endpoint: str, tmp_path: Path) -> dict[str, Any]:
+    repo = f"alice/readme-{uuid.uuid4().hex[:8]}"
+    replacements = {
+        "http://localhost:8000/v1": llm.base_url,
+        "http://localhost:11434/v1": llm.base_url,
+        "http://localhost:8080/ask": endpoint,
+        "my-org/my-testset": repo,
+    }
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": llm.base_url,
+        "OPENAI_API_KEY": "readme-test-key",
+        "HF_TOKEN": "hf_test_token",
+        "PYTHONPATH": ".",
+    }
+    # A built run, for the blocks that start from one (push, evaluate, report).
+    template = tmp_path / "template"
+    shutil.copytree(ROOT / "examples", template / "examples")
+    shutil.copytree(ROOT / "examples" / "corpus", template / "docs")
+    shutil.copytree(ROOT / "examples" / "corpus", template / "path" / "to" / "your" / "docs")
+    (template / "my_rag.py").write_text(MY_RAG, encoding="utf-8")
+    build = [sys.executable, "-m", "qagen", "build", "docs/", "--out", "run", "-q"]  # the README's defaults
+    subprocess.run(build, cwd=template, env=env, check=True, capture_output=True)
+    questions = [json.loads(line) for line in _dataset_questions(template / "run")]
+    with (template / "answers.jsonl").open("w", encoding="utf-8") as handle:
+        for question in questions:
+            handle.write(
+                json.dumps({"question": question, "answer": "x", "contexts": ["y"], "sources": ["tides.md"]}) + "\n"
+            )
+    return {"env": env, "template": template, "replacements": replacements, "repo": repo, "tmp": tmp_path}
+
+
+def _dataset_questions(run: Path) -> Iterator[str]:
+    from datasets import load_from_disk
+
+    for row in load_from_disk(str(run / "dataset")):
+        yield json.dumps(row["question"])
+
+
+def _workdir(readme_env: dict[str, Any], name: str) -> Path:
+    work = readme_env["tmp"] / name
+    shutil.copytree(readme_env["template"], work)
+    return work
+
+
+def _substitute(text: str, readme_env: dict[str, Any]) -> str:
+    for old, new in readme_env["replacements"].items():
+        text = text.replace(old, new)
+    return text
+
+
+def test_every_readme_shell_command_works(readme_env: dict[str, Any]) -> None:
+    blocks = _blocks("bash")
+    assert len(blocks) >= 6
+    ran = 0
+    for index, block in enumerate(blocks):
+        work = _workdir(readme_env, f"bash{index}")
+        commands = _commands(block)
+        if commands and commands[0].startswith("qagen build"):
+            shutil.rmtree(work / "run")  # a block that builds starts from nothing, like a newcomer
+        for command in commands:
+            command = _substitute(command, readme_env)
+            done = subprocess.run(
+                command, shell=True, cwd=work, env=readme_env["env"], capture_output=True, text=True, timeout=300
+            )
+            assert done.returncode in (0, 3) if "--max-cost" in command else done.returncode == 0, (
+                command,
+                done.stderr[-2000:],
+            )
+            assert "Traceback" not in done.stderr, (command, done.stderr[-2000:])
+            ran += 1
+    assert ran >= 12
+
+
+def test_every_readme_python_snippet_works(readme_env: dict[str, Any]) -> None:
+    # The Hub snippets read the repo that the README's `qagen push` would have made.
+    work = _workdir(readme_env, "python-push")
+    push = [sys.executable, "-m", "qagen", "push", "run", readme_env["repo"]]
+    subprocess.run(push, cwd=work, env=readme_env["env"], check=True, capture_output=True)
+    prelude = (
+        "import datasets\n"
+        "datasets.config.USE_PARQUET_EXPORT = False  # the stand-in Hub has no dataset viewer\n"
+        "def my_rag_function(question):\n"
+        "    return {'answer': 'x', 'contexts': ['Tides are the rise and fall of the sea.'], 'sources': ['tides.md']}\n"
+    )
+    snippets = _blocks("python")
+    assert len(snippets) >= 3
+    for index, snippet in enumerate(snippets):
+        work = _workdir(readme_env, f"python{index}")
+        code = prelude + _substitute(snippet, readme_env).replace('Path("run")', 'Path("run-py")').replace(
+            '"run", my_rag_function', '"run-py", my_rag_function'
+        )
+        if "build(config" not in code:
+            code = code.replace("run-py", "run")
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=work, env=readme_env["env"], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, (snippet, done.stderr[-3000:])
