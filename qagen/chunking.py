@@ -13,8 +13,10 @@ from qagen.types import Chunk, Document
 
 LengthUnit = Literal["characters", "tokens"]
 
-# The cookbook notebook's separators: paragraphs, lines, sentences, words, characters.
-SEPARATORS = ["\n\n", "\n", ".", " ", ""]
+# The cookbook notebook's separators (paragraphs, lines, sentences, words, characters), plus the
+# full-width sentence ends of Chinese and Japanese, which have no spaces: without them a long
+# paragraph there is cut between any two characters.
+SEPARATORS = ["\n\n", "\n", ".", "。", "！", "？", " ", ""]
 
 
 def chunk_id(source: str, start_index: int, text: str) -> str:

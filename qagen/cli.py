@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import sys
@@ -14,9 +13,9 @@ import click
 from click.core import ParameterSource
 
 from qagen import __version__
+from qagen.cli_errors import friendly_errors
 from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL, BuildConfig
 from qagen.errors import QagenError
-from qagen.redaction import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,30 +78,6 @@ budget_options = _options(
 output_options = _options(
     click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars."),
 )
-
-
-def friendly_errors(function: F) -> F:
-    """One clear sentence and a non-zero exit instead of a traceback, for every expected failure."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except QagenError as exc:
-            click.echo(f"error: {redact(str(exc))}", err=True)
-            sys.exit(1)
-        except KeyboardInterrupt:
-            click.echo(
-                "\ninterrupted: finished calls are saved; run the same command again to continue.",
-                err=True,
-            )
-            sys.exit(130)
-        except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            click.echo(f"error: {exc.strerror or exc}{where}.", err=True)
-            sys.exit(1)
-
-    return wrapper  # type: ignore[return-value]
 
 
 def _config_fields(options: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from qagen.cli import friendly_errors
+from qagen.cli_errors import friendly_errors
 from qagen.redaction import register_secret
 
 

@@ -54,8 +54,10 @@ _STOPWORDS: dict[str, dict[str, frozenset[str]]] = {
             "an at or were has have does did when where why not",
             "de": "der die das und ist nicht ein eine zu den mit von sich des auf für im dem auch wird "
             "wie was wer welche sind wurde oder bei aus einer",
-            "fr": "le la les et est des une un du que qui dans pour pas sur au avec ce il elle sont par "
-            "quel quelle comment pourquoi été aux ne se",
+            # "l", "d", "qu": the elided l', d', qu' (the apostrophe splits the word).
+            "fr": "le la les et est des une un du de que qui dans pour pas sur au avec ce il elle sont par "
+            "quel quelle comment pourquoi été aux ne se l d qu à ces cette leur où mais plus sous entre depuis très "
+            "était ont",
             "es": "el la los las y es de que en un una por con para del se no su al lo como qué cuál "
             "cómo está son fue pero más",
             "it": "il la di che e è un una per non sono del della con si gli le da nel come cosa quale anche ma più",

@@ -17,6 +17,7 @@ import re
 import shutil
 import sys
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,8 +51,11 @@ _MEMORY_SLOTS = 4
 
 
 def tokenize(text: str) -> list[str]:
-    """Case-folded words, and single CJK characters; no stemming, no stopwords."""
-    return _TOKEN.findall(text.casefold())
+    """Case-folded words, and single CJK characters; no stemming, no stopwords.
+
+    NFC first, so a decomposed "u" + combining diaeresis in a query matches a composed "ü".
+    """
+    return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
 
 
 def build_context(texts: Iterable[str]) -> str:
