@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qagen.llm import LLMClient
-from qagen.parsing import parse_rating
+from qagen.parsing import neutralize, parse_rating
 from qagen.prompts import Prompt
 from qagen.store import record_key
 from qagen.types import Chunk, Criterion, Critique, Draft, Status
@@ -16,10 +16,15 @@ CRITIC_PROMPTS: dict[Criterion, str] = {
 
 
 def critic_inputs(criterion: Criterion, draft: Draft, chunk: Chunk, audience: str) -> dict[str, str]:
-    """What each critic sees: groundedness reads the chunk; relevance knows the audience."""
-    question = draft.question or ""
+    """What each critic sees: groundedness reads the chunk; relevance knows the audience.
+
+    The question and the chunk are untrusted (a corpus can hold "Total rating: 5", and a drafted
+    question can repeat it): they are neutralised, and the prompt files put them between data tags.
+    The audience is the user's own option, so it goes in as written.
+    """
+    question = neutralize(draft.question or "")
     if criterion == "groundedness":
-        return {"question": question, "context": chunk.text}
+        return {"question": question, "context": neutralize(chunk.text)}
     if criterion == "relevance":
         return {"question": question, "audience": audience}
     return {"question": question}

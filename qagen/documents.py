@@ -126,9 +126,9 @@ def _path_documents(root: Path, text_column: str, source_column: str | None, ski
     if root.is_dir():
         files = _walk(root, skip)
     elif stat.S_ISREG(root.stat().st_mode):
-        files = iter([(root, root.name)])
+        files = iter([(root, _label(root.name))])
     else:
-        skip(_not_regular(root.name))
+        skip(_not_regular(_label(root.name)))
         return
     for file, rel in files:
         if file.suffix.lower() in TABLE_SUFFIXES:
@@ -167,7 +167,7 @@ def _walk(root: Path, skip: Skip) -> Iterator[tuple[Path, str]]:
         # the corpus: the one exception to reporting every skip, which would otherwise flood.
         if entry.name.startswith("."):
             continue
-        rel = prefix + entry.name
+        rel = prefix + _label(entry.name)
         try:
             info = os.stat(entry.path)  # follows symlinks
         except OSError as exc:
@@ -196,6 +196,16 @@ def _walk(root: Path, skip: Skip) -> Iterator[tuple[Path, str]]:
             yield Path(entry.path), rel
 
 
+def _label(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 are written as `\\xe9` escapes.
+
+    Linux names are bytes; Python hands over the undecodable ones as lone surrogates, which are
+    not text: they cannot be hashed into a chunk id, written to JSON or printed. The label only
+    names the file (it is opened by its real path), so a readable, stable escape is enough.
+    """
+    return os.fsencode(name).decode("utf-8", errors="backslashreplace")
+
+
 def _list_dir(folder: Path, rel: str, skip: Skip) -> list[os.DirEntry[str]] | None:
     try:
         with os.scandir(folder) as entries:
@@ -210,7 +220,7 @@ def _stat_failure(entry: os.DirEntry[str], rel: str, exc: OSError) -> SkippedInp
     if exc.errno == errno.ELOOP:
         return SkippedInput(source=rel, reason="symlink_loop", detail="the symlink points to itself")
     if isinstance(exc, FileNotFoundError) and entry.is_symlink():
-        target = os.readlink(entry.path)
+        target = _label(os.readlink(entry.path))
         detail = f"the symlink points to {target}, which does not exist"
         return SkippedInput(source=rel, reason="dangling_symlink", detail=detail)
     return SkippedInput(source=rel, reason="unreadable", detail=exc.strerror or str(exc))
@@ -228,17 +238,36 @@ def _file_text(file: Path, rel: str, skip: Skip) -> str:
         text = _pdf_text(file, rel, skip)
         nothing = "no extractable text (a scanned PDF has only images)"
     elif suffix in HTML_SUFFIXES:
-        text = html_to_text(_decode(file.read_bytes()))
+        markup = _decode(_read_text_bytes(file))
+        try:
+            text = html_to_text(markup)
+        except RecursionError as exc:
+            # BeautifulSoup walks nested elements recursively; no real page nests this deep.
+            raise _Unusable("html_error", "the HTML is nested too deeply to read") from exc
         nothing = "no readable text once the markup is removed"
     elif suffix in TEXT_SUFFIXES:
         # Bytes are decoded by hand, so newlines are normalised by hand too.
-        text = _decode(file.read_bytes()).replace("\r\n", "\n").replace("\r", "\n")
+        text = _decode(_read_text_bytes(file)).replace("\r\n", "\n").replace("\r", "\n")
         nothing = "the file holds only whitespace"
     else:
         raise _Unusable("unsupported_type", f"{suffix or 'no extension'} is not a supported type")
     if not text.strip():
         raise _Unusable("empty", nothing)
     return text
+
+
+def _read_text_bytes(file: Path) -> bytes:
+    """The file's bytes, unless its first bytes already show it is binary.
+
+    A disk image or database dump named `.txt` can be gigabytes; reading it whole only to find
+    NUL bytes at its start would cost that much memory.
+    """
+    with file.open("rb") as handle:
+        head = handle.read(SNIFF_BYTES)
+        if not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) and b"\x00" in head:
+            raise _Unusable("binary", f"NUL bytes in the first {SNIFF_BYTES} bytes")
+        handle.seek(0)
+        return handle.read()
 
 
 def _decode(data: bytes) -> str:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from qagen.llm import LLMClient
-from qagen.parsing import parse_factoid_qa
+from qagen.parsing import neutralize, parse_factoid_qa
 from qagen.prompts import Prompt
 from qagen.store import record_key
 from qagen.types import Chunk, Draft, Status
 
 QA_PROMPT = "qa_generation"
+
+
+def draft_inputs(chunk: Chunk) -> dict[str, str]:
+    """What the generator sees: the chunk, neutralised (it is untrusted text; the prompt file puts
+    it between data tags), so a chunk that holds `Factoid question: ...` cannot pose as a reply."""
+    return {"context": neutralize(chunk.text)}
 
 
 def draft_id(chunk: Chunk, prompt: Prompt, model: str) -> str:
@@ -19,7 +25,7 @@ def draft_id(chunk: Chunk, prompt: Prompt, model: str) -> str:
 async def draft_question(chunk: Chunk, client: LLMClient, prompt: Prompt) -> Draft:
     """Ask the generator for a question/answer pair; a failure is returned as a failed `Draft`."""
     model = client.settings.spec
-    result = await client.complete(prompt.render(context=chunk.text))
+    result = await client.complete(prompt.render(**draft_inputs(chunk)))
     status: Status
     if result.text is None:
         # No reply: keep the (redacted) error in `raw` so the candidate row shows what happened.

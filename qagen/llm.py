@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -67,6 +68,43 @@ def _is_connection_error(exc: BaseException) -> bool:
     )
 
 
+def _causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and the exceptions it was raised from, outermost first (cycles cut)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _connection_problem(exc: BaseException) -> str:
+    """What went wrong on the wire, in words, from the innermost cause that tells.
+
+    The outer type does not: on the aiohttp transport the HTTP layer reports a refused
+    connection, an unknown host and a dropped connection alike as a connect *timeout*, and
+    "APITimeoutError" sends a user looking for a slow server when the server is not running.
+    """
+    for cause in reversed(_causes(exc)):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return "the host name does not resolve"
+        if isinstance(cause, (ConnectionResetError, BrokenPipeError)):
+            return "the connection was reset"
+        names = {cls.__name__ for cls in type(cause).__mro__}
+        if names & {"ServerDisconnectedError", "RemoteProtocolError", "ClientOSError"}:
+            return "the server closed the connection without a reply"
+        if names & {"ReadTimeout", "SocketTimeoutError", "ServerTimeoutError"}:
+            return "no reply within --timeout"
+    return type(exc).__name__
+
+
+def _one_line(text: str) -> str:
+    """An error detail fit for a one-sentence message (an HTML error page spans many lines)."""
+    return " ".join(text.split())
+
+
 class LLMClient:
     """A chat model with a bound on calls in flight, usage accounting and an error budget."""
 
@@ -90,6 +128,7 @@ class LLMClient:
         self._slots = slots or asyncio.Semaphore(concurrency)
         self._max_failure_rate = max_failure_rate
         self._min_calls_for_budget = min_calls_for_budget
+        self._last_detail: dict[str, str] = {}
 
     @classmethod
     def connect(
@@ -143,34 +182,41 @@ class LLMClient:
             raise LLMUnavailableError(
                 f"{self.where} does not know the model '{self.settings.name}' (404); check --model."
             ) from None
-        if _is_connection_error(exc) and self.stats.succeeded == 0:
+        connection = _is_connection_error(exc)
+        if connection and self.stats.succeeded == 0:
             raise LLMUnavailableError(
-                f"Cannot reach {self.where} after {self.settings.max_retries} retries ({type(exc).__name__}); "
+                f"Cannot reach {self.where} after {self.settings.max_retries} retries ({_connection_problem(exc)}); "
                 "is the server running and is --base-url right?"
             ) from None
+        malformed = isinstance(exc, MalformedCompletionError)
+        if code is None and not connection and not malformed and self.stats.succeeded == 0:
+            # Raised on this side before any answer came back (a URL the HTTP client refuses, a
+            # provider package that cannot build its request): every call will fail the same way,
+            # so this stops the run instead of filling it with failed rows.
+            raise LLMUnavailableError(
+                f"Calls to {self.where} fail before any reply ({_one_line(detail)}); check --base-url and --model."
+            ) from None
         reason = {429: "rate_limited", 400: "bad_request", 422: "bad_request"}.get(code or 0)
-        if isinstance(exc, MalformedCompletionError):
+        if malformed:
             reason = "malformed_completion"
         if reason is None:
-            reason = (
-                "server_error"
-                if code and code >= 500
-                else "connection_error"
-                if _is_connection_error(exc)
-                else "api_error"
-            )
+            reason = "server_error" if code and code >= 500 else "connection_error" if connection else "api_error"
         self.stats.failed += 1
         self.stats.by_error[reason] = self.stats.by_error.get(reason, 0) + 1
+        self._last_detail[reason] = detail
         self._check_budget()
         return CallResult(None, Usage(), reason, detail)
 
     def _check_budget(self) -> None:
         calls = self.stats.calls
         if calls >= self._min_calls_for_budget and self.stats.failed / calls > self._max_failure_rate:
+            # The commonest failure and its last message: what the user has to fix, in the sentence.
+            commonest = max(self.stats.by_error, key=self.stats.by_error.__getitem__)
+            example = _one_line(self._last_detail.get(commonest, ""))[:200]
             raise ErrorBudgetExceededError(
-                f"{self.stats.failed} of {calls} calls to {self.where} failed even after retries "
-                f"(more than --max-failure-rate {self._max_failure_rate:.0%}); stopped. Finished work is "
-                "saved: re-run the same command to continue."
+                f"{self.stats.failed} of {calls} calls to {self.where} failed even after retries, more than "
+                f"--max-failure-rate {self._max_failure_rate:.0%} (mostly {commonest}: {example}); stopped. "
+                "Finished work is saved: re-run the same command to continue."
             )
 
 

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, NamedTuple, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_serializer
 
 from qagen.errors import ConfigError, LLMUnavailableError
-from qagen.redaction import redact
+from qagen.redaction import redact, strip_userinfo
 from qagen.types import Usage
 
 # A key that OpenAI-compatible servers without authentication accept (vLLM, Ollama, llama.cpp).
@@ -41,6 +42,11 @@ class ModelSettings(BaseModel):
     timeout: float = 120.0
     max_retries: int = 6
     rpm: float | None = None
+
+    @field_serializer("base_url")
+    def _without_credentials(self, base_url: str | None) -> str | None:
+        # Settings are saved in run.json and summary.json: never a `user:key@` part of the URL.
+        return strip_userinfo(base_url)
 
     @property
     def provider(self) -> str:
@@ -119,7 +125,7 @@ def _parse_completion(body: bytes) -> Reply:
         raise MalformedCompletionError(f"not a chat completion: {body[:200]!r}") from exc
     usage = data.get("usage") or {}
     return Reply(
-        text=message.get("content") or "",
+        text=_valid_text(message.get("content") or ""),
         usage=Usage(
             input_tokens=int(usage.get("prompt_tokens") or 0),
             output_tokens=int(usage.get("completion_tokens") or 0),
@@ -161,7 +167,7 @@ class LangChainBackend:
             input_tokens=int(metadata.get("input_tokens", 0) or 0),
             output_tokens=int(metadata.get("output_tokens", 0) or 0),
         )
-        return Reply(_text_of(message.content), usage)
+        return Reply(_valid_text(_text_of(message.content)), usage)
 
     async def aclose(self) -> None:
         """LangChain models own no connections that must be closed here."""
@@ -188,6 +194,17 @@ def _async_http_client(timeout: float, connections: int) -> Any:
     pool = max(connections, 1) * 2
     limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
     return HttpxAiohttpClient(timeout=timeout, follow_redirects=True, limits=limits)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(text: str) -> str:
+    """The reply with lone surrogates (half an emoji, cut by a server) replaced by U+FFFD.
+
+    They cannot be encoded as UTF-8, so saving the record would fail; the rest of the reply is kept.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _text_of(content: Any) -> str:

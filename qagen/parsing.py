@@ -16,6 +16,11 @@ The block rule (one rule for every protocol, decided from the real replies in
 3. The verdict is read from the first remaining block only. If that block has no valid verdict the
    reply fails, even if a later (invented) block has one: a later block is not the model's answer
    to our prompt.
+
+Untrusted text (a chunk, a drafted question) enters the generator and critic prompts only through
+`neutralize`, between the data tags of the prompt files (`DATA_TAGS`). A model that quotes that
+text in its reply then cannot smuggle a verdict in with it: the markers these parsers read no
+longer occur in it.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ _TOTAL_RATING = re.compile(
     r"(?P<value>[-+]?\d+(?:[.,]\d+)?)(?:[ \t]*/[ \t]*(?P<scale>\d+))?",
     re.IGNORECASE,
 )
+# int() refuses digit runs over 4300 long (and float() turns long ones into inf, "non-integer");
+# any number this long is out of every scale, so it is reported as such before conversion.
+_MAX_DIGITS = 6
 _EVALUATION_LABEL = re.compile(r"\**[ \t]*Evaluation[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
 
 _FACTOID_QUESTION = re.compile(r"\**[ \t]*Factoid[ \t]+question[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
@@ -96,8 +104,10 @@ def parse_rating(reply: str, *, scale_max: int = 5) -> ParsedRating:
     rationale = _rationale_before(block, match.start())
     value = match.group("value").replace(",", ".")
     scale = match.group("scale")
-    if scale is not None and int(scale) != scale_max:
+    if scale is not None and (len(scale) > _MAX_DIGITS or int(scale) != scale_max):
         return ParsedRating(None, rationale, "wrong_scale")
+    if len(value.split(".")[0].lstrip("+-")) > _MAX_DIGITS:
+        return ParsedRating(None, rationale, "out_of_range")
     number = float(value)
     if not number.is_integer():
         return ParsedRating(None, rationale, "non_integer_rating")
@@ -137,3 +147,34 @@ def parse_factoid_qa(reply: str) -> ParsedQA:
             return ParsedQA(None, None, "empty_answer")
         return ParsedQA(question, answer, "")
     return ParsedQA(None, None, _no_verdict_reason(reply))
+
+
+# --------------------------------------------------------------------------- neutralising
+
+DATA_TAGS = frozenset({"question", "context"})
+"""The tags that delimit untrusted data in the generator and critic prompts."""
+_DATA_TAG = re.compile(rf"<(?=[ \t]*/?[ \t]*(?:{'|'.join(sorted(DATA_TAGS))})\b)", re.IGNORECASE)
+_RESULT_MARKER = re.compile(r"\[(RESULT)\]", re.IGNORECASE)
+# The labels these parsers read (`Total rating:`, `Evaluation:`, `Factoid question:`, `Answer:`,
+# the `Answer:::` / `Output:::` / `Feedback:::` block markers) and the prompts' own `Question:` and
+# `Context:` labels. Each parser regex allows only `*`, spaces and tabs between the words and the
+# colon, so replacing the colon run defuses every form; "not preceded by a letter or digit" covers
+# the prefixes they allow (`**`, `#`, line starts).
+_LABEL_WORDS = r"total[ \t]+rating|evaluation|factoid[ \t]+question|question|answer|feedback|output|context"
+_LABEL_IN_DATA = re.compile(rf"(?<![^\W_])((?:{_LABEL_WORDS})[ \t*]*)[:：]+", re.IGNORECASE)
+
+
+def neutralize(text: str) -> str:
+    """Defuse the structural strings of the generator and critic prompts inside untrusted `text`.
+
+    - a data tag (`<context>`, `</question>`) becomes `&lt;context>`: the data cannot close its own
+      block and pose as prompt text;
+    - a reply label's colons (`Total rating:`, `Factoid question:`, `Answer:::`) become ` -`, so a
+      quote of the data in a reply is never read as a verdict, a question or a new block;
+    - `[RESULT]` (the judges' marker) becomes `[ RESULT ]`.
+
+    Idempotent, and it changes nothing else, so the model still reads the text as written.
+    """
+    text = _DATA_TAG.sub("&lt;", text)
+    text = _RESULT_MARKER.sub(r"[ \1 ]", text)
+    return _LABEL_IN_DATA.sub(r"\1 -", text)

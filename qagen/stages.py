@@ -135,7 +135,13 @@ class LLMStages:
             self.budget.add(record.model, record.usage.input_tokens, record.usage.output_tokens)
 
     def _settles_rejection(self, verdict: Critique) -> bool:
-        """A low score rejects the draft whatever the other critics say, so they are not asked."""
+        """A low score rejects the draft whatever the other critics say, so they are not asked.
+
+        A critique whose call failed stops the draft too: it is redone on the next run, and the
+        critics after it are asked then, in order, exactly as in a run without the failure.
+        """
+        if verdict.reason.startswith("api_error"):
+            return True
         if self.config.all_critics or verdict.score is None:
             return False
         return verdict.score < self.config.threshold(verdict.criterion)

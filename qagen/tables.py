@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     import datasets
 
 Skip = Callable[[SkippedInput], None]
+
+# Half of a UTF-16 surrogate pair on its own: a JSON escape (`"\\ud800"`) or a CSV/Parquet writer
+# can produce one, but it is not a character, and hashing or writing it as UTF-8 fails.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 TABLE_SUFFIXES = frozenset({".jsonl", ".csv", ".parquet"})
 BATCH_ROWS = 1024
@@ -65,6 +70,10 @@ def row_documents(
             skip(SkippedInput(source=row_id, reason="empty_row", detail=detail))
             continue
         source = _cell_text(row.get(source_column)) if source_column is not None else None
+        problem = _lone_surrogate(text_column, text) or _lone_surrogate(source_column, source)
+        if problem:
+            skip(SkippedInput(source=row_id, reason="undecodable", detail=problem))
+            continue
         # A row without its own source still needs a stable, findable one.
         yield Document(source=source if source and source.strip() else row_id, text=text)
 
@@ -82,6 +91,14 @@ def read_table(
         skip(SkippedInput(source=label, reason=stop.reason, detail=stop.detail))
     except OSError as exc:
         skip(SkippedInput(source=label, reason="unreadable", detail=exc.strerror or str(exc)))
+
+
+def _lone_surrogate(column: str | None, value: str | None) -> str:
+    """Why `value` is not text (it holds a lone surrogate), or "" when it is text."""
+    match = _SURROGATE.search(value) if value else None
+    if match is None:
+        return ""
+    return f"column {column!r} holds a lone surrogate ({match.group()!r} at position {match.start()}), not text"
 
 
 def _cell_text(value: object) -> str | None:
@@ -113,6 +130,10 @@ def _jsonl_rows(
                 record = json.loads(raw.decode("utf-8-sig" if line_number == 1 else "utf-8"))
             except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
                 detail = f"line {line_number}: {exc}"
+                skip(SkippedInput(source=f"{label}#row{index}", reason="bad_json_line", detail=detail))
+                continue
+            except RecursionError:  # the json module recurses once per level of nesting
+                detail = f"line {line_number}: the JSON is nested too deeply to read"
                 skip(SkippedInput(source=f"{label}#row{index}", reason="bad_json_line", detail=detail))
                 continue
             if not isinstance(record, dict):

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from qagen.cli import friendly_errors
+from qagen.cli_errors import friendly_errors
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
 
@@ -84,10 +84,12 @@ def _int_list(value: str, name: str) -> list[int]:
     "--metrics",
     default="correctness,retrieval,text",
     show_default=True,
-    help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all.",
+    help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all. Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note).",
 )
 @click.option(
-    "--embeddings", default=None, help="Embeddings model for answer_relevancy, e.g. openai:text-embedding-3-small."
+    "--embeddings",
+    default=None,
+    help="Embeddings model for answer_relevancy, e.g. openai:text-embedding-3-small (from --base-url when given).",
 )
 @click.option("--split", default="train", show_default=True, help="Split of DATASET when it is a dataset.")
 @click.option("--question-column", default="question", show_default=True, help="Question column of DATASET.")
@@ -110,8 +112,8 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     one of --answers, --rag, --endpoint or --baseline bm25.
     """
     from qagen.evaluate.api import evaluate as run_evaluation
-    from qagen.evaluate.api import factory
-    from qagen.evaluate.report import EvalRun, bar_chart, comparison_table
+    from qagen.evaluate.api import select_metrics
+    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs
     from qagen.evaluate.testset import load_testset
     from qagen.llm import ModelSettings
     from qagen.redaction import register_secret
@@ -128,6 +130,8 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     ks = _int_list(options["k_values"], "--k")
     if len(chunk_sizes) > 1 and not options["baseline"]:
         raise ConfigError("A --chunk-size grid only applies to --baseline bm25.")
+    metrics = options["metrics"].split(",")
+    select_metrics(metrics, embeddings=options["embeddings"] is not None)  # fail before any work; notes come later
     base_url = options["base_url"]
     judge = ModelSettings(spec=options["judge_model"] or options["model"], base_url=base_url)
     reader = ModelSettings(spec=options["model"], base_url=base_url) if options["baseline"] else None
@@ -143,13 +147,13 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     grid = list(itertools.product(chunk_sizes, ks))
     outputs: list[Path] = []
     for chunk_size, k in grid:
-        target = out if len(grid) == 1 else out / f"chunk{chunk_size}_k{k}"
-        system = _system(options, chunk_size, k, progress=not quiet)
+        name = f"chunk{chunk_size}_k{k}" if options["baseline"] else f"k{k}"
+        target = out if len(grid) == 1 else out / name
         summary = run_evaluation(
             testset,
-            factory(system) if options["baseline"] else system,
+            _system(options, chunk_size, k, progress=not quiet),
             target,
-            metrics=options["metrics"].split(","),
+            metrics=metrics,
             judge=judge,
             reader=reader,
             k=k,
@@ -158,37 +162,44 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
             progress=not quiet,
         )
         outputs.append(target)
-        click.echo(f"{target}: {summary['answered']}/{summary['questions']} answered")
-    runs = [EvalRun.load(path) for path in outputs]
-    click.echo(comparison_table(runs))
+        click.echo(_outcome(target, summary))
+    runs = load_runs(outputs)
+    click.echo("\n" + comparison_table(runs))
     if len(runs) > 1:
-        metric = (
-            "correctness" if "correctness" in runs[0].summary["metrics"] else next(iter(runs[0].summary["metrics"]))
-        )
-        click.echo(f"\nchart: {bar_chart(runs, metric, out / 'comparison.png')}")
+        click.echo(f"\nchart: {bar_chart(runs, chart_metric(runs), out / 'comparison.png')}")
+
+
+def _outcome(target: Path, summary: dict[str, Any]) -> str:
+    """What happened to the questions and the judges, in a few lines (the counts of summary.json)."""
+    lines = [f"{target}: {summary['answered']}/{summary['questions']} questions answered"]
+    if summary["failed_by_reason"]:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in summary["failed_by_reason"].items())
+        lines.append(f"  not answered: {reasons}")
+    for metric, counts in summary["judges"].items():
+        if counts["failed"]:
+            reasons = ", ".join(f"{reason}: {n}" for reason, n in counts["failures"].items())
+            lines.append(f"  {metric}: {counts['judged']} judged, {counts['failed']} judge failures ({reasons})")
+    return "\n".join(lines)
 
 
 def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool) -> Any:
-    from qagen.evaluate.systems import AnswersFileSystem, CallableSystem, EndpointSystem, load_callable
+    from qagen.evaluate.api import bm25_baseline
+    from qagen.evaluate.systems import AnswersFileSystem, CallableSystem, EndpointSystem
 
     if options["answers"]:
         return AnswersFileSystem(options["answers"])
     if options["rag_callable"]:
-        return CallableSystem(load_callable(options["rag_callable"]))
+        return CallableSystem.from_spec(options["rag_callable"])
     if options["endpoint"]:
         return EndpointSystem(options["endpoint"])
-
-    def build_baseline(reader: Any) -> Any:
-        from qagen.evaluate.baseline import BM25Baseline
-
-        return BM25Baseline(options["corpus"], reader=reader, chunk_size=chunk_size, k=k, progress=progress)
-
-    return build_baseline
+    return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress)
 
 
 @click.command()
 @click.argument("eval_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--metric", default=None, help="Metric of the bar chart (default: correctness, else the first).")
+@click.option(
+    "--metric", default=None, help="Metric of the bar chart (default: correctness, else the first with values)."
+)
 @click.option(
     "--plot",
     "plot_path",
@@ -200,11 +211,8 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool)
 @friendly_errors
 def report(eval_dirs: tuple[Path, ...], metric: str | None, plot_path: Path) -> None:
     """Compare evaluation directories: metrics with 95% intervals, paired tests, and a bar chart."""
-    from qagen.evaluate.report import EvalRun, bar_chart, comparison_table
+    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs
 
-    runs = [EvalRun.load(path) for path in eval_dirs]
+    runs = load_runs(list(eval_dirs))
     click.echo(comparison_table(runs))
-    chosen = metric or (
-        "correctness" if "correctness" in runs[0].summary["metrics"] else next(iter(runs[0].summary["metrics"]))
-    )
-    click.echo(f"\nchart: {bar_chart(runs, chosen, plot_path)}")
+    click.echo(f"\nchart: {bar_chart(runs, metric or chart_metric(runs), plot_path)}")

@@ -18,21 +18,22 @@ class EvalRun:
     path: Path
     summary: dict[str, Any]
     rows: list[dict[str, Any]]
-
-    @property
-    def label(self) -> str:
-        return self.path.name or str(self.path)
+    label: str = ""
+    """The run's name in tables and charts (default: its directory's name)."""
 
     @classmethod
-    def load(cls, path: Path) -> EvalRun:
+    def load(cls, path: Path, label: str | None = None) -> EvalRun:
         summary_file, results_file = path / "summary.json", path / "results.jsonl"
         if not summary_file.exists() or not results_file.exists():
             raise QagenError(
                 f"{path} is not a finished evaluation (no summary.json/results.jsonl); run `qagen evaluate` first."
             )
-        summary = json.loads(summary_file.read_text(encoding="utf-8"))
-        rows = [json.loads(line) for line in results_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-        return cls(path, summary, rows)
+        try:
+            summary = json.loads(summary_file.read_text(encoding="utf-8"))
+            rows = [json.loads(line) for line in results_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+        except ValueError as exc:
+            raise QagenError(f"{path} holds an unreadable summary.json or results.jsonl ({exc}).") from exc
+        return cls(path, summary, rows, label or path.resolve().name or str(path))
 
     def values(self, metric: str) -> dict[str, float]:
         """Per-question values of a summary metric, keyed by question id (normalised like the summary)."""
@@ -48,8 +49,29 @@ class EvalRun:
         return out
 
 
+def load_runs(paths: list[Path]) -> list[EvalRun]:
+    """The runs in `paths`, labelled by directory name, or by the path where two names clash."""
+    names = [path.resolve().name for path in paths]
+    return [
+        EvalRun.load(path, name if names.count(name) == 1 else str(path))
+        for path, name in zip(paths, names, strict=True)
+    ]
+
+
+def chart_metric(runs: list[EvalRun]) -> str:
+    """The metric to chart: correctness if some run has a value for it, else the first that has one."""
+    names = [name for run in runs for name, stats in run.summary["metrics"].items() if stats["mean"] is not None]
+    if not names:
+        raise QagenError("No run has a value for any metric; nothing to chart.")
+    return "correctness" if "correctness" in names else names[0]
+
+
 def comparison_table(runs: list[EvalRun]) -> str:
-    """Metrics as rows, runs as columns: mean [95% interval] (n); then paired differences vs the first run."""
+    """Metrics as rows, runs as columns: mean [95% interval] (n); then paired differences vs the first run.
+
+    The paired test compares the runs question by question, on the question ids both have a value
+    for (see `statistics.paired_test`); metrics with fewer than two shared questions are left out.
+    """
     metrics = list(dict.fromkeys(name for run in runs for name in run.summary["metrics"]))
     header = ["metric", *(run.label for run in runs)]
     lines = [header]
@@ -116,7 +138,8 @@ def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:
         errors[0].append(100 * (stats["mean"] - stats["low"]))
         errors[1].append(100 * (stats["high"] - stats["mean"]))
     if not labels:
-        raise QagenError(f"No run has a value for '{metric}'; choose another with --metric.")
+        known = sorted({name for run in runs for name in run.summary["metrics"]})
+        raise QagenError(f"No run has a value for '{metric}'; choose another with --metric ({', '.join(known)}).")
     figure, axes = plt.subplots(figsize=(max(6, 1.6 * len(labels)), 5))
     bars = axes.bar(labels, means, yerr=errors, capsize=4, color="#4c72b0")
     axes.bar_label(bars, labels=[f"{m:.1f}%" for m in means], padding=3)

@@ -1,9 +1,11 @@
 """Run a RAG system over a test set, judge its answers, and write results and a summary.
 
 Resumable like a build: every answer and every judge verdict is appended to the evaluation
-directory as it arrives (`answers.jsonl`, `judgements.jsonl`), keyed by content hashes, so
-re-running the same command pays for no call twice. `results.jsonl` and `summary.json` are
-assembled from those records at the end.
+directory as it arrives (`answers.jsonl`, `judgements.jsonl`), keyed by content hashes of
+everything it depends on, so re-running the same command pays for no call twice, and a changed
+system, judge model, prompt, answer or context never reuses a stale verdict. Each question's
+results row is appended to `results.jsonl` as soon as it is judged; at the end the file is
+rewritten in test-set order and `summary.json` is written.
 """
 
 from __future__ import annotations
@@ -19,16 +21,21 @@ from pydantic import BaseModel, ConfigDict
 from tqdm import tqdm
 
 from qagen.concurrency import run_all
+from qagen.evaluate.judges import LLM_METRICS, Embed
 from qagen.evaluate.records import EvalItem, JudgeVerdict, RagOutput
-from qagen.evaluate.scoring import DETERMINISTIC_GROUPS, deterministic_metrics
-from qagen.evaluate.statistics import mean_ci
+from qagen.evaluate.results import result_row, summarise
+from qagen.evaluate.scoring import DETERMINISTIC_GROUPS, Reported, reported
+from qagen.evaluate.systems import AnswersFileSystem
 from qagen.evaluate.testset import TestSet
 from qagen.llm import LLMClient
+from qagen.prompts import load_prompt
 from qagen.store import RecordLog, record_key, write_json_atomic
+from qagen.types import Usage
 
 
 class RagSystemLike(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def answer(self, question: str) -> RagOutput: ...
 
@@ -51,15 +58,21 @@ class JudgementRecord(BaseModel):
     verdict: JudgeVerdict
 
 
-def _answer_key(item: EvalItem, system: str) -> str:
-    return record_key("answer", item.id, item.question, system)
+def system_identity(system: RagSystemLike) -> str:
+    """The system's name plus the settings it describes (the baseline's chunking, reader, prompts):
+    answers made with other settings are other answers."""
+    describe = getattr(system, "describe", None)
+    settings = describe() if callable(describe) else {}
+    return f"{system.name} {json.dumps(settings, sort_keys=True, default=str)}"
 
 
-def _judgement_key(item: EvalItem, metric: str, judge: str, output: RagOutput) -> str:
-    # The verdict depends on what was judged: the answer and the contexts, hashed together.
-    payload = json.dumps([output.answer, [c.text for c in output.contexts]], ensure_ascii=False)
+def _judgement_key(item: EvalItem, metric: str, judge: str, answer: str, contexts: list[str]) -> str:
+    # The verdict depends on what was judged (the answer and the contexts the judge saw, i.e. the
+    # top k), on the reference, and on the judge: its model and the text of its prompts.
+    payload = json.dumps([answer, contexts], ensure_ascii=False)
     digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
-    return record_key("judgement", item.id, metric, judge, digest, item.true_answer)
+    prompts = ",".join(load_prompt(name).hash for name in LLM_METRICS[metric].prompts)
+    return record_key("judgement", item.id, metric, judge, prompts, digest, item.true_answer)
 
 
 def split_metrics(metrics: list[str]) -> tuple[set[str], list[str]]:
@@ -77,139 +90,158 @@ class Evaluation:
         self.system = system
         self.groups, self.llm_metrics = split_metrics(metrics)
         self.k = k
+        self.identity = system_identity(system)
         self.answers_log = RecordLog(out / "answers.jsonl", AnswerRecord)
         self.judgements_log = RecordLog(out / "judgements.jsonl", JudgementRecord)
+        # Answers read from the user's file cost nothing: read them afresh every run, so an edited
+        # answers file is what gets judged (its new answers get new verdicts; unchanged ones keep theirs).
+        self._always_ask = isinstance(system, AnswersFileSystem)
 
-    async def run(self, judge: LLMClient | None, *, concurrency: int, embed: Any = None, progress: bool = True) -> None:
+    def _answer_key(self, item: EvalItem) -> str:
+        return record_key("answer", item.id, item.question, self.identity)
+
+    def _contexts(self, output: RagOutput) -> list[str]:
+        return [c.text for c in output.contexts[: self.k]]
+
+    def _verdicts(
+        self, item: EvalItem, output: RagOutput, judgements: dict[str, JudgementRecord], judge_model: str | None
+    ) -> dict[str, JudgeVerdict | None]:
+        found: dict[str, JudgeVerdict | None] = {}
+        for metric in self.llm_metrics:
+            record = None
+            if judge_model is not None and output.answer is not None:
+                key = _judgement_key(item, metric, judge_model, output.answer, self._contexts(output))
+                record = judgements.get(key)
+            found[metric] = record.verdict if record else None
+        return found
+
+    def _row(
+        self,
+        item: EvalItem,
+        output: RagOutput,
+        judgements: dict[str, JudgementRecord],
+        judge_model: str | None,
+        run: Reported,
+    ) -> tuple[dict[str, Any], list[JudgeVerdict]]:
+        """The results row, and the verdicts it was made from."""
+        verdicts = self._verdicts(item, output, judgements, judge_model)
+        row = result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
+        return row, [verdict for verdict in verdicts.values() if verdict is not None]
+
+    async def run(
+        self, judge: LLMClient | None, *, concurrency: int, embed: Embed | None = None, progress: bool = True
+    ) -> None:
         """Answer and judge every question, `concurrency` questions at a time."""
-        from qagen.evaluate.judges import LLM_METRICS
-
         if self.llm_metrics and judge is None:
             raise ValueError("LLM metrics need a judge client")
         self.out.mkdir(parents=True, exist_ok=True)
         answers = self.answers_log.load()
         judgements = self.judgements_log.load()
+        judge_model = judge.settings.spec if judge is not None else None
+        # What the system reports so far: rows written during the run use it, the final rows use
+        # the whole run's (`write_results`).
+        so_far = reported(
+            record.output for item in self.testset.items if (record := answers.get(self._answer_key(item)))
+        )
         queue: asyncio.Queue[EvalItem] = asyncio.Queue()
         for item in self.testset.items:
             queue.put_nowait(item)
         bar = tqdm(
             total=len(self.testset.items), desc="evaluating", unit="question", disable=not progress, file=sys.stderr
         )
-        with self.answers_log.writer() as answers_out, self.judgements_log.writer() as judgements_out:
+        with (
+            self.answers_log.writer() as answers_out,
+            self.judgements_log.writer() as judgements_out,
+            (self.out / "results.jsonl").open("w", encoding="utf-8") as results_out,
+        ):
+
+            async def answer(item: EvalItem) -> RagOutput:
+                key = self._answer_key(item)
+                record = answers.get(key)
+                # A question without an answer is asked again: the failure may have been passing.
+                if record is None or record.output.answer is None or self._always_ask:
+                    output = await self.system.answer(item.question)
+                    if record is None or record.output != output:
+                        record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)
+                        answers[key] = record
+                        answers_out.append(record)
+                return record.output
 
             async def judge_one(item: EvalItem, metric: str, output: RagOutput) -> None:
-                assert judge is not None
-                key = _judgement_key(item, metric, judge.settings.spec, output)
+                assert judge is not None and judge_model is not None and output.answer is not None
+                contexts = self._contexts(output)
+                key = _judgement_key(item, metric, judge_model, output.answer, contexts)
                 existing = judgements.get(key)
+                # A failed call is worth another try; an unreadable reply would be read the same way again.
                 if existing is not None and not existing.verdict.reason.startswith("api_error"):
                     return
                 spec = LLM_METRICS[metric]
-                verdict = await spec.run(
-                    item.question,
-                    output.answer or "",
-                    item.true_answer,
-                    [c.text for c in output.contexts[: self.k]],
-                    judge,
-                    embed,
-                )
-                record = JudgementRecord(id=key, item_id=item.id, judge_model=judge.settings.spec, verdict=verdict)
+                verdict = await spec.run(item.question, output.answer, item.true_answer, contexts, judge, embed)
+                record = JudgementRecord(id=key, item_id=item.id, judge_model=judge_model, verdict=verdict)
                 judgements[key] = record
                 judgements_out.append(record)
 
             async def worker() -> None:
+                nonlocal so_far
                 while not queue.empty():
                     item = queue.get_nowait()
-                    key = _answer_key(item, self.system.name)
-                    record = answers.get(key)
-                    if record is None or record.output.answer is None:
-                        output = await self.system.answer(item.question)
-                        record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)
-                        answers[key] = record
-                        answers_out.append(record)
-                    if record.output.answer is not None:
+                    output = await answer(item)
+                    so_far = Reported(*(a or b for a, b in zip(so_far, reported([output]), strict=True)))
+                    if output.answer is not None:
                         await asyncio.gather(
                             *(
-                                judge_one(item, metric, record.output)
+                                judge_one(item, metric, output)
                                 for metric in self.llm_metrics
-                                if record.output.contexts or not LLM_METRICS[metric].needs_contexts
+                                if output.contexts or not LLM_METRICS[metric].needs_contexts
                             )
                         )
+                    row, _ = self._row(item, output, judgements, judge_model, so_far)
+                    results_out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    results_out.flush()
                     bar.update(1)
 
             await run_all([worker for _ in range(max(1, min(concurrency, len(self.testset.items))))])
         bar.close()
 
-    def write_results(self, judge_model: str | None) -> dict[str, Any]:
-        """Assemble `results.jsonl` (one row per question, in test-set order) and `summary.json`."""
+    def write_results(self, judge_model: str | None, **about: Any) -> dict[str, Any]:
+        """Rewrite `results.jsonl` in test-set order and write `summary.json`; return the summary.
+
+        `about` (the models, the settings, notes) goes into the summary as it is.
+        """
         answers = self.answers_log.load()
         judgements = self.judgements_log.load()
+        missing = RagOutput(answer=None, error="not_answered_yet")
+        outputs = [
+            record.output if (record := answers.get(self._answer_key(item))) else missing for item in self.testset.items
+        ]
+        run = reported(outputs)
         rows: list[dict[str, Any]] = []
-        for item in self.testset.items:
-            record = answers.get(_answer_key(item, self.system.name))
-            output = record.output if record else RagOutput(answer=None, error="not_answered_yet")
-            row: dict[str, Any] = {
-                "id": item.id,
-                "question": item.question,
-                "true_answer": item.true_answer,
-                "source_doc": item.source_doc,
-                "generated_answer": output.answer,
-                "answer_error": output.error,
-                "retrieved_docs": [c.text for c in output.contexts],
-                "retrieved_sources": [c.source for c in output.contexts],
-                **deterministic_metrics(item, output, self.k, self.groups),
-            }
-            for metric in self.llm_metrics:
-                verdict = None
-                if judge_model is not None and output.answer is not None:
-                    found = judgements.get(_judgement_key(item, metric, judge_model, output))
-                    verdict = found.verdict if found else None
-                row[metric] = verdict.value if verdict else None
-                row[f"{metric}_reason"] = (verdict.reason if verdict else "not_judged") if row[metric] is None else ""
-                row[f"{metric}_raw"] = verdict.raw if verdict else []
-                if verdict and verdict.detail:
-                    row[f"{metric}_detail"] = verdict.detail
+        system_usage = judge_usage = Usage()
+        for item, output in zip(self.testset.items, outputs, strict=True):
+            row, verdicts = self._row(item, output, judgements, judge_model, run)
             rows.append(row)
-        with (self.out / ".results.jsonl.tmp").open("w", encoding="utf-8") as handle:
+            system_usage = _add(system_usage, output.usage)
+            for verdict in verdicts:
+                judge_usage = _add(judge_usage, verdict.usage)
+        temporary = self.out / ".results.jsonl.tmp"
+        with temporary.open("w", encoding="utf-8") as handle:
             for row in rows:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        (self.out / ".results.jsonl.tmp").replace(self.out / "results.jsonl")
-        summary = summarise(rows, self.k, self.llm_metrics, self.groups)
-        summary.update(
-            {
-                "system": self.system.name,
-                "judge_model": judge_model,
-                "testset": self.testset.origin,
-                "questions": len(rows),
-                "answered": sum(row["generated_answer"] is not None for row in rows),
-                "skipped_rows": [vars(skipped) for skipped in self.testset.skipped],
-            }
-        )
+        temporary.replace(self.out / "results.jsonl")
+        summary: dict[str, Any] = {
+            "system": self.system.name,
+            "judge_model": judge_model,
+            "testset": self.testset.origin,
+            **about,
+            **summarise(rows, k=self.k, llm_metrics=self.llm_metrics, groups=self.groups),
+            "skipped_rows": [vars(skipped) for skipped in self.testset.skipped],
+            "usage": {"system": system_usage.model_dump(), "judge": judge_usage.model_dump()},
+        }
         write_json_atomic(self.out / "summary.json", summary)
         return summary
 
 
-def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
-    columns = [column for group in sorted(groups) for column in DETERMINISTIC_GROUPS[group]]
-    return [*llm_metrics, *columns]
-
-
-def summarise(rows: list[dict[str, Any]], k: int, llm_metrics: list[str], groups: set[str]) -> dict[str, Any]:
-    """Mean and 95% bootstrap interval of every metric over the questions where it has a value.
-
-    `correctness` is summarised as the mean of (N-1)/4, the notebook's normalisation, so 1 means
-    every answer scored 5; `mrr` is the mean reciprocal rank.
-    """
-    metrics: dict[str, Any] = {}
-    for column in metric_columns(llm_metrics, groups):
-        values = [row.get(column) for row in rows]
-        present = [float(v) for v in values if v is not None]
-        if column == "correctness":
-            present = [(v - 1) / 4 for v in present]
-        name = {"reciprocal_rank": "mrr", "chunk_reciprocal_rank": "chunk_mrr"}.get(column, column)
-        name = name.replace("@k", f"@{k}")
-        if not present:
-            metrics[name] = {"mean": None, "low": None, "high": None, "n": 0, "missing": len(values)}
-            continue
-        ci = mean_ci(present)
-        metrics[name] = {"mean": ci.mean, "low": ci.low, "high": ci.high, "n": ci.n, "missing": len(values) - ci.n}
-    return {"k": k, "metrics": metrics}
+def _add(total: Usage, more: Usage) -> Usage:
+    return Usage(
+        input_tokens=total.input_tokens + more.input_tokens, output_tokens=total.output_tokens + more.output_tokens
+    )

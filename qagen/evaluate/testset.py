@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,40 +92,56 @@ def _hub_rows(repo_id: str, split: str, token: str | None) -> Iterator[tuple[int
     yield from enumerate(dataset, start=1)
 
 
+def _read_text(path: Path) -> str:
+    # utf-8-sig: spreadsheet programs start CSVs with a byte-order mark, which would otherwise
+    # become part of the first column's name.
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8.") from None
+
+
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise ConfigError(f"{path} line {number} is not valid JSON ({exc}).") from exc
-            if not isinstance(row, dict):
-                raise ConfigError(f"{path} line {number} is not a JSON object.")
-            yield number, row
+    # Split on "\n" only: `str.splitlines` would also split at U+2028 inside a JSON string.
+    for number, line in enumerate(_read_text(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ConfigError(f"{path} line {number} is not valid JSON ({exc}).") from exc
+        if not isinstance(row, dict):
+            raise ConfigError(f"{path} line {number} is not a JSON object.")
+        yield number, row
 
 
 def _csv_rows(path: Path) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header is None:
-            return
-        for number, cells in enumerate(reader, start=2):
-            row: dict[str, Any] = {}
-            extra: list[str] = []
-            for index, cell in enumerate(cells):
-                name = header[index] if index < len(header) else ""
-                if name:
-                    row[name] = cell
-                elif cell.strip():
-                    extra.append(cell)
-            if extra:
-                # A cell under no column: the row is broken (e.g. a quote spilled a field into the
-                # next line). Reported rather than guessed at.
-                row["__extra_cells__"] = extra
-            yield number, row
+    """Rows numbered as a spreadsheet shows them: the header is row 1 (a quoted cell may span lines)."""
+    reader = csv.reader(io.StringIO(_read_text(path), newline=""))
+    try:
+        yield from _csv_records(reader)
+    except csv.Error as exc:
+        raise ConfigError(f"{path} is not a readable CSV file (line {reader.line_num}: {exc}).") from None
+
+
+def _csv_records(reader: Any) -> Iterator[tuple[int, Mapping[str, Any]]]:
+    header = next(reader, None)
+    if header is None:
+        return
+    for number, cells in enumerate(reader, start=2):
+        row: dict[str, Any] = {}
+        extra: list[str] = []
+        for index, cell in enumerate(cells):
+            name = header[index] if index < len(header) else ""
+            if name:
+                row[name] = cell
+            elif cell.strip():
+                extra.append(cell)
+        if extra:
+            # A cell under no column: the row is broken (e.g. a quote spilled a field into the
+            # next line). Reported rather than guessed at.
+            row["__extra_cells__"] = extra
+        yield number, row
 
 
 def _from_rows(
@@ -159,6 +177,11 @@ def _from_rows(
         if not answer:
             skipped.append(SkippedRow(number, "empty_reference_answer", content))
             continue
+        try:
+            start_index, end_index = _offset(row.get("start_index")), _offset(row.get("end_index"))
+        except ValueError as exc:
+            skipped.append(SkippedRow(number, f"invalid_offsets: {exc}", content))
+            continue
         item_id = str(row.get("id") or record_key("question", question))
         if item_id in seen:
             skipped.append(SkippedRow(number, f"duplicate_of_row_{seen[item_id]}", content))
@@ -171,8 +194,8 @@ def _from_rows(
                 true_answer=answer,
                 source_doc=_optional_str(row.get("source_doc")),
                 context=_optional_str(row.get("context")),
-                start_index=_optional_int(row.get("start_index")),
-                end_index=_optional_int(row.get("end_index")),
+                start_index=start_index,
+                end_index=end_index,
             )
         )
     if not items:
@@ -184,7 +207,15 @@ def _optional_str(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def _optional_int(value: Any) -> int | None:
-    if value is None or value == "":
+def _offset(value: Any) -> int | None:
+    """A character offset (None when the cell is empty); ValueError when the value is not a whole number."""
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):  # NaN: pandas' empty cell
         return None
-    return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{value!r} is not a character offset")
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a character offset") from None

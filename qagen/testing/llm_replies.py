@@ -14,6 +14,8 @@ Prompt kinds, decided from the text of the last user message:
   ``Total rating: N`` with ``N = score_for(criterion, question)``.
 - ``generation``: contains ``Factoid question:`` and ``Context:``; the reply is
   ``Factoid question: {q}`` then ``Answer: {a}``.
+- the evaluator's RAGAS-style and grader prompts (``ragas_*``, ``grader``), recognised by how their
+  prompt files begin; answered by `qagen.testing.eval_replies`, which documents each protocol.
 - ``answer``: anything else (e.g. a RAG reader prompt); a short plain answer.
 
 When several markers occur (a chunk may quote a prompt template), the earliest one wins, since
@@ -28,7 +30,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-PromptKind = Literal["generation", "critique", "judge", "answer"]
+from qagen.testing.eval_replies import EVAL_KINDS, EvalKind, EvalPrompt, classify_eval_prompt, eval_reply, truncate
+
+PromptKind = Literal["generation", "critique", "judge", "answer"] | EvalKind
 ScorePolicy = Callable[[str, str], int]
 """`(criterion, question) -> rating`; any int may be returned (0 or 7 test range checks)."""
 JudgePolicy = Callable[[str, str], int]
@@ -67,6 +71,7 @@ MALFORMED_KINDS: dict[PromptKind, tuple[str, ...]] = {
     "judge": ("empty", "refusal", "truncated", "out_of_range", "no_rating"),
     "generation": ("empty", "refusal", "truncated", "no_structure"),
     "answer": ("empty", "refusal"),
+    **dict.fromkeys(EVAL_KINDS, ("empty", "refusal", "truncated")),
 }
 
 _LABELS = {1: "Very poor", 2: "Poor", 3: "Fair", 4: "Good", 5: "Excellent"}
@@ -206,6 +211,7 @@ class PromptInfo:
     question: str | None = None  # critique: the rated question; judge: the instruction
     context: str | None = None  # generation: the chunk
     response: str | None = None  # judge: the response under evaluation
+    evaluation: EvalPrompt | None = None  # ragas_* and grader: what `eval_replies` read from the prompt
 
 
 def _line_labels(label: str, text: str) -> list[re.Match[str]]:
@@ -217,7 +223,8 @@ def extract_context(text: str) -> str:
 
     Starts after the first line-initial ``Context:`` that follows the template's
     ``Factoid question:`` instructions (so a chunk holding its own ``Context:`` lines is kept
-    whole), falling back to the last ``Context:`` line; ends at the final ``Output:::``.
+    whole), falling back to the last ``Context:`` line; ends at the final ``Output:::``, or at the
+    closing ``</context>`` data tag before it.
     """
     labels = _line_labels("Context:", text)
     if not labels:
@@ -226,7 +233,8 @@ def extract_context(text: str) -> str:
     after = [m for m in labels if m.start() > instructions] if instructions >= 0 else []
     begin = (after[0] if after else labels[-1]).end()
     end = text.rfind("Output:::")
-    return text[begin : end if end >= begin else len(text)].strip()
+    body = text[begin : end if end >= begin else len(text)].strip()
+    return body.removesuffix("</context>").rstrip()
 
 
 def extract_question(text: str) -> str:
@@ -234,8 +242,8 @@ def extract_question(text: str) -> str:
 
     The first line-initial ``Question:`` after the template's ``Total rating:`` instructions
     (so a groundedness context holding FAQ-style ``Question:`` lines cannot be mistaken for it),
-    falling back to the last ``Question:`` line; ends at a blank line, ``Context:`` or
-    ``Answer:::``.
+    falling back to the last ``Question:`` line; ends at a blank line, ``Context:``,
+    ``Answer:::`` or the closing ``</question>`` data tag.
     """
     labels = _line_labels("Question:", text)
     if not labels:
@@ -243,7 +251,7 @@ def extract_question(text: str) -> str:
     instructions = _line_labels("Total rating:", text)
     after = [m for m in labels if instructions and m.start() > instructions[0].start()]
     rest = text[(after[0] if after else labels[-1]).end() :]
-    stop = re.search(r"\n[ \t]*\n|\n[ \t]*Context:|\n[ \t]*Answer:::", rest)
+    stop = re.search(r"\n[ \t]*\n|\n[ \t]*Context:|\n[ \t]*Answer:::|\n[ \t]*</question>", rest)
     return rest[: stop.start() if stop else len(rest)].strip()
 
 
@@ -274,8 +282,12 @@ def classify_prompt(text: str) -> PromptInfo:
     Embedded material (a chunk, a question, retrieved documents) may quote any prompt, even these
     templates: the cookbook a corpus may hold prints them all. Every template puts its
     instructions first, so the kind is the one whose marker appears earliest, and markers inside
-    a RAG prompt's retrieved documents do not count.
+    a RAG prompt's retrieved documents do not count. The evaluator's prompts are told by how they
+    begin, which no other template shares.
     """
+    evaluation = classify_eval_prompt(text)
+    if evaluation is not None:
+        return PromptInfo(kind=evaluation.kind, text=text, criterion=evaluation.criterion, evaluation=evaluation)
     documents = [p for p in (text.find("Extracted documents"), text.find("Document 0:::")) if p >= 0]
     limit = min(documents, default=len(text))
     found: dict[PromptKind, int] = {}
@@ -422,6 +434,8 @@ def _malformed(info: PromptInfo, good: Reply, which: str, request_key: str) -> R
         finish_reason = "length"
         if info.kind == "critique":
             content = good.content.split("Total rating:")[0] + "Total rating:"
+        elif info.evaluation is not None:
+            content = truncate(info.evaluation.kind, good.content)
         elif info.kind == "judge":
             content = good.content.split("[RESULT]")[0].rstrip()
         else:
@@ -472,6 +486,9 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
         score = policy.judge(info.question or "", info.response or "")
         fmt = _variant(JUDGE_FORMATS, policy.format_variety, request_key)
         good = Reply(_judge_reply(score, fmt), "judge", "judge", score=score, format=fmt)
+    elif info.evaluation is not None:
+        said = eval_reply(info.evaluation)
+        good = Reply(said.content, info.kind, info.kind, info.criterion, said.score, "canonical")
     else:
         good = Reply(_rag_answer(text), "answer", "answer", format="plain")
     if unit_interval("malformed", request_key, str(reply_number)) < policy.malformed_rate:

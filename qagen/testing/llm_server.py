@@ -10,9 +10,14 @@ to this server on 127.0.0.1 instead. It answers qagen's prompts deterministicall
   one of ``fault_kinds``: ``429`` (``Retry-After``), ``500``, ``drop`` (connection closed, no
   response) or ``timeout`` (the reply comes only after ``timeout_sleep`` seconds). A retry of the
   same body succeeds, so a retrying client ends with the same answers as without faults;
+- ``fault_attempts``: how many first attempts of a faulty body fail (default 1). A number larger
+  than the client's retries makes the fault persistent: every retry fails too, as when a provider
+  is down for minutes; ``configure(fault_rate=0)`` is the provider recovering;
 - ``malformed_rate``, ``format_variety``, ``generation_format_variety``, ``duplicate_rate``,
   ``pass_rate``, ``score_policy``, ``judge_policy``: what the replies say (`ReplyPolicy`);
-- ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors.
+- ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors;
+  with ``echo_key`` the 401, 429 and 500 messages quote the key they were sent, unmasked (OpenAI
+  quotes a masked key), so tests can check that no error body carries a key through to the user.
 
 Every request is logged (in memory, and as JSON lines to ``log_path``, flushed per line so that
 another process can read it even after the client was killed). A bug in the stand-in itself (or
@@ -112,9 +117,11 @@ class Knobs:
     latency: float = 0.0
     fault_rate: float = 0.0
     fault_kinds: tuple[str, ...] = FAULT_KINDS
+    fault_attempts: int = 1
     timeout_sleep: float = 3.0
     retry_after: float = 0.0
     api_key: str | None = None
+    echo_key: bool = False
     models: tuple[str, ...] | None = None
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
 
@@ -141,6 +148,8 @@ class Knobs:
         ):
             if not (value >= 0.0 and math.isfinite(value)):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
+        if self.fault_attempts < 1:
+            raise ValueError(f"fault_attempts must be at least 1, got {self.fault_attempts}.")
         unknown = set(self.fault_kinds) - set(FAULT_KINDS)
         if unknown or not self.fault_kinds:
             raise ValueError(f"fault_kinds must be a non-empty subset of {FAULT_KINDS}.")
@@ -245,6 +254,7 @@ class StandInLLM:
         latency: float = 0.0,
         fault_rate: float = 0.0,
         fault_kinds: Sequence[str] = FAULT_KINDS,
+        fault_attempts: int = 1,
         timeout_sleep: float = 3.0,
         retry_after: float = 0.0,
         malformed_rate: float = 0.0,
@@ -255,6 +265,7 @@ class StandInLLM:
         score_policy: ScorePolicy | None = None,
         judge_policy: JudgePolicy | None = None,
         api_key: str | None = None,
+        echo_key: bool = False,
         models: Sequence[str] | None = None,
         log_path: str | Path | None = None,
     ) -> None:
@@ -263,9 +274,11 @@ class StandInLLM:
             latency=latency,
             fault_rate=fault_rate,
             fault_kinds=tuple(fault_kinds),
+            fault_attempts=fault_attempts,
             timeout_sleep=timeout_sleep,
             retry_after=retry_after,
             api_key=api_key,
+            echo_key=echo_key,
             models=tuple(models) if models is not None else None,
             replies=ReplyPolicy(
                 pass_rate=dict(pass_rate) if isinstance(pass_rate, Mapping) else pass_rate,
@@ -489,6 +502,8 @@ class StandInLLM:
             return
         if not self._authorised(handler, knobs):
             message = "Incorrect API key provided. You must pass the key as 'Authorization: Bearer'."
+            if knobs.echo_key:
+                message = f"Incorrect API key provided: {_sent_key(handler)}. Find your API key in your account."
             self._error(handler, entry, 401, message, "invalid_api_key")
             return
         try:
@@ -527,14 +542,14 @@ class StandInLLM:
         self._complete(handler, entry, request, messages, reply, sha)
 
     def _count(self, sha: str, knobs: Knobs) -> tuple[int, int, str | None]:
-        """Count an attempt of body `sha`; decide whether it is a fault (first attempts only)."""
+        """Count an attempt of body `sha`; decide whether it is a fault (its first `fault_attempts`)."""
         faulty = knobs.fault_rate > 0 and unit_interval("fault", sha) < knobs.fault_rate
         with self._state_lock:
             state = self._bodies.setdefault(sha, _BodyState())
             state.attempts += 1
             attempt = state.attempts
             fault = None
-            if attempt == 1 and faulty:
+            if attempt <= knobs.fault_attempts and faulty:
                 kinds = knobs.fault_kinds
                 fault = kinds[int(unit_interval("fault-kind", sha) * len(kinds))]
             else:
@@ -555,18 +570,20 @@ class StandInLLM:
     ) -> None:
         entry["kind"] = "fault"
         entry["fault"] = fault
+        # Providers quote request details in error messages; `echo_key` makes that the key itself.
+        quoted = f" Request key: {_sent_key(handler)}." if knobs.echo_key else ""
         if fault == "429":
             seconds = knobs.retry_after
             header = str(int(seconds)) if float(seconds).is_integer() else repr(seconds)
             error = _error_body(
-                "Rate limit reached for the stand-in model (injected fault).",
+                "Rate limit reached for the stand-in model (injected fault)." + quoted,
                 "requests",
                 "rate_limit_exceeded",
             )
             self._respond(handler, entry, 429, error, {"Retry-After": header})
         elif fault == "500":
             error = _error_body(
-                "The server had an error while processing your request (injected fault).",
+                "The server had an error while processing your request (injected fault)." + quoted,
                 "server_error",
                 None,
             )
@@ -691,6 +708,11 @@ class StandInLLM:
             return False
 
 
+def _sent_key(handler: _Handler) -> str:
+    """The key the client sent (`Authorization: Bearer KEY`), unmasked."""
+    return str(handler.headers.get("Authorization", "")).removeprefix("Bearer ")
+
+
 def _model(name: str) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": 0, "owned_by": "qagen-stand-in"}
 
@@ -700,7 +722,13 @@ def _error_body(message: str, type_: str, code: str | None, param: str | None = 
 
 
 def _encode(payload: Mapping[str, Any]) -> bytes:
-    return json.dumps(payload, ensure_ascii=False).encode("utf-8")
+    text = json.dumps(payload, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A reply holding a lone surrogate (half an emoji cut off): sent as the `\ud83d` escape,
+        # as a JavaScript server would send it, so clients meet what real servers send.
+        return json.dumps(payload).encode("ascii")
 
 
 def _tokens(chars: int) -> int:
@@ -786,6 +814,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--latency", type=float, default=0.0, help="seconds per reply")
     add("--fault-rate", type=_rate, default=0.0, help="share of bodies whose 1st attempt fails")
     add("--fault-kinds", type=_names, default=list(FAULT_KINDS), help="e.g. 429,500,drop,timeout")
+    add("--fault-attempts", type=int, default=1, help="failing first attempts per faulty body (large: persistent)")
     add("--timeout-sleep", type=float, default=3.0, help="delay of a 'timeout' fault (seconds)")
     add("--retry-after", type=float, default=0.0, help="Retry-After of a 429 fault (seconds)")
     add("--malformed-rate", type=_rate, default=0.0, help="share of malformed replies")
@@ -819,6 +848,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             latency=args.latency,
             fault_rate=args.fault_rate,
             fault_kinds=args.fault_kinds,
+            fault_attempts=args.fault_attempts,
             timeout_sleep=args.timeout_sleep,
             retry_after=args.retry_after,
             malformed_rate=args.malformed_rate,

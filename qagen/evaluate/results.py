@@ -1,0 +1,142 @@
+"""The evaluation's outputs: one results row per question, and the summary of all rows.
+
+Rows use the cookbook notebook's names (`question`, `true_answer`, `source_doc`,
+`generated_answer`, `retrieved_docs`, `test_settings`) plus `retrieved_sources`, every
+deterministic metric (`scoring.DETERMINISTIC_GROUPS`), and per LLM metric `M`:
+
+- `M`: the value (`correctness`: the raw 1-5 score as an int), or null when there is none;
+- `M_reason`: why there is none (empty when there is a value): a judge failure (`parse_failure`,
+  `refusal`, `api_error:...`, ...) or a reason it was not judged (`NOT_JUDGED`);
+- `M_raw`: the judge's reply as a string, or for the metrics that make several calls
+  (`MULTI_CALL_METRICS`) the list of replies in call order; null / [] when no call was made;
+- `M_detail`: the metric's parts (feedback, statements, verdicts...).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from qagen.evaluate.judges import LLM_METRICS, normalise_correctness
+from qagen.evaluate.records import EvalItem, JudgeVerdict, RagOutput
+from qagen.evaluate.scoring import DETERMINISTIC_GROUPS, Reported, deterministic_metrics
+from qagen.evaluate.statistics import mean_ci
+from qagen.prompts import load_prompt
+
+MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
+"""Metrics made of several judge calls (statements then verdicts; one call per context)."""
+
+NOT_JUDGED = frozenset({"no_answer", "no_contexts", "no_reference", "not_judged"})
+"""Reasons a metric has no value that are no failure of the judge: there was nothing to judge
+(the system gave no answer or no contexts), or the run has not reached this question yet."""
+
+_SUMMARY_NAMES = {"reciprocal_rank": "mrr", "chunk_reciprocal_rank": "chunk_mrr"}
+
+
+def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
+    """The per-question value columns, LLM metrics first, in the order the summary lists them."""
+    columns = [column for group in DETERMINISTIC_GROUPS if group in groups for column in DETERMINISTIC_GROUPS[group]]
+    return [*llm_metrics, *columns]
+
+
+def summary_name(column: str, k: int) -> str:
+    """The summary's name of a row column: `reciprocal_rank` is `mrr`, `hit@k` is `hit@7`."""
+    return _SUMMARY_NAMES.get(column, column).replace("@k", f"@{k}")
+
+
+def result_row(
+    item: EvalItem,
+    output: RagOutput,
+    verdicts: dict[str, JudgeVerdict | None],
+    *,
+    system: str,
+    k: int,
+    groups: set[str],
+    run: Reported,
+) -> dict[str, Any]:
+    """One question's row; `verdicts` has an entry for every LLM metric asked for (None: no verdict),
+    `run` what the system reports over the run (for `deterministic_metrics`)."""
+    row: dict[str, Any] = {
+        "id": item.id,
+        "question": item.question,
+        "true_answer": item.true_answer,
+        "source_doc": item.source_doc,
+        "generated_answer": output.answer,
+        "answer_error": output.error,
+        "retrieved_docs": [c.text for c in output.contexts],
+        "retrieved_sources": [c.source for c in output.contexts],
+        "test_settings": system,
+        **deterministic_metrics(item, output, k, groups, run),
+    }
+    for metric, verdict in verdicts.items():
+        value = verdict.value if verdict is not None else None
+        if value is not None and metric == "correctness":
+            value = int(value)  # the 1-5 rubric score, as the notebook stores it
+        row[metric] = value
+        if verdict is None:
+            row[f"{metric}_reason"] = _not_judged_reason(metric, output)
+        else:
+            row[f"{metric}_reason"] = verdict.reason
+        raw = verdict.raw if verdict is not None else []
+        row[f"{metric}_raw"] = list(raw) if metric in MULTI_CALL_METRICS else (raw[-1] if raw else None)
+        # The judge model and prompt hashes are the same on every row: the summary has them once.
+        detail = {k: v for k, v in (verdict.detail if verdict else {}).items() if k not in ("model", "prompts")}
+        row[f"{metric}_detail"] = detail
+        if metric == "correctness":
+            row["correctness_feedback"] = detail.get("feedback")
+    return row
+
+
+def _not_judged_reason(metric: str, output: RagOutput) -> str:
+    if output.answer is None:
+        return "no_answer"
+    if LLM_METRICS[metric].needs_contexts and not output.contexts:
+        return "no_contexts"
+    return "not_judged"
+
+
+def _error_kind(error: str) -> str:
+    """An answer error up to its second level: `reader_failed: rate_limited`, `system_error: ValueError`."""
+    return ":".join(error.split(":")[:2]).strip()
+
+
+def summarise(rows: list[dict[str, Any]], *, k: int, llm_metrics: list[str], groups: set[str]) -> dict[str, Any]:
+    """Mean and 95% bootstrap interval of every metric over the questions where it has a value,
+    and the counts behind them: questions answered and failed (by reason), and per LLM metric the
+    verdicts, the judge's failures by reason and the questions it had nothing to judge on.
+
+    `correctness` is summarised as the mean of (N-1)/4, the notebook's normalisation, so 1 means
+    every answer scored 5; `mrr` is the mean reciprocal rank. `missing` counts the questions
+    without a value (`n + missing` = questions).
+    """
+    metrics: dict[str, Any] = {}
+    for column in metric_columns(llm_metrics, groups):
+        values = [float(v) for row in rows if (v := row.get(column)) is not None]
+        if column == "correctness":
+            values = [normalise_correctness(v) for v in values]
+        name = summary_name(column, k)
+        if not values:
+            metrics[name] = {"mean": None, "low": None, "high": None, "n": 0, "missing": len(rows)}
+            continue
+        ci = mean_ci(values)
+        metrics[name] = {"mean": ci.mean, "low": ci.low, "high": ci.high, "n": ci.n, "missing": len(rows) - ci.n}
+    failed = Counter(_error_kind(row["answer_error"] or "unknown") for row in rows if row["generated_answer"] is None)
+    judges: dict[str, Any] = {}
+    for metric in llm_metrics:
+        reasons = Counter(row[f"{metric}_reason"] for row in rows if row.get(metric) is None)
+        judges[metric] = {
+            "judged": sum(row.get(metric) is not None for row in rows),
+            "failed": sum(n for reason, n in reasons.items() if reason not in NOT_JUDGED),
+            "failures": {reason: n for reason, n in sorted(reasons.items()) if reason not in NOT_JUDGED},
+            "not_judged": {reason: n for reason, n in sorted(reasons.items()) if reason in NOT_JUDGED},
+            "prompts": {name: load_prompt(name).hash for name in LLM_METRICS[metric].prompts},
+        }
+    return {
+        "k": k,
+        "metrics": metrics,
+        "questions": len(rows),
+        "answered": len(rows) - sum(failed.values()),
+        "failed": sum(failed.values()),
+        "failed_by_reason": dict(sorted(failed.items())),
+        "judges": judges,
+    }
