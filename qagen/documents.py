@@ -15,12 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bs4 import BeautifulSoup
-from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, PyPdfError
 
 from qagen.errors import CorpusError
+from qagen.html_text import html_to_text
 from qagen.tables import TABLE_SUFFIXES, Skip, dataset_documents, open_dataset, read_table
 from qagen.types import Document, SkippedInput
 
@@ -28,19 +27,6 @@ TEXT_SUFFIXES = frozenset({".txt", ".md", ".rst"})
 HTML_SUFFIXES = frozenset({".html", ".htm"})
 SNIFF_BYTES = 8192
 
-# Elements whose content is never readable prose.
-_DROP_TAGS = ["script", "style", "noscript", "template", "meta", "link", "base", "svg", "iframe"]
-# Inline elements are unwrapped so that "a <b>bold</b> word" stays one line of text.
-_INLINE_TAGS = [
-    "a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "del", "dfn", "em", "font", "i", "ins",
-    "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strong", "sub", "sup", "time", "u",
-    "var",
-]  # fmt: skip
-# Private-use characters mark structure while whitespace is collapsed; stripped from input first.
-_PARA, _LINE, _PRE = "\ue000", "\ue001", "\ue002"
-_PARA_RUN = re.compile(f"[ {_LINE}]*{_PARA}[ {_PARA}{_LINE}]*")
-_LINE_RUN = re.compile(f" ?{_LINE} ?")
-_PRE_REF = re.compile(f"{_PRE}(\\d+){_PRE}")
 # pypdf raises these on malformed files besides its own errors; the try blocks hold only pypdf calls.
 _PDF_ERRORS = (
     PyPdfError,
@@ -286,6 +272,12 @@ def _decode(data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         not_utf8 = f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    high = sum(byte >= 0x80 for byte in data[:SNIFF_BYTES])
+    if high > 0.3 * min(len(data), SNIFF_BYTES):
+        # Western 8-bit text is mostly ASCII with a few accented letters; a file of mostly high
+        # bytes is a multi-byte legacy encoding (GBK, Big5, Shift-JIS, EUC-KR), which Windows-1252
+        # would turn into mojibake without complaint.
+        return _decode_cjk_legacy(data, not_utf8)
     try:
         text = data.decode("cp1252")  # a superset of Latin-1's printable characters
     except UnicodeDecodeError as exc:
@@ -297,29 +289,20 @@ def _decode(data: bytes) -> str:
     return text
 
 
-def html_to_text(markup: str) -> str:
-    """Readable text of an HTML page: blocks separated by a blank line, no markup or scripts."""
-    markup = markup.translate({ord(c): None for c in (_PARA, _LINE, _PRE)})
-    soup = BeautifulSoup(markup, "html.parser")
-    for tag in soup(_DROP_TAGS):
-        tag.decompose()
-    for node in soup.find_all(string=True):
-        if isinstance(node, (Comment, Declaration, Doctype, ProcessingInstruction)):
-            node.extract()
-    # Preformatted blocks are set aside verbatim while the rest of the whitespace is collapsed.
-    blocks: list[str] = []
-    for pre in soup("pre"):
-        blocks.append(pre.get_text().strip("\n"))
-        pre.replace_with(NavigableString(f"{_PARA}{_PRE}{len(blocks) - 1}{_PRE}{_PARA}"))
-    for br in soup("br"):
-        br.replace_with(NavigableString(_LINE))
-    for tag in soup(_INLINE_TAGS):
-        tag.unwrap()
-    soup.smooth()
-    # With inline elements gone, a boundary between two strings is a boundary between blocks.
-    text = re.sub(r"\s+", " ", soup.get_text(_PARA))
-    text = _LINE_RUN.sub("\n", _PARA_RUN.sub("\n\n", text))
-    return _PRE_REF.sub(lambda ref: blocks[int(ref[1])], text).strip()
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
+
+
+def _decode_cjk_legacy(data: bytes, not_utf8: str) -> str:
+    """The first legacy CJK encoding that decodes `data` strictly into mostly CJK text."""
+    for encoding in ("gb18030", "big5", "shift_jis", "euc_kr"):
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        letters = [ch for ch in text if not ch.isspace() and not ch.isascii()]
+        if letters and sum(bool(_CJK.match(ch)) for ch in letters) >= 0.9 * len(letters):
+            return text
+    raise _Unusable("undecodable", f"{not_utf8}, and not text in Windows-1252, GBK, Big5, Shift-JIS or EUC-KR")
 
 
 def _pdf_text(file: Path, rel: str, skip: Skip) -> str:

@@ -390,11 +390,6 @@ def test_latin1_and_windows1252_files_read_as_written(tmp_path: Path) -> None:
     assert texts == {"zugspitze.md": german, "canal.md": french, "bom.txt": CORPORA["de"]["koelner_dom.txt"]}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="documents._decode falls back to Windows-1252 for any non-UTF-8 bytes, so a GBK-encoded "
-    "Chinese file (common on Chinese Windows) loads as mojibake instead of being reported",
-)
 def test_a_gbk_chinese_file_is_never_loaded_as_mojibake(tmp_path: Path) -> None:
     text = CORPORA["zh"]["大熊猫.txt"]
     (tmp_path / "panda.txt").write_bytes(text.encode("gbk"))

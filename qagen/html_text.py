@@ -1,0 +1,47 @@
+"""HTML to readable text: blocks separated by a blank line, no markup, scripts or styles."""
+
+from __future__ import annotations
+
+import re
+
+from bs4 import BeautifulSoup
+from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
+
+# Elements whose content is never readable prose.
+_DROP_TAGS = ["script", "style", "noscript", "template", "meta", "link", "base", "svg", "iframe"]
+# Inline elements are unwrapped so that "a <b>bold</b> word" stays one line of text.
+_INLINE_TAGS = [
+    "a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "del", "dfn", "em", "font", "i", "ins",
+    "kbd", "label", "mark", "q", "s", "samp", "small", "span", "strong", "sub", "sup", "time", "u",
+    "var",
+]  # fmt: skip
+# Private-use characters mark structure while whitespace is collapsed; stripped from input first.
+_PARA, _LINE, _PRE = "\ue000", "\ue001", "\ue002"
+_PARA_RUN = re.compile(f"[ {_LINE}]*{_PARA}[ {_PARA}{_LINE}]*")
+_LINE_RUN = re.compile(f" ?{_LINE} ?")
+_PRE_REF = re.compile(f"{_PRE}(\\d+){_PRE}")
+
+
+def html_to_text(markup: str) -> str:
+    """Readable text of an HTML page: blocks separated by a blank line, no markup or scripts."""
+    markup = markup.translate({ord(c): None for c in (_PARA, _LINE, _PRE)})
+    soup = BeautifulSoup(markup, "html.parser")
+    for tag in soup(_DROP_TAGS):
+        tag.decompose()
+    for node in soup.find_all(string=True):
+        if isinstance(node, (Comment, Declaration, Doctype, ProcessingInstruction)):
+            node.extract()
+    # Preformatted blocks are set aside verbatim while the rest of the whitespace is collapsed.
+    blocks: list[str] = []
+    for pre in soup("pre"):
+        blocks.append(pre.get_text().strip("\n"))
+        pre.replace_with(NavigableString(f"{_PARA}{_PRE}{len(blocks) - 1}{_PRE}{_PARA}"))
+    for br in soup("br"):
+        br.replace_with(NavigableString(_LINE))
+    for tag in soup(_INLINE_TAGS):
+        tag.unwrap()
+    soup.smooth()
+    # With inline elements gone, a boundary between two strings is a boundary between blocks.
+    text = re.sub(r"\s+", " ", soup.get_text(_PARA))
+    text = _LINE_RUN.sub("\n", _PARA_RUN.sub("\n\n", text))
+    return _PRE_REF.sub(lambda ref: blocks[int(ref[1])], text).strip()
