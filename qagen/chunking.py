@@ -76,27 +76,46 @@ def _checked_encoding(encoding: str) -> str:
     return encoding
 
 
+# Long documents are split a window at a time: the splitter holds several copies of its input in
+# lists of pieces, so a 300 MB file would otherwise need gigabytes. Windows end at a paragraph
+# break, where the splitter would cut anyway, so chunks come out as they would without windows.
+WINDOW_CHARS = 1_000_000
+
+
+def _windows(text: str) -> Iterator[tuple[int, str]]:
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + WINDOW_CHARS)
+        if end < len(text):
+            cut = text.rfind("\n\n", start + WINDOW_CHARS // 2, end)
+            if cut > start:
+                end = cut + 2
+        yield start, text[start:end]
+        start = end
+
+
 def chunk_document(document: Document, splitter: RecursiveCharacterTextSplitter) -> Iterator[Chunk]:
     """Chunks of one document, in order, each with `document.text[start:end] == chunk.text`."""
-    position = 0
-    for piece in splitter.split_text(document.text):
-        # Locate the piece ourselves: the splitter strips whitespace, and its own start index can
-        # land on an earlier identical passage. Searching forward from the previous chunk's start
-        # keeps offsets monotonic and exact.
-        start = document.text.find(piece, position)
-        if start < 0:
-            start = document.text.find(piece)
-        if start < 0:
-            raise AssertionError(f"chunk not found in its document {document.source!r}")
-        end = start + len(piece)
-        position = start + 1
-        yield Chunk(
-            id=chunk_id(document.source, start, piece),
-            source=document.source,
-            text=piece,
-            start_index=start,
-            end_index=end,
-        )
+    for offset, window in _windows(document.text):
+        position = 0
+        for piece in splitter.split_text(window):
+            # Locate the piece ourselves: the splitter strips whitespace, and its own start index
+            # can land on an earlier identical passage. Searching forward from the previous
+            # chunk's start keeps offsets monotonic and exact.
+            start = window.find(piece, position)
+            if start < 0:
+                start = window.find(piece)
+            if start < 0:
+                raise AssertionError(f"chunk not found in its document {document.source!r}")
+            position = start + 1
+            start += offset
+            yield Chunk(
+                id=chunk_id(document.source, start, piece),
+                source=document.source,
+                text=piece,
+                start_index=start,
+                end_index=start + len(piece),
+            )
 
 
 class ChunkStats:

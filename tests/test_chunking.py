@@ -87,3 +87,23 @@ def test_missing_tiktoken_table_is_an_error_not_a_fallback() -> None:
 def test_bad_sizes_are_clear_errors(size: int, overlap: int) -> None:
     with pytest.raises(ConfigError):
         make_splitter(chunk_size=size, chunk_overlap=overlap)
+
+
+def test_long_documents_are_split_in_windows_with_exact_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    import qagen.chunking
+
+    text = "".join(f"Paragraph {i} says something about item {i}.\n\n" for i in range(400))
+    document = Document(source="long.txt", text=text)
+    splitter = make_splitter(chunk_size=300, chunk_overlap=30)
+    whole = list(chunk_document(document, splitter))
+    monkeypatch.setattr(qagen.chunking, "WINDOW_CHARS", 2000)  # about fifty windows
+    windowed = list(chunk_document(document, splitter))
+    assert all(text[c.start_index : c.end_index] == c.text for c in windowed)
+    assert all(len(c.text) <= 300 for c in windowed)
+    # Windows end at paragraph breaks, where the splitter cuts anyway: the same chunks but at most
+    # one per window boundary.
+    assert abs(len(windowed) - len(whole)) <= len(text) // 2000 + 1
+    # Every paragraph is in some chunk, and chunk starts only move forward.
+    assert all(f"Paragraph {i} says" in "".join(c.text for c in windowed) for i in range(400))
+    starts = [c.start_index for c in windowed]
+    assert starts == sorted(starts)
