@@ -198,6 +198,8 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     config = config_from_options(ctx, options, stored=run.stored_config())
     prompts = Prompts.load()
     run.open(config, prompts.hashes(), llm=run.llm_fixed())
+    if not run.chunking_done():
+        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
     summary = finalize(config, run, prompts, load_sample(config, run))
     click.echo(funnel_table(summary))
 
