@@ -119,3 +119,12 @@ def hub(hub_port: int) -> Iterator[Any]:
         yield server
     # Every client call of the session must have found its route.
     assert server.unhandled_routes == []
+
+
+# Filled by tests/test_notebook.py, so that even `pytest -q` (CI's command) says the notebook ran.
+EXECUTED_NOTEBOOKS: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    for line in EXECUTED_NOTEBOOKS:
+        terminalreporter.write_line(f"notebook executed: {line}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import EXECUTED_NOTEBOOKS
 
 from qagen.testing.hub_server import StandInHub
 from qagen.testing.llm_server import StandInLLM
@@ -129,6 +130,7 @@ def test_notebook_runs_against_the_stand_ins(hub: StandInHub, llm: StandInLLM, t
     assert {"generation", "critique", "answer", "judge"} <= kinds
     assert all(entry["model"] == "stand-in" for entry in llm.log if entry["kind"] != "models")
     assert copy.read_bytes() == NOTEBOOK.read_bytes()  # executing only read the notebook
+    EXECUTED_NOTEBOOKS.append(f"{NOTEBOOK.relative_to(NOTEBOOK.parents[1])}: {len(code_cells)} code cells ran")
 
 
 @pytest.mark.slow
