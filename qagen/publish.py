@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,29 +22,18 @@ from qagen.card import (
     PROMPTS_IN_REPO,
     SUMMARY_IN_REPO,
     CardContent,
-    PromptFile,
     is_qagen_card,
     make_card,
     public_summary,
 )
 from qagen.errors import ConfigError, QagenError
 from qagen.hub_errors import HubAuthError, hub_errors
-from qagen.language import detect_languages
-from qagen.prompts import prompts_dir
+from qagen.local_run import LocalRun, languages, load_run
 from qagen.redaction import redact, register_secret
-from qagen.rundir import RunDir
+from qagen.secret_masking import known_secrets, mask_secrets
 
 if TYPE_CHECKING:
-    from datasets import Dataset
     from huggingface_hub import HfApi
-
-# Language detection reads this many kept rows at most (sampling order, so a spread of documents).
-_LANGUAGE_SAMPLE = 2000
-# Env vars whose values are secrets, beyond those `redaction` knows by name.
-_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)$")
-# Key shapes masked inside the data. Narrower than `redaction`'s (no "Bearer <word>"), so that a
-# corpus about HTTP authentication keeps its prose; a real key or token is far longer than this.
-_DATA_KEY_SHAPES = re.compile(r"\b(?:sk-[A-Za-z0-9_\-]{20,}|hf_[A-Za-z0-9]{30,})")
 
 
 class ForeignRepoError(QagenError):
@@ -68,14 +55,6 @@ class PushResult:
     """Id of the last commit of this push."""
     masked_values: int = 0
     """Data cells in which a secret or a key-shaped string was replaced by `***` before upload."""
-
-
-@dataclass(frozen=True)
-class _LocalRun:
-    summary: dict[str, Any]
-    prompt_hashes: dict[str, str]
-    kept: Dataset
-    candidates: Dataset
 
 
 def push_run(
@@ -102,10 +81,10 @@ def push_run(
     """
     from huggingface_hub import HfApi, get_token
 
-    run = _load_run(run_dir)
+    run = load_run(run_dir)
     if token is None and get_token() is None:
         raise HubAuthError("No Hugging Face token: pass --token, set HF_TOKEN, or log in with `hf auth login`.")
-    secrets = _known_secrets(token or get_token())
+    secrets = known_secrets(token or get_token())
     for secret in secrets:
         register_secret(secret)
     api = HfApi(token=token)
@@ -119,7 +98,7 @@ def push_run(
 
 def _push(
     api: HfApi,
-    run: _LocalRun,
+    run: LocalRun,
     repo_id: str,
     token: str | None,
     private: bool,
@@ -138,13 +117,13 @@ def _push(
     existing = [sibling.rfilename for sibling in (info.siblings or [])] if info else []
     if info is not None:
         _check_may_push(repo_id, existing, info.card_data, private=private, was_private=bool(info.private), force=force)
-    prompts, prompt_files = _prompt_files(run)
+    prompts, prompt_files = run.prompt_files()
     content = CardContent(
         repo_id=repo_id,
         summary=public_summary(run.summary),
         kept_rows=run.kept.num_rows,
         candidate_rows=run.candidates.num_rows,
-        languages=_languages(run.kept if run.kept.num_rows else run.candidates),
+        languages=languages(run.kept if run.kept.num_rows else run.candidates),
         license=(license or DEFAULT_LICENSE).strip().lower(),
         prompts=prompts,
         revision=revision,
@@ -154,8 +133,8 @@ def _push(
         card.validate(repo_type="dataset")
     except ValueError as exc:
         raise ConfigError(f"The Hub refused the dataset card: {' '.join(str(exc).split())} (check --license).") from exc
-    kept, masked_kept = _mask_secrets(run.kept, secrets)
-    candidates, masked_candidates = _mask_secrets(run.candidates, secrets)
+    kept, masked_kept = mask_secrets(run.kept, secrets)
+    candidates, masked_candidates = mask_secrets(run.candidates, secrets)
 
     if info is None:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
@@ -229,90 +208,3 @@ def _check_may_push(
             f"{repo_id} is public, and this push would publish data from your corpus in it; pass --public "
             "to update the public repo, or make the repo private on the Hub first."
         )
-
-
-def _load_run(run_dir: Path) -> _LocalRun:
-    """The run's outputs, read into memory (so nothing, not even a cache file, is written there)."""
-    from datasets import load_from_disk
-
-    run = RunDir(run_dir)
-    run.require()
-    if not run.summary_file.exists():
-        raise QagenError(f"{run_dir} has no summary.json yet; finish the run with `qagen build` before pushing.")
-    try:
-        summary = json.loads(run.summary_file.read_text(encoding="utf-8"))
-        fingerprint = json.loads(run.run_file.read_text(encoding="utf-8")).get("fingerprint", {})
-    except (OSError, ValueError) as exc:
-        raise QagenError(f"Cannot read {run.summary_file}: {exc}; run `qagen filter {run_dir}` again.") from exc
-    if summary.get("funnel", {}).get("kept") == 0:
-        # Also because `datasets` cannot load back the empty `dataset/` that such a run holds.
-        raise QagenError(
-            f"{run_dir} kept no questions, so there is nothing to publish; lower the bar with "
-            f"`qagen filter {run_dir} --min-score N`, or draft more with --n-generations."
-        )
-    try:
-        kept = load_from_disk(str(run.dataset_dir), keep_in_memory=True)
-        candidates = load_from_disk(str(run.candidates_dir), keep_in_memory=True)
-    except (OSError, ValueError) as exc:
-        raise QagenError(f"Cannot read the outputs of {run_dir}: {exc}; run `qagen filter {run_dir}` again.") from exc
-    hashes = {name: str(digest) for name, digest in (fingerprint.get("prompts") or {}).items()}
-    return _LocalRun(summary, hashes, kept, candidates)
-
-
-def _prompt_files(run: _LocalRun) -> tuple[list[PromptFile], dict[str, bytes]]:
-    """The prompts the run used, with the installed text of each when it still has the run's hash."""
-    import hashlib
-
-    prompts: list[PromptFile] = []
-    files: dict[str, bytes] = {}
-    for name, short in run.summary.get("prompts", {}).items():
-        full = run.prompt_hashes.get(name, short)
-        path = prompts_dir() / f"{name}.txt"
-        data = path.read_bytes() if path.is_file() else b""
-        if data and hashlib.sha256(data).hexdigest().startswith(full):
-            files[f"{PROMPTS_IN_REPO}/{name}.txt"] = data
-            prompts.append(PromptFile(name, short, f"{PROMPTS_IN_REPO}/{name}.txt"))
-        else:
-            prompts.append(PromptFile(name, short, None))
-    return prompts, files
-
-
-def _languages(dataset: Dataset) -> list[str]:
-    rows = dataset.select_columns(["question", "context"])[:_LANGUAGE_SAMPLE]
-    texts = (
-        f"{question or ''}\n{context or ''}"
-        for question, context in zip(rows["question"], rows["context"], strict=True)
-    )
-    return detect_languages(texts)
-
-
-def _known_secrets(token: str | None) -> set[str]:
-    """Every secret value we can know of: the token and the values of secret-named env vars."""
-    secrets = {value for name, value in os.environ.items() if _SECRET_NAME.search(name.upper()) and len(value) >= 8}
-    if token:
-        secrets.add(token)
-    return secrets
-
-
-def _mask(text: str, secrets: set[str]) -> str:
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return _DATA_KEY_SHAPES.sub("***", text)
-
-
-def _mask_secrets(dataset: Dataset, secrets: set[str]) -> tuple[Dataset, int]:
-    """The dataset with secrets masked in every string cell (a new in-memory copy only if needed)."""
-    from datasets import Dataset
-
-    columns = dataset.to_dict()
-    masked = 0
-    for values in columns.values():
-        for index, value in enumerate(values):
-            if isinstance(value, str):
-                clean = _mask(value, secrets)
-                if clean != value:
-                    values[index] = clean
-                    masked += 1
-    if not masked:
-        return dataset, 0
-    return Dataset.from_dict(columns, features=dataset.features, info=dataset.info, split=dataset.split), masked

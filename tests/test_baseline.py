@@ -16,13 +16,14 @@ from langchain_core.messages import AIMessage
 from qagen.documents import CorpusReport, iter_documents
 from qagen.errors import ConfigError, CorpusError
 from qagen.evaluate import baseline as baseline_module
-from qagen.evaluate.baseline import BM25Baseline, build_context, tokenize
+from qagen.evaluate.baseline import BM25Baseline, build_context
+from qagen.evaluate.bm25_index import tokenize
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems import RagSystem
 from qagen.llm import CallResult, LLMClient, ModelSettings
 from qagen.models import LangChainBackend
 from qagen.prompts import load_prompt
-from qagen.testing.llm_replies import first_sentence
+from qagen.testing.llm_outcomes import first_sentence
 from qagen.testing.llm_server import StandInLLM
 
 KEYWORD_DOC = (

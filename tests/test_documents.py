@@ -12,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from qagen.documents import CorpusReport, html_to_text, iter_documents
+from qagen.documents import CorpusReport, iter_documents
 from qagen.errors import CorpusError
+from qagen.html_text import html_to_text
 from qagen.types import Document, SkippedInput
 
 

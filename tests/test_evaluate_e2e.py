@@ -28,7 +28,7 @@ from qagen.evaluate.api import evaluate
 from qagen.evaluate.testset import load_testset
 from qagen.llm import ModelSettings
 from qagen.testing.corpus import write_corpus
-from qagen.testing.llm_replies import first_sentence
+from qagen.testing.llm_outcomes import first_sentence
 from qagen.testing.llm_server import StandInLLM
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -13,16 +13,7 @@ import pytest
 
 from qagen.errors import ConfigError, QagenError
 from qagen.evaluate.api import evaluate, select_metrics
-from qagen.evaluate.judge_parsing import (
-    neutralize,
-    parse_extraction,
-    parse_grade,
-    parse_questions,
-    parse_statements,
-    parse_verdict,
-    parse_verdicts,
-    passages,
-)
+from qagen.evaluate.judge_parsing import parse_grade
 from qagen.evaluate.judges_boolean import render_grader
 from qagen.evaluate.judges_ragas import (
     render_answer_questions,
@@ -32,10 +23,19 @@ from qagen.evaluate.judges_ragas import (
     render_statement_verdicts,
     render_statements,
 )
+from qagen.evaluate.ragas_parsing import (
+    parse_extraction,
+    parse_questions,
+    parse_statements,
+    parse_verdict,
+    parse_verdicts,
+)
 from qagen.evaluate.report import EvalRun, chart_metric, comparison_table, load_runs
 from qagen.evaluate.testset import load_testset
+from qagen.evaluate.untrusted_text import neutralize, passages
 from qagen.llm import ModelSettings
-from qagen.testing.llm_replies import MALFORMED_KINDS, ReplyPolicy, classify_prompt, make_reply
+from qagen.testing.llm_replies import MALFORMED_KINDS, ReplyPolicy, make_reply
+from qagen.testing.prompt_recognition import classify_prompt
 
 # --------------------------------------------------------------------------- metric selection
 
@@ -221,7 +221,7 @@ def test_unreadable_verdicts_are_counted_by_reason_never_scored(llm: Any, tmp_pa
     testset = _testset(tmp_path / "set.jsonl", 30)
     questions = [f"What is item {i}?" for i in range(30)]
     answers = _answers_file(tmp_path / "answers.jsonl", questions[:26])  # four are not answered
-    from qagen.evaluate.systems import AnswersFileSystem
+    from qagen.evaluate.answers_file import AnswersFileSystem
 
     stats = evaluate(
         testset,
@@ -259,7 +259,7 @@ def test_failed_judge_calls_are_retried_on_the_next_run(llm: Any, tmp_path: Path
     answers = _answers_file(tmp_path / "answers.jsonl", [f"What is item {i}?" for i in range(20)])
     judge = ModelSettings(spec="openai:stand-in", base_url=llm.base_url, max_retries=0)
     options: dict[str, Any] = {"metrics": ["correctness"], "judge": judge, "progress": False}
-    from qagen.evaluate.systems import AnswersFileSystem
+    from qagen.evaluate.answers_file import AnswersFileSystem
 
     first = evaluate(testset, AnswersFileSystem(answers), tmp_path / "eval", **options)
     failures = first["judges"]["correctness"]["failures"]
@@ -277,7 +277,7 @@ def test_an_edited_answers_file_is_judged_afresh(llm: Any, tmp_path: Path) -> No
     questions = [f"What is item {i}?" for i in range(4)]
     answers = _answers_file(tmp_path / "answers.jsonl", questions)
     judge = ModelSettings(spec="openai:stand-in", base_url=llm.base_url)
-    from qagen.evaluate.systems import AnswersFileSystem
+    from qagen.evaluate.answers_file import AnswersFileSystem
 
     evaluate(
         testset, AnswersFileSystem(answers), tmp_path / "eval", metrics=["correctness"], judge=judge, progress=False

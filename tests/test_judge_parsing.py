@@ -14,21 +14,22 @@ from hypothesis import strategies as st
 from qagen.evaluate.judge_parsing import (
     JUDGE_SCALES,
     ParsedJudge,
-    neutralize,
-    normalise_sentence,
-    numbered,
-    parse_extraction,
     parse_grade,
     parse_judge,
     parse_mt_bench,
     parse_prometheus,
+    parse_ultrafeedback,
+)
+from qagen.evaluate.ragas_parsing import (
+    normalise_sentence,
+    parse_extraction,
     parse_questions,
     parse_statements,
-    parse_ultrafeedback,
     parse_verdict,
     parse_verdicts,
     split_sentences,
 )
+from qagen.evaluate.untrusted_text import neutralize, numbered
 
 
 def _judge_records(reference_data: Path) -> list[dict[str, Any]]:

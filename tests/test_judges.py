@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from qagen.evaluate.judge_parsing import DATA_TAGS, PASSAGE_SEPARATOR, neutralize, parse_prometheus
+from qagen.evaluate.judge_parsing import parse_prometheus
 from qagen.evaluate.judges import (
     LLM_METRICS,
     answer_relevancy,
@@ -41,11 +41,13 @@ from qagen.evaluate.judges_ragas import (
     render_statement_verdicts,
 )
 from qagen.evaluate.records import JudgeVerdict
+from qagen.evaluate.untrusted_text import DATA_TAGS, PASSAGE_SEPARATOR, neutralize
 from qagen.llm import CallResult, LLMClient, ModelSettings
 from qagen.models import LangChainBackend
 from qagen.prompts import load_prompt, prompts_dir
-from qagen.testing.llm_replies import classify_prompt, judge_score
+from qagen.testing.llm_outcomes import judge_score
 from qagen.testing.llm_server import StandInLLM
+from qagen.testing.prompt_recognition import classify_prompt
 from qagen.types import Usage
 
 Reply = str | CallResult

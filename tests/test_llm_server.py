@@ -24,21 +24,17 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 import qagen
+from qagen.testing.llm_outcomes import DUPLICATE_QUESTION, factoid_for, first_sentence
 from qagen.testing.llm_replies import (
-    DUPLICATE_QUESTION,
     FALLBACK_ANSWER,
     GENERATION_FORMATS,
     MALFORMED_KINDS,
     RATING_FORMATS,
     REFUSAL,
-    classify_prompt,
-    extract_context,
-    extract_question,
-    factoid_for,
-    first_sentence,
     rating_reply,
 )
 from qagen.testing.llm_server import FAULT_KINDS, StandInLLM, judge_score, score_for
+from qagen.testing.prompt_recognition import classify_prompt, extract_context, extract_question
 
 REPO = Path(qagen.__file__).resolve().parent.parent
 PROMPTS = REPO / "prompts"

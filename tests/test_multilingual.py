@@ -36,7 +36,7 @@ from qagen.llm import LLMClient, ModelSettings
 from qagen.models import LangChainBackend
 from qagen.prompts import load_prompt
 from qagen.publish import push_run
-from qagen.testing import llm_replies, llm_server
+from qagen.testing import llm_replies, llm_routes
 from qagen.testing.hub_server import StandInHub
 from qagen.testing.llm_server import StandInLLM
 from qagen.types import Document
@@ -259,7 +259,7 @@ def _build(llm: StandInLLM, corpus: Path, out: Path, chunk_size: int) -> None:
 def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builds]:
     """One run per corpus (de, fr, zh, and all three mixed), built once for the whole module."""
     received: list[str] = []
-    real_make_reply = llm_replies.make_reply  # what the server calls, by its name in llm_server
+    real_make_reply = llm_replies.make_reply  # what the server calls, by its name in llm_routes
 
     def recording_make_reply(prompt: str, **kwargs: Any) -> Any:
         # The server's log keeps the prompt's kind, not its text; the text is what is checked here.
@@ -271,7 +271,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builds]:
     # Every critic passes every draft: the kept set is then every chunk, which is what the language
     # checks below want to see (rejections are tested elsewhere).
     with pytest.MonkeyPatch.context() as patch, StandInLLM(pass_rate=1.0) as llm:
-        patch.setattr(llm_server, "make_reply", recording_make_reply)
+        patch.setattr(llm_routes, "make_reply", recording_make_reply)
         for name, languages, size in (
             ("de", ("de",), CHUNK_SIZES["de"]),
             ("fr", ("fr",), CHUNK_SIZES["fr"]),

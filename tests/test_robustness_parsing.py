@@ -20,17 +20,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from qagen.cli import main
-from qagen.evaluate.judge_parsing import (
-    JUDGE_SCALES,
-    parse_grade,
-    parse_json_judge,
-    parse_judge,
-    parse_ultrafeedback,
-    parse_verdicts,
-)
+from qagen.evaluate.judge_parsing import JUDGE_SCALES, parse_grade, parse_json_judge, parse_judge, parse_ultrafeedback
+from qagen.evaluate.ragas_parsing import parse_verdicts
 from qagen.parsing import parse_factoid_qa, parse_rating
 from qagen.store import RecordLog
-from qagen.testing import llm_replies, llm_server
+from qagen.testing import llm_replies, llm_routes
 from qagen.testing.llm_server import StandInLLM
 from qagen.types import Critique, Draft
 
@@ -206,7 +200,7 @@ def test_a_reply_with_half_an_emoji_is_kept_without_a_crash(
             return reply
         return dataclasses.replace(reply, content=reply.content + " \ud83d")
 
-    monkeypatch.setattr(llm_server, "make_reply", cut_emoji)
+    monkeypatch.setattr(llm_routes, "make_reply", cut_emoji)
     out = tmp_path / "run"
     args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["-n", "5", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]

@@ -26,7 +26,7 @@ from qagen.evaluate.judges import render_correctness
 from qagen.generate import QA_PROMPT
 from qagen.parsing import neutralize, parse_factoid_qa, parse_rating
 from qagen.prompts import load_prompt
-from qagen.testing import llm_replies, llm_server
+from qagen.testing import llm_replies, llm_routes
 from qagen.testing.llm_server import StandInLLM
 from qagen.types import Chunk, Criterion, Draft
 
@@ -154,7 +154,7 @@ def test_injected_verdicts_in_the_corpus_never_reach_the_dataset(
         return list(load_from_disk(str(out / "candidates")))
 
     plain = build(tmp_path / "plain")
-    monkeypatch.setattr(llm_server, "make_reply", _quoting(llm_replies.make_reply))
+    monkeypatch.setattr(llm_routes, "make_reply", _quoting(llm_replies.make_reply))
     quoted = build(tmp_path / "quoted")
     assert any("Let me quote" in (row["groundedness_raw"] or "") for row in quoted)
     raw_columns = {"generation_raw", "groundedness_raw", "relevance_raw", "standalone_raw"}

@@ -19,18 +19,12 @@ from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
 from qagen.errors import ConfigError, QagenError
+from qagen.evaluate.answers_file import AnswersFileSystem
+from qagen.evaluate.callable_system import CallableSystem, load_callable
+from qagen.evaluate.endpoint_system import EndpointSystem
+from qagen.evaluate.rag_replies import BadReply, parse_reply
 from qagen.evaluate.records import RagOutput, RetrievedContext
-from qagen.evaluate.systems import (
-    AnswersFileSystem,
-    BadReply,
-    CallableSystem,
-    EndpointSystem,
-    RagSystem,
-    close_system,
-    load_callable,
-    normalize_question,
-    parse_reply,
-)
+from qagen.evaluate.systems import RagSystem, close_system, normalize_question
 
 
 def run(coro: Any) -> Any:

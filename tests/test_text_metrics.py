@@ -15,16 +15,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from qagen.evaluate.squad_metrics import exact_match, squad_tokens, token_f1
 from qagen.evaluate.text_metrics import (
     RougeScore,
     _unicode_tokens,
     context_rouge_l_recall,
-    exact_match,
     lcs_length,
     rouge_l,
     rouge_l_recall,
-    squad_tokens,
-    token_f1,
     tokenize,
 )
 

@@ -6,8 +6,9 @@ Deterministic metrics and statistics (no model calls), each a pure function:
   document level (retrieved source ids against the question's source document) and at chunk level
   (retrieved character spans against the span of the chunk the question was drafted from).
 - `qagen.evaluate.text_metrics`: ROUGE-L (equal to the `rouge-score` package on ASCII text, and
-  usable on Chinese and Japanese), the ROUGE-L recall of the retrieved contexts against the
-  reference answer, and SQuAD-style token F1 and exact match.
+  usable on Chinese and Japanese) and the ROUGE-L recall of the retrieved contexts against the
+  reference answer.
+- `qagen.evaluate.squad_metrics`: SQuAD-style token F1 and exact match.
 - `qagen.evaluate.statistics`: percentile-bootstrap confidence intervals of a mean, and a paired
   comparison of two runs on their shared questions.
 """

@@ -96,7 +96,8 @@ def evaluate(
     Results go to `out/results.jsonl` and `out/summary.json`; re-running with the same `out`
     resumes, paying for no call twice.
     """
-    from qagen.evaluate.systems import CallableSystem, close_system
+    from qagen.evaluate.callable_system import CallableSystem
+    from qagen.evaluate.systems import close_system
 
     out = Path(out)
     if k < 1:

@@ -183,8 +183,10 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
 
 
 def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool) -> Any:
+    from qagen.evaluate.answers_file import AnswersFileSystem
     from qagen.evaluate.api import bm25_baseline
-    from qagen.evaluate.systems import AnswersFileSystem, CallableSystem, EndpointSystem
+    from qagen.evaluate.callable_system import CallableSystem
+    from qagen.evaluate.endpoint_system import EndpointSystem
 
     if options["answers"]:
         return AnswersFileSystem(options["answers"])

@@ -12,7 +12,7 @@ of the prompts used go into `detail["prompts"]`.
 - Boolean graders (`judges_boolean`): correct, relevant, grounded, retrieval_relevant.
 
 Untrusted text (question, answer, reference, contexts) reaches a prompt only neutralised
-(`judge_parsing.neutralize`) and between the data tags of the prompt file, which tell the judge
+(`untrusted_text.neutralize`) and between the data tags of the prompt file, which tell the judge
 that text inside them is data, not instructions.
 
 The correctness prompt is the notebook's EVALUATION_PROMPT with three changes: its literal
@@ -30,7 +30,8 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from qagen.evaluate.judge_parsing import JudgeClient, Transcript, neutralize, parse_prometheus
+from qagen.evaluate.judge_parsing import parse_prometheus
+from qagen.evaluate.judge_transcript import JudgeClient, Transcript
 from qagen.evaluate.judges_boolean import grade_correct, grade_grounded, grade_relevant, grade_retrieval_relevant
 from qagen.evaluate.judges_ragas import (
     Embed,
@@ -41,6 +42,7 @@ from qagen.evaluate.judges_ragas import (
     faithfulness,
 )
 from qagen.evaluate.records import JudgeVerdict
+from qagen.evaluate.untrusted_text import neutralize
 from qagen.prompts import load_prompt
 
 __all__ = [

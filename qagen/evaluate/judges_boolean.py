@@ -13,8 +13,10 @@ four differ only in what they compare:
 
 from __future__ import annotations
 
-from qagen.evaluate.judge_parsing import JudgeClient, Transcript, neutralize, parse_grade, passages
+from qagen.evaluate.judge_parsing import parse_grade
+from qagen.evaluate.judge_transcript import JudgeClient, Transcript
 from qagen.evaluate.records import JudgeVerdict
+from qagen.evaluate.untrusted_text import neutralize, passages
 from qagen.prompts import load_prompt
 
 

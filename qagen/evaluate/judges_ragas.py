@@ -22,21 +22,18 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
 
-from qagen.evaluate.judge_parsing import (
-    JudgeClient,
-    Transcript,
-    neutralize,
+from qagen.evaluate.judge_transcript import JudgeClient, Transcript
+from qagen.evaluate.ragas_parsing import (
     normalise_sentence,
-    numbered,
     parse_extraction,
     parse_questions,
     parse_statements,
     parse_verdict,
     parse_verdicts,
-    passages,
     split_sentences,
 )
 from qagen.evaluate.records import JudgeVerdict
+from qagen.evaluate.untrusted_text import neutralize, numbered, passages
 from qagen.prompts import load_prompt
 
 Embed = Callable[[list[str]], Awaitable[list[list[float]]]]

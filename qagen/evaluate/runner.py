@@ -21,11 +21,11 @@ from pydantic import BaseModel, ConfigDict
 from tqdm import tqdm
 
 from qagen.concurrency import run_all
+from qagen.evaluate.answers_file import AnswersFileSystem
 from qagen.evaluate.judges import LLM_METRICS, Embed
 from qagen.evaluate.records import EvalItem, JudgeVerdict, RagOutput
 from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.scoring import DETERMINISTIC_GROUPS, Reported, reported
-from qagen.evaluate.systems import AnswersFileSystem
 from qagen.evaluate.testset import TestSet
 from qagen.llm import LLMClient
 from qagen.prompts import load_prompt

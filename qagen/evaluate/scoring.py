@@ -16,7 +16,8 @@ from qagen.evaluate.retrieval_metrics import (
     reciprocal_rank,
     reciprocal_rank_from_relevance,
 )
-from qagen.evaluate.text_metrics import context_rouge_l_recall, token_f1
+from qagen.evaluate.squad_metrics import token_f1
+from qagen.evaluate.text_metrics import context_rouge_l_recall
 
 DETERMINISTIC_GROUPS = {
     "retrieval": ("hit@k", "reciprocal_rank", "ndcg@k", "chunk_hit@k", "chunk_reciprocal_rank", "chunk_ndcg@k"),

@@ -1,4 +1,4 @@
-"""Lexical metrics: ROUGE-L, context ROUGE-L recall, SQuAD token F1 and exact match.
+"""Lexical metrics: ROUGE-L and context ROUGE-L recall (SQuAD token F1 and EM: `squad_metrics`).
 
 Tokenisation
 ------------
@@ -19,31 +19,24 @@ Tokenisation
 Both paths give the same tokens on ASCII text (the second reduces to the first there), so which
 path a string takes never changes a score; the ASCII path exists for speed and to make the
 equivalence with `rouge-score` evident.
-
-SQuAD token F1 and exact match use the SQuAD v1.1 normalisation instead (see `squad_tokens`), which
-on ASCII text is the official script's and elsewhere also removes Unicode punctuation and splits
-characters of the space-less scripts above, as the MLQA evaluation script does for Chinese.
 """
 
 from __future__ import annotations
 
 import re
-import string
 import unicodedata
-from collections import Counter
 from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
+from qagen.evaluate.spaceless_scripts import is_unsegmented
+
 __all__ = [
     "RougeScore",
     "context_rouge_l_recall",
-    "exact_match",
     "lcs_length",
     "rouge_l",
     "rouge_l_recall",
-    "squad_tokens",
-    "token_f1",
     "tokenize",
 ]
 
@@ -60,32 +53,6 @@ class RougeScore(NamedTuple):
 # Tokenisation
 # --------------------------------------------------------------------------------------------------
 
-# Code-point ranges of scripts written without spaces between words: each character is one token.
-_UNSEGMENTED_RANGES: tuple[tuple[int, int], ...] = (
-    (0x0E00, 0x0E7F),  # Thai
-    (0x0E80, 0x0EFF),  # Lao
-    (0x1000, 0x109F),  # Myanmar
-    (0x1780, 0x17FF),  # Khmer
-    (0x2E80, 0x2FDF),  # CJK radicals, Kangxi radicals
-    (0x3005, 0x3007),  # 々 〆 〇 (iteration mark, closing mark, ideographic zero)
-    (0x3021, 0x3029),  # Hangzhou numerals
-    (0x3038, 0x303C),  # more Hangzhou numerals, masu mark
-    (0x3040, 0x30FF),  # Hiragana, Katakana
-    (0x3100, 0x312F),  # Bopomofo
-    (0x31A0, 0x31FF),  # Bopomofo extended, CJK strokes, Katakana phonetic extensions
-    (0x3400, 0x4DBF),  # CJK Unified Ideographs Extension A
-    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
-    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
-    (0xFF66, 0xFF9F),  # half-width Katakana (NFKC maps them to full width anyway)
-    (0x20000, 0x3FFFF),  # CJK Unified Ideographs Extensions B and later, compatibility supplement
-)
-
-
-def _is_unsegmented(char: str) -> bool:
-    code = ord(char)
-    return any(low <= code <= high for low, high in _UNSEGMENTED_RANGES)
-
-
 _WORD, _SOLO, _MARK, _SEPARATOR = range(4)
 
 
@@ -94,7 +61,7 @@ def _char_class(char: str) -> int:
     # Cached: a text repeats few distinct characters, and unicodedata lookups dominate otherwise.
     major = unicodedata.category(char)[0]
     if major in "LN":
-        return _SOLO if _is_unsegmented(char) else _WORD
+        return _SOLO if is_unsegmented(char) else _WORD
     if major == "M":
         return _MARK
     return _SEPARATOR
@@ -247,81 +214,3 @@ def context_rouge_l_recall(contexts: Sequence[str], reference_answer: str) -> fl
     for context in contexts:
         candidate.extend(tokenize(context))
     return _rouge_l_tokens(candidate, tokenize(reference_answer)).recall
-
-
-# --------------------------------------------------------------------------------------------------
-# SQuAD token F1 and exact match
-# --------------------------------------------------------------------------------------------------
-
-_ASCII_PUNCTUATION = frozenset(string.punctuation)
-_ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
-
-
-def _is_punctuation(char: str) -> bool:
-    # ASCII: the official script's string.punctuation (which includes symbols such as $ + < = >
-    # ^ ` | ~); elsewhere any Unicode punctuation (category P*), e.g. ，。「」, as MLQA does.
-    if char.isascii():
-        return char in _ASCII_PUNCTUATION
-    return unicodedata.category(char).startswith("P")
-
-
-def _split_unsegmented(token: str) -> list[str]:
-    if token.isascii():
-        return [token]
-    pieces: list[str] = []
-    current: list[str] = []
-    for char in token:
-        if _is_unsegmented(char):
-            if current:
-                pieces.append("".join(current))
-                current = []
-            pieces.append(char)
-        else:
-            current.append(char)
-    if current:
-        pieces.append("".join(current))
-    return pieces
-
-
-def squad_tokens(text: str) -> list[str]:
-    """Tokens after SQuAD v1.1's `normalize_answer`, extended to other scripts.
-
-    The official steps, in the official order: lowercase; remove punctuation; replace the English
-    articles `a`, `an`, `the` (whole words) by spaces; split on whitespace. On ASCII text this is
-    exactly the official script. Beyond ASCII the text is first NFKC-normalised and case-folded,
-    Unicode punctuation is removed too, and every character of a space-less script (Han, Kana, Thai,
-    ...) becomes its own token, so Chinese and Japanese answers are compared character by character.
-    """
-    # Lowercase as the official script does; beyond ASCII, also fold width and case variants.
-    text = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(char for char in text if not _is_punctuation(char))
-    text = _ARTICLES_RE.sub(" ", text)
-    return [piece for token in text.split() for piece in _split_unsegmented(token)]
-
-
-def exact_match(prediction: str, reference: str) -> float:
-    """1.0 if the two normalise to the same tokens (`squad_tokens`), else 0.0."""
-    return 1.0 if squad_tokens(prediction) == squad_tokens(reference) else 0.0
-
-
-def token_f1(prediction: str, reference: str) -> float:
-    """SQuAD token F1: harmonic mean of bag-of-tokens precision and recall.
-
-        common = |multiset(p) ∩ multiset(r)|,  P = common / |p|,  R = common / |r|,
-        F1 = 2PR / (P + R)   (0.0 when common == 0)
-
-    over `p = squad_tokens(prediction)`, `r = squad_tokens(reference)`: the SQuAD v1.1 official
-    formula, with one exception: when *both* normalise to no tokens (e.g. both are "The."), this
-    returns 1.0, as SQuAD v2.0's script does, where v1.1 returns 0.0; an answer that matches exactly
-    (`exact_match` 1.0) should not get F1 0.0. One empty side scores 0.0 in both versions.
-    """
-    predicted = squad_tokens(prediction)
-    expected = squad_tokens(reference)
-    if not predicted and not expected:
-        return 1.0
-    common = sum((Counter(predicted) & Counter(expected)).values())
-    if common == 0:
-        return 0.0
-    precision = common / len(predicted)
-    recall = common / len(expected)
-    return (2 * precision * recall) / (precision + recall)

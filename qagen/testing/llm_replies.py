@@ -1,54 +1,37 @@
-"""What the stand-in LLM says: recognise the prompt from its text, then answer deterministically.
+"""What the stand-in LLM says: the reply to a recognised prompt, well-formed or malformed on purpose.
 
-Everything here is a pure function of the prompt text and a few knobs, so the same request always
-gets the same reply, in any process, on any machine (only `hashlib`, never Python's salted
-`hash()`). Tests can therefore compute the expected outcome (`score_for`, `judge_score`,
-`factoid_for`) without looking at the server.
+The prompt is recognised by `qagen.testing.prompt_recognition`, and what the reply decides (ratings,
+scores, drafted questions) comes from `qagen.testing.llm_outcomes`, so the same request always gets
+the same reply, in any process, on any machine. Replies by prompt kind:
 
-Prompt kinds, decided from the text of the last user message:
-
-- ``judge``: contains ``[RESULT]`` and ``###Response to evaluate:`` (Prometheus-style judge);
-  the reply is ``Feedback: ... [RESULT] N`` with ``N = judge_score(instruction, response)``.
-- ``critique``: contains ``Total rating:``; the criterion comes from the phrase of the default
-  critique prompts (``unknown`` if none matches); the reply is ``Evaluation: ...`` then
-  ``Total rating: N`` with ``N = score_for(criterion, question)``.
-- ``generation``: contains ``Factoid question:`` and ``Context:``; the reply is
-  ``Factoid question: {q}`` then ``Answer: {a}``.
-- the evaluator's RAGAS-style and grader prompts (``ragas_*``, ``grader``), recognised by how their
-  prompt files begin; answered by `qagen.testing.eval_replies`, which documents each protocol.
-- ``answer``: anything else (e.g. a RAG reader prompt); a short plain answer.
-
-When several markers occur (a chunk may quote a prompt template), the earliest one wins, since
-every template states its instructions before the material it embeds (`classify_prompt`).
+- ``judge``: ``Feedback: ... [RESULT] N`` with ``N = judge_score(instruction, response)``.
+- ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
+- ``generation``: ``Factoid question: {q}`` then ``Answer: {a}`` (`factoid_for`).
+- the evaluator's RAGAS-style and grader prompts: answered by `qagen.testing.eval_replies`.
+- ``answer``: a short plain answer.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
-from qagen.testing.eval_replies import EVAL_KINDS, EvalKind, EvalPrompt, classify_eval_prompt, eval_reply, truncate
+from qagen.testing.eval_replies import EVAL_KINDS, eval_reply, truncate
+from qagen.testing.llm_outcomes import (
+    DEFAULT_PASS_RATE,
+    factoid_for,
+    first_sentence,
+    judge_score,
+    score_for,
+    unit_interval,
+)
+from qagen.testing.prompt_recognition import PromptInfo, PromptKind, classify_prompt
 
-PromptKind = Literal["generation", "critique", "judge", "answer"] | EvalKind
 ScorePolicy = Callable[[str, str], int]
 """`(criterion, question) -> rating`; any int may be returned (0 or 7 test range checks)."""
 JudgePolicy = Callable[[str, str], int]
 """`(instruction, response) -> score`."""
 
-DEFAULT_PASS_RATE = 0.8
-
-# The sentence of each default critique prompt that names its criterion.
-CRITERION_PHRASES: dict[str, str] = {
-    "groundedness": "how well one can answer the given question unambiguously with the given context",
-    "relevance": "how useful this question can be to",
-    "standalone": "how context-independent this question is",
-}
-
-DUPLICATE_QUESTION = "Which port does the qagen stand-in service listen on by default?"
-"""The question sent for the `duplicate_rate` share of contexts (so de-duplication is exercised)."""
 REFUSAL = "I'm sorry, but I can't help with that."
 FALLBACK_ANSWER = "The stand-in model has no specific answer to that."
 
@@ -115,209 +98,9 @@ _FEEDBACK = {
     1: "The response is completely incorrect, inaccurate, or not factual.",
 }
 
-# Words that never make a question's topic: function words, and the words the standalone critic
-# punishes ("the passage", "the context", ...), which a generated question must not contain.
-_STOPWORDS = frozenset(
-    word
-    for line in (
-        "the and for are was were with that this these those from into onto over under than then",
-        "there their they them you your our its has have had not but can could would should may",
-        "might will shall does did done been being also such very more most some any each other",
-        "which what when where who whom whose why how all both only own same just about above",
-        "below after before again further once here out off per via use used using one two three",
-        "passage passages context contexts document documents text texts mentioned according",
-    )
-    for word in line.split()
-)
-_WORD = re.compile(r"[^\W\d_]{3,}")
-_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
-
-
-def unit_interval(*parts: str) -> float:
-    """A deterministic number in [0, 1) from `parts` (sha256, identical in every process)."""
-    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
-
 
 def _choose(options: tuple[str, ...], *parts: str) -> str:
     return options[int(unit_interval(*parts) * len(options))]
-
-
-def score_for(criterion: str, question: str, pass_rate: float = DEFAULT_PASS_RATE) -> int:
-    """The rating (1-5) the stand-in critic gives `question` on `criterion`.
-
-    From sha256 of ``criterion + "\\n" + question.strip()``: with probability `pass_rate` (over
-    questions) the rating is 4 or 5, otherwise 1, 2 or 3. Two independent parts of the digest
-    decide pass/fail and the value, so raising `pass_rate` only ever turns failures into passes.
-    """
-    digest = hashlib.sha256(f"{criterion}\n{question.strip()}".encode()).digest()
-    passes = int.from_bytes(digest[:8], "big") / 2.0**64 < pass_rate
-    pick = int.from_bytes(digest[8:12], "big")
-    return 4 + pick % 2 if passes else 1 + pick % 3
-
-
-def judge_score(question: str, response: str) -> int:
-    """The score (1-5) the stand-in judge gives `response` to `question`: sha256, uniform."""
-    digest = hashlib.sha256(f"judge\n{question.strip()}\n{response.strip()}".encode()).digest()
-    return 1 + int.from_bytes(digest[:4], "big") % 5
-
-
-def first_sentence(text: str, limit: int = 200) -> str:
-    """The first sentence of the first non-empty line, at most `limit` chars (cut at a word).
-
-    The result is always a verbatim substring of `text`, so an answer is a true span of its chunk.
-    """
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-    end = _SENTENCE_END.search(line)
-    sentence = line[: end.end()] if end else line
-    if len(sentence) > limit:
-        cut = sentence.rfind(" ", 0, limit + 1)
-        sentence = sentence[: cut if cut > 0 else limit].rstrip()
-    return sentence
-
-
-def factoid_for(context: str, duplicate_rate: float = 0.0) -> tuple[str, str]:
-    """The (question, answer) the stand-in generator drafts for `context`.
-
-    The question names up to three content words of the context and a 10-hex-digit digest of it,
-    so distinct contexts get distinct questions; the `duplicate_rate` share of contexts (by hash)
-    get `DUPLICATE_QUESTION` instead. The answer is `first_sentence(context)`.
-    """
-    digest = hashlib.sha256(context.encode("utf-8")).hexdigest()
-    answer = first_sentence(context) or "Nothing is stated."
-    if unit_interval("duplicate", digest) < duplicate_rate:
-        return DUPLICATE_QUESTION, answer
-    words: list[str] = []
-    for match in _WORD.finditer(context):
-        word = match.group(0).lower()
-        if word not in _STOPWORDS and word not in words:
-            words.append(word)
-            if len(words) == 3:
-                break
-    topic = " ".join(words) if words else "this subject"
-    return f"Which fact about {topic} is recorded under ref {digest[:10]}?", answer
-
-
-# --------------------------------------------------------------------------- prompt recognition
-
-
-@dataclass(frozen=True)
-class PromptInfo:
-    """What the stand-in understood from a prompt."""
-
-    kind: PromptKind
-    text: str
-    criterion: str | None = None
-    question: str | None = None  # critique: the rated question; judge: the instruction
-    context: str | None = None  # generation: the chunk
-    response: str | None = None  # judge: the response under evaluation
-    evaluation: EvalPrompt | None = None  # ragas_* and grader: what `eval_replies` read from the prompt
-
-
-def _line_labels(label: str, text: str) -> list[re.Match[str]]:
-    return list(re.finditer(rf"^[ \t]*{re.escape(label)}[ \t]*", text, re.MULTILINE))
-
-
-def extract_context(text: str) -> str:
-    """The chunk inside a QA-generation prompt.
-
-    Starts after the first line-initial ``Context:`` that follows the template's
-    ``Factoid question:`` instructions (so a chunk holding its own ``Context:`` lines is kept
-    whole), falling back to the last ``Context:`` line; ends at the final ``Output:::``, or at the
-    closing ``</context>`` data tag before it.
-    """
-    labels = _line_labels("Context:", text)
-    if not labels:
-        return ""
-    instructions = text.find("Factoid question:")
-    after = [m for m in labels if m.start() > instructions] if instructions >= 0 else []
-    begin = (after[0] if after else labels[-1]).end()
-    end = text.rfind("Output:::")
-    body = text[begin : end if end >= begin else len(text)].strip()
-    return body.removesuffix("</context>").rstrip()
-
-
-def extract_question(text: str) -> str:
-    """The question inside a critique prompt.
-
-    The first line-initial ``Question:`` after the template's ``Total rating:`` instructions
-    (so a groundedness context holding FAQ-style ``Question:`` lines cannot be mistaken for it),
-    falling back to the last ``Question:`` line; ends at a blank line, ``Context:``,
-    ``Answer:::`` or the closing ``</question>`` data tag.
-    """
-    labels = _line_labels("Question:", text)
-    if not labels:
-        return ""
-    instructions = _line_labels("Total rating:", text)
-    after = [m for m in labels if instructions and m.start() > instructions[0].start()]
-    rest = text[(after[0] if after else labels[-1]).end() :]
-    stop = re.search(r"\n[ \t]*\n|\n[ \t]*Context:|\n[ \t]*Answer:::|\n[ \t]*</question>", rest)
-    return rest[: stop.start() if stop else len(rest)].strip()
-
-
-def _section(text: str, start_label: str, end_label: str) -> str:
-    begin = text.find(start_label)
-    if begin < 0:
-        return ""
-    begin += len(start_label)
-    end = text.find(end_label, begin)
-    if end < 0:
-        nxt = text.find("\n###", begin)
-        end = nxt if nxt >= 0 else len(text)
-    return text[begin:end].strip()
-
-
-_WRAPPED = re.compile(r"\A<(?P<tag>[a-z_]+)>\n?(?P<body>.*?)\n?</(?P=tag)>\Z", re.DOTALL)
-
-
-def _unwrap(section: str) -> str:
-    """The text inside the judge prompt's data tags (`<question>...</question>`), or the section as is."""
-    match = _WRAPPED.match(section.strip())
-    return match.group("body").strip() if match else section
-
-
-def classify_prompt(text: str) -> PromptInfo:
-    """Recognise the prompt kind and pull out the parts the reply depends on.
-
-    Embedded material (a chunk, a question, retrieved documents) may quote any prompt, even these
-    templates: the cookbook a corpus may hold prints them all. Every template puts its
-    instructions first, so the kind is the one whose marker appears earliest, and markers inside
-    a RAG prompt's retrieved documents do not count. The evaluator's prompts are told by how they
-    begin, which no other template shares.
-    """
-    evaluation = classify_eval_prompt(text)
-    if evaluation is not None:
-        return PromptInfo(kind=evaluation.kind, text=text, criterion=evaluation.criterion, evaluation=evaluation)
-    documents = [p for p in (text.find("Extracted documents"), text.find("Document 0:::")) if p >= 0]
-    limit = min(documents, default=len(text))
-    found: dict[PromptKind, int] = {}
-    judge = text.find("[RESULT]", 0, limit)
-    if judge >= 0 and "###Response to evaluate:" in text[judge:]:
-        found["judge"] = judge
-    critique = text.find("Total rating:", 0, limit)
-    if critique >= 0:
-        found["critique"] = critique
-    generation = text.find("Factoid question:", 0, limit)
-    if generation >= 0 and "Context:" in text[generation:]:
-        found["generation"] = generation
-    kind: PromptKind = min(found, key=found.__getitem__) if found else "answer"
-    if kind == "judge":
-        return PromptInfo(
-            kind="judge",
-            text=text,
-            question=_unwrap(_section(text, "###The instruction to evaluate:", "###Response to evaluate:")),
-            response=_unwrap(_section(text, "###Response to evaluate:", "###Reference Answer")),
-        )
-    if kind == "critique":
-        phrases = {c: text.find(p) for c, p in CRITERION_PHRASES.items() if p in text}
-        criterion = min(phrases, key=phrases.__getitem__) if phrases else "unknown"
-        return PromptInfo(kind="critique", text=text, criterion=criterion, question=extract_question(text))
-    if kind == "generation":
-        return PromptInfo(kind="generation", text=text, context=extract_context(text))
-    return PromptInfo(kind="answer", text=text)
-
-
-# --------------------------------------------------------------------------- replies
 
 
 @dataclass(frozen=True)
