@@ -117,12 +117,14 @@ class LLMClient:
         max_failure_rate: float = 0.5,
         min_calls_for_budget: int = 20,
         slots: asyncio.Semaphore | None = None,
+        rate_limiter: Any = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1, got {concurrency}.")
         self.backend = backend
         self.settings = settings
-        self._rate_limiter = _rate_limiter(settings.rpm)
+        # Clients of one run share one limiter too, so --rpm bounds their requests together.
+        self._rate_limiter = rate_limiter if rate_limiter is not None else new_rate_limiter(settings.rpm)
         self.stats = CallStats()
         # Clients of one run share `slots`, so --concurrency bounds all calls in flight together.
         self._slots = slots or asyncio.Semaphore(concurrency)
@@ -138,10 +140,18 @@ class LLMClient:
         concurrency: int = 16,
         max_failure_rate: float = 0.5,
         slots: asyncio.Semaphore | None = None,
+        rate_limiter: Any = None,
     ) -> LLMClient:
         """A client for `settings`; call inside the event loop that will use it, and `aclose` it."""
         backend = build_backend(settings, connections=concurrency)
-        return cls(backend, settings, concurrency=concurrency, max_failure_rate=max_failure_rate, slots=slots)
+        return cls(
+            backend,
+            settings,
+            concurrency=concurrency,
+            max_failure_rate=max_failure_rate,
+            slots=slots,
+            rate_limiter=rate_limiter,
+        )
 
     async def aclose(self) -> None:
         """Close the backend's HTTP connections (inside the event loop that used them)."""
@@ -220,7 +230,7 @@ class LLMClient:
             )
 
 
-def _rate_limiter(rpm: float | None) -> Any:
+def new_rate_limiter(rpm: float | None) -> Any:
     """LangChain's token-bucket limiter for --rpm (None: no limit)."""
     if rpm is None:
         return None

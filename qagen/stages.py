@@ -15,7 +15,8 @@ from qagen.concurrency import run_all
 from qagen.config import CRITIC_ORDER, BuildConfig
 from qagen.critique import CRITIC_PROMPTS, critique_draft, critique_id
 from qagen.generate import QA_PROMPT, draft_id, draft_question
-from qagen.llm import LLMClient
+from qagen.llm import LLMClient, new_rate_limiter
+from qagen.models import ModelSettings
 from qagen.prompts import Prompt, load_prompt
 from qagen.rundir import RunDir
 from qagen.store import RecordWriter
@@ -163,13 +164,16 @@ def make_budget(config: BuildConfig, records: Iterable[Draft | Critique]) -> Bud
 def make_clients(config: BuildConfig) -> tuple[LLMClient, LLMClient]:
     """Generator and critic clients sharing one bound on calls in flight (one client if identical)."""
     slots = asyncio.Semaphore(config.concurrency)
-    common = {
-        "concurrency": config.concurrency,
-        "max_failure_rate": config.max_failure_rate,
-        "slots": slots,
-    }
-    generator = LLMClient.connect(config.generator, **common)  # type: ignore[arg-type]
-    if config.critic == config.generator:
-        return generator, generator
-    critic = LLMClient.connect(config.critic, **common)  # type: ignore[arg-type]
-    return generator, critic
+    limiter = new_rate_limiter(config.generator.rpm)  # --rpm sets both models' rpm alike
+
+    def connect(settings: ModelSettings) -> LLMClient:
+        return LLMClient.connect(
+            settings,
+            concurrency=config.concurrency,
+            max_failure_rate=config.max_failure_rate,
+            slots=slots,
+            rate_limiter=limiter,
+        )
+
+    generator = connect(config.generator)
+    return (generator, generator) if config.critic == config.generator else (generator, connect(config.critic))

@@ -186,3 +186,16 @@ def test_a_run_that_keeps_nothing_still_writes_loadable_datasets(llm: Any, corpu
     assert result.exit_code == 0, result.output
     assert len(_rows(tmp_path / "run" / "dataset")) == 0
     assert len(_rows(tmp_path / "run" / "candidates")) == 5
+
+
+def test_rpm_bounds_generator_and_critic_calls_together(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    import time
+
+    started = time.monotonic()
+    result = _build(llm, corpus, tmp_path / "run", "--rpm", "600", "--critic-model", "openai:stand-in-critic", n=6)
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 0, result.output
+    models = {entry["model"] for entry in llm.log}
+    assert models == {"stand-in", "stand-in-critic"}
+    # 600 per minute is one every 0.1 s for both models together (a limit per model would halve it).
+    assert elapsed >= 0.1 * (len(llm.log) - 1) * 0.9
