@@ -69,7 +69,7 @@ def _checked_encoding(encoding: str) -> str:
             "use, so install it where it can be fetched, set TIKTOKEN_CACHE_DIR to a cache that has it, "
             "or choose another with --encoding."
         ) from exc
-    except Exception as exc:
+    except Exception as exc:  # tiktoken's download failures arrive as requests' many types
         raise ConfigError(
             f"The tiktoken encoding '{encoding}' could not be loaded: {type(exc).__name__}: {exc}."
         ) from exc

@@ -40,9 +40,7 @@ def test_token_cap_stops_cleanly_and_a_rerun_continues(llm: Any, corpus: Path, t
     assert "--max-tokens 8,000" in capped.output and "Traceback" not in capped.output
     partial = list(load_from_disk(str(tmp_path / "run" / "candidates")))
     assert any(row["reason"] == "generation:not_drafted_yet" for row in partial)
-    spent_calls = len(llm.log)
-    usage = sum(e["reply"] is not None for e in llm.log)
-    assert usage == spent_calls
+    assert 0 < len(llm.log) < 40  # stopped long before the 40 drafts and their critiques
 
     finished = runner.invoke(main, _args(llm, corpus, tmp_path / "run", "--max-tokens", "10000000"))
     assert finished.exit_code == 0, finished.output

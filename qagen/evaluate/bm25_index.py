@@ -87,8 +87,12 @@ class BM25Index:
         (staging / "qagen_index.json").write_text(json.dumps({"key": key, "chunks": len(self.contexts)}))
         try:
             staging.rename(folder)
-        except OSError:  # another process saved the same index first; theirs is as good
+        except OSError as exc:
             shutil.rmtree(staging, ignore_errors=True)
+            if not folder.exists():
+                # Not a race with another process saving the same index: the cache is unusable.
+                # The index in memory is complete, so only later runs lose the saved copy.
+                _logger.warning("could not save the BM25 index to %s: %s", folder, exc)
 
     @classmethod
     def load(cls, folder: Path, key: str) -> BM25Index | None:
