@@ -1,0 +1,67 @@
+"""Behaviour pinned across refactors: a build and an evaluation on a fixed corpus against the stand-in
+LLM give exactly the rows recorded in `tests/golden/build_and_evaluate.json`.
+
+The golden file was written by the code before the task/executor redesign (issue 10); any change
+to a row, a reason string, an id or a count shows up here. Regenerate it only for a deliberate
+change of behaviour: `QAGEN_WRITE_GOLDEN=1 python -m pytest tests/test_golden.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from datasets import load_from_disk
+
+from qagen.cli import main
+from qagen.testing.corpus import write_corpus
+from qagen.testing.llm_server import StandInLLM
+
+GOLDEN = Path(__file__).parent / "golden" / "build_and_evaluate.json"
+
+
+def _invoke(*args: object) -> None:
+    result = CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+
+
+def _observed(tmp_path: Path) -> dict[str, Any]:
+    corpus = write_corpus(tmp_path / "corpus", documents=12)
+    run, evaluation = tmp_path / "run", tmp_path / "eval"
+    with StandInLLM() as server:
+        # Every reply path: other rating formats, malformed drafts and verdicts, duplicates.
+        server.configure(format_variety=0.3, generation_format_variety=0.3, malformed_rate=0.1, duplicate_rate=0.1)
+        model = ["--model", "openai:stand-in", "--base-url", server.base_url]
+        _invoke(
+            "build", corpus, "--out", run, *model, "--n-generations", "24", "--seed", "7",
+            "--chunk-size", "400", "--chunk-overlap", "40", "-q",
+        )  # fmt: skip
+        _invoke(
+            "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *model, "--out", evaluation,
+            "--chunk-size", "400", "--metrics", "correctness,ragas,graders,retrieval,text", "-q",
+        )  # fmt: skip
+    build_summary = json.loads((run / "summary.json").read_text())
+    eval_summary = json.loads((evaluation / "summary.json").read_text())
+    return {
+        "candidates": list(load_from_disk(str(run / "candidates"))),
+        "dataset": list(load_from_disk(str(run / "dataset"))),
+        "funnel": build_summary["funnel"],
+        "usage": build_summary["usage"],
+        "results": [json.loads(line) for line in (evaluation / "results.jsonl").read_text().splitlines()],
+        "evaluation": {key: eval_summary[key] for key in ("metrics", "questions", "answered", "failed", "judges")},
+    }
+
+
+@pytest.mark.slow
+def test_build_and_evaluation_give_the_golden_rows(tmp_path: Path) -> None:
+    observed = json.loads(json.dumps(_observed(tmp_path)))  # as JSON sees it: tuples are lists
+    if os.environ.get("QAGEN_WRITE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(observed, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    for part in golden:
+        assert observed[part] == golden[part], part
+    assert golden["candidates"] and golden["dataset"] and golden["results"]
