@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from qagen.testing.corpus import write_corpus
-from qagen.testing.llm_server import StandInLLM
+from qagen.testing.llm.server import StandInLLM
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 
@@ -57,8 +57,8 @@ def notebook_loop(corpus_run: Path, base_url: str, drafts: int) -> tuple[float, 
     from langchain_core.messages import HumanMessage
     from langchain_openai import ChatOpenAI
 
-    from qagen.prompts import load_prompt
-    from qagen.rundir import RunDir
+    from qagen.llm.prompts import load_prompt
+    from qagen.runs.rundir import RunDir
 
     chat_model = ChatOpenAI(model="stand-in", base_url=base_url, api_key="bench-key", max_retries=2)
     qa, grounded = load_prompt("qa_generation"), load_prompt("critique_groundedness")

@@ -1,6 +1,6 @@
 """qagen: a vetted synthetic question/answer test set for RAG, from your own corpus.
 
-The public API is imported lazily, so `python -m qagen.testing.llm_server` and `qagen --help`
+The public API is imported lazily, so `python -m qagen.testing.llm.server` and `qagen --help`
 start without loading LangChain or `datasets`.
 """
 
@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "build": "qagen.pipeline",
-    "BuildResult": "qagen.pipeline",
+    "build": "qagen.generation.pipeline",
+    "BuildResult": "qagen.generation.pipeline",
     "BuildConfig": "qagen.config",
     "CorpusSettings": "qagen.config",
     "ChunkSettings": "qagen.config",
-    "ModelSettings": "qagen.llm",
+    "ModelSettings": "qagen.llm.client",
     "QagenError": "qagen.errors",
 }
 
@@ -35,8 +35,8 @@ __all__ = [
 if TYPE_CHECKING:
     from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
     from qagen.errors import QagenError
-    from qagen.llm import ModelSettings
-    from qagen.pipeline import BuildResult, build
+    from qagen.generation.pipeline import BuildResult, build
+    from qagen.llm.client import ModelSettings
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """`python -m qagen` is the `qagen` command."""
 
-from qagen.cli import run
+from qagen.cli.app import run
 
 run()

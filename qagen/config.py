@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from qagen.chunking import LengthUnit
 from qagen.errors import ConfigError
-from qagen.models import ModelSettings
-from qagen.types import CRITERIA, Criterion
+from qagen.generation.chunk import LengthUnit
+from qagen.llm.backends import ModelSettings
+from qagen.records import CRITERIA, Criterion
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 DEFAULT_AUDIENCE = "people looking for information in this document collection"

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 from datasets import load_from_disk
 
-from qagen.cli import main
+from qagen.cli.app import main
 from qagen.testing.corpus import write_corpus
-from qagen.testing.llm_server import StandInLLM
+from qagen.testing.llm.server import StandInLLM
 
 GOLDEN = Path(__file__).parent / "golden" / "build_and_evaluate.json"
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from conftest import EXECUTED_NOTEBOOKS
 
-from qagen.testing.hub_server import StandInHub
-from qagen.testing.llm_server import StandInLLM
+from qagen.testing.hub.server import StandInHub
+from qagen.testing.llm.server import StandInLLM
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPO_ROOT / "notebooks" / "rag_evaluation.ipynb"

@@ -13,14 +13,14 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable
 
 from qagen import __version__
-from qagen.concurrency import run_coroutine
 from qagen.errors import ConfigError
-from qagen.evaluate.judges import LLM_METRICS, Embed
+from qagen.evaluate.judges.registry import LLM_METRICS, Embed
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
-from qagen.evaluate.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.testset import TestSet, load_testset
-from qagen.llm import LLMClient, ModelSettings
-from qagen.store import write_json_atomic
+from qagen.llm.client import LLMClient, ModelSettings
+from qagen.runs.concurrency import run_coroutine
+from qagen.runs.store import write_json_atomic
 
 DEFAULT_METRICS = ("correctness", "retrieval", "text")
 METRIC_GROUPS = {
@@ -96,8 +96,8 @@ def evaluate(
     Results go to `out/results.jsonl` and `out/summary.json`; re-running with the same `out`
     resumes, paying for no call twice.
     """
-    from qagen.evaluate.callable_system import CallableSystem
-    from qagen.evaluate.systems import close_system
+    from qagen.evaluate.systems.callable import CallableSystem
+    from qagen.evaluate.systems.protocol import close_system
 
     out = Path(out)
     if k < 1:
@@ -167,7 +167,7 @@ def bm25_baseline(
     `options` go to `BM25Baseline` (chunk_overlap, length_unit, index_dir...)."""
 
     def build(reader: LLMClient | None) -> Any:
-        from qagen.evaluate.baseline import BM25Baseline
+        from qagen.evaluate.systems.baseline import BM25Baseline
 
         if reader is None:
             raise ConfigError("The BM25 baseline needs a reader model (reader=..., --model).")

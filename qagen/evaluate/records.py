@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qagen.types import Usage
+from qagen.records import Usage
 
 
 class EvalItem(BaseModel):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from qagen.errors import QagenError
-from qagen.evaluate.statistics import paired_test
+from qagen.evaluate.metrics.statistics import paired_test
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from qagen.evaluate.judges import LLM_METRICS, normalise_correctness
+from qagen.evaluate.judges.registry import LLM_METRICS, normalise_correctness
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, deterministic_metrics
+from qagen.evaluate.metrics.statistics import mean_ci
 from qagen.evaluate.records import EvalItem, JudgeVerdict, RagOutput
-from qagen.evaluate.scoring import DETERMINISTIC_GROUPS, Reported, deterministic_metrics
-from qagen.evaluate.statistics import mean_ci
-from qagen.prompts import load_prompt
+from qagen.llm.prompts import load_prompt
 
 MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
 """Metrics made of several judge calls (statements then verdicts; one call per context)."""

@@ -20,17 +20,17 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict
 from tqdm import tqdm
 
-from qagen.concurrency import run_all
-from qagen.evaluate.answers_file import AnswersFileSystem
-from qagen.evaluate.judges import LLM_METRICS, Embed
+from qagen.evaluate.judges.registry import LLM_METRICS, Embed
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, reported
 from qagen.evaluate.records import EvalItem, JudgeVerdict, RagOutput
 from qagen.evaluate.results import result_row, summarise
-from qagen.evaluate.scoring import DETERMINISTIC_GROUPS, Reported, reported
+from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.testset import TestSet
-from qagen.llm import LLMClient
-from qagen.prompts import load_prompt
-from qagen.store import RecordLog, record_key, write_json_atomic
-from qagen.types import Usage
+from qagen.llm.client import LLMClient
+from qagen.llm.prompts import load_prompt
+from qagen.records import Usage
+from qagen.runs.concurrency import run_all
+from qagen.runs.store import RecordLog, record_key, write_json_atomic
 
 
 class RagSystemLike(Protocol):

@@ -13,7 +13,7 @@ from typing import Any
 
 from qagen.errors import ConfigError
 from qagen.evaluate.records import EvalItem
-from qagen.store import record_key
+from qagen.runs.store import record_key
 
 # Reference-answer column names in use: qagen's and the cookbook's `answer`, the published
 # cookbook CSV's `expected_answer`, the notebook's results `true_answer`, ragas' `reference`.

@@ -186,8 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Start both stand-ins, execute the notebook in a scratch directory, write the executed copy."""
     from nbclient.exceptions import CellExecutionError
 
-    from qagen.testing.hub_server import StandInHub
-    from qagen.testing.llm_server import StandInLLM
+    from qagen.testing.hub.server import StandInHub
+    from qagen.testing.llm.server import StandInLLM
 
     args = build_parser().parse_args(argv)
     notebook = args.notebook.resolve()

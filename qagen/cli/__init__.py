@@ -1,0 +1,1 @@
+"""The `qagen` command line: the only place that knows flag names (`app.main` is the group)."""

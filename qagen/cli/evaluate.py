@@ -1,0 +1,220 @@
+"""`qagen evaluate` and `qagen report`."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import click
+
+from qagen.cli.errors import friendly_errors
+from qagen.config import DEFAULT_MODEL
+from qagen.errors import ConfigError
+
+
+def _int_list(value: str, name: str) -> list[int]:
+    try:
+        numbers = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"{name} takes a number or a comma-separated list of numbers, got '{value}'.") from exc
+    if not numbers or min(numbers) < 1:
+        raise ConfigError(f"{name} must be at least 1, got '{value}'.")
+    return numbers
+
+
+@click.command()
+@click.argument("dataset")
+@click.option(
+    "--out",
+    "-o",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Evaluation directory: answers, verdicts, results.jsonl, summary.json. Re-run the same command to resume.",
+)
+@click.option(
+    "--answers",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere.",
+)
+@click.option(
+    "--rag",
+    "rag_callable",
+    metavar="MODULE:FUNCTION",
+    help="A Python function question -> str | {answer, contexts, sources} (sync or async).",
+)
+@click.option(
+    "--endpoint", metavar="URL", help='An HTTP endpoint: POST {"question": ...} returns {answer, contexts, sources}.'
+)
+@click.option(
+    "--baseline",
+    type=click.Choice(["bm25"]),
+    help="The bundled baseline: BM25 retrieval over --corpus, answered by --model with the notebook's RAG prompt.",
+)
+@click.option(
+    "--corpus",
+    type=click.Path(path_type=Path, exists=True),
+    help="The corpus for --baseline (a file or folder, as for qagen build).",
+)
+@click.option(
+    "--chunk-size",
+    default="2000",
+    show_default=True,
+    help="Baseline chunk size in characters; a comma list (500,1000,2000) runs a settings grid.",
+)
+@click.option(
+    "--k",
+    "k_values",
+    default="7",
+    show_default=True,
+    help="Contexts retrieved (and scored by hit@k, NDCG@k); a comma list (3,7) runs a grid.",
+)
+@click.option(
+    "--model", default=DEFAULT_MODEL, show_default=True, help="Reader model of --baseline (LangChain provider:model)."
+)
+@click.option("--judge-model", default=None, help="Model of the LLM judges (default: --model).")
+@click.option(
+    "--base-url",
+    envvar="OPENAI_BASE_URL",
+    default=None,
+    help="OpenAI-compatible server for the reader and judges. [env: OPENAI_BASE_URL]",
+)
+@click.option(
+    "--metrics",
+    default="correctness,retrieval,text",
+    show_default=True,
+    help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all. Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note).",
+)
+@click.option(
+    "--embeddings",
+    default=None,
+    help="Embeddings model for answer_relevancy, e.g. openai:text-embedding-3-small (from --base-url when given).",
+)
+@click.option("--split", default="train", show_default=True, help="Split of DATASET when it is a dataset.")
+@click.option("--question-column", default="question", show_default=True, help="Question column of DATASET.")
+@click.option(
+    "--answer-column",
+    default=None,
+    help="Reference-answer column (default: answer, expected_answer, true_answer, reference...).",
+)
+@click.option("--token", envvar="HF_TOKEN", default=None, help="Hub token for a private DATASET. [env: HF_TOKEN]")
+@click.option(
+    "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Questions in flight at once."
+)
+@click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
+@friendly_errors
+def evaluate(out: Path, quiet: bool, **options: Any) -> None:
+    """Run a RAG system over DATASET's questions and score it.
+
+    DATASET is a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or
+    .csv file with question and reference-answer columns. Give the system under test with exactly
+    one of --answers, --rag, --endpoint or --baseline bm25.
+    """
+    from qagen.evaluate.api import evaluate as run_evaluation
+    from qagen.evaluate.api import select_metrics
+    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs
+    from qagen.evaluate.testset import load_testset
+    from qagen.llm.client import ModelSettings
+    from qagen.redaction import register_secret
+
+    register_secret(options["token"])
+    chosen = [name for name in ("answers", "rag_callable", "endpoint", "baseline") if options[name]]
+    if len(chosen) != 1:
+        raise ConfigError(
+            "Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline bm25."
+        )
+    if options["baseline"] and not options["corpus"]:
+        raise ConfigError("--baseline bm25 needs --corpus PATH.")
+    chunk_sizes = _int_list(options["chunk_size"], "--chunk-size")
+    ks = _int_list(options["k_values"], "--k")
+    if len(chunk_sizes) > 1 and not options["baseline"]:
+        raise ConfigError("A --chunk-size grid only applies to --baseline bm25.")
+    metrics = options["metrics"].split(",")
+    select_metrics(metrics, embeddings=options["embeddings"] is not None)  # fail before any work; notes come later
+    base_url = options["base_url"]
+    judge = ModelSettings(spec=options["judge_model"] or options["model"], base_url=base_url)
+    reader = ModelSettings(spec=options["model"], base_url=base_url) if options["baseline"] else None
+    testset = load_testset(
+        options["dataset"],
+        split=options["split"],
+        question_column=options["question_column"],
+        answer_column=options["answer_column"],
+        token=options["token"],
+    )
+    for skipped in testset.skipped:
+        click.echo(f"skipped row {skipped.row} of the test set: {skipped.reason}: {skipped.content[:120]}", err=True)
+    grid = list(itertools.product(chunk_sizes, ks))
+    outputs: list[Path] = []
+    for chunk_size, k in grid:
+        name = f"chunk{chunk_size}_k{k}" if options["baseline"] else f"k{k}"
+        target = out if len(grid) == 1 else out / name
+        summary = run_evaluation(
+            testset,
+            _system(options, chunk_size, k, progress=not quiet),
+            target,
+            metrics=metrics,
+            judge=judge,
+            reader=reader,
+            k=k,
+            concurrency=options["concurrency"],
+            embeddings=options["embeddings"],
+            progress=not quiet,
+        )
+        outputs.append(target)
+        click.echo(_outcome(target, summary))
+    runs = load_runs(outputs)
+    click.echo("\n" + comparison_table(runs))
+    if len(runs) > 1:
+        click.echo(f"\nchart: {bar_chart(runs, chart_metric(runs), out / 'comparison.png')}")
+
+
+def _outcome(target: Path, summary: dict[str, Any]) -> str:
+    """What happened to the questions and the judges, in a few lines (the counts of summary.json)."""
+    lines = [f"{target}: {summary['answered']}/{summary['questions']} questions answered"]
+    if summary["failed_by_reason"]:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in summary["failed_by_reason"].items())
+        lines.append(f"  not answered: {reasons}")
+    for metric, counts in summary["judges"].items():
+        if counts["failed"]:
+            reasons = ", ".join(f"{reason}: {n}" for reason, n in counts["failures"].items())
+            lines.append(f"  {metric}: {counts['judged']} judged, {counts['failed']} judge failures ({reasons})")
+    return "\n".join(lines)
+
+
+def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool) -> Any:
+    from qagen.evaluate.api import bm25_baseline
+    from qagen.evaluate.systems.answers_file import AnswersFileSystem
+    from qagen.evaluate.systems.callable import CallableSystem
+    from qagen.evaluate.systems.endpoint import EndpointSystem
+
+    if options["answers"]:
+        return AnswersFileSystem(options["answers"])
+    if options["rag_callable"]:
+        return CallableSystem.from_spec(options["rag_callable"])
+    if options["endpoint"]:
+        return EndpointSystem(options["endpoint"])
+    return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress)
+
+
+@click.command()
+@click.argument("eval_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option(
+    "--metric", default=None, help="Metric of the bar chart (default: correctness, else the first with values)."
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(path_type=Path),
+    default=Path("qagen_report.png"),
+    show_default=True,
+    help="Where to write the bar chart (PNG).",
+)
+@friendly_errors
+def report(eval_dirs: tuple[Path, ...], metric: str | None, plot_path: Path) -> None:
+    """Compare evaluation directories: metrics with 95% intervals, paired tests, and a bar chart."""
+    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs
+
+    runs = load_runs(list(eval_dirs))
+    click.echo(comparison_table(runs))
+    click.echo(f"\nchart: {bar_chart(runs, metric or chart_metric(runs), plot_path)}")

@@ -1,0 +1,70 @@
+"""LangSmith-style boolean graders: correct, relevant, grounded, retrieval-relevant (value 1.0 / 0.0).
+
+Each grader is one call: the seed's grading instructions as the system message, the delimited data
+as the user message, and a reply of `Explanation: ...` then `Grade: true|false` (explanation first,
+so the model reasons before it commits; `parse_grade` also accepts the seed's JSON shape). The
+four differ only in what they compare:
+
+- correct: the answer against the reference answer (needs a reference);
+- relevant: the answer against the question;
+- grounded: the answer against the retrieved contexts ("FACTS");
+- retrieval_relevant: the retrieved contexts against the question.
+"""
+
+from __future__ import annotations
+
+from qagen.evaluate.judges.parsing import parse_grade
+from qagen.evaluate.judges.transcript import JudgeClient, Transcript
+from qagen.evaluate.records import JudgeVerdict
+from qagen.llm.prompts import load_prompt
+from qagen.llm.untrusted import neutralize, passages
+
+
+def render_grader(name: str, **values: str) -> tuple[str, str]:
+    """(system, user) messages of grader `name` (`correct`, `relevant`, ...), every value neutralised."""
+    system = load_prompt(f"grader_{name}_system").text.strip()
+    return system, load_prompt(f"grader_{name}").render(**{k: neutralize(v) for k, v in values.items()})
+
+
+async def _grade(metric: str, name: str, client: JudgeClient, **values: str) -> JudgeVerdict:
+    transcript = Transcript(metric, client.settings.spec)
+    transcript.note(f"grader_{name}_system", f"grader_{name}")
+    system, prompt = render_grader(name, **values)
+    reply = transcript.record(await client.complete(prompt, system=system))
+    if reply is None:
+        return transcript.call_failed()
+    parsed = parse_grade(reply)
+    if parsed.value is None:
+        return transcript.verdict(None, parsed.reason, explanation=parsed.explanation)
+    return transcript.verdict(1.0 if parsed.value else 0.0, explanation=parsed.explanation)
+
+
+async def grade_correct(question: str, answer: str, reference_answer: str, client: JudgeClient) -> JudgeVerdict:
+    """1.0 if the answer is factually accurate relative to the reference answer (extra accurate
+    information allowed, no conflicting statements), else 0.0."""
+    if not reference_answer.strip():
+        return Transcript("correct", client.settings.spec).verdict(None, "no_reference")
+    return await _grade(
+        "correct", "correct", client, question=question, reference_answer=reference_answer, answer=answer
+    )
+
+
+async def grade_relevant(question: str, answer: str, client: JudgeClient) -> JudgeVerdict:
+    """1.0 if the answer is concise, relevant to the question and helps to answer it, else 0.0."""
+    return await _grade("relevant", "relevant", client, question=question, answer=answer)
+
+
+async def grade_grounded(answer: str, contexts: list[str], client: JudgeClient) -> JudgeVerdict:
+    """1.0 if the answer is grounded in the retrieved contexts with nothing hallucinated, else 0.0."""
+    if not any(c.strip() for c in contexts):
+        return Transcript("grounded", client.settings.spec).verdict(None, "no_contexts")
+    facts = passages(contexts)
+    return await _grade("grounded", "grounded", client, facts=facts, answer=answer)
+
+
+async def grade_retrieval_relevant(question: str, contexts: list[str], client: JudgeClient) -> JudgeVerdict:
+    """1.0 if the retrieved contexts hold any keyword or meaning related to the question, else 0.0."""
+    if not any(c.strip() for c in contexts):
+        return Transcript("retrieval_relevant", client.settings.spec).verdict(None, "no_contexts")
+    facts = passages(contexts)
+    return await _grade("retrieval_relevant", "retrieval_relevant", client, facts=facts, question=question)

@@ -1,0 +1,233 @@
+"""Graded judge and boolean grader replies into values. The parsers never raise.
+
+Like `qagen.generation.replies`, every parser returns a `Parsed*` value holding either the fields or a failure
+`reason`; the caller keeps the raw reply beside it. A reply that cannot be read is a recorded
+failure, never a default score, and an out-of-range score is never clamped into range.
+
+Reply protocols (one compiled regex each, documented where it is defined):
+
+- ``prometheus``: ``Feedback: ... [RESULT] N``, 1-5 (the cookbook's judge, `judge_correctness`).
+- ``mt_bench``: FastChat's ``Rating: [[N]]``, 1-10.
+- ``json``: ``{"feedback": ..., "score": N}``, also nested one level (``{"evaluation": {...}}``), 1-5.
+- ``ultrafeedback``: ``Rating: N (Label)`` / ``Rationale: ...`` per text, 1-5.
+- ``Grade: true|false`` after an explanation (the boolean graders), or a JSON object.
+
+The RAGAS parts (``Verdict: Yes|No`` per numbered item, numbered lists, verbatim sentence
+extraction) are read by `qagen.evaluate.judges.ragas_parsing`.
+
+The first-verdict rule (the judges' form of `qagen.generation.replies`'s block rule): the verdict is the
+*first* marker of the protocol in the reply whose value is not the prompt's own placeholder echoed
+back (``<an integer ...>``, ``<true or false>``). Models that run on past their verdict invent
+further blocks with other scores; those come later and never count. If the first real marker
+holds no valid value the reply fails, even if a later marker would have one.
+
+Untrusted text enters a judge prompt only through `qagen.llm.untrusted.neutralize`, which
+defuses the markers these parsers read; `qagen.evaluate.judges.transcript.Transcript` keeps what a
+verdict was made of.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Literal, NamedTuple
+
+from qagen.evaluate.judges.reply_common import (
+    EXPLANATION_LABEL,
+    NUMBER,
+    PLACEHOLDER,
+    RESULT_MARKER,
+    check_score,
+    clean,
+    json_object,
+    no_verdict,
+    yes,
+)
+
+JudgeProtocol = Literal["prometheus", "mt_bench", "json", "ultrafeedback"]
+JUDGE_SCALES: dict[JudgeProtocol, tuple[int, int]] = {
+    "prometheus": (1, 5),
+    "mt_bench": (1, 10),
+    "json": (1, 5),
+    "ultrafeedback": (1, 5),
+}
+
+# --------------------------------------------------------------------------- results
+
+
+class ParsedJudge(NamedTuple):
+    """A graded judge's verdict: `score` on the protocol's scale and its feedback, or `reason`."""
+
+    score: int | None
+    feedback: str | None
+    reason: str
+
+
+class ParsedGrade(NamedTuple):
+    """A boolean grader's verdict and its explanation, or `reason` why there is none."""
+
+    value: bool | None
+    explanation: str | None
+    reason: str
+
+
+# --------------------------------------------------------------------------- graded judges
+
+# After `[RESULT]`: "4", ": 4", "** 4", "**4**", "4/5", "4.0", "(4)", or the score on the next line.
+# The number is captured as written (sign, decimals, scale) so 0, 7, 4.5 or 8/10 are reported as the
+# failures they are instead of being read as some nearby valid score.
+# (Separators are one character class: adjacent optional-whitespace groups backtrack polynomially.)
+_AFTER_RESULT = re.compile(rf"\A[\s*:：=(\[]*{NUMBER}")
+_FEEDBACK_LABEL = re.compile(r"\A\W*Feedback[ \t*]*:+[ \t*]*", re.IGNORECASE)
+_DANGLING_FEEDBACK = re.compile(r"(?<!\w)Feedback[ \t*]*:+\W*\Z", re.IGNORECASE)
+# FastChat's `[[N]]`. Its backup pattern (a single `[N]`) is deliberately not used: in real
+# MT-Bench judgements it read `array[0]` in quoted code as a rating of 0.
+_DOUBLE_BRACKET_SCORE = re.compile(r"\[\[[ \t]*(?P<value>[-+]?\d+(?:\.\d+)?)[ \t]*\]\]")
+_RATING_LABEL_TAIL = re.compile(r"(?<!\w)Rating\W*\Z", re.IGNORECASE)
+_ULTRA_TEXT_HEADER = re.compile(r"^[ \t]*#+[ \t]*Output for Text[ \t]*\d+.*$", re.IGNORECASE | re.MULTILINE)
+_ULTRA_RATING = re.compile(rf"^[ \t*]*Rating[ \t*]*[:：][ \t*]*{NUMBER}", re.I | re.M)
+_ULTRA_RATIONALE = re.compile(r"^[ \t*]*Rationale[ \t*]*[:：][ \t*]*", re.I | re.M)
+
+
+def parse_prometheus(reply: str, *, scale_max: int = 5) -> ParsedJudge:
+    """Read `Feedback: ... [RESULT] N` (1 <= N <= scale_max) by the first-verdict rule.
+
+    The feedback is the text before the marker without its `Feedback:` label; a template echo
+    before the verdict is not part of it.
+    """
+    start = 0
+    for marker in RESULT_MARKER.finditer(reply):
+        tail = reply[marker.end() :]
+        if PLACEHOLDER.match(tail):
+            line_end = reply.find("\n", marker.end())
+            start = len(reply) if line_end < 0 else line_end
+            continue
+        feedback = _FEEDBACK_LABEL.sub("", reply[start : marker.start()])
+        feedback_text = clean(_DANGLING_FEEDBACK.sub("", feedback))
+        match = _AFTER_RESULT.match(tail)
+        if match is None:
+            return ParsedJudge(None, feedback_text, "no_score")
+        score, reason = check_score(match.group("value"), match.group("scale"), 1, scale_max)
+        return ParsedJudge(score, feedback_text, reason)
+    reason = no_verdict(reply)
+    return ParsedJudge(None, None, "template_echo" if start and reason == "parse_failure" else reason)
+
+
+def parse_mt_bench(reply: str, *, scale_max: int = 10) -> ParsedJudge:
+    """Read FastChat's `Rating: [[N]]` (1 <= N <= scale_max): the first `[[N]]` in the reply."""
+    match = _DOUBLE_BRACKET_SCORE.search(reply)
+    if match is None:
+        return ParsedJudge(None, None, no_verdict(reply))
+    feedback = clean(_RATING_LABEL_TAIL.sub("", reply[: match.start()]))
+    score, reason = check_score(match.group("value"), None, 1, scale_max)
+    return ParsedJudge(score, feedback, reason)
+
+
+def parse_ultrafeedback(reply: str, *, scale_max: int = 5) -> list[ParsedJudge]:
+    """One verdict per rated text (`#### Output for Text k` sections; the whole reply if none)."""
+    headers = list(_ULTRA_TEXT_HEADER.finditer(reply))
+    if headers:
+        ends = [h.start() for h in headers[1:]] + [len(reply)]
+        sections = [reply[h.end() : end] for h, end in zip(headers, ends, strict=True)]
+    else:
+        sections = [reply]
+    verdicts = []
+    for section in sections:
+        match = _ULTRA_RATING.search(section)
+        if match is None:
+            verdicts.append(ParsedJudge(None, None, no_verdict(section)))
+            continue
+        rationale = _ULTRA_RATIONALE.search(section, match.end())
+        feedback = clean(section[rationale.end() :]) if rationale else None
+        score, reason = check_score(match.group("value"), match.group("scale"), 1, scale_max)
+        verdicts.append(ParsedJudge(score, feedback, reason))
+    return verdicts
+
+
+# ---- JSON
+
+_FEEDBACK_KEYS = ("feedback", "explanation", "rationale", "reasoning", "reason")
+
+
+def _json_score(value: object, high: int) -> tuple[int | None, str]:
+    if isinstance(value, bool) or value is None:
+        return None, "invalid_score"
+    if isinstance(value, int):
+        return (value, "") if 1 <= value <= high else (None, "out_of_range")
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None, "invalid_score"
+        if not value.is_integer():
+            return None, "non_integer_score"
+        return (int(value), "") if 1 <= value <= high else (None, "out_of_range")
+    if isinstance(value, str):
+        match = re.fullmatch(rf"\s*{NUMBER}\s*", value)
+        if match is None:
+            return None, "invalid_score"
+        return check_score(match.group("value"), match.group("scale"), 1, high)
+    return None, "invalid_score"
+
+
+def parse_json_judge(reply: str, *, scale_max: int = 5) -> ParsedJudge:
+    """Read `{"feedback": ..., "score": N}`, or the same object one level down (`{"evaluation": {...}}`)."""
+    obj = json_object(reply)
+    if obj is None:
+        return ParsedJudge(None, None, no_verdict(reply))
+    holders = [obj] if "score" in obj else [v for v in obj.values() if isinstance(v, dict) and "score" in v]
+    if not holders:
+        return ParsedJudge(None, None, "no_score")
+    if len(holders) > 1:
+        return ParsedJudge(None, None, "ambiguous_score")
+    holder = holders[0]
+    feedback = next((v for k in _FEEDBACK_KEYS if isinstance(v := holder.get(k), str)), None)
+    score, reason = _json_score(holder["score"], scale_max)
+    return ParsedJudge(score, clean(feedback) if feedback else None, reason)
+
+
+def parse_judge(reply: str, protocol: JudgeProtocol, *, scale_max: int | None = None) -> ParsedJudge:
+    """Any graded judge's reply, on the protocol's scale (`JUDGE_SCALES`) unless `scale_max` is given.
+
+    For `ultrafeedback` the verdict on the first rated text counts (the first-verdict rule); use
+    `parse_ultrafeedback` for replies that rate several texts on purpose.
+    """
+    high = scale_max if scale_max is not None else JUDGE_SCALES[protocol][1]
+    if protocol == "prometheus":
+        return parse_prometheus(reply, scale_max=high)
+    if protocol == "mt_bench":
+        return parse_mt_bench(reply, scale_max=high)
+    if protocol == "json":
+        return parse_json_judge(reply, scale_max=high)
+    return parse_ultrafeedback(reply, scale_max=high)[0]
+
+
+# --------------------------------------------------------------------------- boolean graders
+
+# A line that starts with the label: "Grade: true", "**Grade:** false", "Grade: `true`.", "## Grade: yes".
+# Line-initial only, so "... the Grade: true or false format ..." inside an explanation is not read.
+_GRADE_LINE = re.compile(r"^[ \t>#*_-]*grade[ \t*]*[:：][ \t*]*(?P<value>.*)$", re.I | re.M)
+_GRADE_KEYS = ("grade", "correct", "relevant", "grounded", "value")
+
+
+def parse_grade(reply: str) -> ParsedGrade:
+    """Read `Explanation: ...` then `Grade: true|false` (yes/no too), else a JSON object with
+    `explanation` and one boolean under `grade`/`correct`/`relevant`/`grounded`/`value`.
+
+    The grade is the first line starting with `Grade:` whose value is not the template's
+    `<true or false>`; any other value there ("partially") fails the reply.
+    """
+    for line in _GRADE_LINE.finditer(reply):
+        value = line.group("value")
+        if PLACEHOLDER.match(value):
+            continue
+        explanation = clean(EXPLANATION_LABEL.sub("", reply[: line.start()].strip()))
+        grade = yes(value)
+        return ParsedGrade(grade, explanation, "" if grade is not None else "invalid_grade")
+    obj = json_object(reply)
+    if obj is None:
+        return ParsedGrade(None, None, no_verdict(reply))
+    found = [obj[k] for k in _GRADE_KEYS if k in obj]
+    said = obj.get("explanation")
+    explanation_text = clean(said) if isinstance(said, str) else None
+    if len(found) != 1 or not isinstance(found[0], bool):
+        return ParsedGrade(None, explanation_text, "invalid_grade" if found else "parse_failure")
+    return ParsedGrade(found[0], explanation_text, "")

@@ -1,0 +1,1 @@
+"""Deterministic metrics (retrieval, text overlap) and the statistics that say how sure a score is."""

@@ -1,0 +1,100 @@
+"""Deterministic per-question metrics (no LLM): retrieval at document and chunk level, text overlap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from qagen.evaluate.metrics.retrieval import (
+    Span,
+    chunk_hit_ranks,
+    hit_at_k,
+    hit_at_k_from_relevance,
+    ndcg_at_k,
+    ndcg_at_k_from_relevance,
+    reciprocal_rank,
+    reciprocal_rank_from_relevance,
+)
+from qagen.evaluate.metrics.squad import token_f1
+from qagen.evaluate.metrics.text import context_rouge_l_recall
+from qagen.evaluate.records import EvalItem, RagOutput, RetrievedContext
+
+DETERMINISTIC_GROUPS = {
+    "retrieval": ("hit@k", "reciprocal_rank", "ndcg@k", "chunk_hit@k", "chunk_reciprocal_rank", "chunk_ndcg@k"),
+    "text": ("context_rouge_l_recall", "token_f1"),
+}
+
+
+class Reported(NamedTuple):
+    """What a system reports with its answers, judged over the whole run.
+
+    A question whose answer came with no contexts means "retrieved nothing" (scored 0) for a system
+    that reports contexts, sources or offsets elsewhere in the run, and "unknown" (no value) for
+    one that never does: a plain-answer system must not score 0 on retrieval, and a retriever that
+    sometimes finds nothing must not have those questions dropped from its mean.
+    """
+
+    contexts: bool = False
+    sources: bool = False
+    spans: bool = False
+
+
+NOTHING_REPORTED = Reported()
+
+
+def reported(outputs: Iterable[RagOutput]) -> Reported:
+    """What the `outputs` of one run report, any of them."""
+    contexts = sources = spans = False
+    for output in outputs:
+        for context in output.contexts:
+            contexts = True
+            sources = sources or context.source is not None
+            spans = spans or _span(context) is not None
+    return Reported(contexts, sources, spans)
+
+
+def _span(context: RetrievedContext) -> Span | None:
+    if context.source is None or context.start_index is None or context.end_index is None:
+        return None
+    return Span(context.source, context.start_index, context.end_index)
+
+
+def deterministic_metrics(
+    item: EvalItem, output: RagOutput, k: int, groups: set[str], run: Reported = NOTHING_REPORTED
+) -> dict[str, Any]:
+    """Every deterministic metric whose inputs exist for this question; None where they do not.
+
+    Document level compares the retrieved sources with the question's `source_doc`. Chunk level
+    needs character offsets on both sides: a retrieved context counts when it overlaps at least
+    half of the chunk the question was drafted from. An answer with no contexts scores 0 on what
+    the system reports elsewhere in the `run` (see `Reported`); a failed answer without contexts
+    has no retrieval values (its failure is counted apart).
+    """
+    values: dict[str, Any] = {}
+    contexts = output.contexts[:k]
+    retrieved_nothing = output.answer is not None and not output.contexts
+    if "retrieval" in groups:
+        sources = [context.source or "" for context in contexts]
+        if item.source_doc and (any(sources) or (retrieved_nothing and run.sources)):
+            values["hit@k"] = hit_at_k(sources, item.source_doc, k)
+            values["reciprocal_rank"] = reciprocal_rank(sources, item.source_doc)
+            values["ndcg@k"] = ndcg_at_k(sources, item.source_doc, k)
+        else:
+            values["hit@k"] = values["reciprocal_rank"] = values["ndcg@k"] = None
+        spans = [_span(context) for context in contexts]
+        known_span = item.source_doc and item.start_index is not None and item.end_index is not None
+        if known_span and (any(spans) or (retrieved_nothing and run.spans)):
+            reference = Span(item.source_doc or "", item.start_index or 0, item.end_index or 0)
+            relevance = chunk_hit_ranks(spans, reference)
+            values["chunk_hit@k"] = hit_at_k_from_relevance(relevance, k)
+            values["chunk_reciprocal_rank"] = reciprocal_rank_from_relevance(relevance)
+            values["chunk_ndcg@k"] = ndcg_at_k_from_relevance(relevance, k, n_relevant=1)
+        else:
+            values["chunk_hit@k"] = values["chunk_reciprocal_rank"] = values["chunk_ndcg@k"] = None
+    if "text" in groups:
+        texts = [c.text for c in contexts]
+        values["context_rouge_l_recall"] = (
+            context_rouge_l_recall(texts, item.true_answer) if texts or (retrieved_nothing and run.contexts) else None
+        )
+        values["token_f1"] = token_f1(output.answer, item.true_answer) if output.answer is not None else None
+    return values

@@ -1,0 +1,212 @@
+"""The bundled baseline RAG system: BM25 over qagen's own chunks, read by the notebook's reader prompt.
+
+Chunks come from qagen's own loader and splitter, so a retrieved context carries the same
+`source`, `start_index` and `end_index` as the chunks a test set was drafted from, and chunk-level
+retrieval metrics line up. The index (`qagen.evaluate.systems.bm25_index`) is built once per corpus setting
+and process, and optionally kept on disk under `index_dir`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from pathlib import Path
+
+from qagen.errors import ConfigError, CorpusError
+from qagen.evaluate.records import RagOutput, RetrievedContext
+from qagen.evaluate.systems.bm25_index import INDEX_VERSION, BM25Index, index_chunks
+from qagen.generation.chunk import LengthUnit, make_splitter
+from qagen.generation.load.documents import CorpusReport, iter_documents
+from qagen.llm.client import LLMClient
+from qagen.llm.prompts import load_prompt
+
+__all__ = ["BM25Baseline", "build_context"]
+
+_logger = logging.getLogger(__name__)
+
+# Indexes kept in memory per process (each holds every chunk's text).
+_MEMORY_SLOTS = 4
+
+
+def build_context(texts: Iterable[str]) -> str:
+    """The notebook's context block: a header, then `Document i:::` and each text, joined as is."""
+    context = "\nExtracted documents:\n"
+    context += "".join(f"Document {i}:::\n" + text for i, text in enumerate(texts))
+    return context
+
+
+_memory: OrderedDict[str, BM25Index] = OrderedDict()
+_memory_lock = threading.Lock()
+
+
+class BM25Baseline:
+    """BM25 retrieval of the top `k` chunks, then the notebook's RAG prompt to a reader model.
+
+    The corpus is a path (file or folder) or a Hugging Face dataset, loaded and chunked exactly as
+    `qagen build` does (`chunk_overlap` defaults to a tenth of `chunk_size`, as in the notebook).
+    The index is built on first use (or by `build_index()`), once per corpus setting per process;
+    with `index_dir` it is also saved there and reused by later runs while the corpus files are
+    unchanged (same names, sizes and modification times).
+    """
+
+    def __init__(
+        self,
+        corpus: Path | str | None,
+        *,
+        reader: LLMClient,
+        hf_dataset: str | None = None,
+        split: str = "train",
+        chunk_size: int = 2000,
+        chunk_overlap: int | None = None,
+        length_unit: LengthUnit = "characters",
+        encoding: str = "cl100k_base",
+        k: int = 7,
+        text_column: str = "text",
+        source_column: str | None = None,
+        index_dir: Path | None = None,
+        progress: bool = True,
+    ) -> None:
+        if k < 1:
+            raise ConfigError(f"--k must be at least 1, got {k}.")
+        self.corpus = Path(corpus) if corpus is not None else None
+        self.hf_dataset = hf_dataset
+        self.split = split
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_size // 10 if chunk_overlap is None else chunk_overlap
+        self.length_unit: LengthUnit = length_unit
+        self.encoding = encoding
+        self.k = k
+        self.text_column = text_column
+        self.source_column = source_column
+        self.reader = reader
+        self.index_dir = index_dir
+        self.progress = progress
+        # Settings are checked now, so a bad chunk size fails before any question is asked.
+        self._splitter = make_splitter(chunk_size, self.chunk_overlap, length_unit, encoding)
+        self.prompt = load_prompt("rag_answer")
+        self.system_prompt = load_prompt("rag_answer_system")
+        self._index: BM25Index | None = None
+        self._index_lock: asyncio.Lock | None = None
+
+    @property
+    def name(self) -> str:
+        unit = "" if self.length_unit == "characters" else "tok"
+        return f"bm25-k{self.k}-chunk{self.chunk_size}{unit}-{self.reader.settings.name}"
+
+    def describe(self) -> dict[str, object]:
+        """The settings that shape this baseline's answers, for the report."""
+        return {
+            "retriever": "bm25s",
+            "k": self.k,
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+            "length_unit": self.length_unit,
+            "reader": self.reader.settings.spec,
+            "prompt_hash": self.prompt.hash,
+            "system_prompt_hash": self.system_prompt.hash,
+        }
+
+    def cache_key(self) -> str:
+        """sha256 of everything the index depends on, the corpus files' names, sizes and times included."""
+        settings = {
+            "version": INDEX_VERSION,
+            "corpus": str(self.corpus.resolve()) if self.corpus is not None else None,
+            "files": _fingerprint(self.corpus) if self.corpus is not None else None,
+            "hf_dataset": self.hf_dataset,
+            "split": self.split,
+            "text_column": self.text_column,
+            "source_column": self.source_column,
+            "chunk_size": self.chunk_size,
+            "chunk_overlap": self.chunk_overlap,
+            "length_unit": self.length_unit,
+            "encoding": self.encoding if self.length_unit == "tokens" else None,
+        }
+        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
+
+    def build_index(self) -> BM25Index:
+        """The index: from this process's memory, else from `index_dir`, else built now (blocking)."""
+        if self._index is not None:
+            return self._index
+        key = self.cache_key()
+        folder = self.index_dir / f"bm25-{key[:24]}" if self.index_dir is not None else None
+        # One lock for all builds: two baselines on the same corpus must not both build it.
+        with _memory_lock:
+            index = _memory.get(key)
+            if index is None and folder is not None:
+                index = BM25Index.load(folder, key)
+            if index is None:
+                report = CorpusReport()
+                documents = iter_documents(
+                    self.corpus,
+                    report=report,
+                    hf_dataset=self.hf_dataset,
+                    split=self.split,
+                    text_column=self.text_column,
+                    source_column=self.source_column,
+                )
+                index = index_chunks(documents, self._splitter, progress=self.progress)
+                index.report = report
+                if report.skipped:
+                    _logger.warning(
+                        "BM25 baseline: %d corpus inputs skipped (%s).",
+                        len(report.skipped),
+                        ", ".join(f"{reason}: {n}" for reason, n in report.skipped_by_reason().items()),
+                    )
+                if folder is not None:
+                    folder.parent.mkdir(parents=True, exist_ok=True)
+                    index.save(folder, key)
+            _memory[key] = index
+            _memory.move_to_end(key)
+            while len(_memory) > _MEMORY_SLOTS:
+                _memory.popitem(last=False)
+        self._index = index
+        return index
+
+    def retrieve(self, question: str) -> list[RetrievedContext]:
+        """The top `k` chunks for `question` (builds the index on first use)."""
+        return self.build_index().search(question, self.k)
+
+    async def answer(self, question: str) -> RagOutput:
+        if self._index is None:
+            if self._index_lock is None:
+                self._index_lock = asyncio.Lock()
+            async with self._index_lock:
+                # Built in a worker thread: the event loop keeps serving other work meanwhile.
+                await asyncio.to_thread(self.build_index)
+        contexts = await asyncio.to_thread(self.retrieve, question)
+        prompt = self.prompt.render(context=build_context(c.text for c in contexts), question=question)
+        result = await self.reader.complete(prompt, system=self.system_prompt.text)
+        if result.text is None:
+            # Retrieval worked, so its contexts are kept: retrieval metrics still count.
+            return RagOutput(answer=None, contexts=contexts, error=f"reader_failed: {result.error}", usage=result.usage)
+        if not result.text.strip():
+            return RagOutput(answer=None, contexts=contexts, error="reader_failed: empty_reply", usage=result.usage)
+        return RagOutput(answer=result.text.strip(), contexts=contexts, usage=result.usage)
+
+
+def _fingerprint(corpus: Path) -> list[tuple[str, int, int]]:
+    """(relative path, size, mtime_ns) of every file under `corpus`: a changed corpus gets a new index."""
+    if not corpus.exists():
+        raise CorpusError(f"Corpus path not found: {corpus}")
+    if corpus.is_file():
+        info = corpus.stat()
+        return [(corpus.name, info.st_size, info.st_mtime_ns)]
+    entries: list[tuple[str, int, int]] = []
+    # Symlinked folders are not followed here (a loop would never end); their files still count
+    # for the index itself, which the loader builds with loop detection.
+    for folder, subfolders, files in os.walk(corpus):
+        subfolders.sort()
+        for file in sorted(files):
+            path = Path(folder, file)
+            try:
+                info = path.stat()
+            except OSError:
+                continue  # the loader reports unreadable files; here they just do not change the key
+            entries.append((path.relative_to(corpus).as_posix(), info.st_size, info.st_mtime_ns))
+    return entries

@@ -1,0 +1,54 @@
+"""The RAG system under test, behind one small protocol, and three ways to plug one in.
+
+- `qagen.evaluate.systems.answers_file.AnswersFileSystem`: answers computed beforehand, one JSON object per line;
+- `qagen.evaluate.systems.callable.CallableSystem`: a Python function (sync or async) or a LangChain
+  `Runnable`;
+- `qagen.evaluate.systems.endpoint.EndpointSystem`: an HTTP service that answers `POST {"question": ...}`.
+
+Every adapter turns what the system gave back into a `RagOutput` through
+`qagen.evaluate.systems.replies.parse_reply`, so the three accept the same shapes: a plain answer
+string, or an object `{answer, contexts, sources}` whose contexts are strings, objects
+`{text, source, start_index, end_index}` or LangChain `Document`s.
+
+A failure of the system on one question is a value (`RagOutput.error`), never a crash of the
+evaluation; only what makes every question fail (a malformed answers file, an unreachable endpoint)
+raises a `QagenError` with one clear sentence.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from qagen.evaluate.records import RagOutput
+
+__all__ = ["RagSystem", "close_system", "normalize_question"]
+
+
+@runtime_checkable
+class RagSystem(Protocol):
+    """A RAG system under test. It may also define `async def aclose()` (see `close_system`)."""
+
+    @property
+    def name(self) -> str:
+        """A short name for reports."""
+        ...
+
+    async def answer(self, question: str) -> RagOutput:
+        """Answer one question; a failure is returned as `RagOutput(answer=None, error=...)`."""
+        ...
+
+
+async def close_system(system: RagSystem) -> None:
+    """Release the system's resources (connections), if it holds any."""
+    close = getattr(system, "aclose", None)
+    if close is not None:
+        await close()
+
+
+def normalize_question(question: str) -> str:
+    """The key questions are matched by: stripped, every run of whitespace made one space.
+
+    The published cookbook test set's questions end with a newline, and a file written by another
+    tool may not keep it; neither difference changes the question.
+    """
+    return " ".join(question.split())

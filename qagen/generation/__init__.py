@@ -1,0 +1,1 @@
+"""Building a test set: load, chunk, sample, draft, critique, filter and write (`pipeline.build`)."""

@@ -1,0 +1,100 @@
+"""`--dry-run`: what a build would cost, before any call is made."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qagen.config import CRITIC_ORDER, BuildConfig
+from qagen.generation.critique import critique_id
+from qagen.generation.draft import draft_id
+from qagen.generation.stages import Prompts
+from qagen.llm.cost import price_for
+from qagen.records import Chunk
+from qagen.runs.rundir import RunDir
+
+# Assumptions of the estimate, stated in its output. Tokens are estimated as characters / 4 (the
+# usual figure for English with OpenAI's tokenizers; other scripts take more tokens per character).
+CHARS_PER_TOKEN = 4.0
+ASSUMED_QUESTION_CHARS = 120
+ASSUMED_OUTPUT_TOKENS = {"generation": 60, "critique": 80}
+ASSUMED_PASS_RATE = 0.8
+
+
+@dataclass(frozen=True)
+class Estimate:
+    drafts: int
+    critic_calls: float
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    already_done: int
+
+    @property
+    def calls(self) -> float:
+        return self.drafts + self.critic_calls
+
+    def describe(self) -> str:
+        cost = f"${self.cost:,.2f}" if self.cost is not None else "unknown (give --price-input/--price-output)"
+        return "\n".join(
+            [
+                f"  drafts to make          {self.drafts:,} (already made: {self.already_done:,})",
+                f"  critic calls (expected) {self.critic_calls:,.0f}",
+                f"  LLM calls (expected)    {self.calls:,.0f}",
+                f"  input tokens (approx.)  {self.input_tokens:,}",
+                f"  output tokens (approx.) {self.output_tokens:,}",
+                f"  cost (approx.)          {cost}",
+                f"  assumed: {CHARS_PER_TOKEN:g} characters per token, {ASSUMED_PASS_RATE:.0%} of drafts passing each "
+                f"critic, {ASSUMED_OUTPUT_TOKENS['generation']} output tokens per draft and "
+                f"{ASSUMED_OUTPUT_TOKENS['critique']} per critique",
+            ]
+        )
+
+
+def estimate(config: BuildConfig, run: RunDir, prompts: Prompts, sample: list[Chunk]) -> Estimate:
+    """Calls and tokens still to spend on `sample`, skipping what the run directory already holds."""
+    drafts = run.drafts.load()
+    critiques = run.critiques.load()
+    to_draft = [chunk for chunk in sample if draft_id(chunk, prompts.qa, config.generator.spec) not in drafts]
+    # Critics are asked in order and stop at the first rejection (unless --all-critics), so the
+    # k-th critic is asked about pass_rate**(k-1) of the drafts.
+    asked = [1.0 if config.all_critics else ASSUMED_PASS_RATE**k for k in range(len(CRITIC_ORDER))]
+    input_chars = 0.0
+    critic_calls = 0.0
+    for chunk in to_draft:
+        input_chars += len(prompts.qa.text) + len(chunk.text)
+        for share, criterion in zip(asked, CRITIC_ORDER, strict=True):
+            critic_calls += share
+            context = len(chunk.text) if criterion == "groundedness" else 0
+            input_chars += share * (len(prompts.critics[criterion].text) + ASSUMED_QUESTION_CHARS + context)
+    # Drafts already made may still need their critiques; count those critics too (all of them,
+    # an upper bound, since their verdicts so far are not examined here).
+    for chunk in sample:
+        draft = drafts.get(draft_id(chunk, prompts.qa, config.generator.spec))
+        if draft is None or draft.status != "ok":
+            continue
+        for criterion in CRITIC_ORDER:
+            prompt = prompts.critics[criterion]
+            if critique_id(draft, criterion, prompt, config.critic.spec, config.audience) not in critiques:
+                critic_calls += 1
+                input_chars += len(prompt.text) + ASSUMED_QUESTION_CHARS
+    input_tokens = int(input_chars / CHARS_PER_TOKEN)
+    output_tokens = int(
+        len(to_draft) * ASSUMED_OUTPUT_TOKENS["generation"] + critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]
+    )
+    generator_price = price_for(config.generator.spec, config.price_input, config.price_output)
+    critic_price = price_for(config.critic.spec, config.price_input, config.price_output)
+    cost = None
+    if generator_price is not None and critic_price is not None:
+        # Split the tokens by stage in proportion to calls: close enough for an estimate.
+        share = len(to_draft) / max(len(to_draft) + critic_calls, 1)
+        cost = generator_price.cost(int(input_tokens * share), int(output_tokens * share)) + critic_price.cost(
+            int(input_tokens * (1 - share)), int(output_tokens * (1 - share))
+        )
+    return Estimate(
+        drafts=len(to_draft),
+        critic_calls=critic_calls,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost=cost,
+        already_done=len(sample) - len(to_draft),
+    )

@@ -1,0 +1,229 @@
+"""The stages of a build, each resumable, and `build` which runs them all."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from qagen import __version__
+from qagen.config import BuildConfig
+from qagen.errors import CorpusError
+from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
+from qagen.generation.estimate import Estimate, estimate
+from qagen.generation.filter import Assembly, assemble
+from qagen.generation.load.documents import CorpusReport, iter_documents
+from qagen.generation.sample import ChunkRef, sampling_order, take
+from qagen.generation.stages import LLMStages, Prompts, make_clients
+from qagen.generation.write import funnel_table, save_rows
+from qagen.llm.cost import price_for
+from qagen.records import Chunk, Critique, Draft, SkippedInput
+from qagen.runs.concurrency import run_coroutine
+from qagen.runs.rundir import RunDir
+from qagen.runs.store import write_json_atomic
+
+_MAX_SKIP_MESSAGES = 20
+
+
+def _say(message: str) -> None:
+    tqdm.write(message, file=sys.stderr)
+
+
+# --- chunking -----------------------------------------------------------------------------------
+def chunk_stage(config: BuildConfig, run: RunDir, *, progress: bool = True) -> dict[str, Any]:
+    """Load and chunk the corpus into the run directory (once; later calls reuse the chunks)."""
+    if run.chunking_done():
+        return run.chunking_report()
+    report = CorpusReport()
+    shown = 0
+
+    def on_skip(skipped: SkippedInput) -> None:
+        nonlocal shown
+        shown += 1
+        if shown <= _MAX_SKIP_MESSAGES:
+            detail = f" ({skipped.detail})" if skipped.detail else ""
+            _say(f"skipped {skipped.source}: {skipped.reason}{detail}")
+        elif shown == _MAX_SKIP_MESSAGES + 1:
+            _say(f"... more inputs skipped; all are listed in {run.chunking_file}")
+
+    corpus = config.corpus
+    documents = iter_documents(
+        Path(corpus.path) if corpus.path else None,
+        report=report,
+        hf_dataset=corpus.hf_dataset,
+        split=corpus.split,
+        text_column=corpus.text_column,
+        source_column=corpus.source_column,
+        on_skip=on_skip,
+    )
+    stats = ChunkStats()
+    splitter = make_splitter(**config.chunking.model_dump())
+    bar = tqdm(documents, desc="chunking", unit="doc", disable=not progress, file=sys.stderr)
+    count = run.write_chunks(chunk_documents(bar, splitter, stats))
+    bar.close()
+    where = corpus.path or corpus.hf_dataset
+    if count == 0:
+        reasons = ", ".join(f"{n} {r}" for r, n in report.skipped_by_reason().items()) or "no supported files"
+        raise CorpusError(f"No usable text in {where} ({reasons}); nothing to build from.")
+    summary = {
+        "documents": report.documents,
+        "skipped": len(report.skipped),
+        "skipped_by_reason": report.skipped_by_reason(),
+        "chunks": count,
+        "duplicate_chunks": stats.duplicates,
+        "characters": stats.characters,
+        "skipped_inputs": [s.model_dump() for s in report.skipped],
+    }
+    write_json_atomic(run.chunking_file, summary)
+    return summary
+
+
+def load_sample(config: BuildConfig, run: RunDir) -> list[Chunk]:
+    """The sampled chunks in sampling order, reading the chunk file twice instead of holding it all."""
+    refs = (ChunkRef(chunk.id, chunk.source) for chunk in run.iter_chunks())
+    chosen = take(sampling_order(refs, config.seed), config.n_generations)
+    position = {chunk_id: index for index, chunk_id in enumerate(chosen)}
+    sample: list[Chunk | None] = [None] * len(chosen)
+    for chunk in run.iter_chunks():
+        index = position.get(chunk.id)
+        if index is not None:
+            sample[index] = chunk
+    return [chunk for chunk in sample if chunk is not None]
+
+
+def run_llm_stages(
+    config: BuildConfig,
+    run: RunDir,
+    prompts: Prompts,
+    sample: list[Chunk],
+    *,
+    generate: bool,
+    critique: bool,
+    progress: bool,
+) -> str | None:
+    """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook).
+
+    Returns None when all the work was done, or a sentence saying which spending cap stopped it.
+    """
+    stopped: list[str] = []
+
+    async def main() -> None:
+        generator, critic = make_clients(config)
+        # After the clients: their own imports are on the critical path, this one is not.
+        _preload_in_background("datasets")
+        try:
+            stages = LLMStages(config, run, prompts, generator, critic)
+            await stages.process(sample, generate=generate, critique=critique, progress=progress)
+            if stages.budget is not None and stages.budget.reached:
+                stopped.append(stages.budget.describe())
+        finally:
+            await generator.aclose()
+            if critic is not generator:
+                await critic.aclose()
+
+    run_coroutine(main())
+    return stopped[0] if stopped else None
+
+
+def _preload_in_background(module: str) -> None:
+    """Import a module the next stage needs while this one waits on the network.
+
+    `datasets` takes about a second to import; the LLM stages leave the CPU mostly idle, so the
+    import is free there and the final write starts at once (measured by benchmarks/bench_build.py).
+    """
+    if module not in sys.modules:
+        threading.Thread(target=importlib.import_module, args=(module,), name=f"preload-{module}", daemon=True).start()
+
+
+# --- outputs ------------------------------------------------------------------------------------
+def finalize(config: BuildConfig, run: RunDir, prompts: Prompts, sample: list[Chunk]) -> dict[str, Any]:
+    """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
+    drafts, critiques = run.drafts.load(), run.critiques.load()
+    result = assemble(sample, drafts, critiques, config, prompts.qa, prompts.critics)
+    save_rows(result.kept, run.dataset_dir, candidates=False)
+    save_rows(result.candidates, run.candidates_dir, candidates=True)
+    summary = _summary(config, run, prompts, result, drafts, critiques)
+    write_json_atomic(run.summary_file, summary)
+    return summary
+
+
+def _summary(
+    config: BuildConfig,
+    run: RunDir,
+    prompts: Prompts,
+    result: Assembly,
+    drafts: dict[str, Draft],
+    critiques: dict[str, Critique],
+) -> dict[str, Any]:
+    chunking = run.chunking_report()
+    sample_ids = {row["id"] for row in result.candidates}
+    paid_drafts = [d for d in drafts.values() if d.id in sample_ids and not d.reason.startswith("api_error")]
+    paid_critiques = [
+        c for c in critiques.values() if c.draft_id in sample_ids and not c.reason.startswith("api_error")
+    ]
+    return {
+        "qagen_version": __version__,
+        "corpus": {k: v for k, v in chunking.items() if k != "skipped_inputs"},
+        "funnel": result.funnel.as_dict(),
+        "thresholds": config.thresholds(),
+        "models": {"generator": config.generator.spec, "critic": config.critic.spec},
+        "prompts": {name: digest[:12] for name, digest in prompts.hashes().items()},
+        "usage": {
+            "generation": _usage(config.generator.spec, paid_drafts, config),
+            "critique": _usage(config.critic.spec, paid_critiques, config),
+        },
+        "settings": config.model_dump(mode="json"),
+    }
+
+
+def _usage(model: str, records: list[Draft] | list[Critique], config: BuildConfig) -> dict[str, Any]:
+    """Calls and tokens paid for (failed calls without a reply are not), and their cost when known."""
+    input_tokens = sum(r.usage.input_tokens for r in records)
+    output_tokens = sum(r.usage.output_tokens for r in records)
+    price = price_for(model, config.price_input, config.price_output)
+    return {
+        "model": model,
+        "calls": len(records),
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cost_usd": round(price.cost(input_tokens, output_tokens), 6) if price else None,
+    }
+
+
+# --- the whole build ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BuildResult:
+    run_dir: Path
+    summary: dict[str, Any]
+    stopped_by_budget: str | None = None
+    """None when the build finished; else which cap stopped it (re-run with a higher cap to go on)."""
+
+    @property
+    def table(self) -> str:
+        return funnel_table(self.summary)
+
+
+def plan(config: BuildConfig, out: Path, *, progress: bool = True) -> Estimate:
+    """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs."""
+    run = RunDir(out)
+    prompts = Prompts.load()
+    run.open(config, prompts.hashes())
+    chunk_stage(config, run, progress=progress)
+    return estimate(config, run, prompts, load_sample(config, run))
+
+
+def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResult:
+    """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds."""
+    run = RunDir(out)
+    prompts = Prompts.load()
+    run.open(config, prompts.hashes())
+    chunk_stage(config, run, progress=progress)
+    sample = load_sample(config, run)
+    stopped = run_llm_stages(config, run, prompts, sample, generate=True, critique=True, progress=progress)
+    summary = finalize(config, run, prompts, sample)
+    return BuildResult(out, summary, stopped)

@@ -1,0 +1,1 @@
+"""Talking to chat models: backends, the client, prompts, untrusted-text handling and cost."""

@@ -1,0 +1,279 @@
+"""The dataset card (`README.md` of the Hub repo), written with `huggingface_hub`'s card API.
+
+Its YAML metadata is what the Hub indexes (configs, task, language, size, license, tags); its body
+says what the set is for, how it was made (the funnel, the models, the settings, each prompt's
+hash and text) and how to load it and evaluate a RAG system with it. Everything comes from the
+run's `summary.json`, passed through `public_summary` first, so nothing local leaks into it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from huggingface_hub import DatasetCard, DatasetCardData
+
+from qagen import __version__
+from qagen.redaction import redact
+
+MARKER_TAG = "qagen"
+TAGS = ["synthetic", "rag-evaluation", MARKER_TAG]
+# `unknown` is on the Hub's license list and says exactly what qagen knows about a private corpus;
+# `other` would claim a custom license and make the Hub ask for its name and link.
+DEFAULT_LICENSE = "unknown"
+PROMPTS_IN_REPO = "prompts"
+SUMMARY_IN_REPO = "summary.json"
+NOT_PUBLISHED = "(not published)"
+_CANDIDATE_COLUMNS = "its scores, rationales, raw replies, `status` (kept / rejected / failed) and `reason`"
+# Where `Dataset.push_to_hub` puts each config's shards (its `data_dir` default).
+CONFIG_DIRS = {"default": "data", "candidates": "candidates"}
+_SIZE_LIMITS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")]
+_SIZE_LIMITS += [(10**7, "1M<n<10M"), (10**8, "10M<n<100M"), (10**9, "100M<n<1B")]
+
+
+@dataclass(frozen=True)
+class PromptFile:
+    """A prompt the run used, and where its text is in the repo."""
+
+    name: str
+    hash: str
+    """First 12 hex digits of the text's sha256, as in summary.json and every row."""
+    path_in_repo: str | None
+    """None when the installed prompt file no longer matches the run's hash (its text is then unknown)."""
+
+
+@dataclass(frozen=True)
+class CardContent:
+    """Everything the card says, gathered by `qagen.publish.push`."""
+
+    repo_id: str
+    summary: Mapping[str, Any]
+    """The run's summary after `public_summary`."""
+    kept_rows: int
+    candidate_rows: int
+    languages: list[str]
+    license: str
+    prompts: list[PromptFile]
+    revision: str | None = None
+
+
+def size_category(rows: int) -> str:
+    """The Hub's `size_categories` bucket for a number of rows."""
+    for limit, label in _SIZE_LIMITS:
+        if rows < limit:
+            return label
+    return "n>1B"
+
+
+def public_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """summary.json as it may be published: no server addresses, no local paths, no secrets.
+
+    The LLM server's `base_url` can name internal hosts (and carry `user:key@`), and the corpus
+    path names local folders; both are replaced by a placeholder that still shows they were set.
+    """
+    public = copy.deepcopy(dict(summary))
+    settings = public.get("settings")
+    if isinstance(settings, dict):
+        for role in ("generator", "critic"):
+            model = settings.get(role)
+            if isinstance(model, dict) and model.get("base_url"):
+                model["base_url"] = NOT_PUBLISHED
+        corpus = settings.get("corpus")
+        if isinstance(corpus, dict):
+            for key in ("path", "hf_dataset"):
+                if corpus.get(key):
+                    corpus[key] = NOT_PUBLISHED
+    return public
+
+
+def configs_metadata() -> list[dict[str, Any]]:
+    """The `configs` entries, in the very form `Dataset.push_to_hub` writes and merges them."""
+    return [
+        {"config_name": name, "data_files": [{"split": "train", "path": f"{folder}/train-*"}]}
+        for name, folder in CONFIG_DIRS.items()
+    ]
+
+
+def is_qagen_card(card_data: Mapping[str, Any] | None) -> bool:
+    """Whether a repo's card metadata marks it as made by qagen (its `tags` hold `qagen`)."""
+    tags = (card_data or {}).get("tags") or []
+    return MARKER_TAG in (tags if isinstance(tags, list) else [tags])
+
+
+def make_card(content: CardContent) -> DatasetCard:
+    """The card: metadata (with both configs) and the body; secrets are masked as a last guard."""
+    data = DatasetCardData(
+        language=content.languages or None,
+        license=content.license,
+        size_categories=[size_category(content.kept_rows)],
+        task_categories=["question-answering"],
+        pretty_name=content.repo_id.split("/")[-1],
+        tags=TAGS,
+        configs=configs_metadata(),
+    )
+    text = f"---\n{data.to_yaml()}\n---\n\n{_body(content)}"
+    return DatasetCard(redact(text))
+
+
+# --- the body -----------------------------------------------------------------------------------
+def _body(content: CardContent) -> str:
+    summary = content.summary
+    sections = [
+        _intro(content),
+        _funnel(summary),
+        _models(summary),
+        _settings(summary),
+        _prompts(content.prompts),
+        _usage(content),
+        _provenance(summary, content.languages),
+    ]
+    return "\n\n".join(sections) + "\n"
+
+
+def _intro(content: CardContent) -> str:
+    name = content.repo_id.split("/")[-1]
+    return f"""# {name}
+
+A synthetic question/answer test set for evaluating retrieval-augmented generation (RAG) systems,
+made with qagen from a document collection. An LLM drafted one factoid question and answer per
+sampled chunk of the documents; three LLM critics rated each draft from 1 to 5 for groundedness
+(answerable from the chunk), relevance (useful to the intended audience) and standalone-ness (clear
+without the chunk); a draft is kept when every score reaches its threshold and it is not a
+near-duplicate of an earlier question.
+
+| config | rows | what |
+|---|---|---|
+| `default` (split `train`) | {content.kept_rows} | the kept questions: the test set |
+| `candidates` (split `train`) | {content.candidate_rows} | every draft, with {_CANDIDATE_COLUMNS} |
+
+Columns: `context`, `question`, `answer`, `source_doc`, and for each critic `<criterion>_score` and
+`<criterion>_eval` (its rationale), as in the Hugging Face
+[RAG evaluation cookbook](https://huggingface.co/learn/cookbook/rag_evaluation); then provenance:
+`id`, `chunk_id`, `start_index` / `end_index` (character offsets of the context in `source_doc`),
+the generator and critic models and the hash of every prompt."""
+
+
+def _with_reasons(total: int, reasons: Mapping[str, int]) -> str:
+    parts = [f"{name}: {count}" for name, count in reasons.items() if count]
+    return f"{total}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def _funnel(summary: Mapping[str, Any]) -> str:
+    corpus, funnel = summary.get("corpus", {}), summary.get("funnel", {})
+    generation_failed = funnel.get("generation_failed", {})
+    critique_failed = funnel.get("critique_failed", {})
+    rows = [
+        ("documents", corpus.get("documents")),
+        ("inputs skipped", _with_reasons(corpus.get("skipped", 0), corpus.get("skipped_by_reason", {}))),
+        ("chunks", corpus.get("chunks")),
+        ("identical chunks dropped", corpus.get("duplicate_chunks")),
+        ("sampled chunks", funnel.get("sampled")),
+        ("drafted", funnel.get("drafted")),
+        ("generation failed", _with_reasons(sum(generation_failed.values()), generation_failed)),
+        ("critique failed", _with_reasons(sum(critique_failed.values()), critique_failed)),
+        ("rejected by the critics", funnel.get("rejected")),
+        *((f"rejected by {name}", count) for name, count in funnel.get("rejected_by", {}).items()),
+        ("near-duplicates dropped", funnel.get("duplicates")),
+        ("**kept**", f"**{funnel.get('kept')}**"),
+    ]
+    table = "\n".join(f"| {label} | {value} |" for label, value in rows)
+    return (
+        "## How it was made\n\nThe funnel from documents to kept questions (a draft may fail several critics,\n"
+        "so the per-critic counts can add up to more than the rejections):\n\n"
+        f"| stage | count |\n|---|---|\n{table}"
+    )
+
+
+def _models(summary: Mapping[str, Any]) -> str:
+    models = summary.get("models", {})
+    settings = summary.get("settings", {})
+    lines = ["## Models", ""]
+    for role, label in (("generator", "Generator (drafts)"), ("critic", "Critics (ratings)")):
+        options = settings.get(role, {})
+        extra = [
+            f"{key} {options[key]}" for key in ("temperature", "max_output_tokens") if options.get(key) is not None
+        ]
+        lines.append(f"- {label}: `{models.get(role)}`" + (f" ({', '.join(extra)})" if extra else ""))
+    for stage, numbers in summary.get("usage", {}).items():
+        lines.append(
+            f"- {stage}: {numbers.get('calls')} calls, {numbers.get('input_tokens')} input and "
+            f"{numbers.get('output_tokens')} output tokens"
+        )
+    if any(settings.get(role, {}).get("base_url") for role in ("generator", "critic")):
+        lines += ["", "The models were served by an OpenAI-compatible server whose address is not published."]
+    return "\n".join(lines)
+
+
+def _settings(summary: Mapping[str, Any]) -> str:
+    settings = summary.get("settings", {})
+    chunking = settings.get("chunking", {})
+    unit = chunking.get("length_unit", "characters")
+    if unit == "tokens":
+        unit = f"tokens ({chunking.get('encoding')})"
+    sample = settings.get("n_generations")
+    thresholds = summary.get("thresholds", {})
+    rows = [
+        ("chunking", f"{chunking.get('chunk_size')} {unit}, overlap {chunking.get('chunk_overlap')}"),
+        ("sampling", ("every chunk" if sample is None else f"{sample} chunks, spread across documents")),
+        ("seed", settings.get("seed")),
+        ("thresholds (keep when every score is at least)", ", ".join(f"{k} {v}" for k, v in thresholds.items())),
+        ("near-duplicate threshold (question word-set Jaccard)", settings.get("dedup_threshold")),
+        ("relevance audience", settings.get("audience")),
+        ("all critics asked even after a rejection", "yes" if settings.get("all_critics") else "no"),
+    ]
+    table = "\n".join(f"| {label} | {value} |" for label, value in rows)
+    return f"## Settings\n\n| setting | value |\n|---|---|\n{table}"
+
+
+def _prompts(prompts: list[PromptFile]) -> str:
+    lines = ["## Prompts", "", "| prompt | sha256 (first 12) | text |", "|---|---|---|"]
+    for prompt in prompts:
+        text = (
+            f"[{prompt.path_in_repo}]({prompt.path_in_repo})"
+            if prompt.path_in_repo
+            else "not published: the installed prompt differs from the one this run used"
+        )
+        lines.append(f"| `{prompt.name}` | `{prompt.hash}` | {text} |")
+    return "\n".join(lines)
+
+
+def _usage(content: CardContent) -> str:
+    revision = f', revision="{content.revision}"' if content.revision else ""
+    repo = content.repo_id
+    return f"""## Use
+
+```python
+from datasets import load_dataset
+
+testset = load_dataset("{repo}", split="train"{revision})
+candidates = load_dataset("{repo}", "candidates", split="train"{revision})
+```
+
+For a private repo, log in first (`hf auth login`) or pass `token=...`.
+
+Evaluate a RAG system on it (here qagen's BM25 baseline over the same documents; `--rag`,
+`--endpoint` or `--answers` plug in your own system):
+
+```bash
+qagen evaluate {repo} --baseline bm25 --corpus PATH --out eval
+```"""
+
+
+def _provenance(summary: Mapping[str, Any], languages: list[str]) -> str:
+    built = summary.get("qagen_version", "unknown")
+    language = (
+        ", ".join(languages)
+        if languages
+        else "not stated (no language was clear enough from the questions and contexts)"
+    )
+    return f"""## Provenance
+
+- Built with qagen {built}, published with qagen {__version__}.
+- The run's full summary (funnel, models, settings, token usage) is in [`{SUMMARY_IN_REPO}`]({SUMMARY_IN_REPO});
+  the LLM server address and the corpus location are not published.
+- Language: {language}. It is detected from the kept questions and contexts by a function-word and
+  script count, and left out when unclear.
+- The questions and answers are machine-generated and machine-filtered: review them before relying
+  on the set; the `candidates` config shows every filtering decision."""

@@ -1,0 +1,1 @@
+"""Run directories: append-only record stores, the fingerprint that guards resumes, and running coroutines."""

@@ -1,0 +1,64 @@
+"""The stand-in LLM's knobs: transport behaviour (latency, faults, auth, models) plus the reply policy.
+
+One frozen `Knobs` value is in force at a time; `StandInLLM.configure` replaces it in one assignment,
+and each request reads it once, so a request in flight never sees half a change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+
+from qagen.testing.llm.faults import FAULT_KINDS
+from qagen.testing.llm.replies import ReplyPolicy
+
+
+@dataclasses.dataclass(frozen=True)
+class Knobs:
+    """Transport behaviour plus the reply policy; replaced atomically by `StandInLLM.configure`."""
+
+    latency: float = 0.0
+    fault_rate: float = 0.0
+    fault_kinds: tuple[str, ...] = FAULT_KINDS
+    fault_attempts: int = 1
+    timeout_sleep: float = 3.0
+    retry_after: float = 0.0
+    api_key: str | None = None
+    echo_key: bool = False
+    models: tuple[str, ...] | None = None
+    replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
+
+    def __post_init__(self) -> None:
+        rates = {
+            "fault_rate": self.fault_rate,
+            "malformed_rate": self.replies.malformed_rate,
+            "format_variety": self.replies.format_variety,
+            "generation_format_variety": self.replies.generation_format_variety,
+            "duplicate_rate": self.replies.duplicate_rate,
+        }
+        pass_rate = self.replies.pass_rate
+        if isinstance(pass_rate, Mapping):
+            rates.update({f"pass_rate[{k}]": v for k, v in pass_rate.items()})
+        else:
+            rates["pass_rate"] = pass_rate
+        for name, value in rates.items():
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1, got {value}.")
+        for name, value in (
+            ("latency", self.latency),
+            ("timeout_sleep", self.timeout_sleep),
+            ("retry_after", self.retry_after),
+        ):
+            if not (value >= 0.0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
+        if self.fault_attempts < 1:
+            raise ValueError(f"fault_attempts must be at least 1, got {self.fault_attempts}.")
+        unknown = set(self.fault_kinds) - set(FAULT_KINDS)
+        if unknown or not self.fault_kinds:
+            raise ValueError(f"fault_kinds must be a non-empty subset of {FAULT_KINDS}.")
+
+
+# The names `StandInLLM.configure` accepts: the reply policy's, and the transport knobs.
+REPLY_FIELDS = frozenset(f.name for f in dataclasses.fields(ReplyPolicy))
+KNOB_FIELDS = frozenset(f.name for f in dataclasses.fields(Knobs)) - {"replies"}

@@ -1,0 +1,219 @@
+"""What the stand-in LLM answers: chat completions, the model list, OpenAI-shaped errors and faults.
+
+`StandInApp` is the app of `qagen.testing.llm.http.LLMHTTPServer`: it reads each request, checks it
+as OpenAI does (key, model, body), counts its attempt (`qagen.testing.llm.faults`), and answers with
+`make_reply`'s reply after the `latency` knob, or with the injected fault. Every request is logged
+before its answer goes out, so once a client has its answer, the log already has it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from qagen.testing.llm.faults import AttemptCounter, fault_error
+from qagen.testing.llm.http import LLMRequestHandler, read_body, send, sent_key
+from qagen.testing.llm.knobs import Knobs
+from qagen.testing.llm.log import LogEntry, RequestLog, new_entry
+from qagen.testing.llm.payloads import (
+    CHAT_PATHS,
+    DEFAULT_MODEL,
+    MODELS_PATHS,
+    completion,
+    encode,
+    error_body,
+    model_object,
+    prompt_text,
+)
+from qagen.testing.llm.replies import Reply, make_reply
+
+
+class StandInApp:
+    """The request -> response logic of the stand-in, with its knobs, request log and attempt counts."""
+
+    def __init__(self, knobs: Knobs) -> None:
+        self.knobs = knobs  # replaced whole by `StandInLLM.configure`; read once per request
+        self.log = RequestLog()
+        self.attempts = AttemptCounter()
+        self.stopping = threading.Event()  # set by `StandInLLM.stop`: wakes handlers asleep in latency or a fault
+
+    def _authorised(self, handler: LLMRequestHandler, knobs: Knobs) -> bool:
+        key = knobs.api_key
+        return key is None or handler.headers.get("Authorization", "") == f"Bearer {key}"
+
+    def serve_get(self, handler: LLMRequestHandler) -> None:
+        path = handler.path.split("?", 1)[0].rstrip("/")
+        knobs = self.knobs
+        entry = new_entry("GET", path, None)
+        if not self._authorised(handler, knobs):
+            self._error(handler, entry, 401, "Incorrect API key provided.", "invalid_api_key")
+            return
+        names = list(knobs.models) if knobs.models is not None else [DEFAULT_MODEL]
+        if path in MODELS_PATHS:
+            entry["kind"] = "models"
+            self._respond(handler, entry, 200, {"object": "list", "data": [model_object(n) for n in names]})
+            return
+        prefix = next((p + "/" for p in MODELS_PATHS if path.startswith(p + "/")), None)
+        if prefix is not None:
+            name = path[len(prefix) :]
+            entry["model"] = name
+            if knobs.models is None or name in knobs.models:
+                entry["kind"] = "models"
+                self._respond(handler, entry, 200, model_object(name))
+            else:
+                self._model_not_found(handler, entry, name)
+            return
+        self._error(handler, entry, 404, f"Unknown request URL: GET {path}.", "unknown_url")
+
+    def serve_post(self, handler: LLMRequestHandler) -> None:
+        # The latency knob is the time from the request's arrival to the reply, the server's own
+        # work included (as with a real server), so it is measured from here.
+        arrived = time.monotonic()
+        path = handler.path.split("?", 1)[0].rstrip("/")
+        body = read_body(handler)
+        if body is None:
+            handler.close_connection = True  # the framing is broken; the stream cannot be trusted
+            entry = new_entry("POST", path, None)
+            self._error(handler, entry, 400, "Unreadable request body.", "invalid_body")
+            return
+        sha = hashlib.sha256(body).hexdigest()
+        knobs = self.knobs  # one snapshot per request, so `configure()` never tears a request
+        entry = new_entry("POST", path, sha)
+        if path not in CHAT_PATHS:
+            self._error(handler, entry, 404, f"Unknown request URL: POST {path}.", "unknown_url")
+            return
+        if not self._authorised(handler, knobs):
+            message = "Incorrect API key provided. You must pass the key as 'Authorization: Bearer'."
+            if knobs.echo_key:
+                message = f"Incorrect API key provided: {sent_key(handler)}. Find your API key in your account."
+            self._error(handler, entry, 401, message, "invalid_api_key")
+            return
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if not isinstance(request, dict):
+            self._error(handler, entry, 400, "The request body is not a JSON object.", "invalid_json")
+            return
+        model = request.get("model")
+        entry["model"] = model if isinstance(model, str) else None
+        messages = request.get("messages")
+        if not isinstance(model, str) or not isinstance(messages, list) or not messages:
+            message = "A chat completion needs a 'model' string and a non-empty 'messages' list."
+            self._error(handler, entry, 400, message, "invalid_request")
+            return
+        if request.get("stream"):
+            message = "stream=true is not supported by the qagen stand-in LLM; send the request without streaming."
+            self._error(handler, entry, 400, message, "unsupported_parameter", param="stream")
+            return
+        if knobs.models is not None and model not in knobs.models:
+            self._model_not_found(handler, entry, model)
+            return
+
+        attempt, reply_number, fault = self.attempts.count(
+            sha, fault_rate=knobs.fault_rate, fault_attempts=knobs.fault_attempts, fault_kinds=knobs.fault_kinds
+        )
+        entry["attempt"] = attempt
+        prompt = prompt_text(messages)
+        if fault is not None:
+            self._fault(handler, entry, fault, knobs, request, prompt, sha)
+            return
+        reply = make_reply(prompt, request_key=sha, reply_number=reply_number, policy=knobs.replies)
+        remaining = knobs.latency - (time.monotonic() - arrived)
+        if remaining > 0 and self.stopping.wait(remaining):
+            handler.close_connection = True  # shutting down: abandon the reply
+            return
+        self._complete(handler, entry, request, messages, reply, sha)
+
+    def _fault(
+        self,
+        handler: LLMRequestHandler,
+        entry: LogEntry,
+        fault: str,
+        knobs: Knobs,
+        request: dict[str, Any],
+        prompt: str,
+        sha: str,
+    ) -> None:
+        entry["kind"] = "fault"
+        entry["fault"] = fault
+        if fault in ("429", "500"):
+            # Providers quote request details in error messages; `echo_key` makes that the key itself.
+            quoted = f" Request key: {sent_key(handler)}." if knobs.echo_key else ""
+            status, error, headers = fault_error(fault, retry_after=knobs.retry_after, quoted=quoted)
+            self._respond(handler, entry, status, error, headers)
+        elif fault == "drop":
+            # Logged first, so a test that sees the client's retry also sees this line.
+            self.log.record(entry)
+            handler.close_connection = True  # no response at all; `finish()` closes the socket
+        else:  # timeout: log now, answer only after the client has given up
+            self.log.record(entry)
+            if self.stopping.wait(knobs.timeout_sleep):
+                handler.close_connection = True
+                return
+            # Reply number 0 and no malformed replies: this answer is not counted as one.
+            policy = dataclasses.replace(knobs.replies, malformed_rate=0.0)
+            reply = make_reply(prompt, request_key=sha, reply_number=0, policy=policy)
+            payload = completion(request, request["messages"], reply, sha)
+            send(handler, 200, encode(payload), {})
+
+    def _complete(
+        self,
+        handler: LLMRequestHandler,
+        entry: LogEntry,
+        request: dict[str, Any],
+        messages: list[Any],
+        reply: Reply,
+        sha: str,
+    ) -> None:
+        payload = completion(request, messages, reply, sha)
+        entry["kind"] = reply.kind
+        entry["prompt"] = reply.prompt
+        entry["criterion"] = reply.criterion
+        entry["score"] = reply.score
+        entry["format"] = reply.format
+        entry["malformed"] = reply.malformed
+        entry["reply"] = payload["choices"][0]["message"]["content"]
+        self._respond(handler, entry, 200, payload)
+
+    def crashed(self, handler: LLMRequestHandler) -> None:
+        entry = new_entry(handler.command, handler.path.split("?", 1)[0], None)
+        entry["kind"] = "crash"
+        handler.close_connection = True  # the request may be half read; start afresh
+        error = error_body("The stand-in LLM crashed; see its log.", "server_error", "stand_in_crash")
+        self._respond(handler, entry, 500, error, {"x-should-retry": "false"})
+
+    def _model_not_found(self, handler: LLMRequestHandler, entry: LogEntry, model: str) -> None:
+        message = f"The model `{model}` does not exist or you do not have access to it."
+        self._error(handler, entry, 404, message, "model_not_found")
+
+    def _error(
+        self,
+        handler: LLMRequestHandler,
+        entry: LogEntry,
+        status: int,
+        message: str,
+        code: str,
+        *,
+        param: str | None = None,
+    ) -> None:
+        entry["kind"] = "error"
+        self._respond(handler, entry, status, error_body(message, "invalid_request_error", code, param))
+
+    def _respond(
+        self,
+        handler: LLMRequestHandler,
+        entry: LogEntry,
+        status: int,
+        payload: dict[str, Any],
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        entry["status_code"] = status
+        # Logged before the bytes go out: once the client has its answer, the log already has it.
+        self.log.record(entry)
+        send(handler, status, encode(payload), headers or {})

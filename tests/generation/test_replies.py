@@ -1,0 +1,159 @@
+"""Parsers: tables of real replies (read from ../shared), hand-made traps, and property tests."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qagen.generation.replies import parse_factoid_qa, parse_rating
+
+
+def _records(reference_data: Path, kind: str) -> list[dict[str, Any]]:
+    lines = (reference_data / "real_llm_outputs.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    return [row for row in rows if row["kind"] == kind]
+
+
+def test_every_real_critique_reply_gives_its_known_score(reference_data: Path) -> None:
+    records = _records(reference_data, "critique")
+    assert records, "the reference file has critique records"
+    for record in records:
+        parsed = parse_rating(record["raw"])
+        assert parsed.reason == "", record["raw"][:200]
+        assert parsed.score == int(record["expected_score"])
+        # The rationale is the model's own, never one of its invented continuation blocks.
+        assert parsed.rationale and "Feedback:::" not in parsed.rationale
+
+
+def test_runaway_continuations_do_not_change_the_verdict(reference_data: Path) -> None:
+    runaway = [r for r in _records(reference_data, "critique") if "Feedback:::" in r["raw"]]
+    assert runaway, "the reference file has runaway continuations"
+    for record in runaway:
+        later_ratings = record["raw"].split("Feedback:::", 1)[1]
+        assert "Total rating" in later_ratings  # the trap: further, different ratings follow
+        assert parse_rating(record["raw"]).score == int(record["expected_score"])
+
+
+def test_every_real_generation_reply_gives_its_question_and_answer(reference_data: Path) -> None:
+    records = _records(reference_data, "qa_generation")
+    assert len(records) >= 30
+    for record in records:
+        parsed = parse_factoid_qa(record["raw"])
+        assert parsed.reason == ""
+        assert parsed.question == record["expected_question"].strip()
+        assert parsed.answer == record["expected_answer"].strip()
+
+
+def test_real_generation_critic_scores_are_in_range(reference_data: Path) -> None:
+    # The cookbook's own critic scores beside its drafts: valid 1-5 integers or missing (NaN).
+    for record in _records(reference_data, "qa_generation"):
+        for key in ("groundedness_score", "relevance_score", "standalone_score"):
+            value = record.get(key)
+            if value is not None and not math.isnan(value):
+                assert 1 <= value <= 5 and float(value).is_integer()
+
+
+RATING_TABLE = [
+    # (reply, score, reason)
+    ("Evaluation: clear.\nTotal rating: 4", 4, ""),
+    ("Evaluation: clear.\nTotal rating:  2", 2, ""),
+    ("Evaluation: clear.\n**Total rating:** 4", 4, ""),
+    ("Evaluation: clear.\n**Total rating: 5**", 5, ""),
+    ("Evaluation: clear.\nTotal Rating: **3**", 3, ""),
+    ("Evaluation: clear.\nTotal rating: 4/5", 4, ""),
+    ("Evaluation: clear.\nTotal rating: 4.0", 4, ""),
+    ("Evaluation: clear.\nTotal rating:\n4", 4, ""),
+    ("Evaluation: clear.\nTotal rating: 5 (Excellent)\nConfidence: 95%", 5, ""),
+    ("total rating: 1", 1, ""),
+    # The template echoed back first, then the real verdict.
+    (
+        "Answer:::\nEvaluation: (your rationale for the rating, as a text)\n"
+        "Total rating: (your rating, as a number between 1 and 5)\n\nAnswer:::\nEvaluation: ok\nTotal rating: 3",
+        3,
+        "",
+    ),
+    # A runaway continuation after the verdict is ignored; one before a missing verdict is not used.
+    ("Evaluation: a\nTotal rating: 2\n\nFeedback:::\nEvaluation: b\nTotal rating: 5", 2, ""),
+    ("Evaluation: no number here.\n\nFeedback:::\nEvaluation: b\nTotal rating: 5", None, "parse_failure"),
+    # Failures are recorded, never guessed or clamped.
+    ("Total rating: 0", None, "out_of_range"),
+    ("Total rating: 7", None, "out_of_range"),
+    ("Total rating: -1", None, "out_of_range"),
+    ("Total rating: 4.5", None, "non_integer_rating"),
+    ("Total rating: 8/10", None, "wrong_scale"),
+    ("The question is good. I would give it four.", None, "parse_failure"),
+    ("Rating: 4", None, "parse_failure"),
+    ("", None, "empty_reply"),
+    ("   \n", None, "empty_reply"),
+    ("I'm sorry, but I can't help with that.", None, "refusal"),
+    ("Evaluation: The question asks about the", None, "parse_failure"),
+    ("Answer:::\nEvaluation: (your rationale for the rating)\nTotal rating: (your rating)", None, "template_echo"),
+]
+
+
+@pytest.mark.parametrize(("reply", "score", "reason"), RATING_TABLE)
+def test_rating_table(reply: str, score: int | None, reason: str) -> None:
+    parsed = parse_rating(reply)
+    assert (parsed.score, parsed.reason) == (score, reason)
+
+
+def test_rationale_is_the_evaluation_text() -> None:
+    parsed = parse_rating("Answer:::\nEvaluation: The question is clear and useful.\nTotal rating: 5")
+    assert parsed.rationale == "The question is clear and useful."
+
+
+QA_TABLE = [
+    ("Factoid question: What is X?\nAnswer: Y", "What is X?", "Y", ""),
+    ("Output:::\nFactoid question: What is X?\nAnswer: Y\n", "What is X?", "Y", ""),
+    ("**Factoid question:** What is X?\n**Answer:** Y", "What is X?", "Y", ""),
+    ("Factoid question: Was ist X?\nAnswer: Y ist Z.", "Was ist X?", "Y ist Z.", ""),
+    ("Factoid question: 什么是X？\nAnswer: 是Y。", "什么是X？", "是Y。", ""),
+    ("Factoid question: Q1?\nAnswer: A1\nFactoid question: Q2?\nAnswer: A2", "Q1?", "A1", ""),
+    ("Factoid question: Q1?\nAnswer: A1\n\nOutput:::\nFactoid question: Q2?\nAnswer: A2", "Q1?", "A1", ""),
+    (
+        "Output:::\nFactoid question: (your factoid question)\nAnswer: (your answer to the factoid question)\n\n"
+        "Output:::\nFactoid question: Q?\nAnswer: A",
+        "Q?",
+        "A",
+        "",
+    ),
+    ("Factoid question: What is X?", None, None, "no_answer"),
+    ("Factoid question: \nAnswer: Y", None, None, "empty_question"),
+    ("Factoid question: What is X?\nAnswer:   ", None, None, "empty_answer"),
+    ("Here is a question about the text.", None, None, "parse_failure"),
+    ("", None, None, "empty_reply"),
+    ("I cannot create questions from this content.", None, None, "refusal"),
+]
+
+
+@pytest.mark.parametrize(("reply", "question", "answer", "reason"), QA_TABLE)
+def test_factoid_table(reply: str, question: str | None, answer: str | None, reason: str) -> None:
+    assert tuple(parse_factoid_qa(reply)) == (question, answer, reason)
+
+
+_reply_text = st.text(
+    alphabet=st.sampled_from(list("Total rating:Evaluation Feedback::: Answer Factoid question 0123456789./-*\n ")),
+    max_size=200,
+) | st.text(max_size=200)
+
+
+@given(_reply_text)
+def test_rating_parser_never_raises_and_scores_are_1_to_5(reply: str) -> None:
+    parsed = parse_rating(reply)
+    assert parsed.score is None or (isinstance(parsed.score, int) and 1 <= parsed.score <= 5)
+    assert (parsed.score is None) == bool(parsed.reason)
+
+
+@given(_reply_text)
+def test_factoid_parser_never_raises(reply: str) -> None:
+    parsed = parse_factoid_qa(reply)
+    if parsed.reason:
+        assert parsed.question is None and parsed.answer is None
+    else:
+        assert parsed.question and parsed.answer
