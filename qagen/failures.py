@@ -1,0 +1,116 @@
+"""Why an LLM task has no result: one enum of failure kinds, and the `Failure` value records carry.
+
+A failure is a value, never a guess: a task whose call failed or whose reply could not be read
+returns a record with a `Failure` (and the raw reply, where one came), and every decision about it
+(redo it on resume? stop the critics? count it as paid?) reads `kind` and `retryable`, never a
+string prefix.
+
+The user-facing `reason` strings (the `reason` column of `candidates`, the `*_reason` fields of
+an evaluation's `results.jsonl`) are derived from the kind in one place, `Failure.reason`:
+`api_error:<kind>` for a call that failed, the bare kind for a reply that could not be read.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FailureKind(str, Enum):
+    """Every reason an LLM task can fail. A `str` enum: its value is the name users see."""
+
+    # The call failed: no reply came back after the client's retries. Nothing was read, so the
+    # call is worth making again on resume (`CALL_FAILURES`).
+    RATE_LIMITED = "rate_limited"
+    SERVER_ERROR = "server_error"
+    CONNECTION_ERROR = "connection_error"
+    BAD_REQUEST = "bad_request"
+    MALFORMED_COMPLETION = "malformed_completion"
+    API_ERROR = "api_error"
+    """A call failure of no known kind (a provider's own exception type)."""
+
+    # The reply came, and holds no usable answer. Asking again would be paid for and, at the
+    # same prompt, most likely read the same way: not retried.
+    EMPTY_REPLY = "empty_reply"
+    REFUSAL = "refusal"
+    PARSE_FAILURE = "parse_failure"
+    TEMPLATE_ECHO = "template_echo"
+    WRONG_SCALE = "wrong_scale"
+    OUT_OF_RANGE = "out_of_range"
+    NON_INTEGER = "non_integer_rating"
+    """A rating or score with decimals (4.5): one name for critics and judges alike."""
+    AMBIGUOUS_SCORE = "ambiguous_score"
+    NO_SCORE = "no_score"
+    INVALID_SCORE = "invalid_score"
+    INVALID_GRADE = "invalid_grade"
+    MISSING_VERDICT = "missing_verdict"
+    INVALID_VERDICT = "invalid_verdict"
+    MISSING_NONCOMMITTAL = "missing_noncommittal"
+    INVALID_NONCOMMITTAL = "invalid_noncommittal"
+    EXTRACTION_NOT_VERBATIM = "extraction_not_verbatim"
+    ZERO_EMBEDDING = "zero_embedding"
+    # The draft's own protocol.
+    NO_ANSWER = "no_answer"
+    EMPTY_QUESTION = "empty_question"
+    EMPTY_ANSWER = "empty_answer"
+
+    # Nothing to judge: the metric is undefined for this item (no call is made).
+    NO_CONTEXTS = "no_contexts"
+    NO_REFERENCE = "no_reference"
+    NO_STATEMENTS = "no_statements"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+CALL_FAILURES = frozenset(
+    {
+        FailureKind.RATE_LIMITED,
+        FailureKind.SERVER_ERROR,
+        FailureKind.CONNECTION_ERROR,
+        FailureKind.BAD_REQUEST,
+        FailureKind.MALFORMED_COMPLETION,
+        FailureKind.API_ERROR,
+    }
+)
+"""Kinds where no reply came back: retried on resume, and not paid for."""
+
+_CALL_PREFIX = "api_error"
+# Names a kind had in records written before the kinds were one enum.
+_LEGACY_NAMES = {"non_integer_score": FailureKind.NON_INTEGER}
+
+
+class Failure(BaseModel):
+    """Why a task has no result, with the details a user needs to see what happened."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: FailureKind = Field(description="What went wrong.")
+    retryable: bool = Field(description="True when no reply came back, so a resumed run asks again.")
+    detail: str = Field(default="", description="A redacted, human-readable explanation (an error message).")
+
+    @classmethod
+    def of(cls, kind: FailureKind, detail: str = "") -> Failure:
+        """A failure of `kind`; retryable exactly when it is a call failure."""
+        return cls(kind=kind, retryable=kind in CALL_FAILURES, detail=detail)
+
+    @property
+    def is_call_failure(self) -> bool:
+        """No reply came back (the call failed), as opposed to a reply that could not be read."""
+        return self.kind in CALL_FAILURES
+
+    @property
+    def reason(self) -> str:
+        """The user-facing reason string (a contract): `api_error:rate_limited`, `refusal`, ..."""
+        if not self.is_call_failure:
+            return self.kind.value
+        return _CALL_PREFIX if self.kind is FailureKind.API_ERROR else f"{_CALL_PREFIX}:{self.kind.value}"
+
+    @classmethod
+    def from_reason(cls, reason: str, detail: str = "") -> Failure:
+        """The failure a stored `reason` string stands for (records written before `Failure` existed)."""
+        prefix, _, kind = reason.partition(":")
+        if prefix == _CALL_PREFIX:
+            return cls.of(FailureKind(kind or _CALL_PREFIX), detail)
+        return cls.of(_LEGACY_NAMES.get(reason) or FailureKind(reason), detail)
