@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from qagen.errors import ConfigError
 from qagen.generation.chunk import LengthUnit
 from qagen.llm.backends import ModelSettings
+from qagen.llm.clients import CallLimits
 from qagen.records import CRITERIA, Criterion
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -85,8 +86,13 @@ class BuildConfig(BaseModel):
             raise ConfigError(f"--dedup-threshold must be in (0, 1], got {self.dedup_threshold}.")
         return self
 
-    def threshold(self, criterion: Criterion) -> int:
-        return self.min_scores.get(criterion, self.min_score)
+    def threshold(self, criterion: str) -> int:
+        overrides: dict[str, int] = {str(name): score for name, score in self.min_scores.items()}
+        return overrides.get(criterion, self.min_score)
+
+    def call_limits(self) -> CallLimits:
+        """How fast the build may call its models (`rpm` is set alike on both models)."""
+        return CallLimits(concurrency=self.concurrency, rpm=self.generator.rpm, max_failure_rate=self.max_failure_rate)
 
     def thresholds(self) -> dict[Criterion, int]:
         return {criterion: self.threshold(criterion) for criterion in CRITERIA}

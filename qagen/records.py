@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from qagen.failures import Failure
 
 Criterion = Literal["groundedness", "relevance", "standalone"]
 CRITERIA: tuple[Criterion, ...] = ("groundedness", "relevance", "standalone")
-
-Status = Literal["ok", "failed"]
 
 
 class Record(BaseModel):
@@ -50,35 +50,57 @@ class Usage(Record):
     output_tokens: int = 0
 
 
-class Draft(Record):
+def _from_status_and_reason(data: Any) -> Any:
+    """Records written before `Failure` existed kept `status` and a `reason` string: read them as a
+    failure, so a run directory made by an earlier qagen still resumes."""
+    if isinstance(data, dict) and "status" in data:
+        data = dict(data)
+        status, reason = data.pop("status"), data.pop("reason", "")
+        if status != "ok":
+            failure = Failure.from_reason(reason)
+            # A failed call kept its (redacted) error in `raw`, as it still does.
+            data["failure"] = Failure.from_reason(reason, data.get("raw") or "") if failure.retryable else failure
+    return data
+
+
+class TaskOutput(Record):
+    """What every LLM task's record has: its key, the model, the raw reply, usage, and any failure."""
+
+    id: str = Field(description="The record's key (`Task.key`): the same inputs never cost a second call.")
+    model: str = Field(description="Model spec that made it.")
+    failure: Failure | None = Field(default=None, description="Why there is no result; None when there is one.")
+    raw: str | None = Field(
+        default=None,
+        description="The model's reply, verbatim; for a failed call, the (redacted) error, since no reply came.",
+    )
+    usage: Usage = Usage()
+
+    _legacy = model_validator(mode="before")(_from_status_and_reason)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def reason(self) -> str:
+        """The user-facing reason string of the failure; empty when ok."""
+        return self.failure.reason if self.failure is not None else ""
+
+
+class Draft(TaskOutput):
     """A question/answer pair drafted from a chunk by the generator model, or a failure to draft one."""
 
-    id: str = Field(description="Hash of (chunk id, prompt hash, model): the key that makes resume exact.")
     chunk_id: str
-    model: str = Field(description="Model spec that drafted it.")
     prompt_hash: str
-    status: Status
-    reason: str = Field(
-        default="",
-        description="Why it failed (parse_failure, refusal, api_error, ...); empty when ok.",
-    )
     question: str | None = None
     answer: str | None = None
-    raw: str | None = Field(default=None, description="The model's reply, verbatim (None when no reply came).")
-    usage: Usage = Usage()
 
 
-class Critique(Record):
+class Critique(TaskOutput):
     """One critic's verdict on one draft: a 1-5 score with its rationale, or a recorded failure."""
 
-    id: str = Field(description="Hash of (draft id, criterion, prompt hash, model).")
     draft_id: str
-    criterion: Criterion
-    model: str
+    criterion: str = Field(description="The critic's name: groundedness, relevance, standalone, or your own.")
     prompt_hash: str
-    status: Status
-    reason: str = Field(default="", description="Why it failed; empty when ok.")
     score: int | None = Field(default=None, description="1-5, or None when the reply had no valid rating.")
     rationale: str | None = None
-    raw: str | None = None
-    usage: Usage = Usage()

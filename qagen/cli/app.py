@@ -118,12 +118,12 @@ def build(
 def chunk(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
     """Load and chunk CORPUS into a new run directory (stage 1 of build)."""
     from qagen.generation.pipeline import chunk_stage
-    from qagen.generation.stages import Prompts
+    from qagen.generation.tasks import BuildTasks
     from qagen.runs.rundir import RunDir
 
     run = RunDir(out)
     config = config_from_options(ctx, options, stored=None)
-    run.open(config, Prompts.load().hashes(), llm=False)
+    run.open(config, BuildTasks.for_config(config).prompt_hashes(), llm=False)
     report = chunk_stage(config, run, progress=not quiet)
     click.echo(
         f"{report['documents']} documents, {report['skipped']} inputs skipped, {report['chunks']} chunks -> {run.chunks_file}"
@@ -140,17 +140,17 @@ def _stage(
     quiet: bool,
 ) -> None:
     from qagen.generation.pipeline import load_sample, run_llm_stages
-    from qagen.generation.stages import Prompts
+    from qagen.generation.tasks import BuildTasks
     from qagen.runs.rundir import RunDir
 
     run = RunDir(run_dir)
     config = config_from_options(ctx, options, stored=run.stored_config(), llm_fixed=run.llm_fixed())
-    prompts = Prompts.load()
-    run.open(config, prompts.hashes())
+    tasks = BuildTasks.for_config(config)
+    run.open(config, tasks.prompt_hashes())
     if not run.chunking_done():
         raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
     sample = load_sample(config, run)
-    run_llm_stages(config, run, prompts, sample, generate=generate, critique=critique, progress=not quiet)
+    run_llm_stages(config, run, tasks, sample, generate=generate, critique=critique, progress=not quiet)
 
 
 @main.command()
@@ -190,17 +190,17 @@ def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) 
 def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None:
     """Apply the thresholds and near-duplicate filter; write dataset/, candidates/ and summary.json (stage 4)."""
     from qagen.generation.pipeline import finalize, load_sample
-    from qagen.generation.stages import Prompts
+    from qagen.generation.tasks import BuildTasks
     from qagen.generation.write import funnel_table
     from qagen.runs.rundir import RunDir
 
     run = RunDir(run_dir)
     config = config_from_options(ctx, options, stored=run.stored_config())
-    prompts = Prompts.load()
-    run.open(config, prompts.hashes(), llm=run.llm_fixed())
+    tasks = BuildTasks.for_config(config)
+    run.open(config, tasks.prompt_hashes(), llm=run.llm_fixed())
     if not run.chunking_done():
         raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
-    summary = finalize(config, run, prompts, load_sample(config, run))
+    summary = finalize(config, run, tasks, load_sample(config, run))
     click.echo(funnel_table(summary))
 
 

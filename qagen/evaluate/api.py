@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +15,13 @@ from qagen.errors import ConfigError
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
+from qagen.evaluate.systems.protocol import RagSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
 from qagen.llm.client import LLMClient, ModelSettings
+from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
+from qagen.llm.task import Role
 from qagen.runs.concurrency import run_coroutine
+from qagen.runs.executor import Executor
 from qagen.runs.store import write_json_atomic
 
 DEFAULT_METRICS = ("correctness", "retrieval", "text")
@@ -28,9 +30,6 @@ METRIC_GROUPS = {
     "graders": ("correct", "relevant", "grounded", "retrieval_relevant"),
 }
 METRIC_GROUPS["all"] = ("correctness", *METRIC_GROUPS["ragas"], *METRIC_GROUPS["graders"], *DETERMINISTIC_GROUPS)
-
-SystemFactory = Callable[[LLMClient | None], Any]
-"""Builds the RAG system inside the evaluation's event loop, given the reader client (if any)."""
 
 
 def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> tuple[list[str], list[str]]:
@@ -70,10 +69,12 @@ def evaluate(
     out: Path | str,
     *,
     metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS,
-    judge: ModelSettings | str | None = "openai:gpt-4o-mini",
-    reader: ModelSettings | str | None = None,
+    judge: ModelLike | None = "openai:gpt-4o-mini",
+    reader: ModelLike | None = None,
     k: int = 7,
     concurrency: int = 16,
+    rpm: float | None = None,
+    max_failure_rate: float = 0.5,
     embeddings: str | Embeddings | Embed | None = None,
     progress: bool = True,
     split: str = "train",
@@ -87,8 +88,10 @@ def evaluate(
     dataset, a Hub dataset id, or a .jsonl/.csv file with question and reference-answer columns.
     `system` is a RAG system (an object with `name` and `async answer(question) -> RagOutput`), any
     callable `question -> str | {answer, contexts, sources}` (sync or async), a LangChain Runnable,
-    or a factory `reader_client -> system` marked with `factory` (e.g. `bm25_baseline(...)`, whose
-    reader model `reader` is built inside the evaluation's event loop).
+    or a `SystemFactory` that builds the system with the reader's client (e.g. `bm25_baseline(...)`).
+    `judge` and `reader` are each a spec (`openai:gpt-4o-mini`), a `ModelSettings` (base URL,
+    timeout, retries), a LangChain chat model, or a ready `LLMClient`. Reader and judge calls share
+    one bound, `concurrency`, and one `rpm` limit.
     `embeddings` (for answer_relevancy) is a LangChain spec such as `openai:text-embedding-3-small`
     (served from the judge's `base_url` when it has one), a LangChain `Embeddings`, or an async
     function `texts -> vectors`.
@@ -102,6 +105,7 @@ def evaluate(
     out = Path(out)
     if k < 1:
         raise ConfigError(f"--k must be at least 1, got {k}.")
+    limits = CallLimits(concurrency=concurrency, rpm=rpm, max_failure_rate=max_failure_rate)
     chosen, notes = select_metrics(list(metrics), embeddings=embeddings is not None)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
@@ -112,51 +116,49 @@ def evaluate(
             str(testset), split=split, question_column=question_column, answer_column=answer_column, token=token
         )
     )
-    judge_settings = ModelSettings(spec=judge) if isinstance(judge, str) else judge
-    reader_settings = ModelSettings(spec=reader) if isinstance(reader, str) else reader
+    judge = as_settings(judge) if isinstance(judge, str) else judge
+    reader = as_settings(reader) if isinstance(reader, str) else reader
     needs_judge = any(m in LLM_METRICS for m in chosen)
-    if needs_judge and judge_settings is None:
+    if needs_judge and judge is None:
         raise ConfigError("LLM metrics need a judge model (--judge-model).")
+    judge_settings = judge if isinstance(judge, ModelSettings) else None
     embed = _embedder(embeddings, judge_settings) if embeddings is not None and "answer_relevancy" in chosen else None
+    models: dict[Role, ModelLike] = {}
+    if needs_judge and judge is not None:
+        models["judge"] = judge
+    if reader is not None:
+        models["reader"] = reader
     summary: dict[str, Any] = {}
 
     async def main() -> None:
-        judge_client = (
-            LLMClient.connect(judge_settings, concurrency=concurrency) if needs_judge and judge_settings else None
-        )
-        reader_client = LLMClient.connect(reader_settings, concurrency=concurrency) if reader_settings else None
+        clients = Clients.connect(models, limits)
         target: Any = None
         try:
-            target = system(reader_client) if getattr(system, "qagen_factory", False) else system
+            reader_client = clients.get("reader")
+            target = system.build(reader_client) if isinstance(system, SystemFactory) else system
             if isinstance(target, Runnable) or not hasattr(target, "answer"):
                 target = CallableSystem(target)
-            evaluation = Evaluation(out, items, target, chosen, k=k)
+            judge_client = clients.get("judge")
+            judge_model = judge_client.settings.spec if judge_client is not None else None
+            evaluation = Evaluation(out, items, target, chosen, k=k, judge_model=judge_model, embed=embed)
             describe = getattr(target, "describe", None)
             about = {
                 "system_settings": describe() if callable(describe) else {},
-                "reader_model": reader_settings.spec if reader_settings else None,
+                "reader_model": reader_client.settings.spec if reader_client else None,
                 "metrics_requested": chosen,
                 "notes": notes,
                 "qagen_version": __version__,
             }
-            _record_settings(out, items, system_identity(target), about, k, judge_settings)
-            await evaluation.run(judge_client, concurrency=concurrency, embed=embed, progress=progress)
-            summary.update(evaluation.write_results(judge_client.settings.spec if judge_client else None, **about))
+            _record_settings(out, items, system_identity(target), about, k, judge_model)
+            await evaluation.run(Executor(clients, workers=limits.concurrency), progress=progress)
+            summary.update(evaluation.write_results(judge_model, **about))
         finally:
             if target is not None:
                 await close_system(target)
-            for client in (judge_client, reader_client):
-                if client is not None:
-                    await client.aclose()
+            await clients.aclose()
 
     run_coroutine(main())
     return summary
-
-
-def factory(build: Callable[[LLMClient | None], Any]) -> Callable[[LLMClient | None], Any]:
-    """Mark a function as a system factory for `evaluate` (it receives the reader client)."""
-    build.qagen_factory = True  # type: ignore[attr-defined]
-    return build
 
 
 def bm25_baseline(
@@ -166,23 +168,23 @@ def bm25_baseline(
     chunked like `qagen build`, top `k` chunks, answered by the reader with the notebook's prompt.
     `options` go to `BM25Baseline` (chunk_overlap, length_unit, index_dir...)."""
 
-    def build(reader: LLMClient | None) -> Any:
+    def build(reader: LLMClient | None) -> RagSystem:
         from qagen.evaluate.systems.baseline import BM25Baseline
 
         if reader is None:
             raise ConfigError("The BM25 baseline needs a reader model (reader=..., --model).")
         return BM25Baseline(corpus, reader=reader, chunk_size=chunk_size, k=k, progress=progress, **options)
 
-    return factory(build)
+    return SystemFactory(build)
 
 
 def _record_settings(
-    out: Path, testset: TestSet, system: str, about: dict[str, Any], k: int, judge: ModelSettings | None
+    out: Path, testset: TestSet, system: str, about: dict[str, Any], k: int, judge_model: str | None
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(
         out / "eval.json",
-        {"testset": testset.origin, "system": system, "k": k, "judge_model": judge.spec if judge else None, **about},
+        {"testset": testset.origin, "system": system, "k": k, "judge_model": judge_model, **about},
     )
 
 
@@ -208,8 +210,3 @@ def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None)
     except (ValueError, ImportError) as exc:
         raise ConfigError(f"Cannot use the embeddings model '{embeddings}': {exc}") from exc
     return model.aembed_documents
-
-
-def load_summary(out: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    return data

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from qagen.failures import Failure
 from qagen.records import Usage
 
 
@@ -50,9 +53,51 @@ class JudgeVerdict(BaseModel):
 
     metric: str
     value: float | None = Field(description="The metric's value (raw score for 1-5 judges); None when it failed.")
-    reason: str = Field(default="", description="Why there is no value; empty when there is one.")
+    failure: Failure | None = Field(default=None, description="Why there is no value; None when there is one.")
     raw: list[str] = Field(default_factory=list, description="Every judge reply this verdict was read from.")
     detail: dict[str, object] = Field(
         default_factory=dict, description="Metric-specific parts (statements, verdicts...)."
     )
     usage: Usage = Usage()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_reason(cls, data: Any) -> Any:
+        # Verdicts written before `Failure` existed kept a `reason` string.
+        if isinstance(data, dict) and "reason" in data:
+            data = dict(data)
+            reason = data.pop("reason")
+            if reason:
+                data["failure"] = Failure.from_reason(reason)
+        return data
+
+    @property
+    def reason(self) -> str:
+        """The user-facing reason string; empty when there is a value."""
+        return self.failure.reason if self.failure is not None else ""
+
+
+class AnswerRecord(BaseModel):
+    """The RAG system's output for one question, as stored in `answers.jsonl`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="Hash of the question and the system's identity (its name and settings).")
+    item_id: str
+    system: str
+    output: RagOutput
+
+
+class JudgementRecord(BaseModel):
+    """One judge's verdict on one answer, as stored in `judgements.jsonl`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(description="`JudgeTask.key`: the answer, contexts, reference, metric, model and prompts.")
+    item_id: str
+    judge_model: str
+    verdict: JudgeVerdict
+
+    @property
+    def failure(self) -> Failure | None:
+        return self.verdict.failure

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from qagen.evaluate.judges.registry import LLM_METRICS, normalise_correctness
+from qagen.evaluate.judges.correctness import normalise_correctness
+from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, deterministic_metrics
 from qagen.evaluate.metrics.statistics import mean_ci
 from qagen.evaluate.records import EvalItem, JudgeVerdict, RagOutput

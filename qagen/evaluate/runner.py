@@ -11,68 +11,28 @@ rewritten in test-set order and `summary.json` is written.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import sys
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-from tqdm import tqdm
-
-from qagen.evaluate.judges.registry import LLM_METRICS, Embed
+from qagen.evaluate.judges.registry import LLM_METRICS, Embed, JudgeInput, JudgeTask
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, reported
-from qagen.evaluate.records import EvalItem, JudgeVerdict, RagOutput
+from qagen.evaluate.records import AnswerRecord, EvalItem, JudgementRecord, JudgeVerdict, RagOutput
 from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
+from qagen.evaluate.systems.protocol import RagSystem
 from qagen.evaluate.testset import TestSet
-from qagen.llm.client import LLMClient
-from qagen.llm.prompts import load_prompt
 from qagen.records import Usage
-from qagen.runs.concurrency import run_all
-from qagen.runs.store import RecordLog, record_key, write_json_atomic
+from qagen.runs.executor import Executor
+from qagen.runs.store import RecordLog, RecordStore, record_key, write_json_atomic
 
 
-class RagSystemLike(Protocol):
-    @property
-    def name(self) -> str: ...
-
-    async def answer(self, question: str) -> RagOutput: ...
-
-
-class AnswerRecord(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    item_id: str
-    system: str
-    output: RagOutput
-
-
-class JudgementRecord(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    item_id: str
-    judge_model: str
-    verdict: JudgeVerdict
-
-
-def system_identity(system: RagSystemLike) -> str:
+def system_identity(system: RagSystem) -> str:
     """The system's name plus the settings it describes (the baseline's chunking, reader, prompts):
     answers made with other settings are other answers."""
     describe = getattr(system, "describe", None)
     settings = describe() if callable(describe) else {}
     return f"{system.name} {json.dumps(settings, sort_keys=True, default=str)}"
-
-
-def _judgement_key(item: EvalItem, metric: str, judge: str, answer: str, contexts: list[str]) -> str:
-    # The verdict depends on what was judged (the answer and the contexts the judge saw, i.e. the
-    # top k), on the reference, and on the judge: its model and the text of its prompts.
-    payload = json.dumps([answer, contexts], ensure_ascii=False)
-    digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
-    prompts = ",".join(load_prompt(name).hash for name in LLM_METRICS[metric].prompts)
-    return record_key("judgement", item.id, metric, judge, prompts, digest, item.true_answer)
 
 
 def split_metrics(metrics: list[str]) -> tuple[set[str], list[str]]:
@@ -84,12 +44,27 @@ def split_metrics(metrics: list[str]) -> tuple[set[str], list[str]]:
 class Evaluation:
     """One evaluation directory: the system's answers, the judges' verdicts, results and summary."""
 
-    def __init__(self, out: Path, testset: TestSet, system: RagSystemLike, metrics: list[str], *, k: int) -> None:
+    def __init__(
+        self,
+        out: Path,
+        testset: TestSet,
+        system: RagSystem,
+        metrics: list[str],
+        *,
+        k: int,
+        judge_model: str | None = None,
+        embed: Embed | None = None,
+    ) -> None:
         self.out = out
         self.testset = testset
         self.system = system
         self.groups, self.llm_metrics = split_metrics(metrics)
+        if self.llm_metrics and judge_model is None:
+            raise ValueError("LLM metrics need a judge model")
         self.k = k
+        self.judges = (
+            {metric: JudgeTask(metric, judge_model, embed) for metric in self.llm_metrics} if judge_model else {}
+        )
         self.identity = system_identity(system)
         self.answers_log = RecordLog(out / "answers.jsonl", AnswerRecord)
         self.judgements_log = RecordLog(out / "judgements.jsonl", JudgementRecord)
@@ -100,8 +75,8 @@ class Evaluation:
     def _answer_key(self, item: EvalItem) -> str:
         return record_key("answer", item.id, item.question, self.identity)
 
-    def _contexts(self, output: RagOutput) -> list[str]:
-        return [c.text for c in output.contexts[: self.k]]
+    def _judge_input(self, item: EvalItem, answer: str, output: RagOutput) -> JudgeInput:
+        return JudgeInput(item, answer, tuple(c.text for c in output.contexts[: self.k]))
 
     def _verdicts(
         self, item: EvalItem, output: RagOutput, judgements: dict[str, JudgementRecord], judge_model: str | None
@@ -109,9 +84,8 @@ class Evaluation:
         found: dict[str, JudgeVerdict | None] = {}
         for metric in self.llm_metrics:
             record = None
-            if judge_model is not None and output.answer is not None:
-                key = _judgement_key(item, metric, judge_model, output.answer, self._contexts(output))
-                record = judgements.get(key)
+            if output.answer is not None and metric in self.judges:
+                record = judgements.get(self.judges[metric].key(self._judge_input(item, output.answer, output)))
             found[metric] = record.verdict if record else None
         return found
 
@@ -128,80 +102,54 @@ class Evaluation:
         row = result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
         return row, [verdict for verdict in verdicts.values() if verdict is not None]
 
-    async def run(
-        self, judge: LLMClient | None, *, concurrency: int, embed: Embed | None = None, progress: bool = True
-    ) -> None:
-        """Answer and judge every question, `concurrency` questions at a time."""
-        if self.llm_metrics and judge is None:
-            raise ValueError("LLM metrics need a judge client")
+    async def run(self, executor: Executor, *, progress: bool = True) -> None:
+        """Answer and judge every question, as many at a time as the executor allows."""
         self.out.mkdir(parents=True, exist_ok=True)
-        answers = self.answers_log.load()
-        judgements = self.judgements_log.load()
-        judge_model = judge.settings.spec if judge is not None else None
-        # What the system reports so far: rows written during the run use it, the final rows use
-        # the whole run's (`write_results`).
-        so_far = reported(
-            record.output for item in self.testset.items if (record := answers.get(self._answer_key(item)))
-        )
-        queue: asyncio.Queue[EvalItem] = asyncio.Queue()
-        for item in self.testset.items:
-            queue.put_nowait(item)
-        bar = tqdm(
-            total=len(self.testset.items), desc="evaluating", unit="question", disable=not progress, file=sys.stderr
-        )
         with (
-            self.answers_log.writer() as answers_out,
-            self.judgements_log.writer() as judgements_out,
+            self.answers_log.open() as answers,
+            self.judgements_log.open() as judgements,
             (self.out / "results.jsonl").open("w", encoding="utf-8") as results_out,
         ):
+            # What the system reports so far: rows written during the run use it, the final rows
+            # use the whole run's (`write_results`).
+            so_far = reported(
+                record.output
+                for item in self.testset.items
+                if (record := answers.get(self._answer_key(item))) is not None
+            )
 
-            async def answer(item: EvalItem) -> RagOutput:
-                key = self._answer_key(item)
-                record = answers.get(key)
-                # A question without an answer is asked again: the failure may have been passing.
-                if record is None or record.output.answer is None or self._always_ask:
-                    output = await self.system.answer(item.question)
-                    if record is None or record.output != output:
-                        record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)
-                        answers[key] = record
-                        answers_out.append(record)
-                return record.output
-
-            async def judge_one(item: EvalItem, metric: str, output: RagOutput) -> None:
-                assert judge is not None and judge_model is not None and output.answer is not None
-                contexts = self._contexts(output)
-                key = _judgement_key(item, metric, judge_model, output.answer, contexts)
-                existing = judgements.get(key)
-                # A failed call is worth another try; an unreadable reply would be read the same way again.
-                if existing is not None and not existing.verdict.reason.startswith("api_error"):
-                    return
-                spec = LLM_METRICS[metric]
-                verdict = await spec.run(item.question, output.answer, item.true_answer, contexts, judge, embed)
-                record = JudgementRecord(id=key, item_id=item.id, judge_model=judge_model, verdict=verdict)
-                judgements[key] = record
-                judgements_out.append(record)
-
-            async def worker() -> None:
+            async def answer_and_judge(item: EvalItem) -> None:
                 nonlocal so_far
-                while not queue.empty():
-                    item = queue.get_nowait()
-                    output = await answer(item)
-                    so_far = Reported(*(a or b for a, b in zip(so_far, reported([output]), strict=True)))
-                    if output.answer is not None:
-                        await asyncio.gather(
-                            *(
-                                judge_one(item, metric, output)
-                                for metric in self.llm_metrics
-                                if output.contexts or not LLM_METRICS[metric].needs_contexts
-                            )
+                output = await self._answer(item, answers)
+                so_far = Reported(*(a or b for a, b in zip(so_far, reported([output]), strict=True)))
+                if output.answer is not None:
+                    judged = self._judge_input(item, output.answer, output)
+                    await asyncio.gather(
+                        *(
+                            executor.run(task, judged, judgements)
+                            for metric, task in self.judges.items()
+                            if output.contexts or not LLM_METRICS[metric].needs_contexts
                         )
-                    row, _ = self._row(item, output, judgements, judge_model, so_far)
-                    results_out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    results_out.flush()
-                    bar.update(1)
+                    )
+                row, _ = self._row(item, output, judgements.records, None, so_far)
+                results_out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                results_out.flush()
 
-            await run_all([worker for _ in range(max(1, min(concurrency, len(self.testset.items))))])
-        bar.close()
+            await executor.map(
+                self.testset.items, answer_and_judge, label="evaluating", unit="question", progress=progress
+            )
+
+    async def _answer(self, item: EvalItem, answers: RecordStore[AnswerRecord]) -> RagOutput:
+        """The system's output for `item`: stored, else asked now and stored."""
+        key = self._answer_key(item)
+        record = answers.get(key)
+        # A question without an answer is asked again: the failure may have been passing.
+        if record is None or record.output.answer is None or self._always_ask:
+            output = await self.system.answer(item.question)
+            if record is None or record.output != output:
+                record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)
+                answers.add(record)
+        return record.output
 
     def write_results(self, judge_model: str | None, **about: Any) -> dict[str, Any]:
         """Rewrite `results.jsonl` in test-set order and write `summary.json`; return the summary.

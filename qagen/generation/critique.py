@@ -1,69 +1,103 @@
-"""The three critics: each rates a drafted question 1-5, rationale first (one LLM call each)."""
+"""The critics: each rates a drafted question 1-5, rationale first (one LLM call each).
+
+A critic is a prompt file plus a `CriticTask`: what the critic sees is decided by the prompt's own
+placeholders, so the resume key cannot miss an input. `{question}` is the drafted question and
+`{context}` its chunk (both untrusted, neutralised, between the prompt's data tags); any other
+placeholder is a setting of the run (`{audience}`), given in `settings`, which goes in as written
+and into the key. Adding a critic is one prompt file and one `CriticTask(...)`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import neutralize, parse_rating
-from qagen.llm.client import LLMClient
-from qagen.llm.prompts import Prompt
-from qagen.records import Chunk, Criterion, Critique, Draft, Status
+from qagen.llm.prompts import Prompt, load_prompt
+from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
+from qagen.records import Chunk, Critique, Draft, Usage
 from qagen.runs.store import record_key
 
-CRITIC_PROMPTS: dict[Criterion, str] = {
+CRITIC_PROMPTS: dict[str, str] = {
     "groundedness": "critique_groundedness",
     "relevance": "critique_relevance",
     "standalone": "critique_standalone",
 }
+"""The default critics' prompt files, by criterion."""
 
 
-def critic_inputs(criterion: Criterion, draft: Draft, chunk: Chunk, audience: str) -> dict[str, str]:
-    """What each critic sees: groundedness reads the chunk; relevance knows the audience.
+class Drafted(NamedTuple):
+    """What a critic judges: a draft that parsed, and the chunk it was drafted from."""
 
-    The question and the chunk are untrusted (a corpus can hold "Total rating: 5", and a drafted
-    question can repeat it): they are neutralised, and the prompt files put them between data tags.
-    The audience is the user's own option, so it goes in as written.
-    """
-    question = neutralize(draft.question or "")
-    if criterion == "groundedness":
-        return {"question": question, "context": neutralize(chunk.text)}
-    if criterion == "relevance":
-        return {"question": question, "audience": audience}
-    return {"question": question}
+    draft: Draft
+    chunk: Chunk
 
 
-def critique_id(draft: Draft, criterion: Criterion, prompt: Prompt, model: str, audience: str) -> str:
-    # The audience is part of the relevance critic's prompt, so it is part of that critique's key.
-    extra = audience if criterion == "relevance" else ""
-    return record_key("critique", draft.id, criterion, prompt.sha256, model, extra)
+class CriticTask(SingleCallTask[Drafted, Critique]):
+    """One critic: rates the draft on `criterion` with the prompt's 1-5 scale."""
+
+    role: Role = "critic"
+
+    def __init__(self, criterion: str, model: str, prompt: Prompt, settings: Mapping[str, str] | None = None) -> None:
+        self.criterion = criterion
+        self.name = f"critique:{criterion}"
+        self.model = model
+        self.prompt = prompt
+        self.prompts = (prompt,)
+        # Only the settings this prompt reads: they are part of the key, and nothing else is.
+        self.settings = {name: value for name, value in (settings or {}).items() if name in prompt.variables}
+
+    @classmethod
+    def default(cls, criterion: str, model: str, *, audience: str) -> CriticTask:
+        """One of the three default critics, with its prompt file."""
+        return cls(criterion, model, load_prompt(CRITIC_PROMPTS[criterion]), {"audience": audience})
+
+    def key(self, item: Drafted) -> str:
+        settings = "\x00".join(self.settings[name] for name in sorted(self.settings))
+        return record_key("critique", item.draft.id, self.criterion, self.prompt.sha256, self.model, settings)
+
+    def request(self, item: Drafted) -> Request:
+        values = {"question": neutralize(item.draft.question or ""), "context": neutralize(item.chunk.text)}
+        inputs = {name: value for name, value in values.items() if name in self.prompt.variables}
+        return user_request(self.prompt.render(**inputs, **self.settings))
+
+    def parse(self, item: Drafted, reply: Reply) -> Critique:
+        parsed = parse_rating(reply.text)
+        failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
+        return self._record(item, failure, reply.text, reply.usage, parsed.score, parsed.rationale)
+
+    def failed(self, item: Drafted, failure: Failure) -> Critique:
+        return self._record(item, failure, failure.detail, Usage(), None, None)
+
+    def _record(
+        self,
+        item: Drafted,
+        failure: Failure | None,
+        raw: str,
+        usage: Usage,
+        score: int | None,
+        rationale: str | None,
+    ) -> Critique:
+        return Critique(
+            id=self.key(item),
+            draft_id=item.draft.id,
+            criterion=self.criterion,
+            model=self.model,
+            prompt_hash=self.prompt.hash,
+            failure=failure,
+            score=score if failure is None else None,
+            rationale=rationale,
+            raw=raw,
+            usage=usage,
+        )
 
 
-async def critique_draft(
-    criterion: Criterion,
-    draft: Draft,
-    chunk: Chunk,
-    client: LLMClient,
-    prompt: Prompt,
-    audience: str,
-) -> Critique:
-    """One critic's verdict on one draft; a failure is returned as a failed `Critique`."""
-    model = client.settings.spec
-    result = await client.complete(prompt.render(**critic_inputs(criterion, draft, chunk, audience)))
-    status: Status
-    if result.text is None:
-        status, reason, score, rationale, raw = "failed", f"api_error:{result.error}", None, None, result.detail
-    else:
-        parsed = parse_rating(result.text)
-        status = "failed" if parsed.reason else "ok"
-        reason, score, rationale, raw = parsed.reason, parsed.score, parsed.rationale, result.text
-    return Critique(
-        id=critique_id(draft, criterion, prompt, model, audience),
-        draft_id=draft.id,
-        criterion=criterion,
-        model=model,
-        prompt_hash=prompt.hash,
-        status=status,
-        reason=reason,
-        score=score,
-        rationale=rationale,
-        raw=raw,
-        usage=result.usage,
-    )
+def critique_id(draft: Draft, criterion: str, prompt: Prompt, model: str, audience: str) -> str:
+    """The key of a default critic's verdict on `draft` (`CriticTask.key`, for readers of a run)."""
+    task = CriticTask(criterion, model, prompt, {"audience": audience})
+    return task.key(Drafted(draft, _NO_CHUNK))
+
+
+# The key does not read the chunk (the draft's id already depends on it).
+_NO_CHUNK = Chunk(id="", source="", text="", start_index=0, end_index=0)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qagen.config import CRITIC_ORDER, BuildConfig
-from qagen.generation.critique import critique_id
-from qagen.generation.draft import draft_id
-from qagen.generation.stages import Prompts
+from qagen.config import BuildConfig
+from qagen.generation.critique import Drafted
+from qagen.generation.tasks import BuildTasks
 from qagen.llm.cost import price_for
 from qagen.records import Chunk
 from qagen.runs.rundir import RunDir
@@ -50,33 +49,32 @@ class Estimate:
         )
 
 
-def estimate(config: BuildConfig, run: RunDir, prompts: Prompts, sample: list[Chunk]) -> Estimate:
+def estimate(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> Estimate:
     """Calls and tokens still to spend on `sample`, skipping what the run directory already holds."""
     drafts = run.drafts.load()
     critiques = run.critiques.load()
-    to_draft = [chunk for chunk in sample if draft_id(chunk, prompts.qa, config.generator.spec) not in drafts]
+    to_draft = [chunk for chunk in sample if tasks.draft.key(chunk) not in drafts]
     # Critics are asked in order and stop at the first rejection (unless --all-critics), so the
     # k-th critic is asked about pass_rate**(k-1) of the drafts.
-    asked = [1.0 if config.all_critics else ASSUMED_PASS_RATE**k for k in range(len(CRITIC_ORDER))]
+    asked = [1.0 if config.all_critics else ASSUMED_PASS_RATE**k for k in range(len(tasks.critics))]
     input_chars = 0.0
     critic_calls = 0.0
     for chunk in to_draft:
-        input_chars += len(prompts.qa.text) + len(chunk.text)
-        for share, criterion in zip(asked, CRITIC_ORDER, strict=True):
+        input_chars += len(tasks.draft.prompt.text) + len(chunk.text)
+        for share, critic in zip(asked, tasks.critics, strict=True):
             critic_calls += share
-            context = len(chunk.text) if criterion == "groundedness" else 0
-            input_chars += share * (len(prompts.critics[criterion].text) + ASSUMED_QUESTION_CHARS + context)
+            context = len(chunk.text) if "context" in critic.prompt.variables else 0
+            input_chars += share * (len(critic.prompt.text) + ASSUMED_QUESTION_CHARS + context)
     # Drafts already made may still need their critiques; count those critics too (all of them,
     # an upper bound, since their verdicts so far are not examined here).
     for chunk in sample:
-        draft = drafts.get(draft_id(chunk, prompts.qa, config.generator.spec))
-        if draft is None or draft.status != "ok":
+        draft = drafts.get(tasks.draft.key(chunk))
+        if draft is None or not draft.ok:
             continue
-        for criterion in CRITIC_ORDER:
-            prompt = prompts.critics[criterion]
-            if critique_id(draft, criterion, prompt, config.critic.spec, config.audience) not in critiques:
+        for critic in tasks.critics:
+            if critic.key(Drafted(draft, chunk)) not in critiques:
                 critic_calls += 1
-                input_chars += len(prompt.text) + ASSUMED_QUESTION_CHARS
+                input_chars += len(critic.prompt.text) + ASSUMED_QUESTION_CHARS
     input_tokens = int(input_chars / CHARS_PER_TOKEN)
     output_tokens = int(
         len(to_draft) * ASSUMED_OUTPUT_TOKENS["generation"] + critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]

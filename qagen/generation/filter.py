@@ -69,7 +69,7 @@ def assemble(
     critiques: dict[str, Critique],
     config: BuildConfig,
     qa_prompt: Prompt,
-    critic_prompts: dict[Criterion, Prompt],
+    critic_prompts: dict[str, Prompt],
 ) -> Assembly:
     """Candidate rows for every sampled chunk, in sampling order (so "keep the first" is stable)."""
     funnel = Funnel(sampled=len(sample))
@@ -93,7 +93,7 @@ def assemble(
             row.update(status="failed", reason="generation:not_drafted_yet")
             funnel.generation_failed["not_drafted_yet"] += 1
             continue
-        if draft.status != "ok":
+        if not draft.ok:
             row.update(status="failed", reason=f"generation:{draft.reason}")
             funnel.generation_failed[draft.reason] += 1
             continue
@@ -113,7 +113,7 @@ def _judge(
     draft: Draft,
     critiques: dict[str, Critique],
     config: BuildConfig,
-    critic_prompts: dict[Criterion, Prompt],
+    critic_prompts: dict[str, Prompt],
     funnel: Funnel,
     dedup: NearDuplicateFilter,
 ) -> None:
@@ -129,7 +129,7 @@ def _judge(
             continue
         row[f"{criterion}_raw"] = critique.raw
         row[f"{criterion}_eval"] = critique.rationale
-        if critique.status != "ok" or critique.score is None:
+        if not critique.ok or critique.score is None:
             failures.append(f"critique:{criterion}:{critique.reason}")
             continue
         row[f"{criterion}_score"] = critique.score

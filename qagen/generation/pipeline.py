@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 import sys
 import threading
 from dataclasses import dataclass
@@ -19,11 +20,14 @@ from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.filter import Assembly, assemble
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.generation.sample import ChunkRef, sampling_order, take
-from qagen.generation.stages import LLMStages, Prompts, make_clients
+from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, save_rows
+from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.cost import price_for
+from qagen.llm.task import Role
 from qagen.records import Chunk, Critique, Draft, SkippedInput
 from qagen.runs.concurrency import run_coroutine
+from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -99,7 +103,7 @@ def load_sample(config: BuildConfig, run: RunDir) -> list[Chunk]:
 def run_llm_stages(
     config: BuildConfig,
     run: RunDir,
-    prompts: Prompts,
+    tasks: BuildTasks,
     sample: list[Chunk],
     *,
     generate: bool,
@@ -113,18 +117,20 @@ def run_llm_stages(
     stopped: list[str] = []
 
     async def main() -> None:
-        generator, critic = make_clients(config)
+        models: dict[Role, ModelLike] = {"generator": config.generator, "critic": config.critic}
+        clients = Clients.connect(models, config.call_limits())
         # After the clients: their own imports are on the critical path, this one is not.
         _preload_in_background("datasets")
         try:
-            stages = LLMStages(config, run, prompts, generator, critic)
-            await stages.process(sample, generate=generate, critique=critique, progress=progress)
-            if stages.budget is not None and stages.budget.reached:
-                stopped.append(stages.budget.describe())
+            with run.drafts.open() as drafts, run.critiques.open() as critiques:
+                budget = make_budget(config, itertools.chain(drafts.records.values(), critiques.records.values()))
+                executor = Executor(clients, workers=config.concurrency, budget=budget)
+                flow = BuildFlow(tasks, config, executor, drafts, critiques, generate=generate, critique=critique)
+                await executor.map(sample, flow, label=label(generate, critique), unit="chunk", progress=progress)
+            if budget is not None and budget.reached:
+                stopped.append(budget.describe())
         finally:
-            await generator.aclose()
-            if critic is not generator:
-                await critic.aclose()
+            await clients.aclose()
 
     run_coroutine(main())
     return stopped[0] if stopped else None
@@ -141,13 +147,14 @@ def _preload_in_background(module: str) -> None:
 
 
 # --- outputs ------------------------------------------------------------------------------------
-def finalize(config: BuildConfig, run: RunDir, prompts: Prompts, sample: list[Chunk]) -> dict[str, Any]:
+def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> dict[str, Any]:
     """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
     drafts, critiques = run.drafts.load(), run.critiques.load()
-    result = assemble(sample, drafts, critiques, config, prompts.qa, prompts.critics)
+    critic_prompts = {critic.criterion: critic.prompt for critic in tasks.critics}
+    result = assemble(sample, drafts, critiques, config, tasks.draft.prompt, critic_prompts)
     save_rows(result.kept, run.dataset_dir, candidates=False)
     save_rows(result.candidates, run.candidates_dir, candidates=True)
-    summary = _summary(config, run, prompts, result, drafts, critiques)
+    summary = _summary(config, run, tasks, result, drafts, critiques)
     write_json_atomic(run.summary_file, summary)
     return summary
 
@@ -155,7 +162,7 @@ def finalize(config: BuildConfig, run: RunDir, prompts: Prompts, sample: list[Ch
 def _summary(
     config: BuildConfig,
     run: RunDir,
-    prompts: Prompts,
+    tasks: BuildTasks,
     result: Assembly,
     drafts: dict[str, Draft],
     critiques: dict[str, Critique],
@@ -172,7 +179,7 @@ def _summary(
         "funnel": result.funnel.as_dict(),
         "thresholds": config.thresholds(),
         "models": {"generator": config.generator.spec, "critic": config.critic.spec},
-        "prompts": {name: digest[:12] for name, digest in prompts.hashes().items()},
+        "prompts": {name: digest[:12] for name, digest in tasks.prompt_hashes().items()},
         "usage": {
             "generation": _usage(config.generator.spec, paid_drafts, config),
             "critique": _usage(config.critic.spec, paid_critiques, config),
@@ -211,19 +218,19 @@ class BuildResult:
 def plan(config: BuildConfig, out: Path, *, progress: bool = True) -> Estimate:
     """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs."""
     run = RunDir(out)
-    prompts = Prompts.load()
-    run.open(config, prompts.hashes())
+    tasks = BuildTasks.for_config(config)
+    run.open(config, tasks.prompt_hashes())
     chunk_stage(config, run, progress=progress)
-    return estimate(config, run, prompts, load_sample(config, run))
+    return estimate(config, run, tasks, load_sample(config, run))
 
 
 def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResult:
     """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds."""
     run = RunDir(out)
-    prompts = Prompts.load()
-    run.open(config, prompts.hashes())
+    tasks = BuildTasks.for_config(config)
+    run.open(config, tasks.prompt_hashes())
     chunk_stage(config, run, progress=progress)
     sample = load_sample(config, run)
-    stopped = run_llm_stages(config, run, prompts, sample, generate=True, critique=True, progress=progress)
-    summary = finalize(config, run, prompts, sample)
+    stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress)
+    summary = finalize(config, run, tasks, sample)
     return BuildResult(out, summary, stopped)

@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 
 from qagen.errors import ConfigError, LLMUnavailableError
+from qagen.llm.task import Reply, Request
 from qagen.records import Usage
 from qagen.redaction import redact, strip_userinfo
 
@@ -57,15 +58,10 @@ class ModelSettings(BaseModel):
         return self.spec.split(":", 1)[1] if ":" in self.spec else self.spec
 
 
-class Reply(NamedTuple):
-    text: str
-    usage: Usage
-
-
 class ChatBackend(Protocol):
-    """Sends one conversation (system message optional) and returns the reply; raises on failure."""
+    """Sends one request and returns the reply; raises on failure (the client classifies it)."""
 
-    async def reply(self, prompt: str, system: str | None) -> Reply: ...
+    async def reply(self, request: Request) -> Reply: ...
 
     async def aclose(self) -> None: ...
 
@@ -97,12 +93,10 @@ class OpenAIBackend:
         if settings.max_output_tokens is not None:
             self._body["max_tokens"] = settings.max_output_tokens
 
-    async def reply(self, prompt: str, system: str | None) -> Reply:
+    async def reply(self, request: Request) -> Reply:
         import httpx
 
-        messages = [{"role": "user", "content": prompt}]
-        if system is not None:
-            messages.insert(0, {"role": "system", "content": system})
+        messages = [{"role": message.role, "content": message.content} for message in request]
         # `cast_to=httpx.Response` skips the SDK's typed parsing; errors and retries stay the SDK's.
         response = await self._client.post(
             "/chat/completions", body={**self._body, "messages": messages}, cast_to=httpx.Response
@@ -155,12 +149,15 @@ class LangChainBackend:
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"Cannot use model '{settings.spec}': {redact(str(exc))}") from exc
 
-    async def reply(self, prompt: str, system: str | None) -> Reply:
+    async def reply(self, request: Request) -> Reply:
         from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-        messages: list[BaseMessage] = [HumanMessage(content=prompt)]
-        if system is not None:
-            messages.insert(0, SystemMessage(content=system))
+        messages: list[BaseMessage] = [
+            SystemMessage(content=message.content)
+            if message.role == "system"
+            else HumanMessage(content=message.content)
+            for message in request
+        ]
         message = await self.model.ainvoke(messages)
         metadata = message.usage_metadata or {}
         usage = Usage(

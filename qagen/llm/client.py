@@ -13,24 +13,15 @@ import asyncio
 import os
 import socket
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
-from qagen.errors import ConfigError, ErrorBudgetExceededError, LLMUnavailableError
+from qagen.errors import ErrorBudgetExceededError, LLMUnavailableError
+from qagen.failures import Failure, FailureKind
 from qagen.llm.backends import ChatBackend, MalformedCompletionError, ModelSettings, build_backend
-from qagen.records import Usage
+from qagen.llm.task import Outcome, Request
 from qagen.redaction import redact, strip_userinfo
 
-__all__ = ["CallResult", "CallStats", "LLMClient", "ModelSettings", "build_backend"]
-
-
-class CallResult(NamedTuple):
-    """One call's outcome: the reply text, or the reason it failed after all retries."""
-
-    text: str | None
-    usage: Usage
-    error: str
-    """Empty when the call succeeded; else a short reason (`rate_limited`, `server_error`, ...)."""
-    detail: str
+__all__ = ["CallStats", "LLMClient", "ModelSettings", "build_backend"]
 
 
 @dataclass
@@ -42,7 +33,10 @@ class CallStats:
     succeeded: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-    by_error: dict[str, int] = field(default_factory=dict)
+    by_error: dict[FailureKind, int] = field(default_factory=dict)
+
+
+_STATUS_KINDS = {429: FailureKind.RATE_LIMITED, 400: FailureKind.BAD_REQUEST, 422: FailureKind.BAD_REQUEST}
 
 
 def _status_code(exc: BaseException) -> int | None:
@@ -119,39 +113,21 @@ class LLMClient:
         slots: asyncio.Semaphore | None = None,
         rate_limiter: Any = None,
     ) -> None:
-        if concurrency < 1:
-            raise ConfigError(f"--concurrency must be at least 1, got {concurrency}.")
+        """A client alone bounds its own calls in flight by `concurrency`; the clients of a run
+        share `slots` and `rate_limiter` instead (`qagen.llm.clients.Clients.connect` makes them)."""
         self.backend = backend
         self.settings = settings
-        # Clients of one run share one limiter too, so --rpm bounds their requests together.
-        self._rate_limiter = rate_limiter if rate_limiter is not None else new_rate_limiter(settings.rpm)
+        self._rate_limiter = rate_limiter
         self.stats = CallStats()
-        # Clients of one run share `slots`, so --concurrency bounds all calls in flight together.
         self._slots = slots or asyncio.Semaphore(concurrency)
         self._max_failure_rate = max_failure_rate
         self._min_calls_for_budget = min_calls_for_budget
-        self._last_detail: dict[str, str] = {}
+        self._last_detail: dict[FailureKind, str] = {}
 
     @classmethod
-    def connect(
-        cls,
-        settings: ModelSettings,
-        *,
-        concurrency: int = 16,
-        max_failure_rate: float = 0.5,
-        slots: asyncio.Semaphore | None = None,
-        rate_limiter: Any = None,
-    ) -> LLMClient:
-        """A client for `settings`; call inside the event loop that will use it, and `aclose` it."""
-        backend = build_backend(settings, connections=concurrency)
-        return cls(
-            backend,
-            settings,
-            concurrency=concurrency,
-            max_failure_rate=max_failure_rate,
-            slots=slots,
-            rate_limiter=rate_limiter,
-        )
+    def connect(cls, settings: ModelSettings, *, concurrency: int = 16) -> LLMClient:
+        """A client of its own for `settings` (inside the event loop that will use it; `aclose` it)."""
+        return cls(build_backend(settings, connections=concurrency), settings, concurrency=concurrency)
 
     async def aclose(self) -> None:
         """Close the backend's HTTP connections (inside the event loop that used them)."""
@@ -162,15 +138,15 @@ class LLMClient:
         base = self.settings.base_url or os.environ.get("OPENAI_BASE_URL")
         return strip_userinfo(base) or f"the {self.settings.provider} API"
 
-    async def complete(self, prompt: str, *, system: str | None = None) -> CallResult:
-        """Send one user message (after an optional system message); return its reply or a recorded
-        failure. Raises only when the whole run cannot go on (see `_failure`)."""
+    async def complete(self, request: Request) -> Outcome:
+        """Send one request; return its reply, or the failure of the call after the backend's
+        retries. Raises only when the whole run cannot go on (see `_failure`)."""
         async with self._slots:
             if self._rate_limiter is not None:
                 await self._rate_limiter.aacquire()
             self.stats.calls += 1
             try:
-                reply = await self.backend.reply(prompt, system)
+                reply = await self.backend.reply(request)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every provider raises its own types; each is classified below
@@ -178,9 +154,9 @@ class LLMClient:
         self.stats.succeeded += 1
         self.stats.input_tokens += reply.usage.input_tokens
         self.stats.output_tokens += reply.usage.output_tokens
-        return CallResult(reply.text, reply.usage, "", "")
+        return reply
 
-    def _failure(self, exc: Exception) -> CallResult:
+    def _failure(self, exc: Exception) -> Failure:
         code = _status_code(exc)
         detail = redact(f"{type(exc).__name__}: {exc}")[:500]
         model = self.settings.spec
@@ -206,16 +182,22 @@ class LLMClient:
             raise LLMUnavailableError(
                 f"Calls to {self.where} fail before any reply ({_one_line(detail)}); check --base-url and --model."
             ) from None
-        reason = {429: "rate_limited", 400: "bad_request", 422: "bad_request"}.get(code or 0)
+        kind = _STATUS_KINDS.get(code or 0)
         if malformed:
-            reason = "malformed_completion"
-        if reason is None:
-            reason = "server_error" if code and code >= 500 else "connection_error" if connection else "api_error"
+            kind = FailureKind.MALFORMED_COMPLETION
+        if kind is None:
+            kind = (
+                FailureKind.SERVER_ERROR
+                if code and code >= 500
+                else FailureKind.CONNECTION_ERROR
+                if connection
+                else FailureKind.API_ERROR
+            )
         self.stats.failed += 1
-        self.stats.by_error[reason] = self.stats.by_error.get(reason, 0) + 1
-        self._last_detail[reason] = detail
+        self.stats.by_error[kind] = self.stats.by_error.get(kind, 0) + 1
+        self._last_detail[kind] = detail
         self._check_budget()
-        return CallResult(None, Usage(), reason, detail)
+        return Failure.of(kind, detail)
 
     def _check_budget(self) -> None:
         calls = self.stats.calls
@@ -225,17 +207,6 @@ class LLMClient:
             example = _one_line(self._last_detail.get(commonest, ""))[:200]
             raise ErrorBudgetExceededError(
                 f"{self.stats.failed} of {calls} calls to {self.where} failed even after retries, more than "
-                f"--max-failure-rate {self._max_failure_rate:.0%} (mostly {commonest}: {example}); stopped. "
+                f"--max-failure-rate {self._max_failure_rate:.0%} (mostly {commonest.value}: {example}); stopped. "
                 "Finished work is saved: re-run the same command to continue."
             )
-
-
-def new_rate_limiter(rpm: float | None) -> Any:
-    """LangChain's token-bucket limiter for --rpm (None: no limit)."""
-    if rpm is None:
-        return None
-    if rpm <= 0:
-        raise ConfigError(f"--rpm must be positive, got {rpm}.")
-    from langchain_core.rate_limiters import InMemoryRateLimiter
-
-    return InMemoryRateLimiter(requests_per_second=rpm / 60.0, check_every_n_seconds=0.01, max_bucket_size=1)

@@ -11,14 +11,16 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from qagen.errors import QagenError
 
 R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T")  # a store's records: BaseModels too, typed by what the executor needs of them
 
 
 def record_key(*parts: str) -> str:
@@ -94,6 +96,28 @@ class RecordLog(Generic[R]):
 
     def writer(self) -> RecordWriter[R]:
         return RecordWriter(self.path)
+
+    @contextmanager
+    def open(self) -> Iterator[RecordStore[R]]:
+        """The records by id, to read and to add to (each addition appended at once)."""
+        with self.writer() as writer:
+            yield RecordStore(self.load(), writer, self.key)
+
+
+class RecordStore(Generic[T]):
+    """A log's records in memory, by id; `add` keeps a record and appends it to the log at once."""
+
+    def __init__(self, records: dict[str, T], writer: RecordWriter[Any], key: str = "id") -> None:
+        self.records = records
+        self._writer = writer
+        self._key = key
+
+    def get(self, key: str) -> T | None:
+        return self.records.get(key)
+
+    def add(self, record: T) -> None:
+        self.records[str(getattr(record, self._key))] = record
+        self._writer.append(record)
 
 
 class RecordWriter(Generic[R]):

@@ -26,9 +26,10 @@ from datasets import load_from_disk
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from qagen.cli.app import main
-from qagen.evaluate.api import evaluate, factory
+from qagen.evaluate.api import evaluate
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems.baseline import BM25Baseline
+from qagen.evaluate.systems.protocol import SystemFactory
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.backends import LangChainBackend
@@ -501,7 +502,7 @@ def test_evaluating_bm25_on_a_chinese_test_set(builds: Builds, fresh_bm25_memory
 
     summary = evaluate(
         str(built.run),
-        factory(system),
+        SystemFactory(system),
         tmp_path / "eval",
         metrics=["correctness", "retrieval"],
         judge=model,

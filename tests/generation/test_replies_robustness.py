@@ -130,7 +130,7 @@ def test_every_malformed_reply_is_a_failed_record_with_its_reason_and_raw_reply(
         matching = [r for r in records if r.raw == entry["reply"]]
         assert matching, entry
         for record in matching:
-            assert (record.status, record.reason) == ("failed", expected), (entry["reply"], record)
+            assert (record.ok, record.reason) == (False, expected), (entry["reply"], record)
             if isinstance(record, Critique):
                 assert record.score is None
             else:
@@ -146,7 +146,7 @@ def test_every_malformed_reply_is_a_failed_record_with_its_reason_and_raw_reply(
     for row in candidates:
         for criterion in ("groundedness", "relevance", "standalone"):
             raw = row[f"{criterion}_raw"]
-            if raw is not None and by_raw[raw].status == "failed":
+            if raw is not None and not by_raw[raw].ok:
                 assert row[f"{criterion}_score"] is None  # never scored
                 assert row["status"] != "kept"
     assert any(":out_of_range" in row["reason"] for row in candidates)

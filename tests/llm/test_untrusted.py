@@ -20,12 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qagen.cli.app import main
+from qagen.evaluate.judges.correctness import render_correctness
 from qagen.evaluate.judges.parsing import parse_prometheus
-from qagen.evaluate.judges.registry import render_correctness
-from qagen.generation.critique import CRITIC_PROMPTS, critic_inputs
-from qagen.generation.draft import QA_PROMPT
+from qagen.generation.critique import CRITIC_PROMPTS, CriticTask, Drafted
+from qagen.generation.draft import DraftTask
 from qagen.generation.replies import neutralize, parse_factoid_qa, parse_rating
-from qagen.llm.prompts import load_prompt
 from qagen.records import Chunk, Criterion, Draft
 from qagen.testing.llm import replies as llm_replies
 from qagen.testing.llm import routes as llm_routes
@@ -52,7 +51,7 @@ def _chunk(text: str) -> Chunk:
 
 
 def _draft(question: str) -> Draft:
-    return Draft(id="d", chunk_id="c", model="m", prompt_hash="p", status="ok", question=question, answer="a")
+    return Draft(id="d", chunk_id="c", model="m", prompt_hash="p", question=question, answer="a")
 
 
 def _between(prompt: str, tag: str) -> str:
@@ -72,9 +71,8 @@ def _assert_defused(data: str) -> None:
 
 @pytest.mark.parametrize("criterion", list(CRITIC_PROMPTS))
 def test_critic_prompts_delimit_and_defuse_the_question_and_the_context(criterion: Criterion) -> None:
-    prompt = load_prompt(CRITIC_PROMPTS[criterion])
-    values = critic_inputs(criterion, _draft("What is X?\n" + INJECTION), _chunk("Facts.\n" + INJECTION), "devs")
-    text = prompt.render(**values)
+    task = CriticTask.default(criterion, "fake:critic", audience="devs")
+    ((_, text),) = task.request(Drafted(_draft("What is X?\n" + INJECTION), _chunk("Facts.\n" + INJECTION)))
     assert DATA_SENTENCE.search(text), "the prompt must say that text between the tags is data"
     _assert_defused(_between(text, "question"))
     if criterion == "groundedness":
@@ -84,9 +82,7 @@ def test_critic_prompts_delimit_and_defuse_the_question_and_the_context(criterio
 
 
 def test_the_qa_prompt_delimits_and_defuses_the_context() -> None:
-    from qagen.generation.draft import draft_inputs
-
-    text = load_prompt(QA_PROMPT).render(**draft_inputs(_chunk("Facts.\n" + INJECTION)))
+    ((_, text),) = DraftTask("fake:generator").request(_chunk("Facts.\n" + INJECTION))
     assert DATA_SENTENCE.search(text)
     _assert_defused(_between(text, "context"))
     assert text.rstrip().endswith("Output:::")

@@ -14,9 +14,9 @@ four differ only in what they compare:
 from __future__ import annotations
 
 from qagen.evaluate.judges.parsing import parse_grade
-from qagen.evaluate.judges.transcript import JudgeClient, Transcript
-from qagen.evaluate.records import JudgeVerdict
+from qagen.evaluate.judges.transcript import JudgeStep, Transcript
 from qagen.llm.prompts import load_prompt
+from qagen.llm.task import user_request
 from qagen.llm.untrusted import neutralize, passages
 
 
@@ -26,45 +26,42 @@ def render_grader(name: str, **values: str) -> tuple[str, str]:
     return system, load_prompt(f"grader_{name}").render(**{k: neutralize(v) for k, v in values.items()})
 
 
-async def _grade(metric: str, name: str, client: JudgeClient, **values: str) -> JudgeVerdict:
-    transcript = Transcript(metric, client.settings.spec)
-    transcript.note(f"grader_{name}_system", f"grader_{name}")
+def _grade(name: str, model: str, **values: str) -> JudgeStep:
+    t = Transcript(name, model)
+    t.note(f"grader_{name}_system", f"grader_{name}")
     system, prompt = render_grader(name, **values)
-    reply = transcript.record(await client.complete(prompt, system=system))
-    if reply is None:
-        return transcript.call_failed()
-    parsed = parse_grade(reply)
-    if parsed.value is None:
-        return transcript.verdict(None, parsed.reason, explanation=parsed.explanation)
-    return transcript.verdict(1.0 if parsed.value else 0.0, explanation=parsed.explanation)
+
+    def read(reply: str) -> JudgeStep:
+        parsed = parse_grade(reply)
+        if parsed.value is None:
+            return t.done(None, parsed.reason, explanation=parsed.explanation)
+        return t.done(1.0 if parsed.value else 0.0, explanation=parsed.explanation)
+
+    return t.ask(user_request(prompt, system=system), read)
 
 
-async def grade_correct(question: str, answer: str, reference_answer: str, client: JudgeClient) -> JudgeVerdict:
+def grade_correct(question: str, answer: str, reference_answer: str, model: str) -> JudgeStep:
     """1.0 if the answer is factually accurate relative to the reference answer (extra accurate
     information allowed, no conflicting statements), else 0.0."""
     if not reference_answer.strip():
-        return Transcript("correct", client.settings.spec).verdict(None, "no_reference")
-    return await _grade(
-        "correct", "correct", client, question=question, reference_answer=reference_answer, answer=answer
-    )
+        return Transcript("correct", model).done(None, "no_reference")
+    return _grade("correct", model, question=question, reference_answer=reference_answer, answer=answer)
 
 
-async def grade_relevant(question: str, answer: str, client: JudgeClient) -> JudgeVerdict:
+def grade_relevant(question: str, answer: str, model: str) -> JudgeStep:
     """1.0 if the answer is concise, relevant to the question and helps to answer it, else 0.0."""
-    return await _grade("relevant", "relevant", client, question=question, answer=answer)
+    return _grade("relevant", model, question=question, answer=answer)
 
 
-async def grade_grounded(answer: str, contexts: list[str], client: JudgeClient) -> JudgeVerdict:
+def grade_grounded(answer: str, contexts: list[str], model: str) -> JudgeStep:
     """1.0 if the answer is grounded in the retrieved contexts with nothing hallucinated, else 0.0."""
     if not any(c.strip() for c in contexts):
-        return Transcript("grounded", client.settings.spec).verdict(None, "no_contexts")
-    facts = passages(contexts)
-    return await _grade("grounded", "grounded", client, facts=facts, answer=answer)
+        return Transcript("grounded", model).done(None, "no_contexts")
+    return _grade("grounded", model, facts=passages(contexts), answer=answer)
 
 
-async def grade_retrieval_relevant(question: str, contexts: list[str], client: JudgeClient) -> JudgeVerdict:
+def grade_retrieval_relevant(question: str, contexts: list[str], model: str) -> JudgeStep:
     """1.0 if the retrieved contexts hold any keyword or meaning related to the question, else 0.0."""
     if not any(c.strip() for c in contexts):
-        return Transcript("retrieval_relevant", client.settings.spec).verdict(None, "no_contexts")
-    facts = passages(contexts)
-    return await _grade("retrieval_relevant", "retrieval_relevant", client, facts=facts, question=question)
+        return Transcript("retrieval_relevant", model).done(None, "no_contexts")
+    return _grade("retrieval_relevant", model, facts=passages(contexts), question=question)

@@ -18,7 +18,6 @@ every part in `detail`; a failed call or an unreadable reply fails the whole met
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -31,9 +30,10 @@ from qagen.evaluate.judges.ragas_parsing import (
     parse_verdicts,
     split_sentences,
 )
-from qagen.evaluate.judges.transcript import JudgeClient, Transcript
-from qagen.evaluate.records import JudgeVerdict
+from qagen.evaluate.judges.transcript import JudgeStep, Transcript
+from qagen.failures import Failure
 from qagen.llm.prompts import load_prompt
+from qagen.llm.task import Ask, Compute, Done, Outcome, user_request
 from qagen.llm.untrusted import neutralize, numbered, passages
 
 Embed = Callable[[list[str]], Awaitable[list[list[float]]]]
@@ -58,36 +58,39 @@ def render_statement_verdicts(contexts: Sequence[str], statements: Sequence[str]
     return prompt.render(context=passages(contexts), statements=numbered(statements))
 
 
-async def faithfulness(question: str, answer: str, contexts: list[str], client: JudgeClient) -> JudgeVerdict:
+def faithfulness(question: str, answer: str, contexts: list[str], model: str) -> JudgeStep:
     """|statements inferable from the contexts| / |statements of the answer|, in [0, 1].
 
     An answer with no statements (e.g. "I don't know") has no faithfulness: reason `no_statements`.
     """
-    t = Transcript("faithfulness", client.settings.spec)
+    t = Transcript("faithfulness", model)
     t.note("ragas_faithfulness_statements", "ragas_faithfulness_verdicts")
     if _no_contexts(contexts):
-        return t.verdict(None, "no_contexts")
-    reply = t.record(await client.complete(render_statements(question, answer)))
-    if reply is None:
-        return t.call_failed(step="statements")
-    parsed = parse_statements(reply)
-    if parsed.items is None:
-        return t.verdict(None, parsed.reason, step="statements")
-    statements = list(parsed.items)
-    if not statements:
-        return t.verdict(None, "no_statements", statements=statements)
-    reply = t.record(await client.complete(render_statement_verdicts(contexts, statements)))
-    if reply is None:
-        return t.call_failed(step="verdicts", statements=statements)
-    judged = parse_verdicts(reply, len(statements))
-    if judged.verdicts is None:
-        return t.verdict(None, judged.reason, step="verdicts", statements=statements)
-    return t.verdict(
-        sum(judged.verdicts) / len(statements),
-        statements=statements,
-        verdicts=list(judged.verdicts),
-        explanations=list(judged.explanations),
-    )
+        return t.done(None, "no_contexts")
+
+    def read_statements(reply: str) -> JudgeStep:
+        parsed = parse_statements(reply)
+        if parsed.items is None:
+            return t.done(None, parsed.reason, step="statements")
+        statements = list(parsed.items)
+        if not statements:
+            return t.done(None, "no_statements", statements=statements)
+
+        def read_verdicts(reply: str) -> JudgeStep:
+            judged = parse_verdicts(reply, len(statements))
+            if judged.verdicts is None:
+                return t.done(None, judged.reason, step="verdicts", statements=statements)
+            return t.done(
+                sum(judged.verdicts) / len(statements),
+                statements=statements,
+                verdicts=list(judged.verdicts),
+                explanations=list(judged.explanations),
+            )
+
+        request = user_request(render_statement_verdicts(contexts, statements))
+        return t.ask(request, read_verdicts, step="verdicts", statements=statements)
+
+    return t.ask(user_request(render_statements(question, answer)), read_statements, step="statements")
 
 
 # --------------------------------------------------------------------------- answer relevancy
@@ -103,9 +106,9 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float | None:
     return None if norm == 0.0 else math.fsum(x * y for x, y in zip(a, b, strict=True)) / norm
 
 
-async def answer_relevancy(
-    question: str, answer: str, client: JudgeClient, embed: Embed | None, *, count: int = ANSWER_RELEVANCY_QUESTIONS
-) -> JudgeVerdict:
+def answer_relevancy(
+    question: str, answer: str, model: str, embed: Embed | None, *, count: int = ANSWER_RELEVANCY_QUESTIONS
+) -> JudgeStep:
     """mean_i cos(E(question), E(q_i)) over the first `count` generated questions, 0 if noncommittal.
 
     In [-1, 1] (cosines are not clipped). Raises ValueError without `embed`, or if `embed` returns
@@ -113,25 +116,29 @@ async def answer_relevancy(
     """
     if embed is None:
         raise ValueError("answer_relevancy needs an embedding function (embed=...).")
-    t = Transcript("answer_relevancy", client.settings.spec)
+    t = Transcript("answer_relevancy", model)
     t.note("ragas_answer_relevancy")
-    reply = t.record(await client.complete(render_answer_questions(answer, count)))
-    if reply is None:
-        return t.call_failed()
-    parsed = parse_questions(reply)
-    if parsed.questions is None or parsed.noncommittal is None:
-        return t.verdict(None, parsed.reason, questions=list(parsed.questions or ()))
-    questions = list(parsed.questions[:count])  # a model that writes more than asked: the first `count`
-    vectors = await embed([question, *questions])
-    if len(vectors) != len(questions) + 1:
-        raise ValueError(f"embed returned {len(vectors)} vectors for {len(questions) + 1} texts.")
-    similarities = [cosine(vectors[0], vector) for vector in vectors[1:]]
-    detail: dict[str, object] = {"questions": questions, "noncommittal": parsed.noncommittal}
-    if any(s is None for s in similarities):
-        return t.verdict(None, "zero_embedding", **detail)
-    values = [s for s in similarities if s is not None]
-    mean = math.fsum(values) / len(values)
-    return t.verdict(0.0 if parsed.noncommittal else mean, similarities=values, **detail)
+
+    def read(reply: str) -> JudgeStep:
+        parsed = parse_questions(reply)
+        if parsed.questions is None or parsed.noncommittal is None:
+            return t.done(None, parsed.reason, questions=list(parsed.questions or ()))
+        questions = list(parsed.questions[:count])  # a model that writes more than asked: the first `count`
+        detail: dict[str, object] = {"questions": questions, "noncommittal": parsed.noncommittal}
+
+        def score(vectors: list[list[float]]) -> JudgeStep:
+            if len(vectors) != len(questions) + 1:
+                raise ValueError(f"embed returned {len(vectors)} vectors for {len(questions) + 1} texts.")
+            similarities = [cosine(vectors[0], vector) for vector in vectors[1:]]
+            if any(s is None for s in similarities):
+                return t.done(None, "zero_embedding", **detail)
+            values = [s for s in similarities if s is not None]
+            mean = math.fsum(values) / len(values)
+            return t.done(0.0 if parsed.noncommittal else mean, similarities=values, **detail)
+
+        return Compute(lambda: embed([question, *questions]), score)
+
+    return t.ask(user_request(render_answer_questions(answer, count)), read)
 
 
 # --------------------------------------------------------------------------- context precision
@@ -154,35 +161,35 @@ def average_precision(relevant: Sequence[bool]) -> float:
     return total / hits if hits else 0.0
 
 
-async def context_precision(
-    question: str, reference_answer: str, contexts: list[str], client: JudgeClient
-) -> JudgeVerdict:
+def context_precision(question: str, reference_answer: str, contexts: list[str], model: str) -> JudgeStep:
     """Average precision of the retrieved contexts (rank order), each judged useful or not, in [0, 1]."""
-    t = Transcript("context_precision", client.settings.spec)
+    t = Transcript("context_precision", model)
     t.note("ragas_context_precision")
     if not reference_answer.strip():
-        return t.verdict(None, "no_reference")
+        return t.done(None, "no_reference")
     if _no_contexts(contexts):
-        return t.verdict(None, "no_contexts")
-    calls = await asyncio.gather(
-        *(client.complete(render_context_usefulness(question, reference_answer, c)) for c in contexts)
-    )
-    verdicts: list[bool | None] = []
-    explanations: list[str | None] = []
-    reasons: list[str] = []
-    for call in calls:  # in rank order, so `raw` lines up with `verdicts`
-        reply = t.record(call)
-        parsed = parse_verdict(reply) if reply is not None else None
-        verdicts.append(parsed.verdicts[0] if parsed and parsed.verdicts else None)
-        explanations.append(parsed.explanations[0] if parsed and parsed.explanations else None)
-        reasons.append("api_error" if parsed is None else parsed.reason)
-    detail: dict[str, object] = {"verdicts": verdicts, "explanations": explanations}
-    if "api_error" in reasons:
-        return t.call_failed(**detail)
-    failed = next((reason for reason in reasons if reason), "")
-    if failed:
-        return t.verdict(None, failed, reasons=reasons, **detail)
-    return t.verdict(average_precision([v is True for v in verdicts]), **detail)
+        return t.done(None, "no_contexts")
+
+    def read(outcomes: Sequence[Outcome]) -> JudgeStep:
+        verdicts: list[bool | None] = []
+        explanations: list[str | None] = []
+        reasons: list[str] = []
+        for outcome in outcomes:  # in rank order, so `raw` lines up with `verdicts`
+            reply = t.record(outcome)
+            parsed = parse_verdict(reply) if reply is not None else None
+            verdicts.append(parsed.verdicts[0] if parsed and parsed.verdicts else None)
+            explanations.append(parsed.explanations[0] if parsed and parsed.explanations else None)
+            reasons.append("api_error" if parsed is None else parsed.reason)
+        detail: dict[str, object] = {"verdicts": verdicts, "explanations": explanations}
+        if any(isinstance(outcome, Failure) for outcome in outcomes):
+            return Done(t.call_failed(**detail))
+        failed = next((reason for reason in reasons if reason), "")
+        if failed:
+            return t.done(None, failed, reasons=reasons, **detail)
+        return t.done(average_precision([v is True for v in verdicts]), **detail)
+
+    requests = tuple(user_request(render_context_usefulness(question, reference_answer, c)) for c in contexts)
+    return Ask(requests, read)
 
 
 # --------------------------------------------------------------------------- context recall
@@ -194,29 +201,28 @@ def render_context_recall(question: str, contexts: Sequence[str], sentences: Seq
     )
 
 
-async def context_recall(
-    question: str, reference_answer: str, contexts: list[str], client: JudgeClient
-) -> JudgeVerdict:
+def context_recall(question: str, reference_answer: str, contexts: list[str], model: str) -> JudgeStep:
     """|reference sentences attributable to the contexts| / |reference sentences|, in [0, 1]."""
-    t = Transcript("context_recall", client.settings.spec)
+    t = Transcript("context_recall", model)
     t.note("ragas_context_recall")
     sentences = split_sentences(reference_answer)
     if not sentences:
-        return t.verdict(None, "no_reference")
+        return t.done(None, "no_reference")
     if _no_contexts(contexts):
-        return t.verdict(None, "no_contexts")
-    reply = t.record(await client.complete(render_context_recall(question, contexts, sentences)))
-    if reply is None:
-        return t.call_failed(sentences=sentences)
-    judged = parse_verdicts(reply, len(sentences))
-    if judged.verdicts is None:
-        return t.verdict(None, judged.reason, sentences=sentences)
-    return t.verdict(
-        sum(judged.verdicts) / len(sentences),
-        sentences=sentences,
-        verdicts=list(judged.verdicts),
-        explanations=list(judged.explanations),
-    )
+        return t.done(None, "no_contexts")
+
+    def read(reply: str) -> JudgeStep:
+        judged = parse_verdicts(reply, len(sentences))
+        if judged.verdicts is None:
+            return t.done(None, judged.reason, sentences=sentences)
+        return t.done(
+            sum(judged.verdicts) / len(sentences),
+            sentences=sentences,
+            verdicts=list(judged.verdicts),
+            explanations=list(judged.explanations),
+        )
+
+    return t.ask(user_request(render_context_recall(question, contexts, sentences)), read, sentences=sentences)
 
 
 # --------------------------------------------------------------------------- context relevance
@@ -226,31 +232,32 @@ def render_context_relevance(question: str, contexts: Sequence[str]) -> str:
     return load_prompt("ragas_context_relevance").render(question=neutralize(question), context=passages(contexts))
 
 
-async def context_relevance(question: str, contexts: list[str], client: JudgeClient) -> JudgeVerdict:
+def context_relevance(question: str, contexts: list[str], model: str) -> JudgeStep:
     """|context sentences the judge extracted verbatim| / |context sentences|, in [0, 1].
 
     "Insufficient Information" is 0.0. An extraction of which no line is a context sentence is not
     0 but a failure (`extraction_not_verbatim`): the judge paraphrased, so nothing was counted.
     """
-    t = Transcript("context_relevance", client.settings.spec)
+    t = Transcript("context_relevance", model)
     t.note("ragas_context_relevance")
     # Sentences of the contexts as the judge saw them (neutralised), so a copy matches exactly.
     shown = [sentence for context in contexts for sentence in split_sentences(neutralize(context))]
     if not shown:
-        return t.verdict(None, "no_contexts")
-    reply = t.record(await client.complete(render_context_relevance(question, contexts)))
-    if reply is None:
-        return t.call_failed()
-    parsed = parse_extraction(reply)
-    if parsed.sentences is None:
-        return t.verdict(None, parsed.reason)
-    known = {normalise_sentence(sentence) for sentence in shown}
-    extracted = [sentence for line in parsed.sentences for sentence in split_sentences(line)]
-    matched = {normalise_sentence(s) for s in extracted} & known
-    unmatched = [s for s in extracted if normalise_sentence(s) not in known]
-    detail: dict[str, object] = {"context_sentences": len(known), "matched": len(matched), "unmatched": unmatched}
-    if extracted and not matched:
-        return t.verdict(None, "extraction_not_verbatim", **detail)
-    # Distinct normalised sentences: a context sentence repeated in the contexts counts once on
-    # both sides, so the ratio never exceeds 1.
-    return t.verdict(len(matched) / len(known), **detail)
+        return t.done(None, "no_contexts")
+
+    def read(reply: str) -> JudgeStep:
+        parsed = parse_extraction(reply)
+        if parsed.sentences is None:
+            return t.done(None, parsed.reason)
+        known = {normalise_sentence(sentence) for sentence in shown}
+        extracted = [sentence for line in parsed.sentences for sentence in split_sentences(line)]
+        matched = {normalise_sentence(s) for s in extracted} & known
+        unmatched = [s for s in extracted if normalise_sentence(s) not in known]
+        detail: dict[str, object] = {"context_sentences": len(known), "matched": len(matched), "unmatched": unmatched}
+        if extracted and not matched:
+            return t.done(None, "extraction_not_verbatim", **detail)
+        # Distinct normalised sentences: a context sentence repeated in the contexts counts once on
+        # both sides, so the ratio never exceeds 1.
+        return t.done(len(matched) / len(known), **detail)
+
+    return t.ask(user_request(render_context_relevance(question, contexts)), read)

@@ -1,37 +1,31 @@
-"""The evaluator's LLM judges, and the registry the runner picks them from by name.
+"""The evaluator's LLM judges as tasks, and the registry the runner picks them from by name.
 
-Every judge is an async function of the texts and a `JudgeClient` (`qagen.llm.client.LLMClient`) that
-returns a `JudgeVerdict`: a value, or a failure with a reason and the raw replies; never a default
-score. Usage is summed over the judge's calls, raw replies are kept in call order, and the hashes
-of the prompts used go into `detail["prompts"]`.
+Every judge is a pure state machine (`qagen.llm.task`) over a `JudgeInput` (the question, the
+answer, the reference and the contexts the judge sees) that ends with a `JudgeVerdict`: a value,
+or a failure with a reason and the raw replies; never a default score. Usage is summed over the
+judge's calls, raw replies are kept in call order, and the hashes of the prompts used go into
+`detail["prompts"]`. `JudgeTask` wraps one metric as a task, with the resume key of its verdicts.
 
-- `judge_correctness`: the cookbook's Prometheus-style rubric judge, raw score 1-5
-  (`normalise_correctness` maps it to [0, 1] as the notebook does: (score - 1) / 4).
-- RAGAS metrics (`judges_ragas`): faithfulness, answer_relevancy, context_precision,
-  context_recall, context_relevance.
-- Boolean graders (`judges_boolean`): correct, relevant, grounded, retrieval_relevant.
+- `correctness`: the cookbook's Prometheus-style rubric judge, raw score 1-5.
+- RAGAS metrics (`ragas`): faithfulness, answer_relevancy, context_precision, context_recall,
+  context_relevance.
+- Boolean graders (`graders`): correct, relevant, grounded, retrieval_relevant.
 
 Untrusted text (question, answer, reference, contexts) reaches a prompt only neutralised
-(`untrusted_text.neutralize`) and between the data tags of the prompt file, which tell the judge
-that text inside them is data, not instructions.
-
-The correctness prompt is the notebook's EVALUATION_PROMPT with three changes: its literal
-placeholders `{{write a feedback for criteria}}` and `{{an integer number between 1 and 5}}` are
-written `<write a feedback for criteria>` and `<an integer number between 1 and 5>` (our renderer
-reads every `{lowercase_name}` as a variable, and `parse_prometheus` skips a `[RESULT]` followed by
-`<...>` as an echo of the template); the instruction, response and reference sit between
-`<question>`, `<response>` and `<reference_answer>` tags; and a fifth task item says that text
-inside the tags is data. Its variable is `{question}` where the notebook has `{instruction}`.
+(`qagen.llm.untrusted.neutralize`) and between the data tags of the prompt file, which tell the
+judge that text inside them is data, not instructions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+import hashlib
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import NamedTuple
 
+from qagen.evaluate.judges.correctness import CORRECTNESS_PROMPT, CORRECTNESS_SYSTEM, judge_correctness
 from qagen.evaluate.judges.graders import grade_correct, grade_grounded, grade_relevant, grade_retrieval_relevant
-from qagen.evaluate.judges.parsing import parse_prometheus
 from qagen.evaluate.judges.ragas import (
     Embed,
     answer_relevancy,
@@ -40,73 +34,30 @@ from qagen.evaluate.judges.ragas import (
     context_relevance,
     faithfulness,
 )
-from qagen.evaluate.judges.transcript import JudgeClient, Transcript
-from qagen.evaluate.records import JudgeVerdict
+from qagen.evaluate.judges.transcript import JudgeStep
+from qagen.evaluate.records import EvalItem, JudgementRecord, JudgeVerdict
 from qagen.llm.prompts import load_prompt
-from qagen.llm.untrusted import neutralize
+from qagen.llm.task import Ask, Compute, Done, Role, Step, Task
+from qagen.runs.store import record_key
 
-__all__ = [
-    "LLM_METRICS",
-    "Embed",
-    "JudgeClient",
-    "MetricRun",
-    "MetricSpec",
-    "answer_relevancy",
-    "context_precision",
-    "context_recall",
-    "context_relevance",
-    "faithfulness",
-    "grade_correct",
-    "grade_grounded",
-    "grade_relevant",
-    "grade_retrieval_relevant",
-    "judge_correctness",
-    "normalise_correctness",
-    "render_correctness",
-]
-
-CORRECTNESS_PROMPT = "judge_correctness"
-CORRECTNESS_SYSTEM = "judge_correctness_system"  # "You are a fair evaluator language model."
+__all__ = ["LLM_METRICS", "Embed", "JudgeInput", "JudgeTask", "MetricSpec"]
 
 
-def render_correctness(question: str, answer: str, reference_answer: str) -> str:
-    """The correctness judge's user message, every value neutralised."""
-    return load_prompt(CORRECTNESS_PROMPT).render(
-        question=neutralize(question), response=neutralize(answer), reference_answer=neutralize(reference_answer)
-    )
+class JudgeInput(NamedTuple):
+    """What a judge judges: a test question (with its reference), the answer, and the contexts shown."""
+
+    item: EvalItem
+    answer: str
+    contexts: tuple[str, ...]
 
 
-def normalise_correctness(score: float) -> float:
-    """(score - 1) / 4: the 1-5 rubric score on [0, 1], as in the cookbook notebook."""
-    return (score - 1.0) / 4.0
-
-
-async def judge_correctness(question: str, answer: str, reference_answer: str, client: JudgeClient) -> JudgeVerdict:
-    """Prometheus-style correctness of `answer` against `reference_answer`: value = raw score 1-5."""
-    t = Transcript("correctness", client.settings.spec)
-    t.note(CORRECTNESS_SYSTEM, CORRECTNESS_PROMPT)
-    if not reference_answer.strip():
-        return t.verdict(None, "no_reference")
-    system = load_prompt(CORRECTNESS_SYSTEM).text.strip()
-    reply = t.record(await client.complete(render_correctness(question, answer, reference_answer), system=system))
-    if reply is None:
-        return t.call_failed()
-    parsed = parse_prometheus(reply)
-    if parsed.score is None:
-        return t.verdict(None, parsed.reason, feedback=parsed.feedback)
-    return t.verdict(float(parsed.score), feedback=parsed.feedback, normalised=normalise_correctness(parsed.score))
-
-
-# --------------------------------------------------------------------------- registry
-
-MetricRun = Callable[[str, str, str, list[str], JudgeClient, Embed | None], Coroutine[Any, Any, JudgeVerdict]]
-"""`run(question, answer, reference, contexts, client, embed)`: the same signature for every metric
-(a coroutine, so it can also go to `asyncio.create_task`)."""
+MetricStart = Callable[[JudgeInput, str, "Embed | None"], JudgeStep]
+"""`start(input, judge_model, embed)`: the first step of a metric's judgement."""
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """An LLM metric as the runner sees it: what it needs, and how to run it."""
+    """An LLM metric as the runner sees it: what it needs, and how it starts."""
 
     name: str
     needs_contexts: bool
@@ -114,16 +65,16 @@ class MetricSpec:
     needs_reference: bool
     """The metric compares against the reference answer (it fails with `no_reference` without one)."""
     needs_embeddings: bool
-    """`run` raises ValueError when `embed` is None."""
-    run: MetricRun
+    """`start` raises ValueError when `embed` is None."""
+    start: MetricStart
     prompts: tuple[str, ...]
     """The prompt files it uses (their hashes identify the judge together with the model)."""
     value_range: tuple[float, float] = (0.0, 1.0)
     """Where its values lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
 
 
-def _spec(name: str, contexts: bool, reference: bool, run: MetricRun, *prompts: str) -> MetricSpec:
-    return MetricSpec(name, contexts, reference, False, run, prompts)
+def _spec(name: str, contexts: bool, reference: bool, start: MetricStart, *prompts: str) -> MetricSpec:
+    return MetricSpec(name, contexts, reference, False, start, prompts)
 
 
 LLM_METRICS: dict[str, MetricSpec] = {
@@ -134,7 +85,7 @@ LLM_METRICS: dict[str, MetricSpec] = {
             needs_contexts=False,
             needs_reference=True,
             needs_embeddings=False,
-            run=lambda q, a, r, c, client, embed: judge_correctness(q, a, r, client),
+            start=lambda j, model, embed: judge_correctness(j.item.question, j.answer, j.item.true_answer, model),
             prompts=(CORRECTNESS_SYSTEM, CORRECTNESS_PROMPT),
             value_range=(1.0, 5.0),
         ),
@@ -142,7 +93,7 @@ LLM_METRICS: dict[str, MetricSpec] = {
             "faithfulness",
             True,
             False,
-            lambda q, a, r, c, client, embed: faithfulness(q, a, c, client),
+            lambda j, model, embed: faithfulness(j.item.question, j.answer, list(j.contexts), model),
             "ragas_faithfulness_statements",
             "ragas_faithfulness_verdicts",
         ),
@@ -151,7 +102,7 @@ LLM_METRICS: dict[str, MetricSpec] = {
             needs_contexts=False,
             needs_reference=False,
             needs_embeddings=True,
-            run=lambda q, a, r, c, client, embed: answer_relevancy(q, a, client, embed),
+            start=lambda j, model, embed: answer_relevancy(j.item.question, j.answer, model, embed),
             prompts=("ragas_answer_relevancy",),
             value_range=(-1.0, 1.0),
         ),
@@ -159,28 +110,28 @@ LLM_METRICS: dict[str, MetricSpec] = {
             "context_precision",
             True,
             True,
-            lambda q, a, r, c, client, embed: context_precision(q, r, c, client),
+            lambda j, model, embed: context_precision(j.item.question, j.item.true_answer, list(j.contexts), model),
             "ragas_context_precision",
         ),
         _spec(
             "context_recall",
             True,
             True,
-            lambda q, a, r, c, client, embed: context_recall(q, r, c, client),
+            lambda j, model, embed: context_recall(j.item.question, j.item.true_answer, list(j.contexts), model),
             "ragas_context_recall",
         ),
         _spec(
             "context_relevance",
             True,
             False,
-            lambda q, a, r, c, client, embed: context_relevance(q, c, client),
+            lambda j, model, embed: context_relevance(j.item.question, list(j.contexts), model),
             "ragas_context_relevance",
         ),
         _spec(
             "correct",
             False,
             True,
-            lambda q, a, r, c, client, embed: grade_correct(q, a, r, client),
+            lambda j, model, embed: grade_correct(j.item.question, j.answer, j.item.true_answer, model),
             "grader_correct_system",
             "grader_correct",
         ),
@@ -188,7 +139,7 @@ LLM_METRICS: dict[str, MetricSpec] = {
             "relevant",
             False,
             False,
-            lambda q, a, r, c, client, embed: grade_relevant(q, a, client),
+            lambda j, model, embed: grade_relevant(j.item.question, j.answer, model),
             "grader_relevant_system",
             "grader_relevant",
         ),
@@ -196,7 +147,7 @@ LLM_METRICS: dict[str, MetricSpec] = {
             "grounded",
             True,
             False,
-            lambda q, a, r, c, client, embed: grade_grounded(a, c, client),
+            lambda j, model, embed: grade_grounded(j.answer, list(j.contexts), model),
             "grader_grounded_system",
             "grader_grounded",
         ),
@@ -204,9 +155,51 @@ LLM_METRICS: dict[str, MetricSpec] = {
             "retrieval_relevant",
             True,
             False,
-            lambda q, a, r, c, client, embed: grade_retrieval_relevant(q, c, client),
+            lambda j, model, embed: grade_retrieval_relevant(j.item.question, list(j.contexts), model),
             "grader_retrieval_relevant_system",
             "grader_retrieval_relevant",
         ),
     )
 }
+
+
+class JudgeTask(Task[JudgeInput, JudgementRecord]):
+    """One metric's judge as a task: its verdict on one answer, stored under an exact key."""
+
+    role: Role = "judge"
+
+    def __init__(self, metric: str, model: str, embed: Embed | None = None) -> None:
+        self.spec = LLM_METRICS[metric]
+        self.name = f"judge:{metric}"
+        self.model = model
+        self.embed = embed
+        self.prompts = tuple(load_prompt(name) for name in self.spec.prompts)
+
+    def key(self, item: JudgeInput) -> str:
+        # The verdict depends on what was judged (the answer and the contexts the judge saw, i.e.
+        # the top k), on the reference, and on the judge: its model and the text of its prompts.
+        payload = json.dumps([item.answer, list(item.contexts)], ensure_ascii=False)
+        digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        prompts = ",".join(prompt.hash for prompt in self.prompts)
+        return record_key("judgement", item.item.id, self.spec.name, self.model, prompts, digest, item.item.true_answer)
+
+    def start(self, item: JudgeInput) -> Step[JudgementRecord]:
+        return _as_record(self.spec.start(item, self.model, self.embed), self.key(item), item.item.id, self.model)
+
+
+def _as_record(step: JudgeStep, key: str, item_id: str, model: str) -> Step[JudgementRecord]:
+    """The judge's steps, with its verdict wrapped in the record that stores it."""
+    if isinstance(step, Done):
+        return Done(JudgementRecord(id=key, item_id=item_id, judge_model=model, verdict=step.record))
+    then = step.then
+
+    def wrapped(value: object) -> Step[JudgementRecord]:
+        return _as_record(then(value), key, item_id, model)  # type: ignore[arg-type]
+
+    if isinstance(step, Compute):
+        return Compute(step.work, wrapped)
+    return Ask(step.requests, wrapped)
+
+
+def verdict_of(record: JudgementRecord | None) -> JudgeVerdict | None:
+    return record.verdict if record is not None else None

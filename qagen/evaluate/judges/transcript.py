@@ -1,71 +1,86 @@
 """What one judge verdict was made of: the model calls, their raw replies, usage and prompt hashes.
 
-Every judge (`qagen.evaluate.judges.registry`, `judges_boolean`, `judges_ragas`) asks a `JudgeClient` and keeps
-each call in a `Transcript`, which then makes the `JudgeVerdict`: a value, or a failure reason that
-tells a failed call from an unreadable reply.
+Every judge (`correctness`, `ragas`, `graders`) is a pure state machine of steps (`qagen.llm.task`):
+it asks for requests and reads the replies through a `Transcript`, which keeps each call and then
+makes the `JudgeVerdict`: a value, or a failure that tells a failed call (retryable) from an
+unreadable reply.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from qagen.evaluate.records import JudgeVerdict
-from qagen.llm.client import CallResult, ModelSettings
+from qagen.failures import Failure, FailureKind
 from qagen.llm.prompts import load_prompt
+from qagen.llm.task import Ask, Done, Outcome, Request, Step, add_usage
 from qagen.records import Usage
 
-
-class JudgeClient(Protocol):
-    """What a judge needs of a model: `qagen.llm.client.LLMClient`, or a test's scripted fake."""
-
-    @property
-    def settings(self) -> ModelSettings: ...
-
-    async def complete(self, prompt: str, *, system: str | None = None) -> CallResult: ...
+JudgeStep = Step[JudgeVerdict]
 
 
 @dataclass
 class Transcript:
-    """Every call one verdict is made of: raw replies, summed usage, prompt hashes, call errors."""
+    """Every call one verdict is made of: raw replies, summed usage, prompt hashes, call failures."""
 
     metric: str
     model: str
     raw: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     prompts: dict[str, str] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
 
     def note(self, *names: str) -> None:
         """Record the hashes of the prompts used (a changed prompt must never pass for the old one)."""
         for name in names:
             self.prompts[name] = load_prompt(name).hash
 
-    def record(self, call: CallResult) -> str | None:
+    def record(self, outcome: Outcome) -> str | None:
         """Account for one call; its reply text, or None if the call failed (then see `call_failed`)."""
-        self.usage = Usage(
-            input_tokens=self.usage.input_tokens + call.usage.input_tokens,
-            output_tokens=self.usage.output_tokens + call.usage.output_tokens,
-        )
-        if call.text is None:
-            self.errors.append(f"{call.error}: {call.detail}" if call.detail else call.error)
+        if isinstance(outcome, Failure):
+            self.failures.append(outcome)
             return None
-        self.raw.append(call.text)
-        return call.text
+        self.usage = add_usage(self.usage, outcome.usage)
+        self.raw.append(outcome.text)
+        return outcome.text
+
+    def ask(self, request: Request, read: Callable[[str], JudgeStep], **failed_detail: object) -> Ask[JudgeVerdict]:
+        """Send one request; continue with `read(reply)`, or end with `call_failed(**failed_detail)`."""
+
+        def then(outcomes: Sequence[Outcome]) -> JudgeStep:
+            (outcome,) = outcomes
+            reply = self.record(outcome)
+            return Done(self.call_failed(**failed_detail)) if reply is None else read(reply)
+
+        return Ask((request,), then)
 
     def call_failed(self, **detail: object) -> JudgeVerdict:
-        """The verdict after a failed call: reason `api_error:<kind>` (`api_error` alone when the kind
-        is unknown), so a resumed run can tell by prefix a call worth retrying from an unreadable reply."""
-        kind = self.errors[-1].split(":", 1)[0] if self.errors else ""
-        return self.verdict(None, "api_error" if kind in ("", "api_error") else f"api_error:{kind}", **detail)
+        """The verdict after a failed call: the last call failure, retryable on resume."""
+        failure = self.failures[-1] if self.failures else Failure.of(FailureKind.API_ERROR)
+        return self._verdict(None, failure, detail)
 
-    def verdict(self, value: float | None, reason: str = "", /, **detail: object) -> JudgeVerdict:
-        """The verdict: `value` (None with a `reason` when it failed) and its parts in `detail`."""
-        if (value is None) == (reason == ""):
+    def verdict(
+        self, value: float | None, reason: FailureKind | str | None = None, /, **detail: object
+    ) -> JudgeVerdict:
+        """The verdict: `value`, or None with the `reason` it has none; its parts in `detail`."""
+        if (value is None) == (reason is None or reason == ""):
             raise ValueError("a verdict has either a value or a failure reason")
+        failure = Failure.of(FailureKind(reason)) if value is None and reason else None
+        return self._verdict(value, failure, detail)
+
+    def done(self, value: float | None, reason: FailureKind | str | None = None, /, **detail: object) -> JudgeStep:
+        """`verdict(...)` as the last step."""
+        return Done(self.verdict(value, reason, **detail))
+
+    def _verdict(self, value: float | None, failure: Failure | None, detail: dict[str, object]) -> JudgeVerdict:
         parts: dict[str, object] = {"model": self.model, "prompts": dict(self.prompts), **detail}
-        if self.errors:
-            parts["call_errors"] = list(self.errors)
+        if self.failures:
+            parts["call_errors"] = [_call_error(failure) for failure in self.failures]
         return JudgeVerdict(
-            metric=self.metric, value=value, reason=reason, raw=list(self.raw), detail=parts, usage=self.usage
+            metric=self.metric, value=value, failure=failure, raw=list(self.raw), detail=parts, usage=self.usage
         )
+
+
+def _call_error(failure: Failure) -> str:
+    return f"{failure.kind.value}: {failure.detail}" if failure.detail else failure.kind.value

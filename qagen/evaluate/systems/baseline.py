@@ -17,16 +17,21 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from qagen.errors import ConfigError, CorpusError
 from qagen.evaluate.records import RagOutput, RetrievedContext
 from qagen.evaluate.systems.bm25_index import INDEX_VERSION, BM25Index, index_chunks
+from qagen.failures import Failure
 from qagen.generation.chunk import LengthUnit, make_splitter
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.client import LLMClient
 from qagen.llm.prompts import load_prompt
+from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
+from qagen.runs.executor import drive
+from qagen.runs.store import record_key
 
-__all__ = ["BM25Baseline", "build_context"]
+__all__ = ["BM25Baseline", "ReaderTask", "build_context"]
 
 _logger = logging.getLogger(__name__)
 
@@ -89,8 +94,7 @@ class BM25Baseline:
         self.progress = progress
         # Settings are checked now, so a bad chunk size fails before any question is asked.
         self._splitter = make_splitter(chunk_size, self.chunk_overlap, length_unit, encoding)
-        self.prompt = load_prompt("rag_answer")
-        self.system_prompt = load_prompt("rag_answer_system")
+        self.task = ReaderTask(reader.settings.spec)
         self._index: BM25Index | None = None
         self._index_lock: asyncio.Lock | None = None
 
@@ -108,8 +112,8 @@ class BM25Baseline:
             "chunk_overlap": self.chunk_overlap,
             "length_unit": self.length_unit,
             "reader": self.reader.settings.spec,
-            "prompt_hash": self.prompt.hash,
-            "system_prompt_hash": self.system_prompt.hash,
+            "prompt_hash": self.task.prompt.hash,
+            "system_prompt_hash": self.task.system_prompt.hash,
         }
 
     def cache_key(self) -> str:
@@ -180,14 +184,46 @@ class BM25Baseline:
                 # Built in a worker thread: the event loop keeps serving other work meanwhile.
                 await asyncio.to_thread(self.build_index)
         contexts = await asyncio.to_thread(self.retrieve, question)
-        prompt = self.prompt.render(context=build_context(c.text for c in contexts), question=question)
-        result = await self.reader.complete(prompt, system=self.system_prompt.text)
-        if result.text is None:
-            # Retrieval worked, so its contexts are kept: retrieval metrics still count.
-            return RagOutput(answer=None, contexts=contexts, error=f"reader_failed: {result.error}", usage=result.usage)
-        if not result.text.strip():
-            return RagOutput(answer=None, contexts=contexts, error="reader_failed: empty_reply", usage=result.usage)
-        return RagOutput(answer=result.text.strip(), contexts=contexts, usage=result.usage)
+        return await drive(self.task, Retrieved(question, tuple(contexts)), self.reader.complete)
+
+
+class Retrieved(NamedTuple):
+    """What the reader answers from: the question and the retrieved chunks, best first."""
+
+    question: str
+    contexts: tuple[RetrievedContext, ...]
+
+
+class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
+    """The baseline's answer: the notebook's RAG prompt over the retrieved chunks, to the reader model."""
+
+    name = "rag_answer"
+    role: Role = "reader"
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.prompt = load_prompt("rag_answer")
+        self.system_prompt = load_prompt("rag_answer_system")
+        self.prompts = (self.system_prompt, self.prompt)
+
+    def key(self, item: Retrieved) -> str:
+        texts = "\x00".join(context.text for context in item.contexts)
+        return record_key("rag_answer", item.question, texts, self.system_prompt.sha256, self.prompt.sha256, self.model)
+
+    def request(self, item: Retrieved) -> Request:
+        # The notebook's prompt, as it has it: the question and the chunks go in as written.
+        prompt = self.prompt.render(context=build_context(c.text for c in item.contexts), question=item.question)
+        return user_request(prompt, system=self.system_prompt.text)
+
+    def parse(self, item: Retrieved, reply: Reply) -> RagOutput:
+        contexts = list(item.contexts)
+        if not reply.text.strip():
+            return RagOutput(answer=None, contexts=contexts, error="reader_failed: empty_reply", usage=reply.usage)
+        return RagOutput(answer=reply.text.strip(), contexts=contexts, usage=reply.usage)
+
+    def failed(self, item: Retrieved, failure: Failure) -> RagOutput:
+        # Retrieval worked, so its contexts are kept: retrieval metrics still count.
+        return RagOutput(answer=None, contexts=list(item.contexts), error=f"reader_failed: {failure.kind.value}")
 
 
 def _fingerprint(corpus: Path) -> list[tuple[str, int, int]]:

@@ -17,11 +17,16 @@ raises a `QagenError` with one clear sentence.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from qagen.evaluate.records import RagOutput
 
-__all__ = ["RagSystem", "close_system", "normalize_question"]
+if TYPE_CHECKING:
+    from qagen.llm.client import LLMClient
+
+__all__ = ["RagSystem", "SystemFactory", "close_system", "normalize_question"]
 
 
 @runtime_checkable
@@ -52,3 +57,12 @@ def normalize_question(question: str) -> str:
     tool may not keep it; neither difference changes the question.
     """
     return " ".join(question.split())
+
+
+@dataclass(frozen=True)
+class SystemFactory:
+    """A RAG system that `evaluate` builds itself, inside its event loop, with the reader's client
+    (from `reader=`, bound by the run's limits like the judge): e.g. `bm25_baseline(...)`, or
+    `SystemFactory(lambda reader: MySystem(reader))`."""
+
+    build: Callable[[LLMClient | None], RagSystem]

@@ -7,9 +7,8 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -17,51 +16,55 @@ from hypothesis import strategies as st
 from langchain_openai import ChatOpenAI
 from pydantic import SecretStr
 
-from qagen.evaluate.judges.graders import render_grader
-from qagen.evaluate.judges.parsing import parse_prometheus
-from qagen.evaluate.judges.ragas import (
-    average_precision,
-    cosine,
-    render_context_relevance,
-    render_statement_verdicts,
-)
-from qagen.evaluate.judges.registry import (
-    LLM_METRICS,
-    answer_relevancy,
-    context_precision,
-    context_recall,
-    context_relevance,
-    faithfulness,
+from qagen.evaluate.judges.correctness import judge_correctness, normalise_correctness, render_correctness
+from qagen.evaluate.judges.graders import (
     grade_correct,
     grade_grounded,
     grade_relevant,
     grade_retrieval_relevant,
-    judge_correctness,
-    normalise_correctness,
-    render_correctness,
+    render_grader,
 )
-from qagen.evaluate.records import JudgeVerdict
+from qagen.evaluate.judges.parsing import parse_prometheus
+from qagen.evaluate.judges.ragas import (
+    answer_relevancy,
+    average_precision,
+    context_precision,
+    context_recall,
+    context_relevance,
+    cosine,
+    faithfulness,
+    render_context_relevance,
+    render_statement_verdicts,
+)
+from qagen.evaluate.judges.registry import LLM_METRICS, JudgeInput
+from qagen.evaluate.judges.transcript import JudgeStep
+from qagen.evaluate.records import EvalItem, JudgeVerdict
+from qagen.failures import Failure, FailureKind
 from qagen.llm.backends import LangChainBackend
-from qagen.llm.client import CallResult, LLMClient, ModelSettings
+from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.prompts import load_prompt, prompts_dir
+from qagen.llm.task import Outcome, Reply, Request
 from qagen.llm.untrusted import DATA_TAGS, PASSAGE_SEPARATOR, neutralize
 from qagen.records import Usage
+from qagen.runs.executor import drive_steps
 from qagen.testing.llm.outcomes import judge_score
 from qagen.testing.llm.prompt_recognition import classify_prompt
 from qagen.testing.llm.server import StandInLLM
 
-Reply = str | CallResult
+Scripted = str | Failure
+MODEL = "fake:judge"
 
 
 class FakeClient:
-    """A scripted `JudgeClient`: replies from a queue (or a function of the prompt), calls logged."""
+    """Scripted replies to a judge's requests, from a queue (or a function of the prompt), calls logged."""
 
-    def __init__(self, replies: Sequence[Reply] | Callable[[str], Reply] = ()) -> None:
-        self.settings = ModelSettings(spec="fake:judge")
+    def __init__(self, replies: Sequence[Scripted] | Callable[[str], Scripted] = ()) -> None:
         self._replies = replies if callable(replies) else list(replies)
         self.calls: list[tuple[str, str | None]] = []
 
-    async def complete(self, prompt: str, *, system: str | None = None) -> CallResult:
+    async def complete(self, request: Request) -> Outcome:
+        system = next((m.content for m in request if m.role == "system"), None)
+        prompt = next(m.content for m in request if m.role == "user")
         self.calls.append((prompt, system))
         if callable(self._replies):
             reply = self._replies(prompt)
@@ -69,16 +72,17 @@ class FakeClient:
             if not self._replies:
                 raise AssertionError(f"unexpected call: {prompt[:200]}")
             reply = self._replies.pop(0)
-        if isinstance(reply, CallResult):
+        if isinstance(reply, Failure):
             return reply
-        return CallResult(reply, Usage(input_tokens=10, output_tokens=3), "", "")
+        return Reply(reply, Usage(input_tokens=10, output_tokens=3))
 
 
-RATE_LIMITED = CallResult(None, Usage(), "rate_limited", "RateLimitError: 429")
+RATE_LIMITED = Failure.of(FailureKind.RATE_LIMITED, "RateLimitError: 429")
 
 
-def run(coroutine: Coroutine[Any, Any, JudgeVerdict]) -> JudgeVerdict:
-    return asyncio.run(coroutine)
+def run(step: JudgeStep, client: FakeClient) -> JudgeVerdict:
+    """A judge's steps, driven as the executor drives them, against scripted replies."""
+    return asyncio.run(drive_steps(step, client.complete))
 
 
 # --------------------------------------------------------------------------- prompt files
@@ -174,7 +178,7 @@ def test_real_rag_answers_render_safely(reference_data: Path) -> None:
 
 def test_correctness_reads_the_score_and_keeps_everything() -> None:
     client = FakeClient(["Feedback: Right port, extra detail. [RESULT] 4"])
-    verdict = run(judge_correctness("What port?", "Port 8000, by default.", "8000.", client))
+    verdict = run(judge_correctness("What port?", "Port 8000, by default.", "8000.", MODEL), client)
     assert (verdict.metric, verdict.value, verdict.reason) == ("correctness", 4.0, "")
     assert verdict.raw == ["Feedback: Right port, extra detail. [RESULT] 4"]
     assert verdict.usage == Usage(input_tokens=10, output_tokens=3)
@@ -200,19 +204,19 @@ def test_correctness_reads_the_score_and_keeps_everything() -> None:
     ],
 )
 def test_correctness_failures_are_verdicts_without_a_value(reply: str, reason: str) -> None:
-    verdict = run(judge_correctness("Q?", "A.", "R.", FakeClient([reply])))
+    verdict = run(judge_correctness("Q?", "A.", "R.", MODEL), FakeClient([reply]))
     assert (verdict.value, verdict.reason, verdict.raw) == (None, reason, [reply])
 
 
 def test_correctness_api_failure() -> None:
-    verdict = run(judge_correctness("Q?", "A.", "R.", FakeClient([RATE_LIMITED])))
+    verdict = run(judge_correctness("Q?", "A.", "R.", MODEL), FakeClient([RATE_LIMITED]))
     assert (verdict.value, verdict.reason, verdict.raw) == (None, "api_error:rate_limited", [])
     assert verdict.detail["call_errors"] == ["rate_limited: RateLimitError: 429"]
 
 
 def test_correctness_without_reference_makes_no_call() -> None:
     client = FakeClient()
-    assert run(judge_correctness("Q?", "A.", "  ", client)).reason == "no_reference"
+    assert run(judge_correctness("Q?", "A.", "  ", MODEL), client).reason == "no_reference"
     assert client.calls == []
 
 
@@ -222,7 +226,7 @@ def test_an_injected_answer_does_not_set_the_score() -> None:
         response = prompt.split("<response>\n", 1)[1].split("\n</response>", 1)[0]
         return f'Feedback: The response only says "{response}". [RESULT] 1'
 
-    verdict = run(judge_correctness("What port?", INJECTION, "8000.", FakeClient(judge)))
+    verdict = run(judge_correctness("What port?", INJECTION, "8000.", MODEL), FakeClient(judge))
     assert verdict.value == 1.0
 
 
@@ -241,7 +245,7 @@ def test_faithfulness_counts_supported_statements() -> None:
     )
     verdicts = "1. Stated. Verdict: Yes\n2. It says Python. Verdict: No\n3. Stated. Verdict: Yes"
     client = FakeClient([statements, verdicts])
-    verdict = run(faithfulness("Which port?", "Port 8000; it is Go; logs to stdout.", CONTEXTS, client))
+    verdict = run(faithfulness("Which port?", "Port 8000; it is Go; logs to stdout.", CONTEXTS, MODEL), client)
     assert verdict.value == pytest.approx(2 / 3)
     assert verdict.detail["statements"] == [
         "The server listens on port 8000.",
@@ -257,14 +261,14 @@ def test_faithfulness_counts_supported_statements() -> None:
 
 
 def test_faithfulness_failures() -> None:
-    assert run(faithfulness("Q?", "I don't know.", CONTEXTS, FakeClient(["Statements: none"]))).reason == (
+    assert run(faithfulness("Q?", "I don't know.", CONTEXTS, MODEL), FakeClient(["Statements: none"])).reason == (
         "no_statements"
     )
     client = FakeClient()
-    assert run(faithfulness("Q?", "A.", ["  "], client)).reason == "no_contexts" and not client.calls
-    missing = run(faithfulness("Q?", "A. B.", CONTEXTS, FakeClient(["1. A.\n2. B.", "1. x Verdict: Yes"])))
+    assert run(faithfulness("Q?", "A.", ["  "], MODEL), client).reason == "no_contexts" and not client.calls
+    missing = run(faithfulness("Q?", "A. B.", CONTEXTS, MODEL), FakeClient(["1. A.\n2. B.", "1. x Verdict: Yes"]))
     assert (missing.value, missing.reason, missing.detail["statements"]) == (None, "missing_verdict", ["A.", "B."])
-    failed = run(faithfulness("Q?", "A.", CONTEXTS, FakeClient(["1. A.", RATE_LIMITED])))
+    failed = run(faithfulness("Q?", "A.", CONTEXTS, MODEL), FakeClient(["1. A.", RATE_LIMITED]))
     assert (failed.reason, failed.raw, failed.detail["step"]) == ("api_error:rate_limited", ["1. A."], "verdicts")
 
 
@@ -283,7 +287,7 @@ async def _embed(texts: list[str]) -> list[list[float]]:
 
 def test_answer_relevancy_is_the_mean_cosine() -> None:
     reply = "Questions:\n1. What port is used?\n2. Where do logs go?\n3. Anything else?\nNoncommittal: no"
-    verdict = run(answer_relevancy("Which port?", "Port 8000.", FakeClient([reply]), _embed))
+    verdict = run(answer_relevancy("Which port?", "Port 8000.", MODEL, _embed), FakeClient([reply]))
     assert verdict.value == pytest.approx((1.0 + 0.0 + 0.6) / 3)
     assert verdict.detail["similarities"] == pytest.approx([1.0, 0.0, 0.6])
     assert verdict.detail["noncommittal"] is False
@@ -291,15 +295,15 @@ def test_answer_relevancy_is_the_mean_cosine() -> None:
 
 def test_answer_relevancy_noncommittal_and_failures() -> None:
     hedged = "Questions:\n1. What port is used?\nNoncommittal: yes"
-    assert run(answer_relevancy("Which port?", "Not sure.", FakeClient([hedged]), _embed)).value == 0.0
+    assert run(answer_relevancy("Which port?", "Not sure.", MODEL, _embed), FakeClient([hedged])).value == 0.0
     with pytest.raises(ValueError, match="embedding"):
-        run(answer_relevancy("Which port?", "8000", FakeClient(), None))
+        run(answer_relevancy("Which port?", "8000", MODEL, None), FakeClient())
 
     async def zero(texts: list[str]) -> list[list[float]]:
         return [[0.0, 0.0] for _ in texts]
 
-    assert run(answer_relevancy("Q?", "A.", FakeClient([hedged]), zero)).reason == "zero_embedding"
-    assert run(answer_relevancy("Q?", "A.", FakeClient(["1. What?"]), _embed)).reason == "missing_noncommittal"
+    assert run(answer_relevancy("Q?", "A.", MODEL, zero), FakeClient([hedged])).reason == "zero_embedding"
+    assert run(answer_relevancy("Q?", "A.", MODEL, _embed), FakeClient(["1. What?"])).reason == "missing_noncommittal"
 
 
 def test_cosine() -> None:
@@ -327,7 +331,7 @@ def test_context_precision_judges_each_context_in_rank_order() -> None:
         return "Explanation: about cats.\nVerdict: No" if "cats" in prompt else "Explanation: ok\nVerdict: Yes"
 
     client = FakeClient(judge)
-    verdict = run(context_precision("Which port?", "8000.", contexts, client))
+    verdict = run(context_precision("Which port?", "8000.", contexts, MODEL), client)
     assert verdict.value == pytest.approx((1 + 2 / 3) / 2)
     assert verdict.detail["verdicts"] == [True, False, True]
     assert len(verdict.raw) == 3 and "No" in verdict.raw[1]
@@ -338,12 +342,12 @@ def test_context_precision_failures() -> None:
     def flaky(prompt: str) -> Reply:
         return RATE_LIMITED if "second" in prompt else "Explanation: ok\nVerdict: Yes"
 
-    failed = run(context_precision("Q?", "R.", ["first", "second"], FakeClient(flaky)))
+    failed = run(context_precision("Q?", "R.", ["first", "second"], MODEL), FakeClient(flaky))
     assert (failed.reason, failed.detail["verdicts"]) == ("api_error:rate_limited", [True, None])
-    unreadable = run(context_precision("Q?", "R.", ["first", "second"], FakeClient(lambda p: "Verdict: maybe")))
+    unreadable = run(context_precision("Q?", "R.", ["first", "second"], MODEL), FakeClient(lambda p: "Verdict: maybe"))
     assert unreadable.reason == "invalid_verdict" and unreadable.value is None
-    assert run(context_precision("Q?", "", ["first"], FakeClient())).reason == "no_reference"
-    assert run(context_precision("Q?", "R.", [], FakeClient())).reason == "no_contexts"
+    assert run(context_precision("Q?", "", ["first"], MODEL), FakeClient()).reason == "no_reference"
+    assert run(context_precision("Q?", "R.", [], MODEL), FakeClient()).reason == "no_contexts"
 
 
 # --------------------------------------------------------------------------- context recall
@@ -353,15 +357,15 @@ def test_context_recall_attributes_reference_sentences() -> None:
     reply = "1. Stated. Verdict: Yes\n2. Not stated. Verdict: No\n3. Stated. Verdict: Yes"
     client = FakeClient([reply])
     reference = "The port is 8000. It is set by PORT.\nLogs go to stdout."
-    verdict = run(context_recall("Which port?", reference, CONTEXTS, client))
+    verdict = run(context_recall("Which port?", reference, CONTEXTS, MODEL), client)
     assert verdict.value == pytest.approx(2 / 3)
     assert verdict.detail["sentences"] == ["The port is 8000.", "It is set by PORT.", "Logs go to stdout."]
     assert (
         "<sentences>\n1. The port is 8000.\n2. It is set by PORT.\n3. Logs go to stdout.\n</sentences>"
         in (client.calls[0][0])
     )
-    assert run(context_recall("Q?", "...", CONTEXTS, FakeClient())).reason == "no_reference"
-    short = run(context_recall("Q?", reference, CONTEXTS, FakeClient(["1. a Verdict: Yes\n2. b Verdict: No"])))
+    assert run(context_recall("Q?", "...", CONTEXTS, MODEL), FakeClient()).reason == "no_reference"
+    short = run(context_recall("Q?", reference, CONTEXTS, MODEL), FakeClient(["1. a Verdict: Yes\n2. b Verdict: No"]))
     assert short.reason == "missing_verdict"
 
 
@@ -370,21 +374,23 @@ def test_context_recall_attributes_reference_sentences() -> None:
 
 def test_context_relevance_counts_verbatim_sentences() -> None:
     reply = 'Relevant sentences:\n- "The server listens on port 8000."\n- It listens everywhere, roughly.\n'
-    verdict = run(context_relevance("Which port?", CONTEXTS, FakeClient([reply])))
+    verdict = run(context_relevance("Which port?", CONTEXTS, MODEL), FakeClient([reply]))
     # 3 context sentences; one copied verbatim, one paraphrase (not counted, kept in detail).
     assert verdict.value == pytest.approx(1 / 3)
     assert verdict.detail["unmatched"] == ["It listens everywhere, roughly."]
     insufficient = FakeClient(["Relevant sentences: Insufficient Information"])
-    assert run(context_relevance("Q?", CONTEXTS, insufficient)).value == 0.0
+    assert run(context_relevance("Q?", CONTEXTS, MODEL), insufficient).value == 0.0
     paraphrase = FakeClient(["Relevant sentences:\nIt uses port 8000."])
-    assert run(context_relevance("Q?", CONTEXTS, paraphrase)).reason == "extraction_not_verbatim"
-    assert run(context_relevance("Q?", ["---"], FakeClient())).reason == "no_contexts"
+    assert run(context_relevance("Q?", CONTEXTS, MODEL), paraphrase).reason == "extraction_not_verbatim"
+    assert run(context_relevance("Q?", ["---"], MODEL), FakeClient()).reason == "no_contexts"
 
 
 def test_context_relevance_matches_what_the_judge_saw() -> None:
     # A context sentence that holds a marker is shown neutralised; a verbatim copy still counts.
     contexts = ["Grade: true is printed. Nothing else."]
-    verdict = run(context_relevance("Q?", contexts, FakeClient(["Relevant sentences:\nGrade - true is printed."])))
+    verdict = run(
+        context_relevance("Q?", contexts, MODEL), FakeClient(["Relevant sentences:\nGrade - true is printed."])
+    )
     assert verdict.value == 0.5
 
 
@@ -393,15 +399,15 @@ def test_context_relevance_matches_what_the_judge_saw() -> None:
 
 @pytest.mark.parametrize(("reply", "value"), [("Explanation: fine\nGrade: true", 1.0), ("Grade: false", 0.0)])
 def test_graders_read_the_grade(reply: str, value: float) -> None:
-    graders: list[tuple[Callable[[FakeClient], Coroutine[Any, Any, JudgeVerdict]], str]] = [
-        (lambda c: grade_correct("Q?", "A.", "R.", c), "correct"),
-        (lambda c: grade_relevant("Q?", "A.", c), "relevant"),
-        (lambda c: grade_grounded("A.", CONTEXTS, c), "grounded"),
-        (lambda c: grade_retrieval_relevant("Q?", CONTEXTS, c), "retrieval_relevant"),
+    graders: list[tuple[JudgeStep, str]] = [
+        (grade_correct("Q?", "A.", "R.", MODEL), "correct"),
+        (grade_relevant("Q?", "A.", MODEL), "relevant"),
+        (grade_grounded("A.", CONTEXTS, MODEL), "grounded"),
+        (grade_retrieval_relevant("Q?", CONTEXTS, MODEL), "retrieval_relevant"),
     ]
-    for coroutine, metric in graders:
+    for step, metric in graders:
         client = FakeClient([reply])
-        verdict = run(coroutine(client))
+        verdict = run(step, client)
         assert (verdict.metric, verdict.value, verdict.raw) == (metric, value, [reply])
         ((_, system),) = client.calls
         assert system == load_prompt(f"grader_{metric}_system").text.strip()
@@ -409,18 +415,18 @@ def test_graders_read_the_grade(reply: str, value: float) -> None:
 
 def test_grader_prompts_and_failures() -> None:
     client = FakeClient(['{"explanation": "It matches.", "correct": true}'])
-    verdict = run(grade_correct("Which port?", "8000", "Port 8000.", client))
+    verdict = run(grade_correct("Which port?", "8000", "Port 8000.", MODEL), client)
     assert (verdict.value, verdict.detail["explanation"]) == (1.0, "It matches.")
     prompt = client.calls[0][0]
     assert prompt.index("<question>") < prompt.index("<reference_answer>") < prompt.index("<answer>")
     grounded = FakeClient(["Grade: true"])
-    run(grade_grounded("A.", CONTEXTS, grounded))
+    run(grade_grounded("A.", CONTEXTS, MODEL), grounded)
     assert f"<facts>\n{CONTEXTS[0]}{PASSAGE_SEPARATOR}{CONTEXTS[1]}\n</facts>" in grounded.calls[0][0]
-    assert run(grade_relevant("Q?", "A.", FakeClient(["Grade: somewhat"]))).reason == "invalid_grade"
-    assert run(grade_relevant("Q?", "A.", FakeClient([RATE_LIMITED]))).reason == "api_error:rate_limited"
-    assert run(grade_correct("Q?", "A.", "", FakeClient())).reason == "no_reference"
-    assert run(grade_grounded("A.", [], FakeClient())).reason == "no_contexts"
-    assert run(grade_retrieval_relevant("Q?", [" "], FakeClient())).reason == "no_contexts"
+    assert run(grade_relevant("Q?", "A.", MODEL), FakeClient(["Grade: somewhat"])).reason == "invalid_grade"
+    assert run(grade_relevant("Q?", "A.", MODEL), FakeClient([RATE_LIMITED])).reason == "api_error:rate_limited"
+    assert run(grade_correct("Q?", "A.", "", MODEL), FakeClient()).reason == "no_reference"
+    assert run(grade_grounded("A.", [], MODEL), FakeClient()).reason == "no_contexts"
+    assert run(grade_retrieval_relevant("Q?", [" "], MODEL), FakeClient()).reason == "no_contexts"
 
 
 # --------------------------------------------------------------------------- registry
@@ -461,7 +467,8 @@ def test_registry() -> None:
 def test_every_metric_runs_through_the_uniform_signature(name: str) -> None:
     spec = LLM_METRICS[name]
     client = FakeClient(SCRIPTS[name])
-    verdict = run(spec.run("Which port?", "Port 8000.", "Port 8000.", CONTEXTS, client, _embed))
+    judged = JudgeInput(EvalItem(id="q1", question="Which port?", true_answer="Port 8000."), "Port 8000.", CONTEXTS)
+    verdict = run(spec.start(judged, MODEL, _embed), client)
     assert verdict.metric == name and verdict.reason == "" and verdict.value is not None
     low, high = spec.value_range
     assert low <= verdict.value <= high
@@ -471,7 +478,7 @@ def test_every_metric_runs_through_the_uniform_signature(name: str) -> None:
     assert JudgeVerdict.model_validate_json(verdict.model_dump_json()) == verdict
     if spec.needs_embeddings:
         with pytest.raises(ValueError):
-            run(spec.run("Q?", "A.", "R.", CONTEXTS, FakeClient(SCRIPTS[name]), None))
+            run(spec.start(judged, MODEL, None), FakeClient(SCRIPTS[name]))
 
 
 # --------------------------------------------------------------------------- end to end
@@ -488,7 +495,8 @@ async def _judge_through_stand_in(
     else:
         client = LLMClient.connect(settings)  # what `qagen evaluate` builds for an openai:* judge
     try:
-        return list(await asyncio.gather(*(judge_correctness(q, a, r, client) for q, a, r in cases)))
+        steps = (judge_correctness(q, a, r, client.settings.spec) for q, a, r in cases)
+        return list(await asyncio.gather(*(drive_steps(step, client.complete) for step in steps)))
     finally:
         await client.aclose()
 

@@ -20,8 +20,9 @@ from qagen.evaluate.systems.bm25_index import tokenize
 from qagen.evaluate.systems.protocol import RagSystem
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.backends import LangChainBackend
-from qagen.llm.client import CallResult, LLMClient, ModelSettings
+from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.prompts import load_prompt
+from qagen.llm.task import Outcome, Request
 from qagen.testing.corpus import write_corpus
 from qagen.testing.llm.outcomes import first_sentence
 from qagen.testing.llm.server import StandInLLM
@@ -48,9 +49,10 @@ class RecordingClient(LLMClient):
         super().__init__(*args, **kwargs)
         self.prompts: list[tuple[str, str | None]] = []
 
-    async def complete(self, prompt: str, *, system: str | None = None) -> CallResult:
-        self.prompts.append((prompt, system))
-        return await super().complete(prompt, system=system)
+    async def complete(self, request: Request) -> Outcome:
+        system = next((m.content for m in request if m.role == "system"), None)
+        self.prompts.append((request[-1].content, system))
+        return await super().complete(request)
 
 
 def fake_reader(replies: list[str] | None = None) -> RecordingClient:

@@ -1,0 +1,110 @@
+"""The LLM work of a build: its tasks (one draft task, the critics in the order they are asked) and
+the one place their dependencies are stated (`BuildFlow`).
+
+The dependencies: a chunk's critics are asked after its draft, and only when the draft parsed;
+cheapest first (the two that read only the question before the one that also reads the chunk);
+a low score stops the critics after it (unless `all_critics`), and so does a critic call that
+failed, which is redone on the next run together with the critics after it, in order, exactly as
+in a run without the failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from qagen.config import CRITIC_ORDER, BuildConfig
+from qagen.generation.critique import CriticTask, Drafted
+from qagen.generation.draft import DraftTask
+from qagen.llm.cost import Budget, price_for
+from qagen.records import Chunk, Critique, Draft
+from qagen.runs.executor import Executor
+from qagen.runs.store import RecordStore
+
+
+@dataclass(frozen=True)
+class BuildTasks:
+    """The draft task and the critics of a build, critics in the order they are asked."""
+
+    draft: DraftTask
+    critics: tuple[CriticTask, ...]
+
+    @classmethod
+    def for_config(cls, config: BuildConfig) -> BuildTasks:
+        critics = tuple(
+            CriticTask.default(criterion, config.critic.spec, audience=config.audience) for criterion in CRITIC_ORDER
+        )
+        return cls(DraftTask(config.generator.spec), critics)
+
+    def critic(self, criterion: str) -> CriticTask:
+        return next(task for task in self.critics if task.criterion == criterion)
+
+    def prompt_hashes(self) -> dict[str, str]:
+        """Every prompt's full sha256, by prompt name (the run fingerprint holds them)."""
+        # Critics by name, so the order does not follow the order they are asked in.
+        critics = sorted(self.critics, key=lambda critic: critic.criterion)
+        prompts = [*self.draft.prompts, *(prompt for critic in critics for prompt in critic.prompts)]
+        return {prompt.name: prompt.sha256 for prompt in prompts}
+
+
+class BuildFlow:
+    """Drafts and critiques chunks through an executor, every record stored as it arrives."""
+
+    def __init__(
+        self,
+        tasks: BuildTasks,
+        config: BuildConfig,
+        executor: Executor,
+        drafts: RecordStore[Draft],
+        critiques: RecordStore[Critique],
+        *,
+        generate: bool = True,
+        critique: bool = True,
+    ) -> None:
+        self.tasks = tasks
+        self.config = config
+        self.executor = executor
+        self.drafts = drafts
+        self.critiques = critiques
+        self.generate = generate
+        self.critique = critique
+
+    async def __call__(self, chunk: Chunk) -> None:
+        draft = (
+            await self.executor.run(self.tasks.draft, chunk, self.drafts)
+            if self.generate
+            else self.drafts.get(self.tasks.draft.key(chunk))
+        )
+        if not self.critique or draft is None or not draft.ok:
+            return
+        for critic in self.tasks.critics:
+            verdict = await self.executor.run(critic, Drafted(draft, chunk), self.critiques)
+            if self._stops_the_critics(verdict):
+                return
+
+    def _stops_the_critics(self, verdict: Critique) -> bool:
+        """A low score rejects the draft whatever the others say, so they are not asked; a failed
+        call stops them until the next run (see the module's docstring)."""
+        if verdict.failure is not None and verdict.failure.is_call_failure:
+            return True
+        if self.config.all_critics or verdict.score is None:
+            return False
+        return verdict.score < self.config.threshold(verdict.criterion)
+
+
+def make_budget(config: BuildConfig, records: Iterable[Draft | Critique]) -> Budget | None:
+    """The run's spending cap, counting what the run directory has spent already (None: no cap)."""
+    if config.max_tokens is None and config.max_cost is None:
+        return None
+    models = {config.generator.spec, config.critic.spec}
+    prices = {model: price_for(model, config.price_input, config.price_output) for model in models}
+    spent: dict[str, tuple[int, int]] = {}
+    for record in records:
+        before = spent.get(record.model, (0, 0))
+        spent[record.model] = (before[0] + record.usage.input_tokens, before[1] + record.usage.output_tokens)
+    return Budget(max_tokens=config.max_tokens, max_cost=config.max_cost, prices=prices, spent=spent)
+
+
+def label(generate: bool, critique: bool) -> str:
+    """The progress bar's label for the stages asked."""
+    return "drafting + critiquing" if generate and critique else "drafting" if generate else "critiquing"

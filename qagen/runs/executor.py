@@ -1,0 +1,128 @@
+"""The executor: runs LLM tasks (`qagen.llm.task`) over items, for `build` and `evaluate` alike.
+
+- `run(task, item, store)`: the record for `item`, from the store when it is finished there; else
+  the task's requests are sent and the record appended to the store as soon as it exists. Only a
+  failure the task marks retryable (no reply came back) is made again, so a resumed run pays for
+  no call twice.
+- `ask(task, item)`: the same without a store (a step inside something that is stored whole).
+- `map(items, flow)`: runs `flow(item)` for every item, as many at a time as the run may have
+  calls in flight, with a progress bar; the flow states the dependencies between tasks (critics
+  after their draft, cheapest first, stop at the first rejection) with plain `await`s.
+- The spending cap is checked before every call; once it is reached no new call starts, the calls
+  in flight finish and are saved, and `map` returns (`budget.reached` tells).
+
+This is the online strategy (async, bounded in flight). A batch strategy runs the same tasks:
+tasks never call a model themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from tqdm import tqdm
+
+from qagen.failures import Failure
+from qagen.llm.clients import Clients
+from qagen.llm.cost import Budget, BudgetReachedError
+from qagen.llm.task import Compute, Done, Outcome, Reply, Request, Step, Task, TaskRecord
+from qagen.runs.concurrency import run_all
+from qagen.runs.store import RecordStore
+
+ItemT = TypeVar("ItemT")
+RecordT = TypeVar("RecordT", bound=TaskRecord)
+AnyRecordT = TypeVar("AnyRecordT")
+
+Call = Callable[[Request], Awaitable[Outcome]]
+"""Sends one request to a model: `LLMClient.complete`, or a test's scripted replies."""
+
+
+async def drive(task: Task[ItemT, AnyRecordT], item: ItemT, call: Call) -> AnyRecordT:
+    """Run a task's steps for one item, sending each step's requests (together) with `call`."""
+    return await drive_steps(task.start(item), call)
+
+
+async def drive_steps(step: Step[AnyRecordT], call: Call) -> AnyRecordT:
+    """Run steps from `step` until one is `Done`: requests go out with `call`, together per step."""
+    while not isinstance(step, Done):
+        if isinstance(step, Compute):
+            step = step.then(await step.work())
+        else:
+            outcomes = await asyncio.gather(*(call(request) for request in step.requests))
+            step = step.then(outcomes)
+    return step.record
+
+
+def needs_call(record: TaskRecord | None) -> bool:
+    """Missing, or failed in a way worth another call (no reply came back)."""
+    return record is None or (record.failure is not None and record.failure.retryable)
+
+
+class Executor:
+    """Runs tasks on the clients of one run, within its spending cap."""
+
+    def __init__(self, clients: Clients, *, workers: int, budget: Budget | None = None) -> None:
+        self.clients = clients
+        self.workers = workers
+        self.budget = budget
+
+    async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: RecordStore[RecordT]) -> RecordT:
+        """The item's record: the stored one when finished, else made now and stored at once."""
+        found = store.get(task.key(item))
+        if found is not None and not needs_call(found):
+            return found
+        record = await self.ask(task, item)
+        store.add(record)
+        return record
+
+    async def ask(self, task: Task[ItemT, AnyRecordT], item: ItemT) -> AnyRecordT:
+        """Make the item's record now (nothing stored): every call within the spending cap."""
+        client = self.clients[task.role]
+
+        async def call(request: Request) -> Outcome:
+            if self.budget is not None:
+                self.budget.check()
+            outcome = await client.complete(request)
+            if self.budget is not None and isinstance(outcome, Reply):
+                self.budget.add(client.settings.spec, outcome.usage.input_tokens, outcome.usage.output_tokens)
+            return outcome
+
+        return await drive(task, item, call)
+
+    async def map(
+        self,
+        items: Sequence[ItemT],
+        flow: Callable[[ItemT], Awaitable[None]],
+        *,
+        label: str,
+        unit: str,
+        progress: bool,
+    ) -> None:
+        """`flow(item)` for every item, in order, `workers` items at a time; stops taking new items
+        once the spending cap is reached (the ones in flight finish and are saved)."""
+        bar = tqdm(total=len(items), desc=label, unit=unit, disable=not progress, file=sys.stderr)
+        queue: asyncio.Queue[ItemT] = asyncio.Queue()
+        for item in items:
+            queue.put_nowait(item)
+
+        async def worker() -> None:
+            while not queue.empty():
+                item = queue.get_nowait()
+                try:
+                    await flow(item)
+                except BudgetReachedError:
+                    return  # no new call starts; `budget.reached` tells the caller
+                bar.update(1)
+                bar.set_postfix(calls=self.clients.calls, refresh=False)
+
+        try:
+            await run_all([worker for _ in range(max(1, min(self.workers, len(items))))])
+        finally:
+            bar.close()
+
+
+def failure_of(outcome: Outcome) -> Failure | None:
+    """The failure of a call, or None when a reply came back."""
+    return outcome if isinstance(outcome, Failure) else None
