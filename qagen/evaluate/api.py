@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -208,8 +207,3 @@ def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None)
     except (ValueError, ImportError) as exc:
         raise ConfigError(f"Cannot use the embeddings model '{embeddings}': {exc}") from exc
     return model.aembed_documents
-
-
-def load_summary(out: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    return data
