@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from qagen.evaluate.judges.reply_common import RESULT_MARKER
+from qagen.llm.reply_rules import RESULT_MARKER
 
 # The tag names that delimit data in the judge prompts (tests check every prompt file uses only these).
 DATA_TAGS = frozenset(

@@ -1,8 +1,9 @@
 """Graded judge and boolean grader replies into values. The parsers never raise.
 
-Like `qagen.generation.replies`, every parser returns a `Parsed*` value holding either the fields or a failure
-`reason`; the caller keeps the raw reply beside it. A reply that cannot be read is a recorded
-failure, never a default score, and an out-of-range score is never clamped into range.
+Like `qagen.generation.replies`, every parser returns a `Parsed*` value holding either the fields or a
+failure `reason` (a `FailureKind`; `""` when the reply was read); the caller keeps the raw reply beside
+it. A reply that cannot be read is a recorded failure, never a default score, and an out-of-range
+score is never clamped into range.
 
 Reply protocols (one compiled regex each, documented where it is defined):
 
@@ -28,17 +29,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from qagen.evaluate.judges.reply_common import (
-    EXPLANATION_LABEL,
-    NUMBER,
-    PLACEHOLDER,
-    RESULT_MARKER,
-    check_score,
-    clean,
-    json_object,
-    no_verdict,
-    yes,
-)
+from qagen.evaluate.judges.reply_common import EXPLANATION_LABEL, PLACEHOLDER, clean, json_object, yes
+from qagen.failures import FailureKind
+from qagen.llm.reply_rules import NUMBER, RESULT_MARKER, Reason, check_score, no_verdict
 
 # --------------------------------------------------------------------------- results
 
@@ -48,7 +41,7 @@ class ParsedJudge(NamedTuple):
 
     score: int | None
     feedback: str | None
-    reason: str
+    reason: Reason
 
 
 class ParsedGrade(NamedTuple):
@@ -56,7 +49,7 @@ class ParsedGrade(NamedTuple):
 
     value: bool | None
     explanation: str | None
-    reason: str
+    reason: Reason
 
 
 # --------------------------------------------------------------------------- graded judges
@@ -87,11 +80,13 @@ def parse_prometheus(reply: str, *, scale_max: int = 5) -> ParsedJudge:
         feedback_text = clean(_DANGLING_FEEDBACK.sub("", feedback))
         match = _AFTER_RESULT.match(tail)
         if match is None:
-            return ParsedJudge(None, feedback_text, "no_score")
+            return ParsedJudge(None, feedback_text, FailureKind.NO_SCORE)
         score, reason = check_score(match.group("value"), match.group("scale"), 1, scale_max)
         return ParsedJudge(score, feedback_text, reason)
+    # A reply whose only markers were template echoes is the template answered back.
     reason = no_verdict(reply)
-    return ParsedJudge(None, None, "template_echo" if start and reason == "parse_failure" else reason)
+    echoed = start > 0 and reason is FailureKind.PARSE_FAILURE
+    return ParsedJudge(None, None, FailureKind.TEMPLATE_ECHO if echoed else reason)
 
 
 # --------------------------------------------------------------------------- boolean graders
@@ -115,7 +110,7 @@ def parse_grade(reply: str) -> ParsedGrade:
             continue
         explanation = clean(EXPLANATION_LABEL.sub("", reply[: line.start()].strip()))
         grade = yes(value)
-        return ParsedGrade(grade, explanation, "" if grade is not None else "invalid_grade")
+        return ParsedGrade(grade, explanation, "" if grade is not None else FailureKind.INVALID_GRADE)
     obj = json_object(reply)
     if obj is None:
         return ParsedGrade(None, None, no_verdict(reply))
@@ -123,5 +118,5 @@ def parse_grade(reply: str) -> ParsedGrade:
     said = obj.get("explanation")
     explanation_text = clean(said) if isinstance(said, str) else None
     if len(found) != 1 or not isinstance(found[0], bool):
-        return ParsedGrade(None, explanation_text, "invalid_grade" if found else "parse_failure")
+        return ParsedGrade(None, explanation_text, FailureKind.INVALID_GRADE if found else FailureKind.PARSE_FAILURE)
     return ParsedGrade(found[0], explanation_text, "")

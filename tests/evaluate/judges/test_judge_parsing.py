@@ -21,6 +21,7 @@ from qagen.evaluate.judges.ragas_parsing import (
     parse_verdicts,
     split_sentences,
 )
+from qagen.failures import FailureKind
 from qagen.llm.untrusted import neutralize, numbered
 
 
@@ -90,6 +91,12 @@ def test_real_llama3_judge_feedbacks(reference_data: Path) -> None:
 
 # --------------------------------------------------------------------------- hand-made tables
 
+
+def _is_kind_or_ok(reason: str) -> bool:
+    """A parser's reason is a `FailureKind` member (the tables spell it as users see it) or ""."""
+    return reason == "" or type(reason) is FailureKind
+
+
 ECHO = "Feedback: <write a feedback for criteria> [RESULT] <an integer number between 1 and 5>"
 PROMETHEUS_CASES = [
     ("Feedback: Good. [RESULT] 4", 4, ""),
@@ -115,8 +122,9 @@ PROMETHEUS_CASES = [
     ("Feedback: Good. [RESULT] 6", None, "out_of_range"),
     ("Feedback: Good. [RESULT] 0", None, "out_of_range"),
     ("Feedback: Good. [RESULT] -2", None, "out_of_range"),
-    ("Feedback: Good. [RESULT] 4.5", None, "non_integer_score"),
-    ("Feedback: Good. [RESULT] 4,5", None, "non_integer_score"),
+    ("Feedback: Good. [RESULT] 4.5", None, "non_integer_rating"),
+    ("Feedback: Good. [RESULT] 4,5", None, "non_integer_rating"),
+    ("Feedback: Good. [RESULT] 4.99999999999999999", None, "non_integer_rating"),  # not rounded to 5
     ("Feedback: Good. [RESULT] 8/10", None, "wrong_scale"),
     ("Feedback: Good. [RESULT] five", None, "no_score"),
     ("Feedback: Good. [RESULT]", None, "no_score"),
@@ -132,6 +140,7 @@ PROMETHEUS_CASES = [
 def test_prometheus_table(reply: str, score: int | None, reason: str) -> None:
     parsed = parse_prometheus(reply)
     assert (parsed.score, parsed.reason) == (score, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 def test_prometheus_feedback_is_the_models_own() -> None:
@@ -168,6 +177,7 @@ GRADE_CASES = [
 def test_grade_table(reply: str, value: bool | None, reason: str) -> None:
     parsed = parse_grade(reply)
     assert (parsed.value, parsed.reason) == (value, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 def test_grade_explanation() -> None:
@@ -203,6 +213,7 @@ VERDICT_CASES: list[tuple[str, int, tuple[bool, ...] | None, str]] = [
 def test_verdicts_table(reply: str, count: int, verdicts: tuple[bool, ...] | None, reason: str) -> None:
     parsed = parse_verdicts(reply, count)
     assert (parsed.verdicts, parsed.reason) == (verdicts, reason)
+    assert _is_kind_or_ok(parsed.reason)
     if verdicts is not None:
         assert len(parsed.explanations) == count
 
@@ -236,7 +247,9 @@ def test_single_verdict() -> None:
     ],
 )
 def test_statements_table(reply: str, items: tuple[str, ...] | None, reason: str) -> None:
-    assert tuple(parse_statements(reply)) == (items, reason)
+    parsed = parse_statements(reply)
+    assert tuple(parsed) == (items, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 @pytest.mark.parametrize(
@@ -255,7 +268,9 @@ def test_statements_table(reply: str, items: tuple[str, ...] | None, reason: str
     ],
 )
 def test_questions_table(reply: str, questions: tuple[str, ...] | None, noncommittal: bool | None, reason: str) -> None:
-    assert tuple(parse_questions(reply)) == (questions, noncommittal, reason)
+    parsed = parse_questions(reply)
+    assert tuple(parsed) == (questions, noncommittal, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 @pytest.mark.parametrize(
@@ -276,7 +291,9 @@ def test_questions_table(reply: str, questions: tuple[str, ...] | None, noncommi
     ],
 )
 def test_extraction_table(reply: str, sentences: tuple[str, ...] | None, reason: str) -> None:
-    assert tuple(parse_extraction(reply)) == (sentences, reason)
+    parsed = parse_extraction(reply)
+    assert tuple(parsed) == (sentences, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 def test_split_sentences() -> None:
@@ -353,6 +370,7 @@ def test_the_graded_parser_never_raises_and_stays_on_scale(reply: str) -> None:
     parsed = parse_prometheus(reply)
     assert parsed.score is None or 1 <= parsed.score <= 5
     assert (parsed.score is None) == (parsed.reason != "")
+    assert _is_kind_or_ok(parsed.reason)
 
 
 @given(replies, st.integers(min_value=0, max_value=5))
@@ -360,16 +378,20 @@ def test_the_graded_parser_never_raises_and_stays_on_scale(reply: str) -> None:
 def test_other_parsers_never_raise(reply: str, count: int) -> None:
     grade = parse_grade(reply)
     assert (grade.value is None) == (grade.reason != "")
+    assert _is_kind_or_ok(grade.reason)
     verdicts = parse_verdicts(reply, count)
     assert verdicts.verdicts is None or len(verdicts.verdicts) == count
     assert (verdicts.verdicts is None) == (verdicts.reason != "")
-    assert parse_verdict(reply).verdicts in (None, (True,), (False,))
+    verdict = parse_verdict(reply)
+    assert verdict.verdicts in (None, (True,), (False,))
     statements = parse_statements(reply)
     assert (statements.items is None) == (statements.reason != "")
     questions = parse_questions(reply)
     assert questions.questions is None or questions.questions
     extraction = parse_extraction(reply)
     assert (extraction.sentences is None) == (extraction.reason != "")
+    for parsed in (verdicts, verdict, statements, questions, extraction):
+        assert _is_kind_or_ok(parsed.reason)
     split_sentences(reply)
 
 
