@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from qagen.generation.replies import neutralize, parse_factoid_qa
+from qagen.generation.replies import parse_factoid_qa
 from qagen.llm.client import LLMClient
 from qagen.llm.prompts import Prompt
+from qagen.llm.untrusted import neutralize
 from qagen.records import Chunk, Draft, Status
 from qagen.runs.store import record_key
 

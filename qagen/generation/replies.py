@@ -22,8 +22,8 @@ are the rules every parser shares, `qagen.llm.reply_rules`; the `reason` of a re
 `FailureKind`, or `""` when the reply was read.
 
 Untrusted text (a chunk, a drafted question) enters the generator and critic prompts only through
-`neutralize`, between the data tags of the prompt files (`DATA_TAGS`). A model that quotes that
-text in its reply then cannot smuggle a verdict in with it: the markers these parsers read no
+`qagen.llm.untrusted.neutralize`, between the data tags of the prompt files. A model that quotes
+that text in its reply then cannot smuggle a verdict in with it: the markers these parsers read no
 longer occur in it.
 """
 
@@ -33,7 +33,7 @@ import re
 from typing import NamedTuple
 
 from qagen.failures import FailureKind
-from qagen.llm.reply_rules import NUMBER, RESULT_MARKER, Reason, check_score, no_verdict
+from qagen.llm.reply_rules import NUMBER, Reason, check_score, no_verdict
 
 # Step 1 of the block rule: a line that is only a continuation marker.
 _CONTINUATION_MARKER = re.compile(
@@ -129,33 +129,3 @@ def parse_factoid_qa(reply: str) -> ParsedQA:
             return ParsedQA(None, None, FailureKind.EMPTY_ANSWER)
         return ParsedQA(question, answer, "")
     return ParsedQA(None, None, no_verdict(reply))
-
-
-# --------------------------------------------------------------------------- neutralising
-
-DATA_TAGS = frozenset({"question", "context"})
-"""The tags that delimit untrusted data in the generator and critic prompts."""
-_DATA_TAG = re.compile(rf"<(?=[ \t]*/?[ \t]*(?:{'|'.join(sorted(DATA_TAGS))})\b)", re.IGNORECASE)
-# The labels these parsers read (`Total rating:`, `Evaluation:`, `Factoid question:`, `Answer:`,
-# the `Answer:::` / `Output:::` / `Feedback:::` block markers) and the prompts' own `Question:` and
-# `Context:` labels. Each parser regex allows only `*`, spaces and tabs between the words and the
-# colon, so replacing the colon run defuses every form; "not preceded by a letter or digit" covers
-# the prefixes they allow (`**`, `#`, line starts).
-_LABEL_WORDS = r"total[ \t]+rating|evaluation|factoid[ \t]+question|question|answer|feedback|output|context"
-_LABEL_IN_DATA = re.compile(rf"(?<![^\W_])((?:{_LABEL_WORDS})[ \t*]*)[:：]+", re.IGNORECASE)
-
-
-def neutralize(text: str) -> str:
-    """Defuse the structural strings of the generator and critic prompts inside untrusted `text`.
-
-    - a data tag (`<context>`, `</question>`) becomes `&lt;context>`: the data cannot close its own
-      block and pose as prompt text;
-    - a reply label's colons (`Total rating:`, `Factoid question:`, `Answer:::`) become ` -`, so a
-      quote of the data in a reply is never read as a verdict, a question or a new block;
-    - `[RESULT]` (the judges' marker) becomes `[ RESULT ]`.
-
-    Idempotent, and it changes nothing else, so the model still reads the text as written.
-    """
-    text = _DATA_TAG.sub("&lt;", text)
-    text = RESULT_MARKER.sub(r"[ \1 ]", text)
-    return _LABEL_IN_DATA.sub(r"\1 -", text)
