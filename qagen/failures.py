@@ -45,6 +45,8 @@ class FailureKind(str, Enum):
     INVALID_SCORE = "invalid_score"
     INVALID_GRADE = "invalid_grade"
     MISSING_VERDICT = "missing_verdict"
+    EXTRA_VERDICTS = "extra_verdicts"
+    """More `Verdict:` labels than items, in a reply that numbers none of them."""
     INVALID_VERDICT = "invalid_verdict"
     MISSING_NONCOMMITTAL = "missing_noncommittal"
     INVALID_NONCOMMITTAL = "invalid_noncommittal"

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from qagen.failures import Failure, FailureKind
-from qagen.generation.replies import neutralize, parse_rating
+from qagen.generation.replies import parse_rating
 from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
+from qagen.llm.untrusted import neutralize
 from qagen.records import Chunk, Critique, Draft, Usage
 from qagen.runs.store import record_key
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from qagen.failures import Failure, FailureKind
-from qagen.generation.replies import neutralize, parse_factoid_qa
+from qagen.generation.replies import parse_factoid_qa
 from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
+from qagen.llm.untrusted import neutralize
 from qagen.records import Chunk, Draft, Usage
 from qagen.runs.store import record_key
 

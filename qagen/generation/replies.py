@@ -17,9 +17,13 @@ The block rule (one rule for every protocol, decided from the real replies in
    reply fails, even if a later (invented) block has one: a later block is not the model's answer
    to our prompt.
 
+What a reply without a verdict is (empty, a refusal, unreadable) and how a number becomes a score
+are the rules every parser shares, `qagen.llm.reply_rules`; the `reason` of a result is a
+`FailureKind`, or `""` when the reply was read.
+
 Untrusted text (a chunk, a drafted question) enters the generator and critic prompts only through
-`neutralize`, between the data tags of the prompt files (`DATA_TAGS`). A model that quotes that
-text in its reply then cannot smuggle a verdict in with it: the markers these parsers read no
+`qagen.llm.untrusted.neutralize`, between the data tags of the prompt files. A model that quotes
+that text in its reply then cannot smuggle a verdict in with it: the markers these parsers read no
 longer occur in it.
 """
 
@@ -28,6 +32,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from qagen.failures import FailureKind
+from qagen.llm.reply_rules import NUMBER, Reason, check_score, no_verdict
+
+# Step 1 of the block rule: a line that is only a continuation marker.
 _CONTINUATION_MARKER = re.compile(
     r"^[ \t]*\**[ \t]*(?:Feedback|Answer|Output)[ \t]*:::[ \t]*\**[ \t]*$",
     re.IGNORECASE | re.MULTILINE,
@@ -37,26 +45,17 @@ _TEMPLATE_ECHO = re.compile(
     r"\((?:your rationale|your rating|your factoid question|your answer to the factoid)",
     re.IGNORECASE,
 )
-_REFUSAL = re.compile(
-    r"^\W*(?:I['’]m sorry|I am sorry|I apologi[sz]e|I cannot|I can['’]t|I can not|I won['’]t|"
-    r"As an AI|Sorry, (?:but )?I)",
-    re.IGNORECASE,
-)
 
 # "Total rating: 4", "Total rating:  2", "**Total rating:** 4", "Total Rating: **4**",
 # "Total rating: 4/5", "Total rating: 4.0", "Total rating:\n4" (the rating on the next line).
-# The number is captured as written (sign, decimals, scale) so that 0, 7, 4.5 or 8/10 can be
-# reported as the failures they are instead of being read as some nearby valid score.
-_TOTAL_RATING = re.compile(
-    r"total[ \t]+rating[ \t]*\**[ \t]*[:：][ \t]*\**\s*\**[ \t]*"
-    r"(?P<value>[-+]?\d+(?:[.,]\d+)?)(?:[ \t]*/[ \t]*(?P<scale>\d+))?",
-    re.IGNORECASE,
-)
-# int() refuses digit runs over 4300 long (and float() turns long ones into inf, "non-integer");
-# any number this long is out of every scale, so it is reported as such before conversion.
-_MAX_DIGITS = 6
+# The number is captured as written (`reply_rules.NUMBER`: sign, decimals, scale) so that 0, 7,
+# 4.5 or 8/10 are reported as the failures they are instead of being read as a nearby valid score.
+_TOTAL_RATING = re.compile(rf"total[ \t]+rating[ \t]*\**[ \t]*[:：][ \t]*\**\s*\**[ \t]*{NUMBER}", re.IGNORECASE)
+# The label before a critic's rationale ("Evaluation:", "**Evaluation:**").
 _EVALUATION_LABEL = re.compile(r"\**[ \t]*Evaluation[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
 
+# The generator's protocol: `Factoid question: ...` then `Answer: ...` (a line-initial `Answer:`,
+# never the `Answer:::` block marker).
 _FACTOID_QUESTION = re.compile(r"\**[ \t]*Factoid[ \t]+question[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
 _ANSWER_LABEL = re.compile(r"^[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::)[ \t]*\**", re.IGNORECASE | re.MULTILINE)
 
@@ -66,7 +65,7 @@ class ParsedRating(NamedTuple):
 
     score: int | None
     rationale: str | None
-    reason: str
+    reason: Reason
 
 
 class ParsedQA(NamedTuple):
@@ -74,7 +73,7 @@ class ParsedQA(NamedTuple):
 
     question: str | None
     answer: str | None
-    reason: str
+    reason: Reason
 
 
 def verdict_blocks(reply: str) -> list[str]:
@@ -83,37 +82,20 @@ def verdict_blocks(reply: str) -> list[str]:
     return [b for b in blocks if b.strip() and not _TEMPLATE_ECHO.search(b)]
 
 
-def _no_verdict_reason(reply: str) -> str:
-    if not reply.strip():
-        return "empty_reply"
-    if _REFUSAL.search(reply):
-        return "refusal"
-    return "parse_failure"
-
-
 def parse_rating(reply: str, *, scale_max: int = 5) -> ParsedRating:
     """Read `Evaluation: ... Total rating: N` (1 <= N <= scale_max) from a critic's reply."""
     blocks = verdict_blocks(reply)
     if not blocks:
-        reason = _no_verdict_reason(reply)
-        return ParsedRating(None, None, "template_echo" if reply.strip() and reason == "parse_failure" else reason)
+        # Every block was the answer template echoed back: neither empty nor a refusal, nor
+        # unreadable text either (what `no_verdict` calls a parse failure).
+        unread = no_verdict(reply)
+        return ParsedRating(None, None, FailureKind.TEMPLATE_ECHO if unread is FailureKind.PARSE_FAILURE else unread)
     block = blocks[0]
     match = _TOTAL_RATING.search(block)
     if match is None:
-        return ParsedRating(None, None, _no_verdict_reason(block))
-    rationale = _rationale_before(block, match.start())
-    value = match.group("value").replace(",", ".")
-    scale = match.group("scale")
-    if scale is not None and (len(scale) > _MAX_DIGITS or int(scale) != scale_max):
-        return ParsedRating(None, rationale, "wrong_scale")
-    if len(value.split(".")[0].lstrip("+-")) > _MAX_DIGITS:
-        return ParsedRating(None, rationale, "out_of_range")
-    number = float(value)
-    if not number.is_integer():
-        return ParsedRating(None, rationale, "non_integer_rating")
-    if not 1 <= number <= scale_max:
-        return ParsedRating(None, rationale, "out_of_range")
-    return ParsedRating(int(number), rationale, "")
+        return ParsedRating(None, None, no_verdict(block))
+    score, reason = check_score(match.group("value"), match.group("scale"), 1, scale_max)
+    return ParsedRating(score, _rationale_before(block, match.start()), reason)
 
 
 def _rationale_before(block: str, end: int) -> str | None:
@@ -133,7 +115,7 @@ def parse_factoid_qa(reply: str) -> ParsedQA:
         rest = block[question_label.end() :]
         answer_label = _ANSWER_LABEL.search(rest)
         if answer_label is None:
-            return ParsedQA(None, None, "no_answer")
+            return ParsedQA(None, None, FailureKind.NO_ANSWER)
         question = rest[: answer_label.start()].strip()
         answer = rest[answer_label.end() :]
         # A model that drafts several pairs in one block: keep the first pair only.
@@ -142,39 +124,8 @@ def parse_factoid_qa(reply: str) -> ParsedQA:
             answer = answer[: next_question.start()]
         answer = answer.strip()
         if not question:
-            return ParsedQA(None, None, "empty_question")
+            return ParsedQA(None, None, FailureKind.EMPTY_QUESTION)
         if not answer:
-            return ParsedQA(None, None, "empty_answer")
+            return ParsedQA(None, None, FailureKind.EMPTY_ANSWER)
         return ParsedQA(question, answer, "")
-    return ParsedQA(None, None, _no_verdict_reason(reply))
-
-
-# --------------------------------------------------------------------------- neutralising
-
-DATA_TAGS = frozenset({"question", "context"})
-"""The tags that delimit untrusted data in the generator and critic prompts."""
-_DATA_TAG = re.compile(rf"<(?=[ \t]*/?[ \t]*(?:{'|'.join(sorted(DATA_TAGS))})\b)", re.IGNORECASE)
-_RESULT_MARKER = re.compile(r"\[(RESULT)\]", re.IGNORECASE)
-# The labels these parsers read (`Total rating:`, `Evaluation:`, `Factoid question:`, `Answer:`,
-# the `Answer:::` / `Output:::` / `Feedback:::` block markers) and the prompts' own `Question:` and
-# `Context:` labels. Each parser regex allows only `*`, spaces and tabs between the words and the
-# colon, so replacing the colon run defuses every form; "not preceded by a letter or digit" covers
-# the prefixes they allow (`**`, `#`, line starts).
-_LABEL_WORDS = r"total[ \t]+rating|evaluation|factoid[ \t]+question|question|answer|feedback|output|context"
-_LABEL_IN_DATA = re.compile(rf"(?<![^\W_])((?:{_LABEL_WORDS})[ \t*]*)[:：]+", re.IGNORECASE)
-
-
-def neutralize(text: str) -> str:
-    """Defuse the structural strings of the generator and critic prompts inside untrusted `text`.
-
-    - a data tag (`<context>`, `</question>`) becomes `&lt;context>`: the data cannot close its own
-      block and pose as prompt text;
-    - a reply label's colons (`Total rating:`, `Factoid question:`, `Answer:::`) become ` -`, so a
-      quote of the data in a reply is never read as a verdict, a question or a new block;
-    - `[RESULT]` (the judges' marker) becomes `[ RESULT ]`.
-
-    Idempotent, and it changes nothing else, so the model still reads the text as written.
-    """
-    text = _DATA_TAG.sub("&lt;", text)
-    text = _RESULT_MARKER.sub(r"[ \1 ]", text)
-    return _LABEL_IN_DATA.sub(r"\1 -", text)
+    return ParsedQA(None, None, no_verdict(reply))

@@ -71,12 +71,3 @@ def load_prompt(name: str) -> Prompt:
     except FileNotFoundError as exc:
         raise ConfigError(f"Prompt file not found: {path}.") from exc
     return Prompt(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
-
-
-def load_prompt_file(path: Path) -> Prompt:
-    """Load a user-supplied prompt file (for --*-prompt overrides)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"Cannot read prompt file {path}: {exc.strerror or exc}.") from exc
-    return Prompt(name=path.stem, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())

@@ -1,9 +1,11 @@
-"""Untrusted text (questions, answers, references, contexts) made into safe judge-prompt data.
+"""Untrusted text (a chunk, a drafted question, a RAG answer, a reference, a context) made into safe
+prompt data, for the generator and critic prompts and the judge prompts alike.
 
-Untrusted text enters a judge prompt only through `neutralize`, between the data tags of the prompt
-files (`DATA_TAGS`). Neutralising defuses the markers the reply parsers (`qagen.evaluate.judges.parsing`,
-`qagen.evaluate.judges.ragas_parsing`) read, so a judge that quotes an answer in its feedback cannot smuggle
-a score in with it.
+Untrusted text enters a prompt only through `neutralize` (or `numbered` / `passages`, which use it),
+between the data tags of the prompt files (`DATA_TAGS`). Neutralising defuses the markers the reply
+parsers read (`qagen.generation.replies`, `qagen.evaluate.judges.parsing`,
+`qagen.evaluate.judges.ragas_parsing`), so a model that quotes the data in its reply cannot smuggle
+a verdict, a question or a score in with it.
 """
 
 from __future__ import annotations
@@ -11,31 +13,63 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from qagen.evaluate.judges.reply_common import RESULT_MARKER
+from qagen.llm.reply_rules import RESULT_MARKER
 
-# The tag names that delimit data in the judge prompts (tests check every prompt file uses only these).
 DATA_TAGS = frozenset(
-    {"question", "response", "answer", "reference_answer", "context", "statements", "sentences", "facts"}
+    {
+        # The generator and critic prompts (qa_generation, critique_*).
+        "question",
+        "context",
+        # The judge prompts (judge_*, grader_*, ragas_*).
+        "response",
+        "answer",
+        "reference_answer",
+        "statements",
+        "sentences",
+        "facts",
+    }
 )
+"""The tag names that delimit data in the prompt files (a test checks every prompt uses only these)."""
+
+# `<` opening or closing a data tag, whatever the case or spacing (`<context>`, `< / Context>`,
+# `<context index=1>`): the model would read any of them as the end or start of a block.
 _DATA_TAG = re.compile(rf"<(?=[ \t]*/?[ \t]*(?:{'|'.join(sorted(DATA_TAGS))})\b)", re.IGNORECASE)
+# `[[` before a number: FastChat's MT-Bench score format (`Rating: [[7]]`), which a judge trained on
+# it could take for a verdict even though no parser here reads it.
 _DOUBLE_BRACKET = re.compile(r"\[\[(?=[ \t]*[-+]?\d)")
-# Reply labels whose value a parser reads. Each parser's label regex matches a subset of this one
-# (the same words; only `*`, spaces and tabs before the colon, full-width colon included), so no
-# neutralised label can be read (a property test checks it).
-_LABEL_WORDS = r"grade|verdict|noncommittal|total[ \t]+rating|rating|score|statements|questions|relevant[ \t]+sentences"
-# Not preceded by a letter or digit: every prefix a parser allows (`**`, `#`, `_`, `-`) is covered.
-_LABEL_IN_DATA = re.compile(rf"(?<![^\W_])((?:{_LABEL_WORDS})[ \t*]*)[:：]", re.IGNORECASE)
+# The reply labels the parsers read, both families':
+# - critics and generator: `Total rating:`, `Evaluation:`, `Factoid question:`, `Answer:`, and the
+#   `Answer:::` / `Output:::` / `Feedback:::` block markers, plus the prompts' own `Question:` and
+#   `Context:` labels;
+# - judges: `Grade:`, `Verdict:`, `Noncommittal:`, `Rating:`, `Score:`, `Statements:`,
+#   `Questions:`, `Relevant sentences:`.
+# Each parser's label regex allows only `*`, spaces and tabs between the words and the colon (a
+# full-width colon included), so replacing the whole colon run defuses every form, `Answer:::`
+# too; "not preceded by a letter or digit" covers every prefix a parser allows (`**`, `#`, `_`,
+# `-`, a line start).
+_LABEL_WORDS = (
+    r"total[ \t]+rating|rating|evaluation|factoid[ \t]+question|questions?|answer|feedback|output|context"
+    r"|grade|verdict|noncommittal|score|statements|relevant[ \t]+sentences"
+)
+_LABEL_IN_DATA = re.compile(rf"(?<![^\W_])((?:{_LABEL_WORDS})[ \t*]*)[:：]+", re.IGNORECASE)
 
 
 def neutralize(text: str) -> str:
-    """Defuse the structural strings of the judge prompts and replies inside untrusted `text`.
+    """Defuse the structural strings of every prompt family inside untrusted `text`.
 
-    - a data tag (`<response>`, `</context>`, ...) becomes `&lt;response>`: the data cannot close
+    - a data tag (`<context>`, `</response>`, ...) becomes `&lt;context>`: the data cannot close
       its own block and pose as prompt text;
-    - `[RESULT]` becomes `[ RESULT ]` and `[[7` becomes `[ [7`: not a score marker to the parsers;
-    - a reply label's colon (`Grade:`, `Verdict:`, `Total rating:`, `Score:` ...) becomes ` -`.
+    - `[RESULT]` becomes `[ RESULT ]` and `[[7` becomes `[ [7`: not a score marker to a parser;
+    - a reply label's colons (`Total rating:`, `Factoid question:`, `Answer:::`, `Grade:`,
+      `Verdict：`...) become ` -`, so a quote of the data in a reply is never read as a verdict, a
+      question or a new block.
 
-    Idempotent, and it changes nothing else, so the judge still reads the text as written.
+    One function for the generator and critic prompts and the judge prompts, defusing the union
+    of both families' markers. That is safe for both: every edit only splits a marker (a `<`
+    spelled `&lt;`, a space inside brackets, ` -` for a colon run) and leaves the words as
+    written, so the model reads the text as before, and a marker of the other family is no
+    legitimate part of either's data (a parser of some family reads each of them). It is
+    idempotent (no edit leaves or creates a marker) and changes nothing else.
     """
     text = _DATA_TAG.sub("&lt;", text)
     text = RESULT_MARKER.sub(r"[ \1 ]", text)

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from qagen.failures import FailureKind
 from qagen.generation.replies import parse_factoid_qa, parse_rating
 
 
@@ -86,6 +87,7 @@ RATING_TABLE = [
     ("Total rating: 7", None, "out_of_range"),
     ("Total rating: -1", None, "out_of_range"),
     ("Total rating: 4.5", None, "non_integer_rating"),
+    ("Total rating: 4.99999999999999999", None, "non_integer_rating"),  # not rounded to 5
     ("Total rating: 8/10", None, "wrong_scale"),
     ("The question is good. I would give it four.", None, "parse_failure"),
     ("Rating: 4", None, "parse_failure"),
@@ -101,6 +103,7 @@ RATING_TABLE = [
 def test_rating_table(reply: str, score: int | None, reason: str) -> None:
     parsed = parse_rating(reply)
     assert (parsed.score, parsed.reason) == (score, reason)
+    assert parsed.reason == "" or type(parsed.reason) is FailureKind
 
 
 def test_rationale_is_the_evaluation_text() -> None:
@@ -134,7 +137,9 @@ QA_TABLE = [
 
 @pytest.mark.parametrize(("reply", "question", "answer", "reason"), QA_TABLE)
 def test_factoid_table(reply: str, question: str | None, answer: str | None, reason: str) -> None:
-    assert tuple(parse_factoid_qa(reply)) == (question, answer, reason)
+    parsed = parse_factoid_qa(reply)
+    assert tuple(parsed) == (question, answer, reason)
+    assert parsed.reason == "" or type(parsed.reason) is FailureKind
 
 
 _reply_text = st.text(
@@ -148,11 +153,13 @@ def test_rating_parser_never_raises_and_scores_are_1_to_5(reply: str) -> None:
     parsed = parse_rating(reply)
     assert parsed.score is None or (isinstance(parsed.score, int) and 1 <= parsed.score <= 5)
     assert (parsed.score is None) == bool(parsed.reason)
+    assert parsed.reason == "" or type(parsed.reason) is FailureKind
 
 
 @given(_reply_text)
 def test_factoid_parser_never_raises(reply: str) -> None:
     parsed = parse_factoid_qa(reply)
+    assert parsed.reason == "" or type(parsed.reason) is FailureKind
     if parsed.reason:
         assert parsed.question is None and parsed.answer is None
     else:

@@ -1,15 +1,13 @@
 """Graded judge and boolean grader replies into values. The parsers never raise.
 
-Like `qagen.generation.replies`, every parser returns a `Parsed*` value holding either the fields or a failure
-`reason`; the caller keeps the raw reply beside it. A reply that cannot be read is a recorded
-failure, never a default score, and an out-of-range score is never clamped into range.
+Like `qagen.generation.replies`, every parser returns a `Parsed*` value holding either the fields or a
+failure `reason` (a `FailureKind`; `""` when the reply was read); the caller keeps the raw reply beside
+it. A reply that cannot be read is a recorded failure, never a default score, and an out-of-range
+score is never clamped into range.
 
 Reply protocols (one compiled regex each, documented where it is defined):
 
-- ``prometheus``: ``Feedback: ... [RESULT] N``, 1-5 (the cookbook's judge, `judge_correctness`).
-- ``mt_bench``: FastChat's ``Rating: [[N]]``, 1-10.
-- ``json``: ``{"feedback": ..., "score": N}``, also nested one level (``{"evaluation": {...}}``), 1-5.
-- ``ultrafeedback``: ``Rating: N (Label)`` / ``Rationale: ...`` per text, 1-5.
+- ``Feedback: ... [RESULT] N``, 1-5 (Prometheus's format: the cookbook's judge, `judge_correctness`).
 - ``Grade: true|false`` after an explanation (the boolean graders), or a JSON object.
 
 The RAGAS parts (``Verdict: Yes|No`` per numbered item, numbered lists, verbatim sentence
@@ -28,39 +26,22 @@ verdict was made of.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
-from qagen.evaluate.judges.reply_common import (
-    EXPLANATION_LABEL,
-    NUMBER,
-    PLACEHOLDER,
-    RESULT_MARKER,
-    check_score,
-    clean,
-    json_object,
-    no_verdict,
-    yes,
-)
-
-JudgeProtocol = Literal["prometheus", "mt_bench", "json", "ultrafeedback"]
-JUDGE_SCALES: dict[JudgeProtocol, tuple[int, int]] = {
-    "prometheus": (1, 5),
-    "mt_bench": (1, 10),
-    "json": (1, 5),
-    "ultrafeedback": (1, 5),
-}
+from qagen.evaluate.judges.reply_common import EXPLANATION_LABEL, PLACEHOLDER, clean, json_object, yes
+from qagen.failures import FailureKind
+from qagen.llm.reply_rules import NUMBER, RESULT_MARKER, Reason, check_score, no_verdict
 
 # --------------------------------------------------------------------------- results
 
 
 class ParsedJudge(NamedTuple):
-    """A graded judge's verdict: `score` on the protocol's scale and its feedback, or `reason`."""
+    """A graded judge's verdict: `score` on its scale and its feedback, or `reason`."""
 
     score: int | None
     feedback: str | None
-    reason: str
+    reason: Reason
 
 
 class ParsedGrade(NamedTuple):
@@ -68,7 +49,7 @@ class ParsedGrade(NamedTuple):
 
     value: bool | None
     explanation: str | None
-    reason: str
+    reason: Reason
 
 
 # --------------------------------------------------------------------------- graded judges
@@ -80,13 +61,6 @@ class ParsedGrade(NamedTuple):
 _AFTER_RESULT = re.compile(rf"\A[\s*:：=(\[]*{NUMBER}")
 _FEEDBACK_LABEL = re.compile(r"\A\W*Feedback[ \t*]*:+[ \t*]*", re.IGNORECASE)
 _DANGLING_FEEDBACK = re.compile(r"(?<!\w)Feedback[ \t*]*:+\W*\Z", re.IGNORECASE)
-# FastChat's `[[N]]`. Its backup pattern (a single `[N]`) is deliberately not used: in real
-# MT-Bench judgements it read `array[0]` in quoted code as a rating of 0.
-_DOUBLE_BRACKET_SCORE = re.compile(r"\[\[[ \t]*(?P<value>[-+]?\d+(?:\.\d+)?)[ \t]*\]\]")
-_RATING_LABEL_TAIL = re.compile(r"(?<!\w)Rating\W*\Z", re.IGNORECASE)
-_ULTRA_TEXT_HEADER = re.compile(r"^[ \t]*#+[ \t]*Output for Text[ \t]*\d+.*$", re.IGNORECASE | re.MULTILINE)
-_ULTRA_RATING = re.compile(rf"^[ \t*]*Rating[ \t*]*[:：][ \t*]*{NUMBER}", re.I | re.M)
-_ULTRA_RATIONALE = re.compile(r"^[ \t*]*Rationale[ \t*]*[:：][ \t*]*", re.I | re.M)
 
 
 def parse_prometheus(reply: str, *, scale_max: int = 5) -> ParsedJudge:
@@ -106,98 +80,13 @@ def parse_prometheus(reply: str, *, scale_max: int = 5) -> ParsedJudge:
         feedback_text = clean(_DANGLING_FEEDBACK.sub("", feedback))
         match = _AFTER_RESULT.match(tail)
         if match is None:
-            return ParsedJudge(None, feedback_text, "no_score")
+            return ParsedJudge(None, feedback_text, FailureKind.NO_SCORE)
         score, reason = check_score(match.group("value"), match.group("scale"), 1, scale_max)
         return ParsedJudge(score, feedback_text, reason)
+    # A reply whose only markers were template echoes is the template answered back.
     reason = no_verdict(reply)
-    return ParsedJudge(None, None, "template_echo" if start and reason == "parse_failure" else reason)
-
-
-def parse_mt_bench(reply: str, *, scale_max: int = 10) -> ParsedJudge:
-    """Read FastChat's `Rating: [[N]]` (1 <= N <= scale_max): the first `[[N]]` in the reply."""
-    match = _DOUBLE_BRACKET_SCORE.search(reply)
-    if match is None:
-        return ParsedJudge(None, None, no_verdict(reply))
-    feedback = clean(_RATING_LABEL_TAIL.sub("", reply[: match.start()]))
-    score, reason = check_score(match.group("value"), None, 1, scale_max)
-    return ParsedJudge(score, feedback, reason)
-
-
-def parse_ultrafeedback(reply: str, *, scale_max: int = 5) -> list[ParsedJudge]:
-    """One verdict per rated text (`#### Output for Text k` sections; the whole reply if none)."""
-    headers = list(_ULTRA_TEXT_HEADER.finditer(reply))
-    if headers:
-        ends = [h.start() for h in headers[1:]] + [len(reply)]
-        sections = [reply[h.end() : end] for h, end in zip(headers, ends, strict=True)]
-    else:
-        sections = [reply]
-    verdicts = []
-    for section in sections:
-        match = _ULTRA_RATING.search(section)
-        if match is None:
-            verdicts.append(ParsedJudge(None, None, no_verdict(section)))
-            continue
-        rationale = _ULTRA_RATIONALE.search(section, match.end())
-        feedback = clean(section[rationale.end() :]) if rationale else None
-        score, reason = check_score(match.group("value"), match.group("scale"), 1, scale_max)
-        verdicts.append(ParsedJudge(score, feedback, reason))
-    return verdicts
-
-
-# ---- JSON
-
-_FEEDBACK_KEYS = ("feedback", "explanation", "rationale", "reasoning", "reason")
-
-
-def _json_score(value: object, high: int) -> tuple[int | None, str]:
-    if isinstance(value, bool) or value is None:
-        return None, "invalid_score"
-    if isinstance(value, int):
-        return (value, "") if 1 <= value <= high else (None, "out_of_range")
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None, "invalid_score"
-        if not value.is_integer():
-            return None, "non_integer_score"
-        return (int(value), "") if 1 <= value <= high else (None, "out_of_range")
-    if isinstance(value, str):
-        match = re.fullmatch(rf"\s*{NUMBER}\s*", value)
-        if match is None:
-            return None, "invalid_score"
-        return check_score(match.group("value"), match.group("scale"), 1, high)
-    return None, "invalid_score"
-
-
-def parse_json_judge(reply: str, *, scale_max: int = 5) -> ParsedJudge:
-    """Read `{"feedback": ..., "score": N}`, or the same object one level down (`{"evaluation": {...}}`)."""
-    obj = json_object(reply)
-    if obj is None:
-        return ParsedJudge(None, None, no_verdict(reply))
-    holders = [obj] if "score" in obj else [v for v in obj.values() if isinstance(v, dict) and "score" in v]
-    if not holders:
-        return ParsedJudge(None, None, "no_score")
-    if len(holders) > 1:
-        return ParsedJudge(None, None, "ambiguous_score")
-    holder = holders[0]
-    feedback = next((v for k in _FEEDBACK_KEYS if isinstance(v := holder.get(k), str)), None)
-    score, reason = _json_score(holder["score"], scale_max)
-    return ParsedJudge(score, clean(feedback) if feedback else None, reason)
-
-
-def parse_judge(reply: str, protocol: JudgeProtocol, *, scale_max: int | None = None) -> ParsedJudge:
-    """Any graded judge's reply, on the protocol's scale (`JUDGE_SCALES`) unless `scale_max` is given.
-
-    For `ultrafeedback` the verdict on the first rated text counts (the first-verdict rule); use
-    `parse_ultrafeedback` for replies that rate several texts on purpose.
-    """
-    high = scale_max if scale_max is not None else JUDGE_SCALES[protocol][1]
-    if protocol == "prometheus":
-        return parse_prometheus(reply, scale_max=high)
-    if protocol == "mt_bench":
-        return parse_mt_bench(reply, scale_max=high)
-    if protocol == "json":
-        return parse_json_judge(reply, scale_max=high)
-    return parse_ultrafeedback(reply, scale_max=high)[0]
+    echoed = start > 0 and reason is FailureKind.PARSE_FAILURE
+    return ParsedJudge(None, None, FailureKind.TEMPLATE_ECHO if echoed else reason)
 
 
 # --------------------------------------------------------------------------- boolean graders
@@ -221,7 +110,7 @@ def parse_grade(reply: str) -> ParsedGrade:
             continue
         explanation = clean(EXPLANATION_LABEL.sub("", reply[: line.start()].strip()))
         grade = yes(value)
-        return ParsedGrade(grade, explanation, "" if grade is not None else "invalid_grade")
+        return ParsedGrade(grade, explanation, "" if grade is not None else FailureKind.INVALID_GRADE)
     obj = json_object(reply)
     if obj is None:
         return ParsedGrade(None, None, no_verdict(reply))
@@ -229,5 +118,5 @@ def parse_grade(reply: str) -> ParsedGrade:
     said = obj.get("explanation")
     explanation_text = clean(said) if isinstance(said, str) else None
     if len(found) != 1 or not isinstance(found[0], bool):
-        return ParsedGrade(None, explanation_text, "invalid_grade" if found else "parse_failure")
+        return ParsedGrade(None, explanation_text, FailureKind.INVALID_GRADE if found else FailureKind.PARSE_FAILURE)
     return ParsedGrade(found[0], explanation_text, "")

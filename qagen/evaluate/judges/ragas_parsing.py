@@ -1,7 +1,8 @@
 """RAGAS judge replies into values: Yes/No verdicts, numbered lists, extracted sentences. Never raises.
 
 Like `qagen.evaluate.judges.parsing`, every parser returns a `Parsed*` value holding either the
-fields or a failure `reason`, and a reply that cannot be read is a recorded failure, never a default.
+fields or a failure `reason` (a `FailureKind`; `""` when the reply was read), and a reply that
+cannot be read is a recorded failure, never a default.
 
 Reply protocols:
 
@@ -19,7 +20,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from qagen.evaluate.judges.reply_common import EXPLANATION_LABEL, PLACEHOLDER, REFUSAL, clean, no_verdict, yes
+from qagen.evaluate.judges.reply_common import EXPLANATION_LABEL, PLACEHOLDER, clean, yes
+from qagen.failures import FailureKind
+from qagen.llm.reply_rules import REFUSAL, Reason, no_verdict
 
 
 class ParsedVerdicts(NamedTuple):
@@ -27,14 +30,14 @@ class ParsedVerdicts(NamedTuple):
 
     verdicts: tuple[bool, ...] | None
     explanations: tuple[str, ...]
-    reason: str
+    reason: Reason
 
 
 class ParsedItems(NamedTuple):
     """A numbered list (statements), possibly empty when the reply says `none`, or `reason`."""
 
     items: tuple[str, ...] | None
-    reason: str
+    reason: Reason
 
 
 class ParsedQuestions(NamedTuple):
@@ -42,14 +45,14 @@ class ParsedQuestions(NamedTuple):
 
     questions: tuple[str, ...] | None
     noncommittal: bool | None
-    reason: str
+    reason: Reason
 
 
 class ParsedExtraction(NamedTuple):
     """Sentences copied from the contexts (empty for "Insufficient Information"), or `reason`."""
 
     sentences: tuple[str, ...] | None
-    reason: str
+    reason: Reason
 
 
 # --------------------------------------------------------------------------- sentences
@@ -86,14 +89,14 @@ _ITEM = re.compile(
 _VERDICT_LABEL = re.compile(r"(?<![\w-])verdict[ \t*]*[:：][ \t*]*(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
 
 
-def _verdict_of(text: str) -> tuple[bool | None, str, str]:
+def _verdict_of(text: str) -> tuple[bool | None, str, Reason]:
     """(verdict, explanation, reason) from the first `Verdict:` label in `text`."""
     label = _VERDICT_LABEL.search(text)
     if label is None:
-        return None, "", "missing_verdict"
+        return None, "", FailureKind.MISSING_VERDICT
     explanation = clean(EXPLANATION_LABEL.sub("", text[: label.start()].strip())) or ""
     verdict = yes(label.group("value"))
-    return verdict, explanation, "" if verdict is not None else "invalid_verdict"
+    return verdict, explanation, "" if verdict is not None else FailureKind.INVALID_VERDICT
 
 
 def parse_verdict(reply: str) -> ParsedVerdicts:
@@ -141,7 +144,9 @@ def parse_verdicts(reply: str, count: int) -> ParsedVerdicts:
     if not _ITEM.search(reply):
         labels = list(_VERDICT_LABEL.finditer(reply))
         if len(labels) != count:
-            return ParsedVerdicts(None, (), "missing_verdict" if len(labels) < count else "extra_verdicts")
+            return ParsedVerdicts(
+                None, (), FailureKind.MISSING_VERDICT if len(labels) < count else FailureKind.EXTRA_VERDICTS
+            )
         starts = [0] + [label.end() for label in labels[:-1]]
         sections = [reply[starts[i] : labels[i].end()] for i in range(count)]
     verdicts: list[bool] = []
@@ -153,7 +158,7 @@ def parse_verdicts(reply: str, count: int) -> ParsedVerdicts:
         verdicts.append(verdict)
         explanations.append(explanation)
     if len(verdicts) < count:
-        return ParsedVerdicts(None, tuple(explanations), "missing_verdict")
+        return ParsedVerdicts(None, tuple(explanations), FailureKind.MISSING_VERDICT)
     return ParsedVerdicts(tuple(verdicts), tuple(explanations), "")
 
 
@@ -222,9 +227,11 @@ def parse_questions(reply: str) -> ParsedQuestions:
         return ParsedQuestions(None, None, no_verdict(reply))
     label = _NONCOMMITTAL_LABEL.search(reply)
     if label is None:
-        return ParsedQuestions(questions, None, "missing_noncommittal")
+        return ParsedQuestions(questions, None, FailureKind.MISSING_NONCOMMITTAL)
     noncommittal = yes(label.group("rest"))
-    return ParsedQuestions(questions, noncommittal, "" if noncommittal is not None else "invalid_noncommittal")
+    return ParsedQuestions(
+        questions, noncommittal, "" if noncommittal is not None else FailureKind.INVALID_NONCOMMITTAL
+    )
 
 
 _LIST_MARKER = re.compile(r"\A(?:\d{1,4}[.)]|[-*•>])\s*")
@@ -240,6 +247,6 @@ def parse_extraction(reply: str) -> ParsedExtraction:
     if _INSUFFICIENT.fullmatch(body.strip()):
         return ParsedExtraction((), "")
     if REFUSAL.search(body):
-        return ParsedExtraction(None, "refusal")
+        return ParsedExtraction(None, FailureKind.REFUSAL)
     lines = (_LIST_MARKER.sub("", line.strip()).strip("\"'“”` ") for line in body.splitlines())
     return ParsedExtraction(tuple(line for line in lines if line), "")

@@ -1,8 +1,11 @@
-"""What every judge-reply parser shares: refusals, template echoes, scores, yes/no values, JSON objects.
+"""What the judge-reply parsers share beyond `qagen.llm.reply_rules`: template echoes, labels,
+yes/no values, JSON objects.
 
 The parsers of `qagen.evaluate.judges.parsing` (graded judges, boolean graders) and
-`qagen.evaluate.judges.ragas_parsing` (RAGAS parts) read replies with these pieces, so a refusal, an echoed
-answer template or an out-of-range number means the same failure whichever parser meets it.
+`qagen.evaluate.judges.ragas_parsing` (RAGAS parts) read replies with these pieces, so an echoed
+answer template or a yes/no value means the same whichever parser meets it. Refusals, empty
+replies and scores follow the rules every parser (the critics' too) shares, in
+`qagen.llm.reply_rules`.
 """
 
 from __future__ import annotations
@@ -10,23 +13,11 @@ from __future__ import annotations
 import json
 import re
 
-# Prometheus's score marker (`[RESULT] 4`); `untrusted_text.neutralize` defuses it in data.
-RESULT_MARKER = re.compile(r"\[(RESULT)\]", re.IGNORECASE)
-
-REFUSAL = re.compile(
-    r"^\W*(?:I['’]m sorry|I am sorry|I apologi[sz]e|I cannot|I can['’]t|I can not|I won['’]t|"
-    r"As an AI|Sorry, (?:but )?I)",
-    re.IGNORECASE,
-)
 # A marker followed by the prompt's placeholder (`<an integer ...>`, `{...}`, `(your ...)`) is the
 # answer template echoed back, not a verdict.
 # One character class before the bracket, so a long run of spaces cannot make the regex backtrack.
 PLACEHOLDER = re.compile(r"[\s*:：]*[<{(][ \t]*[^\W\d_]")
-_MAX_DIGITS = 6  # int() of a huge digit run raises; anything this long is out of range anyway
-
-# A score as written: sign, decimals (`.` or `,`) and an optional `/scale`.
-NUMBER = r"(?P<value>[-+]?\d+(?:[.,]\d+)?)(?:[ \t]*/[ \t]*(?P<scale>\d+))?"
-
+# The `Explanation:` label that opens a grader's or a RAGAS item's reasoning (dropped from it).
 EXPLANATION_LABEL = re.compile(r"\A\W*Explanation[ \t*]*[:：][ \t*]*", re.IGNORECASE)
 
 # A yes/no value: the word, then nothing, or punctuation and whatever follows ("true.", "No (the
@@ -35,31 +26,8 @@ _BOOLEAN_VALUE = re.compile(
     r"""["'`*_]*(?P<word>true|false|yes|no)\b["'`*_]*[ \t]*(?:[.!,;:(\u2014\u2013-].*)?""", re.I
 )
 
+# A reply that is one Markdown code fence (```json ... ```): its body is the JSON.
 _FENCE = re.compile(r"\A\s*```[a-zA-Z]*[ \t]*\n(?P<body>.*?)\n[ \t]*```\s*\Z", re.DOTALL)
-
-
-def no_verdict(reply: str) -> str:
-    """Why a reply without a verdict has none: `empty_reply`, `refusal` or `parse_failure`."""
-    if not reply.strip():
-        return "empty_reply"
-    if REFUSAL.search(reply):
-        return "refusal"
-    return "parse_failure"
-
-
-def check_score(value: str, scale: str | None, low: int, high: int) -> tuple[int | None, str]:
-    """A captured number (as written) on `low..high`, or the reason it is not a valid score."""
-    if scale is not None and (len(scale) > _MAX_DIGITS or int(scale) != high):
-        return None, "wrong_scale"
-    value = value.replace(",", ".")
-    if len(value.split(".")[0].lstrip("+-")) > _MAX_DIGITS:
-        return None, "out_of_range"
-    number = float(value)
-    if not number.is_integer():
-        return None, "non_integer_score"
-    if not low <= number <= high:
-        return None, "out_of_range"
-    return int(number), ""
 
 
 def clean(text: str) -> str | None:

@@ -11,15 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qagen.evaluate.judges.parsing import (
-    JUDGE_SCALES,
-    ParsedJudge,
-    parse_grade,
-    parse_judge,
-    parse_mt_bench,
-    parse_prometheus,
-    parse_ultrafeedback,
-)
+from qagen.evaluate.judges.parsing import ParsedJudge, parse_grade, parse_prometheus
 from qagen.evaluate.judges.ragas_parsing import (
     normalise_sentence,
     parse_extraction,
@@ -29,6 +21,7 @@ from qagen.evaluate.judges.ragas_parsing import (
     parse_verdicts,
     split_sentences,
 )
+from qagen.failures import FailureKind
 from qagen.llm.untrusted import neutralize, numbered
 
 
@@ -56,40 +49,6 @@ def test_every_real_judge_record_has_a_known_format(reference_data: Path) -> Non
     }
 
 
-def test_real_mt_bench_judgements(reference_data: Path) -> None:
-    """FastChat's own reading is `expected_score`; ours agrees wherever a `[[N]]` exists.
-
-    Where FastChat found nothing, the file keeps null (its -1) and we fail too. Two records hold 0:
-    no `[[N]]` at all, but FastChat's backup pattern `\\[(\\d+)\\]` read `array[0]` in quoted code.
-    A 0 is off the 1-10 scale and was never the judge's verdict, so here it must be a failure.
-    """
-    records = _by_format(reference_data, "mt_bench_double_bracket_1_to_10")
-    seen = {"scored": 0, "none": 0, "fastchat_backup_zero": 0}
-    for record in records:
-        parsed = parse_judge(record["raw"], "mt_bench")
-        expected = record["expected_score"]
-        if expected is not None and 1 <= expected <= 10:
-            assert (parsed.score, parsed.reason) == (expected, ""), record["raw"][:200]
-            seen["scored"] += 1
-        elif expected == 0:
-            assert "[[" not in record["raw"] and "[0]" in record["raw"]
-            assert parsed.score is None and parsed.reason == "parse_failure"
-            seen["fastchat_backup_zero"] += 1
-        else:
-            assert expected is None
-            assert parsed.score is None and parsed.reason in {"parse_failure", "empty_reply"}, record["raw"][:200]
-            seen["none"] += 1
-    assert seen == {"scored": 17, "none": 14, "fastchat_backup_zero": 2}
-
-
-def test_real_mt_bench_later_brackets_do_not_count(reference_data: Path) -> None:
-    # "Rating: [[8]] ... resulting in a rating of [[9]] or [[10]]": the first verdict counts.
-    several = [r for r in _by_format(reference_data, "mt_bench_double_bracket_1_to_10") if r["raw"].count("[[") > 1]
-    assert len(several) >= 3
-    for record in several:
-        assert parse_mt_bench(record["raw"]).score == record["expected_score"]
-
-
 def test_real_prometheus_feedback_with_stripped_marker(reference_data: Path) -> None:
     """The dataset stores the judge's feedback and its `[RESULT] N` score apart (see `raw_note`).
 
@@ -107,37 +66,13 @@ def test_real_prometheus_feedback_with_stripped_marker(reference_data: Path) -> 
         assert not parsed.feedback.endswith("Feedback:")
 
 
-def test_real_json_feedback_with_parsed_score(reference_data: Path) -> None:
-    """`raw` is the `feedback` field after LangChain's JsonOutputParser; the raw JSON was not kept
-    (`raw_exact` is false). The feedback alone has no score; the object rebuilt in its documented
-    shape `{"evaluation": {"feedback": ..., "score": N}}` reads back exactly."""
-    for record in _by_format(reference_data, "json_feedback_score_parsed"):
-        raw, expected = record["raw"], record["expected_score"]
-        assert not record["raw_exact"]
-        assert parse_judge(raw, "json").score is None
-        rebuilt = json.dumps({"evaluation": {"feedback": raw, "score": expected}})
-        assert parse_judge(rebuilt, "json") == ParsedJudge(expected, raw.strip(), "")
-
-
-def test_real_ultrafeedback_rates_each_text(reference_data: Path) -> None:
-    (record,) = _by_format(reference_data, "ultrafeedback_rating_with_label")
-    verdicts = parse_ultrafeedback(record["raw"])
-    assert [v.score for v in verdicts] == record["expected_score"] == [5, 1]
-    assert all(v.feedback and "Rating" not in v.feedback for v in verdicts)
-    # As a single verdict, the first rated text counts (the first-verdict rule).
-    assert parse_judge(record["raw"], "ultrafeedback").score == 5
-
-
 def test_real_llama3_judge_feedbacks(reference_data: Path) -> None:
     """139 real Llama-3-70B correctness verdicts on RAG answers (judged_rag_answers.jsonl).
 
-    `rag_feedback` is the `feedback` field of the judge's JSON reply (the same GTimothee/compare-rags
-    run as the `json_feedback_score_parsed` records), with `rag_score` stored beside it. So the
-    honest reconstruction is that JSON object, not a Prometheus `Feedback: ... [RESULT] N` reply
-    the judge never wrote. What is tested: (1) the feedback alone never yields a score, although
-    dozens of them hold digits ("2 x 4GB vCPUs", "top 1 accuracy"); (2) the rebuilt object reads
-    back to the stored score and feedback; (3) the two rows without a score are the two where the
-    RAG system gave no answer, so nothing was judged.
+    `rag_feedback` is the `feedback` field of the judge's JSON reply, with `rag_score` stored
+    beside it. What is tested: (1) the feedback alone never yields a Prometheus score, although
+    dozens of them hold digits ("2 x 4GB vCPUs", "top 1 accuracy"); (2) the two rows without a
+    score are the two where the RAG system gave no answer, so nothing was judged.
     """
     lines = (reference_data / "judged_rag_answers.jsonl").read_text(encoding="utf-8").splitlines()
     rows = [json.loads(line) for line in lines if line.strip()]
@@ -148,16 +83,19 @@ def test_real_llama3_judge_feedbacks(reference_data: Path) -> None:
     for row in rows:
         if row["rag_score"] is None:
             continue
-        feedback, score = row["rag_feedback"], row["rag_score"]
+        feedback = row["rag_feedback"]
         with_digits += any(ch.isdigit() for ch in feedback)
-        assert parse_judge(feedback, "json").score is None
         assert parse_prometheus(feedback).score is None
-        rebuilt = json.dumps({"evaluation": {"feedback": feedback, "score": score}})
-        assert parse_judge(rebuilt, "json") == ParsedJudge(score, feedback.strip(), "")
     assert with_digits >= 30
 
 
 # --------------------------------------------------------------------------- hand-made tables
+
+
+def _is_kind_or_ok(reason: str) -> bool:
+    """A parser's reason is a `FailureKind` member (the tables spell it as users see it) or ""."""
+    return reason == "" or type(reason) is FailureKind
+
 
 ECHO = "Feedback: <write a feedback for criteria> [RESULT] <an integer number between 1 and 5>"
 PROMETHEUS_CASES = [
@@ -184,8 +122,9 @@ PROMETHEUS_CASES = [
     ("Feedback: Good. [RESULT] 6", None, "out_of_range"),
     ("Feedback: Good. [RESULT] 0", None, "out_of_range"),
     ("Feedback: Good. [RESULT] -2", None, "out_of_range"),
-    ("Feedback: Good. [RESULT] 4.5", None, "non_integer_score"),
-    ("Feedback: Good. [RESULT] 4,5", None, "non_integer_score"),
+    ("Feedback: Good. [RESULT] 4.5", None, "non_integer_rating"),
+    ("Feedback: Good. [RESULT] 4,5", None, "non_integer_rating"),
+    ("Feedback: Good. [RESULT] 4.99999999999999999", None, "non_integer_rating"),  # not rounded to 5
     ("Feedback: Good. [RESULT] 8/10", None, "wrong_scale"),
     ("Feedback: Good. [RESULT] five", None, "no_score"),
     ("Feedback: Good. [RESULT]", None, "no_score"),
@@ -201,55 +140,13 @@ PROMETHEUS_CASES = [
 def test_prometheus_table(reply: str, score: int | None, reason: str) -> None:
     parsed = parse_prometheus(reply)
     assert (parsed.score, parsed.reason) == (score, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 def test_prometheus_feedback_is_the_models_own() -> None:
     assert parse_prometheus("Feedback: Good answer. [RESULT] 4").feedback == "Good answer."
     assert parse_prometheus(f"{ECHO}\nFeedback: Real. [RESULT] 3").feedback == "Real."
     assert parse_prometheus("Feedback: A.\n\nFeedback: [RESULT] 2").feedback == "A."
-
-
-@pytest.mark.parametrize(
-    ("reply", "score", "reason"),
-    [
-        ("Fine.\n\nRating: [[7]]", 7, ""),
-        ("Rating: [[10]]", 10, ""),
-        ("Rating: [[ 3 ]]", 3, ""),
-        ("Rating: [[0]]", None, "out_of_range"),
-        ("Rating: [[11]]", None, "out_of_range"),
-        ("Rating: [[8.5]]", None, "non_integer_score"),
-        ("Rating: [8]", None, "parse_failure"),
-        ("array[0] is the first element.", None, "parse_failure"),
-    ],
-)
-def test_mt_bench_table(reply: str, score: int | None, reason: str) -> None:
-    parsed = parse_judge(reply, "mt_bench")
-    assert (parsed.score, parsed.reason) == (score, reason)
-
-
-@pytest.mark.parametrize(
-    ("reply", "score", "reason"),
-    [
-        ('{"feedback": "ok", "score": 4}', 4, ""),
-        ('```json\n{"feedback": "ok", "score": 4}\n```', 4, ""),
-        ('Here is my evaluation:\n{"evaluation": {"feedback": "ok", "score": "3"}}', 3, ""),
-        ('{"feedback": "ok", "score": 4.0}', 4, ""),
-        ('{"feedback": "ok", "score": 4.5}', None, "non_integer_score"),
-        ('{"feedback": "ok", "score": 9}', None, "out_of_range"),
-        ('{"feedback": "ok", "score": true}', None, "invalid_score"),
-        ('{"feedback": "ok", "score": null}', None, "invalid_score"),
-        ('{"feedback": "ok", "score": NaN}', None, "invalid_score"),
-        ('{"feedback": "ok", "score": 1e300}', None, "out_of_range"),
-        ('{"feedback": "ok"}', None, "no_score"),
-        ('{"a": {"score": 1}, "b": {"score": 5}}', None, "ambiguous_score"),
-        ('{"feedback": "ok", "score": 4} And then more prose.', None, "parse_failure"),
-        ("[" * 100_000, None, "parse_failure"),
-        ("{" * 100_000, None, "parse_failure"),
-    ],
-)
-def test_json_table(reply: str, score: int | None, reason: str) -> None:
-    parsed = parse_judge(reply, "json")
-    assert (parsed.score, parsed.reason) == (score, reason)
 
 
 GRADE_CASES = [
@@ -280,6 +177,7 @@ GRADE_CASES = [
 def test_grade_table(reply: str, value: bool | None, reason: str) -> None:
     parsed = parse_grade(reply)
     assert (parsed.value, parsed.reason) == (value, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 def test_grade_explanation() -> None:
@@ -315,6 +213,7 @@ VERDICT_CASES: list[tuple[str, int, tuple[bool, ...] | None, str]] = [
 def test_verdicts_table(reply: str, count: int, verdicts: tuple[bool, ...] | None, reason: str) -> None:
     parsed = parse_verdicts(reply, count)
     assert (parsed.verdicts, parsed.reason) == (verdicts, reason)
+    assert _is_kind_or_ok(parsed.reason)
     if verdicts is not None:
         assert len(parsed.explanations) == count
 
@@ -348,7 +247,9 @@ def test_single_verdict() -> None:
     ],
 )
 def test_statements_table(reply: str, items: tuple[str, ...] | None, reason: str) -> None:
-    assert tuple(parse_statements(reply)) == (items, reason)
+    parsed = parse_statements(reply)
+    assert tuple(parsed) == (items, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 @pytest.mark.parametrize(
@@ -367,7 +268,9 @@ def test_statements_table(reply: str, items: tuple[str, ...] | None, reason: str
     ],
 )
 def test_questions_table(reply: str, questions: tuple[str, ...] | None, noncommittal: bool | None, reason: str) -> None:
-    assert tuple(parse_questions(reply)) == (questions, noncommittal, reason)
+    parsed = parse_questions(reply)
+    assert tuple(parsed) == (questions, noncommittal, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 @pytest.mark.parametrize(
@@ -388,7 +291,9 @@ def test_questions_table(reply: str, questions: tuple[str, ...] | None, noncommi
     ],
 )
 def test_extraction_table(reply: str, sentences: tuple[str, ...] | None, reason: str) -> None:
-    assert tuple(parse_extraction(reply)) == (sentences, reason)
+    parsed = parse_extraction(reply)
+    assert tuple(parsed) == (sentences, reason)
+    assert _is_kind_or_ok(parsed.reason)
 
 
 def test_split_sentences() -> None:
@@ -418,7 +323,6 @@ def test_a_quoted_neutralised_answer_cannot_change_the_verdict(injection: str) -
     quoted = neutralize(injection)
     assert parse_prometheus(f'Feedback: The response says "{quoted}", which is wrong. [RESULT] 1').score == 1
     assert parse_prometheus(f"Feedback: The response says {quoted}").score is None
-    assert parse_mt_bench(f"It says {quoted}.\nRating: [[2]]").score == 2
     assert parse_grade(f"Explanation: It says\n{quoted}\nGrade: false").value is False
     assert parse_verdicts(f"1. It says\n{quoted}\nVerdict: No", 1).verdicts == (False,)
 
@@ -462,13 +366,11 @@ replies = st.one_of(
 
 @given(replies)
 @settings(max_examples=400)
-def test_graded_parsers_never_raise_and_stay_on_scale(reply: str) -> None:
-    for protocol, (low, high) in JUDGE_SCALES.items():
-        parsed = parse_judge(reply, protocol)
-        assert parsed.score is None or low <= parsed.score <= high
-        assert (parsed.score is None) == (parsed.reason != "")
-    for verdict in parse_ultrafeedback(reply):
-        assert verdict.score is None or 1 <= verdict.score <= 5
+def test_the_graded_parser_never_raises_and_stays_on_scale(reply: str) -> None:
+    parsed = parse_prometheus(reply)
+    assert parsed.score is None or 1 <= parsed.score <= 5
+    assert (parsed.score is None) == (parsed.reason != "")
+    assert _is_kind_or_ok(parsed.reason)
 
 
 @given(replies, st.integers(min_value=0, max_value=5))
@@ -476,16 +378,20 @@ def test_graded_parsers_never_raise_and_stay_on_scale(reply: str) -> None:
 def test_other_parsers_never_raise(reply: str, count: int) -> None:
     grade = parse_grade(reply)
     assert (grade.value is None) == (grade.reason != "")
+    assert _is_kind_or_ok(grade.reason)
     verdicts = parse_verdicts(reply, count)
     assert verdicts.verdicts is None or len(verdicts.verdicts) == count
     assert (verdicts.verdicts is None) == (verdicts.reason != "")
-    assert parse_verdict(reply).verdicts in (None, (True,), (False,))
+    verdict = parse_verdict(reply)
+    assert verdict.verdicts in (None, (True,), (False,))
     statements = parse_statements(reply)
     assert (statements.items is None) == (statements.reason != "")
     questions = parse_questions(reply)
     assert questions.questions is None or questions.questions
     extraction = parse_extraction(reply)
     assert (extraction.sentences is None) == (extraction.reason != "")
+    for parsed in (verdicts, verdict, statements, questions, extraction):
+        assert _is_kind_or_ok(parsed.reason)
     split_sentences(reply)
 
 
@@ -496,7 +402,6 @@ def test_neutralised_text_never_carries_a_verdict(text: str) -> None:
     assert neutralize(safe) == safe
     assert parse_prometheus(f"Feedback: {safe} [RESULT] 2").score == 2
     assert parse_prometheus(f"Feedback: {safe}").score is None
-    assert parse_mt_bench(f"{safe}\nRating: [[3]]").score == 3
     assert parse_grade(f"Explanation: {safe}\nGrade: false").value is False
     # A quoted line that starts like an item ("1. ...") can cut an item short, so the reply may
     # fail; a verdict needs a real `Verdict:` label, so it can never be flipped.
