@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from qagen.cli.errors import friendly_errors
+from qagen.cli.options import call_options
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
 
@@ -99,9 +100,7 @@ def _int_list(value: str, name: str) -> list[int]:
     help="Reference-answer column (default: answer, expected_answer, true_answer, reference...).",
 )
 @click.option("--token", envvar="HF_TOKEN", default=None, help="Hub token for a private DATASET. [env: HF_TOKEN]")
-@click.option(
-    "--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="Questions in flight at once."
-)
+@call_options
 @click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
 @friendly_errors
 def evaluate(out: Path, quiet: bool, **options: Any) -> None:
@@ -132,9 +131,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         raise ConfigError("A --chunk-size grid only applies to --baseline bm25.")
     metrics = options["metrics"].split(",")
     select_metrics(metrics, embeddings=options["embeddings"] is not None)  # fail before any work; notes come later
-    base_url = options["base_url"]
-    judge = ModelSettings(spec=options["judge_model"] or options["model"], base_url=base_url)
-    reader = ModelSettings(spec=options["model"], base_url=base_url) if options["baseline"] else None
+    connection = {"base_url": options["base_url"], "timeout": options["timeout"], "max_retries": options["max_retries"]}
+    judge = ModelSettings(spec=options["judge_model"] or options["model"], **connection)
+    reader = ModelSettings(spec=options["model"], **connection) if options["baseline"] else None
     testset = load_testset(
         options["dataset"],
         split=options["split"],
@@ -158,6 +157,8 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
             reader=reader,
             k=k,
             concurrency=options["concurrency"],
+            rpm=options["rpm"],
+            max_failure_rate=options["max_failure_rate"],
             embeddings=options["embeddings"],
             progress=not quiet,
         )

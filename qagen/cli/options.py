@@ -35,18 +35,23 @@ chunk_options = option_group(
     click.option("--encoding", default="cl100k_base", show_default=True, help="tiktoken encoding for --length-unit tokens."),
     click.option("--seed", type=int, default=42, show_default=True, help="Seed of the chunk sampling; the same seed picks the same chunks."),
 )  # fmt: skip
+_CALL_OPTIONS = (
+    click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="LLM calls in flight at once, all models together."),
+    click.option("--rpm", type=click.FloatRange(min=0, min_open=True), default=None, help="Requests-per-minute limit, all models together (default: none)."),
+    click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True, help="Retries per call on 429, 5xx, timeouts and dropped connections, with backoff honouring Retry-After."),
+    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True, help="Seconds to wait for one reply."),
+    click.option("--max-failure-rate", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Stop when more than this share of calls fails even after retries (checked after 20 calls)."),
+)  # fmt: skip
 model_options = option_group(
     click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Generator model as LangChain's provider:model, e.g. openai:gpt-4o-mini."),
     click.option("--critic-model", default=None, help="Model of the three critics (default: --model)."),
     click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help="URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI), e.g. http://localhost:8000/v1. [env: OPENAI_BASE_URL]"),
     click.option("--temperature", type=float, default=None, help="Sampling temperature (default: the model's own)."),
     click.option("--max-output-tokens", type=click.IntRange(min=1), default=None, help="Cap on tokens per reply (stops runaway continuations early)."),
-    click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="LLM calls in flight at once."),
-    click.option("--rpm", type=click.FloatRange(min=0, min_open=True), default=None, help="Requests-per-minute limit (default: none)."),
-    click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True, help="Retries per call on 429, 5xx, timeouts and dropped connections, with backoff honouring Retry-After."),
-    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True, help="Seconds to wait for one reply."),
-    click.option("--max-failure-rate", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Stop when more than this share of calls fails even after retries (checked after 20 calls)."),
+    *_CALL_OPTIONS,
 )  # fmt: skip
+# How fast a command may call its models: the same for every command and shared by all its models.
+call_options = option_group(*_CALL_OPTIONS)
 sample_options = option_group(
     click.option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help="Draft from this many chunks, spread across documents [default: every chunk]."),
 )  # fmt: skip

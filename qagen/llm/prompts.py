@@ -63,9 +63,9 @@ def prompts_dir() -> Path:
 
 
 @cache
-def load_prompt(name: str) -> Prompt:
-    """Load `prompts/<name>.txt`."""
-    path = prompts_dir() / f"{name}.txt"
+def load_prompt(name: str, folder: Path | None = None) -> Prompt:
+    """Load `<name>.txt` from `folder` (default: qagen's own `prompts/`)."""
+    path = (folder or prompts_dir()) / f"{name}.txt"
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:

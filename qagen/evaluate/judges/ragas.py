@@ -179,7 +179,8 @@ def context_precision(question: str, reference_answer: str, contexts: list[str],
             parsed = parse_verdict(reply) if reply is not None else None
             verdicts.append(parsed.verdicts[0] if parsed and parsed.verdicts else None)
             explanations.append(parsed.explanations[0] if parsed and parsed.explanations else None)
-            reasons.append("api_error" if parsed is None else parsed.reason)
+            # A failed call has no reading: its reason is the call failure `call_failed` reports.
+            reasons.append(parsed.reason if parsed is not None else "")
         detail: dict[str, object] = {"verdicts": verdicts, "explanations": explanations}
         if any(isinstance(outcome, Failure) for outcome in outcomes):
             return Done(t.call_failed(**detail))

@@ -41,6 +41,11 @@ class StandInApp:
         self.log = RequestLog()
         self.attempts = AttemptCounter()
         self.stopping = threading.Event()  # set by `StandInLLM.stop`: wakes handlers asleep in latency or a fault
+        # Chat requests being served right now, and the most there ever were at once: what a
+        # client's bound on calls in flight is checked against.
+        self._in_flight = 0
+        self.max_in_flight = 0
+        self._in_flight_lock = threading.Lock()
 
     def _authorised(self, handler: LLMRequestHandler, knobs: Knobs) -> bool:
         key = knobs.api_key
@@ -71,6 +76,16 @@ class StandInApp:
         self._error(handler, entry, 404, f"Unknown request URL: GET {path}.", "unknown_url")
 
     def serve_post(self, handler: LLMRequestHandler) -> None:
+        with self._in_flight_lock:
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            self._serve_post(handler)
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
+
+    def _serve_post(self, handler: LLMRequestHandler) -> None:
         # The latency knob is the time from the request's arrival to the reply, the server's own
         # work included (as with a real server), so it is measured from here.
         arrived = time.monotonic()

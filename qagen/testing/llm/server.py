@@ -214,6 +214,15 @@ class StandInLLM:
     # ------------------------------------------------------------------ the log
 
     @property
+    def max_in_flight(self) -> int:
+        """The most requests this server was serving at one time."""
+        return self._app.max_in_flight
+
+    def reset_max_in_flight(self) -> None:
+        """Start counting `max_in_flight` afresh (between two runs against one server)."""
+        self._app.max_in_flight = 0
+
+    @property
     def log(self) -> list[LogEntry]:
         """A snapshot of every request logged so far, oldest first."""
         return self._app.log.entries()
