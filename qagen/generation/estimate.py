@@ -1,8 +1,9 @@
-"""`--dry-run`: what a build would cost, before any call is made."""
+"""What a build would cost (`plan`, the CLI's dry run), before any call is made."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from qagen.config import CRITIC_ORDER, BuildConfig
 from qagen.generation.critique import critique_id
@@ -22,6 +23,9 @@ ASSUMED_PASS_RATE = 0.8
 
 @dataclass(frozen=True)
 class Estimate:
+    # The settings `describe()` names (as `QagenError.settings`: the CLI shows them as its flags).
+    settings: ClassVar[tuple[str, ...]] = ("price_input", "price_output")
+
     drafts: int
     critic_calls: float
     input_tokens: int
@@ -34,7 +38,7 @@ class Estimate:
         return self.drafts + self.critic_calls
 
     def describe(self) -> str:
-        cost = f"${self.cost:,.2f}" if self.cost is not None else "unknown (give --price-input/--price-output)"
+        cost = f"${self.cost:,.2f}" if self.cost is not None else "unknown (give `price_input`/`price_output`)"
         return "\n".join(
             [
                 f"  drafts to make          {self.drafts:,} (already made: {self.already_done:,})",
@@ -55,7 +59,7 @@ def estimate(config: BuildConfig, run: RunDir, prompts: Prompts, sample: list[Ch
     drafts = run.drafts.load()
     critiques = run.critiques.load()
     to_draft = [chunk for chunk in sample if draft_id(chunk, prompts.qa, config.generator.spec) not in drafts]
-    # Critics are asked in order and stop at the first rejection (unless --all-critics), so the
+    # Critics are asked in order and stop at the first rejection (unless `all_critics`), so the
     # k-th critic is asked about pass_rate**(k-1) of the drafts.
     asked = [1.0 if config.all_critics else ASSUMED_PASS_RATE**k for k in range(len(CRITIC_ORDER))]
     input_chars = 0.0
