@@ -33,7 +33,9 @@ class CorpusSettings(BaseModel):
     @model_validator(mode="after")
     def _one_source(self) -> CorpusSettings:
         if (self.path is None) == (self.hf_dataset is None):
-            raise ConfigError("Give exactly one corpus: a path, or --hf-dataset NAME_OR_PATH.")
+            raise ConfigError(
+                "Give exactly one corpus: a path, or `hf_dataset=NAME_OR_PATH`.", settings=("hf_dataset",)
+            )
         return self
 
 
@@ -81,9 +83,13 @@ class BuildConfig(BaseModel):
             if not 1 <= score <= 5:
                 raise ConfigError(f"Minimum scores are on the 1-5 scale; {name}={score} is not.")
         if self.n_generations is not None and self.n_generations < 1:
-            raise ConfigError(f"--n-generations must be at least 1, got {self.n_generations}.")
+            raise ConfigError(
+                f"`n_generations` must be at least 1, got {self.n_generations}.", settings=("n_generations",)
+            )
         if not 0 < self.dedup_threshold <= 1:
-            raise ConfigError(f"--dedup-threshold must be in (0, 1], got {self.dedup_threshold}.")
+            raise ConfigError(
+                f"`dedup_threshold` must be in (0, 1], got {self.dedup_threshold}.", settings=("dedup_threshold",)
+            )
         return self
 
     def threshold(self, criterion: str) -> int:

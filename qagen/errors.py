@@ -4,7 +4,17 @@ from __future__ import annotations
 
 
 class QagenError(Exception):
-    """A failure the user can act on; its message is a complete sentence."""
+    """A failure the user can act on; its message is a complete sentence.
+
+    A message that refers to a setting names it as a Python user knows it (the parameter or config
+    field), in backticks: "`concurrency` must be at least 1, got 0." `settings` lists those names,
+    so the CLI, whose users typed flags instead, can show each one as the flag that sets it.
+    A setting given a value is written "`name=value`" (e.g. "`private=False`").
+    """
+
+    def __init__(self, *args: object, settings: tuple[str, ...] = ()) -> None:
+        super().__init__(*args)
+        self.settings = settings
 
 
 class CorpusError(QagenError):

@@ -12,6 +12,7 @@ import click
 
 from qagen import __version__
 from qagen.cli.errors import friendly_errors
+from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import (
     budget_options,
     chunk_options,
@@ -78,15 +79,20 @@ def build(
 
     config = config_from_options(ctx, options, stored=None)
     if dry_run:
+        from qagen.generation.estimate import Estimate
         from qagen.generation.pipeline import plan
 
-        click.echo(f"dry run: no LLM call made\n{plan(config, out, progress=not quiet).describe()}")
+        described = in_cli_terms(plan(config, out, progress=not quiet).describe(), Estimate.settings)
+        click.echo(f"dry run: no LLM call made\n{described}")
         return
     result = run_build(config, out, progress=not quiet)
     click.echo(result.table)
     if result.stopped_by_budget:
+        from qagen.llm.cost import Budget
+
+        stopped = in_cli_terms(result.stopped_by_budget, Budget.settings)
         click.echo(
-            f"\nstopped: {result.stopped_by_budget}. Finished work is saved in {out}; re-run with a higher cap to continue.",
+            f"\nstopped: {stopped}. Finished work is saved in {out}; re-run with a higher cap to continue.",
             err=True,
         )
         sys.exit(3)

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from qagen.cli.flags import in_cli_terms
 from qagen.errors import QagenError
 from qagen.redaction import redact
 
@@ -23,7 +24,8 @@ def friendly_errors(function: F) -> F:
         try:
             return function(*args, **kwargs)
         except QagenError as exc:
-            click.echo(f"error: {redact(str(exc))}", err=True)
+            # The library names its settings as Python users know them; CLI users typed flags.
+            click.echo(f"error: {redact(in_cli_terms(str(exc), exc.settings))}", err=True)
             sys.exit(1)
         except KeyboardInterrupt:
             click.echo(

@@ -139,7 +139,9 @@ def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:
         errors[1].append(100 * (stats["high"] - stats["mean"]))
     if not labels:
         known = sorted({name for run in runs for name in run.summary["metrics"]})
-        raise QagenError(f"No run has a value for '{metric}'; choose another with --metric ({', '.join(known)}).")
+        raise QagenError(
+            f"No run has a value for '{metric}'; choose another `metric` ({', '.join(known)}).", settings=("metric",)
+        )
     figure, axes = plt.subplots(figsize=(max(6, 1.6 * len(labels)), 5))
     bars = axes.bar(labels, means, yerr=errors, capsize=4, color="#4c72b0")
     axes.bar_label(bars, labels=[f"{m:.1f}%" for m in means], padding=3)

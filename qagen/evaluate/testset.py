@@ -157,7 +157,8 @@ def _from_rows(
             if chosen_answer is None:
                 raise ConfigError(
                     f"{origin} has no reference-answer column (looked for {', '.join(ANSWER_COLUMNS)}; "
-                    f"it has {', '.join(sorted(row))}); name it with --answer-column."
+                    f"it has {', '.join(sorted(row))}); name it with `answer_column`.",
+                    settings=("answer_column",),
                 )
         if question_column not in row:
             raise ConfigError(f"{origin} has no '{question_column}' column; it has {', '.join(sorted(row))}.")

@@ -36,10 +36,11 @@ def make_splitter(
 ) -> RecursiveCharacterTextSplitter:
     """The notebook's recursive splitter, measuring length in characters or tiktoken tokens."""
     if chunk_size <= 0:
-        raise ConfigError(f"--chunk-size must be positive, got {chunk_size}.")
+        raise ConfigError(f"`chunk_size` must be positive, got {chunk_size}.", settings=("chunk_size",))
     if not 0 <= chunk_overlap < chunk_size:
         raise ConfigError(
-            f"--chunk-overlap must be at least 0 and smaller than --chunk-size ({chunk_size}), got {chunk_overlap}."
+            f"`chunk_overlap` must be at least 0 and smaller than `chunk_size` ({chunk_size}), got {chunk_overlap}.",
+            settings=("chunk_overlap", "chunk_size"),
         )
     if length_unit == "characters":
         return RecursiveCharacterTextSplitter(
@@ -67,7 +68,8 @@ def _checked_encoding(encoding: str) -> str:
         raise ConfigError(
             f"The tiktoken encoding '{encoding}' could not be loaded ({exc}); it is downloaded on first "
             "use, so install it where it can be fetched, set TIKTOKEN_CACHE_DIR to a cache that has it, "
-            "or choose another with --encoding."
+            "or choose another `encoding`.",
+            settings=("encoding",),
         ) from exc
     except Exception as exc:  # tiktoken's download failures arrive as requests' many types
         raise ConfigError(

@@ -1,8 +1,9 @@
-"""`--dry-run`: what a build would cost, before any call is made."""
+"""What a build would cost (`plan`, the CLI's dry run), before any call is made."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from qagen.config import BuildConfig
 from qagen.generation.critique import Drafted
@@ -21,6 +22,9 @@ ASSUMED_PASS_RATE = 0.8
 
 @dataclass(frozen=True)
 class Estimate:
+    # The settings `describe()` names (as `QagenError.settings`: the CLI shows them as its flags).
+    settings: ClassVar[tuple[str, ...]] = ("price_input", "price_output")
+
     drafts: int
     critic_calls: float
     input_tokens: int
@@ -33,7 +37,7 @@ class Estimate:
         return self.drafts + self.critic_calls
 
     def describe(self) -> str:
-        cost = f"${self.cost:,.2f}" if self.cost is not None else "unknown (give --price-input/--price-output)"
+        cost = f"${self.cost:,.2f}" if self.cost is not None else "unknown (give `price_input`/`price_output`)"
         return "\n".join(
             [
                 f"  drafts to make          {self.drafts:,} (already made: {self.already_done:,})",
@@ -54,7 +58,7 @@ def estimate(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[C
     drafts = run.drafts.load()
     critiques = run.critiques.load()
     to_draft = [chunk for chunk in sample if tasks.draft.key(chunk) not in drafts]
-    # Critics are asked in order and stop at the first rejection (unless --all-critics), so the
+    # Critics are asked in order and stop at the first rejection (unless `all_critics`), so the
     # k-th critic is asked about pass_rate**(k-1) of the drafts.
     asked = [1.0 if config.all_critics else ASSUMED_PASS_RATE**k for k in range(len(tasks.critics))]
     input_chars = 0.0

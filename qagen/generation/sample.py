@@ -21,7 +21,7 @@ def sampling_order(chunks: Iterable[ChunkRef], seed: int) -> list[str]:
     seeded order of documents, and each document's chunks come in a seeded order too. So a large
     file cannot crowd out small ones (N chunks touch min(N, documents) documents), and because
     the order is a fixed permutation, asking for more chunks later only extends the sample: a run
-    resumed with a larger --n-generations keeps every draft it already paid for.
+    resumed with a larger `n_generations` keeps every draft it already paid for.
 
     Only `random.Random(seed)` and sorted inputs are used, so the order is the same in every
     process and on every platform.

@@ -77,7 +77,8 @@ class OpenAIBackend:
         if not api_key:
             if base_url is None:
                 raise LLMUnavailableError(
-                    "No API key: set OPENAI_API_KEY, or point --base-url at an OpenAI-compatible server."
+                    "No API key: set OPENAI_API_KEY, or point `base_url` at an OpenAI-compatible server.",
+                    settings=("base_url",),
                 )
             api_key = _NO_KEY_PLACEHOLDER
         self._client = openai.AsyncOpenAI(

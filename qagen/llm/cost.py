@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from qagen.errors import ConfigError
 
 # US dollars per million tokens (input, output), from the providers' price pages on 2026-11-01.
-# Prices change: --price-input/--price-output override them, and unknown models have none.
+# Prices change: `price_input`/`price_output` override them, and unknown models have none.
 KNOWN_PRICES: dict[str, tuple[float, float]] = {
     "openai:gpt-4o-mini": (0.15, 0.60),
     "openai:gpt-4o": (2.50, 10.00),
@@ -32,7 +33,10 @@ def price_for(model: str, price_input: float | None = None, price_output: float 
     """The price of a model: the one given, else the known one, else None (unknown)."""
     if price_input is not None or price_output is not None:
         if price_input is None or price_output is None:
-            raise ConfigError("Give both --price-input and --price-output (dollars per million tokens).")
+            raise ConfigError(
+                "Give both `price_input` and `price_output` (dollars per million tokens).",
+                settings=("price_input", "price_output"),
+            )
         return Price(price_input, price_output)
     known = KNOWN_PRICES.get(model)
     return Price(*known) if known else None
@@ -48,6 +52,9 @@ class Budget:
     Checked before each call, so a run overshoots by at most the calls already in flight.
     """
 
+    # The settings `describe()` names (as `QagenError.settings`: the CLI shows them as its flags).
+    settings: ClassVar[tuple[str, ...]] = ("max_tokens", "max_cost")
+
     def __init__(
         self,
         *,
@@ -59,8 +66,9 @@ class Budget:
         if max_cost is not None and any(price is None for price in prices.values()):
             unknown = ", ".join(model for model, price in prices.items() if price is None)
             raise ConfigError(
-                f"--max-cost needs the price of {unknown}: give --price-input and --price-output "
-                "(dollars per million tokens), or cap tokens with --max-tokens."
+                f"`max_cost` needs the price of {unknown}: give `price_input` and `price_output` "
+                "(dollars per million tokens), or cap tokens with `max_tokens`.",
+                settings=("max_cost", "price_input", "price_output", "max_tokens"),
             )
         self.max_tokens = max_tokens
         self.max_cost = max_cost
@@ -101,7 +109,7 @@ class Budget:
         spent = f"{self.tokens:,} tokens" + (f" (${cost:.4f})" if cost is not None else "")
         caps = []
         if self.max_tokens is not None:
-            caps.append(f"--max-tokens {self.max_tokens:,}")
+            caps.append(f"`max_tokens={self.max_tokens:,}`")
         if self.max_cost is not None:
-            caps.append(f"--max-cost {self.max_cost}")
+            caps.append(f"`max_cost={self.max_cost}`")
         return f"{spent} spent, reaching {' / '.join(caps)}"

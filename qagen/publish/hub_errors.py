@@ -72,8 +72,9 @@ def hub_errors(repo_id: str) -> Iterator[None]:
         message = _detail(exc.server_message or exc)
         if status == 401:
             raise HubAuthError(
-                "The Hugging Face Hub rejected the token (401 Unauthorized); check --token, HF_TOKEN or "
-                "`hf auth login`."
+                "The Hugging Face Hub rejected the token (401 Unauthorized); check `token`, HF_TOKEN or "
+                "`hf auth login`.",
+                settings=("token",),
             ) from exc
         if status == 403:
             raise HubAuthError(

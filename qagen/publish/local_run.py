@@ -66,8 +66,9 @@ def load_run(run_dir: Path) -> LocalRun:
     if summary.get("funnel", {}).get("kept") == 0:
         # Also because `datasets` cannot load back the empty `dataset/` that such a run holds.
         raise QagenError(
-            f"{run_dir} kept no questions, so there is nothing to publish; lower the bar with "
-            f"`qagen filter {run_dir} --min-score N`, or draft more with --n-generations."
+            f"{run_dir} kept no questions, so there is nothing to publish; build it again with a lower "
+            "`min_score` (the replies it holds are reused), or with a larger `n_generations`.",
+            settings=("min_score", "n_generations"),
         )
     try:
         kept = load_from_disk(str(run.dataset_dir), keep_in_memory=True)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class ForeignRepoError(QagenError):
-    """The repo exists and holds something qagen did not make; pushing needs --force."""
+    """The repo exists and holds something qagen did not make; pushing needs `force=True`."""
 
 
 class VisibilityError(QagenError):
@@ -83,7 +83,9 @@ def push_run(
 
     run = load_run(run_dir)
     if token is None and get_token() is None:
-        raise HubAuthError("No Hugging Face token: pass --token, set HF_TOKEN, or log in with `hf auth login`.")
+        raise HubAuthError(
+            "No Hugging Face token: pass `token`, set HF_TOKEN, or log in with `hf auth login`.", settings=("token",)
+        )
     secrets = known_secrets(token or get_token())
     for secret in secrets:
         register_secret(secret)
@@ -129,10 +131,12 @@ def _push(
         revision=revision,
     )
     card = make_card(content)
-    try:  # before anything is written: a bad --license must not leave a half-made repo
+    try:  # before anything is written: a bad `license` must not leave a half-made repo
         card.validate(repo_type="dataset")
     except ValueError as exc:
-        raise ConfigError(f"The Hub refused the dataset card: {' '.join(str(exc).split())} (check --license).") from exc
+        raise ConfigError(
+            f"The Hub refused the dataset card: {' '.join(str(exc).split())} (check `license`).", settings=("license",)
+        ) from exc
     kept, masked_kept = mask_secrets(run.kept, secrets)
     candidates, masked_candidates = mask_secrets(run.candidates, secrets)
 
@@ -201,10 +205,12 @@ def _check_may_push(
         raise ForeignRepoError(
             f"{repo_id} already holds a dataset that qagen did not make (its README has no `qagen` tag); "
             "pushing would replace its card and may delete its data files. Choose another REPO_ID, "
-            "or pass --force to push anyway."
+            "or pass `force=True` to push anyway.",
+            settings=("force",),
         )
     if private and not was_private:
         raise VisibilityError(
-            f"{repo_id} is public, and this push would publish data from your corpus in it; pass --public "
-            "to update the public repo, or make the repo private on the Hub first."
+            f"{repo_id} is public, and this push would publish data from your corpus in it; pass `private=False` "
+            "to update the public repo, or make the repo private on the Hub first.",
+            settings=("private",),
         )

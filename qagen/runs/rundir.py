@@ -69,12 +69,15 @@ class RunDir:
                     f"{self.root} holds a run made with other settings, and mixing them would mix "
                     "outputs of different models, prompts or chunks:\n  - "
                     + "\n  - ".join(differences)
-                    + "\nUse a new --out directory, or repeat the run's own settings to resume it."
+                    + "\nUse a new `out` directory, or repeat the run's own settings to resume it.",
+                    settings=("out",),
                 )
             # Keep what was decided before (e.g. the models, when `qagen filter` runs without them).
             wanted = {key: wanted[key] if wanted.get(key) is not None else stored.get(key) for key in wanted}
         elif self.root.exists() and any(self.root.iterdir()):
-            raise QagenError(f"{self.root} exists and is not a qagen run directory; choose another --out.")
+            raise QagenError(
+                f"{self.root} exists and is not a qagen run directory; choose another `out`.", settings=("out",)
+            )
         self.root.mkdir(parents=True, exist_ok=True)
         write_json_atomic(
             self.run_file,

@@ -63,5 +63,5 @@ def test_budget_counts_earlier_spending_and_prices() -> None:
     assert Price(1.0, 2.0).cost(1_000_000, 500_000) == pytest.approx(2.0)
     assert price_for("openai:gpt-4o-mini") == Price(0.15, 0.60)
     assert price_for("openai:unknown") is None
-    with pytest.raises(ConfigError, match="--price-input"):
+    with pytest.raises(ConfigError, match="give `price_input` and `price_output`"):
         Budget(max_tokens=None, max_cost=1.0, prices={"openai:unknown": None}, spent={})

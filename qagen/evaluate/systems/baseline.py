@@ -78,7 +78,7 @@ class BM25Baseline:
         progress: bool = True,
     ) -> None:
         if k < 1:
-            raise ConfigError(f"--k must be at least 1, got {k}.")
+            raise ConfigError(f"`k` must be at least 1, got {k}.", settings=("k",))
         self.corpus = Path(corpus) if corpus is not None else None
         self.hf_dataset = hf_dataset
         self.split = split

@@ -112,9 +112,9 @@ def test_settings_name_and_default_overlap(tmp_path: Path) -> None:
     assert baseline.name == "bm25-k7-chunk2000-reader-1"
     assert isinstance(baseline, RagSystem)
     assert BM25Baseline(tmp_path, reader=fake_reader(), chunk_size=500).chunk_overlap == 50
-    with pytest.raises(ConfigError, match="--k must be at least 1"):
+    with pytest.raises(ConfigError, match=r"^`k` must be at least 1, got 0\.$"):
         BM25Baseline(tmp_path, reader=fake_reader(), k=0)
-    with pytest.raises(ConfigError, match="chunk-overlap"):
+    with pytest.raises(ConfigError, match="`chunk_overlap` must be at least 0"):
         BM25Baseline(tmp_path, reader=fake_reader(), chunk_size=100, chunk_overlap=100)
 
 
