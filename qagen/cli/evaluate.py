@@ -9,9 +9,13 @@ from typing import Any
 import click
 
 from qagen.cli.errors import friendly_errors
+from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import call_options
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+
+# The settings the evaluator's notes name (`select_metrics`).
+NOTE_SETTINGS = ("embeddings", "metrics")
 
 
 def _int_list(value: str, name: str) -> list[int]:
@@ -161,6 +165,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
             max_failure_rate=options["max_failure_rate"],
             embeddings=options["embeddings"],
             progress=not quiet,
+            on_note=_print_note,
         )
         outputs.append(target)
         click.echo(_outcome(target, summary))
@@ -168,6 +173,10 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     click.echo("\n" + comparison_table(runs))
     if len(runs) > 1:
         click.echo(f"\nchart: {bar_chart(runs, chart_metric(runs), out / 'comparison.png')}")
+
+
+def _print_note(note: str) -> None:
+    click.echo(f"note: {in_cli_terms(note, NOTE_SETTINGS)}", err=True)
 
 
 def _outcome(target: Path, summary: dict[str, Any]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,15 @@ METRIC_GROUPS = {
 METRIC_GROUPS["all"] = ("correctness", *METRIC_GROUPS["ragas"], *METRIC_GROUPS["graders"], *DETERMINISTIC_GROUPS)
 
 
+def _print_note(note: str) -> None:
+    print(f"note: {note}", file=sys.stderr)
+
+
 def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> tuple[list[str], list[str]]:
     """The metrics to run, groups (`ragas`, `graders`, `all`) expanded in a stable order, and notes.
 
     answer_relevancy compares embeddings. Named on its own without an embeddings model it is an
-    error; as part of a group it is left out, with a note saying so, so that `--metrics ragas`
+    error; as part of a group it is left out, with a note saying so, so that `metrics=["ragas"]`
     runs the other four RAGAS metrics instead of refusing all five.
     """
     chosen: list[str] = []
@@ -46,20 +51,23 @@ def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> t
         if not name:
             continue
         if name == "answer_relevancy" and not embeddings:
-            raise ConfigError("answer_relevancy compares embeddings: give an embeddings model with --embeddings.")
+            raise ConfigError(
+                "answer_relevancy compares embeddings: give an embeddings model with `embeddings`.",
+                settings=("embeddings",),
+            )
         for part in METRIC_GROUPS.get(name, (name,)):
             if part not in LLM_METRICS and part not in DETERMINISTIC_GROUPS:
                 known = sorted([*LLM_METRICS, *DETERMINISTIC_GROUPS, *METRIC_GROUPS])
                 raise ConfigError(f"Unknown metric '{part}'; choose from {', '.join(known)}.")
             if part == "answer_relevancy" and not embeddings:
-                note = f"answer_relevancy left out of '{name}': it needs an embeddings model (--embeddings)."
+                note = f"answer_relevancy left out of '{name}': it needs an embeddings model (`embeddings`)."
                 if note not in notes:
                     notes.append(note)
                 continue
             if part not in chosen:
                 chosen.append(part)
     if not chosen:
-        raise ConfigError("No metric to compute; choose some with --metrics.")
+        raise ConfigError("No metric to compute; choose some with `metrics`.", settings=("metrics",))
     return chosen, notes
 
 
@@ -81,6 +89,7 @@ def evaluate(
     question_column: str = "question",
     answer_column: str | None = None,
     token: str | None = None,
+    on_note: Callable[[str], None] = _print_note,
 ) -> dict[str, Any]:
     """Run `system` over the test set's questions, judge and score the answers; return the summary.
 
@@ -96,19 +105,20 @@ def evaluate(
     (served from the judge's `base_url` when it has one), a LangChain `Embeddings`, or an async
     function `texts -> vectors`.
 
-    Results go to `out/results.jsonl` and `out/summary.json`; re-running with the same `out`
-    resumes, paying for no call twice.
+    Notes about the metrics (one left out of a group) go to `on_note` (default: printed to stderr)
+    and into the summary. Results go to `out/results.jsonl` and `out/summary.json`; re-running
+    with the same `out` resumes, paying for no call twice.
     """
     from qagen.evaluate.systems.callable import CallableSystem
     from qagen.evaluate.systems.protocol import close_system
 
     out = Path(out)
     if k < 1:
-        raise ConfigError(f"--k must be at least 1, got {k}.")
+        raise ConfigError(f"`k` must be at least 1, got {k}.", settings=("k",))
     limits = CallLimits(concurrency=concurrency, rpm=rpm, max_failure_rate=max_failure_rate)
     chosen, notes = select_metrics(list(metrics), embeddings=embeddings is not None)
     for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+        on_note(note)
     items = (
         testset
         if isinstance(testset, TestSet)
@@ -120,7 +130,7 @@ def evaluate(
     reader = as_settings(reader) if isinstance(reader, str) else reader
     needs_judge = any(m in LLM_METRICS for m in chosen)
     if needs_judge and judge is None:
-        raise ConfigError("LLM metrics need a judge model (--judge-model).")
+        raise ConfigError("LLM metrics need a judge model (`judge`).", settings=("judge",))
     judge_settings = judge if isinstance(judge, ModelSettings) else None
     embed = _embedder(embeddings, judge_settings) if embeddings is not None and "answer_relevancy" in chosen else None
     models: dict[Role, ModelLike] = {}
@@ -172,7 +182,7 @@ def bm25_baseline(
         from qagen.evaluate.systems.baseline import BM25Baseline
 
         if reader is None:
-            raise ConfigError("The BM25 baseline needs a reader model (reader=..., --model).")
+            raise ConfigError("The BM25 baseline needs a reader model (`reader`).", settings=("reader",))
         return BM25Baseline(corpus, reader=reader, chunk_size=chunk_size, k=k, progress=progress, **options)
 
     return SystemFactory(build)

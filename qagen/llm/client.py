@@ -72,6 +72,9 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
+_NO_REPLY = "no reply in time"
+
+
 def _connection_problem(exc: BaseException) -> str:
     """What went wrong on the wire, in words, from the innermost cause that tells.
 
@@ -90,7 +93,7 @@ def _connection_problem(exc: BaseException) -> str:
         if names & {"ServerDisconnectedError", "RemoteProtocolError", "ClientOSError"}:
             return "the server closed the connection without a reply"
         if names & {"ReadTimeout", "SocketTimeoutError", "ServerTimeoutError"}:
-            return "no reply within --timeout"
+            return _NO_REPLY
     return type(exc).__name__
 
 
@@ -166,13 +169,20 @@ class LLMClient:
             raise LLMUnavailableError(f"{self.where} refused access to '{model}' (403).") from None
         if code == 404:
             raise LLMUnavailableError(
-                f"{self.where} does not know the model '{self.settings.name}' (404); check --model."
+                f"{self.where} does not know the model '{self.settings.name}' (404); check `model`.",
+                settings=("model",),
             ) from None
         connection = _is_connection_error(exc)
         if connection and self.stats.succeeded == 0:
+            tried = f"Cannot reach {self.where} after {self.settings.max_retries} retries"
+            problem = _connection_problem(exc)
+            if problem == _NO_REPLY:
+                raise LLMUnavailableError(
+                    f"{tried} (no reply within `timeout`); is the server running and is `base_url` right?",
+                    settings=("timeout", "base_url"),
+                ) from None
             raise LLMUnavailableError(
-                f"Cannot reach {self.where} after {self.settings.max_retries} retries ({_connection_problem(exc)}); "
-                "is the server running and is --base-url right?"
+                f"{tried} ({problem}); is the server running and is `base_url` right?", settings=("base_url",)
             ) from None
         malformed = isinstance(exc, MalformedCompletionError)
         if code is None and not connection and not malformed and self.stats.succeeded == 0:
@@ -180,7 +190,8 @@ class LLMClient:
             # provider package that cannot build its request): every call will fail the same way,
             # so this stops the run instead of filling it with failed rows.
             raise LLMUnavailableError(
-                f"Calls to {self.where} fail before any reply ({_one_line(detail)}); check --base-url and --model."
+                f"Calls to {self.where} fail before any reply ({_one_line(detail)}); check `base_url` and `model`.",
+                settings=("base_url", "model"),
             ) from None
         kind = _STATUS_KINDS.get(code or 0)
         if malformed:
@@ -207,6 +218,7 @@ class LLMClient:
             example = _one_line(self._last_detail.get(commonest, ""))[:200]
             raise ErrorBudgetExceededError(
                 f"{self.stats.failed} of {calls} calls to {self.where} failed even after retries, more than "
-                f"--max-failure-rate {self._max_failure_rate:.0%} (mostly {commonest.value}: {example}); stopped. "
-                "Finished work is saved: re-run the same command to continue."
+                f"`max_failure_rate={self._max_failure_rate:.0%}` (mostly {commonest.value}: {example}); stopped. "
+                "Finished work is saved: re-run the same command to continue.",
+                settings=("max_failure_rate",),
             )

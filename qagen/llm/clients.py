@@ -38,11 +38,14 @@ class CallLimits:
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, got {self.concurrency}.")
+            raise ConfigError(f"`concurrency` must be at least 1, got {self.concurrency}.", settings=("concurrency",))
         if self.rpm is not None and self.rpm <= 0:
-            raise ConfigError(f"rpm must be positive, got {self.rpm}.")
+            raise ConfigError(f"`rpm` must be positive, got {self.rpm}.", settings=("rpm",))
         if not 0 <= self.max_failure_rate <= 1:
-            raise ConfigError(f"max_failure_rate must be between 0 and 1, got {self.max_failure_rate}.")
+            raise ConfigError(
+                f"`max_failure_rate` must be between 0 and 1, got {self.max_failure_rate}.",
+                settings=("max_failure_rate",),
+            )
 
 
 def as_settings(model: ModelSettings | str | None) -> ModelSettings | None:
@@ -138,7 +141,7 @@ def new_rate_limiter(rpm: float | None) -> Any:
     if rpm is None:
         return None
     if rpm <= 0:
-        raise ConfigError(f"rpm must be positive, got {rpm}.")
+        raise ConfigError(f"`rpm` must be positive, got {rpm}.", settings=("rpm",))
     from langchain_core.rate_limiters import InMemoryRateLimiter
 
     return InMemoryRateLimiter(requests_per_second=rpm / 60.0, check_every_n_seconds=0.01, max_bucket_size=1)

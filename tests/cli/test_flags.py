@@ -23,17 +23,7 @@ PACKAGE = Path(qagen.__file__).resolve().parent
 CLI_PARTS = ("cli", "testing")
 # Being rewritten by someone else right now; their messages are fixed there. Take a file off this
 # list once it speaks in settings, so the rule holds for it again.
-NOT_YET = (
-    "llm/client.py",
-    "generation/stages.py",
-    "generation/pipeline.py",
-    "generation/draft.py",
-    "generation/critique.py",
-    "evaluate/runner.py",
-    "evaluate/api.py",
-    "evaluate/judges/",
-    "records.py",
-)
+NOT_YET: tuple[str, ...] = ()
 # Text that is about the command line on purpose: the dataset card shows readers the shell
 # command that evaluates a RAG system on the pushed test set.
 CLI_TEXT = {("publish/card.py", "_usage")}
