@@ -24,7 +24,6 @@ from typing import TypeVar
 
 from tqdm import tqdm
 
-from qagen.failures import Failure
 from qagen.llm.clients import Clients
 from qagen.llm.cost import Budget, BudgetReachedError
 from qagen.llm.task import Compute, Done, Outcome, Reply, Request, Step, Task, TaskRecord
@@ -121,8 +120,3 @@ class Executor:
             await run_all([worker for _ in range(max(1, min(self.workers, len(items))))])
         finally:
             bar.close()
-
-
-def failure_of(outcome: Outcome) -> Failure | None:
-    """The failure of a call, or None when a reply came back."""
-    return outcome if isinstance(outcome, Failure) else None

@@ -35,7 +35,7 @@ from qagen.evaluate.judges.ragas import (
     faithfulness,
 )
 from qagen.evaluate.judges.transcript import JudgeStep
-from qagen.evaluate.records import EvalItem, JudgementRecord, JudgeVerdict
+from qagen.evaluate.records import EvalItem, JudgementRecord
 from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Ask, Compute, Done, Role, Step, Task
 from qagen.runs.store import record_key
@@ -199,7 +199,3 @@ def _as_record(step: JudgeStep, key: str, item_id: str, model: str) -> Step[Judg
     if isinstance(step, Compute):
         return Compute(step.work, wrapped)
     return Ask(step.requests, wrapped)
-
-
-def verdict_of(record: JudgementRecord | None) -> JudgeVerdict | None:
-    return record.verdict if record is not None else None
