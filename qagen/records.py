@@ -174,6 +174,8 @@ class CorpusSummary(Record):
 
 
 class BuildModels(Record):
+    """The models a build used."""
+
     generator: str = Field(description="Model spec of the generator.")
     critic: str = Field(description="Model spec of the critics.")
 
@@ -189,6 +191,8 @@ class StageUsage(Record):
 
 
 class BuildUsage(Record):
+    """What each LLM stage of a build paid for."""
+
     generation: StageUsage = Field(description="The generator's calls.")
     critique: StageUsage = Field(description="The critics' calls.")
 

@@ -93,9 +93,13 @@ class ResultRow(Record):
 
     The fixed columns use the cookbook notebook's names (plus `id`, `answer_error` and
     `retrieved_sources`). The metric columns depend on what was asked for, so they are held as two
-    typed maps and written flat after the fixed columns: the deterministic metrics' values
-    (`scores`), then each LLM metric's four columns (`judged`), and after `correctness`'s the
-    notebook's `correctness_feedback`.
+    typed maps rather than as loose extra fields (a metric's four columns are one `MetricCell`, and
+    the summary reads them by metric, never by a built column name). They are written flat after
+    the fixed columns: the deterministic metrics' values (`scores`), then each LLM metric's four
+    columns (`judged`), and after `correctness`'s the notebook's `correctness_feedback`.
+
+    The flat form is for the file only: `model_validate` takes the nested form, and `report`
+    reads `results.jsonl` as JSON.
     """
 
     id: str = Field(description="The question's id in the test set.")
@@ -164,7 +168,7 @@ class ResultsSummary(Record):
         description="Every metric by its summary name (`mrr`, `hit@7`...), LLM metrics first. `correctness` "
         "is the mean of (score-1)/4, the notebook's normalisation."
     )
-    questions: int = Field(description="Questions in the test set.")
+    questions: int = Field(description="Questions evaluated (the test set's usable rows).")
     answered: int = Field(description="Questions the system answered.")
     failed: int = Field(description="Questions the system failed to answer.")
     failed_by_reason: dict[str, int] = Field(description="Those failures by their first two levels of reason.")
@@ -172,6 +176,8 @@ class ResultsSummary(Record):
 
 
 class EvalUsage(Record):
+    """Tokens an evaluation used."""
+
     system: Usage = Field(description="Tokens the system under test reported.")
     judge: Usage = Field(description="Tokens the judges used.")
 
@@ -180,7 +186,8 @@ class EvalSummary(Record):
     """An evaluation's `summary.json`.
 
     Written flat: `about` (what the caller records: the models, the system's settings, notes)
-    after `testset`, then `scores`' fields, then the skipped rows and the usage.
+    after `testset`, then `scores`' fields, then the skipped rows and the usage. Like
+    `ResultRow`, the flat form is for the file only.
     """
 
     system: str = Field(description="The system's name.")
