@@ -1,4 +1,9 @@
-"""The records that flow through the pipeline. Frozen, so a stage can never edit another's output."""
+"""The records that flow through the pipeline, and the ones a build hands to the user.
+
+Frozen, so a stage can never edit another's output. `DatasetRow` and `CandidateRow` are the
+columns of `dataset/` and `candidates/` (their field order is the column order, and their field
+types are the column types: see `qagen.generation.write`); `BuildSummary` is `summary.json`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from qagen.failures import Failure
 
 Criterion = Literal["groundedness", "relevance", "standalone"]
 CRITERIA: tuple[Criterion, ...] = ("groundedness", "relevance", "standalone")
+
+CandidateStatus = Literal["kept", "rejected", "failed"]
 
 
 class Record(BaseModel):
@@ -104,3 +111,123 @@ class Critique(TaskOutput):
     prompt_hash: str
     score: int | None = Field(default=None, description="1-5, or None when the reply had no valid rating.")
     rationale: str | None = None
+
+
+# --- what a build writes ------------------------------------------------------------------------
+class DatasetRow(Record):
+    """One kept question: a row of `dataset/`.
+
+    The cookbook evaluation set's ten columns come first, so existing notebooks load the set
+    unchanged; the provenance columns after them say exactly what produced the row.
+    """
+
+    context: str = Field(description="The chunk the question was drafted from.")
+    question: str | None = Field(description="The drafted question (None for a candidate with no usable draft).")
+    answer: str | None = Field(description="The drafted reference answer (None with the question).")
+    source_doc: str = Field(description="The source of the chunk's document.")
+    groundedness_score: int | None = Field(description="The groundedness critic's 1-5 rating; None when not rated.")
+    groundedness_eval: str | None = Field(description="The groundedness critic's rationale.")
+    relevance_score: int | None = Field(description="The relevance critic's 1-5 rating; None when not rated.")
+    relevance_eval: str | None = Field(description="The relevance critic's rationale.")
+    standalone_score: int | None = Field(description="The standalone critic's 1-5 rating; None when not rated.")
+    standalone_eval: str | None = Field(description="The standalone critic's rationale.")
+    id: str = Field(description="The draft's id: a hash of the chunk, the generation prompt and the generator model.")
+    chunk_id: str = Field(description="The chunk's id (a content hash).")
+    start_index: int = Field(description="Character offset of the chunk in its document's text.")
+    end_index: int = Field(description="start_index + len(context).")
+    generator_model: str = Field(description="Model spec of the generator.")
+    critic_model: str = Field(description="Model spec of the critics.")
+    qa_prompt_hash: str = Field(description="Hash of the generation prompt's text.")
+    groundedness_prompt_hash: str = Field(description="Hash of the groundedness critic's prompt text.")
+    relevance_prompt_hash: str = Field(description="Hash of the relevance critic's prompt text.")
+    standalone_prompt_hash: str = Field(description="Hash of the standalone critic's prompt text.")
+
+
+class CandidateRow(DatasetRow):
+    """One sampled chunk's draft, whatever became of it: a row of `candidates/`.
+
+    A dataset row (so a kept candidate is its dataset row plus these columns) with what decided
+    its fate, and every model reply verbatim, so a rejection or a failure can be checked by eye.
+    """
+
+    status: CandidateStatus = Field(description="kept, rejected (by a critic or as a duplicate) or failed.")
+    reason: str = Field(
+        description="Why it was not kept: `generation:<reason>`, `critique:<criterion>:<reason>`, "
+        "`<criterion>=<score><<threshold>` (joined by '; '), or `duplicate_of:<id>`; empty when kept."
+    )
+    generation_raw: str | None = Field(description="The generator's reply, verbatim (None when no reply came).")
+    groundedness_raw: str | None = Field(description="The groundedness critic's reply, verbatim.")
+    relevance_raw: str | None = Field(description="The relevance critic's reply, verbatim.")
+    standalone_raw: str | None = Field(description="The standalone critic's reply, verbatim.")
+
+    def dataset_row(self) -> DatasetRow:
+        """The row as `dataset/` holds it: the dataset columns only."""
+        return DatasetRow.model_validate(self.model_dump(include=set(DatasetRow.model_fields)))
+
+
+class Funnel(Record):
+    """Every count from sampled chunks to kept questions (`summary.json`'s `funnel`)."""
+
+    sampled: int = Field(description="Chunks sampled (at most n_generations).")
+    drafted: int = Field(description="Sampled chunks with a usable question/answer draft.")
+    generation_failed: dict[str, int] = Field(
+        description="Sampled chunks without a usable draft, by reason (sorted by reason)."
+    )
+    critique_failed: dict[str, int] = Field(
+        description="Drafts left undecided by a critic's failure, by `criterion:reason` (sorted)."
+    )
+    rejected: int = Field(description="Drafts some critic rated below its threshold.")
+    rejected_by: dict[Criterion, int] = Field(
+        description="Rejections by criterion, every criterion listed (a draft two critics reject counts twice)."
+    )
+    critic_calls_skipped: int = Field(description="Critic calls not made because the draft was already rejected.")
+    duplicates: int = Field(description="Drafts dropped as near-duplicates of an earlier one.")
+    kept: int = Field(description="Questions in `dataset/`.")
+
+
+class CorpusSummary(Record):
+    """What chunking found in the corpus (`summary.json`'s `corpus`)."""
+
+    documents: int = Field(description="Documents read.")
+    skipped: int = Field(description="Input files or rows that could not be used.")
+    skipped_by_reason: dict[str, int] = Field(description="The skipped inputs by reason.")
+    chunks: int = Field(description="Chunks written.")
+    duplicate_chunks: int = Field(description="Identical chunks dropped.")
+    characters: int = Field(description="Characters in all chunks.")
+
+
+class BuildModels(Record):
+    """The models a build used."""
+
+    generator: str = Field(description="Model spec of the generator.")
+    critic: str = Field(description="Model spec of the critics.")
+
+
+class StageUsage(Record):
+    """The calls one LLM stage paid for (failed calls without a reply are not), and their cost."""
+
+    model: str = Field(description="Model spec of the stage.")
+    calls: int = Field(description="Calls paid for, for the sampled chunks.")
+    input_tokens: int = Field(description="Input tokens, as the server reported them.")
+    output_tokens: int = Field(description="Output tokens, as the server reported them.")
+    cost_usd: float | None = Field(description="Cost in US dollars; None when the model's price is unknown.")
+
+
+class BuildUsage(Record):
+    """What each LLM stage of a build paid for."""
+
+    generation: StageUsage = Field(description="The generator's calls.")
+    critique: StageUsage = Field(description="The critics' calls.")
+
+
+class BuildSummary(Record):
+    """A build's `summary.json`: what went in, what came out, and what it cost."""
+
+    qagen_version: str = Field(description="The qagen version that wrote the summary.")
+    corpus: CorpusSummary = Field(description="What chunking found.")
+    funnel: Funnel = Field(description="Every count from sampled chunks to kept questions.")
+    thresholds: dict[Criterion, int] = Field(description="The minimum score each critic asks for.")
+    models: BuildModels = Field(description="The generator and critic models.")
+    prompts: dict[str, str] = Field(description="Each prompt's name and the first 12 characters of its hash.")
+    usage: BuildUsage = Field(description="Calls, tokens and cost, per LLM stage.")
+    settings: dict[str, Any] = Field(description="The build's settings, as `BuildConfig` dumps them to JSON.")

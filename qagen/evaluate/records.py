@@ -1,13 +1,15 @@
-"""The evaluator's records: a test question, a RAG system's output, and one judge's verdict."""
+"""The evaluator's records: a test question, a RAG system's output, one judge's verdict, and what
+an evaluation hands to the user: a results row per question (`results.jsonl`) and the summary
+(`summary.json`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from qagen.failures import Failure
-from qagen.records import Usage
+from qagen.records import Record, Usage
 
 
 class EvalItem(BaseModel):
@@ -101,3 +103,150 @@ class JudgementRecord(BaseModel):
     @property
     def failure(self) -> Failure | None:
         return self.verdict.failure
+
+
+class SkippedRow(Record):
+    """A row of the test set that could not be used, and why (reported, never hidden)."""
+
+    row: int = Field(description="The row's number: a file's line, a spreadsheet's row, a dataset's 1-based index.")
+    reason: str = Field(description="Why it was skipped: empty_question, invalid_offsets: ..., duplicate_of_row_N...")
+    content: str = Field(description="The row's cells as JSON, cut to 300 characters.")
+
+
+# --- results.jsonl ------------------------------------------------------------------------------
+class MetricCell(Record):
+    """One LLM metric `M` on one question, written flat as the columns `M`, `M_reason`, `M_raw`, `M_detail`."""
+
+    value: int | float | None = Field(
+        description="`M`: the value (`correctness`: the raw 1-5 score as an int), or None when there is none."
+    )
+    reason: str = Field(
+        description="`M_reason`: why there is no value, empty when there is one: a judge failure "
+        "(`parse_failure`, `refusal`, `api_error:...`) or a reason it was not judged (`results.NOT_JUDGED`)."
+    )
+    raw: str | list[str] | None = Field(
+        description="`M_raw`: the judge's reply, or for the metrics that make several calls "
+        "(`results.MULTI_CALL_METRICS`) the list of replies in call order; None / [] when no call was made."
+    )
+    detail: dict[str, Any] = Field(description="`M_detail`: the metric's parts (feedback, statements, verdicts...).")
+
+
+class ResultRow(Record):
+    """One question's row of `results.jsonl`.
+
+    The fixed columns use the cookbook notebook's names (plus `id`, `answer_error` and
+    `retrieved_sources`). The metric columns depend on what was asked for, so they are held as two
+    typed maps rather than as loose extra fields (a metric's four columns are one `MetricCell`, and
+    the summary reads them by metric, never by a built column name). They are written flat after
+    the fixed columns: the deterministic metrics' values (`scores`), then each LLM metric's four
+    columns (`judged`), and after `correctness`'s the notebook's `correctness_feedback`.
+
+    The flat form is for the file only: `model_validate` takes the nested form, and `report`
+    reads `results.jsonl` as JSON.
+    """
+
+    id: str = Field(description="The question's id in the test set.")
+    question: str = Field(description="The question.")
+    true_answer: str = Field(description="The reference answer.")
+    source_doc: str | None = Field(description="The document the question was drafted from, when known.")
+    generated_answer: str | None = Field(description="The system's answer; None when it failed to answer.")
+    answer_error: str = Field(description="Why there is no answer; empty when there is one.")
+    retrieved_docs: list[str] = Field(description="The texts of the contexts the system retrieved, best first.")
+    retrieved_sources: list[str | None] = Field(description="Their sources, where the system reports them.")
+    test_settings: str = Field(description="The system's name.")
+    scores: dict[str, float | None] = Field(
+        description="The deterministic metrics asked for (`hit@k`, `token_f1`...), one column each; "
+        "None where their inputs do not exist for this question."
+    )
+    judged: dict[str, MetricCell] = Field(description="The LLM metrics asked for, in the order asked.")
+
+    def value(self, column: str) -> float | None:
+        """A metric column's value (None when it has none, or was not asked for)."""
+        cell = self.judged.get(column)
+        return cell.value if cell is not None else self.scores.get(column)
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        data.update(data.pop("scores", {}))
+        for metric, cell in data.pop("judged", {}).items():
+            data[metric] = cell["value"]
+            data[f"{metric}_reason"] = cell["reason"]
+            data[f"{metric}_raw"] = cell["raw"]
+            data[f"{metric}_detail"] = cell["detail"]
+            if metric == "correctness":
+                # The notebook's own column for the judge's feedback (also in the detail).
+                data["correctness_feedback"] = cell["detail"].get("feedback")
+        return data
+
+
+# --- summary.json -------------------------------------------------------------------------------
+class MetricStats(Record):
+    """A metric over the questions where it has a value: the mean and its 95% bootstrap interval."""
+
+    mean: float | None = Field(description="The mean; None when no question has a value.")
+    low: float | None = Field(description="Lower bound of the 95% interval.")
+    high: float | None = Field(description="Upper bound of the 95% interval.")
+    n: int = Field(description="Questions with a value.")
+    missing: int = Field(description="Questions without one (`n + missing` = questions).")
+
+
+class JudgeCounts(Record):
+    """What one LLM metric's judge did over the run."""
+
+    judged: int = Field(description="Questions with a value.")
+    failed: int = Field(description="Questions where the judge failed (an error, an unreadable reply).")
+    failures: dict[str, int] = Field(description="The failures by reason (sorted).")
+    not_judged: dict[str, int] = Field(
+        description="Questions with nothing to judge (no answer, no contexts...), by reason (sorted)."
+    )
+    prompts: dict[str, str] = Field(description="The hash of each prompt the judge used, by prompt name.")
+
+
+class ResultsSummary(Record):
+    """What the results rows add up to: the part of `summary.json` computed from `results.jsonl`."""
+
+    k: int = Field(description="Contexts judged and scored per question (the top k).")
+    metrics: dict[str, MetricStats] = Field(
+        description="Every metric by its summary name (`mrr`, `hit@7`...), LLM metrics first. `correctness` "
+        "is the mean of (score-1)/4, the notebook's normalisation."
+    )
+    questions: int = Field(description="Questions evaluated (the test set's usable rows).")
+    answered: int = Field(description="Questions the system answered.")
+    failed: int = Field(description="Questions the system failed to answer.")
+    failed_by_reason: dict[str, int] = Field(description="Those failures by their first two levels of reason.")
+    judges: dict[str, JudgeCounts] = Field(description="Per LLM metric, what its judge did.")
+
+
+class EvalUsage(Record):
+    """Tokens an evaluation used."""
+
+    system: Usage = Field(description="Tokens the system under test reported.")
+    judge: Usage = Field(description="Tokens the judges used.")
+
+
+class EvalSummary(Record):
+    """An evaluation's `summary.json`.
+
+    Written flat: `about` (what the caller records: the models, the system's settings, notes)
+    after `testset`, then `scores`' fields, then the skipped rows and the usage. Like
+    `ResultRow`, the flat form is for the file only.
+    """
+
+    system: str = Field(description="The system's name.")
+    judge_model: str | None = Field(description="Model spec of the judge; None when no LLM metric was asked.")
+    testset: str = Field(description="Where the questions came from.")
+    about: dict[str, Any] = Field(description="What the caller recorded about the run, as it gave it.")
+    scores: ResultsSummary = Field(description="The metrics and counts computed from the results rows.")
+    skipped_rows: list[SkippedRow] = Field(description="Test set rows that could not be used.")
+    usage: EvalUsage = Field(description="Tokens used, by the system and by the judges.")
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        flat: dict[str, Any] = {}
+        for name, value in handler(self).items():
+            if name in ("about", "scores"):
+                flat.update(value)
+            else:
+                flat[name] = value
+        return flat

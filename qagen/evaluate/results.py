@@ -1,27 +1,27 @@
 """The evaluation's outputs: one results row per question, and the summary of all rows.
 
-Rows use the cookbook notebook's names (`question`, `true_answer`, `source_doc`,
-`generated_answer`, `retrieved_docs`, `test_settings`) plus `retrieved_sources`, every
-deterministic metric (`scoring.DETERMINISTIC_GROUPS`), and per LLM metric `M`:
-
-- `M`: the value (`correctness`: the raw 1-5 score as an int), or null when there is none;
-- `M_reason`: why there is none (empty when there is a value): a judge failure (`parse_failure`,
-  `refusal`, `api_error:...`, ...) or a reason it was not judged (`NOT_JUDGED`);
-- `M_raw`: the judge's reply as a string, or for the metrics that make several calls
-  (`MULTI_CALL_METRICS`) the list of replies in call order; null / [] when no call was made;
-- `M_detail`: the metric's parts (feedback, statements, verdicts...).
+The rows and the summary are records (`records.ResultRow`, `records.ResultsSummary`), whose
+field descriptions say what every column means.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from qagen.evaluate.judges.correctness import normalise_correctness
 from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, deterministic_metrics
 from qagen.evaluate.metrics.statistics import mean_ci
-from qagen.evaluate.records import EvalItem, JudgeVerdict, RagOutput
+from qagen.evaluate.records import (
+    EvalItem,
+    JudgeCounts,
+    JudgeVerdict,
+    MetricCell,
+    MetricStats,
+    RagOutput,
+    ResultRow,
+    ResultsSummary,
+)
 from qagen.llm.prompts import load_prompt
 
 MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
@@ -54,38 +54,36 @@ def result_row(
     k: int,
     groups: set[str],
     run: Reported,
-) -> dict[str, Any]:
+) -> ResultRow:
     """One question's row; `verdicts` has an entry for every LLM metric asked for (None: no verdict),
     `run` what the system reports over the run (for `deterministic_metrics`)."""
-    row: dict[str, Any] = {
-        "id": item.id,
-        "question": item.question,
-        "true_answer": item.true_answer,
-        "source_doc": item.source_doc,
-        "generated_answer": output.answer,
-        "answer_error": output.error,
-        "retrieved_docs": [c.text for c in output.contexts],
-        "retrieved_sources": [c.source for c in output.contexts],
-        "test_settings": system,
-        **deterministic_metrics(item, output, k, groups, run),
-    }
-    for metric, verdict in verdicts.items():
-        value = verdict.value if verdict is not None else None
-        if value is not None and metric == "correctness":
-            value = int(value)  # the 1-5 rubric score, as the notebook stores it
-        row[metric] = value
-        if verdict is None:
-            row[f"{metric}_reason"] = _not_judged_reason(metric, output)
-        else:
-            row[f"{metric}_reason"] = verdict.reason
-        raw = verdict.raw if verdict is not None else []
-        row[f"{metric}_raw"] = list(raw) if metric in MULTI_CALL_METRICS else (raw[-1] if raw else None)
-        # The judge model and prompt hashes are the same on every row: the summary has them once.
-        detail = {k: v for k, v in (verdict.detail if verdict else {}).items() if k not in ("model", "prompts")}
-        row[f"{metric}_detail"] = detail
-        if metric == "correctness":
-            row["correctness_feedback"] = detail.get("feedback")
-    return row
+    return ResultRow(
+        id=item.id,
+        question=item.question,
+        true_answer=item.true_answer,
+        source_doc=item.source_doc,
+        generated_answer=output.answer,
+        answer_error=output.error,
+        retrieved_docs=[c.text for c in output.contexts],
+        retrieved_sources=[c.source for c in output.contexts],
+        test_settings=system,
+        scores=deterministic_metrics(item, output, k, groups, run),
+        judged={metric: _cell(metric, verdict, output) for metric, verdict in verdicts.items()},
+    )
+
+
+def _cell(metric: str, verdict: JudgeVerdict | None, output: RagOutput) -> MetricCell:
+    if verdict is None:
+        # No call was made: no reply, in the shape the metric's replies take.
+        none: list[str] | None = [] if metric in MULTI_CALL_METRICS else None
+        return MetricCell(value=None, reason=_not_judged_reason(metric, output), raw=none, detail={})
+    value: float | None = verdict.value
+    if value is not None and metric == "correctness":
+        value = int(value)  # the 1-5 rubric score, as the notebook stores it
+    raw = list(verdict.raw) if metric in MULTI_CALL_METRICS else (verdict.raw[-1] if verdict.raw else None)
+    # The judge model and prompt hashes are the same on every row: the summary has them once.
+    detail = {k: v for k, v in verdict.detail.items() if k not in ("model", "prompts")}
+    return MetricCell(value=value, reason=verdict.reason, raw=raw, detail=detail)
 
 
 def _not_judged_reason(metric: str, output: RagOutput) -> str:
@@ -101,7 +99,7 @@ def _error_kind(error: str) -> str:
     return ":".join(error.split(":")[:2]).strip()
 
 
-def summarise(rows: list[dict[str, Any]], *, k: int, llm_metrics: list[str], groups: set[str]) -> dict[str, Any]:
+def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: set[str]) -> ResultsSummary:
     """Mean and 95% bootstrap interval of every metric over the questions where it has a value,
     and the counts behind them: questions answered and failed (by reason), and per LLM metric the
     verdicts, the judge's failures by reason and the questions it had nothing to judge on.
@@ -110,34 +108,35 @@ def summarise(rows: list[dict[str, Any]], *, k: int, llm_metrics: list[str], gro
     every answer scored 5; `mrr` is the mean reciprocal rank. `missing` counts the questions
     without a value (`n + missing` = questions).
     """
-    metrics: dict[str, Any] = {}
+    metrics: dict[str, MetricStats] = {}
     for column in metric_columns(llm_metrics, groups):
-        values = [float(v) for row in rows if (v := row.get(column)) is not None]
+        values = [float(v) for row in rows if (v := row.value(column)) is not None]
         if column == "correctness":
             values = [normalise_correctness(v) for v in values]
         name = summary_name(column, k)
         if not values:
-            metrics[name] = {"mean": None, "low": None, "high": None, "n": 0, "missing": len(rows)}
+            metrics[name] = MetricStats(mean=None, low=None, high=None, n=0, missing=len(rows))
             continue
         ci = mean_ci(values)
-        metrics[name] = {"mean": ci.mean, "low": ci.low, "high": ci.high, "n": ci.n, "missing": len(rows) - ci.n}
-    failed = Counter(_error_kind(row["answer_error"] or "unknown") for row in rows if row["generated_answer"] is None)
-    judges: dict[str, Any] = {}
+        metrics[name] = MetricStats(mean=ci.mean, low=ci.low, high=ci.high, n=ci.n, missing=len(rows) - ci.n)
+    failed = Counter(_error_kind(row.answer_error or "unknown") for row in rows if row.generated_answer is None)
+    judges: dict[str, JudgeCounts] = {}
     for metric in llm_metrics:
-        reasons = Counter(row[f"{metric}_reason"] for row in rows if row.get(metric) is None)
-        judges[metric] = {
-            "judged": sum(row.get(metric) is not None for row in rows),
-            "failed": sum(n for reason, n in reasons.items() if reason not in NOT_JUDGED),
-            "failures": {reason: n for reason, n in sorted(reasons.items()) if reason not in NOT_JUDGED},
-            "not_judged": {reason: n for reason, n in sorted(reasons.items()) if reason in NOT_JUDGED},
-            "prompts": {name: load_prompt(name).hash for name in LLM_METRICS[metric].prompts},
-        }
-    return {
-        "k": k,
-        "metrics": metrics,
-        "questions": len(rows),
-        "answered": len(rows) - sum(failed.values()),
-        "failed": sum(failed.values()),
-        "failed_by_reason": dict(sorted(failed.items())),
-        "judges": judges,
-    }
+        cells = [row.judged[metric] for row in rows]
+        reasons = Counter(cell.reason for cell in cells if cell.value is None)
+        judges[metric] = JudgeCounts(
+            judged=sum(cell.value is not None for cell in cells),
+            failed=sum(n for reason, n in reasons.items() if reason not in NOT_JUDGED),
+            failures={reason: n for reason, n in sorted(reasons.items()) if reason not in NOT_JUDGED},
+            not_judged={reason: n for reason, n in sorted(reasons.items()) if reason in NOT_JUDGED},
+            prompts={name: load_prompt(name).hash for name in LLM_METRICS[metric].prompts},
+        )
+    return ResultsSummary(
+        k=k,
+        metrics=metrics,
+        questions=len(rows),
+        answered=len(rows) - sum(failed.values()),
+        failed=sum(failed.values()),
+        failed_by_reason=dict(sorted(failed.items())),
+        judges=judges,
+    )

@@ -17,7 +17,16 @@ from typing import Any
 
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed, JudgeInput, JudgeTask
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, reported
-from qagen.evaluate.records import AnswerRecord, EvalItem, JudgementRecord, JudgeVerdict, RagOutput
+from qagen.evaluate.records import (
+    AnswerRecord,
+    EvalItem,
+    EvalSummary,
+    EvalUsage,
+    JudgementRecord,
+    JudgeVerdict,
+    RagOutput,
+    ResultRow,
+)
 from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.systems.protocol import RagSystem
@@ -97,10 +106,10 @@ class Evaluation:
         judge_model: str | None,
         run: Reported,
     ) -> tuple[dict[str, Any], list[JudgeVerdict]]:
-        """The results row, and the verdicts it was made from."""
+        """The results row as `results.jsonl` holds it, and the verdicts it was made from."""
         verdicts = self._verdicts(item, output, judgements, judge_model)
         row = result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
-        return row, [verdict for verdict in verdicts.values() if verdict is not None]
+        return row.model_dump(), [verdict for verdict in verdicts.values() if verdict is not None]
 
     async def run(self, executor: Executor, *, progress: bool = True) -> None:
         """Answer and judge every question, as many at a time as the executor allows."""
@@ -163,28 +172,34 @@ class Evaluation:
             record.output if (record := answers.get(self._answer_key(item))) else missing for item in self.testset.items
         ]
         run = reported(outputs)
-        rows: list[dict[str, Any]] = []
+        rows: list[ResultRow] = []
         system_usage = judge_usage = Usage()
         for item, output in zip(self.testset.items, outputs, strict=True):
-            row, verdicts = self._row(item, output, judgements, judge_model, run)
-            rows.append(row)
+            # The records themselves, not `_row`'s serialised form: the summary is computed from them.
+            verdicts = self._verdicts(item, output, judgements, judge_model)
+            rows.append(
+                result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
+            )
             system_usage = _add(system_usage, output.usage)
-            for verdict in verdicts:
-                judge_usage = _add(judge_usage, verdict.usage)
+            for verdict in verdicts.values():
+                if verdict is not None:
+                    judge_usage = _add(judge_usage, verdict.usage)
         temporary = self.out / ".results.jsonl.tmp"
         with temporary.open("w", encoding="utf-8") as handle:
             for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                # Python mode, then `json.dumps`, as the rows were always written (and as `_row`
+                # gives them): JSON mode would turn a NaN in a judge's free-form detail into null.
+                handle.write(json.dumps(row.model_dump(), ensure_ascii=False) + "\n")
         temporary.replace(self.out / "results.jsonl")
-        summary: dict[str, Any] = {
-            "system": self.system.name,
-            "judge_model": judge_model,
-            "testset": self.testset.origin,
-            **about,
-            **summarise(rows, k=self.k, llm_metrics=self.llm_metrics, groups=self.groups),
-            "skipped_rows": [vars(skipped) for skipped in self.testset.skipped],
-            "usage": {"system": system_usage.model_dump(), "judge": judge_usage.model_dump()},
-        }
+        summary = EvalSummary(
+            system=self.system.name,
+            judge_model=judge_model,
+            testset=self.testset.origin,
+            about=about,
+            scores=summarise(rows, k=self.k, llm_metrics=self.llm_metrics, groups=self.groups),
+            skipped_rows=self.testset.skipped,
+            usage=EvalUsage(system=system_usage, judge=judge_usage),
+        ).model_dump(mode="json")
         write_json_atomic(self.out / "summary.json", summary)
         return summary
 

@@ -12,21 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from qagen.errors import ConfigError
-from qagen.evaluate.records import EvalItem
+from qagen.evaluate.records import EvalItem, SkippedRow
 from qagen.runs.store import record_key
 
 # Reference-answer column names in use: qagen's and the cookbook's `answer`, the published
 # cookbook CSV's `expected_answer`, the notebook's results `true_answer`, ragas' `reference`.
 ANSWER_COLUMNS = ("answer", "expected_answer", "true_answer", "reference", "ground_truth")
-
-
-@dataclass
-class SkippedRow:
-    """A row of the test set that could not be used, and why (reported, never hidden)."""
-
-    row: int
-    reason: str
-    content: str
 
 
 @dataclass
@@ -168,24 +159,26 @@ def _from_rows(
             {k: v for k, v in row.items() if isinstance(v, str | int | float | list)}, ensure_ascii=False
         )[:300]
         if row.get("__extra_cells__"):
-            skipped.append(SkippedRow(number, "malformed_row: cells outside the header's columns", content))
+            skipped.append(
+                SkippedRow(row=number, reason="malformed_row: cells outside the header's columns", content=content)
+            )
             continue
         question = str(row.get(question_column) or "").strip()
         answer = str(row.get(chosen_answer) or "").strip()
         if not question:
-            skipped.append(SkippedRow(number, "empty_question", content))
+            skipped.append(SkippedRow(row=number, reason="empty_question", content=content))
             continue
         if not answer:
-            skipped.append(SkippedRow(number, "empty_reference_answer", content))
+            skipped.append(SkippedRow(row=number, reason="empty_reference_answer", content=content))
             continue
         try:
             start_index, end_index = _offset(row.get("start_index")), _offset(row.get("end_index"))
         except ValueError as exc:
-            skipped.append(SkippedRow(number, f"invalid_offsets: {exc}", content))
+            skipped.append(SkippedRow(row=number, reason=f"invalid_offsets: {exc}", content=content))
             continue
         item_id = str(row.get("id") or record_key("question", question))
         if item_id in seen:
-            skipped.append(SkippedRow(number, f"duplicate_of_row_{seen[item_id]}", content))
+            skipped.append(SkippedRow(row=number, reason=f"duplicate_of_row_{seen[item_id]}", content=content))
             continue
         seen[item_id] = number
         items.append(

@@ -92,13 +92,3 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
             raw=raw,
             usage=usage,
         )
-
-
-def critique_id(draft: Draft, criterion: str, prompt: Prompt, model: str, audience: str) -> str:
-    """The key of a default critic's verdict on `draft` (`CriticTask.key`, for readers of a run)."""
-    task = CriticTask(criterion, model, prompt, {"audience": audience})
-    return task.key(Drafted(draft, _NO_CHUNK))
-
-
-# The key does not read the chunk (the draft's id already depends on it).
-_NO_CHUNK = Chunk(id="", source="", text="", start_index=0, end_index=0)

@@ -65,8 +65,3 @@ class DraftTask(SingleCallTask[Chunk, Draft]):
             raw=raw,
             usage=usage or Usage(),
         )
-
-
-def draft_id(chunk: Chunk, prompt: Prompt, model: str) -> str:
-    """The key of the draft of `chunk` (`DraftTask.key`, for readers of a run)."""
-    return DraftTask(model, prompt).key(chunk)

@@ -4,33 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import NamedTuple
 
-from qagen.config import CRITIC_ORDER, BuildConfig
-from qagen.generation.critique import critique_id
+from qagen.config import BuildConfig
+from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
-from qagen.generation.draft import draft_id
-from qagen.llm.prompts import Prompt
-from qagen.records import CRITERIA, Chunk, Criterion, Critique, Draft
-
-DATASET_COLUMNS = [
-    # The cookbook evaluation set's ten columns, so existing notebooks load the set unchanged.
-    "context", "question", "answer", "source_doc",
-    "groundedness_score", "groundedness_eval", "relevance_score", "relevance_eval",
-    "standalone_score", "standalone_eval",
-    # Provenance.
-    "id", "chunk_id", "start_index", "end_index", "generator_model", "critic_model",
-    "qa_prompt_hash", "groundedness_prompt_hash", "relevance_prompt_hash", "standalone_prompt_hash",
-]  # fmt: skip
-CANDIDATE_COLUMNS = [
-    *DATASET_COLUMNS, "status", "reason",
-    "generation_raw", "groundedness_raw", "relevance_raw", "standalone_raw",
-]  # fmt: skip
+from qagen.generation.tasks import BuildTasks
+from qagen.records import CRITERIA, CandidateRow, CandidateStatus, Chunk, Critique, DatasetRow, Draft, Funnel
 
 
 @dataclass
-class Funnel:
-    """Every count from sampled chunks to kept questions."""
+class _Counts:
+    """The funnel's counters while the candidates are assembled; `Funnel` is the finished count."""
 
     sampled: int = 0
     drafted: int = 0
@@ -42,25 +27,35 @@ class Funnel:
     duplicates: int = 0
     kept: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "sampled": self.sampled,
-            "drafted": self.drafted,
-            "generation_failed": dict(sorted(self.generation_failed.items())),
-            "critique_failed": dict(sorted(self.critique_failed.items())),
-            "rejected": self.rejected,
-            "rejected_by": {c: self.rejected_by.get(c, 0) for c in CRITERIA},
-            "critic_calls_skipped": self.critic_calls_skipped,
-            "duplicates": self.duplicates,
-            "kept": self.kept,
-        }
+    def funnel(self) -> Funnel:
+        return Funnel(
+            sampled=self.sampled,
+            drafted=self.drafted,
+            # Sorted, so two runs with the same outcome write the same summary.
+            generation_failed=dict(sorted(self.generation_failed.items())),
+            critique_failed=dict(sorted(self.critique_failed.items())),
+            rejected=self.rejected,
+            # Every criterion, zeros included: a reader can index it without checking.
+            rejected_by={c: self.rejected_by.get(c, 0) for c in CRITERIA},
+            critic_calls_skipped=self.critic_calls_skipped,
+            duplicates=self.duplicates,
+            kept=self.kept,
+        )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Assembly:
-    candidates: list[dict[str, Any]]
-    kept: list[dict[str, Any]]
+    candidates: list[CandidateRow]
+    kept: list[DatasetRow]
     funnel: Funnel
+
+
+class _Fate(NamedTuple):
+    """What became of one sampled chunk, and the critiques of its draft that were found."""
+
+    status: CandidateStatus
+    reason: str
+    critiques: dict[str, Critique]
 
 
 def assemble(
@@ -68,89 +63,118 @@ def assemble(
     drafts: dict[str, Draft],
     critiques: dict[str, Critique],
     config: BuildConfig,
-    qa_prompt: Prompt,
-    critic_prompts: dict[str, Prompt],
+    tasks: BuildTasks,
 ) -> Assembly:
     """Candidate rows for every sampled chunk, in sampling order (so "keep the first" is stable)."""
-    funnel = Funnel(sampled=len(sample))
+    counts = _Counts(sampled=len(sample))
     dedup = NearDuplicateFilter(config.dedup_threshold)
-    candidates: list[dict[str, Any]] = []
-    generator, critic_model = config.generator.spec, config.critic.spec
+    candidates: list[CandidateRow] = []
     for chunk in sample:
-        did = draft_id(chunk, qa_prompt, generator)
+        did = tasks.draft.key(chunk)
         draft = drafts.get(did)
-        row: dict[str, Any] = {
-            "context": chunk.text, "question": None, "answer": None, "source_doc": chunk.source,
-            "id": did, "chunk_id": chunk.id, "start_index": chunk.start_index, "end_index": chunk.end_index,
-            "generator_model": generator, "critic_model": critic_model, "qa_prompt_hash": qa_prompt.hash,
-            "generation_raw": draft.raw if draft else None,
-        }  # fmt: skip
-        for criterion in CRITERIA:
-            row[f"{criterion}_prompt_hash"] = critic_prompts[criterion].hash
-            row[f"{criterion}_score"] = row[f"{criterion}_eval"] = row[f"{criterion}_raw"] = None
-        candidates.append(row)
         if draft is None:
-            row.update(status="failed", reason="generation:not_drafted_yet")
-            funnel.generation_failed["not_drafted_yet"] += 1
-            continue
-        if not draft.ok:
-            row.update(status="failed", reason=f"generation:{draft.reason}")
-            funnel.generation_failed[draft.reason] += 1
-            continue
-        funnel.drafted += 1
-        row.update(question=draft.question, answer=draft.answer)
-        _judge(row, draft, critiques, config, critic_prompts, funnel, dedup)
-    kept = [{column: row[column] for column in DATASET_COLUMNS} for row in candidates if row["status"] == "kept"]
+            fate = _Fate("failed", "generation:not_drafted_yet", {})
+            counts.generation_failed["not_drafted_yet"] += 1
+        elif not draft.ok:
+            fate = _Fate("failed", f"generation:{draft.reason}", {})
+            counts.generation_failed[draft.reason] += 1
+        else:
+            counts.drafted += 1
+            fate = _judge(Drafted(draft, chunk), critiques, config, tasks, counts, dedup)
+        candidates.append(_candidate(chunk, did, draft, fate, config, tasks))
     return Assembly(
-        candidates=[{c: row[c] for c in CANDIDATE_COLUMNS} for row in candidates],
-        kept=kept,
-        funnel=funnel,
+        candidates=candidates,
+        kept=[row.dataset_row() for row in candidates if row.status == "kept"],
+        funnel=counts.funnel(),
     )
 
 
 def _judge(
-    row: dict[str, Any],
-    draft: Draft,
+    drafted: Drafted,
     critiques: dict[str, Critique],
     config: BuildConfig,
-    critic_prompts: dict[str, Prompt],
-    funnel: Funnel,
+    tasks: BuildTasks,
+    counts: _Counts,
     dedup: NearDuplicateFilter,
-) -> None:
-    """Set the row's status and reason from its critiques; a known rejection outranks a failure."""
+) -> _Fate:
+    """The draft's status and reason from its critiques; a known rejection outranks a failure."""
+    draft = drafted.draft
+    found: dict[str, Critique] = {}
     rejections: list[str] = []
     failures: list[str] = []
-    missing: list[Criterion] = []
-    for criterion in CRITIC_ORDER:
-        cid = critique_id(draft, criterion, critic_prompts[criterion], config.critic.spec, config.audience)
-        critique = critiques.get(cid)
+    missing: list[str] = []
+    for critic in tasks.critics:  # in the order they are asked
+        criterion = critic.criterion
+        critique = critiques.get(critic.key(drafted))
         if critique is None:
             missing.append(criterion)
             continue
-        row[f"{criterion}_raw"] = critique.raw
-        row[f"{criterion}_eval"] = critique.rationale
+        found[criterion] = critique
         if not critique.ok or critique.score is None:
             failures.append(f"critique:{criterion}:{critique.reason}")
             continue
-        row[f"{criterion}_score"] = critique.score
         if critique.score < config.threshold(criterion):
             rejections.append(f"{criterion}={critique.score}<{config.threshold(criterion)}")
-            funnel.rejected_by[criterion] += 1
+            counts.rejected_by[criterion] += 1
     if rejections:
-        funnel.rejected += 1
-        funnel.critic_calls_skipped += len(missing)
+        counts.rejected += 1
+        counts.critic_calls_skipped += len(missing)
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
-        row.update(status="rejected", reason="; ".join(rejections) + skipped)
-        return
+        return _Fate("rejected", "; ".join(rejections) + skipped, found)
     if failures or missing:
         reason = failures[0] if failures else f"critique:{missing[0]}:not_critiqued_yet"
-        funnel.critique_failed[reason.split(":", 1)[1]] += 1
-        row.update(status="failed", reason=reason)
-        return
+        counts.critique_failed[reason.split(":", 1)[1]] += 1
+        return _Fate("failed", reason, found)
     earlier = dedup.first_seen(draft.question or "", draft.id)
     if earlier is not None:
-        funnel.duplicates += 1
-        row.update(status="rejected", reason=f"duplicate_of:{earlier}")
-        return
-    funnel.kept += 1
-    row.update(status="kept", reason="")
+        counts.duplicates += 1
+        return _Fate("rejected", f"duplicate_of:{earlier}", found)
+    counts.kept += 1
+    return _Fate("kept", "", found)
+
+
+def _candidate(
+    chunk: Chunk,
+    did: str,
+    draft: Draft | None,
+    fate: _Fate,
+    config: BuildConfig,
+    tasks: BuildTasks,
+) -> CandidateRow:
+    # A failed draft's reply is kept (it shows what went wrong); its question and answer are not.
+    usable = draft if draft is not None and draft.ok else None
+    found = fate.critiques
+    grounded, relevant, standalone = found.get("groundedness"), found.get("relevance"), found.get("standalone")
+    return CandidateRow(
+        context=chunk.text,
+        question=usable.question if usable else None,
+        answer=usable.answer if usable else None,
+        source_doc=chunk.source,
+        groundedness_score=_score(grounded),
+        groundedness_eval=grounded.rationale if grounded else None,
+        relevance_score=_score(relevant),
+        relevance_eval=relevant.rationale if relevant else None,
+        standalone_score=_score(standalone),
+        standalone_eval=standalone.rationale if standalone else None,
+        id=did,
+        chunk_id=chunk.id,
+        start_index=chunk.start_index,
+        end_index=chunk.end_index,
+        generator_model=config.generator.spec,
+        critic_model=config.critic.spec,
+        qa_prompt_hash=tasks.draft.prompt.hash,
+        groundedness_prompt_hash=tasks.critic("groundedness").prompt.hash,
+        relevance_prompt_hash=tasks.critic("relevance").prompt.hash,
+        standalone_prompt_hash=tasks.critic("standalone").prompt.hash,
+        status=fate.status,
+        reason=fate.reason,
+        generation_raw=draft.raw if draft else None,
+        groundedness_raw=grounded.raw if grounded else None,
+        relevance_raw=relevant.raw if relevant else None,
+        standalone_raw=standalone.raw if standalone else None,
+    )
+
+
+def _score(critique: Critique | None) -> int | None:
+    # A failed critique's score is not shown even when one was read: the critique does not count.
+    return critique.score if critique is not None and critique.ok else None

@@ -12,20 +12,19 @@ from typing import Any
 
 from tqdm import tqdm
 
-from qagen import __version__
 from qagen.config import BuildConfig
 from qagen.errors import CorpusError
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
-from qagen.generation.filter import Assembly, assemble
+from qagen.generation.filter import assemble
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.generation.sample import ChunkRef, sampling_order, take
+from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, save_rows
 from qagen.llm.clients import Clients, ModelLike
-from qagen.llm.cost import price_for
 from qagen.llm.task import Role
-from qagen.records import Chunk, Critique, Draft, SkippedInput
+from qagen.records import Chunk, SkippedInput
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
@@ -150,56 +149,12 @@ def _preload_in_background(module: str) -> None:
 def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> dict[str, Any]:
     """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
     drafts, critiques = run.drafts.load(), run.critiques.load()
-    critic_prompts = {critic.criterion: critic.prompt for critic in tasks.critics}
-    result = assemble(sample, drafts, critiques, config, tasks.draft.prompt, critic_prompts)
+    result = assemble(sample, drafts, critiques, config, tasks)
     save_rows(result.kept, run.dataset_dir, candidates=False)
     save_rows(result.candidates, run.candidates_dir, candidates=True)
-    summary = _summary(config, run, tasks, result, drafts, critiques)
+    summary = summarise_build(config, run, tasks, result, drafts, critiques).model_dump(mode="json")
     write_json_atomic(run.summary_file, summary)
     return summary
-
-
-def _summary(
-    config: BuildConfig,
-    run: RunDir,
-    tasks: BuildTasks,
-    result: Assembly,
-    drafts: dict[str, Draft],
-    critiques: dict[str, Critique],
-) -> dict[str, Any]:
-    chunking = run.chunking_report()
-    sample_ids = {row["id"] for row in result.candidates}
-    paid_drafts = [d for d in drafts.values() if d.id in sample_ids and not d.reason.startswith("api_error")]
-    paid_critiques = [
-        c for c in critiques.values() if c.draft_id in sample_ids and not c.reason.startswith("api_error")
-    ]
-    return {
-        "qagen_version": __version__,
-        "corpus": {k: v for k, v in chunking.items() if k != "skipped_inputs"},
-        "funnel": result.funnel.as_dict(),
-        "thresholds": config.thresholds(),
-        "models": {"generator": config.generator.spec, "critic": config.critic.spec},
-        "prompts": {name: digest[:12] for name, digest in tasks.prompt_hashes().items()},
-        "usage": {
-            "generation": _usage(config.generator.spec, paid_drafts, config),
-            "critique": _usage(config.critic.spec, paid_critiques, config),
-        },
-        "settings": config.model_dump(mode="json"),
-    }
-
-
-def _usage(model: str, records: list[Draft] | list[Critique], config: BuildConfig) -> dict[str, Any]:
-    """Calls and tokens paid for (failed calls without a reply are not), and their cost when known."""
-    input_tokens = sum(r.usage.input_tokens for r in records)
-    output_tokens = sum(r.usage.output_tokens for r in records)
-    price = price_for(model, config.price_input, config.price_output)
-    return {
-        "model": model,
-        "calls": len(records),
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "cost_usd": round(price.cost(input_tokens, output_tokens), 6) if price else None,
-    }
 
 
 # --- the whole build ----------------------------------------------------------------------------

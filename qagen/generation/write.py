@@ -4,24 +4,42 @@ from __future__ import annotations
 
 import os
 import shutil
+import types
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union, get_args, get_origin
 
-from qagen.generation.filter import CANDIDATE_COLUMNS, DATASET_COLUMNS
+from pydantic import BaseModel
 
-_INT_COLUMNS = {
-    "groundedness_score", "relevance_score", "standalone_score", "start_index", "end_index",
-}  # fmt: skip
+from qagen.records import CandidateRow, DatasetRow
 
 
-def _features(columns: list[str]) -> Any:
-    # Explicit types, so a column that happens to be all null (say, no failures) keeps its type.
+def row_features(row_type: type[BaseModel]) -> Any:
+    """The `datasets.Features` of a row model: its fields in order, typed from their annotations.
+
+    Explicit types, so a column that happens to be all null (say, no failures) keeps its type;
+    read from the model, so the columns and their types have one source.
+    """
     from datasets import Features, Value
 
-    return Features({c: Value("int64") if c in _INT_COLUMNS else Value("string") for c in columns})
+    return Features({name: Value(_dtype(name, info.annotation)) for name, info in row_type.model_fields.items()})
 
 
-def save_rows(rows: list[dict[str, Any]], target: Path, *, candidates: bool) -> None:
+def _dtype(name: str, annotation: Any) -> str:
+    """`int` and `int | None` are int64; `str`, `str | None` and a Literal of strings are string."""
+    kinds = [annotation]
+    if get_origin(annotation) in (Union, types.UnionType):
+        kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
+    if kinds == [int]:
+        return "int64"
+    if kinds == [str]:
+        return "string"
+    if len(kinds) == 1 and get_origin(kinds[0]) is Literal and all(isinstance(v, str) for v in get_args(kinds[0])):
+        return "string"
+    raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
+
+
+def save_rows(rows: Sequence[DatasetRow], target: Path, *, candidates: bool) -> None:
     """`save_to_disk` through a temporary directory, then swap it in."""
     from datasets import Dataset
     from datasets.utils.logging import disable_progress_bar
@@ -29,10 +47,10 @@ def save_rows(rows: list[dict[str, Any]], target: Path, *, candidates: bool) -> 
     # Saving takes milliseconds; its bar would only clutter the funnel table printed next.
     disable_progress_bar()
 
-    columns = CANDIDATE_COLUMNS if candidates else DATASET_COLUMNS
-    features = _features(columns)
-    data = {column: [row[column] for row in rows] for column in columns}
-    dataset = Dataset.from_dict(data, features=features, split="train")
+    row_type: type[DatasetRow] = CandidateRow if candidates else DatasetRow
+    dumped = [row.model_dump() for row in rows]
+    data = {column: [row[column] for row in dumped] for column in row_type.model_fields}
+    dataset = Dataset.from_dict(data, features=row_features(row_type), split="train")
     temporary = target.with_name(f".{target.name}.tmp")
     if temporary.exists():
         shutil.rmtree(temporary)

@@ -59,9 +59,10 @@ def _text(node: ast.expr) -> str:
 
 
 def _settings_calls(tree: ast.AST) -> Iterator[tuple[int, str, ast.expr]]:
-    """(line, message text, settings) of every call given `settings=`."""
+    """(line, message text, settings) of every error raised with `settings=` (a `...Error(...)` call)."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
+        name = node.func.id if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) else ""
+        if isinstance(node, ast.Call) and name.endswith("Error"):
             for keyword in node.keywords:
                 if keyword.arg == "settings":
                     message = _text(node.args[0]) if node.args else ""

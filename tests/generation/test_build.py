@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from datasets import load_from_disk
 
 from qagen.cli.app import main
+from qagen.records import BuildSummary
 
 KEY = "sk-test-PLANTED-7f3a9c2e41d8b6"
 
@@ -61,6 +62,8 @@ def test_build_writes_dataset_candidates_and_summary(
     assert checked > 100 and len(formats) >= 3  # the 30% of other formats were really exercised
 
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    # The file is the record, key for key and in order: nothing is written that the model does not declare.
+    assert json.dumps(BuildSummary.model_validate(summary).model_dump(mode="json")) == json.dumps(summary)
     funnel = summary["funnel"]
     assert funnel["sampled"] == 60 and funnel["kept"] == len(kept)
     statuses = [row["status"] for row in candidates]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from qagen.evaluate.metrics.retrieval import (
     Span,
@@ -61,7 +61,7 @@ def _span(context: RetrievedContext) -> Span | None:
 
 def deterministic_metrics(
     item: EvalItem, output: RagOutput, k: int, groups: set[str], run: Reported = NOTHING_REPORTED
-) -> dict[str, Any]:
+) -> dict[str, float | None]:
     """Every deterministic metric whose inputs exist for this question; None where they do not.
 
     Document level compares the retrieved sources with the question's `source_doc`. Chunk level
@@ -70,7 +70,7 @@ def deterministic_metrics(
     the system reports elsewhere in the `run` (see `Reported`); a failed answer without contexts
     has no retrieval values (its failure is counted apart).
     """
-    values: dict[str, Any] = {}
+    values: dict[str, float | None] = {}
     contexts = output.contexts[:k]
     retrieved_nothing = output.answer is not None and not output.contexts
     if "retrieval" in groups:

@@ -1,0 +1,86 @@
+"""The evaluation's records are written flat: a results row's metric columns and the summary's
+`about` land where `results.jsonl` and `summary.json` have always had them."""
+
+from __future__ import annotations
+
+import json
+
+from qagen.evaluate.metrics.scoring import Reported
+from qagen.evaluate.records import (
+    EvalItem,
+    EvalSummary,
+    EvalUsage,
+    JudgeVerdict,
+    RagOutput,
+    ResultsSummary,
+    RetrievedContext,
+    SkippedRow,
+)
+from qagen.evaluate.results import result_row, summarise
+from qagen.records import Usage
+
+ITEM = EvalItem(id="q1", question="When was the lighthouse built?", true_answer="In 1871.", source_doc="a.txt")
+OUTPUT = RagOutput(answer="In 1871.", contexts=[RetrievedContext(text="Built in 1871.", source="a.txt")])
+CORRECT = JudgeVerdict(
+    metric="correctness",
+    value=5.0,
+    raw=["Feedback: Right. [RESULT] 5"],
+    detail={"feedback": "Right.", "model": "openai:judge", "prompts": ["correctness"]},
+)
+FIXED = [
+    "id", "question", "true_answer", "source_doc", "generated_answer", "answer_error",
+    "retrieved_docs", "retrieved_sources", "test_settings",
+]  # fmt: skip
+
+
+def _row() -> dict[str, object]:
+    verdicts = {"correctness": CORRECT, "faithfulness": None}
+    row = result_row(ITEM, OUTPUT, verdicts, system="bm25", k=7, groups={"text"}, run=Reported(contexts=True))
+    return row.model_dump()
+
+
+def test_a_row_has_the_fixed_columns_then_the_scores_then_each_judged_metric() -> None:
+    row = _row()
+    assert list(row) == [
+        *FIXED,
+        "context_rouge_l_recall", "token_f1",
+        "correctness", "correctness_reason", "correctness_raw", "correctness_detail", "correctness_feedback",
+        "faithfulness", "faithfulness_reason", "faithfulness_raw", "faithfulness_detail",
+    ]  # fmt: skip
+
+
+def test_a_row_keeps_the_notebook_values() -> None:
+    row = _row()
+    # correctness is the raw 1-5 score as an int; the judge's model and prompts are in the summary only.
+    assert row["correctness"] == 5 and type(row["correctness"]) is int
+    assert row["correctness_raw"] == "Feedback: Right. [RESULT] 5"
+    assert row["correctness_detail"] == {"feedback": "Right."}
+    assert row["correctness_feedback"] == "Right."
+    # A metric with no verdict: no value, why, and no reply in the shape its replies take.
+    assert (row["faithfulness"], row["faithfulness_reason"], row["faithfulness_raw"]) == (None, "not_judged", [])
+    assert row["token_f1"] == 1.0
+
+
+def test_the_summary_writes_about_after_testset_and_the_scores_in_place() -> None:
+    rows = [
+        result_row(ITEM, OUTPUT, {"correctness": CORRECT}, system="bm25", k=7, groups=set(), run=Reported()),
+    ]
+    scores = summarise(rows, k=7, llm_metrics=["correctness"], groups=set())
+    summary = EvalSummary(
+        system="bm25",
+        judge_model="openai:judge",
+        testset="set.jsonl",
+        about={"reader_model": "openai:reader", "notes": []},
+        scores=scores,
+        skipped_rows=[SkippedRow(row=3, reason="empty_question", content="{}")],
+        usage=EvalUsage(system=Usage(input_tokens=1), judge=Usage()),
+    ).model_dump(mode="json")
+    assert list(summary) == [
+        "system", "judge_model", "testset", "reader_model", "notes",
+        *ResultsSummary.model_fields, "skipped_rows", "usage",
+    ]  # fmt: skip
+    assert summary["metrics"]["correctness"] == {"mean": 1.0, "low": 1.0, "high": 1.0, "n": 1, "missing": 0}
+    assert summary["judges"]["correctness"]["judged"] == 1
+    assert summary["skipped_rows"] == [{"row": 3, "reason": "empty_question", "content": "{}"}]
+    assert summary["usage"]["system"] == {"input_tokens": 1, "output_tokens": 0}
+    json.dumps(summary)  # plain JSON types only

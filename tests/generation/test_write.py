@@ -1,0 +1,91 @@
+"""The columns of `dataset/` and `candidates/`: their order and types come from the row models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from datasets import Value, load_from_disk
+from pydantic import BaseModel
+
+from qagen.generation.write import row_features, save_rows
+from qagen.records import CandidateRow, DatasetRow
+
+COOKBOOK = [
+    "context", "question", "answer", "source_doc",
+    "groundedness_score", "groundedness_eval", "relevance_score", "relevance_eval",
+    "standalone_score", "standalone_eval",
+]  # fmt: skip
+INTEGER_COLUMNS = {"groundedness_score", "relevance_score", "standalone_score", "start_index", "end_index"}
+
+
+def _candidate(**changes: object) -> CandidateRow:
+    row = CandidateRow(
+        context="The lighthouse was built in 1871.", question="When was the lighthouse built?", answer="In 1871.",
+        source_doc="lighthouse.txt", groundedness_score=5, groundedness_eval="Stated.", relevance_score=4,
+        relevance_eval="Useful.", standalone_score=5, standalone_eval="Clear.", id="d1", chunk_id="c1",
+        start_index=0, end_index=33, generator_model="openai:g", critic_model="openai:c", qa_prompt_hash="q",
+        groundedness_prompt_hash="g", relevance_prompt_hash="r", standalone_prompt_hash="s",
+        status="kept", reason="", generation_raw="raw", groundedness_raw="graw", relevance_raw=None,
+        standalone_raw=None,
+    )  # fmt: skip
+    return row.model_copy(update=changes)
+
+
+def test_the_cookbook_columns_come_first_then_provenance_then_the_candidate_columns() -> None:
+    dataset = list(DatasetRow.model_fields)
+    assert dataset[:10] == COOKBOOK
+    assert dataset[10:] == [
+        "id", "chunk_id", "start_index", "end_index", "generator_model", "critic_model",
+        "qa_prompt_hash", "groundedness_prompt_hash", "relevance_prompt_hash", "standalone_prompt_hash",
+    ]  # fmt: skip
+    assert list(CandidateRow.model_fields) == [
+        *dataset, "status", "reason", "generation_raw", "groundedness_raw", "relevance_raw", "standalone_raw",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("row_type", [DatasetRow, CandidateRow])
+def test_features_are_the_model_fields_in_order_typed_from_their_annotations(row_type: type[BaseModel]) -> None:
+    features = row_features(row_type)
+    assert list(features) == list(row_type.model_fields)
+    for name, value in features.items():
+        assert value == Value("int64" if name in INTEGER_COLUMNS else "string"), name
+
+
+def test_a_field_with_no_dataset_type_is_refused() -> None:
+    class Scored(BaseModel):
+        score: float
+
+    with pytest.raises(TypeError, match="score"):
+        row_features(Scored)
+
+
+def test_saved_rows_load_back_with_the_model_columns(tmp_path: Path) -> None:
+    failed = _candidate(
+        id="d2", status="failed", reason="generation:refusal", question=None, answer=None,
+        groundedness_score=None, relevance_score=None, standalone_score=None,
+    )  # fmt: skip
+    candidates = [_candidate(), failed]
+    save_rows(candidates, tmp_path / "candidates", candidates=True)
+    save_rows([candidates[0].dataset_row()], tmp_path / "dataset", candidates=False)
+
+    loaded = load_from_disk(str(tmp_path / "candidates"))
+    assert loaded.column_names == list(CandidateRow.model_fields)
+    assert list(loaded) == [row.model_dump() for row in candidates]
+    dataset = load_from_disk(str(tmp_path / "dataset"))
+    assert dataset.column_names == list(DatasetRow.model_fields)
+    assert list(dataset) == [candidates[0].dataset_row().model_dump()]
+
+
+def test_an_empty_set_keeps_its_columns_and_types(tmp_path: Path) -> None:
+    save_rows([], tmp_path / "dataset", candidates=False)
+    loaded = load_from_disk(str(tmp_path / "dataset"))
+    assert loaded.num_rows == 0
+    assert loaded.features == row_features(DatasetRow)
+
+
+def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> None:
+    candidate = _candidate()
+    row = candidate.dataset_row()
+    assert type(row) is DatasetRow
+    assert row.model_dump() == candidate.model_dump(include=set(DatasetRow.model_fields))
