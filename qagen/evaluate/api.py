@@ -161,7 +161,7 @@ def evaluate(
             }
             _record_settings(out, items, system_identity(target), about, k, judge_model)
             await evaluation.run(Executor(clients, workers=limits.concurrency), progress=progress)
-            summary.update(evaluation.write_results(judge_model, **about))
+            summary.update(evaluation.write_results(**about))
         finally:
             if target is not None:
                 await close_system(target)

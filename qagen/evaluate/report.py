@@ -9,6 +9,7 @@ from typing import Any
 
 from qagen.errors import QagenError
 from qagen.evaluate.metrics.statistics import paired_test
+from qagen.evaluate.results import row_column, summary_value
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,13 @@ class EvalRun:
 
     def values(self, metric: str) -> dict[str, float]:
         """Per-question values of a summary metric, keyed by question id (normalised like the summary)."""
-        k = self.summary.get("k")
-        column = {"mrr": "reciprocal_rank", "chunk_mrr": "chunk_reciprocal_rank"}.get(metric, metric)
-        column = column.replace(f"@{k}", "@k")
+        column = row_column(metric, self.summary.get("k"))
         out: dict[str, float] = {}
         for row in self.rows:
             value = row.get(column)
             if value is None:
                 continue
-            out[row["id"]] = (float(value) - 1) / 4 if column == "correctness" else float(value)
+            out[row["id"]] = summary_value(column, float(value))
         return out
 
 

@@ -45,6 +45,18 @@ def summary_name(column: str, k: int) -> str:
     return _SUMMARY_NAMES.get(column, column).replace("@k", f"@{k}")
 
 
+def row_column(name: str, k: int | None) -> str:
+    """The row column a summary metric is computed from (the inverse of `summary_name`)."""
+    columns = {summary: column for column, summary in _SUMMARY_NAMES.items()}
+    column = columns.get(name, name)
+    return column.replace(f"@{k}", "@k") if k is not None else column
+
+
+def summary_value(column: str, value: float) -> float:
+    """A row's value as the summary averages it: correctness as (N-1)/4, the rest as they are."""
+    return normalise_correctness(value) if column == "correctness" else value
+
+
 def result_row(
     item: EvalItem,
     output: RagOutput,
@@ -110,9 +122,7 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
     """
     metrics: dict[str, MetricStats] = {}
     for column in metric_columns(llm_metrics, groups):
-        values = [float(v) for row in rows if (v := row.value(column)) is not None]
-        if column == "correctness":
-            values = [normalise_correctness(v) for v in values]
+        values = [summary_value(column, float(v)) for row in rows if (v := row.value(column)) is not None]
         name = summary_name(column, k)
         if not values:
             metrics[name] = MetricStats(mean=None, low=None, high=None, n=0, missing=len(rows))

@@ -31,6 +31,7 @@ from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.systems.protocol import RagSystem
 from qagen.evaluate.testset import TestSet
+from qagen.llm.task import add_usage
 from qagen.records import Usage
 from qagen.runs.executor import Executor
 from qagen.runs.store import RecordLog, RecordStore, record_key, write_json_atomic
@@ -71,6 +72,7 @@ class Evaluation:
         if self.llm_metrics and judge_model is None:
             raise ValueError("LLM metrics need a judge model")
         self.k = k
+        self.judge_model = judge_model
         self.judges = (
             {metric: JudgeTask(metric, judge_model, embed) for metric in self.llm_metrics} if judge_model else {}
         )
@@ -88,8 +90,9 @@ class Evaluation:
         return JudgeInput(item, answer, tuple(c.text for c in output.contexts[: self.k]))
 
     def _verdicts(
-        self, item: EvalItem, output: RagOutput, judgements: dict[str, JudgementRecord], judge_model: str | None
+        self, item: EvalItem, output: RagOutput, judgements: dict[str, JudgementRecord]
     ) -> dict[str, JudgeVerdict | None]:
+        """Every LLM metric's stored verdict on the output (None: not judged, or nothing to judge)."""
         found: dict[str, JudgeVerdict | None] = {}
         for metric in self.llm_metrics:
             record = None
@@ -99,17 +102,9 @@ class Evaluation:
         return found
 
     def _row(
-        self,
-        item: EvalItem,
-        output: RagOutput,
-        judgements: dict[str, JudgementRecord],
-        judge_model: str | None,
-        run: Reported,
-    ) -> tuple[dict[str, Any], list[JudgeVerdict]]:
-        """The results row as `results.jsonl` holds it, and the verdicts it was made from."""
-        verdicts = self._verdicts(item, output, judgements, judge_model)
-        row = result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
-        return row.model_dump(), [verdict for verdict in verdicts.values() if verdict is not None]
+        self, item: EvalItem, output: RagOutput, verdicts: dict[str, JudgeVerdict | None], run: Reported
+    ) -> ResultRow:
+        return result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
 
     async def run(self, executor: Executor, *, progress: bool = True) -> None:
         """Answer and judge every question, as many at a time as the executor allows."""
@@ -140,8 +135,8 @@ class Evaluation:
                             if output.contexts or not LLM_METRICS[metric].needs_contexts
                         )
                     )
-                row, _ = self._row(item, output, judgements.records, None, so_far)
-                results_out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                row = self._row(item, output, self._verdicts(item, output, judgements.records), so_far)
+                results_out.write(_jsonl(row))
                 results_out.flush()
 
             await executor.map(
@@ -160,7 +155,7 @@ class Evaluation:
                 answers.add(record)
         return record.output
 
-    def write_results(self, judge_model: str | None, **about: Any) -> dict[str, Any]:
+    def write_results(self, **about: Any) -> dict[str, Any]:
         """Rewrite `results.jsonl` in test-set order and write `summary.json`; return the summary.
 
         `about` (the models, the settings, notes) goes into the summary as it is.
@@ -175,25 +170,20 @@ class Evaluation:
         rows: list[ResultRow] = []
         system_usage = judge_usage = Usage()
         for item, output in zip(self.testset.items, outputs, strict=True):
-            # The records themselves, not `_row`'s serialised form: the summary is computed from them.
-            verdicts = self._verdicts(item, output, judgements, judge_model)
-            rows.append(
-                result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
-            )
-            system_usage = _add(system_usage, output.usage)
+            verdicts = self._verdicts(item, output, judgements)
+            rows.append(self._row(item, output, verdicts, run))
+            system_usage = add_usage(system_usage, output.usage)
             for verdict in verdicts.values():
                 if verdict is not None:
-                    judge_usage = _add(judge_usage, verdict.usage)
+                    judge_usage = add_usage(judge_usage, verdict.usage)
         temporary = self.out / ".results.jsonl.tmp"
         with temporary.open("w", encoding="utf-8") as handle:
             for row in rows:
-                # Python mode, then `json.dumps`, as the rows were always written (and as `_row`
-                # gives them): JSON mode would turn a NaN in a judge's free-form detail into null.
-                handle.write(json.dumps(row.model_dump(), ensure_ascii=False) + "\n")
+                handle.write(_jsonl(row))
         temporary.replace(self.out / "results.jsonl")
         summary = EvalSummary(
             system=self.system.name,
-            judge_model=judge_model,
+            judge_model=self.judge_model,
             testset=self.testset.origin,
             about=about,
             scores=summarise(rows, k=self.k, llm_metrics=self.llm_metrics, groups=self.groups),
@@ -204,7 +194,7 @@ class Evaluation:
         return summary
 
 
-def _add(total: Usage, more: Usage) -> Usage:
-    return Usage(
-        input_tokens=total.input_tokens + more.input_tokens, output_tokens=total.output_tokens + more.output_tokens
-    )
+def _jsonl(row: ResultRow) -> str:
+    # Python mode, then `json.dumps`, as the rows were always written: JSON mode would turn a NaN
+    # in a judge's free-form detail into null.
+    return json.dumps(row.model_dump(), ensure_ascii=False) + "\n"

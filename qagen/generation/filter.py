@@ -101,7 +101,7 @@ def _judge(
     draft = drafted.draft
     found: dict[str, Critique] = {}
     rejections: list[str] = []
-    failures: list[str] = []
+    failures: list[str] = []  # `criterion:reason`, as the funnel counts them
     missing: list[str] = []
     for critic in tasks.critics:  # in the order they are asked
         criterion = critic.criterion
@@ -111,7 +111,7 @@ def _judge(
             continue
         found[criterion] = critique
         if not critique.ok or critique.score is None:
-            failures.append(f"critique:{criterion}:{critique.reason}")
+            failures.append(f"{criterion}:{critique.reason}")
             continue
         if critique.score < config.threshold(criterion):
             rejections.append(f"{criterion}={critique.score}<{config.threshold(criterion)}")
@@ -122,9 +122,9 @@ def _judge(
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
         return _Fate("rejected", "; ".join(rejections) + skipped, found)
     if failures or missing:
-        reason = failures[0] if failures else f"critique:{missing[0]}:not_critiqued_yet"
-        counts.critique_failed[reason.split(":", 1)[1]] += 1
-        return _Fate("failed", reason, found)
+        failure = failures[0] if failures else f"{missing[0]}:not_critiqued_yet"
+        counts.critique_failed[failure] += 1
+        return _Fate("failed", f"critique:{failure}", found)
     earlier = dedup.first_seen(draft.question or "", draft.id)
     if earlier is not None:
         counts.duplicates += 1
