@@ -10,7 +10,7 @@ from qagen.errors import ConfigError
 from qagen.generation.chunk import LengthUnit
 from qagen.llm.backends import ModelSettings
 from qagen.llm.clients import CallLimits
-from qagen.records import CRITERIA, Criterion
+from qagen.records import CRITERIA, Criterion, Draft
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 DEFAULT_AUDIENCE = "people looking for information in this document collection"
@@ -62,6 +62,12 @@ class BuildConfig(BaseModel):
     audience: str = DEFAULT_AUDIENCE
     min_score: int = 4
     min_scores: dict[Criterion, int] = Field(default_factory=dict, description="Per-criterion overrides.")
+    max_answer_chars: int = Field(
+        default=300, description="A draft with a longer answer is rejected as `answer_too_long` (the notebook's 300)."
+    )
+    max_question_chars: int = Field(
+        default=500, description="A draft with a longer question is rejected as `question_too_long`."
+    )
     all_critics: bool = Field(default=False, description="Run every critic even after one has rejected the draft.")
     dedup_threshold: float = Field(
         default=0.9, description="Word-set Jaccard at which two questions are near-duplicates."
@@ -91,6 +97,12 @@ class BuildConfig(BaseModel):
                 f"`dedup_threshold` must be in (0, 1], got {self.dedup_threshold}.", settings=("dedup_threshold",)
             )
         return self
+
+    def too_long(self, draft: Draft) -> str | None:
+        """Why a parsed draft is too long to be a factoid, or None (see `generation.draft.too_long`)."""
+        from qagen.generation.draft import too_long
+
+        return too_long(draft, self.max_question_chars, self.max_answer_chars)
 
     def threshold(self, criterion: str) -> int:
         overrides: dict[str, int] = {str(name): score for name, score in self.min_scores.items()}

@@ -35,3 +35,7 @@ class LLMUnavailableError(QagenError):
 
 class ErrorBudgetExceededError(QagenError):
     """Too many calls failed; the run stopped instead of failing item after item."""
+
+
+class NothingUsableError(QagenError):
+    """A run finished and nothing in it succeeded: no draft could be read, no question answered."""

@@ -32,6 +32,8 @@ class FailureKind(str, Enum):
 
     # The reply came, and holds no usable answer. Asking again would be paid for and, at the
     # same prompt, most likely read the same way: not retried.
+    TRUNCATED = "truncated"
+    """Cut off at the output cap (or thinking never closed): raise the cap to read such replies."""
     EMPTY_REPLY = "empty_reply"
     REFUSAL = "refusal"
     PARSE_FAILURE = "parse_failure"
@@ -56,6 +58,9 @@ class FailureKind(str, Enum):
     NO_ANSWER = "no_answer"
     EMPTY_QUESTION = "empty_question"
     EMPTY_ANSWER = "empty_answer"
+    QUESTION_TOO_LONG = "question_too_long"
+    ANSWER_TOO_LONG = "answer_too_long"
+    """Longer than a factoid answer can be (the notebook drops answers over 300 characters)."""
 
     # Nothing to judge: the metric is undefined for this item (no call is made).
     NO_CONTEXTS = "no_contexts"

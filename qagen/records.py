@@ -81,6 +81,10 @@ class TaskOutput(Record):
         description="The model's reply, verbatim; for a failed call, the (redacted) error, since no reply came.",
     )
     usage: Usage = Usage()
+    reasoning: str | None = Field(
+        default=None,
+        description="The model's thinking, set apart from the reply (never read for a verdict).",
+    )
 
     _legacy = model_validator(mode="before")(_from_status_and_reason)
 
@@ -182,7 +186,16 @@ class Funnel(Record):
     )
     critic_calls_skipped: int = Field(description="Critic calls not made because the draft was already rejected.")
     duplicates: int = Field(description="Drafts dropped as near-duplicates of an earlier one.")
+    too_long: int = Field(
+        default=0,
+        description="Drafts rejected as no factoid: question or answer over the length limit (not critiqued).",
+    )
     kept: int = Field(description="Questions in `dataset/`.")
+    failure_examples: dict[str, str] = Field(
+        default_factory=dict,
+        description="For each failure reason, its first case: the document, the chunk id and the reply or "
+        "server message (one line, cut to 200 characters), so the commonest failure can be looked at.",
+    )
 
 
 class CorpusSummary(Record):

@@ -35,6 +35,17 @@ def main() -> None:
     \b
     qagen build docs/ --out run --n-generations 200     # everything, resumable
     qagen chunk / generate / critique / filter           # one stage at a time on a run directory
+    qagen evaluate run --baseline bm25 --corpus docs/ --out eval
+
+    \b
+    Exit codes:
+      0  done
+      1  error, with one sentence on stderr: bad input or settings, an unreachable server, more
+         failed calls than --max-failure-rate, or a run in which nothing succeeded (no draft
+         could be read, no question answered)
+      2  wrong usage (an unknown option, a missing argument)
+      3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
+      130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
     """
 
 

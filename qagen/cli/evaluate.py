@@ -104,6 +104,12 @@ def _int_list(value: str, name: str) -> list[int]:
     help="Reference-answer column (default: answer, expected_answer, true_answer, reference...).",
 )
 @click.option("--token", envvar="HF_TOKEN", default=None, help="Hub token for a private DATASET. [env: HF_TOKEN]")
+@click.option(
+    "--max-output-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Cap on tokens per reply, for the reader and the judges (default: 2048; a reply cut at the cap is recorded as truncated).",
+)
 @call_options
 @click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
 @friendly_errors
@@ -135,7 +141,12 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         raise ConfigError("A --chunk-size grid only applies to --baseline bm25.")
     metrics = options["metrics"].split(",")
     select_metrics(metrics, embeddings=options["embeddings"] is not None)  # fail before any work; notes come later
-    connection = {"base_url": options["base_url"], "timeout": options["timeout"], "max_retries": options["max_retries"]}
+    connection = {
+        "base_url": options["base_url"],
+        "timeout": options["timeout"],
+        "max_retries": options["max_retries"],
+        "max_output_tokens": options["max_output_tokens"],
+    }
     judge = ModelSettings(spec=options["judge_model"] or options["model"], **connection)
     reader = ModelSettings(spec=options["model"], **connection) if options["baseline"] else None
     testset = load_testset(

@@ -47,7 +47,7 @@ model_options = option_group(
     click.option("--critic-model", default=None, help="Model of the three critics (default: --model)."),
     click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help="URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI), e.g. http://localhost:8000/v1. [env: OPENAI_BASE_URL]"),
     click.option("--temperature", type=float, default=None, help="Sampling temperature (default: the model's own)."),
-    click.option("--max-output-tokens", type=click.IntRange(min=1), default=None, help="Cap on tokens per reply (stops runaway continuations early)."),
+    click.option("--max-output-tokens", type=click.IntRange(min=1), default=None, help="Cap on tokens per reply, for generator and critic (default: 2048, room for a reasoning model's thinking; a reply cut at the cap is recorded as truncated)."),
     *_CALL_OPTIONS,
 )  # fmt: skip
 # How fast a command may call its models: the same for every command and shared by all its models.
@@ -65,6 +65,8 @@ filter_options = option_group(
     click.option("--min-relevance", type=click.IntRange(1, 5), default=None, help="Override --min-score for relevance."),
     click.option("--min-standalone", type=click.IntRange(1, 5), default=None, help="Override --min-score for standalone."),
     click.option("--dedup-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True, help="Questions whose word sets overlap this much (Jaccard) are near-duplicates; the first in sampling order is kept."),
+    click.option("--max-answer-chars", type=click.IntRange(min=1), default=300, show_default=True, help="A draft with a longer answer is no factoid: rejected as answer_too_long, not critiqued (the notebook's limit)."),
+    click.option("--max-question-chars", type=click.IntRange(min=1), default=500, show_default=True, help="A draft with a longer question is rejected as question_too_long, not critiqued."),
 )  # fmt: skip
 budget_options = option_group(
     click.option("--dry-run", is_flag=True, default=False, help="Chunk and sample, then print the expected calls, tokens and cost; make no LLM call."),
@@ -104,6 +106,8 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
         "min_score",
         "all_critics",
         "dedup_threshold",
+        "max_answer_chars",
+        "max_question_chars",
         "concurrency",
         "max_failure_rate",
         "max_tokens",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -12,7 +13,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable
 
 from qagen import __version__
-from qagen.errors import ConfigError
+from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
@@ -162,13 +163,49 @@ def evaluate(
             _record_settings(out, items, system_identity(target), about, k, judge_model)
             await evaluation.run(Executor(clients, workers=limits.concurrency), progress=progress)
             summary.update(evaluation.write_results(**about))
+            clients.check_failure_rates()
         finally:
             if target is not None:
                 await close_system(target)
             await clients.aclose()
 
     run_coroutine(main())
+    _raise_if_nothing_succeeded(summary, out)
     return summary
+
+
+def _raise_if_nothing_succeeded(summary: dict[str, Any], out: Path) -> None:
+    """An evaluation that answered no question, or whose judge could read no verdict, measured
+    nothing: one sentence on why (results and summary are written first, to look at)."""
+    questions, answered = summary["questions"], summary["answered"]
+    if questions and not answered:
+        reasons = summary["failed_by_reason"]
+        commonest = max(reasons, key=reasons.__getitem__) if reasons else "unknown"
+        raise NothingUsableError(
+            f"None of the {questions} questions was answered (mostly {commonest}); "
+            f"every row is in {out / 'results.jsonl'}."
+        )
+    for metric, counts in summary["judges"].items():
+        if counts["judged"] == 0 and counts["failed"] > 0:
+            failures = counts["failures"]
+            commonest = max(failures, key=failures.__getitem__)
+            raise NothingUsableError(
+                f"The {metric} judge could read none of the {counts['failed']} verdicts it was asked for "
+                f"(mostly {commonest}; e.g. {_example_reply(out, metric, commonest)!r}); "
+                f"every reply is in {out / 'results.jsonl'}."
+            )
+
+
+def _example_reply(out: Path, metric: str, reason: str) -> str:
+    """The first judge reply behind a failure of `metric` with `reason`, on one line."""
+    with (out / "results.jsonl").open(encoding="utf-8") as rows:
+        for line in rows:
+            row = json.loads(line)
+            if row.get(f"{metric}_reason") == reason:
+                raw = row.get(f"{metric}_raw")
+                text = raw[-1] if isinstance(raw, list) and raw else raw
+                return " ".join(str(text or "").split())[:160]
+    return ""
 
 
 def bm25_baseline(

@@ -66,17 +66,17 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
     def parse(self, item: Drafted, reply: Reply) -> Critique:
         parsed = parse_rating(reply.text)
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
-        return self._record(item, failure, reply.text, reply.usage, parsed.score, parsed.rationale)
+        return self._record(item, failure, reply.verbatim, reply, parsed.score, parsed.rationale)
 
-    def failed(self, item: Drafted, failure: Failure) -> Critique:
-        return self._record(item, failure, failure.detail, Usage(), None, None)
+    def failed(self, item: Drafted, failure: Failure, reply: Reply | None = None) -> Critique:
+        return self._record(item, failure, reply.verbatim if reply else failure.detail, reply, None, None)
 
     def _record(
         self,
         item: Drafted,
         failure: Failure | None,
         raw: str,
-        usage: Usage,
+        reply: Reply | None,
         score: int | None,
         rationale: str | None,
     ) -> Critique:
@@ -90,5 +90,6 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
             score=score if failure is None else None,
             rationale=rationale,
             raw=raw,
-            usage=usage,
+            reasoning=reply.reasoning if reply else None,
+            usage=reply.usage if reply else Usage(),
         )

@@ -37,12 +37,12 @@ class DraftTask(SingleCallTask[Chunk, Draft]):
         parsed = parse_factoid_qa(reply.text)
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
         return self._record(
-            item, failure, raw=reply.text, usage=reply.usage, question=parsed.question, answer=parsed.answer
+            item, failure, reply=reply, raw=reply.verbatim, question=parsed.question, answer=parsed.answer
         )
 
-    def failed(self, item: Chunk, failure: Failure) -> Draft:
+    def failed(self, item: Chunk, failure: Failure, reply: Reply | None = None) -> Draft:
         # No reply: keep the (redacted) error in `raw`, so the candidate row shows what happened.
-        return self._record(item, failure, raw=failure.detail)
+        return self._record(item, failure, reply=reply, raw=reply.verbatim if reply else failure.detail)
 
     def _record(
         self,
@@ -50,7 +50,7 @@ class DraftTask(SingleCallTask[Chunk, Draft]):
         failure: Failure | None,
         *,
         raw: str,
-        usage: Usage | None = None,
+        reply: Reply | None,
         question: str | None = None,
         answer: str | None = None,
     ) -> Draft:
@@ -63,5 +63,19 @@ class DraftTask(SingleCallTask[Chunk, Draft]):
             question=question if failure is None else None,
             answer=answer if failure is None else None,
             raw=raw,
-            usage=usage or Usage(),
+            reasoning=reply.reasoning if reply else None,
+            usage=reply.usage if reply else Usage(),
         )
+
+
+def too_long(draft: Draft, max_question_chars: int, max_answer_chars: int) -> str | None:
+    """Why a parsed draft is no factoid (`question_too_long`, `answer_too_long`), or None.
+
+    A check of the run's settings, not of the reply: it is made when drafts are critiqued and
+    filtered, so a changed limit applies to drafts already made, without a new call.
+    """
+    if len(draft.question or "") > max_question_chars:
+        return FailureKind.QUESTION_TOO_LONG.value
+    if len(draft.answer or "") > max_answer_chars:
+        return FailureKind.ANSWER_TOO_LONG.value
+    return None

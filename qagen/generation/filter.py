@@ -25,7 +25,16 @@ class _Counts:
     rejected_by: Counter[str] = field(default_factory=Counter)
     critic_calls_skipped: int = 0
     duplicates: int = 0
+    too_long: int = 0
     kept: int = 0
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def failed(self, counter: Counter[str], reason: str, chunk: Chunk, raw: str | None) -> None:
+        """Count a failure, and keep its first case as the reason's example."""
+        counter[reason] += 1
+        if reason not in self.examples:
+            text = " ".join((raw or "").split())
+            self.examples[reason] = f"{chunk.source} (chunk {chunk.id}): {text[:200]}"
 
     def funnel(self) -> Funnel:
         return Funnel(
@@ -39,7 +48,9 @@ class _Counts:
             rejected_by={c: self.rejected_by.get(c, 0) for c in CRITERIA},
             critic_calls_skipped=self.critic_calls_skipped,
             duplicates=self.duplicates,
+            too_long=self.too_long,
             kept=self.kept,
+            failure_examples=dict(sorted(self.examples.items())),
         )
 
 
@@ -77,7 +88,11 @@ def assemble(
             counts.generation_failed["not_drafted_yet"] += 1
         elif not draft.ok:
             fate = _Fate("failed", f"generation:{draft.reason}", {})
-            counts.generation_failed[draft.reason] += 1
+            counts.failed(counts.generation_failed, draft.reason, chunk, draft.raw)
+        elif (too_long := config.too_long(draft)) is not None:
+            counts.drafted += 1
+            counts.too_long += 1
+            fate = _Fate("rejected", too_long, {})
         else:
             counts.drafted += 1
             fate = _judge(Drafted(draft, chunk), critiques, config, tasks, counts, dedup)
@@ -101,7 +116,7 @@ def _judge(
     draft = drafted.draft
     found: dict[str, Critique] = {}
     rejections: list[str] = []
-    failures: list[str] = []  # `criterion:reason`, as the funnel counts them
+    failures: list[tuple[str, Critique]] = []  # (`criterion:reason`, as the funnel counts them; the critique)
     missing: list[str] = []
     for critic in tasks.critics:  # in the order they are asked
         criterion = critic.criterion
@@ -111,7 +126,7 @@ def _judge(
             continue
         found[criterion] = critique
         if not critique.ok or critique.score is None:
-            failures.append(f"{criterion}:{critique.reason}")
+            failures.append((f"{criterion}:{critique.reason}", critique))
             continue
         if critique.score < config.threshold(criterion):
             rejections.append(f"{criterion}={critique.score}<{config.threshold(criterion)}")
@@ -122,8 +137,12 @@ def _judge(
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
         return _Fate("rejected", "; ".join(rejections) + skipped, found)
     if failures or missing:
-        failure = failures[0] if failures else f"{missing[0]}:not_critiqued_yet"
-        counts.critique_failed[failure] += 1
+        if failures:
+            failure, critique = failures[0]
+            counts.failed(counts.critique_failed, failure, drafted.chunk, critique.raw)
+        else:
+            failure = f"{missing[0]}:not_critiqued_yet"
+            counts.critique_failed[failure] += 1
         return _Fate("failed", f"critique:{failure}", found)
     earlier = dedup.first_seen(draft.question or "", draft.id)
     if earlier is not None:

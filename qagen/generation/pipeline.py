@@ -6,6 +6,7 @@ import importlib
 import itertools
 import sys
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,10 @@ from typing import Any
 from tqdm import tqdm
 
 from qagen.config import BuildConfig
-from qagen.errors import CorpusError
+from qagen.errors import CorpusError, NothingUsableError
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
-from qagen.generation.filter import assemble
+from qagen.generation.filter import Assembly, assemble
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.generation.sample import ChunkRef, sampling_order, take
 from qagen.generation.summary import summarise_build
@@ -128,6 +129,8 @@ def run_llm_stages(
                 await executor.map(sample, flow, label=label(generate, critique), unit="chunk", progress=progress)
             if budget is not None and budget.reached:
                 stopped.append(budget.describe())
+            else:
+                clients.check_failure_rates()
         finally:
             await clients.aclose()
 
@@ -148,13 +151,19 @@ def _preload_in_background(module: str) -> None:
 # --- outputs ------------------------------------------------------------------------------------
 def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> dict[str, Any]:
     """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
+    return _finalize(config, run, tasks, sample)[0]
+
+
+def _finalize(
+    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]
+) -> tuple[dict[str, Any], Assembly]:
     drafts, critiques = run.drafts.load(), run.critiques.load()
     result = assemble(sample, drafts, critiques, config, tasks)
     save_rows(result.kept, run.dataset_dir, candidates=False)
     save_rows(result.candidates, run.candidates_dir, candidates=True)
     summary = summarise_build(config, run, tasks, result, drafts, critiques).model_dump(mode="json")
     write_json_atomic(run.summary_file, summary)
-    return summary
+    return summary, result
 
 
 # --- the whole build ----------------------------------------------------------------------------
@@ -187,5 +196,22 @@ def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResu
     chunk_stage(config, run, progress=progress)
     sample = load_sample(config, run)
     stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress)
-    summary = finalize(config, run, tasks, sample)
+    summary, result = _finalize(config, run, tasks, sample)
+    if stopped is None:
+        _raise_if_nothing_drafted(result, run)
     return BuildResult(out, summary, stopped)
+
+
+def _raise_if_nothing_drafted(result: Assembly, run: RunDir) -> None:
+    """A build in which no draft could be read has nothing to show: one sentence on why, with an
+    example reply (the outputs are written first, so every failure can be looked at)."""
+    candidates = result.candidates
+    if not candidates or result.funnel.drafted > 0:
+        return
+    commonest, count = Counter(row.reason for row in candidates).most_common(1)[0]
+    example = next(row for row in candidates if row.reason == commonest)
+    raw = " ".join((example.generation_raw or "").split())[:160]
+    raise NothingUsableError(
+        f"No draft could be read: all {len(candidates)} generations failed (mostly {commonest}, {count} times; "
+        f"e.g. {example.source_doc}: {raw!r}). Every reply is in {run.candidates_dir}."
+    )

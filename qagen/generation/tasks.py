@@ -75,8 +75,8 @@ class BuildFlow:
             if self.generate
             else self.drafts.get(self.tasks.draft.key(chunk))
         )
-        if not self.critique or draft is None or not draft.ok:
-            return
+        if not self.critique or draft is None or not draft.ok or self.config.too_long(draft):
+            return  # a draft that is no factoid (see `BuildConfig.too_long`) costs no critic
         for critic in self.tasks.critics:
             verdict = await self.executor.run(critic, Drafted(draft, chunk), self.critiques)
             if self._stops_the_critics(verdict):

@@ -81,6 +81,7 @@ def funnel_table(summary: dict[str, Any]) -> str:
             _with_reasons(sum(funnel["critique_failed"].values()), funnel["critique_failed"]),
         ),
         ("rejected by critics", _with_reasons(funnel["rejected"], funnel["rejected_by"])),
+        ("too long", str(funnel.get("too_long", 0))),
         ("near-duplicates", str(funnel["duplicates"])),
         ("kept", str(funnel["kept"])),
     ]
@@ -90,7 +91,15 @@ def funnel_table(summary: dict[str, Any]) -> str:
         tokens = f"{numbers['input_tokens']:,} in / {numbers['output_tokens']:,} out tokens{cost}"
         lines.append((f"{stage} calls", f"{numbers['calls']} ({tokens})"))
     width = max(len(label) for label, _ in lines)
-    return "\n".join(f"  {label:<{width}}  {value}" for label, value in lines)
+    table = [f"  {label:<{width}}  {value}" for label, value in lines]
+    # The commonest failure of each stage, with its first case: what there is to fix.
+    examples = funnel.get("failure_examples", {})
+    for stage, failed in (("generation", funnel["generation_failed"]), ("critique", funnel["critique_failed"])):
+        if failed:
+            commonest = max(failed, key=failed.__getitem__)
+            if commonest in examples:
+                table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
+    return "\n".join(table)
 
 
 def _with_reasons(total: int, reasons: dict[str, int]) -> str:

@@ -23,12 +23,19 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, field_serializer
 
 from qagen.errors import ConfigError, LLMUnavailableError
+from qagen.llm.normalise import normalise_reply
 from qagen.llm.task import Reply, Request
 from qagen.records import Usage
 from qagen.redaction import redact, strip_userinfo
 
 # A key that OpenAI-compatible servers without authentication accept (vLLM, Ollama, llama.cpp).
 _NO_KEY_PLACEHOLDER = "EMPTY"
+
+
+DEFAULT_MAX_OUTPUT_TOKENS = 2048
+"""Tokens per reply unless a role's settings say otherwise: a factoid, a verdict or a short answer
+takes well under 300, and 2048 leaves room for a reasoning model's thinking before it; raise it
+(`max_output_tokens`) for models that think at length, when replies come back `truncated`."""
 
 
 class ModelSettings(BaseModel):
@@ -40,6 +47,7 @@ class ModelSettings(BaseModel):
     base_url: str | None = None
     temperature: float | None = None
     max_output_tokens: int | None = None
+    """Cap on tokens per reply; None means `DEFAULT_MAX_OUTPUT_TOKENS` (see `output_cap`)."""
     timeout: float = 120.0
     max_retries: int = 6
     rpm: float | None = None
@@ -48,6 +56,12 @@ class ModelSettings(BaseModel):
     def _without_credentials(self, base_url: str | None) -> str | None:
         # Settings are saved in run.json and summary.json: never a `user:key@` part of the URL.
         return strip_userinfo(base_url)
+
+    @property
+    def output_cap(self) -> int:
+        """The cap sent with every request: a runaway reply (a small local model repeating itself)
+        stops there instead of running for minutes; a reply cut at the cap is recorded `truncated`."""
+        return self.max_output_tokens or DEFAULT_MAX_OUTPUT_TOKENS
 
     @property
     def provider(self) -> str:
@@ -91,8 +105,7 @@ class OpenAIBackend:
         self._body: dict[str, Any] = {"model": settings.name}
         if settings.temperature is not None:
             self._body["temperature"] = settings.temperature
-        if settings.max_output_tokens is not None:
-            self._body["max_tokens"] = settings.max_output_tokens
+        self._body["max_tokens"] = settings.output_cap
 
     async def reply(self, request: Request) -> Reply:
         import httpx
@@ -115,16 +128,21 @@ class MalformedCompletionError(ValueError):
 def _parse_completion(body: bytes) -> Reply:
     try:
         data = json.loads(body)
-        message = data["choices"][0]["message"]
+        choice = data["choices"][0]
+        message = choice["message"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise MalformedCompletionError(f"not a chat completion: {body[:200]!r}") from exc
     usage = data.get("usage") or {}
-    return Reply(
-        text=_valid_text(message.get("content") or ""),
-        usage=Usage(
+    # vLLM's and llama.cpp's reasoning parsers say `reasoning_content`; some servers `reasoning`.
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return normalise_reply(
+        _valid_text(message.get("content") or ""),
+        Usage(
             input_tokens=int(usage.get("prompt_tokens") or 0),
             output_tokens=int(usage.get("completion_tokens") or 0),
         ),
+        reasoning_content=_valid_text(reasoning) if isinstance(reasoning, str) else None,
+        finish_reason=choice.get("finish_reason"),
     )
 
 
@@ -141,8 +159,7 @@ class LangChainBackend:
         kwargs: dict[str, Any] = {"timeout": settings.timeout, "max_retries": settings.max_retries}
         if settings.temperature is not None:
             kwargs["temperature"] = settings.temperature
-        if settings.max_output_tokens is not None:
-            kwargs["max_tokens"] = settings.max_output_tokens
+        kwargs["max_tokens"] = settings.output_cap
         if settings.base_url is not None:
             kwargs["base_url"] = settings.base_url
         try:
@@ -165,7 +182,13 @@ class LangChainBackend:
             input_tokens=int(metadata.get("input_tokens", 0) or 0),
             output_tokens=int(metadata.get("output_tokens", 0) or 0),
         )
-        return Reply(_valid_text(_text_of(message.content)), usage)
+        reasoning = message.additional_kwargs.get("reasoning_content")
+        return normalise_reply(
+            _valid_text(_text_of(message.content)),
+            usage,
+            reasoning_content=_valid_text(reasoning) if isinstance(reasoning, str) else None,
+            finish_reason=(message.response_metadata or {}).get("finish_reason"),
+        )
 
     async def aclose(self) -> None:
         """LangChain models own no connections that must be closed here."""

@@ -10,8 +10,10 @@ does not exist, the server is down: stop at once, not after thousands of failure
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import socket
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +37,9 @@ class CallStats:
     output_tokens: int = 0
     by_error: dict[FailureKind, int] = field(default_factory=dict)
 
+
+_FAILURES_BEFORE_GIVING_UP = 3
+"""Failed calls (after retries) with no success yet that stop a run."""
 
 _STATUS_KINDS = {429: FailureKind.RATE_LIMITED, 400: FailureKind.BAD_REQUEST, 422: FailureKind.BAD_REQUEST}
 
@@ -126,11 +131,19 @@ class LLMClient:
         self._max_failure_rate = max_failure_rate
         self._min_calls_for_budget = min_calls_for_budget
         self._last_detail: dict[FailureKind, str] = {}
+        # When each call in flight started (for "waiting N s for a reply" on the progress line).
+        self._started: dict[int, float] = {}
+        self._call_numbers = itertools.count()
 
     @classmethod
     def connect(cls, settings: ModelSettings, *, concurrency: int = 16) -> LLMClient:
         """A client of its own for `settings` (inside the event loop that will use it; `aclose` it)."""
         return cls(build_backend(settings, connections=concurrency), settings, concurrency=concurrency)
+
+    def longest_wait(self) -> float:
+        """Seconds the oldest call in flight has waited so far (retries included); 0 when none is."""
+        started = min(self._started.values(), default=None)
+        return 0.0 if started is None else time.monotonic() - started
 
     async def aclose(self) -> None:
         """Close the backend's HTTP connections (inside the event loop that used them)."""
@@ -148,12 +161,16 @@ class LLMClient:
             if self._rate_limiter is not None:
                 await self._rate_limiter.aacquire()
             self.stats.calls += 1
+            number = next(self._call_numbers)
+            self._started[number] = time.monotonic()
             try:
                 reply = await self.backend.reply(request)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every provider raises its own types; each is classified below
                 return self._failure(exc)
+            finally:
+                del self._started[number]
         self.stats.succeeded += 1
         self.stats.input_tokens += reply.usage.input_tokens
         self.stats.output_tokens += reply.usage.output_tokens
@@ -210,9 +227,18 @@ class LLMClient:
         self._check_budget()
         return Failure.of(kind, detail)
 
-    def _check_budget(self) -> None:
+    def check_failure_rate(self) -> None:
+        """At the end of a run: its calls failed more often than allowed, however few there were."""
+        self._check_budget(min_calls=1)
+
+    def _check_budget(self, min_calls: int | None = None) -> None:
         calls = self.stats.calls
-        if calls >= self._min_calls_for_budget and self.stats.failed / calls > self._max_failure_rate:
+        if min_calls is None:
+            # While nothing has worked yet, a few failures in a row say enough: the run stops in
+            # seconds instead of failing every item (a broken server, a model that always errs).
+            min_calls = _FAILURES_BEFORE_GIVING_UP if self.stats.succeeded == 0 else self._min_calls_for_budget
+        enough = calls >= min_calls
+        if enough and self.stats.failed / calls > self._max_failure_rate:
             # The commonest failure and its last message: what the user has to fix, in the sentence.
             commonest = max(self.stats.by_error, key=self.stats.by_error.__getitem__)
             example = _one_line(self._last_detail.get(commonest, ""))[:200]

@@ -104,10 +104,20 @@ class Clients:
             unique.setdefault(id(client), client)
         return list(unique.values())
 
+    def longest_wait(self) -> float:
+        """Seconds the oldest call in flight, of any role, has waited so far."""
+        return max((client.longest_wait() for client in self.distinct()), default=0.0)
+
     @property
     def calls(self) -> int:
         """Calls made so far, all clients together."""
         return sum(client.stats.calls for client in self.distinct())
+
+    def check_failure_rates(self) -> None:
+        """Raise when a model's calls of this run failed more often than `max_failure_rate` allows
+        (during a run the check waits for 20 calls; at its end, every call counts)."""
+        for client in self.distinct():
+            client.check_failure_rate()
 
     async def aclose(self) -> None:
         for client in self.distinct():

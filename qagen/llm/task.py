@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
-from qagen.failures import Failure
+from qagen.failures import Failure, FailureKind
 from qagen.llm.prompts import Prompt
 from qagen.records import Usage
 
@@ -47,10 +47,24 @@ def user_request(prompt: str, *, system: str | None = None) -> Request:
 
 
 class Reply(NamedTuple):
-    """A model's reply to one request: its text, verbatim, and the tokens it cost."""
+    """A model's reply to one request, normalised (`qagen.llm.normalise`), and the tokens it cost."""
 
     text: str
+    """What parsers read: the answer, any thinking set apart ("" when `truncated`)."""
     usage: Usage
+    raw: str | None = None
+    """The content as the server sent it (cut when over the size limit); None when it is `text`."""
+    reasoning: str | None = None
+    """The model's thinking: `reasoning_content`, or the leading `<think>` block(s) of the content."""
+    truncated: bool = False
+    """Cut off at the output cap (`finish_reason: length`, or a thinking block never closed): not an answer."""
+    cut: bool = False
+    """The content was over the size limit and was cut before anything read it."""
+
+    @property
+    def verbatim(self) -> str:
+        """The content as the server sent it (what records keep as their raw reply)."""
+        return self.raw if self.raw is not None else self.text
 
 
 Outcome = Reply | Failure
@@ -131,15 +145,27 @@ class SingleCallTask(Task[ItemT, RecordT]):
         """The record read from `reply`, keeping the raw text; a typed failure if it cannot be read. Pure."""
 
     @abstractmethod
-    def failed(self, item: ItemT, failure: Failure) -> RecordT:
-        """The record of a call that failed (no reply came back)."""
+    def failed(self, item: ItemT, failure: Failure, reply: Reply | None = None) -> RecordT:
+        """The record of a failure: a call with no reply, or (`reply` given) a reply that cannot
+        be read at all (cut off at the output cap), kept with its usage."""
 
     def start(self, item: ItemT) -> Step[RecordT]:
         def then(outcomes: Sequence[Outcome]) -> Step[RecordT]:
             (outcome,) = outcomes
-            return Done(self.failed(item, outcome) if isinstance(outcome, Failure) else self.parse(item, outcome))
+            if isinstance(outcome, Failure):
+                return Done(self.failed(item, outcome))
+            if outcome.truncated:
+                return Done(self.failed(item, truncated(outcome), outcome))
+            return Done(self.parse(item, outcome))
 
         return Ask((self.request(item),), then)
+
+
+def truncated(reply: Reply) -> Failure:
+    """The failure of a reply cut off at the output cap."""
+    return Failure.of(
+        FailureKind.TRUNCATED, f"the reply was cut off at the output cap after {reply.usage.output_tokens} tokens"
+    )
 
 
 def add_usage(total: Usage, more: Usage) -> Usage:

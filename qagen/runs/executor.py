@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -26,9 +27,15 @@ from tqdm import tqdm
 
 from qagen.llm.clients import Clients
 from qagen.llm.cost import Budget, BudgetReachedError
+from qagen.llm.retries import retry_count
 from qagen.llm.task import Compute, Done, Outcome, Reply, Request, Step, Task, TaskRecord
 from qagen.runs.concurrency import run_all
 from qagen.runs.store import RecordStore
+
+_TICK_SECONDS = 1.0
+_LONG_WAIT_SECONDS = 10.0
+"""A call in flight this long is worth a word on the progress line (a slow or silent server)."""
+_RECENT_SECONDS = 30.0
 
 ItemT = TypeVar("ItemT")
 RecordT = TypeVar("RecordT", bound=TaskRecord)
@@ -106,6 +113,8 @@ class Executor:
         for item in items:
             queue.put_nowait(item)
 
+        retries_before = retry_count().retries
+
         async def worker() -> None:
             while not queue.empty():
                 item = queue.get_nowait()
@@ -114,9 +123,31 @@ class Executor:
                 except BudgetReachedError:
                     return  # no new call starts; `budget.reached` tells the caller
                 bar.update(1)
-                bar.set_postfix(calls=self.clients.calls, refresh=False)
+                bar.set_postfix_str(self.status(retries_before), refresh=False)
 
+        async def ticker() -> None:
+            # The bar moves only when an item finishes; between, say what the calls are waiting on.
+            while True:
+                await asyncio.sleep(_TICK_SECONDS)
+                bar.set_postfix_str(self.status(retries_before))
+
+        ticking = asyncio.ensure_future(ticker()) if progress else None
         try:
             await run_all([worker for _ in range(max(1, min(self.workers, len(items))))])
         finally:
+            if ticking is not None:
+                ticking.cancel()
             bar.close()
+
+    def status(self, retries_before: int = 0) -> str:
+        """The progress line's words: calls made, retries under way, and a long wait for a reply."""
+        parts = [f"calls={self.clients.calls}"]
+        retries = retry_count()
+        if retries.retries > retries_before and time.monotonic() - retries.last_at < _RECENT_SECONDS:
+            parts.append(
+                f"retrying ({retries.retries - retries_before} retries so far, next after {retries.last_delay:.0f} s)"
+            )
+        waited = self.clients.longest_wait()
+        if waited >= _LONG_WAIT_SECONDS:
+            parts.append(f"waiting {waited:.0f} s for a reply")
+        return ", ".join(parts)

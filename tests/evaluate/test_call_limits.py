@@ -34,11 +34,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
         yield Built(server, corpus, root / "run")
 
 
-def _evaluate(built: Built, out: Path, *extra: str) -> None:
+def _evaluate(built: Built, out: Path, *extra: str, exit_code: int = 0) -> str:
     args = ["evaluate", str(built.run), "--baseline", "bm25", "--corpus", str(built.corpus), "--chunk-size", "400"]
     args += ["--model", "openai:stand-in", "--base-url", built.server.base_url, "--out", str(out), "-q", *extra]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == exit_code, result.output
+    return result.output
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
@@ -63,7 +64,9 @@ def test_concurrency_bounds_reader_and_judge_calls_together(built: Built, tmp_pa
 def test_max_retries_and_timeout_reach_the_reader_and_the_judge(built: Built, tmp_path: Path) -> None:
     built.server.configure(fault_rate=1.0, fault_kinds=["500"], fault_attempts=100)
     before = len(built.server.log)
-    _evaluate(built, tmp_path / "eval", "--max-retries", "1", "--timeout", "5", "--max-failure-rate", "1")
+    limits = ["--max-retries", "1", "--timeout", "5", "--max-failure-rate", "1"]
+    output = _evaluate(built, tmp_path / "eval", *limits, exit_code=1)
+    assert "questions was answered (mostly reader_failed: server_error)" in output  # nothing succeeded
     built.server.configure(fault_rate=0.0)
     attempts: dict[str, int] = {}
     for entry in built.server.log[before:]:

@@ -93,12 +93,13 @@ def test_a_verdict_the_size_of_a_book_is_out_of_range_not_a_crash() -> None:
 EXPECTED_REASON = {
     ("critique", "empty"): "empty_reply",
     ("critique", "refusal"): "refusal",
-    ("critique", "truncated"): "parse_failure",  # "Total rating:" and then nothing
+    # Sent with finish_reason "length": cut off at the output cap, never parsed.
+    ("critique", "truncated"): "truncated",
     ("critique", "out_of_range"): "out_of_range",  # 0 or 7
     ("critique", "no_rating"): "parse_failure",
     ("generation", "empty"): "empty_reply",
     ("generation", "refusal"): "refusal",
-    ("generation", "truncated"): "no_answer",
+    ("generation", "truncated"): "truncated",
     ("generation", "no_structure"): "parse_failure",
 }
 
@@ -164,7 +165,14 @@ def test_malformed_judge_and_reader_replies_are_failed_rows_in_the_evaluation(
     failures = [row for row in rows if row["generated_answer"] is not None and row["correctness"] is None]
     assert failures
     for row in failures:
-        assert row["correctness_reason"] in {"empty_reply", "refusal", "no_score", "parse_failure", "out_of_range"}
+        assert row["correctness_reason"] in {
+            "empty_reply",
+            "refusal",
+            "no_score",
+            "parse_failure",
+            "out_of_range",
+            "truncated",
+        }
         assert judged[_one_reply(row)]["kind"] == "malformed"  # the reply the judge really sent is kept
     for row in rows:
         assert row["correctness"] is None or row["correctness"] in {1, 2, 3, 4, 5}

@@ -31,7 +31,6 @@ from qagen.evaluate.judges.ragas_parsing import (
     split_sentences,
 )
 from qagen.evaluate.judges.transcript import JudgeStep, Transcript
-from qagen.failures import Failure
 from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Ask, Compute, Done, Outcome, user_request
 from qagen.llm.untrusted import neutralize, numbered, passages
@@ -179,10 +178,10 @@ def context_precision(question: str, reference_answer: str, contexts: list[str],
             parsed = parse_verdict(reply) if reply is not None else None
             verdicts.append(parsed.verdicts[0] if parsed and parsed.verdicts else None)
             explanations.append(parsed.explanations[0] if parsed and parsed.explanations else None)
-            # A failed call has no reading: its reason is the call failure `call_failed` reports.
+            # A call without a readable reply has no reading: `call_failed` reports its failure.
             reasons.append(parsed.reason if parsed is not None else "")
         detail: dict[str, object] = {"verdicts": verdicts, "explanations": explanations}
-        if any(isinstance(outcome, Failure) for outcome in outcomes):
+        if t.failures:  # a failed call, or a reply cut off at the output cap
             return Done(t.call_failed(**detail))
         failed = next((reason for reason in reasons if reason), "")
         if failed:

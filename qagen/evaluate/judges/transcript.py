@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from qagen.evaluate.records import JudgeVerdict
 from qagen.failures import Failure, FailureKind
 from qagen.llm.prompts import load_prompt
-from qagen.llm.task import Ask, Done, Outcome, Request, Step, add_usage
+from qagen.llm.task import Ask, Done, Outcome, Request, Step, add_usage, truncated
 from qagen.records import Usage
 
 JudgeStep = Step[JudgeVerdict]
@@ -37,12 +37,17 @@ class Transcript:
             self.prompts[name] = load_prompt(name).hash
 
     def record(self, outcome: Outcome) -> str | None:
-        """Account for one call; its reply text, or None if the call failed (then see `call_failed`)."""
+        """Account for one call; the text to read, or None when there is none: the call failed, or
+        the reply was cut off (then see `call_failed`)."""
         if isinstance(outcome, Failure):
             self.failures.append(outcome)
             return None
         self.usage = add_usage(self.usage, outcome.usage)
-        self.raw.append(outcome.text)
+        self.raw.append(outcome.verbatim)
+        if outcome.truncated:
+            # A reply cut off at the output cap is kept and paid for, but never read.
+            self.failures.append(truncated(outcome))
+            return None
         return outcome.text
 
     def ask(self, request: Request, read: Callable[[str], JudgeStep], **failed_detail: object) -> Ask[JudgeVerdict]:
@@ -56,7 +61,7 @@ class Transcript:
         return Ask((request,), then)
 
     def call_failed(self, **detail: object) -> JudgeVerdict:
-        """The verdict after a failed call: the last call failure, retryable on resume."""
+        """The verdict after a call without a readable reply: its failure (retryable when no reply came)."""
         failure = self.failures[-1] if self.failures else Failure.of(FailureKind.API_ERROR)
         return self._verdict(None, failure, detail)
 

@@ -28,6 +28,7 @@ from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.client import LLMClient
 from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
+from qagen.records import Usage
 from qagen.runs.executor import drive
 from qagen.runs.store import record_key
 
@@ -221,9 +222,12 @@ class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
             return RagOutput(answer=None, contexts=contexts, error="reader_failed: empty_reply", usage=reply.usage)
         return RagOutput(answer=reply.text.strip(), contexts=contexts, usage=reply.usage)
 
-    def failed(self, item: Retrieved, failure: Failure) -> RagOutput:
+    def failed(self, item: Retrieved, failure: Failure, reply: Reply | None = None) -> RagOutput:
         # Retrieval worked, so its contexts are kept: retrieval metrics still count.
-        return RagOutput(answer=None, contexts=list(item.contexts), error=f"reader_failed: {failure.kind.value}")
+        usage = reply.usage if reply is not None else Usage()
+        return RagOutput(
+            answer=None, contexts=list(item.contexts), error=f"reader_failed: {failure.kind.value}", usage=usage
+        )
 
 
 def _fingerprint(corpus: Path) -> list[tuple[str, int, int]]:
