@@ -1,7 +1,8 @@
 """API keys and Hub tokens never reach logs, run directories, datasets, evaluation outputs or errors.
 
-Recognisable secrets are planted where users keep them (OPENAI_API_KEY, HF_TOKEN, a `--base-url`
-with `user:key@`), including one that looks like no known key, so only real filtering catches it.
+Recognisable secrets are planted where users keep them (OPENAI_API_KEY, HF_TOKEN, variables named
+by `--api-key-env` and its critic and judge siblings, a `--base-url` or `--critic-base-url` with
+`user:key@`), including ones that look like no known key, so only real filtering catches them.
 The stand-in server's `echo_key` quotes the key it received in its error bodies, as providers do.
 """
 
