@@ -118,9 +118,10 @@ class BuildConfig(BaseModel):
     def fingerprint(self, prompt_hashes: dict[str, str], *, llm: bool = True) -> dict[str, Any]:
         """What must not change between a run and its resumption (it would mix different outputs).
 
-        Sample size, thresholds, concurrency, rate limits and the server address may change: they
-        only extend or re-filter the same records, or change how fast they come. With `llm=False`
-        (after `qagen chunk`) the LLM fields are None: not decided yet, fixed by the first LLM stage.
+        Sample size, thresholds, concurrency, rate limits, the servers' addresses and the variables
+        holding their keys may change: they only extend or re-filter the same records, or change how
+        fast they come or where they are fetched from. With `llm=False` (after `qagen chunk`) the LLM
+        fields are None: not decided yet, fixed by the first LLM stage.
         """
         fixed = {
             "corpus": self.corpus.model_dump(),

@@ -2,8 +2,9 @@
 
 Placeholders a newcomer would replace are replaced here the same way: their documents folder
 (`docs/`, `path/to/your/docs`) is a copy of `examples/corpus`, a local server's URL is the stand-in
-LLM's, `my-org/my-testset` is a fresh repo on the stand-in Hub, and `my_rag` / the endpoint are tiny
-RAG systems. Each fenced block runs in a directory of its own that already holds a built `run`.
+LLM's, OpenAI's URL that of a second stand-in, `my-org/my-testset` is a fresh repo on the stand-in
+Hub, and `my_rag` / the endpoint are tiny RAG systems. Each fenced block runs in a directory of its
+own that already holds a built `run`. No command may reach a host other than 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -75,11 +76,21 @@ def endpoint() -> Iterator[str]:
 
 
 @pytest.fixture()
-def readme_env(llm: Any, hub: Any, endpoint: str, tmp_path: Path) -> dict[str, Any]:
+def api_llm() -> Iterator[Any]:
+    """The stand-in for OpenAI's API, where the README sends the critics and judges of its mixed set-ups."""
+    from qagen.testing.llm.server import StandInLLM
+
+    with StandInLLM() as server:
+        yield server
+
+
+@pytest.fixture()
+def readme_env(llm: Any, api_llm: Any, hub: Any, endpoint: str, tmp_path: Path) -> dict[str, Any]:
     repo = f"alice/readme-{uuid.uuid4().hex[:8]}"
     replacements = {
         "http://localhost:8000/v1": llm.base_url,
         "http://localhost:11434/v1": llm.base_url,
+        "https://api.openai.com/v1": api_llm.base_url,
         "http://localhost:8080/ask": endpoint,
         "my-org/my-testset": repo,
     }
@@ -88,7 +99,8 @@ def readme_env(llm: Any, hub: Any, endpoint: str, tmp_path: Path) -> dict[str, A
         "OPENAI_BASE_URL": llm.base_url,
         "OPENAI_API_KEY": "readme-test-key",
         "HF_TOKEN": "hf_test_token",
-        "PYTHONPATH": ".",
+        # `my_rag` from the working directory, then the qagen under test (the one this test imports).
+        "PYTHONPATH": os.pathsep.join([".", str(ROOT)]),
     }
     # A built run, for the blocks that start from one (push, evaluate, report).
     template = tmp_path / "template"
@@ -104,7 +116,14 @@ def readme_env(llm: Any, hub: Any, endpoint: str, tmp_path: Path) -> dict[str, A
             handle.write(
                 json.dumps({"question": question, "answer": "x", "contexts": ["y"], "sources": ["tides.md"]}) + "\n"
             )
-    return {"env": env, "template": template, "replacements": replacements, "repo": repo, "tmp": tmp_path}
+    return {
+        "env": env,
+        "template": template,
+        "replacements": replacements,
+        "repo": repo,
+        "tmp": tmp_path,
+        "api_llm": api_llm,
+    }
 
 
 def _dataset_questions(run: Path) -> Iterator[str]:
@@ -123,6 +142,9 @@ def _workdir(readme_env: dict[str, Any], name: str) -> Path:
 def _substitute(text: str, readme_env: dict[str, Any]) -> str:
     for old, new in readme_env["replacements"].items():
         text = text.replace(old, new)
+    # The commands run in processes of their own, which the test-wide guard on connections does not reach.
+    hosts = set(re.findall(r"https?://([^/:\s\"']+)", text))
+    assert hosts <= {"127.0.0.1"}, f"a README command would reach {hosts}; map its URL in readme_env"
     return text
 
 
@@ -147,6 +169,8 @@ def test_every_readme_shell_command_works(readme_env: dict[str, Any]) -> None:
             assert "Traceback" not in done.stderr, (command, done.stderr[-2000:])
             ran += 1
     assert ran >= 12
+    # The mixed set-ups sent their critics and judges to "OpenAI", and nothing else.
+    assert {entry["kind"] for entry in readme_env["api_llm"].log} == {"critique", "judge"}
 
 
 def test_every_readme_python_snippet_works(readme_env: dict[str, Any]) -> None:

@@ -1,12 +1,14 @@
 """API keys and Hub tokens never reach logs, run directories, datasets, evaluation outputs or errors.
 
-Recognisable secrets are planted where users keep them (OPENAI_API_KEY, HF_TOKEN, a `--base-url`
-with `user:key@`), including one that looks like no known key, so only real filtering catches it.
+Recognisable secrets are planted where users keep them (OPENAI_API_KEY, HF_TOKEN, variables named
+by `--api-key-env` and its critic and judge siblings, a `--base-url` or `--critic-base-url` with
+`user:key@`), including ones that look like no known key, so only real filtering catches them.
 The stand-in server's `echo_key` quotes the key it received in its error bodies, as providers do.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -117,3 +119,76 @@ def test_a_key_in_the_base_url_stays_out_of_the_run_directory(llm: StandInLLM, c
     build(llm, corpus, tmp_path / "run", key=OPENAI_KEY, url=_with_credentials(llm.base_url))
     assert (tmp_path / "run" / "run.json").exists()
     assert leaks(tmp_path / "run") == []
+
+
+# Per-role servers: the critics' and the judges' keys in variables of the user's choosing, which
+# the redaction knows only because the key was read from them (`api_key_env`).
+CRITIC_KEY = "PLANTEDcriticKey5511qq"
+JUDGE_KEY = "PLANTEDjudgeKey7733ww"
+
+
+def qagen_with(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "HF_TOKEN": HF_TOKEN, **env}
+    return subprocess.run([sys.executable, "-m", "qagen", *args], env=full, capture_output=True, text=True, timeout=180)
+
+
+def test_keys_in_other_variables_stay_out_of_every_output(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
+    # Each server quotes the key it was sent in the errors of a fifth of its calls, kept in failed rows.
+    faults = {"echo_key": True, "fault_rate": 0.2, "fault_kinds": ["500", "429"], "fault_attempts": 99}
+    llm.configure(api_key=LOCAL_KEY, **faults)
+    with StandInLLM(api_key=CRITIC_KEY, **faults) as other:
+        env = {"OPENAI_API_KEY": LOCAL_KEY, "CRITIC_KEY": CRITIC_KEY, "JUDGE_KEY": JUDGE_KEY}
+        built = qagen_with(
+            "build", str(corpus), "--out", str(tmp_path / "run"), "--model", "openai:stand-in",
+            "--base-url", llm.base_url, "--critic-base-url", other.base_url, "--critic-api-key-env", "CRITIC_KEY",
+            "-n", "20", "--chunk-size", "400", "--chunk-overlap", "40", "--max-retries", "0", "-q", env=env,
+        )  # fmt: skip
+        assert built.returncode == 0, built.stderr
+        assert "api_error" in built.stdout  # failures quoting the keys are really there
+        other.configure(api_key=JUDGE_KEY)
+        evaluated = qagen_with(
+            "evaluate", str(tmp_path / "run"), "--baseline", "bm25", "--corpus", str(corpus),
+            "--model", "openai:stand-in", "--base-url", llm.base_url, "--judge-base-url", other.base_url,
+            "--judge-api-key-env", "JUDGE_KEY", "--out", str(tmp_path / "eval"), "--chunk-size", "400", "--k", "3",
+            "--max-retries", "0", "-q", env=env,
+        )  # fmt: skip
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert {entry["kind"] for entry in other.log} - {"fault"} == {"critique", "judge"}
+    outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
+    assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
+
+
+def test_a_rejected_key_from_another_variable_quoted_back_is_not_shown(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(api_key="the-right-key", echo_key=True)
+    built = qagen_with(
+        "build", str(corpus), "--out", str(tmp_path / "run"), "--model", "openai:stand-in", "--base-url", llm.base_url,
+        "--api-key-env", "MY_KEY", "-n", "10", "--chunk-size", "400", "--chunk-overlap", "40", "-q",
+        env={"MY_KEY": CRITIC_KEY},
+    )  # fmt: skip
+    assert built.returncode == 1 and "401" in built.stderr and "Traceback" not in built.stderr, built.stderr
+    assert leaks(tmp_path / "run", built.stdout, built.stderr) == []
+
+
+def test_credentials_in_the_critics_and_judges_urls_are_never_written(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(api_key=OPENAI_KEY)
+    assert build(llm, corpus, tmp_path / "good", key=OPENAI_KEY).returncode == 0
+    with StandInLLM(api_key=OPENAI_KEY) as other:
+        plain = other.base_url
+        url = _with_credentials(plain)
+        # The HTTP client refuses credentials in the URL beside the key: the critics' and judges' calls fail.
+        built = build(llm, corpus, tmp_path / "run", "--critic-base-url", url, key=OPENAI_KEY)
+        evaluated = qagen_with(
+            "evaluate", str(tmp_path / "good"), "--baseline", "bm25", "--corpus", str(corpus),
+            "--model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(tmp_path / "eval"),
+            "--chunk-size", "400", "--k", "3", "-q", env={"OPENAI_API_KEY": OPENAI_KEY, "QAGEN_JUDGE_BASE_URL": url},
+        )  # fmt: skip
+    for done in (built, evaluated):
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1, done.stderr
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["config"]["critic"]["base_url"] == plain
+    outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
+    assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []

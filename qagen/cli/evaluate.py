@@ -10,7 +10,7 @@ import click
 
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import call_options
+from qagen.cli.options import call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
 
@@ -83,7 +83,28 @@ def _int_list(value: str, name: str) -> list[int]:
     "--base-url",
     envvar="OPENAI_BASE_URL",
     default=None,
-    help="OpenAI-compatible server for the reader and judges. [env: OPENAI_BASE_URL]",
+    help="OpenAI-compatible server for the reader (and the judges unless --judge-base-url). [env: OPENAI_BASE_URL]",
+)
+@click.option(
+    "--api-key-env",
+    metavar="VAR",
+    default=None,
+    callback=variable_name,
+    help="Name of the environment variable holding the key for --model, and the judges' unless --judge-api-key-env "
+    "(default: OPENAI_API_KEY for openai:* models). The name, not the key.",
+)
+@click.option(
+    "--judge-base-url",
+    envvar="QAGEN_JUDGE_BASE_URL",
+    default=None,
+    help="OpenAI-compatible server for the judges (default: --base-url). [env: QAGEN_JUDGE_BASE_URL]",
+)
+@click.option(
+    "--judge-api-key-env",
+    metavar="VAR",
+    default=None,
+    callback=variable_name,
+    help="Name of the environment variable holding the judges' key (default: --api-key-env).",
 )
 @click.option(
     "--metrics",
@@ -94,7 +115,7 @@ def _int_list(value: str, name: str) -> list[int]:
 @click.option(
     "--embeddings",
     default=None,
-    help="Embeddings model for answer_relevancy, e.g. openai:text-embedding-3-small (from --base-url when given).",
+    help="Embeddings model for answer_relevancy, e.g. openai:text-embedding-3-small (from the judges' server when given).",
 )
 @click.option("--split", default="train", show_default=True, help="Split of DATASET when it is a dataset.")
 @click.option("--question-column", default="question", show_default=True, help="Question column of DATASET.")
@@ -142,13 +163,18 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     metrics = options["metrics"].split(",")
     select_metrics(metrics, embeddings=options["embeddings"] is not None)  # fail before any work; notes come later
     connection = {
-        "base_url": options["base_url"],
         "timeout": options["timeout"],
         "max_retries": options["max_retries"],
         "max_output_tokens": options["max_output_tokens"],
     }
-    judge = ModelSettings(spec=options["judge_model"] or options["model"], **connection)
-    reader = ModelSettings(spec=options["model"], **connection) if options["baseline"] else None
+    reader_endpoint = {"base_url": options["base_url"], "api_key_env": options["api_key_env"]}
+    # The judges' own server and key, each defaulting to the reader's.
+    judge_endpoint = {
+        "base_url": options["judge_base_url"] or options["base_url"],
+        "api_key_env": options["judge_api_key_env"] or options["api_key_env"],
+    }
+    judge = ModelSettings(spec=options["judge_model"] or options["model"], **judge_endpoint, **connection)
+    reader = ModelSettings(spec=options["model"], **reader_endpoint, **connection) if options["baseline"] else None
     testset = load_testset(
         options["dataset"],
         split=options["split"],

@@ -9,6 +9,7 @@ import click
 from click.core import ParameterSource
 
 from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL, BuildConfig
+from qagen.llm.backends import is_variable_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,10 +43,25 @@ _CALL_OPTIONS = (
     click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True, help="Seconds to wait for one reply."),
     click.option("--max-failure-rate", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Stop when more than this share of calls fails even after retries (checked after 20 calls)."),
 )  # fmt: skip
+
+
+def variable_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Check an `--...-api-key-env` value: the name of a variable, never a key (it is saved with the run)."""
+    if value is not None and not is_variable_name(value):
+        # The value is not repeated: it may be the key itself.
+        raise click.BadParameter(
+            "give the name of the environment variable that holds the key (such as OPENAI_API_KEY), not the key."
+        )
+    return value
+
+
 model_options = option_group(
     click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Generator model as LangChain's provider:model, e.g. openai:gpt-4o-mini."),
     click.option("--critic-model", default=None, help="Model of the three critics (default: --model)."),
-    click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help="URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI), e.g. http://localhost:8000/v1. [env: OPENAI_BASE_URL]"),
+    click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help="URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI) for --model, and the critics unless --critic-base-url, e.g. http://localhost:8000/v1. [env: OPENAI_BASE_URL]"),
+    click.option("--api-key-env", metavar="VAR", default=None, callback=variable_name, help="Name of the environment variable holding the key for --model (default: OPENAI_API_KEY for openai:* models). The name, not the key."),
+    click.option("--critic-base-url", envvar="QAGEN_CRITIC_BASE_URL", default=None, help="URL of the critics' server (default: --base-url). [env: QAGEN_CRITIC_BASE_URL]"),
+    click.option("--critic-api-key-env", metavar="VAR", default=None, callback=variable_name, help="Name of the environment variable holding the critics' key (default: --api-key-env)."),
     click.option("--temperature", type=float, default=None, help="Sampling temperature (default: the model's own)."),
     click.option("--max-output-tokens", type=click.IntRange(min=1), default=None, help="Cap on tokens per reply, for generator and critic (default: 2048, room for a reasoning model's thinking; a reply cut at the cap is recorded as truncated)."),
     *_CALL_OPTIONS,
@@ -80,6 +96,10 @@ output_options = option_group(
 )
 
 
+# The critic's own server and key: unset, the critic's are the generator's (`--base-url`, `--api-key-env`).
+_CRITIC_OWN = {"critic_base_url": "base_url", "critic_api_key_env": "api_key_env"}
+
+
 def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
     """Map flat CLI options onto the nested `BuildConfig` fields (only the options present)."""
     nested: dict[str, Any] = {}
@@ -93,6 +113,7 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
     chunk_keys = {"chunk_size", "chunk_overlap", "length_unit", "encoding"}
     model_keys = {
         "base_url": "base_url",
+        "api_key_env": "api_key_env",
         "temperature": "temperature",
         "max_output_tokens": "max_output_tokens",
         "rpm": "rpm",
@@ -129,6 +150,8 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
             nested.setdefault("generator", {})["spec"] = value
         elif key == "critic_model":
             nested.setdefault("critic", {})["spec"] = value
+        elif key in _CRITIC_OWN:
+            pass  # below: they override what the generator's options set for the critic
         elif key in top_keys:
             nested[key] = value
         elif key[4:] in {"groundedness", "relevance", "standalone"}:
@@ -137,6 +160,9 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
         else:
             # An option with no place in the settings would be silently ignored: a bug, not input.
             raise AssertionError(f"option {key!r} is not mapped onto BuildConfig")
+    for key, field in _CRITIC_OWN.items():
+        if options.get(key) is not None:
+            nested.setdefault("critic", {})[field] = options[key]
     return nested
 
 
@@ -153,6 +179,8 @@ _MODEL_OPTIONS = {
     "model",
     "critic_model",
     "base_url",
+    "api_key_env",
+    *_CRITIC_OWN,
     "temperature",
     "max_output_tokens",
     "rpm",
@@ -186,4 +214,10 @@ def config_from_options(
             given.setdefault(key, options[key])
         if given.get("critic_model") is None and "model" in given:
             given["critic_model"] = given["model"]
-    return BuildConfig.model_validate(_merge(stored.model_dump(mode="json"), _config_fields(given)))
+    fields = _config_fields(given)
+    for key, field in _CRITIC_OWN.items():
+        # A critic that has a server or key of its own keeps it when only the generator's is given
+        # again (e.g. by OPENAI_BASE_URL in the environment): its calls must not move elsewhere.
+        if key not in given and getattr(stored.critic, field) != getattr(stored.generator, field):
+            fields.get("critic", {}).pop(field, None)
+    return BuildConfig.model_validate(_merge(stored.model_dump(mode="json"), fields))

@@ -19,6 +19,7 @@ from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.systems.protocol import RagSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
+from qagen.llm.backends import api_key_of
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.task import Role
@@ -103,7 +104,7 @@ def evaluate(
     timeout, retries), a LangChain chat model, or a ready `LLMClient`. Reader and judge calls share
     one bound, `concurrency`, and one `rpm` limit.
     `embeddings` (for answer_relevancy) is a LangChain spec such as `openai:text-embedding-3-small`
-    (served from the judge's `base_url` when it has one), a LangChain `Embeddings`, or an async
+    (served from the judge's `base_url`, with its key, when it has one), a LangChain `Embeddings`, or an async
     function `texts -> vectors`.
 
     Notes about the metrics (one left out of a group) go to `on_note` (default: printed to stderr)
@@ -246,12 +247,13 @@ def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None)
     options: dict[str, Any] = {}
     base_url = (judge.base_url if judge else None) or os.environ.get("OPENAI_BASE_URL")
     if embeddings.startswith("openai:") and base_url:
-        # An OpenAI-compatible server (vLLM, Ollama...): the judge's server, a placeholder key if
-        # it needs none, and no client-side tiktoken length check (it downloads tables, and the
+        # An OpenAI-compatible server (vLLM, Ollama...): the judge's server, its key (a placeholder
+        # if it needs none), and no client-side tiktoken length check (it downloads tables, and the
         # server's model has its own tokenizer).
         options = {"base_url": base_url, "check_embedding_ctx_length": False}
-        if not os.environ.get("OPENAI_API_KEY"):
-            options["api_key"] = "EMPTY"
+        openai_judge = judge is not None and judge.provider == "openai"
+        api_key = api_key_of(judge) if openai_judge and judge else os.environ.get("OPENAI_API_KEY")
+        options["api_key"] = api_key or "EMPTY"
     try:
         model = init_embeddings(embeddings, **options)
     except (ValueError, ImportError) as exc:

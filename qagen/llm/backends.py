@@ -20,16 +20,18 @@ import os
 import re
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, field_serializer
+from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 
 from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.llm.normalise import normalise_reply
 from qagen.llm.task import Reply, Request
 from qagen.records import Usage
-from qagen.redaction import redact, strip_userinfo
+from qagen.redaction import redact, register_secret, strip_userinfo
 
 # A key that OpenAI-compatible servers without authentication accept (vLLM, Ollama, llama.cpp).
 _NO_KEY_PLACEHOLDER = "EMPTY"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 DEFAULT_MAX_OUTPUT_TOKENS = 2048
@@ -51,6 +53,22 @@ class ModelSettings(BaseModel):
     timeout: float = 120.0
     max_retries: int = 6
     rpm: float | None = None
+    api_key_env: str | None = None
+    """The name of the environment variable that holds this model's key (never the key itself:
+    settings are saved in run.json and summary.json). None: the provider's own variable
+    (OPENAI_API_KEY for `openai:*`)."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, name: str | None) -> str | None:
+        # A key pasted here by mistake would be saved with the settings: refuse it, without echoing it.
+        if name is not None and not is_variable_name(name):
+            raise ConfigError(
+                f"`api_key_env` is the name of the environment variable that holds the key (such as "
+                f"{DEFAULT_KEY_ENV}), not the key; got {len(name)} characters that are no variable name.",
+                settings=("api_key_env",),
+            )
+        return name
 
     @field_serializer("base_url")
     def _without_credentials(self, base_url: str | None) -> str | None:
@@ -87,11 +105,12 @@ class OpenAIBackend:
         import openai
 
         base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        api_key = os.environ.get("OPENAI_API_KEY")
+        api_key = api_key_of(settings)
         if not api_key:
             if base_url is None:
                 raise LLMUnavailableError(
-                    "No API key: set OPENAI_API_KEY, or point `base_url` at an OpenAI-compatible server.",
+                    f"No API key for '{settings.spec}': set {DEFAULT_KEY_ENV}, or point `base_url` at an "
+                    "OpenAI-compatible server.",
                     settings=("base_url",),
                 )
             api_key = _NO_KEY_PLACEHOLDER
@@ -162,6 +181,9 @@ class LangChainBackend:
         kwargs["max_tokens"] = settings.output_cap
         if settings.base_url is not None:
             kwargs["base_url"] = settings.base_url
+        api_key = api_key_of(settings)
+        if api_key is not None:
+            kwargs["api_key"] = api_key
         try:
             return cls(init_chat_model(settings.spec, **kwargs))
         except (ValueError, ImportError) as exc:
@@ -192,6 +214,29 @@ class LangChainBackend:
 
     async def aclose(self) -> None:
         """LangChain models own no connections that must be closed here."""
+
+
+def is_variable_name(name: str) -> bool:
+    """Whether `name` can name an environment variable and is not shaped like a key itself."""
+    return _ENV_NAME.fullmatch(name) is not None and redact(name) == name
+
+
+def api_key_of(settings: ModelSettings) -> str | None:
+    """The model's key: from `api_key_env` when set (an error if that variable is not), else from
+    OPENAI_API_KEY for `openai:*` and None for other providers (their packages read their own).
+
+    A key read from a variable of the user's choosing is registered with `redact`, which knows only
+    the usual variables by itself: a server quoting it back in an error must not get it written.
+    """
+    if settings.api_key_env is None:
+        return os.environ.get(DEFAULT_KEY_ENV) if settings.provider == "openai" else None
+    api_key = os.environ.get(settings.api_key_env)
+    if not api_key:
+        raise LLMUnavailableError(
+            f"No API key for '{settings.spec}': the environment variable {settings.api_key_env} is not set."
+        )
+    register_secret(api_key)
+    return api_key
 
 
 def build_backend(settings: ModelSettings, *, connections: int = 100) -> ChatBackend:

@@ -19,7 +19,7 @@ from typing import Any
 
 from qagen.errors import ErrorBudgetExceededError, LLMUnavailableError
 from qagen.failures import Failure, FailureKind
-from qagen.llm.backends import ChatBackend, MalformedCompletionError, ModelSettings, build_backend
+from qagen.llm.backends import DEFAULT_KEY_ENV, ChatBackend, MalformedCompletionError, ModelSettings, build_backend
 from qagen.llm.task import Outcome, Request
 from qagen.redaction import redact, strip_userinfo
 
@@ -181,7 +181,10 @@ class LLMClient:
         detail = redact(f"{type(exc).__name__}: {exc}")[:500]
         model = self.settings.spec
         if code == 401:
-            raise LLMUnavailableError(f"{self.where} rejected the API key (401); check OPENAI_API_KEY.") from None
+            variable = self.settings.api_key_env or DEFAULT_KEY_ENV
+            raise LLMUnavailableError(
+                f"{self.where} rejected the API key of '{self.settings.spec}' (401); check {variable}."
+            ) from None
         if code == 403:
             raise LLMUnavailableError(f"{self.where} refused access to '{model}' (403).") from None
         if code == 404:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
@@ -58,3 +59,14 @@ def test_an_evaluation_that_answered_nothing_exits_non_zero(llm: StandInLLM, cor
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 1, result.output
     assert "questions was answered (mostly reader_failed: server_error)" in result.output
+
+
+def test_a_rejected_key_names_the_variable_it_came_from(
+    llm: StandInLLM, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    llm.configure(api_key="the-right-key")
+    monkeypatch.setenv("MY_LOCAL_KEY", "a-wrong-key")
+    code, output, _ = _build(llm, corpus, tmp_path / "run", "--api-key-env", "MY_LOCAL_KEY")
+    assert code == 1, output
+    assert "rejected the API key of 'openai:stand-in' (401); check MY_LOCAL_KEY." in output
+    assert "a-wrong-key" not in output
