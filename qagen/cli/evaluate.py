@@ -131,6 +131,12 @@ def _int_list(value: str, name: str) -> list[int]:
     default=None,
     help="Cap on tokens per reply, for the reader and the judges (default: 2048; a reply cut at the cap is recorded as truncated).",
 )
+@click.option(
+    "--judge-max-output-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The judges' own cap on tokens per reply (default: --max-output-tokens).",
+)
 @call_options
 @click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
 @friendly_errors
@@ -173,7 +179,10 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         "base_url": options["judge_base_url"] or options["base_url"],
         "api_key_env": options["judge_api_key_env"] or options["api_key_env"],
     }
-    judge = ModelSettings(spec=options["judge_model"] or options["model"], **judge_endpoint, **connection)
+    judge_cap = {"max_output_tokens": options["judge_max_output_tokens"] or options["max_output_tokens"]}
+    judge = ModelSettings(
+        spec=options["judge_model"] or options["model"], **judge_endpoint, **{**connection, **judge_cap}
+    )
     reader = ModelSettings(spec=options["model"], **reader_endpoint, **connection) if options["baseline"] else None
     testset = load_testset(
         options["dataset"],

@@ -64,6 +64,7 @@ model_options = option_group(
     click.option("--critic-api-key-env", metavar="VAR", default=None, callback=variable_name, help="Name of the environment variable holding the critics' key (default: --api-key-env)."),
     click.option("--temperature", type=float, default=None, help="Sampling temperature (default: the model's own)."),
     click.option("--max-output-tokens", type=click.IntRange(min=1), default=None, help="Cap on tokens per reply, for generator and critic (default: 2048, room for a reasoning model's thinking; a reply cut at the cap is recorded as truncated)."),
+    click.option("--critic-max-output-tokens", type=click.IntRange(min=1), default=None, help="The critics' own cap on tokens per reply (default: --max-output-tokens)."),
     *_CALL_OPTIONS,
 )  # fmt: skip
 # How fast a command may call its models: the same for every command and shared by all its models.
@@ -97,7 +98,11 @@ output_options = option_group(
 
 
 # The critic's own server and key: unset, the critic's are the generator's (`--base-url`, `--api-key-env`).
-_CRITIC_OWN = {"critic_base_url": "base_url", "critic_api_key_env": "api_key_env"}
+_CRITIC_OWN = {
+    "critic_base_url": "base_url",
+    "critic_api_key_env": "api_key_env",
+    "critic_max_output_tokens": "max_output_tokens",
+}
 
 
 def _config_fields(options: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -150,3 +151,13 @@ def test_flags_come_from_the_click_options() -> None:
     assert flags["max_failure_rate"] == "--max-failure-rate" and flags["n_generations"] == "--n-generations"
     assert flags["embeddings"] == "--embeddings" and flags["metrics"] == "--metrics"
     assert flags["k"] == "--k" and flags["judge"] == "--judge-model" and flags["license"] == "--license"
+
+
+def test_the_critic_has_its_own_output_cap(tmp_path: Path) -> None:
+    corpus = Path(__file__).resolve().parents[2] / "examples" / "corpus"
+    args = ["build", str(corpus), "--out", str(tmp_path / "run"), "--dry-run", "-q"]
+    args += ["--max-output-tokens", "300", "--critic-max-output-tokens", "64", "--base-url", "http://127.0.0.1:9/v1"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "run" / "run.json").read_text())["config"]
+    assert (config["generator"]["max_output_tokens"], config["critic"]["max_output_tokens"]) == (300, 64)
