@@ -1,4 +1,5 @@
-"""The stand-in LLM's knobs: transport behaviour (latency, faults, auth, models) plus the reply policy.
+"""The stand-in LLM's knobs: transport behaviour (latency, faults, auth, models), the reply policy
+(what replies say) and the shape policy (how they are sent).
 
 One frozen `Knobs` value is in force at a time; `StandInLLM.configure` replaces it in one assignment,
 and each request reads it once, so a request in flight never sees half a change.
@@ -12,11 +13,12 @@ from collections.abc import Mapping
 
 from qagen.testing.llm.faults import FAULT_KINDS
 from qagen.testing.llm.replies import ReplyPolicy
+from qagen.testing.llm.shaping import ShapePolicy
 
 
 @dataclasses.dataclass(frozen=True)
 class Knobs:
-    """Transport behaviour plus the reply policy; replaced atomically by `StandInLLM.configure`."""
+    """Transport behaviour, reply and shape policies; replaced atomically by `StandInLLM.configure`."""
 
     latency: float = 0.0
     fault_rate: float = 0.0
@@ -28,6 +30,7 @@ class Knobs:
     echo_key: bool = False
     models: tuple[str, ...] | None = None
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
+    shaping: ShapePolicy = dataclasses.field(default_factory=ShapePolicy)
 
     def __post_init__(self) -> None:
         rates = {
@@ -36,6 +39,7 @@ class Knobs:
             "format_variety": self.replies.format_variety,
             "generation_format_variety": self.replies.generation_format_variety,
             "duplicate_rate": self.replies.duplicate_rate,
+            **self.shaping.rates(),
         }
         pass_rate = self.replies.pass_rate
         if isinstance(pass_rate, Mapping):
@@ -57,8 +61,10 @@ class Knobs:
         unknown = set(self.fault_kinds) - set(FAULT_KINDS)
         if unknown or not self.fault_kinds:
             raise ValueError(f"fault_kinds must be a non-empty subset of {FAULT_KINDS}.")
+        self.shaping.validate()
 
 
-# The names `StandInLLM.configure` accepts: the reply policy's, and the transport knobs.
+# The names `StandInLLM.configure` accepts: the reply policy's, the shape policy's, the transport knobs.
 REPLY_FIELDS = frozenset(f.name for f in dataclasses.fields(ReplyPolicy))
-KNOB_FIELDS = frozenset(f.name for f in dataclasses.fields(Knobs)) - {"replies"}
+SHAPE_FIELDS = frozenset(f.name for f in dataclasses.fields(ShapePolicy))
+KNOB_FIELDS = frozenset(f.name for f in dataclasses.fields(Knobs)) - {"replies", "shaping"}

@@ -30,7 +30,16 @@ class LogEntry(TypedDict):
     format: str | None
     malformed: str | None
     fault: str | None
-    reply: str | None
+    reply: str | None  # the message's content as sent (None: no reply, or `content: null`)
+    # How the reply was sent (`qagen.testing.llm.shaping`); None for requests not answered by a reply.
+    finish_reason: str | None  # "stop" or "length"
+    thinking: str | None  # "inline", "reasoning_content", "unterminated", or None
+    reasoning_content: str | None  # the message's reasoning_content as sent
+    decoy_score: int | None  # the reasoning's draft rating / score / grade / verdict
+    decoy_question: str | None  # the reasoning's draft question (generation)
+    decoy_answer: str | None  # the reasoning's draft answer (generation, RAG answer)
+    cut: str | None  # why the reply was cut short: "truncate_rate" or "max_tokens"
+    huge_bytes: int | None  # huge_reply_bytes, if this reply was chosen for padding up to that size
 
 
 def new_entry(method: str, path: str, body_sha256: str | None) -> LogEntry:
@@ -51,6 +60,14 @@ def new_entry(method: str, path: str, body_sha256: str | None) -> LogEntry:
         malformed=None,
         fault=None,
         reply=None,
+        finish_reason=None,
+        thinking=None,
+        reasoning_content=None,
+        decoy_score=None,
+        decoy_question=None,
+        decoy_answer=None,
+        cut=None,
+        huge_bytes=None,
     )
 
 

@@ -1,55 +1,55 @@
 """The OpenAI-shaped JSON the stand-in LLM reads and sends: chat messages, completions, errors, models.
 
-Usage figures count about four characters per token, the same rule that cuts a reply short at the
-request's `max_tokens`.
+Usage figures count about four characters per token (`qagen.testing.llm.shaping.tokens`), the same
+rule that cuts a reply short at the request's `max_tokens` (`qagen.testing.llm.shaping.shape`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from qagen.testing.llm.replies import Reply
+from qagen.testing.llm.shaping import Shaped, tokens
 
 DEFAULT_MODEL = "stand-in"
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 MODELS_PATHS = frozenset({"/v1/models", "/models"})
 
 
-def completion(request: dict[str, Any], messages: list[Any], reply: Reply, sha: str) -> dict[str, Any]:
-    """The `chat.completion` body answering `request` with `reply` (`n` copies of it, within `max_tokens`)."""
-    content, finish_reason = reply.content, reply.finish_reason
-    limit = request.get("max_completion_tokens") or request.get("max_tokens")
-    # Same ~4 characters per token as the usage figures: a small limit cuts the reply short.
-    if isinstance(limit, int) and limit > 0 and len(content) > 4 * limit:
-        content, finish_reason = content[: 4 * limit], "length"
+def completion(request: dict[str, Any], messages: list[Any], shaped: Shaped, sha: str) -> dict[str, Any]:
+    """The `chat.completion` body answering `request` with `shaped` (`n` copies of it).
+
+    ``reasoning_content`` is a field of the message only when the reply has reasoning there, and
+    then ``usage`` tells its tokens apart (``completion_tokens_details.reasoning_tokens``).
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": shaped.content}
+    if shaped.reasoning_content is not None:
+        message["reasoning_content"] = shaped.reasoning_content
     n = request.get("n")
     choices = n if isinstance(n, int) and 1 <= n <= 16 else 1
-    prompt_tokens = _tokens(sum(len(message_text(m)) for m in messages))
-    completion_tokens = _tokens(len(content)) * choices
+    prompt_tokens = tokens("".join(message_text(m) for m in messages))
+    reasoning_tokens = tokens(shaped.reasoning_content) * choices
+    completion_tokens = tokens(shaped.content) * choices + reasoning_tokens
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    if shaped.reasoning_content is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return {
         "id": "chatcmpl-" + hashlib.sha256(f"{sha}:{time.time_ns()}".encode()).hexdigest()[:24],
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request["model"],
         "choices": [
-            {
-                "index": i,
-                "message": {"role": "assistant", "content": content},
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }
+            {"index": i, "message": dict(message), "logprobs": None, "finish_reason": shaped.finish_reason}
             for i in range(choices)
         ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
+        "usage": usage,
     }
 
 
@@ -72,10 +72,6 @@ def encode(payload: Mapping[str, Any]) -> bytes:
         # A reply holding a lone surrogate (half an emoji cut off): sent as the `\ud83d` escape,
         # as a JavaScript server would send it, so clients meet what real servers send.
         return json.dumps(payload).encode("ascii")
-
-
-def _tokens(chars: int) -> int:
-    return math.ceil(chars / 4)
 
 
 def message_text(message: Any) -> str:

@@ -2,8 +2,9 @@
 
 `StandInApp` is the app of `qagen.testing.llm.http.LLMHTTPServer`: it reads each request, checks it
 as OpenAI does (key, model, body), counts its attempt (`qagen.testing.llm.faults`), and answers with
-`make_reply`'s reply after the `latency` knob, or with the injected fault. Every request is logged
-before its answer goes out, so once a client has its answer, the log already has it.
+`make_reply`'s reply, sent as `shape` says (reasoning, cut-offs, padding, the request's token limit),
+after the `latency` knob, or with the injected fault. Every request is logged before its answer goes
+out, so once a client has its answer, the log already has it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from qagen.testing.llm.payloads import (
     prompt_text,
 )
 from qagen.testing.llm.replies import Reply, make_reply
+from qagen.testing.llm.shaping import Shaped, shape, token_limit
 
 
 class StandInApp:
@@ -139,11 +141,13 @@ class StandInApp:
             self._fault(handler, entry, fault, knobs, request, prompt, sha)
             return
         reply = make_reply(prompt, request_key=sha, reply_number=reply_number, policy=knobs.replies)
+        limit = token_limit(request)
+        shaped = shape(reply, knobs.shaping, request_key=sha, reply_number=reply_number, max_tokens=limit)
         remaining = knobs.latency - (time.monotonic() - arrived)
         if remaining > 0 and self.stopping.wait(remaining):
             handler.close_connection = True  # shutting down: abandon the reply
             return
-        self._complete(handler, entry, request, messages, reply, sha)
+        self._complete(handler, entry, request, messages, reply, shaped, sha)
 
     def _fault(
         self,
@@ -174,7 +178,9 @@ class StandInApp:
             # Reply number 0 and no malformed replies: this answer is not counted as one.
             policy = dataclasses.replace(knobs.replies, malformed_rate=0.0)
             reply = make_reply(prompt, request_key=sha, reply_number=0, policy=policy)
-            payload = completion(request, request["messages"], reply, sha)
+            limit = token_limit(request)
+            shaped = shape(reply, knobs.shaping, request_key=sha, reply_number=0, max_tokens=limit)
+            payload = completion(request, request["messages"], shaped, sha)
             send(handler, 200, encode(payload), {})
 
     def _complete(
@@ -184,16 +190,26 @@ class StandInApp:
         request: dict[str, Any],
         messages: list[Any],
         reply: Reply,
+        shaped: Shaped,
         sha: str,
     ) -> None:
-        payload = completion(request, messages, reply, sha)
+        payload = completion(request, messages, shaped, sha)
         entry["kind"] = reply.kind
         entry["prompt"] = reply.prompt
         entry["criterion"] = reply.criterion
         entry["score"] = reply.score
         entry["format"] = reply.format
         entry["malformed"] = reply.malformed
-        entry["reply"] = payload["choices"][0]["message"]["content"]
+        decoy = shaped.decoy
+        entry["reply"] = shaped.content
+        entry["finish_reason"] = shaped.finish_reason
+        entry["thinking"] = shaped.thinking
+        entry["reasoning_content"] = shaped.reasoning_content
+        entry["decoy_score"] = decoy.score if decoy is not None else None
+        entry["decoy_question"] = decoy.question if decoy is not None else None
+        entry["decoy_answer"] = decoy.answer if decoy is not None else None
+        entry["cut"] = shaped.cut
+        entry["huge_bytes"] = shaped.huge_bytes
         self._respond(handler, entry, 200, payload)
 
     def crashed(self, handler: LLMRequestHandler) -> None:

@@ -12,6 +12,10 @@ answers the requests, `qagen.testing.llm.http` is the HTTP plumbing):
   timeout, reproducibly (`qagen.testing.llm.faults`); a retrying client ends with the same answers;
 - ``malformed_rate``, ``format_variety``, ``generation_format_variety``, ``duplicate_rate``,
   ``pass_rate``, ``score_policy``, ``judge_policy``: what the replies say (`ReplyPolicy`);
+- ``think_rate``, ``think_tag``, ``reasoning_content_rate``, ``truncate_rate``,
+  ``unterminated_think_rate``, ``huge_reply_bytes``, ``huge_rate``: how they are sent, as reasoning
+  models and length-limited servers send them (`ShapePolicy`, `qagen.testing.llm.shaping`); the
+  request's ``max_tokens`` / ``max_completion_tokens`` is always honoured;
 - ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors;
   with ``echo_key`` the 401, 429 and 500 messages quote the key they were sent, unmasked (OpenAI
   quotes a masked key), so tests can check that no error body carries a key through to the user.
@@ -41,13 +45,14 @@ from typing import TYPE_CHECKING, Any
 
 from qagen.testing.llm.faults import FAULT_KINDS
 from qagen.testing.llm.http import HOST, LLMHTTPServer
-from qagen.testing.llm.knobs import KNOB_FIELDS, REPLY_FIELDS, Knobs
+from qagen.testing.llm.knobs import KNOB_FIELDS, REPLY_FIELDS, SHAPE_FIELDS, Knobs
 from qagen.testing.llm.log import LogEntry
 from qagen.testing.llm.outcomes import DEFAULT_PASS_RATE, DUPLICATE_QUESTION, factoid_for, judge_score, score_for
 from qagen.testing.llm.payloads import DEFAULT_MODEL
 from qagen.testing.llm.replies import JudgePolicy, ReplyPolicy, ScorePolicy
 from qagen.testing.llm.routes import StandInApp
 from qagen.testing.llm.server_args import build_parser
+from qagen.testing.llm.shaping import ShapePolicy
 
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
@@ -89,6 +94,13 @@ class StandInLLM:
         pass_rate: float | Mapping[str, float] = DEFAULT_PASS_RATE,
         score_policy: ScorePolicy | None = None,
         judge_policy: JudgePolicy | None = None,
+        think_rate: float = 0.0,
+        think_tag: str = "think",
+        reasoning_content_rate: float = 0.0,
+        truncate_rate: float = 0.0,
+        unterminated_think_rate: float = 0.0,
+        huge_reply_bytes: int = 0,
+        huge_rate: float = 1.0,
         api_key: str | None = None,
         echo_key: bool = False,
         models: Sequence[str] | None = None,
@@ -113,6 +125,15 @@ class StandInLLM:
                 malformed_rate=malformed_rate,
                 score_policy=score_policy,
                 judge_policy=judge_policy,
+            ),
+            shaping=ShapePolicy(
+                think_rate=think_rate,
+                think_tag=think_tag,
+                reasoning_content_rate=reasoning_content_rate,
+                truncate_rate=truncate_rate,
+                unterminated_think_rate=unterminated_think_rate,
+                huge_reply_bytes=huge_reply_bytes,
+                huge_rate=huge_rate,
             ),
         )
         self.log_path = Path(log_path) if log_path is not None else None
@@ -190,7 +211,7 @@ class StandInLLM:
 
     def configure(self, **changes: Any) -> None:
         """Change knobs (constructor names, except `port`/`log_path`) for subsequent requests."""
-        unknown = set(changes) - REPLY_FIELDS - KNOB_FIELDS
+        unknown = set(changes) - REPLY_FIELDS - SHAPE_FIELDS - KNOB_FIELDS
         if unknown:
             raise TypeError(f"unknown knob(s): {sorted(unknown)}")
         transport = {k: v for k, v in changes.items() if k in KNOB_FIELDS}
@@ -200,8 +221,11 @@ class StandInLLM:
         replies = dataclasses.replace(
             self._app.knobs.replies, **{k: v for k, v in changes.items() if k in REPLY_FIELDS}
         )
+        shaping = dataclasses.replace(
+            self._app.knobs.shaping, **{k: v for k, v in changes.items() if k in SHAPE_FIELDS}
+        )
         # One assignment: a request in flight sees either the old knobs or the new ones.
-        self._app.knobs = dataclasses.replace(self._app.knobs, replies=replies, **transport)
+        self._app.knobs = dataclasses.replace(self._app.knobs, replies=replies, shaping=shaping, **transport)
 
     def chat_model(self, **kwargs: Any) -> ChatOpenAI:
         """A `ChatOpenAI` pointed at this server (defaults: model "stand-in", this server's key)."""
@@ -257,6 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             generation_format_variety=args.generation_format_variety,
             duplicate_rate=args.duplicate_rate,
             pass_rate=args.pass_rate,
+            think_rate=args.think_rate,
+            think_tag=args.think_tag,
+            reasoning_content_rate=args.reasoning_content_rate,
+            truncate_rate=args.truncate_rate,
+            unterminated_think_rate=args.unterminated_think_rate,
+            huge_reply_bytes=args.huge_reply_bytes,
+            huge_rate=args.huge_rate,
             api_key=args.api_key,
             models=args.models,
             log_path=args.log,

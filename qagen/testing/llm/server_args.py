@@ -10,6 +10,7 @@ from pathlib import Path
 
 from qagen.testing.llm.faults import FAULT_KINDS
 from qagen.testing.llm.outcomes import DEFAULT_PASS_RATE
+from qagen.testing.llm.shaping import THINK_TAGS
 
 
 def _rate(text: str) -> float:
@@ -28,6 +29,13 @@ def _pass_rate(text: str) -> float | dict[str, float]:
         name, _, value = item.partition("=")
         rates[name.strip()] = _rate(value)
     return rates
+
+
+def _size(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return value
 
 
 def _names(text: str) -> list[str]:
@@ -64,6 +72,23 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_PASS_RATE,
         help="share of questions rated 4-5: 0.8, or groundedness=0.9,relevance=0.5,...",
     )
+    add("--think-rate", type=_rate, default=0.0, help="share of replies preceded by inline <think> reasoning")
+    add("--think-tag", choices=THINK_TAGS, default="think", help="tag of inline reasoning")
+    add(
+        "--reasoning-content-rate",
+        type=_rate,
+        default=0.0,
+        help="share of replies with their reasoning in message.reasoning_content",
+    )
+    add("--truncate-rate", type=_rate, default=0.0, help="share of replies cut short (finish_reason length)")
+    add(
+        "--unterminated-think-rate",
+        type=_rate,
+        default=0.0,
+        help="share of replies that are only unclosed reasoning (finish_reason length)",
+    )
+    add("--huge-reply-bytes", type=_size, default=0, help="pad chosen replies to this many bytes; 0: off")
+    add("--huge-rate", type=_rate, default=1.0, help="share of replies padded to --huge-reply-bytes")
     add("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
     add("--models", type=_names, default=None, help="comma-separated names; others get 404")
     add("--log", type=Path, default=None, help="append one JSON line per request to this file")
