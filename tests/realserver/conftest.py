@@ -26,9 +26,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(line)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def real_server() -> Iterator[RealServer]:
-    """The real server for the session; skips (fails under `QAGEN_REQUIRE_REAL_LLM=1`) when not installed."""
+    """The real server, for one test module (it holds the model in memory: stopped after the module).
+
+    Skips when it is not installed; fails instead under `QAGEN_REQUIRE_REAL_LLM=1`.
+    """
     install = find_llama()
     if isinstance(install, str):
         if os.environ.get(REQUIRE_ENV, "").strip() not in {"", "0"}:
@@ -36,7 +39,9 @@ def real_server() -> Iterator[RealServer]:
         pytest.skip(install)
     try:
         with serve(install) as server:
-            REAL_LLM_NOTES.append(f"real LLM: {server.description} ({install.python})")
+            note = f"real LLM: {server.description} ({install.python})"
+            if note not in REAL_LLM_NOTES:
+                REAL_LLM_NOTES.append(note)
             yield server
     except ServerDidNotStart as exc:
         pytest.fail(str(exc), pytrace=False)
