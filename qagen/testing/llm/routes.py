@@ -48,6 +48,7 @@ class StandInApp:
         self._in_flight = 0
         self.max_in_flight = 0
         self._in_flight_lock = threading.Lock()
+        self._serving: set[LLMRequestHandler] = set()
 
     def _authorised(self, handler: LLMRequestHandler, knobs: Knobs) -> bool:
         key = knobs.api_key
@@ -81,10 +82,19 @@ class StandInApp:
         with self._in_flight_lock:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        self._serving.add(handler)
         try:
             self._serve_post(handler)
         finally:
-            with self._in_flight_lock:
+            self._done_serving(handler)
+
+    def _done_serving(self, handler: LLMRequestHandler) -> None:
+        # Once per request, before its reply goes out (`_respond`), or when it ends without one:
+        # a client that sends its next request the moment it has a reply must not find this one
+        # still counted.
+        with self._in_flight_lock:
+            if handler in self._serving:
+                self._serving.discard(handler)
                 self._in_flight -= 1
 
     def _serve_post(self, handler: LLMRequestHandler) -> None:
@@ -247,4 +257,5 @@ class StandInApp:
         entry["status_code"] = status
         # Logged before the bytes go out: once the client has its answer, the log already has it.
         self.log.record(entry)
+        self._done_serving(handler)
         send(handler, status, encode(payload), headers or {})
