@@ -75,7 +75,12 @@ def reference_data() -> Path:
     here = Path(__file__).resolve().parent.parent
     data = here.parent / "shared" / "reference" / "data"
     if not data.is_dir():
-        pytest.fail(f"reference data not found at {data}; ../shared must sit beside the repository")
+        # A contributor's clone has no ../shared: these tests skip there, saying why. CI has it and
+        # sets QAGEN_REQUIRE_REFERENCE_DATA, so there a missing folder fails instead of skipping.
+        message = f"reference data not found at {data} (real LLM replies and the cookbook's eval set)"
+        if os.environ.get("QAGEN_REQUIRE_REFERENCE_DATA"):
+            pytest.fail(f"{message}; ../shared must sit beside the repository")
+        pytest.skip(message)
     return data
 
 
