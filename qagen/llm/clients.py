@@ -79,9 +79,8 @@ class Clients:
         made: dict[Any, LLMClient] = {}
         by_role: dict[Role, LLMClient] = {}
         for role, model in models.items():
-            identity: Any = model if isinstance(model, (ModelSettings, str)) else id(model)
-            if isinstance(model, str):
-                identity = ModelSettings(spec=model)
+            # Equal settings are one model (a spec is its settings); a ready object is itself.
+            identity: Any = as_settings(model) if isinstance(model, (ModelSettings, str)) else id(model)
             if identity not in made:
                 made[identity] = _client(model, limits, slots, limiter)
             by_role[role] = made[identity]
