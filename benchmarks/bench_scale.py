@@ -1,36 +1,93 @@
-"""Peak memory and throughput of chunking and sampling a large corpus (no LLM involved).
+"""A build at scale: CPU, memory and time per stage as drafts grow, and efficiency at high latency.
 
-    python benchmarks/bench_scale.py            # 1,000 MB of text in 1,000 files
-    python benchmarks/bench_scale.py --mb 200
+    python benchmarks/bench_scale.py                          # everything (about 20 minutes on 2 cores)
+    python benchmarks/bench_scale.py --sizes 2000,8000 --no-efficiency
+    python benchmarks/bench_scale.py --no-scale --efficiency 0.2x32
+    python benchmarks/bench_scale.py --dry-run-mb 1000        # chunk + sample 1,000 MB, no LLM
 
-Runs `qagen build CORPUS --dry-run` (load, chunk, write chunks, sample, estimate) in a subprocess
-and prints its wall time, throughput and peak resident memory, so the claim "a 1 GB corpus builds
-with peak memory well under 1 GB" is a measurement.
+Scale (`--sizes`, drafts; 0 ms stand-in, `--scale-concurrency` in flight): for each size, a fresh
+word-salad corpus of about 1.2 chunks per draft, one `qagen build`, then the same command again (a
+no-op re-run). Printed per size: CPU ms per LLM call and peak RSS of the whole CLI process, the
+time of each stage (chunk, LLM stage, finalize; near-duplicate removal inside finalize also on its
+own) and of the no-op re-run; then the log-log slope of each from the smallest to the largest size
+(1.0 is linear). Stage times come from timers wrapped around the pipeline's stage functions in the
+build's own process (`_DRIVER`); CPU and memory are the process's own rusage (`os.wait4`).
+
+Efficiency (`--efficiency LATENCYxCONCURRENCY[:CALLS]`): a plain `qagen build` CLI process against
+the stand-in with that latency, enough drafts for CALLS calls (default 3,300 at 200 ms x 32 and
+9,100 at 1 s x 256); efficiency = calls x latency / concurrency / wall, start-up included.
+
+The stand-in LLM runs in a process of its own, so its CPU is not counted; on a 2-core machine it
+still competes with the build, so run the big sizes alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import random
 import resource
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 WORDS = (
     "the of and to in a is that for it as was with be by on not he this are or his from at which but have an they "
     "you were her she there been one all we their has would when if so no will more can said who what about up out "
     "them into some time could then than other only its these new two may first any like now people my made over did"
 ).split(" ")
+CHUNKS_PER_MB = 555  # word salad at the default 2,000/200 chunking
+CALLS_PER_DRAFT = 3.3  # a little under the stand-in's 3.44 at its 0.8 pass rate, so CALLS is reached
+
+_DRIVER = r"""
+import json, sys, time
+from qagen.generation import dedup, pipeline
+
+log = open(sys.argv[1], "a", encoding="utf-8")
+spent = {"dedup": 0.0}
+
+def timed(owner, names, stage, *, accumulate=False):
+    name = next((n for n in names if hasattr(owner, n)), None)
+    if name is None:
+        return
+    original = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            seconds = time.perf_counter() - started
+            if accumulate:
+                spent[stage] += seconds
+            else:
+                log.write(json.dumps({"stage": stage, "seconds": seconds, "dedup": spent["dedup"]}) + "\n")
+                log.flush()
+                spent["dedup"] = 0.0
+    setattr(owner, name, wrapper)
+
+timed(pipeline, ["chunk_stage"], "chunk")
+timed(pipeline, ["load_sample"], "sample")
+timed(pipeline, ["run_llm_stages"], "llm")
+timed(pipeline, ["write_outputs", "_finalize"], "finalize")
+timed(dedup.NearDuplicateFilter, ["first_seen"], "dedup", accumulate=True)
+sys.argv = ["qagen", *sys.argv[2:]]
+from qagen.cli.app import run
+run()
+"""
 
 
-def write_corpus(root: Path, megabytes: int, files: int) -> int:
+def write_corpus(root: Path, megabytes: float, files: int) -> int:
     """`megabytes` of word-salad paragraphs in `files` Markdown files (deterministic)."""
     rng = random.Random(0)
     root.mkdir(parents=True, exist_ok=True)
-    per_file = megabytes * 1_000_000 // files
+    per_file = int(megabytes * 1_000_000) // files
     total = 0
     for index in range(files):
         parts: list[str] = []
@@ -45,28 +102,198 @@ def write_corpus(root: Path, megabytes: int, files: int) -> int:
     return total
 
 
+def corpus_for(work: Path, drafts: int) -> Path:
+    """A corpus of about 1.2 chunks per draft (so sampling chooses), in files of about 100 kB."""
+    megabytes = max(1.0, drafts * 1.2 / CHUNKS_PER_MB)
+    root = work / f"corpus-{drafts}"
+    write_corpus(root, megabytes, files=max(10, int(megabytes * 10)))
+    return root
+
+
+@contextmanager
+def stand_in(latency: float, work: Path) -> Iterator[str]:
+    """The stand-in LLM in a process of its own; yields its base URL."""
+    port_file = work / f"port-{time.monotonic_ns()}"
+    command = [sys.executable, "-m", "qagen.testing.llm.server", "--port", "0", "--port-file", str(port_file),
+               "--latency", str(latency)]  # fmt: skip
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    try:
+        while not port_file.exists():
+            if server.poll() is not None:
+                raise RuntimeError("the stand-in LLM did not start")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port_file.read_text().strip()}/v1"
+    finally:
+        server.terminate()
+        server.wait()
+
+
+class Process(NamedTuple):
+    wall: float
+    cpu: float
+    peak_mb: float
+
+
+def run_process(command: list[str]) -> Process:
+    """Run a command; its wall time, CPU seconds (user + system) and peak RSS, from its own rusage."""
+    env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
+    started = time.perf_counter()
+    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:4])} ... exited with {child.returncode}")
+    return Process(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def build_args(corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int) -> list[str]:
+    return ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", base_url,
+            "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q"]  # fmt: skip
+
+
+def calls_of(out: Path) -> int:
+    usage = json.loads((out / "summary.json").read_text())["usage"]
+    return int(usage["generation"]["calls"] + usage["critique"]["calls"])
+
+
+class Measured(NamedTuple):
+    drafts: int
+    calls: int
+    build: Process
+    stages: dict[str, float]
+    rerun: Process
+    rerun_stages: dict[str, float]
+
+
+def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, float]]:
+    """A build through `_DRIVER`: the process's numbers, and seconds per stage."""
+    timings.unlink(missing_ok=True)
+    process = run_process([sys.executable, "-c", _DRIVER, str(timings), *args])
+    stages: dict[str, float] = {}
+    for line in timings.read_text().splitlines():
+        entry = json.loads(line)
+        stages[entry["stage"]] = stages.get(entry["stage"], 0.0) + entry["seconds"]
+        stages["dedup"] = stages.get("dedup", 0.0) + entry["dedup"]
+    return process, stages
+
+
+def measure_size(work: Path, base_url: str, drafts: int, concurrency: int) -> Measured:
+    corpus = corpus_for(work, drafts)
+    out = work / f"run-{drafts}"
+    args = build_args(corpus, out, base_url, drafts, concurrency)
+    build, stages = timed_build(args, work / "timings.jsonl")
+    rerun, rerun_stages = timed_build(args, work / "timings.jsonl")
+    return Measured(drafts, calls_of(out), build, stages, rerun, rerun_stages)
+
+
+def slope(points: list[tuple[float, float]]) -> float:
+    """The log-log slope from the first point to the last (1.0: linear)."""
+    (x0, y0), (x1, y1) = points[0], points[-1]
+    if min(x0, y0, x1, y1) <= 0 or x0 == x1:
+        return math.nan
+    return math.log(y1 / y0) / math.log(x1 / x0)
+
+
+def report_scale(results: list[Measured], concurrency: int) -> None:
+    print(f"\nscale: 0 ms stand-in, {concurrency} in flight (whole CLI process; stage times inside it)")
+    header = ("drafts", "calls", "CPU ms/call", "peak MB", "wall s", "chunk s", "LLM s", "finalize s", "dedup s",
+              "no-op s", "no-op MB")  # fmt: skip
+    print("  " + "  ".join(f"{h:>11}" for h in header))
+    for m in results:
+        row = [m.drafts, m.calls, m.build.cpu * 1000 / m.calls, m.build.peak_mb, m.build.wall,
+               m.stages.get("chunk", 0.0), m.stages.get("llm", 0.0), m.stages.get("finalize", 0.0),
+               m.stages.get("dedup", 0.0), m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
+        print("  " + "  ".join(f"{v:>11,}" if isinstance(v, int) else f"{v:>11.2f}" for v in row))
+    if len(results) < 2:
+        return
+    series = {
+        "chunk": [(m.drafts, m.stages.get("chunk", 0.0)) for m in results],
+        "LLM stage": [(m.drafts, m.stages.get("llm", 0.0)) for m in results],
+        "finalize": [(m.drafts, m.stages.get("finalize", 0.0)) for m in results],
+        "finalize without dedup": [(m.drafts, m.stages["finalize"] - m.stages["dedup"]) for m in results],
+        "dedup": [(m.drafts, m.stages.get("dedup", 0.0)) for m in results],
+        "whole build (wall)": [(m.drafts, m.build.wall) for m in results],
+        "whole build (CPU)": [(m.drafts, m.build.cpu) for m in results],
+        "no-op re-run (wall)": [(m.drafts, m.rerun.wall) for m in results],
+    }
+    print(f"  log-log slope, {results[0].drafts:,} -> {results[-1].drafts:,} drafts (1.0 = linear):")
+    for name, points in series.items():
+        print(f"    {name:<24} {slope(points):5.2f}")
+
+
+def measure_efficiency(work: Path, latency: float, concurrency: int, target_calls: int) -> None:
+    drafts = math.ceil(target_calls / CALLS_PER_DRAFT)
+    corpus = corpus_for(work, drafts)
+    out = work / f"efficiency-{latency}x{concurrency}"
+    with stand_in(latency, work) as base_url:
+        process = run_process([sys.executable, "-m", "qagen", *build_args(corpus, out, base_url, drafts, concurrency)])
+    calls = calls_of(out)
+    bound = calls * latency / concurrency
+    print(
+        f"\nefficiency at {latency * 1000:.0f} ms x {concurrency} in flight: {calls:,} calls ({drafts:,} drafts), "
+        f"wall {process.wall:.1f} s (whole CLI process) vs bound {bound:.1f} s: {bound / process.wall:.3f}"
+    )
+    if calls < target_calls:
+        print(f"  (fewer calls than the {target_calls:,} asked: the critics rejected more than usual)")
+
+
+def dry_run(work: Path, megabytes: int, files: int, drafts: int) -> None:
+    """Chunking and sampling alone (`--dry-run`): throughput and peak memory over a large corpus."""
+    started = time.perf_counter()
+    size = write_corpus(work / "corpus", megabytes, files)
+    print(f"wrote {size / 1e6:,.0f} MB in {files} files in {time.perf_counter() - started:.0f} s")
+    out = work / "dry-run"
+    command = [sys.executable, "-m", "qagen", "build", str(work / "corpus"), "--out", str(out),
+               "--n-generations", str(drafts), "--dry-run", "-q"]  # fmt: skip
+    process = run_process(command)
+    chunks = sum(1 for _ in (out / "chunks.jsonl").open(encoding="utf-8"))
+    print(
+        f"qagen build --dry-run over {size / 1e6:,.0f} MB: {chunks:,} chunks in {process.wall:.0f} s "
+        f"({size / 1e6 / process.wall:.1f} MB/s), peak memory {process.peak_mb:,.0f} MB "
+        f"({process.peak_mb / (size / 1e6):.2f} x the corpus)"
+    )
+
+
+def parse_setting(text: str) -> tuple[float, int, int]:
+    """`0.2x32` or `1x256:9100` -> (latency s, concurrency, calls)."""
+    setting, _, calls = text.partition(":")
+    latency, _, concurrency = setting.partition("x")
+    default_calls = 3300 if float(latency) < 0.5 else 9100
+    return float(latency), int(concurrency), int(calls) if calls else default_calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mb", type=int, default=1000, help="corpus size in megabytes")
-    parser.add_argument("--files", type=int, default=1000)
-    parser.add_argument("--n-generations", type=int, default=5000)
+    parser.add_argument("--sizes", default="2000,8000,30000", help="drafts per scale run, comma-separated")
+    parser.add_argument("--scale-concurrency", type=int, default=64)
+    parser.add_argument("--no-scale", action="store_true", help="skip the scale runs")
+    parser.add_argument("--efficiency", default="0.2x32,1x256", help="LATENCYxCONCURRENCY[:CALLS], comma-separated")
+    parser.add_argument("--no-efficiency", action="store_true", help="skip the efficiency runs")
+    parser.add_argument("--dry-run-mb", type=int, default=0, help="instead: chunk + sample this many MB, no LLM")
+    parser.add_argument("--files", type=int, default=1000, help="with --dry-run-mb: files of the corpus")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="qagen-scale-"))
-    started = time.perf_counter()
-    size = write_corpus(work / "corpus", args.mb, args.files)
-    print(f"wrote {size / 1e6:,.0f} MB in {args.files} files in {time.perf_counter() - started:.0f} s")
-    command = [sys.executable, "-m", "qagen", "build", str(work / "corpus"), "--out", str(work / "run"),
-               "--n-generations", str(args.n_generations), "--dry-run", "-q"]  # fmt: skip
-    started = time.perf_counter()
-    completed = subprocess.run(command, capture_output=True, text=True, check=True)
-    wall = time.perf_counter() - started
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    chunks = sum(1 for _ in (work / "run" / "chunks.jsonl").open(encoding="utf-8"))
-    print(completed.stdout.strip())
-    print(
-        f"\nqagen build --dry-run over {size / 1e6:,.0f} MB: {chunks:,} chunks in {wall:.0f} s "
-        f"({size / 1e6 / wall:.1f} MB/s), peak memory {peak_mb:,.0f} MB ({peak_mb / (size / 1e6):.2f} x the corpus)"
-    )
+    print(f"work directory: {work}")
+    if args.dry_run_mb:
+        dry_run(work, args.dry_run_mb, args.files, 5000)
+        return
+    if not args.no_scale:
+        sizes = sorted(int(size) for size in args.sizes.split(","))
+        with stand_in(0.0, work) as base_url:
+            results = []
+            for drafts in sizes:
+                results.append(measure_size(work, base_url, drafts, args.scale_concurrency))
+                print(f"  {drafts:,} drafts measured", file=sys.stderr)
+        report_scale(results, args.scale_concurrency)
+    if not args.no_efficiency:
+        for setting in args.efficiency.split(","):
+            measure_efficiency(work, *parse_setting(setting))
+    print(f"\n(peak RSS of this script's children, for the record: {_children_peak_mb():,.0f} MB)")
+
+
+def _children_peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 if __name__ == "__main__":

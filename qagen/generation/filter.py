@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.tasks import BuildTasks
 from qagen.records import CRITERIA, CandidateRow, CandidateStatus, Chunk, Critique, DatasetRow, Draft, Funnel
+
+RecordT_co = TypeVar("RecordT_co", covariant=True)
 
 
 @dataclass
@@ -69,18 +71,24 @@ class _Fate(NamedTuple):
     critiques: dict[str, Critique]
 
 
-def assemble(
-    sample: list[Chunk],
-    drafts: dict[str, Draft],
-    critiques: dict[str, Critique],
-    config: BuildConfig,
-    tasks: BuildTasks,
-) -> Assembly:
-    """Candidate rows for every sampled chunk, in sampling order (so "keep the first" is stable)."""
-    counts = _Counts(sampled=len(sample))
-    dedup = NearDuplicateFilter(config.dedup_threshold)
-    candidates: list[CandidateRow] = []
-    for chunk in sample:
+class Records(Protocol[RecordT_co]):
+    """Records by id: a dict, or an index that reads them from the log when asked."""
+
+    def get(self, key: str, /) -> RecordT_co | None: ...
+
+
+class Assembler:
+    """Candidate rows one sampled chunk at a time, in sampling order (so "keep the first" is
+    stable), counting the funnel as it goes; `funnel()` once every chunk has had its row."""
+
+    def __init__(self, config: BuildConfig, tasks: BuildTasks, sampled: int) -> None:
+        self.config = config
+        self.tasks = tasks
+        self.counts = _Counts(sampled=sampled)
+        self.dedup = NearDuplicateFilter(config.dedup_threshold)
+
+    def candidate(self, chunk: Chunk, drafts: Records[Draft], critiques: Records[Critique]) -> CandidateRow:
+        config, tasks, counts = self.config, self.tasks, self.counts
         did = tasks.draft.key(chunk)
         draft = drafts.get(did)
         if draft is None:
@@ -95,18 +103,34 @@ def assemble(
             fate = _Fate("rejected", too_long, {})
         else:
             counts.drafted += 1
-            fate = _judge(Drafted(draft, chunk), critiques, config, tasks, counts, dedup)
-        candidates.append(_candidate(chunk, did, draft, fate, config, tasks))
+            fate = _judge(Drafted(draft, chunk), critiques, config, tasks, counts, self.dedup)
+        return _candidate(chunk, did, draft, fate, config, tasks)
+
+    def funnel(self) -> Funnel:
+        return self.counts.funnel()
+
+
+def assemble(
+    sample: list[Chunk],
+    drafts: Records[Draft],
+    critiques: Records[Critique],
+    config: BuildConfig,
+    tasks: BuildTasks,
+) -> Assembly:
+    """Candidate rows for every sampled chunk, in sampling order, all in memory (`Assembler` makes
+    them one at a time)."""
+    assembler = Assembler(config, tasks, len(sample))
+    candidates = [assembler.candidate(chunk, drafts, critiques) for chunk in sample]
     return Assembly(
         candidates=candidates,
         kept=[row.dataset_row() for row in candidates if row.status == "kept"],
-        funnel=counts.funnel(),
+        funnel=assembler.funnel(),
     )
 
 
 def _judge(
     drafted: Drafted,
-    critiques: dict[str, Critique],
+    critiques: Records[Critique],
     config: BuildConfig,
     tasks: BuildTasks,
     counts: _Counts,

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import importlib
-import itertools
 import sys
 import threading
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,12 +15,12 @@ from qagen.config import BuildConfig
 from qagen.errors import CorpusError, NothingUsableError
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
-from qagen.generation.filter import Assembly, assemble
+from qagen.generation.finalize import NoDraft, Outputs, write_outputs
+from qagen.generation.ledger import Ledger
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.generation.sample import ChunkRef, sampling_order, take
-from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
-from qagen.generation.write import funnel_table, save_rows
+from qagen.generation.write import funnel_table
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
 from qagen.records import Chunk, SkippedInput
@@ -32,6 +30,9 @@ from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
 _MAX_SKIP_MESSAGES = 20
+_LOOKAHEAD = 4
+"""Chunks under way per call slot (see `Executor.map`): at 4 the last calls of a build end within
+about one call's latency of each other (benchmarks/bench_scale.py measures the efficiency)."""
 
 
 def _say(message: str) -> None:
@@ -109,12 +110,16 @@ def run_llm_stages(
     generate: bool,
     critique: bool,
     progress: bool,
+    ledger: Ledger | None = None,
 ) -> str | None:
     """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook).
 
-    Returns None when all the work was done, or a sentence saying which spending cap stopped it.
+    `ledger`: where the stage keeps what it knows of the records (`build` hands it on to finalize,
+    so the logs are read once); None makes one for this call. Returns None when all the work was
+    done, or a sentence saying which spending cap stopped it.
     """
     stopped: list[str] = []
+    ledger = ledger or Ledger(run.drafts, run.critiques)
 
     async def main() -> None:
         models: dict[Role, ModelLike] = {"generator": config.generator, "critic": config.critic}
@@ -122,11 +127,19 @@ def run_llm_stages(
         # After the clients: their own imports are on the critical path, this one is not.
         _preload_in_background("datasets")
         try:
-            with run.drafts.open() as drafts, run.critiques.open() as critiques:
-                budget = make_budget(config, itertools.chain(drafts.records.values(), critiques.records.values()))
+            ledger.scan()
+            with ledger.appending():
+                budget = make_budget(config, ledger.spent())
                 executor = Executor(clients, workers=config.concurrency, budget=budget)
-                flow = BuildFlow(tasks, config, executor, drafts, critiques, generate=generate, critique=critique)
-                await executor.map(sample, flow, label=label(generate, critique), unit="chunk", progress=progress)
+                flow = BuildFlow(tasks, config, executor, ledger, generate=generate, critique=critique)
+                await executor.map(
+                    sample,
+                    flow,
+                    label=label(generate, critique),
+                    unit="chunk",
+                    progress=progress,
+                    lookahead=_LOOKAHEAD,
+                )
             if budget is not None and budget.reached:
                 stopped.append(budget.describe())
             else:
@@ -151,19 +164,17 @@ def _preload_in_background(module: str) -> None:
 # --- outputs ------------------------------------------------------------------------------------
 def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> dict[str, Any]:
     """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
-    return _finalize(config, run, tasks, sample)[0]
+    return write_outputs_and_say(config, run, tasks, sample).summary
 
 
-def _finalize(
-    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]
-) -> tuple[dict[str, Any], Assembly]:
-    drafts, critiques = run.drafts.load(), run.critiques.load()
-    result = assemble(sample, drafts, critiques, config, tasks)
-    save_rows(result.kept, run.dataset_dir, candidates=False)
-    save_rows(result.candidates, run.candidates_dir, candidates=True)
-    summary = summarise_build(config, run, tasks, result, drafts, critiques).model_dump(mode="json")
-    write_json_atomic(run.summary_file, summary)
-    return summary, result
+def write_outputs_and_say(
+    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk], ledger: Ledger | None = None
+) -> Outputs:
+    """`write_outputs`, saying so when the outputs were up to date already."""
+    outputs = write_outputs(config, run, tasks, sample, ledger)
+    if outputs.up_to_date:
+        _say("nothing changed: dataset is up to date")
+    return outputs
 
 
 # --- the whole build ----------------------------------------------------------------------------
@@ -195,23 +206,19 @@ def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResu
     run.open(config, tasks.prompt_hashes())
     chunk_stage(config, run, progress=progress)
     sample = load_sample(config, run)
-    stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress)
-    summary, result = _finalize(config, run, tasks, sample)
-    if stopped is None:
-        _raise_if_nothing_drafted(result, run)
-    return BuildResult(out, summary, stopped)
+    ledger = Ledger(run.drafts, run.critiques)
+    stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger)
+    outputs = write_outputs_and_say(config, run, tasks, sample, ledger)
+    if stopped is None and outputs.no_draft is not None:
+        _raise_nothing_drafted(outputs.no_draft, run)
+    return BuildResult(out, outputs.summary, stopped)
 
 
-def _raise_if_nothing_drafted(result: Assembly, run: RunDir) -> None:
+def _raise_nothing_drafted(no_draft: NoDraft, run: RunDir) -> None:
     """A build in which no draft could be read has nothing to show: one sentence on why, with an
     example reply (the outputs are written first, so every failure can be looked at)."""
-    candidates = result.candidates
-    if not candidates or result.funnel.drafted > 0:
-        return
-    commonest, count = Counter(row.reason for row in candidates).most_common(1)[0]
-    example = next(row for row in candidates if row.reason == commonest)
-    raw = " ".join((example.generation_raw or "").split())[:160]
+    raw = " ".join((no_draft.raw or "").split())[:160]
     raise NothingUsableError(
-        f"No draft could be read: all {len(candidates)} generations failed (mostly {commonest}, {count} times; "
-        f"e.g. {example.source_doc}: {raw!r}). Every reply is in {run.candidates_dir}."
+        f"No draft could be read: all {no_draft.candidates} generations failed (mostly {no_draft.reason}, "
+        f"{no_draft.times} times; e.g. {no_draft.source_doc}: {raw!r}). Every reply is in {run.candidates_dir}."
     )

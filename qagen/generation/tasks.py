@@ -10,16 +10,15 @@ in a run without the failure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from qagen.config import CRITIC_ORDER, BuildConfig
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
+from qagen.generation.ledger import CritiqueState, Ledger
 from qagen.llm.cost import Budget, price_for
-from qagen.records import Chunk, Critique, Draft
+from qagen.records import Chunk, Draft
 from qagen.runs.executor import Executor
-from qagen.runs.store import RecordStore
 
 
 @dataclass(frozen=True)
@@ -48,15 +47,18 @@ class BuildTasks:
 
 
 class BuildFlow:
-    """Drafts and critiques chunks through an executor, every record stored as it arrives."""
+    """Drafts and critiques chunks through an executor, every record stored as it arrives.
+
+    It decides from the ledger's small states, never from whole stored records (see
+    `qagen.generation.ledger`); a record made now is used whole, then only its state is kept.
+    """
 
     def __init__(
         self,
         tasks: BuildTasks,
         config: BuildConfig,
         executor: Executor,
-        drafts: RecordStore[Draft],
-        critiques: RecordStore[Critique],
+        ledger: Ledger,
         *,
         generate: bool = True,
         critique: bool = True,
@@ -64,45 +66,61 @@ class BuildFlow:
         self.tasks = tasks
         self.config = config
         self.executor = executor
-        self.drafts = drafts
-        self.critiques = critiques
+        self.ledger = ledger
         self.generate = generate
         self.critique = critique
 
     async def __call__(self, chunk: Chunk) -> None:
-        draft = (
-            await self.executor.run(self.tasks.draft, chunk, self.drafts)
-            if self.generate
-            else self.drafts.get(self.tasks.draft.key(chunk))
-        )
-        if not self.critique or draft is None or not draft.ok or self.config.too_long(draft):
+        draft = await self._draft(chunk)
+        if not self.critique or draft is None or self.config.too_long(draft):
             return  # a draft that is no factoid (see `BuildConfig.too_long`) costs no critic
+        drafted = Drafted(draft, chunk)
         for critic in self.tasks.critics:
-            verdict = await self.executor.run(critic, Drafted(draft, chunk), self.critiques)
-            if self._stops_the_critics(verdict):
+            verdict = self.ledger.critiques.state(critic.key(drafted))
+            if verdict is None or verdict.retry:
+                verdict = self.ledger.critiques.add(await self.executor.ask(critic, drafted))
+            if self._stops_the_critics(critic.criterion, verdict):
                 return
 
-    def _stops_the_critics(self, verdict: Critique) -> bool:
+    async def _draft(self, chunk: Chunk) -> Draft | None:
+        """The chunk's draft when it parsed (made now if it is missing or its call failed); else None."""
+        task = self.tasks.draft
+        key = task.key(chunk)
+        stored = self.ledger.drafts.state(key)
+        if self.generate and (stored is None or stored.retry):
+            draft = await self.executor.ask(task, chunk)
+            self.ledger.drafts.add(draft)
+            return draft if draft.ok else None
+        if stored is None or not stored.ok:
+            return None
+        # What the critics and the length check read of a stored draft; its reply stays in the log.
+        return Draft.model_construct(
+            id=key,
+            chunk_id=chunk.id,
+            model=stored.model,
+            prompt_hash=task.prompt.hash,
+            question=stored.question,
+            answer=stored.answer,
+        )
+
+    def _stops_the_critics(self, criterion: str, verdict: CritiqueState) -> bool:
         """A low score rejects the draft whatever the others say, so they are not asked; a failed
         call stops them until the next run (see the module's docstring)."""
-        if verdict.failure is not None and verdict.failure.is_call_failure:
+        if verdict.call_failure:
             return True
         if self.config.all_critics or verdict.score is None:
             return False
-        return verdict.score < self.config.threshold(verdict.criterion)
+        return verdict.score < self.config.threshold(criterion)
 
 
-def make_budget(config: BuildConfig, records: Iterable[Draft | Critique]) -> Budget | None:
-    """The run's spending cap, counting what the run directory has spent already (None: no cap)."""
+def make_budget(config: BuildConfig, spent: dict[str, tuple[int, int]]) -> Budget | None:
+    """The run's spending cap, counting what the run directory has spent already (`Ledger.spent`;
+    None: no cap)."""
     if config.max_tokens is None and config.max_cost is None:
         return None
     models = {config.generator.spec, config.critic.spec}
     prices = {model: price_for(model, config.price_input, config.price_output) for model in models}
-    spent: dict[str, tuple[int, int]] = {}
-    for record in records:
-        before = spent.get(record.model, (0, 0))
-        spent[record.model] = (before[0] + record.usage.input_tokens, before[1] + record.usage.output_tokens)
-    return Budget(max_tokens=config.max_tokens, max_cost=config.max_cost, prices=prices, spent=spent)
+    return Budget(max_tokens=config.max_tokens, max_cost=config.max_cost, prices=prices, spent=dict(spent))
 
 
 def label(generate: bool, critique: bool) -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, BinaryIO, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
@@ -39,27 +41,131 @@ def _dtype(name: str, annotation: Any) -> str:
     raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
 
 
-def save_rows(rows: Sequence[DatasetRow], target: Path, *, candidates: bool) -> None:
-    """`save_to_disk` through a temporary directory, then swap it in."""
-    from datasets import Dataset
-    from datasets.utils.logging import disable_progress_bar
+def save_rows(rows: Iterable[DatasetRow], target: Path, *, candidates: bool) -> None:
+    """Write rows as a `datasets` directory at `target` (see `RowWriter`)."""
+    with RowWriter(target, CandidateRow if candidates else DatasetRow) as writer:
+        for row in rows:
+            writer.add(row.model_dump())
 
-    # Saving takes milliseconds; its bar would only clutter the funnel table printed next.
-    disable_progress_bar()
 
-    row_type: type[DatasetRow] = CandidateRow if candidates else DatasetRow
-    dumped = [row.model_dump() for row in rows]
-    data = {column: [row[column] for row in dumped] for column in row_type.model_fields}
-    dataset = Dataset.from_dict(data, features=row_features(row_type), split="train")
-    temporary = target.with_name(f".{target.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    # One shard asked for explicitly: left to choose, datasets writes no shard at all for an empty
-    # set, and the directory then fails to load (a run that keeps nothing is still a valid run).
-    dataset.save_to_disk(str(temporary), num_shards=1)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(temporary, target)
+_BATCH_ROWS = 1000
+"""Rows converted to Arrow at a time: datasets' own default batch (`config.DEFAULT_MAX_BATCH_SIZE`)."""
+DATA_FILE = "data-00000-of-00001.arrow"
+
+
+class RowWriter:
+    """Writes rows to a directory in the format of `Dataset.save_to_disk(..., num_shards=1)`, a batch
+    at a time, so a build never holds all its rows (`datasets.load_from_disk` reads the directory).
+
+    The data file is written by datasets' own `ArrowWriter` with the row model's features, as
+    `save_to_disk` writes it; `state.json` and `dataset_info.json` are written as `save_to_disk`
+    writes them (tests/generation/test_write.py compares the two directories). The fingerprint in
+    `state.json` is the sha256 of the data file, so equal rows give equal directories. Everything
+    goes to a temporary directory first, swapped in when the last row is written: readers never see
+    half a dataset, and a failed write leaves the previous one in place.
+    """
+
+    def __init__(self, target: Path, row_type: type[DatasetRow]) -> None:
+        self.target = target
+        self.columns = list(row_type.model_fields)
+        self.features = row_features(row_type)
+        self.temporary = target.with_name(f".{target.name}.tmp")
+        self._batch: dict[str, list[Any]] = {column: [] for column in self.columns}
+        self.rows = 0
+
+    def __enter__(self) -> RowWriter:
+        from datasets.arrow_writer import ArrowWriter
+
+        if self.temporary.exists():
+            shutil.rmtree(self.temporary)
+        self.temporary.mkdir(parents=True)
+        self._file = _HashingFile((self.temporary / DATA_FILE).open("wb"))
+        self._writer = ArrowWriter(features=self.features, stream=self._file, embed_local_files=True)
+        return self
+
+    def add(self, row: dict[str, Any]) -> None:
+        """One row, as `model_dump()` gives it (columns beyond this set's are ignored)."""
+        for column in self.columns:
+            self._batch[column].append(row[column])
+        self.rows += 1
+        if self.rows % _BATCH_ROWS == 0:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._batch[self.columns[0]]:
+            self._writer.write_batch(self._batch)
+            self._batch = {column: [] for column in self.columns}
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        try:
+            if exc_type is None:
+                self._flush()
+                self._writer.finalize(close_stream=False)
+        finally:
+            self._writer.close()
+            self._file.close()
+        if exc_type is not None:
+            shutil.rmtree(self.temporary, ignore_errors=True)
+            return
+        self._write_metadata(self._file.sha256.hexdigest()[:16])
+        if self.target.exists():
+            shutil.rmtree(self.target)
+        os.replace(self.temporary, self.target)
+
+    def _write_metadata(self, fingerprint: str) -> None:
+        """`state.json` and `dataset_info.json` exactly as `Dataset.save_to_disk` writes them for a
+        dataset made by `Dataset.from_dict(..., features=..., split="train")`."""
+        from datasets import DatasetInfo, config
+        from datasets.utils.py_utils import asdict
+
+        state: dict[str, Any] = {
+            "_fingerprint": fingerprint,
+            "_format_columns": None,
+            "_format_kwargs": {},
+            "_format_type": None,
+            "_output_all_columns": False,
+            "_split": "train",
+            "_data_files": [{"filename": DATA_FILE}],
+        }
+        with (self.temporary / config.DATASET_STATE_JSON_FILENAME).open("w", encoding="utf-8") as handle:
+            json.dump(state, handle, indent=2, sort_keys=True)
+        info = asdict(DatasetInfo(features=self.features))
+        with (self.temporary / config.DATASET_INFO_FILENAME).open("w", encoding="utf-8") as handle:
+            json.dump({key: info[key] for key in sorted(info)}, handle, indent=2)
+
+
+class _HashingFile:
+    """A binary file that also hashes what is written to it (the data file's fingerprint)."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self._handle = handle
+        self.sha256 = hashlib.sha256()
+
+    def write(self, data: bytes | memoryview) -> int:
+        self.sha256.update(data)
+        return self._handle.write(data)
+
+    def flush(self) -> None:
+        self._handle.flush()
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return self._handle.closed
+
+    def close(self) -> None:
+        self._handle.close()
 
 
 def funnel_table(summary: dict[str, Any]) -> str:

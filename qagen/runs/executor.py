@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import TypeVar
 
 from tqdm import tqdm
@@ -55,10 +56,17 @@ async def drive_steps(step: Step[AnyRecordT], call: Call) -> AnyRecordT:
     while not isinstance(step, Done):
         if isinstance(step, Compute):
             step = step.then(await step.work())
+        elif len(step.requests) == 1:
+            # Most steps ask one thing: awaited directly, without the task `gather` would make.
+            step = step.then([await call(step.requests[0])])
         else:
             outcomes = await asyncio.gather(*(call(request) for request in step.requests))
             step = step.then(outcomes)
     return step.record
+
+
+class _Halted(Exception):
+    """A call not made because another one stopped the run (see `Executor._slot`)."""
 
 
 def needs_call(record: TaskRecord | None) -> bool:
@@ -73,6 +81,10 @@ class Executor:
         self.clients = clients
         self.workers = workers
         self.budget = budget
+        # While `map` runs with a lookahead: `workers` slots in the order calls ask for one, and
+        # whether a call raised (the run is stopping, so the calls still waiting are not made).
+        self._slots: asyncio.Semaphore | None = None
+        self._halted = False
 
     async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: RecordStore[RecordT]) -> RecordT:
         """The item's record: the stored one when finished, else made now and stored at once."""
@@ -88,14 +100,37 @@ class Executor:
         client = self.clients[task.role]
 
         async def call(request: Request) -> Outcome:
-            if self.budget is not None:
-                self.budget.check()
-            outcome = await client.complete(request)
+            async with self._slot():
+                if self.budget is not None:
+                    self.budget.check()
+                outcome = await client.complete(request)
             if self.budget is not None and isinstance(outcome, Reply):
                 self.budget.add(client.settings.spec, outcome.usage.input_tokens, outcome.usage.output_tokens)
             return outcome
 
         return await drive(task, item, call)
+
+    @asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        """A slot for one call (only while `map` runs ahead: otherwise the clients' slots suffice).
+
+        A call that raises stops the run (the clients raise only then: a rejected key, a failure
+        rate over the limit); the calls waiting for a slot then end with `_Halted` instead of
+        going out, as they would have with no lookahead, where no call waits.
+        """
+        if self._slots is None:
+            yield
+            return
+        async with self._slots:
+            if self._halted:
+                raise _Halted
+            try:
+                yield
+            except BudgetReachedError:
+                raise
+            except Exception:
+                self._halted = True
+                raise
 
     async def map(
         self,
@@ -105,9 +140,17 @@ class Executor:
         label: str,
         unit: str,
         progress: bool,
+        lookahead: int = 1,
     ) -> None:
-        """`flow(item)` for every item, in order, `workers` items at a time; stops taking new items
-        once the spending cap is reached (the ones in flight finish and are saved)."""
+        """`flow(item)` for every item, in order, `workers x lookahead` items at a time; stops
+        taking new items once the spending cap is reached (the ones in flight finish and are saved).
+
+        Calls in flight stay bounded by the clients' shared slots (`workers` of them). With
+        `lookahead` > 1 more items are under way than slots, their calls queued for a slot in the
+        order they are made, so when the last items are taken there are still enough unfinished
+        chains of calls (a draft, then its critics) to keep every slot busy until close to the
+        end, instead of a tail where the last chains end one call after another.
+        """
         bar = tqdm(total=len(items), desc=label, unit=unit, disable=not progress, file=sys.stderr)
         queue: asyncio.Queue[ItemT] = asyncio.Queue()
         for item in items:
@@ -122,6 +165,8 @@ class Executor:
                     await flow(item)
                 except BudgetReachedError:
                     return  # no new call starts; `budget.reached` tells the caller
+                except _Halted:
+                    return  # another worker's call raised: its error is the run's
                 bar.update(1)
                 bar.set_postfix_str(self.status(retries_before), refresh=False)
 
@@ -132,9 +177,12 @@ class Executor:
                 bar.set_postfix_str(self.status(retries_before))
 
         ticking = asyncio.ensure_future(ticker()) if progress else None
+        if lookahead > 1:
+            self._slots, self._halted = asyncio.Semaphore(self.workers), False
         try:
-            await run_all([worker for _ in range(max(1, min(self.workers, len(items))))])
+            await run_all([worker for _ in range(max(1, min(self.workers * lookahead, len(items))))])
         finally:
+            self._slots = None
             if ticking is not None:
                 ticking.cancel()
             bar.close()

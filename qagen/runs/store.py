@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, BinaryIO, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,6 +30,15 @@ def record_key(*parts: str) -> str:
         digest.update(part.encode("utf-8"))
         digest.update(b"\x00")
     return digest.hexdigest()[:20]
+
+
+class Located(NamedTuple, Generic[T]):
+    """A record of a log and where its line is: bytes `offset` to `end`, line number `line`."""
+
+    offset: int
+    end: int
+    line: int
+    record: T
 
 
 class RecordLog(Generic[R]):
@@ -56,13 +65,40 @@ class RecordLog(Generic[R]):
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
-                try:
-                    yield self.record_type.model_validate_json(line)
-                except ValidationError as exc:
-                    raise QagenError(
-                        f"{self.path} line {number} is not a valid record ({exc.error_count()} errors); "
-                        "the run directory was edited or is from another qagen version."
-                    ) from exc
+                yield self.parse(line, number)
+
+    def parse(self, line: str | bytes, number: int) -> R:
+        """The record of one line (`number` counts from 1, for the message when it is no record)."""
+        try:
+            return self.record_type.model_validate_json(line)
+        except ValidationError as exc:
+            raise QagenError(
+                f"{self.path} line {number} is not a valid record ({exc.error_count()} errors); "
+                "the run directory was edited or is from another qagen version."
+            ) from exc
+
+    def iter_located(self, start: int = 0, first_line: int = 1) -> Iterator[Located[R]]:
+        """Each record of a complete line from byte `start` (a line's start: line `first_line`) on,
+        with where it is; from the start of the file, a torn final line is cut off first."""
+        if not self.path.exists():
+            return
+        if start == 0:
+            self._repair_torn_tail()
+        with self.path.open("rb") as handle:
+            handle.seek(start)
+            offset = start
+            for number, line in enumerate(handle, start=first_line):
+                if not line.endswith(b"\n"):
+                    return  # still being written: a later read takes it
+                end = offset + len(line)
+                if line.strip():
+                    yield Located(offset, end, number, self.parse(line, number))
+                offset = end
+
+    def read_at(self, handle: BinaryIO, located: Located[Any]) -> R:
+        """The record of the line at `located.offset` of this log, opened as `handle` ("rb")."""
+        handle.seek(located.offset)
+        return self.parse(handle.read(located.end - located.offset), located.line)
 
     def _repair_torn_tail(self) -> None:
         """Cut a final line that has no newline and does not parse (a write cut short by a crash)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from qagen.config import BuildConfig, CorpusSettings
 from qagen.generation.critique import CriticTask, Drafted
+from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import BuildFlow, BuildTasks
 from qagen.llm.backends import ModelSettings
 from qagen.llm.client import LLMClient
@@ -71,8 +72,10 @@ def _run(tasks: BuildTasks, config: BuildConfig, folder: Path, backend: Scripted
 
     async def run() -> None:
         clients = Clients.connect({"generator": model, "critic": model}, CallLimits(concurrency=2))
-        with drafts_log.open() as drafts, critiques_log.open() as critiques:
-            flow = BuildFlow(tasks, config, Executor(clients, workers=2), drafts, critiques)
+        ledger = Ledger(drafts_log, critiques_log)
+        ledger.scan()
+        with ledger.appending():
+            flow = BuildFlow(tasks, config, Executor(clients, workers=2), ledger)
             for chunk in _chunks():
                 await flow(chunk)
 

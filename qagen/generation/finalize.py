@@ -1,0 +1,154 @@
+"""The last stage of a build: the records, filtered, into `dataset/`, `candidates/` and `summary.json`.
+
+Streaming: the sampled chunks are taken in sampling order, each one's draft and critiques read
+back from the logs (`Ledger`), its candidate row made and written at once (`RowWriter`, a batch of
+rows at a time), so memory does not grow with the sample beyond the ledger's small states.
+
+Skipped when nothing changed: `outputs.stamp.json` records what the outputs were made from (the
+size and modification time of the record logs and the chunk files, the settings, the prompts'
+hashes, the qagen version) and the size and modification time of what was written. When all of it
+is as it was, the outputs stand as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from qagen import __version__
+from qagen.config import BuildConfig
+from qagen.generation.filter import Assembler
+from qagen.generation.ledger import Ledger
+from qagen.generation.summary import summarise_build
+from qagen.generation.tasks import BuildTasks
+from qagen.generation.write import DATA_FILE, RowWriter
+from qagen.records import CandidateRow, Chunk, DatasetRow
+from qagen.runs.rundir import RunDir
+from qagen.runs.store import write_json_atomic
+
+STAMP_FILE = "outputs.stamp.json"
+
+_GENERATION = "generation:"
+
+
+class NoDraft(NamedTuple):
+    """A run in which no draft could be read: its commonest failure, with the first case of it."""
+
+    reason: str
+    times: int
+    candidates: int
+    source_doc: str
+    raw: str | None
+
+
+class Outputs(NamedTuple):
+    summary: dict[str, Any]
+    up_to_date: bool
+    """Nothing changed since the outputs were written: they were left as they are."""
+    no_draft: NoDraft | None
+    """Set when chunks were sampled and not one draft could be read."""
+
+
+class _GenerationFailures:
+    """The candidates' generation failures by reason, each with its first case (for `NoDraft`)."""
+
+    def __init__(self) -> None:
+        self.count: Counter[str] = Counter()
+        self.first: dict[str, tuple[str, str | None]] = {}
+
+    def add(self, row: dict[str, Any]) -> None:
+        reason = row["reason"]
+        if reason.startswith(_GENERATION):
+            self.count[reason] += 1
+            self.first.setdefault(reason, (row["source_doc"], row["generation_raw"]))
+
+    def commonest(self, candidates: int) -> NoDraft:
+        reason, times = self.count.most_common(1)[0]
+        source_doc, raw = self.first[reason]
+        return NoDraft(reason, times, candidates, source_doc, raw)
+
+
+def write_outputs(
+    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk], ledger: Ledger | None = None
+) -> Outputs:
+    """Filter the sample's records into the outputs, unless they are up to date (see the module).
+
+    `ledger`: the LLM stage's, so only what it appended is read here; None reads the logs whole.
+    """
+    made_from = _made_from(config, run, tasks)
+    if _stamp_holds(run, made_from):
+        summary: dict[str, Any] = json.loads(run.summary_file.read_text(encoding="utf-8"))
+        return Outputs(summary, up_to_date=True, no_draft=None)
+    ledger = ledger or Ledger(run.drafts, run.critiques)
+    ledger.scan()
+    assembler = Assembler(config, tasks, len(sample))
+    failures = _GenerationFailures()
+    sample_ids: set[str] = set()
+    try:
+        with RowWriter(run.dataset_dir, DatasetRow) as kept, RowWriter(run.candidates_dir, CandidateRow) as rows:
+            for chunk in sample:
+                row = assembler.candidate(chunk, ledger.drafts, ledger.critiques).model_dump()
+                rows.add(row)
+                if row["status"] == "kept":
+                    kept.add(row)
+                failures.add(row)
+                sample_ids.add(row["id"])
+    finally:
+        ledger.close()
+    funnel = assembler.funnel()
+    summary = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids)).model_dump(mode="json")
+    write_json_atomic(run.summary_file, summary)
+    no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
+    if no_draft is None:
+        # Not when nothing could be drafted: the next run says so again instead of standing by it.
+        write_json_atomic(_stamp_file(run), {"made_from": made_from, "outputs": _file_stats(run, _outputs(run))})
+    return Outputs(summary, up_to_date=False, no_draft=no_draft)
+
+
+def outputs_up_to_date(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> bool:
+    """Whether the outputs stand as they are (nothing they were made from changed since)."""
+    return _stamp_holds(run, _made_from(config, run, tasks))
+
+
+def _stamp_holds(run: RunDir, made_from: dict[str, Any]) -> bool:
+    try:
+        stamp = json.loads(_stamp_file(run).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    # Through JSON, so both sides compare as JSON sees them (tuples are lists).
+    wanted = json.loads(json.dumps({"made_from": made_from, "outputs": _file_stats(run, _outputs(run))}))
+    return isinstance(stamp, dict) and stamp == wanted
+
+
+def _made_from(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> dict[str, Any]:
+    return {
+        "qagen_version": __version__,
+        "settings": config.model_dump(mode="json"),
+        "prompts": tasks.prompt_hashes(),
+        "inputs": _file_stats(run, [run.drafts.path, run.critiques.path, run.chunks_file, run.chunking_file]),
+    }
+
+
+def _outputs(run: RunDir) -> list[Path]:
+    written = [folder / name for folder in (run.dataset_dir, run.candidates_dir) for name in (DATA_FILE, "state.json")]
+    return [run.summary_file, *written]
+
+
+def _file_stats(run: RunDir, paths: list[Path]) -> dict[str, list[int] | None]:
+    """Each file's size and modification time (ns), by its path in the run; None when missing."""
+    stats: dict[str, list[int] | None] = {}
+    for path in paths:
+        name = path.relative_to(run.root).as_posix()
+        try:
+            stat = path.stat()
+        except OSError:
+            stats[name] = None
+            continue
+        stats[name] = [stat.st_size, stat.st_mtime_ns]
+    return stats
+
+
+def _stamp_file(run: RunDir) -> Path:
+    return run.root / STAMP_FILE
