@@ -81,8 +81,11 @@ def test_rerun_pays_no_call_twice_and_gives_the_same_dataset(llm: Any, corpus: P
     assert _build(llm, corpus, tmp_path / "run", n=30).exit_code == 0
     first = _rows(tmp_path / "run" / "candidates")
     calls = len(llm.log)
-    assert _build(llm, corpus, tmp_path / "run", n=30).exit_code == 0
+    written = (tmp_path / "run" / "candidates" / "data-00000-of-00001.arrow").stat().st_mtime_ns
+    again = _build(llm, corpus, tmp_path / "run", n=30)
+    assert again.exit_code == 0 and "nothing changed: dataset is up to date" in again.output
     assert len(llm.log) == calls
+    assert (tmp_path / "run" / "candidates" / "data-00000-of-00001.arrow").stat().st_mtime_ns == written
     assert _rows(tmp_path / "run" / "candidates") == first
     # Asking for more extends the same sample: only the new chunks cost calls.
     assert _build(llm, corpus, tmp_path / "run", n=40).exit_code == 0

@@ -42,6 +42,8 @@ def test_a_build_in_which_no_reply_could_be_read_exits_non_zero_with_an_example(
     assert "No draft could be read: all 12 generations failed (mostly generation:" in output
     assert "e.g. " in output and str(tmp_path / "run" / "candidates") in output
     assert (tmp_path / "run" / "summary.json").exists()  # written first, to look at
+    # Nothing to redo on a second run, and it says the same again rather than "up to date".
+    assert _build(llm, corpus, tmp_path / "run")[:2] == (code, output)
 
 
 def test_a_few_failed_calls_among_successes_still_exit_zero(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
