@@ -59,8 +59,12 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
         return record_key("critique", item.draft.id, self.criterion, self.prompt.sha256, self.model, settings)
 
     def request(self, item: Drafted) -> Request:
-        values = {"question": neutralize(item.draft.question or ""), "context": neutralize(item.chunk.text)}
-        inputs = {name: value for name, value in values.items() if name in self.prompt.variables}
+        # Only what the prompt reads is neutralised: the chunk is long, and most critics never see it.
+        inputs: dict[str, str] = {}
+        if "question" in self.prompt.variables:
+            inputs["question"] = neutralize(item.draft.question or "")
+        if "context" in self.prompt.variables:
+            inputs["context"] = neutralize(item.chunk.text)
         return user_request(self.prompt.render(**inputs, **self.settings))
 
     def parse(self, item: Drafted, reply: Reply) -> Critique:

@@ -46,6 +46,9 @@ class BuildTasks:
         return {prompt.name: prompt.sha256 for prompt in prompts}
 
 
+_BLANK_DRAFT = Draft(id="", chunk_id="", model="", prompt_hash="")
+
+
 class BuildFlow:
     """Drafts and critiques chunks through an executor, every record stored as it arrives.
 
@@ -94,14 +97,9 @@ class BuildFlow:
         if stored is None or not stored.ok:
             return None
         # What the critics and the length check read of a stored draft; its reply stays in the log.
-        return Draft.model_construct(
-            id=key,
-            chunk_id=chunk.id,
-            model=stored.model,
-            prompt_hash=task.prompt.hash,
-            question=stored.question,
-            answer=stored.answer,
-        )
+        # (A copy of a blank draft: `model_copy` is several times cheaper than `model_construct`.)
+        fields = {"id": key, "chunk_id": chunk.id, "model": stored.model, "prompt_hash": task.prompt.hash}
+        return _BLANK_DRAFT.model_copy(update={**fields, "question": stored.question, "answer": stored.answer})
 
     def _stops_the_critics(self, criterion: str, verdict: CritiqueState) -> bool:
         """A low score rejects the draft whatever the others say, so they are not asked; a failed

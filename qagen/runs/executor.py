@@ -168,7 +168,8 @@ class Executor:
                 except _Halted:
                     return  # another worker's call raised: its error is the run's
                 bar.update(1)
-                bar.set_postfix_str(self.status(retries_before), refresh=False)
+                if not bar.disable:
+                    bar.set_postfix_str(self.status(retries_before), refresh=False)
 
         async def ticker() -> None:
             # The bar moves only when an item finishes; between, say what the calls are waiting on.

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from qagen.errors import LLMUnavailableError
 from qagen.failures import Failure, FailureKind
 from qagen.generation.draft import DraftTask
 from qagen.llm.backends import ModelSettings
@@ -105,3 +106,80 @@ def test_the_progress_line_says_when_calls_are_being_retried() -> None:
     with StandInLLM(fault_rate=1.0, fault_kinds=["429"], fault_attempts=1, retry_after=0.0) as server:
         asyncio.run(run(server))
     assert retry_count().retries == before + 1
+
+
+class GaugedBackend:
+    """Replies after `delay`, noting which chunk each request is about and the most calls at once."""
+
+    def __init__(self, delay: float = 0.01, status: int | None = None) -> None:
+        self.delay = delay
+        self.status = status
+        self.asked: list[str] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def reply(self, request: Request) -> Reply:
+        self.asked.append(next(word for word in request[-1].content.split() if word.startswith("item-")))
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.delay)
+        finally:
+            self.in_flight -= 1
+        if self.status is not None:
+            raise _StatusError(self.status)
+        return Reply("Factoid question: What colour is the sky?\nAnswer: Blue.", Usage(input_tokens=5, output_tokens=4))
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
+
+class _StatusError(Exception):
+    def __init__(self, status_code: int) -> None:
+        super().__init__(f"HTTP {status_code}")
+        self.status_code = status_code
+
+
+def _items(count: int) -> list[Chunk]:
+    return [
+        Chunk(id=f"c{i}", source="a.txt", text=f"item-{i} is blue.", start_index=0, end_index=15) for i in range(count)
+    ]
+
+
+def _chains(backend: GaugedBackend, items: list[Chunk], *, workers: int, lookahead: int, calls: int = 3) -> None:
+    """`calls` calls one after the other per item (a draft and its critics), through `map`."""
+    task = DraftTask("scripted:generator")
+
+    async def run() -> None:
+        client = LLMClient(backend, ModelSettings(spec="scripted:generator"))
+        clients = Clients.connect({"generator": client}, CallLimits(concurrency=workers, max_failure_rate=1.0))
+        executor = Executor(clients, workers=workers)
+
+        async def chain(item: Chunk) -> None:
+            for _ in range(calls):
+                await executor.ask(task, item)
+
+        await executor.map(items, chain, label="chains", unit="item", progress=False, lookahead=lookahead)
+
+    asyncio.run(run())
+
+
+def test_running_ahead_starts_more_chains_than_slots_and_keeps_calls_within_the_bound() -> None:
+    backend = GaugedBackend()
+    items = _items(12)
+    _chains(backend, items, workers=2, lookahead=3)
+    assert len(backend.asked) == 12 * 3 and backend.most_in_flight == 2
+    # The first calls of six chains go out before any chain's second call: work from the whole
+    # window is under way, so the last chains do not end one by one.
+    assert backend.asked[:6] == [f"item-{i}" for i in range(6)]
+    # Without running ahead, the first two chains end before a third one starts.
+    plain = GaugedBackend()
+    _chains(plain, items, workers=2, lookahead=1)
+    assert plain.most_in_flight == 2 and set(plain.asked[:6]) == {"item-0", "item-1"}
+
+
+def test_a_call_that_stops_the_run_lets_no_waiting_call_go_out() -> None:
+    backend = GaugedBackend(status=401)  # a rejected key: the client stops the run
+    with pytest.raises(LLMUnavailableError, match="401"):
+        _chains(backend, _items(20), workers=2, lookahead=4)
+    assert len(backend.asked) == 2  # the first wave only; six calls were waiting for a slot
