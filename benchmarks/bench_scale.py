@@ -28,7 +28,6 @@ import json
 import math
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -59,7 +58,7 @@ def timed(owner, names, stage, *, accumulate=False):
         return
     original = getattr(owner, name)
     def wrapper(*args, **kwargs):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return original(*args, **kwargs)
         finally:
@@ -67,7 +66,8 @@ def timed(owner, names, stage, *, accumulate=False):
             if accumulate:
                 spent[stage] += seconds
             else:
-                log.write(json.dumps({"stage": stage, "seconds": seconds, "dedup": spent["dedup"]}) + "\n")
+                entry = {"stage": stage, "seconds": seconds, "cpu": time.process_time() - cpu, "dedup": spent["dedup"]}
+                log.write(json.dumps(entry) + "\n")
                 log.flush()
                 spent["dedup"] = 0.0
     setattr(owner, name, wrapper)
@@ -137,13 +137,16 @@ class Process(NamedTuple):
 def run_process(command: list[str]) -> Process:
     """Run a command; its wall time, CPU seconds (user + system) and peak RSS, from its own rusage."""
     env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
-    started = time.perf_counter()
-    child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[:4])} ... exited with {child.returncode}")
+    with tempfile.TemporaryFile() as stderr:
+        started = time.perf_counter()
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode != 0:
+            stderr.seek(0)
+            message = stderr.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"{' '.join(command[:4])} ... exited with {child.returncode}:\n{message}")
     return Process(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
@@ -167,13 +170,14 @@ class Measured(NamedTuple):
 
 
 def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, float]]:
-    """A build through `_DRIVER`: the process's numbers, and seconds per stage."""
+    """A build through `_DRIVER`: the process's numbers, and seconds per stage (`STAGE cpu`: CPU)."""
     timings.unlink(missing_ok=True)
     process = run_process([sys.executable, "-c", _DRIVER, str(timings), *args])
     stages: dict[str, float] = {}
     for line in timings.read_text().splitlines():
         entry = json.loads(line)
-        stages[entry["stage"]] = stages.get(entry["stage"], 0.0) + entry["seconds"]
+        for key, value in ((entry["stage"], entry["seconds"]), (f"{entry['stage']} cpu", entry["cpu"])):
+            stages[key] = stages.get(key, 0.0) + value
         stages["dedup"] = stages.get("dedup", 0.0) + entry["dedup"]
     return process, stages
 
@@ -197,14 +201,15 @@ def slope(points: list[tuple[float, float]]) -> float:
 
 def report_scale(results: list[Measured], concurrency: int) -> None:
     print(f"\nscale: 0 ms stand-in, {concurrency} in flight (whole CLI process; stage times inside it)")
-    header = ("drafts", "calls", "CPU ms/call", "peak MB", "wall s", "chunk s", "LLM s", "finalize s", "dedup s",
-              "no-op s", "no-op MB")  # fmt: skip
+    header = ("drafts", "calls", "CPU ms/call", "LLM ms/call", "peak MB", "wall s", "chunk s", "LLM s",
+              "finalize s", "dedup s", "no-op s", "no-op MB")  # fmt: skip
     print("  " + "  ".join(f"{h:>11}" for h in header))
     for m in results:
-        row = [m.drafts, m.calls, m.build.cpu * 1000 / m.calls, m.build.peak_mb, m.build.wall,
-               m.stages.get("chunk", 0.0), m.stages.get("llm", 0.0), m.stages.get("finalize", 0.0),
-               m.stages.get("dedup", 0.0), m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
+        row = [m.drafts, m.calls, m.build.cpu * 1000 / m.calls, m.stages.get("llm cpu", 0.0) * 1000 / m.calls,
+               m.build.peak_mb, m.build.wall, m.stages.get("chunk", 0.0), m.stages.get("llm", 0.0),
+               m.stages.get("finalize", 0.0), m.stages.get("dedup", 0.0), m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
         print("  " + "  ".join(f"{v:>11,}" if isinstance(v, int) else f"{v:>11.2f}" for v in row))
+    print("  (CPU ms/call: the whole CLI process; LLM ms/call: the LLM stage's own CPU, per call)")
     if len(results) < 2:
         return
     series = {
@@ -227,12 +232,18 @@ def measure_efficiency(work: Path, latency: float, concurrency: int, target_call
     corpus = corpus_for(work, drafts)
     out = work / f"efficiency-{latency}x{concurrency}"
     with stand_in(latency, work) as base_url:
-        process = run_process([sys.executable, "-m", "qagen", *build_args(corpus, out, base_url, drafts, concurrency)])
+        process, stages = timed_build(build_args(corpus, out, base_url, drafts, concurrency), work / "timings.jsonl")
     calls = calls_of(out)
     bound = calls * latency / concurrency
     print(
         f"\nefficiency at {latency * 1000:.0f} ms x {concurrency} in flight: {calls:,} calls ({drafts:,} drafts), "
         f"wall {process.wall:.1f} s (whole CLI process) vs bound {bound:.1f} s: {bound / process.wall:.3f}"
+    )
+    inside = sum(stages.get(stage, 0.0) for stage in ("chunk", "sample", "llm", "finalize"))
+    print(
+        f"  of which: LLM stage {stages.get('llm', 0.0):.1f} s (bound / LLM stage {bound / stages['llm']:.3f}), "
+        f"chunk + sample {stages.get('chunk', 0.0) + stages.get('sample', 0.0):.2f} s, "
+        f"finalize {stages.get('finalize', 0.0):.2f} s, start-up and exit {process.wall - inside:.2f} s"
     )
     if calls < target_calls:
         print(f"  (fewer calls than the {target_calls:,} asked: the critics rejected more than usual)")
@@ -274,7 +285,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1000, help="with --dry-run-mb: files of the corpus")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="qagen-scale-"))
-    print(f"work directory: {work}")
+    print(f"work directory: {work}; {calibration()}")
     if args.dry_run_mb:
         dry_run(work, args.dry_run_mb, args.files, 5000)
         return
@@ -289,11 +300,16 @@ def main() -> None:
     if not args.no_efficiency:
         for setting in args.efficiency.split(","):
             measure_efficiency(work, *parse_setting(setting))
-    print(f"\n(peak RSS of this script's children, for the record: {_children_peak_mb():,.0f} MB)")
+    print(f"\n{calibration()}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
-def _children_peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+def calibration() -> str:
+    """How fast this machine runs Python just now (CPU times on a shared machine vary with its load)."""
+    started = time.process_time()
+    total = 0
+    for number in range(5_000_000):
+        total += number
+    return f"calibration: 5M additions in {time.process_time() - started:.2f} s CPU"
 
 
 if __name__ == "__main__":

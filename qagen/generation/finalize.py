@@ -7,7 +7,9 @@ rows at a time), so memory does not grow with the sample beyond the ledger's sma
 Skipped when nothing changed: `outputs.stamp.json` records what the outputs were made from (the
 size and modification time of the record logs and the chunk files, the settings, the prompts'
 hashes, the qagen version) and the size and modification time of what was written. When all of it
-is as it was, the outputs stand as they are.
+is as it was, the outputs stand as they are. The stamp also says whether the LLM stage before it
+left anything to do (`settled`: every sampled chunk's draft and critics finished, no call to redo);
+then a build with nothing changed skips that stage too (`settled_summary`).
 """
 
 from __future__ import annotations
@@ -71,16 +73,25 @@ class _GenerationFailures:
 
 
 def write_outputs(
-    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk], ledger: Ledger | None = None
+    config: BuildConfig,
+    run: RunDir,
+    tasks: BuildTasks,
+    sample: list[Chunk],
+    ledger: Ledger | None = None,
+    *,
+    settled: bool = False,
 ) -> Outputs:
     """Filter the sample's records into the outputs, unless they are up to date (see the module).
 
     `ledger`: the LLM stage's, so only what it appended is read here; None reads the logs whole.
+    `settled`: that stage, just run over this sample with these settings, left nothing to do.
     """
     made_from = _made_from(config, run, tasks)
-    if _stamp_holds(run, made_from):
-        summary: dict[str, Any] = json.loads(run.summary_file.read_text(encoding="utf-8"))
-        return Outputs(summary, up_to_date=True, no_draft=None)
+    stamp = _holding_stamp(run, made_from)
+    if stamp is not None:
+        if settled and not stamp.get("settled"):
+            write_json_atomic(_stamp_file(run), {**stamp, "settled": True})
+        return Outputs(_stored_summary(run), up_to_date=True, no_draft=None)
     ledger = ledger or Ledger(run.drafts, run.critiques)
     ledger.scan()
     assembler = Assembler(config, tasks, len(sample))
@@ -103,23 +114,34 @@ def write_outputs(
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:
         # Not when nothing could be drafted: the next run says so again instead of standing by it.
-        write_json_atomic(_stamp_file(run), {"made_from": made_from, "outputs": _file_stats(run, _outputs(run))})
+        written = {"made_from": made_from, "outputs": _file_stats(run, _outputs(run)), "settled": settled}
+        write_json_atomic(_stamp_file(run), written)
     return Outputs(summary, up_to_date=False, no_draft=no_draft)
 
 
-def outputs_up_to_date(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> bool:
-    """Whether the outputs stand as they are (nothing they were made from changed since)."""
-    return _stamp_holds(run, _made_from(config, run, tasks))
+def settled_summary(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> dict[str, Any] | None:
+    """The stored summary when a build has nothing to do: the outputs are up to date and the LLM
+    stage that preceded them left nothing to redo; else None."""
+    stamp = _holding_stamp(run, _made_from(config, run, tasks))
+    return _stored_summary(run) if stamp is not None and stamp.get("settled") is True else None
 
 
-def _stamp_holds(run: RunDir, made_from: dict[str, Any]) -> bool:
+def _stored_summary(run: RunDir) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads(run.summary_file.read_text(encoding="utf-8"))
+    return summary
+
+
+def _holding_stamp(run: RunDir, made_from: dict[str, Any]) -> dict[str, Any] | None:
+    """The stamp, when the outputs and what they were made from are as it says; else None."""
     try:
         stamp = json.loads(_stamp_file(run).read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
+        return None
     # Through JSON, so both sides compare as JSON sees them (tuples are lists).
     wanted = json.loads(json.dumps({"made_from": made_from, "outputs": _file_stats(run, _outputs(run))}))
-    return isinstance(stamp, dict) and stamp == wanted
+    if not isinstance(stamp, dict) or any(stamp.get(key) != value for key, value in wanted.items()):
+        return None
+    return stamp
 
 
 def _made_from(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> dict[str, Any]:

@@ -95,6 +95,8 @@ class Ledger:
     def __init__(self, drafts: RecordLog[Draft], critiques: RecordLog[Critique]) -> None:
         self.drafts: RecordIndex[Draft, DraftState] = RecordIndex(drafts, _draft_state)
         self.critiques: RecordIndex[Critique, CritiqueState] = RecordIndex(critiques, _critique_state)
+        self.retry_later = 0
+        """Records added here whose call failed: the next run asks again (`BuildFlow` counts them)."""
 
     @classmethod
     def read(cls, run: RunDir) -> Ledger:

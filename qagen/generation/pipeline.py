@@ -15,7 +15,7 @@ from qagen.config import BuildConfig
 from qagen.errors import CorpusError, NothingUsableError
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
-from qagen.generation.finalize import NoDraft, Outputs, write_outputs
+from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
 from qagen.generation.ledger import Ledger
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.generation.sample import ChunkRef, sampling_order, take
@@ -30,6 +30,7 @@ from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
 _MAX_SKIP_MESSAGES = 20
+_UP_TO_DATE = "nothing changed: dataset is up to date"
 _LOOKAHEAD = 4
 """Chunks under way per call slot (see `Executor.map`): at 4 the last calls of a build end within
 about one call's latency of each other (benchmarks/bench_scale.py measures the efficiency)."""
@@ -168,12 +169,18 @@ def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[C
 
 
 def write_outputs_and_say(
-    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk], ledger: Ledger | None = None
+    config: BuildConfig,
+    run: RunDir,
+    tasks: BuildTasks,
+    sample: list[Chunk],
+    ledger: Ledger | None = None,
+    *,
+    settled: bool = False,
 ) -> Outputs:
     """`write_outputs`, saying so when the outputs were up to date already."""
-    outputs = write_outputs(config, run, tasks, sample, ledger)
+    outputs = write_outputs(config, run, tasks, sample, ledger, settled=settled)
     if outputs.up_to_date:
-        _say("nothing changed: dataset is up to date")
+        _say(_UP_TO_DATE)
     return outputs
 
 
@@ -205,10 +212,15 @@ def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResu
     tasks = BuildTasks.for_config(config)
     run.open(config, tasks.prompt_hashes())
     chunk_stage(config, run, progress=progress)
+    # Nothing to call and nothing changed since the outputs were written: they stand.
+    if (settled := settled_summary(config, run, tasks)) is not None:
+        _say(_UP_TO_DATE)
+        return BuildResult(out, settled)
     sample = load_sample(config, run)
     ledger = Ledger(run.drafts, run.critiques)
     stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger)
-    outputs = write_outputs_and_say(config, run, tasks, sample, ledger)
+    left_nothing = stopped is None and ledger.retry_later == 0
+    outputs = write_outputs_and_say(config, run, tasks, sample, ledger, settled=left_nothing)
     if stopped is None and outputs.no_draft is not None:
         _raise_nothing_drafted(outputs.no_draft, run)
     return BuildResult(out, outputs.summary, stopped)

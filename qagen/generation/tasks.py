@@ -82,6 +82,7 @@ class BuildFlow:
             verdict = self.ledger.critiques.state(critic.key(drafted))
             if verdict is None or verdict.retry:
                 verdict = self.ledger.critiques.add(await self.executor.ask(critic, drafted))
+                self.ledger.retry_later += verdict.retry
             if self._stops_the_critics(critic.criterion, verdict):
                 return
 
@@ -92,7 +93,7 @@ class BuildFlow:
         stored = self.ledger.drafts.state(key)
         if self.generate and (stored is None or stored.retry):
             draft = await self.executor.ask(task, chunk)
-            self.ledger.drafts.add(draft)
+            self.ledger.retry_later += self.ledger.drafts.add(draft).retry
             return draft if draft.ok else None
         if stored is None or not stored.ok:
             return None

@@ -186,3 +186,52 @@ def test_whatever_the_outputs_come_from_changing_rewrites_them(
     # And now it stands.
     finalize(config, run, tasks, load_sample(config, run))
     assert "nothing changed: dataset is up to date" in capsys.readouterr().err
+
+
+def _stage_must_not_run(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the LLM stage ran although it had nothing to do")
+
+
+def test_a_build_with_nothing_to_do_skips_the_llm_stage_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qagen.generation import pipeline
+
+    corpus = write_corpus(tmp_path / "corpus", documents=6)
+    with StandInLLM() as server:
+        config = _config(corpus, server.base_url, 12, max_answer_chars=300)
+        first = build(config, tmp_path / "run", progress=False)
+        assert json.loads((tmp_path / "run" / STAMP_FILE).read_text())["settled"] is True
+        calls = len(server.log)
+        monkeypatch.setattr(pipeline, "run_llm_stages", _stage_must_not_run)
+        capsys.readouterr()
+        again = build(config, tmp_path / "run", progress=False)
+        assert again.summary == first.summary and again.stopped_by_budget is None
+        assert "nothing changed: dataset is up to date" in capsys.readouterr().err
+        assert len(server.log) == calls
+
+
+def test_a_call_left_to_redo_keeps_the_llm_stage_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qagen.generation import pipeline
+
+    corpus = write_corpus(tmp_path / "corpus", documents=6)
+    with StandInLLM(fault_rate=0.2, fault_kinds=["500"], fault_attempts=1000) as server:
+        config = _config(corpus, server.base_url, 12, max_answer_chars=300)
+        build(config, tmp_path / "run", progress=False)
+        assert json.loads((tmp_path / "run" / STAMP_FILE).read_text())["settled"] is False
+        calls = len(server.log)
+        build(config, tmp_path / "run", progress=False)
+        assert len(server.log) > calls  # the failed calls were asked again
+        # `qagen filter` cannot tell whether anything is left to do: the next build looks.
+        run, tasks = RunDir(tmp_path / "run"), BuildTasks.for_config(config)
+        server.configure(fault_rate=0.0)
+        build(config, tmp_path / "run", progress=False)
+        finalize(config.model_copy(update={"min_score": 3}), run, tasks, load_sample(config, run))
+        finalize(config, run, tasks, load_sample(config, run))
+        assert json.loads((run.root / STAMP_FILE).read_text())["settled"] is False
+        calls = len(server.log)
+        build(config, tmp_path / "run", progress=False)  # runs the stage: no call, and now it knows
+        assert len(server.log) == calls
+        assert json.loads((run.root / STAMP_FILE).read_text())["settled"] is True
+        monkeypatch.setattr(pipeline, "run_llm_stages", _stage_must_not_run)
+        build(config, tmp_path / "run", progress=False)
