@@ -10,9 +10,6 @@ import codecs
 import re
 from pathlib import Path
 
-from pypdf import PasswordType, PdfReader
-from pypdf.errors import DependencyError, PyPdfError
-
 from qagen.generation.load.html_text import html_to_text
 from qagen.generation.load.tables import Skip
 from qagen.records import SkippedInput
@@ -22,17 +19,7 @@ HTML_SUFFIXES = frozenset({".html", ".htm"})
 SNIFF_BYTES = 8192
 
 # pypdf raises these on malformed files besides its own errors; the try blocks hold only pypdf calls.
-_PDF_ERRORS = (
-    PyPdfError,
-    DependencyError,
-    ValueError,
-    KeyError,
-    TypeError,
-    IndexError,
-    AttributeError,
-    AssertionError,
-    RecursionError,
-)
+_PDF_ERRORS = (ValueError, KeyError, TypeError, IndexError, AttributeError, AssertionError, RecursionError)
 
 
 class Unusable(Exception):
@@ -134,18 +121,23 @@ def _decode_cjk_legacy(data: bytes, not_utf8: str) -> str:
 
 def _pdf_text(file: Path, rel: str, skip: Skip) -> str:
     """Pages' text joined by blank lines; a page that fails is reported, the rest are kept."""
+    # Imported here: a third of a second of every build's start-up, for corpora without a PDF too.
+    from pypdf import PasswordType, PdfReader
+    from pypdf.errors import DependencyError, PyPdfError
+
+    errors = (PyPdfError, DependencyError, *_PDF_ERRORS)
     try:
         reader = PdfReader(file)
         if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
             raise Unusable("pdf_error", "the PDF is encrypted with a password")
         pages = list(reader.pages)
-    except _PDF_ERRORS as exc:
+    except errors as exc:
         raise Unusable("pdf_error", f"not a readable PDF: {exc}") from exc
     texts: list[str] = []
     for number, page in enumerate(pages, start=1):
         try:
             texts.append(page.extract_text().strip())
-        except _PDF_ERRORS as exc:
+        except errors as exc:
             source = f"{rel}#page{number}"
             skip(SkippedInput(source=source, reason="pdf_error", detail=f"page {number}: {exc}"))
     return "\n\n".join(text for text in texts if text)
