@@ -50,7 +50,7 @@ import json, sys, time
 from qagen.generation import dedup, pipeline
 
 log = open(sys.argv[1], "a", encoding="utf-8")
-spent = {"dedup": 0.0}
+spent = {"dedup": 0.0, "dedup cpu": 0.0}
 
 def timed(owner, names, stage, *, accumulate=False):
     name = next((n for n in names if hasattr(owner, n)), None)
@@ -62,14 +62,15 @@ def timed(owner, names, stage, *, accumulate=False):
         try:
             return original(*args, **kwargs)
         finally:
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             if accumulate:
                 spent[stage] += seconds
+                spent[f"{stage} cpu"] += cpu
             else:
-                entry = {"stage": stage, "seconds": seconds, "cpu": time.process_time() - cpu, "dedup": spent["dedup"]}
+                entry = {"stage": stage, "seconds": seconds, "cpu": cpu, **spent}
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
-                spent["dedup"] = 0.0
+                spent.update(dict.fromkeys(spent, 0.0))
     setattr(owner, name, wrapper)
 
 timed(pipeline, ["chunk_stage"], "chunk")
@@ -176,9 +177,10 @@ def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, floa
     stages: dict[str, float] = {}
     for line in timings.read_text().splitlines():
         entry = json.loads(line)
-        for key, value in ((entry["stage"], entry["seconds"]), (f"{entry['stage']} cpu", entry["cpu"])):
+        parts = {entry["stage"]: entry["seconds"], f"{entry['stage']} cpu": entry["cpu"]}
+        parts.update({"dedup": entry["dedup"], "dedup cpu": entry["dedup cpu"]})
+        for key, value in parts.items():
             stages[key] = stages.get(key, 0.0) + value
-        stages["dedup"] = stages.get("dedup", 0.0) + entry["dedup"]
     return process, stages
 
 
@@ -201,15 +203,20 @@ def slope(points: list[tuple[float, float]]) -> float:
 
 def report_scale(results: list[Measured], concurrency: int) -> None:
     print(f"\nscale: 0 ms stand-in, {concurrency} in flight (whole CLI process; stage times inside it)")
-    header = ("drafts", "calls", "CPU ms/call", "LLM ms/call", "peak MB", "wall s", "chunk s", "LLM s",
-              "finalize s", "dedup s", "no-op s", "no-op MB")  # fmt: skip
+    header = ("drafts", "calls", "CPU ms/call", "w/o dedup", "LLM ms/call", "peak MB", "wall s", "chunk s",
+              "LLM s", "finalize s", "dedup s", "no-op s", "no-op MB")  # fmt: skip
     print("  " + "  ".join(f"{h:>11}" for h in header))
     for m in results:
-        row = [m.drafts, m.calls, m.build.cpu * 1000 / m.calls, m.stages.get("llm cpu", 0.0) * 1000 / m.calls,
-               m.build.peak_mb, m.build.wall, m.stages.get("chunk", 0.0), m.stages.get("llm", 0.0),
-               m.stages.get("finalize", 0.0), m.stages.get("dedup", 0.0), m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
+        cpu = m.build.cpu * 1000 / m.calls
+        row = [m.drafts, m.calls, cpu, cpu - m.stages.get("dedup cpu", 0.0) * 1000 / m.calls,
+               m.stages.get("llm cpu", 0.0) * 1000 / m.calls, m.build.peak_mb, m.build.wall,
+               m.stages.get("chunk", 0.0), m.stages.get("llm", 0.0), m.stages.get("finalize", 0.0),
+               m.stages.get("dedup", 0.0), m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
         print("  " + "  ".join(f"{v:>11,}" if isinstance(v, int) else f"{v:>11.2f}" for v in row))
-    print("  (CPU ms/call: the whole CLI process; LLM ms/call: the LLM stage's own CPU, per call)")
+    print(
+        "  (CPU ms/call: the whole CLI process, and without near-duplicate removal; LLM ms/call: the LLM"
+        " stage's own CPU per call; dedup s: near-duplicate removal, inside finalize)"
+    )
     if len(results) < 2:
         return
     series = {
