@@ -6,9 +6,9 @@ facts of each record (is it finished, what score), and finalize reads whole reco
 chunk at a time. So an index keeps, per id, what `summarise` takes from the record (its "state")
 and the byte range of its line, and reads the record back from the log when it is asked for.
 
-The log is read once: `scan` reads the lines it has not read yet, so records this process appends
-(`add` keeps their state at once) are located by the next scan, not by reading all again.
-As in `RecordLog.load`, a later record with the same id replaces an earlier one.
+The log is read once: `scan` reads the lines it has not read yet, and a record this process appends
+(`add`) is kept and located as it is written, so it is not read at all until it is asked for
+whole. As in `RecordLog.load`, a later record with the same id replaces an earlier one.
 """
 
 from __future__ import annotations
@@ -84,10 +84,17 @@ class RecordIndex(Generic[R, S]):
         """Append a record to the log (within `appending`) and keep its state; return the state."""
         if self._writer is None:
             raise RuntimeError("RecordIndex.add outside `appending()`")
+        start = self._writer.position()
         self._writer.append(record)
         state = self._summarise(record)
         key = str(getattr(record, self.log.key))
-        self._entries[key] = Located(_NOT_SCANNED, _NOT_SCANNED, _NOT_SCANNED, state)
+        if start == self._scanned_bytes:
+            # Right after what was read: located now, and the next scan starts after it.
+            end, line = self._writer.position(), self._scanned_lines + 1
+            self._entries[key] = Located(start, end, line, state)
+            self._scanned_bytes, self._scanned_lines = end, line
+        else:  # (no scan yet, or lines of another writer between: the next scan reads them all)
+            self._entries[key] = Located(_NOT_SCANNED, _NOT_SCANNED, _NOT_SCANNED, state)
         return state
 
     def close(self) -> None:

@@ -167,6 +167,12 @@ class RecordWriter(Generic[R]):
         self._handle.write(record.model_dump_json() + "\n")
         self._handle.flush()
 
+    def position(self) -> int:
+        """The byte offset where the next record goes: the log's size (appends go to the end, whoever
+        else wrote to it; a run directory's lock keeps others from writing in between)."""
+        self._handle.flush()
+        return os.fstat(self._handle.fileno()).st_size
+
     def close(self) -> None:
         self._handle.flush()
         os.fsync(self._handle.fileno())

@@ -56,16 +56,28 @@ def test_each_line_is_read_once_and_added_records_are_found_at_once(tmp_path: Pa
     index.scan()
     with index.appending():
         assert index.add(_draft("b", "Who?")) == "Who?"
-        assert index.state("b") == "Who?"  # known before any scan
-        assert summary.calls == 2
-        # Read back whole: the scan that locates it reads only the line added since.
-        assert index.get("b") == _draft("b", "Who?")
-        assert summary.calls == 3
+        assert index.state("b") == "Who?"  # kept as it is written
+        assert index.get("b") == _draft("b", "Who?")  # and located: read back with no scan
         index.add(_draft("c", "When?"))
     index.scan()
     index.scan()
-    assert summary.calls == 5  # "c" added, then its line read: no line read twice
+    assert summary.calls == 3  # a read, b and c added: no line read twice
     assert index.get("c") == _draft("c", "When?") and index.get("a") == _draft("a")
+    assert {key: index.get(key) for key in "abc"} == log.load()
+    index.close()
+
+
+def test_a_record_added_after_lines_of_another_writer_is_found_by_the_next_scan(tmp_path: Path) -> None:
+    log = RecordLog(tmp_path / "drafts.jsonl", Draft)
+    index = RecordIndex(log, CountingSummary())
+    index.scan()
+    with index.appending():
+        with log.writer() as other:
+            other.append(_draft("x", "Where?"))
+        index.add(_draft("b", "Who?"))
+        assert index.state("x") is None
+        assert index.get("b") == _draft("b", "Who?")  # the scan it takes reads both lines
+        assert index.state("x") == "Where?" and index.get("x") == _draft("x", "Where?")
     index.close()
 
 
