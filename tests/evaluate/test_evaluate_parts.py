@@ -4,13 +4,17 @@ judge failures and retries in the summary, and the report's labels and chart."""
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from qagen.cli.app import main
 from qagen.errors import ConfigError, QagenError
 from qagen.evaluate.api import evaluate, select_metrics
 from qagen.evaluate.judges.graders import render_grader
@@ -30,7 +34,7 @@ from qagen.evaluate.judges.ragas_parsing import (
     parse_verdict,
     parse_verdicts,
 )
-from qagen.evaluate.report import EvalRun, chart_metric, comparison_table, load_runs
+from qagen.evaluate.report import EvalRun, chart_metric, comparison_table, format_p_value, load_runs
 from qagen.evaluate.testset import load_testset
 from qagen.llm.client import ModelSettings
 from qagen.llm.untrusted import neutralize, passages
@@ -268,7 +272,8 @@ def test_failed_judge_calls_are_retried_on_the_next_run(llm: Any, tmp_path: Path
     second = evaluate(testset, AnswersFileSystem(answers), tmp_path / "eval", **options)
     assert len(llm.log) - calls == first["judges"]["correctness"]["failed"]  # only the failed calls again
     assert second["judges"]["correctness"] | {"prompts": {}} == {
-        "judged": 20, "failed": 0, "failures": {}, "not_judged": {}, "prompts": {}
+        "judged": 20, "retrieved_nothing": 0, "failed": 0, "failures": {}, "not_judged": {}, "undefined": {},
+        "prompts": {},
     }  # fmt: skip
 
 
@@ -309,10 +314,10 @@ def _run(path: Path, means: dict[str, float | None], rows: list[dict[str, Any]])
 
 
 def test_report_labels_chart_metric_and_paired_rows(tmp_path: Path) -> None:
-    rows_a = [{"id": str(i), "correctness": 1 + i % 5, "reciprocal_rank": 1.0} for i in range(6)]
-    rows_b = [{"id": str(i), "correctness": 5, "reciprocal_rank": None} for i in range(3, 9)]
-    a = _run(tmp_path / "a" / "eval", {"correctness": 0.5, "mrr": 1.0}, rows_a)
-    b = _run(tmp_path / "b" / "eval", {"correctness": 1.0, "mrr": None}, rows_b)
+    rows_a = [{"id": str(i), "correctness": 1 + i % 5, "reciprocal_rank@k": 1.0} for i in range(6)]
+    rows_b = [{"id": str(i), "correctness": 5, "reciprocal_rank@k": None} for i in range(3, 9)]
+    a = _run(tmp_path / "a" / "eval", {"correctness": 0.5, "mrr@7": 1.0}, rows_a)
+    b = _run(tmp_path / "b" / "eval", {"correctness": 1.0, "mrr@7": None}, rows_b)
     runs = load_runs([a, b])
     assert [run.label for run in runs] == [str(a), str(b)]  # same directory names: told apart by path
     assert chart_metric(runs) == "correctness"
@@ -321,11 +326,87 @@ def test_report_labels_chart_metric_and_paired_rows(tmp_path: Path) -> None:
     # Shared ids 3, 4, 5: b - a = (1 - 3/4) + (1 - 1) + (1 - 0) over three questions.
     assert len(paired) == 1 and "+0.417 [" in paired[0] and paired[0].endswith(" 3")
     assert not any(line.startswith("mrr") and " - " in line for line in table.splitlines())
-    nothing = EvalRun(tmp_path, {"k": 7, "metrics": {"mrr": {"mean": None}}}, [], "x")
+    nothing = EvalRun(tmp_path, {"k": 7, "metrics": {"mrr@7": {"mean": None}}}, [], "x")
     with pytest.raises(QagenError, match="No run has a value"):
         chart_metric([nothing])
-    only_mrr = EvalRun(tmp_path, {"k": 7, "metrics": {"correctness": {"mean": None}, "mrr": {"mean": 0.5}}}, [], "y")
-    assert chart_metric([only_mrr]) == "mrr"
+    only_mrr = EvalRun(tmp_path, {"k": 7, "metrics": {"correctness": {"mean": None}, "mrr@7": {"mean": 0.5}}}, [], "y")
+    assert chart_metric([only_mrr]) == "mrr@7"
+
+
+def test_report_reads_results_written_when_mrr_had_no_cutoff_in_its_name(tmp_path: Path) -> None:
+    # Before the rename a summary said `mrr` / `chunk_mrr` and rows `reciprocal_rank`; the values
+    # were MRR@k all along, so they are read as `mrr@7`, and paired with a run written since.
+    old_rows = [{"id": str(i), "reciprocal_rank": 1 / (1 + i), "chunk_reciprocal_rank": 0.5} for i in range(4)]
+    old = _run(tmp_path / "old", {"mrr": 0.52, "chunk_mrr": 0.5}, old_rows)
+    new_rows = [{"id": str(i), "reciprocal_rank@k": 1.0, "chunk_reciprocal_rank@k": 1.0} for i in range(4)]
+    new = _run(tmp_path / "new", {"mrr@7": 1.0, "chunk_mrr@7": 1.0}, new_rows)
+    runs = load_runs([old, new])
+    assert list(runs[0].summary["metrics"]) == ["mrr@7", "chunk_mrr@7"]
+    assert runs[0].values("mrr@7") == {str(i): 1 / (1 + i) for i in range(4)}
+    assert runs[0].values("chunk_mrr@7") == {str(i): 0.5 for i in range(4)}
+    table = comparison_table(runs)
+    assert not any(line.split()[0] in ("mrr", "chunk_mrr") for line in table.splitlines() if line.strip())
+    paired = {line.split()[0]: line for line in table.splitlines() if "new - old" in line}
+    assert paired["mrr@7"].endswith(" 4") and paired["chunk_mrr@7"].endswith(" 4")
+
+
+@pytest.mark.parametrize(
+    ("p_value", "n", "shown"),
+    [
+        (0.03125, 5, "0.0312"),  # 2^5 patterns counted: exact
+        (1.0, 4, "1"),
+        (1 / 10001, 20, "< 0.0003"),  # no random pattern reached it: below 3/R
+        (5001 / 10001, 20, "0.500 ± 0.005"),
+        (313 / 10001, 40, "0.031 ± 0.002"),
+        (1.0, 30, "1"),  # every pattern reached it (no difference at all)
+    ],
+)
+def test_p_values_show_the_digits_their_monte_carlo_error_allows(p_value: float, n: int, shown: str) -> None:
+    assert format_p_value(p_value, n, 10_000) == shown
+
+
+def test_paired_p_value_of_many_questions_carries_its_error(tmp_path: Path) -> None:
+    rows_a = [{"id": str(i), "token_f1": 0.5} for i in range(30)]
+    rows_b = [{"id": str(i), "token_f1": 0.5 + (0.1 if i % 3 else -0.1)} for i in range(30)]
+    a = _run(tmp_path / "a", {"token_f1": 0.5}, rows_a)
+    b = _run(tmp_path / "b", {"token_f1": 0.53}, rows_b)
+    table = comparison_table(load_runs([a, b]))
+    line = next(line for line in table.splitlines() if line.startswith("token_f1") and " - " in line)
+    assert re.search(r" (0\.\d+ ± 0\.\d+|< 0\.0003) +30$", line), line
+    assert "shown ± its standard error" in table
+
+
+# --------------------------------------------------------------------------- qagen report
+
+
+def _report(*args: object) -> Any:
+    return CliRunner().invoke(main, ["report", *map(str, args)], catch_exceptions=False)
+
+
+def test_report_writes_a_chart_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    run = _run(tmp_path / "eval", {"correctness": 0.5}, [{"id": "1", "correctness": 3}])
+    result = _report(run)
+    assert result.exit_code == 0, result.output
+    assert "correctness" in result.stdout and "chart" not in result.stdout
+    assert list(tmp_path.rglob("*.png")) == []
+    result = _report(run, "--chart", tmp_path / "charts" / "c.png")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "charts" / "c.png").read_bytes().startswith(b"\x89PNG")
+    result = _report(run, "--metric", "correctness")
+    assert result.exit_code == 2 and "give --chart PATH too" in result.stderr
+
+
+def test_a_chart_without_matplotlib_is_refused_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    run = _run(tmp_path / "eval", {"correctness": 0.5}, [{"id": "1", "correctness": 3}])
+    result = _report(run, "--chart", tmp_path / "c.png")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == "error: The chart needs matplotlib, which is not installed: pip install 'qagen[plot]'.\n"
+    # Before any work: not even the directories are read.
+    assert _report(tmp_path, "--chart", tmp_path / "c.png").stderr == result.stderr
+    assert not (tmp_path / "c.png").exists()
+    assert _report(run).exit_code == 0  # the table needs no matplotlib
 
 
 # --------------------------------------------------------------------------- retrieving nothing
@@ -361,7 +442,7 @@ def test_an_empty_retrieval_scores_zero_only_for_a_system_that_reports_retrieval
         lines = (tmp_path / name / "results.jsonl").read_text().splitlines()
         return [json.loads(line)[metric] for line in lines]
 
-    for metric in ("hit@k", "reciprocal_rank", "ndcg@k", "chunk_hit@k", "chunk_reciprocal_rank", "chunk_ndcg@k"):
+    for metric in ("hit@k", "reciprocal_rank@k", "ndcg@k", "chunk_hit@k", "chunk_reciprocal_rank@k", "chunk_ndcg@k"):
         assert column("retriever", metric) == [0.0, 0.0, 1.0, 1.0], metric
         assert column("plain", metric) == [None] * 4, metric
         assert column("broken", metric) == [None, 0.0, 1.0, 1.0], metric  # a failed answer: no retrieval value
@@ -370,3 +451,114 @@ def test_an_empty_retrieval_scores_zero_only_for_a_system_that_reports_retrieval
     stats = json.loads((tmp_path / "retriever" / "summary.json").read_text())
     hit = stats["metrics"]["hit@7"]
     assert (hit["mean"], hit["high"], hit["n"], hit["missing"]) == (0.5, 1.0, 4, 0)
+
+
+CONTEXT_METRICS = ("context_precision", "context_recall", "context_relevance", "grounded", "retrieval_relevant")
+
+
+def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_paired_test(
+    llm: Any, tmp_path: Path
+) -> None:
+    testset = tmp_path / "set.jsonl"
+    testset.write_text(
+        "".join(
+            json.dumps({"question": f"Q{i}?", "answer": f"The answer is {i}.", "source_doc": "a.md"}) + "\n"
+            for i in range(6)
+        )
+    )
+    found = {"text": "The answer is 3. The answer is 4. The answer is 5.", "source": "a.md"}
+
+    def sometimes(question: str) -> dict[str, Any]:
+        # The first three retrieve nothing: before the system has reported any context at all.
+        if question in ("Q0?", "Q1?"):
+            return {"answer": "The answer is 1.", "contexts": []}
+        if question == "Q2?":
+            return {"answer": "I don't know.", "contexts": []}
+        return {"answer": f"The answer is {question[1]}.", "contexts": [found]}
+
+    def always(question: str) -> dict[str, Any]:
+        return {"answer": f"The answer is {question[1]}.", "contexts": [found]}
+
+    def plain(question: str) -> str:
+        return "The answer is 1."
+
+    metrics = ["ragas", "grounded", "retrieval_relevant"]
+    options: dict[str, Any] = {
+        "metrics": metrics,
+        "judge": ModelSettings(spec="openai:stand-in", base_url=llm.base_url),
+        "progress": False,
+        "concurrency": 1,
+    }
+    stats = evaluate(testset, sometimes, tmp_path / "sometimes", **options)
+    rows = [json.loads(line) for line in (tmp_path / "sometimes" / "results.jsonl").read_text().splitlines()]
+    for row in rows[:3]:
+        for metric in CONTEXT_METRICS:
+            assert (row[metric], row[f"{metric}_reason"]) == (0.0, "no_contexts"), metric
+    # faithfulness as ragas: statements that nothing supports are 0; "I don't know" has none: no value.
+    assert [(row["faithfulness"], row["faithfulness_reason"]) for row in rows[:3]] == [
+        (0.0, "no_contexts"), (0.0, "no_contexts"), (None, "no_statements")
+    ]  # fmt: skip
+    assert all(row[f"{metric}_reason"] == "" for row in rows[3:] for metric in (*CONTEXT_METRICS, "faithfulness"))
+    assert stats["retrieved_nothing"] == 3
+    faithfulness = stats["judges"]["faithfulness"]
+    assert (faithfulness["undefined"], faithfulness["failed"], faithfulness["retrieved_nothing"]) == (
+        {"no_statements": 1}, 0, 2
+    )  # fmt: skip
+    assert stats["metrics"]["faithfulness"]["missing_by_reason"] == {"no_statements": 1}
+    lower = 0
+    for metric in (*CONTEXT_METRICS, "faithfulness"):
+        values = [row[metric] for row in rows if row[metric] is not None]
+        judged_before = [row[metric] for row in rows[3:]]  # what the mean was over when these were "not judged"
+        summary = stats["metrics"][metric]
+        assert summary["mean"] == pytest.approx(sum(values) / len(values)) and summary["n"] == len(values)
+        assert summary["mean"] <= sum(judged_before) / 3
+        lower += summary["mean"] < sum(judged_before) / 3
+    assert lower >= 3  # the stand-in supported some of what was retrieved: retrieving nothing now costs
+
+    evaluate(testset, always, tmp_path / "always", **options)
+    runs = load_runs([tmp_path / "always", tmp_path / "sometimes"])
+    for metric in CONTEXT_METRICS:
+        assert len(runs[0].values(metric).keys() & runs[1].values(metric).keys()) == 6, metric
+    table = comparison_table(runs)
+    paired = {line.split()[0]: line for line in table.splitlines() if " - always " in line}
+    assert all(paired[metric].endswith(" 6") for metric in CONTEXT_METRICS)
+    assert paired["faithfulness"].endswith(" 5")  # the answer without statements has no value to pair
+    assert "sometimes: 3 rows retrieved nothing: scored 0 on the retrieval metrics" in table
+    faithfulness_line = next(line for line in table.splitlines() if line.startswith("faithfulness "))
+    assert "n=5, 1 no_statements" in faithfulness_line
+
+    # A system that never reports contexts is not judged on them, and no call is made for them.
+    calls = len(llm.log)
+    plain_stats = evaluate(testset, plain, tmp_path / "plain", **options)
+    for metric in (*CONTEXT_METRICS, "faithfulness"):
+        assert plain_stats["judges"][metric]["not_judged"] == {"no_contexts": 6}
+        assert plain_stats["metrics"][metric]["mean"] is None
+    assert plain_stats["retrieved_nothing"] == 0
+    assert not llm.log[calls:]
+
+
+def test_the_cli_says_what_retrieved_nothing_and_what_had_no_statements(llm: Any, tmp_path: Path) -> None:
+    testset = _testset(tmp_path / "set.jsonl", 4)
+    found = {"contexts": ["Item 0 is here. Item 1 is here."], "sources": ["a.md"]}
+    answers = [
+        {"question": "What is item 0?", "answer": "Item 0.", **found},
+        {"question": "What is item 1?", "answer": "Item 1.", **found},
+        {"question": "What is item 2?", "answer": "Item 2.", "contexts": []},
+        {"question": "What is item 3?", "answer": "I don't know.", "contexts": []},
+    ]
+    answers_file = tmp_path / "answers.jsonl"
+    answers_file.write_text("".join(json.dumps(row) + "\n" for row in answers))
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", str(testset), "--answers", str(answers_file), "--out", str(tmp_path / "eval"), "-q",
+         "--metrics", "faithfulness,context_relevance", "--model", "openai:stand-in", "--base-url", llm.base_url],
+        catch_exceptions=False,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "  2 rows retrieved nothing: scored 0 on the retrieval metrics, as ragas does" in result.stdout
+    assert "  faithfulness: 3 judged, 1 no_statements (no value, as in ragas)" in result.stdout
+    table = {line.split()[0]: line for line in result.stdout.splitlines() if line.startswith(("faith", "context"))}
+    assert table["faithfulness"].endswith("n=3, 1 no_statements")
+    assert table["context_relevance"].endswith("n=4")
+    assert "eval: 2 rows retrieved nothing: scored 0 on the retrieval metrics" in result.stdout
+    assert "eval: without a value in faithfulness: no_statements 1" in result.stdout

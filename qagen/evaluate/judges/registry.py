@@ -61,7 +61,9 @@ class MetricSpec:
 
     name: str
     needs_contexts: bool
-    """The metric is undefined without retrieved contexts (it then fails with `no_contexts`)."""
+    """The metric judges the retrieved contexts. An empty retrieval scores as ragas scores it (0; for
+    faithfulness 0 once the answer is found to make statements): see `qagen.evaluate.judges.ragas`.
+    A system that never reports contexts is not judged on it (`no_contexts`, `results.py`)."""
     needs_reference: bool
     """The metric compares against the reference answer (it fails with `no_reference` without one)."""
     needs_embeddings: bool
@@ -71,6 +73,8 @@ class MetricSpec:
     """The prompt files it uses (their hashes identify the judge together with the model)."""
     value_range: tuple[float, float] = (0.0, 1.0)
     """Where its values lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
+    asks_without_contexts: bool = False
+    """On an empty retrieval the judge still makes a call (faithfulness reads the answer's statements)."""
 
 
 def _spec(name: str, contexts: bool, reference: bool, start: MetricStart, *prompts: str) -> MetricSpec:
@@ -89,13 +93,14 @@ LLM_METRICS: dict[str, MetricSpec] = {
             prompts=(CORRECTNESS_SYSTEM, CORRECTNESS_PROMPT),
             value_range=(1.0, 5.0),
         ),
-        _spec(
+        MetricSpec(
             "faithfulness",
-            True,
-            False,
-            lambda j, model, embed: faithfulness(j.item.question, j.answer, list(j.contexts), model),
-            "ragas_faithfulness_statements",
-            "ragas_faithfulness_verdicts",
+            needs_contexts=True,
+            asks_without_contexts=True,
+            needs_reference=False,
+            needs_embeddings=False,
+            start=lambda j, model, embed: faithfulness(j.item.question, j.answer, list(j.contexts), model),
+            prompts=("ragas_faithfulness_statements", "ragas_faithfulness_verdicts"),
         ),
         MetricSpec(
             "answer_relevancy",
