@@ -73,8 +73,6 @@ class MetricSpec:
     """The prompt files it uses (their hashes identify the judge together with the model)."""
     value_range: tuple[float, float] = (0.0, 1.0)
     """Where its values lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
-    asks_without_contexts: bool = False
-    """On an empty retrieval the judge still makes a call (faithfulness reads the answer's statements)."""
 
 
 def _spec(name: str, contexts: bool, reference: bool, start: MetricStart, *prompts: str) -> MetricSpec:
@@ -93,14 +91,13 @@ LLM_METRICS: dict[str, MetricSpec] = {
             prompts=(CORRECTNESS_SYSTEM, CORRECTNESS_PROMPT),
             value_range=(1.0, 5.0),
         ),
-        MetricSpec(
+        _spec(
             "faithfulness",
-            needs_contexts=True,
-            asks_without_contexts=True,
-            needs_reference=False,
-            needs_embeddings=False,
-            start=lambda j, model, embed: faithfulness(j.item.question, j.answer, list(j.contexts), model),
-            prompts=("ragas_faithfulness_statements", "ragas_faithfulness_verdicts"),
+            True,
+            False,
+            lambda j, model, embed: faithfulness(j.item.question, j.answer, list(j.contexts), model),
+            "ragas_faithfulness_statements",
+            "ragas_faithfulness_verdicts",
         ),
         MetricSpec(
             "answer_relevancy",
