@@ -149,7 +149,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     """
     from qagen.evaluate.api import evaluate as run_evaluation
     from qagen.evaluate.api import select_metrics
-    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs
+    from qagen.evaluate.report import comparison_table, load_runs
     from qagen.evaluate.testset import load_testset
     from qagen.llm.client import ModelSettings
     from qagen.redaction import register_secret
@@ -218,7 +218,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     runs = load_runs(outputs)
     click.echo("\n" + comparison_table(runs))
     if len(runs) > 1:
-        click.echo(f"\nchart: {bar_chart(runs, chart_metric(runs), out / 'comparison.png')}")
+        click.echo(f"\na bar chart of them: qagen report {out}/* --chart comparison.png")
 
 
 def _print_note(note: str) -> None:
@@ -231,10 +231,19 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
     if summary["failed_by_reason"]:
         reasons = ", ".join(f"{reason}: {n}" for reason, n in summary["failed_by_reason"].items())
         lines.append(f"  not answered: {reasons}")
+    if summary["retrieved_nothing"]:
+        lines.append(
+            f"  {summary['retrieved_nothing']} rows retrieved nothing: scored 0 on the retrieval metrics, as ragas does"
+        )
     for metric, counts in summary["judges"].items():
+        parts = [f"{counts['judged']} judged"]
+        if counts["undefined"]:
+            parts += [f"{n} {reason} (no value, as in ragas)" for reason, n in counts["undefined"].items()]
         if counts["failed"]:
             reasons = ", ".join(f"{reason}: {n}" for reason, n in counts["failures"].items())
-            lines.append(f"  {metric}: {counts['judged']} judged, {counts['failed']} judge failures ({reasons})")
+            parts.append(f"{counts['failed']} judge failures ({reasons})")
+        if len(parts) > 1:
+            lines.append(f"  {metric}: {', '.join(parts)}")
     return "\n".join(lines)
 
 
@@ -256,21 +265,27 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool)
 @click.command()
 @click.argument("eval_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option(
-    "--metric", default=None, help="Metric of the bar chart (default: correctness, else the first with values)."
+    "--chart",
+    "chart_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write a bar chart of the runs to this PNG file (needs matplotlib: pip install 'qagen[plot]').",
 )
 @click.option(
-    "--plot",
-    "plot_path",
-    type=click.Path(path_type=Path),
-    default=Path("qagen_report.png"),
-    show_default=True,
-    help="Where to write the bar chart (PNG).",
+    "--metric", default=None, help="Metric of the --chart (default: correctness, else the first with values)."
 )
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path, dir_okay=False), default=None, hidden=True)
 @friendly_errors
-def report(eval_dirs: tuple[Path, ...], metric: str | None, plot_path: Path) -> None:
-    """Compare evaluation directories: metrics with 95% intervals, paired tests, and a bar chart."""
-    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs
+def report(eval_dirs: tuple[Path, ...], chart_path: Path | None, metric: str | None, plot_path: Path | None) -> None:
+    """Compare evaluation directories: metrics with 95% intervals and paired tests; a bar chart with --chart."""
+    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs, require_matplotlib
 
+    chart = chart_path or plot_path  # --plot: the option's name before --chart, still accepted
+    if metric is not None and chart is None:
+        raise click.UsageError("--metric chooses the chart's metric: give --chart PATH too.")
+    if chart is not None:
+        require_matplotlib()
     runs = load_runs(list(eval_dirs))
     click.echo(comparison_table(runs))
-    click.echo(f"\nchart: {bar_chart(runs, metric or chart_metric(runs), plot_path)}")
+    if chart is not None:
+        click.echo(f"\nchart: {bar_chart(runs, metric or chart_metric(runs), chart)}")

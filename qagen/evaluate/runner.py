@@ -122,19 +122,30 @@ class Evaluation:
                 if (record := answers.get(self._answer_key(item))) is not None
             )
 
+            # Questions that retrieved nothing while the system had not yet reported any context:
+            # judged once it has (a system that never does is not judged on contexts at all).
+            waiting: list[tuple[EvalItem, RagOutput]] = []
+
+            async def judge(item: EvalItem, output: RagOutput, run: Reported) -> None:
+                if output.answer is None:
+                    return
+                judged = self._judge_input(item, output.answer, output)
+                wait = output.retrieved_nothing(self.k) and not run.contexts
+                if wait and any(LLM_METRICS[metric].needs_contexts for metric in self.judges):
+                    waiting.append((item, output))
+                await asyncio.gather(
+                    *(
+                        executor.run(task, judged, judgements)
+                        for metric, task in self.judges.items()
+                        if not (wait and LLM_METRICS[metric].needs_contexts)
+                    )
+                )
+
             async def answer_and_judge(item: EvalItem) -> None:
                 nonlocal so_far
                 output = await self._answer(item, answers)
                 so_far = Reported(*(a or b for a, b in zip(so_far, reported([output]), strict=True)))
-                if output.answer is not None:
-                    judged = self._judge_input(item, output.answer, output)
-                    await asyncio.gather(
-                        *(
-                            executor.run(task, judged, judgements)
-                            for metric, task in self.judges.items()
-                            if output.contexts or not LLM_METRICS[metric].needs_contexts
-                        )
-                    )
+                await judge(item, output, so_far)
                 row = self._row(item, output, self._verdicts(item, output, judgements.records), so_far)
                 results_out.write(_jsonl(row))
                 results_out.flush()
@@ -142,6 +153,14 @@ class Evaluation:
             await executor.map(
                 self.testset.items, answer_and_judge, label="evaluating", unit="question", progress=progress
             )
+            if waiting and so_far.contexts:
+                outputs = {item.id: output for item, output in waiting}
+
+                async def judge_waiting(item: EvalItem) -> None:
+                    await judge(item, outputs[item.id], so_far)
+
+                items = [item for item, _ in waiting]
+                await executor.map(items, judge_waiting, label="judging", unit="question", progress=progress)
 
     async def _answer(self, item: EvalItem, answers: RecordStore[AnswerRecord]) -> RagOutput:
         """The system's output for `item`: stored, else asked now and stored."""
