@@ -16,7 +16,9 @@ async def run_all(jobs: Iterable[Callable[[], Awaitable[None]]]) -> None:
         for task in tasks:
             if not task.done():
                 task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+        # Also when this coroutine is itself cancelled (Ctrl-C): the jobs finish their cleanup (record
+        # what they were doing) while the files they write to are still open.
+        await asyncio.gather(*tasks, return_exceptions=True)
     for task in done:
         if task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
