@@ -16,6 +16,8 @@ from qagen.errors import ConfigError
 
 # The settings the evaluator's notes name (`select_metrics`).
 NOTE_SETTINGS = ("embeddings", "metrics")
+# The settings the input warnings name (`qagen.evaluate.input_checks`).
+WARNING_SETTINGS = ("corpus",)
 
 
 def _int_list(value: str, name: str) -> list[int]:
@@ -137,6 +139,15 @@ def _int_list(value: str, name: str) -> list[int]:
     default=None,
     help="The judges' own cap on tokens per reply (default: --max-output-tokens).",
 )
+@click.option(
+    "--interrupt-grace",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="After Ctrl-C, how long a --rag function still running may take to return; then its question is "
+    "recorded as failed (interrupted) and the run ends.",
+)
 @call_options
 @click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
 @friendly_errors
@@ -211,7 +222,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
             max_failure_rate=options["max_failure_rate"],
             embeddings=options["embeddings"],
             progress=not quiet,
+            interrupt_grace=options["interrupt_grace"],
             on_note=_print_note,
+            on_warning=_print_warning,
         )
         outputs.append(target)
         click.echo(_outcome(target, summary))
@@ -223,6 +236,10 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
 
 def _print_note(note: str) -> None:
     click.echo(f"note: {in_cli_terms(note, NOTE_SETTINGS)}", err=True)
+
+
+def _print_warning(warning: str) -> None:
+    click.echo(f"warning: {in_cli_terms(warning, WARNING_SETTINGS)}", err=True)
 
 
 def _outcome(target: Path, summary: dict[str, Any]) -> str:
@@ -247,7 +264,7 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool)
     if options["answers"]:
         return AnswersFileSystem(options["answers"])
     if options["rag_callable"]:
-        return CallableSystem.from_spec(options["rag_callable"])
+        return CallableSystem.from_spec(options["rag_callable"], interrupt_grace=options["interrupt_grace"])
     if options["endpoint"]:
         return EndpointSystem(options["endpoint"])
     return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress)
