@@ -51,10 +51,28 @@ def _write_inputs(folder: Path) -> Path:
     return testset
 
 
-def _default_sigint() -> None:
-    # A shell starts background jobs with SIGINT ignored, and Python then never installs its
-    # handler: give the child a terminal's default, as when a user runs the command.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# A shell starts background jobs with SIGINT ignored, and Python then installs no handler: the
+# child first takes Python's usual one, as when a user runs the command at a terminal.
+SIGINT_AS_AT_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+CLI = SIGINT_AS_AT_A_TERMINAL + "from qagen.cli.app import run; run()"
+# A notebook: an event loop already runs in the main thread when `evaluate` is called, so it runs
+# its own loop in another thread, and the interrupt arrives as KeyboardInterrupt in this one.
+NOTEBOOK = (
+    SIGINT_AS_AT_A_TERMINAL
+    + """
+import asyncio, sys
+from qagen.evaluate.api import evaluate
+import slow_rag
+
+async def cell():
+    evaluate("set.jsonl", slow_rag.answer, "eval", metrics=["text"], progress=False, interrupt_grace=float(sys.argv[1]))
+
+try:
+    asyncio.new_event_loop().run_until_complete(cell())
+except KeyboardInterrupt:
+    sys.exit(130)
+"""
+)
 
 
 def _wait_for(condition: Any, timeout: float, what: str) -> None:
@@ -69,23 +87,17 @@ def _results(eval_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (eval_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.mark.parametrize("grace", [2.0])
-def test_ctrl_c_ends_the_cli_run_within_the_grace_period(tmp_path: Path, grace: float) -> None:
-    testset = _write_inputs(tmp_path)
-    out = tmp_path / "eval"
-    command = [
-        sys.executable, "-c", "from qagen.cli.app import run; run()",
-        "evaluate", str(testset), "--rag", "slow_rag:answer", "--metrics", "text", "--out", str(out), "-q",
-        "--interrupt-grace", str(grace),
-    ]  # fmt: skip
+def _interrupt(command: list[str], folder: Path, grace: float) -> tuple[int, str, float]:
+    """Run `command` in `folder`; once the fast rows are written and the slow calls block, send
+    SIGINT. (exit code, stderr, seconds from SIGINT to exit)."""
+    out = folder / "eval"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sigint
-    )
+    process = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         # Both fast rows written, and all four slow calls blocking in their threads.
-        _wait_for(lambda: out.joinpath("results.jsonl").exists() and len(_results(out)) == 2, 60, "the fast rows")
-        _wait_for(lambda: len(list((tmp_path / "started").iterdir())) == 4, 60, "the slow calls")
+        written = out / "results.jsonl"
+        _wait_for(lambda: written.exists() and written.read_text().count("\n") == 2, 60, "the fast rows")
+        _wait_for(lambda: len(list((folder / "started").iterdir())) == 4, 60, "the slow calls")
         process.send_signal(signal.SIGINT)
         interrupted = time.monotonic()
         _, stderr = process.communicate(timeout=grace + 20)
@@ -93,11 +105,12 @@ def test_ctrl_c_ends_the_cli_run_within_the_grace_period(tmp_path: Path, grace: 
         if process.poll() is None:
             process.kill()
             process.communicate()
-    elapsed = time.monotonic() - interrupted
-    assert process.returncode == 130, stderr.decode()
-    assert "interrupted: finished calls are saved" in stderr.decode()
-    assert grace <= elapsed < grace + 3, elapsed  # waited the grace period, then not much longer
-    rows = {row["question"]: row for row in _results(out)}  # every line whole JSON
+    return process.returncode, stderr.decode(), time.monotonic() - interrupted
+
+
+def _check_interrupted_run(out: Path, grace: float) -> None:
+    """The fast rows answered, the blocked ones recorded as interrupted, every line whole JSON."""
+    rows = {row["question"]: row for row in _results(out)}
     assert set(rows) == set(QUESTIONS)
     for question, row in rows.items():
         if question in FAST:
@@ -112,12 +125,38 @@ def test_ctrl_c_ends_the_cli_run_within_the_grace_period(tmp_path: Path, grace: 
     )
     assert not (out / "summary.json").exists()  # the run did not finish, and does not pretend to
 
+
+@pytest.mark.parametrize("grace", [2.0])
+def test_ctrl_c_ends_the_cli_run_within_the_grace_period(tmp_path: Path, grace: float) -> None:
+    testset = _write_inputs(tmp_path)
+    out = tmp_path / "eval"
+    command = [
+        sys.executable, "-c", CLI, "evaluate", str(testset), "--rag", "slow_rag:answer", "--metrics", "text",
+        "--out", str(out), "-q", "--interrupt-grace", str(grace),
+    ]  # fmt: skip
+    code, stderr, elapsed = _interrupt(command, tmp_path, grace)
+    assert code == 130, stderr
+    assert "interrupted: finished calls are saved" in stderr
+    assert grace <= elapsed < grace + 3, elapsed  # waited the grace period, then not much longer
+    _check_interrupted_run(out, grace)
+
     # Resumed with a function that answers: only the interrupted questions are asked again.
     (tmp_path / "slow_rag.py").write_text("def answer(question):\n    return 'Now: ' + question\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     resumed = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr.decode()
     answers_now = {row["question"]: row["generated_answer"] for row in _results(out)}
     assert answers_now == {q: (f"Fast: {q}" if q in FAST else f"Now: {q}") for q in QUESTIONS}
+
+
+def test_ctrl_c_ends_a_run_started_where_an_event_loop_already_runs(tmp_path: Path) -> None:
+    _write_inputs(tmp_path)
+    grace = 1.0
+    code, stderr, elapsed = _interrupt([sys.executable, "-c", NOTEBOOK, str(grace)], tmp_path, grace)
+    assert code == 130, stderr
+    # The interpreter's teardown (datasets, pyarrow) comes on top of the grace period here.
+    assert grace <= elapsed < grace + 4, elapsed
+    _check_interrupted_run(tmp_path / "eval", grace)
 
 
 # --------------------------------------------------------------------------- in process
