@@ -121,9 +121,9 @@ def evaluate(
 
     Notes about the metrics (one left out of a group) go to `on_note` (default: printed to stderr)
     and into the summary; warnings about the inputs (answers-file rows that match no question, a
-    baseline corpus without the test set's source documents) go to `on_warning` before any question
-    is asked, and into the summary's `warnings`. Results go to `out/results.jsonl` and `out/summary.json`; re-running
-    with the same `out` resumes, paying for no call twice.
+    baseline corpus without the test set's source documents) go to `on_warning` before any
+    question is asked, and into the summary's `warnings`. Results go to `out/results.jsonl` and
+    `out/summary.json`; re-running with the same `out` resumes, paying for no call twice.
     """
     from qagen.evaluate.systems.protocol import close_system
 
