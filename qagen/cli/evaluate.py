@@ -16,6 +16,8 @@ from qagen.errors import ConfigError
 
 # The settings the evaluator's notes name (`select_metrics`).
 NOTE_SETTINGS = ("embeddings", "metrics")
+# The settings the input warnings name (`qagen.evaluate.input_checks`).
+WARNING_SETTINGS = ("corpus",)
 
 
 def _int_list(value: str, name: str) -> list[int]:
@@ -41,7 +43,8 @@ def _int_list(value: str, name: str) -> list[int]:
 @click.option(
     "--answers",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere.",
+    help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere; rows match the "
+    "test set's questions by `id` if given, else ignoring case and spacing.",
 )
 @click.option(
     "--rag",
@@ -137,6 +140,15 @@ def _int_list(value: str, name: str) -> list[int]:
     default=None,
     help="The judges' own cap on tokens per reply (default: --max-output-tokens).",
 )
+@click.option(
+    "--interrupt-grace",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="After Ctrl-C, how long a --rag function still running may take to return; then its question is "
+    "recorded as failed (interrupted) and the run ends.",
+)
 @call_options
 @click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
 @friendly_errors
@@ -144,7 +156,8 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     """Run a RAG system over DATASET's questions and score it.
 
     DATASET is a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or
-    .csv file with question and reference-answer columns. Give the system under test with exactly
+    .csv file with question and reference-answer columns. A DATASET not on disk that looks like a
+    path (./, ../, /, ~, more than one /, a file suffix) is reported missing, never looked up on the Hub. Give the system under test with exactly
     one of --answers, --rag, --endpoint or --baseline bm25.
     """
     from qagen.evaluate.api import evaluate as run_evaluation
@@ -195,6 +208,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         click.echo(f"skipped row {skipped.row} of the test set: {skipped.reason}: {skipped.content[:120]}", err=True)
     grid = list(itertools.product(chunk_sizes, ks))
     outputs: list[Path] = []
+    shown: set[str] = set()  # each grid point's summary keeps its warnings; the screen shows each once
     for chunk_size, k in grid:
         name = f"chunk{chunk_size}_k{k}" if options["baseline"] else f"k{k}"
         target = out if len(grid) == 1 else out / name
@@ -211,7 +225,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
             max_failure_rate=options["max_failure_rate"],
             embeddings=options["embeddings"],
             progress=not quiet,
+            interrupt_grace=options["interrupt_grace"],
             on_note=_print_note,
+            on_warning=lambda warning: _print_warning(warning, shown),
         )
         outputs.append(target)
         click.echo(_outcome(target, summary))
@@ -223,6 +239,12 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
 
 def _print_note(note: str) -> None:
     click.echo(f"note: {in_cli_terms(note, NOTE_SETTINGS)}", err=True)
+
+
+def _print_warning(warning: str, shown: set[str]) -> None:
+    if warning not in shown:
+        shown.add(warning)
+        click.echo(f"warning: {in_cli_terms(warning, WARNING_SETTINGS)}", err=True)
 
 
 def _outcome(target: Path, summary: dict[str, Any]) -> str:
@@ -256,7 +278,7 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool)
     if options["answers"]:
         return AnswersFileSystem(options["answers"])
     if options["rag_callable"]:
-        return CallableSystem.from_spec(options["rag_callable"])
+        return CallableSystem.from_spec(options["rag_callable"], interrupt_grace=options["interrupt_grace"])
     if options["endpoint"]:
         return EndpointSystem(options["endpoint"])
     return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress)
