@@ -70,7 +70,7 @@ def funnel_table(summary: dict[str, Any]) -> str:
         ("documents", str(corpus["documents"])),
         ("inputs skipped", _with_reasons(corpus["skipped"], corpus["skipped_by_reason"])),
         ("chunks", f"{corpus['chunks']} (identical chunks dropped: {corpus['duplicate_chunks']})"),
-        ("sampled chunks", str(funnel["sampled"])),
+        ("sampled chunks", _sampled(funnel)),
         ("drafted", str(funnel["drafted"])),
         (
             "generation failed",
@@ -80,6 +80,7 @@ def funnel_table(summary: dict[str, Any]) -> str:
             "critique failed",
             _with_reasons(sum(funnel["critique_failed"].values()), funnel["critique_failed"]),
         ),
+        ("undecided", _with_reasons(sum(funnel.get("undecided", {}).values()), funnel.get("undecided", {}))),
         ("rejected by critics", _with_reasons(funnel["rejected"], funnel["rejected_by"])),
         ("too long", str(funnel.get("too_long", 0))),
         ("near-duplicates", str(funnel["duplicates"])),
@@ -100,6 +101,14 @@ def funnel_table(summary: dict[str, Any]) -> str:
             if commonest in examples:
                 table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
     return "\n".join(table)
+
+
+def _sampled(funnel: dict[str, Any]) -> str:
+    """The sample size, and the size asked for when the corpus had fewer chunks."""
+    sampled, requested = funnel["sampled"], funnel.get("requested")
+    if requested is not None and requested > sampled:
+        return f"{sampled} (all of them: {requested} were asked for)"
+    return str(sampled)
 
 
 def _with_reasons(total: int, reasons: dict[str, int]) -> str:
