@@ -48,7 +48,11 @@ class Chunk(Record):
     id: str = Field(description="Content hash of (source, start_index, text).")
     source: str = Field(description="The source of the document the chunk came from.")
     text: str = Field(description="The chunk's text.")
-    start_index: int = Field(description="Character offset of the chunk in its document's text.")
+    start_index: int = Field(
+        description="Character offset of the chunk in its document's text: the text as qagen read it, which for "
+        ".txt/.md/.rst files has its line ends normalised (CRLF and CR become LF, as Python's `open()` reads "
+        "text), for HTML and PDF is the extracted text, and for a table is the cell's value as it is."
+    )
     end_index: int = Field(description="start_index + len(text).")
 
 
@@ -139,7 +143,10 @@ class DatasetRow(Record):
     standalone_eval: str | None = Field(description="The standalone critic's rationale.")
     id: str = Field(description="The draft's id: a hash of the chunk, the generation prompt and the generator model.")
     chunk_id: str = Field(description="The chunk's id (a content hash).")
-    start_index: int = Field(description="Character offset of the chunk in its document's text.")
+    start_index: int = Field(
+        description="Character offset of the chunk in its document's text as qagen read it (line ends of text "
+        "files normalised to LF: see `Chunk.start_index`)."
+    )
     end_index: int = Field(description="start_index + len(context).")
     generator_model: str = Field(description="Model spec of the generator.")
     critic_model: str = Field(description="Model spec of the critics.")

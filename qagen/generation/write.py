@@ -12,6 +12,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from qagen.records import CandidateRow, DatasetRow
+from qagen.runs.store import writing
 
 
 def row_features(row_type: type[BaseModel]) -> Any:
@@ -52,14 +53,15 @@ def save_rows(rows: Sequence[DatasetRow], target: Path, *, candidates: bool) -> 
     data = {column: [row[column] for row in dumped] for column in row_type.model_fields}
     dataset = Dataset.from_dict(data, features=row_features(row_type), split="train")
     temporary = target.with_name(f".{target.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    # One shard asked for explicitly: left to choose, datasets writes no shard at all for an empty
-    # set, and the directory then fails to load (a run that keeps nothing is still a valid run).
-    dataset.save_to_disk(str(temporary), num_shards=1)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(temporary, target)
+    with writing(target):  # a full disk names the folder and what to do
+        if temporary.exists():
+            shutil.rmtree(temporary)
+        # One shard asked for explicitly: left to choose, datasets writes no shard at all for an empty
+        # set, and the directory then fails to load (a run that keeps nothing is still a valid run).
+        dataset.save_to_disk(str(temporary), num_shards=1)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(temporary, target)
 
 
 def funnel_table(summary: dict[str, Any]) -> str:

@@ -100,10 +100,11 @@ def load_prompts(names: Iterable[str], folder: Path | None = None) -> dict[str, 
 
 def _replacements(folder: Path, names: list[str]) -> dict[str, Path]:
     """The prompt files in `folder`, by name; anything else there is refused."""
+    known = ", ".join(f"{name}.txt" for name in sorted(names))
     if not folder.is_dir():
         raise ConfigError(
             f"`prompts_dir` {folder} is not a folder; give a folder holding prompt files named as the bundled "
-            f"ones ({', '.join(f'{name}.txt' for name in names)}).",
+            f"ones ({known}).",
             settings=("prompts_dir",),
         )
     found: dict[str, Path] = {}
@@ -120,7 +121,7 @@ def _replacements(folder: Path, names: list[str]) -> dict[str, Path]:
         note = " (the bundled evaluation prompts are not used here)" if set(unknown) & set(other_bundled) else ""
         raise ConfigError(
             f"`prompts_dir` {folder} holds {', '.join(unknown)}, which replace no prompt{note}; the prompts "
-            f"that can be replaced are {', '.join(f'{name}.txt' for name in names)}. Rename or remove the others.",
+            f"that can be replaced are {known}. Rename or remove the others.",
             settings=("prompts_dir",),
         )
     return found

@@ -12,7 +12,7 @@ from qagen import __version__
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole, describe_differences, keep_decided
 from qagen.errors import QagenError, RunMismatchError
 from qagen.records import Chunk, Critique, Draft
-from qagen.runs.store import RecordLog, write_json_atomic
+from qagen.runs.store import Dependents, RecordLog, write_json_atomic, writing
 
 
 class RunDir:
@@ -28,8 +28,8 @@ class RunDir:
         self.run_file = root / "run.json"
         self.chunks_file = root / "chunks.jsonl"
         self.chunking_file = root / "chunking.json"
-        self.drafts = RecordLog(root / "drafts.jsonl", Draft)
         self.critiques = RecordLog(root / "critiques.jsonl", Critique)
+        self.drafts = RecordLog(root / "drafts.jsonl", Draft, dependents=Dependents(self.critiques.path, "draft_id"))
         self.dataset_dir = root / "dataset"
         self.candidates_dir = root / "candidates"
         self.summary_file = root / "summary.json"
@@ -112,12 +112,13 @@ class RunDir:
 
     def write_chunks(self, chunks: Iterator[Chunk]) -> int:
         """Stream chunks to `chunks.jsonl` through a temporary file (a crash leaves no half file)."""
-        self.root.mkdir(parents=True, exist_ok=True)
         temporary = self.root / ".chunks.jsonl.tmp"
         count = 0
-        with temporary.open("w", encoding="utf-8") as handle:
-            for chunk in chunks:
-                handle.write(chunk.model_dump_json() + "\n")
-                count += 1
-        os.replace(temporary, self.chunks_file)
+        with writing(self.chunks_file):
+            self.root.mkdir(parents=True, exist_ok=True)
+            with temporary.open("w", encoding="utf-8") as handle:
+                for chunk in chunks:
+                    handle.write(chunk.model_dump_json() + "\n")
+                    count += 1
+            os.replace(temporary, self.chunks_file)
         return count
