@@ -229,3 +229,26 @@ def test_a_chunk_size_too_small_to_hold_a_fact_is_refused(
     )
     assert not (tmp_path / "run").exists()  # refused before anything was written
     assert ChunkSettings(chunk_size=smallest, chunk_overlap=0, length_unit=unit).chunk_size == smallest  # type: ignore[arg-type]
+
+
+def test_a_capped_generate_stops_with_exit_3_and_filter_names_what_decides_the_rest(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    assert _invoke("chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
+    model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 30, "--concurrency", 2, "-q"]
+    capped = CliRunner().invoke(main, ["generate", str(run), *map(str, model), "--max-tokens", "3000"])
+    assert capped.exit_code == 3 and "--max-tokens 3,000" in capped.stderr and "saved" not in capped.stdout
+    drafted = len(llm.log)
+    filtered = _invoke("filter", run)
+    funnel = _summary(run)["funnel"]
+    missing = funnel["undecided"]["generation"]
+    assert missing == 30 - drafted and funnel["generation_failed"] == {}
+    assert funnel["undecided"]["critique"] == 30 - missing  # drafted, no critic asked yet
+    assert (
+        f"{missing} sampled chunks have no draft yet (undecided, not failed): `qagen generate {run}` ({missing} "
+        f"calls), then `qagen critique {run}`, decides them." in filtered.output
+    )
+    # The cap was for that invocation: the next generate has none, and finishes the sample.
+    assert _invoke("generate", run, "-q").exit_code == 0
+    assert len(llm.log) == 30
