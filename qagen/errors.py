@@ -39,3 +39,11 @@ class ErrorBudgetExceededError(QagenError):
 
 class NothingUsableError(QagenError):
     """A run finished and nothing in it succeeded: no draft could be read, no question answered."""
+
+
+class CorruptRecordError(QagenError):
+    """A line of a run directory's record file cannot be read as a record."""
+
+
+class RunWriteError(QagenError):
+    """A file of a run directory could not be written (a full disk, no permission); finished records are kept."""

@@ -11,20 +11,10 @@ from typing import Any
 import click
 
 from qagen import __version__
+from qagen.cli.build_settings import config_from_options
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import (
-    budget_options,
-    chunk_options,
-    config_from_options,
-    corpus_options,
-    critic_options,
-    filter_options,
-    model_options,
-    output_options,
-    sample_options,
-)
-from qagen.errors import QagenError
+from qagen.cli.options import BUILD_OPTIONS, output_options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -59,13 +49,7 @@ def main() -> None:
     type=click.Path(path_type=Path),
     help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume.",
 )
-@corpus_options
-@chunk_options
-@sample_options
-@model_options
-@critic_options
-@filter_options
-@budget_options
+@BUILD_OPTIONS
 @click.option(
     "--push",
     "push_repo",
@@ -117,110 +101,6 @@ def build(
         click.echo(f"pushed to {pushed.url} ({'private' if pushed.private else 'public'})")
 
 
-@main.command()
-@click.argument("corpus", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "-o",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Run directory to create.",
-)
-@corpus_options
-@chunk_options
-@output_options
-@click.pass_context
-@friendly_errors
-def chunk(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
-    """Load and chunk CORPUS into a new run directory (stage 1 of build)."""
-    from qagen.generation.pipeline import chunk_stage
-    from qagen.generation.tasks import BuildTasks
-    from qagen.runs.rundir import RunDir
-
-    run = RunDir(out)
-    config = config_from_options(ctx, options, stored=None)
-    run.open(config, BuildTasks.for_config(config).prompt_hashes(), llm=False)
-    report = chunk_stage(config, run, progress=not quiet)
-    click.echo(
-        f"{report['documents']} documents, {report['skipped']} inputs skipped, {report['chunks']} chunks -> {run.chunks_file}"
-    )
-
-
-def _stage(
-    run_dir: Path,
-    ctx: click.Context,
-    options: dict[str, Any],
-    *,
-    generate: bool,
-    critique: bool,
-    quiet: bool,
-) -> None:
-    from qagen.generation.pipeline import load_sample, run_llm_stages
-    from qagen.generation.tasks import BuildTasks
-    from qagen.runs.rundir import RunDir
-
-    run = RunDir(run_dir)
-    config = config_from_options(ctx, options, stored=run.stored_config(), llm_fixed=run.llm_fixed())
-    tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes())
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
-    sample = load_sample(config, run)
-    run_llm_stages(config, run, tasks, sample, generate=generate, critique=critique, progress=not quiet)
-
-
-@main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@sample_options
-@model_options
-@output_options
-@click.pass_context
-@friendly_errors
-def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
-    """Draft a question/answer pair for each sampled chunk of RUN_DIR (stage 2)."""
-    _stage(run_dir, ctx, options, generate=True, critique=False, quiet=quiet)
-    click.echo(f"drafts saved in {run_dir / 'drafts.jsonl'}")
-
-
-@main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@sample_options
-@model_options
-@critic_options
-@filter_options
-@output_options
-@click.pass_context
-@friendly_errors
-def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
-    """Rate every draft of RUN_DIR with the three critics (stage 3)."""
-    _stage(run_dir, ctx, options, generate=False, critique=True, quiet=quiet)
-    click.echo(f"critiques saved in {run_dir / 'critiques.jsonl'}")
-
-
-@main.command(name="filter")
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@sample_options
-@filter_options
-@click.pass_context
-@friendly_errors
-def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None:
-    """Apply the thresholds and near-duplicate filter; write dataset/, candidates/ and summary.json (stage 4)."""
-    from qagen.generation.pipeline import finalize, load_sample
-    from qagen.generation.tasks import BuildTasks
-    from qagen.generation.write import funnel_table
-    from qagen.runs.rundir import RunDir
-
-    run = RunDir(run_dir)
-    config = config_from_options(ctx, options, stored=run.stored_config())
-    tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes(), llm=run.llm_fixed())
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
-    summary = finalize(config, run, tasks, load_sample(config, run))
-    click.echo(funnel_table(summary))
-
-
 def run() -> None:
     """The `qagen` console command: `main`, then an exit that skips interpreter teardown.
 
@@ -247,8 +127,10 @@ def _register_commands() -> None:
     """Commands defined in their own modules (they import their heavy parts only when run)."""
     from qagen.cli.evaluate import evaluate, report
     from qagen.cli.push import push
+    from qagen.cli.stages import chunk, critique, filter_command, generate
 
-    main.add_command(push)
+    for command in (chunk, generate, critique, filter_command, push):
+        main.add_command(command)
     main.add_command(evaluate)
     main.add_command(report)
 

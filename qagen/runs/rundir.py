@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
 from qagen import __version__
-from qagen.config import BuildConfig, describe_differences
+from qagen.config import BUILD_ROLES, BuildConfig, BuildRole, describe_differences, keep_decided
 from qagen.errors import QagenError, RunMismatchError
 from qagen.records import Chunk, Critique, Draft
-from qagen.runs.store import RecordLog, write_json_atomic
+from qagen.runs.store import Dependents, RecordLog, write_json_atomic, writing
 
 
 class RunDir:
@@ -28,8 +28,8 @@ class RunDir:
         self.run_file = root / "run.json"
         self.chunks_file = root / "chunks.jsonl"
         self.chunking_file = root / "chunking.json"
-        self.drafts = RecordLog(root / "drafts.jsonl", Draft)
         self.critiques = RecordLog(root / "critiques.jsonl", Critique)
+        self.drafts = RecordLog(root / "drafts.jsonl", Draft, dependents=Dependents(self.critiques.path, "draft_id"))
         self.dataset_dir = root / "dataset"
         self.candidates_dir = root / "candidates"
         self.summary_file = root / "summary.json"
@@ -58,7 +58,16 @@ class RunDir:
         """Whether an LLM stage has run here (so the models and prompts are part of the run)."""
         return self.exists() and self._read_run().get("fingerprint", {}).get("generator_model") is not None
 
-    def open(self, config: BuildConfig, prompt_hashes: dict[str, str], *, llm: bool = True) -> None:
+    def fixed_roles(self) -> frozenset[BuildRole]:
+        """The roles whose models and prompts are part of the run: those an LLM stage has called."""
+        if not self.exists():
+            return frozenset()
+        fingerprint = self._read_run().get("fingerprint", {})
+        return frozenset(role for role in BUILD_ROLES if fingerprint.get(f"{role}_model") is not None)
+
+    def open(
+        self, config: BuildConfig, prompt_hashes: dict[str, str | None], *, llm: bool | Collection[BuildRole] = True
+    ) -> None:
         """Start a new run here, or check that `config` may resume the one that is here."""
         wanted = json.loads(json.dumps(config.fingerprint(prompt_hashes, llm=llm)))
         if self.exists():
@@ -73,7 +82,7 @@ class RunDir:
                     settings=("out",),
                 )
             # Keep what was decided before (e.g. the models, when `qagen filter` runs without them).
-            wanted = {key: wanted[key] if wanted.get(key) is not None else stored.get(key) for key in wanted}
+            wanted = keep_decided(wanted, stored)
         elif self.root.exists() and any(self.root.iterdir()):
             raise QagenError(
                 f"{self.root} exists and is not a qagen run directory; choose another `out`.", settings=("out",)
@@ -103,12 +112,13 @@ class RunDir:
 
     def write_chunks(self, chunks: Iterator[Chunk]) -> int:
         """Stream chunks to `chunks.jsonl` through a temporary file (a crash leaves no half file)."""
-        self.root.mkdir(parents=True, exist_ok=True)
         temporary = self.root / ".chunks.jsonl.tmp"
         count = 0
-        with temporary.open("w", encoding="utf-8") as handle:
-            for chunk in chunks:
-                handle.write(chunk.model_dump_json() + "\n")
-                count += 1
-        os.replace(temporary, self.chunks_file)
+        with writing(self.chunks_file):
+            self.root.mkdir(parents=True, exist_ok=True)
+            with temporary.open("w", encoding="utf-8") as handle:
+                for chunk in chunks:
+                    handle.write(chunk.model_dump_json() + "\n")
+                    count += 1
+            os.replace(temporary, self.chunks_file)
         return count
