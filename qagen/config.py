@@ -38,6 +38,14 @@ class CorpusSettings(BaseModel):
             )
         return self
 
+    def normalised(self) -> CorpusSettings:
+        """The same corpus with its location resolved, so `ex` and `/abs/ex` compare as one."""
+        from qagen.generation.load.fingerprint import normalised_dataset, normalised_path
+
+        if self.path is not None:
+            return self.model_copy(update={"path": normalised_path(self.path)})
+        return self.model_copy(update={"hf_dataset": normalised_dataset(str(self.hf_dataset))})
+
 
 class ChunkSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -124,7 +132,7 @@ class BuildConfig(BaseModel):
         fields are None: not decided yet, fixed by the first LLM stage.
         """
         fixed = {
-            "corpus": self.corpus.model_dump(),
+            "corpus": self.corpus.normalised().model_dump(),
             "chunking": self.chunking.model_dump(),
             "seed": self.seed,
         }

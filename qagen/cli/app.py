@@ -23,6 +23,7 @@ from qagen.cli.options import (
     model_options,
     output_options,
     sample_options,
+    update_corpus_option,
 )
 from qagen.errors import QagenError
 
@@ -40,9 +41,10 @@ def main() -> None:
     \b
     Exit codes:
       0  done
-      1  error, with one sentence on stderr: bad input or settings, an unreachable server, more
-         failed calls than --max-failure-rate, or a run in which nothing succeeded (no draft
-         could be read, no question answered)
+      1  error, with one sentence on stderr: bad input or settings, a run directory in use by
+         another process or made from another corpus, an unreachable server, more failed calls
+         than --max-failure-rate, or a run in which nothing succeeded (no draft could be read,
+         no question answered)
       2  wrong usage (an unknown option, a missing argument)
       3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
       130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
@@ -66,6 +68,7 @@ def main() -> None:
 @critic_options
 @filter_options
 @budget_options
+@update_corpus_option
 @click.option(
     "--push",
     "push_repo",
@@ -78,7 +81,15 @@ def main() -> None:
 @click.pass_context
 @friendly_errors
 def build(
-    ctx: click.Context, /, out: Path, quiet: bool, push_repo: str | None, public: bool, dry_run: bool, **options: Any
+    ctx: click.Context,
+    /,
+    out: Path,
+    quiet: bool,
+    push_repo: str | None,
+    public: bool,
+    dry_run: bool,
+    update_corpus: bool,
+    **options: Any,
 ) -> None:
     """Chunk CORPUS, draft a question per sampled chunk, critique, filter, and write the dataset.
 
@@ -93,10 +104,11 @@ def build(
         from qagen.generation.estimate import Estimate
         from qagen.generation.pipeline import plan
 
-        described = in_cli_terms(plan(config, out, progress=not quiet).describe(), Estimate.settings)
+        planned = plan(config, out, progress=not quiet, update_corpus=update_corpus)
+        described = in_cli_terms(planned.describe(), Estimate.settings)
         click.echo(f"dry run: no LLM call made\n{described}")
         return
-    result = run_build(config, out, progress=not quiet)
+    result = run_build(config, out, progress=not quiet, update_corpus=update_corpus)
     click.echo(result.table)
     if result.stopped_by_budget:
         from qagen.llm.cost import Budget
@@ -129,19 +141,20 @@ def build(
 )
 @corpus_options
 @chunk_options
+@update_corpus_option
 @output_options
 @click.pass_context
 @friendly_errors
-def chunk(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
+def chunk(ctx: click.Context, /, out: Path, quiet: bool, update_corpus: bool, **options: Any) -> None:
     """Load and chunk CORPUS into a new run directory (stage 1 of build)."""
     from qagen.generation.pipeline import chunk_stage
     from qagen.generation.tasks import BuildTasks
     from qagen.runs.rundir import RunDir
 
-    run = RunDir(out)
     config = config_from_options(ctx, options, stored=None)
-    run.open(config, BuildTasks.for_config(config).prompt_hashes(), llm=False)
-    report = chunk_stage(config, run, progress=not quiet)
+    with RunDir(out).locked() as run:
+        run.open(config, BuildTasks.for_config(config).prompt_hashes(), llm=False)
+        report = chunk_stage(config, run, progress=not quiet, update_corpus=update_corpus)
     click.echo(
         f"{report['documents']} documents, {report['skipped']} inputs skipped, {report['chunks']} chunks -> {run.chunks_file}"
     )
@@ -160,14 +173,15 @@ def _stage(
     from qagen.generation.tasks import BuildTasks
     from qagen.runs.rundir import RunDir
 
-    run = RunDir(run_dir)
-    config = config_from_options(ctx, options, stored=run.stored_config(), llm_fixed=run.llm_fixed())
-    tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes())
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
-    sample = load_sample(config, run)
-    run_llm_stages(config, run, tasks, sample, generate=generate, critique=critique, progress=not quiet)
+    RunDir(run_dir).require()  # before the lock, which would otherwise be made in any folder
+    with RunDir(run_dir).locked() as run:
+        config = config_from_options(ctx, options, stored=run.stored_config(), llm_fixed=run.llm_fixed())
+        tasks = BuildTasks.for_config(config)
+        run.open(config, tasks.prompt_hashes())
+        if not run.chunking_done():
+            raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
+        sample = load_sample(config, run)
+        run_llm_stages(config, run, tasks, sample, generate=generate, critique=critique, progress=not quiet)
 
 
 @main.command()
@@ -211,13 +225,14 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     from qagen.generation.write import funnel_table
     from qagen.runs.rundir import RunDir
 
-    run = RunDir(run_dir)
-    config = config_from_options(ctx, options, stored=run.stored_config())
-    tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes(), llm=run.llm_fixed())
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
-    summary = finalize(config, run, tasks, load_sample(config, run))
+    RunDir(run_dir).require()  # before the lock, which would otherwise be made in any folder
+    with RunDir(run_dir).locked() as run:
+        config = config_from_options(ctx, options, stored=run.stored_config())
+        tasks = BuildTasks.for_config(config)
+        run.open(config, tasks.prompt_hashes(), llm=run.llm_fixed())
+        if not run.chunking_done():
+            raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
+        summary = finalize(config, run, tasks, load_sample(config, run))
     click.echo(funnel_table(summary))
 
 

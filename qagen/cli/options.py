@@ -92,6 +92,15 @@ budget_options = option_group(
     click.option("--price-input", type=click.FloatRange(min=0), default=None, help="Dollars per million input tokens, for cost reports and --max-cost (default: known OpenAI prices)."),
     click.option("--price-output", type=click.FloatRange(min=0), default=None, help="Dollars per million output tokens."),
 )  # fmt: skip
+# Not a setting of the build: what to do, this once, about a corpus that changed under the run.
+update_corpus_option = click.option(
+    "--update-corpus",
+    is_flag=True,
+    default=False,
+    help="When the corpus changed since --out was chunked (files edited, added or removed), chunk it "
+    "again and draw a new sample instead of refusing; replies for chunks that did not change are "
+    "reused, not paid again.",
+)
 output_options = option_group(
     click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars."),
 )
