@@ -141,19 +141,23 @@ class RunDir:
         # Here, not at the top: `qagen generate` and the other stage commands never read the corpus.
         from qagen.generation.load.fingerprint import CorpusFingerprint, compare, current_fingerprint
 
-        way_forward = (
-            "Pass `update_corpus=True` to chunk it again and draw a new sample (replies for chunks that "
-            "did not change are reused, not paid again), or use a new `out` directory."
-        )
         if not self.corpus_file.exists():
             if update:
                 return "no record of the corpus it was chunked from"
             raise CorpusChangedError(
                 f"{self.root} was chunked by an older qagen, which did not record the corpus, so whether "
-                f"the corpus changed since cannot be checked. {way_forward}",
-                settings=("update_corpus", "out"),
+                "the corpus changed since cannot be checked. Pass `update_corpus=True` to chunk it again "
+                "(replies for chunks that did not change are reused, not paid again).",
+                settings=("update_corpus",),
             )
-        stored = CorpusFingerprint.model_validate_json(self.corpus_file.read_text(encoding="utf-8"))
+        try:
+            stored = CorpusFingerprint.model_validate_json(self.corpus_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise QagenError(
+                f"Cannot read {self.corpus_file} ({type(exc).__name__}); pass `update_corpus=True` to chunk "
+                "the corpus again and record it anew.",
+                settings=("update_corpus",),
+            ) from exc
         changes = compare(stored, current_fingerprint(corpus))
         if not changes.any():
             return None
@@ -161,7 +165,8 @@ class RunDir:
             return changes.describe()
         raise CorpusChangedError(
             f"The corpus changed since it was chunked into {self.root} ({changes.describe()}), so its chunks no "
-            f"longer match the documents. {way_forward}",
+            "longer match the documents. Pass `update_corpus=True` to chunk it again and draw a new sample "
+            "(replies for chunks that did not change are reused, not paid again), or use a new `out` directory.",
             settings=("update_corpus", "out"),
         )
 
