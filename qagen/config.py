@@ -38,14 +38,6 @@ class CorpusSettings(BaseModel):
             )
         return self
 
-    def normalised(self) -> CorpusSettings:
-        """The same corpus with its location resolved, so `ex` and `/abs/ex` compare as one."""
-        from qagen.generation.load.fingerprint import normalised_dataset, normalised_path
-
-        if self.path is not None:
-            return self.model_copy(update={"path": normalised_path(self.path)})
-        return self.model_copy(update={"hf_dataset": normalised_dataset(str(self.hf_dataset))})
-
 
 class ChunkSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -132,7 +124,9 @@ class BuildConfig(BaseModel):
         fields are None: not decided yet, fixed by the first LLM stage.
         """
         fixed = {
-            "corpus": self.corpus.normalised().model_dump(),
+            # Where the corpus is, is no setting: what it holds is checked instead (`corpus.json`), so
+            # `docs` and `/abs/docs`, or a corpus copied along with its run directory, resume one run.
+            "corpus": self.corpus.model_dump(exclude={"path", "hf_dataset"}),
             "chunking": self.chunking.model_dump(),
             "seed": self.seed,
         }

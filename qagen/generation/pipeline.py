@@ -19,7 +19,7 @@ from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.filter import Assembly, assemble
 from qagen.generation.load.documents import CorpusReport, iter_documents
-from qagen.generation.load.fingerprint import FingerprintRecorder
+from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.generation.sample import ChunkRef, sampling_order, take
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
@@ -55,7 +55,7 @@ def chunk_stage(
             return run.chunking_report()
         _say(f"The corpus changed since it was chunked into {run.root} ({changes}); chunking it again.")
     report = CorpusReport()
-    recorder = FingerprintRecorder(_location(config))
+    recorder = FingerprintRecorder(corpus_location(config.corpus))
     shown = 0
 
     def on_skip(skipped: SkippedInput) -> None:
@@ -98,11 +98,6 @@ def chunk_stage(
     }
     run.finish_chunking(written, recorder.result(), summary)
     return summary
-
-
-def _location(config: BuildConfig) -> str:
-    normalised = config.corpus.normalised()
-    return str(normalised.path if normalised.path is not None else normalised.hf_dataset)
 
 
 def load_sample(config: BuildConfig, run: RunDir) -> list[Chunk]:

@@ -81,7 +81,7 @@ class RunDir:
             self._refuse_foreign()
             self._new_run = _run_file(wanted, config)
             return
-        stored = _comparable(self._read_run().get("fingerprint", {}))
+        stored = self._read_run().get("fingerprint", {})
         differences = describe_differences(stored, wanted)
         if differences:
             raise RunMismatchError(
@@ -158,15 +158,23 @@ class RunDir:
                 "the corpus again and record it anew.",
                 settings=("update_corpus",),
             ) from exc
-        changes = compare(stored, current_fingerprint(corpus))
+        current = current_fingerprint(corpus)
+        changes = compare(stored, current)
         if not changes.any():
             return None
         if update:
             return changes.describe()
+        if current.location == stored.location:
+            what = f"The corpus changed since it was chunked into {self.root} ({changes.describe()})"
+        else:
+            what = (
+                f"The corpus {current.location} differs from {stored.location}, which was chunked into "
+                f"{self.root} ({changes.describe()})"
+            )
         raise CorpusChangedError(
-            f"The corpus changed since it was chunked into {self.root} ({changes.describe()}), so its chunks no "
-            "longer match the documents. Pass `update_corpus=True` to chunk it again and draw a new sample "
-            "(replies for chunks that did not change are reused, not paid again), or use a new `out` directory.",
+            f"{what}, so the run's chunks no longer match the documents. Pass `update_corpus=True` to chunk "
+            "it again and draw a new sample (replies for chunks that did not change are reused, not paid "
+            "again), or use a new `out` directory.",
             settings=("update_corpus", "out"),
         )
 
@@ -233,17 +241,3 @@ _OWN_FILE = re.compile(rf"{re.escape(LOCK_NAME)}|{re.escape(OWNER_NAME)}|\.chunk
 
 def _run_file(fingerprint: dict[str, Any], config: BuildConfig) -> dict[str, Any]:
     return {"qagen_version": __version__, "fingerprint": fingerprint, "config": config.model_dump(mode="json")}
-
-
-def _comparable(stored: dict[str, Any]) -> dict[str, Any]:
-    """A stored fingerprint with its corpus path resolved as this command would resolve it.
-
-    Runs made before paths were resolved hold the path as it was typed; the content check
-    (`check_corpus`) still tells whether that corpus changed.
-    """
-    from qagen.generation.load.fingerprint import normalised_path
-
-    corpus = stored.get("corpus")
-    if isinstance(corpus, dict) and isinstance(corpus.get("path"), str) and not Path(corpus["path"]).is_absolute():
-        return {**stored, "corpus": {**corpus, "path": normalised_path(corpus["path"])}}
-    return stored

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,13 +89,30 @@ def test_the_same_folder_by_relative_and_absolute_path_is_one_corpus_and_one_run
 ) -> None:
     monkeypatch.chdir(tmp_path)
     assert _chunk("corpus", "run").exit_code == 0
-    for spelling, out in ((corpus, tmp_path / "run"), ("./corpus/", "./run"), ("corpus/../corpus", "run")):
+    (tmp_path / "link").symlink_to(corpus)
+    spellings = [(corpus, tmp_path / "run"), ("./corpus/", "./run"), ("corpus/../corpus", "run"), ("link", "run")]
+    for spelling, out in spellings:
         again = _chunk(spelling, out)
         assert again.exit_code == 0, again.output
-    (tmp_path / "link").symlink_to(corpus)
-    assert _chunk("link", "run").exit_code == 0
-    stored = json.loads((tmp_path / "run" / "run.json").read_text())["fingerprint"]["corpus"]["path"]
-    assert stored == str(corpus.resolve())
+    assert json.loads((tmp_path / "run" / "corpus.json").read_text())["location"] == str(corpus.resolve())
+
+
+def test_what_decides_is_what_the_corpus_holds_not_where_it_is(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert _chunk(corpus, out).exit_code == 0
+    # The project moved, or a colleague copied it: the same files elsewhere resume the same run.
+    moved = tmp_path / "elsewhere" / "docs"
+    shutil.copytree(corpus, moved)
+    assert _chunk(moved, out).exit_code == 0
+    # Another folder that holds other files is another corpus, and is named as such.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "a.txt").write_text("The windmill at the harbour was rebuilt in 1871 by the council.")
+    refused = _chunk(other, out)
+    assert refused.exit_code == 1
+    assert f"The corpus {other} differs from {corpus}, which was chunked into {out} (added: a.txt; removed: doc 00" in (
+        refused.output
+    )
 
 
 def _chunk_ids(out: Path) -> set[str]:

@@ -87,7 +87,7 @@ class CorpusChanges(NamedTuple):
 
 
 def compare(old: CorpusFingerprint, new: CorpusFingerprint) -> CorpusChanges:
-    """The changes from `old` to `new` (a moved corpus is a settings change, checked elsewhere)."""
+    """The changes from `old` to `new`, by what they hold (a corpus moved as it was has none)."""
     added = tuple(sorted(new.files.keys() - old.files.keys()))
     removed = tuple(sorted(old.files.keys() - new.files.keys()))
     changed = tuple(sorted(name for name in old.files.keys() & new.files.keys() if old.files[name] != new.files[name]))
@@ -106,14 +106,14 @@ def _dataset_difference(old: DatasetIdentity | None, new: DatasetIdentity | None
     )
 
 
-def normalised_path(path: str) -> str:
-    """A corpus path resolved, so `ex`, `./ex`, `/abs/ex` and a symlink to it name one corpus."""
-    return str(Path(path).resolve())
+def corpus_location(corpus: CorpusSettings) -> str:
+    """Where the corpus is: a path resolved (`ex`, `./ex` and `/abs/ex` are one), or a Hub id.
 
-
-def normalised_dataset(name: str) -> str:
-    """A dataset saved on disk resolved like a path; a Hub id as it is (the rule `open_dataset` uses)."""
-    return normalised_path(name) if Path(name).exists() else name
+    Only shown to say where a changed corpus was read from; what decides is what the corpus holds.
+    """
+    location = corpus.path if corpus.path is not None else str(corpus.hf_dataset)
+    # A dataset saved on disk is a path; anything else a Hub id (the rule `open_dataset` follows).
+    return str(Path(location).resolve()) if corpus.path is not None or Path(location).exists() else location
 
 
 class FingerprintRecorder:
@@ -162,14 +162,14 @@ def current_fingerprint(corpus: CorpusSettings) -> CorpusFingerprint:
     from qagen.generation.load.tables import open_dataset
 
     if corpus.hf_dataset is not None:
-        recorder = FingerprintRecorder(normalised_dataset(corpus.hf_dataset))
+        recorder = FingerprintRecorder(corpus_location(corpus))
         dataset, _ = open_dataset(corpus.hf_dataset, corpus.split, corpus.text_column, corpus.source_column)
         recorder.add_dataset(dataset, corpus.split)
         return recorder.result()
     root = Path(str(corpus.path))
     if not root.exists():
         raise CorpusError(f"Corpus path not found: {root}")
-    recorder = FingerprintRecorder(normalised_path(str(root)))
+    recorder = FingerprintRecorder(corpus_location(corpus))
     for file, rel in _files(root):
         recorder.add_file(file, rel)
     return recorder.result()
