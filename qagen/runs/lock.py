@@ -9,6 +9,7 @@ which process holds it, from the note `.qagen.lock.owner` the holder writes once
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import os
@@ -42,18 +43,24 @@ class RunLock:
                 "finish, or stop it, then run this command again."
             ) from None
         owner = {"pid": os.getpid(), "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
-        self.owner_file.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+        try:
+            self.owner_file.write_text(json.dumps(owner) + "\n", encoding="utf-8")
+        except BaseException:
+            self._lock.release()
+            raise
 
     def release(self, *, remove: bool = False) -> None:
         """Release the lock; with `remove`, delete the lock's files too (a run directory never made).
 
         The note goes first: once the lock is free a new holder writes its own.
         """
-        self.owner_file.unlink(missing_ok=True)
-        if remove:
-            # Unlinked while still held: filelock re-checks, after locking, that the path still names
-            # the file it locked, so a process that opened the old file retries on a new one.
-            self.lock_file.unlink(missing_ok=True)
+        # Cleaning up must not hide why a command ended (a read-only folder, say): the lock matters.
+        with contextlib.suppress(OSError):
+            self.owner_file.unlink(missing_ok=True)
+            if remove:
+                # Unlinked while still held: filelock re-checks, after locking, that the path still
+                # names the file it locked, so a process that opened the old file retries on a new one.
+                self.lock_file.unlink(missing_ok=True)
         self._lock.release()
 
     def _describe_owner(self) -> str:

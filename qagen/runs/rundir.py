@@ -106,19 +106,25 @@ class RunDir:
         created = [folder for folder in (self.root, *self.root.parents) if not folder.exists()]
         self.root.mkdir(parents=True, exist_ok=True)
         lock = RunLock(self.root)
-        lock.acquire()
         try:
+            lock.acquire()
+        except BaseException:
+            _remove_empty(created)
+            raise
+        try:
+            self._remove_temporary_chunks()  # of a process killed while chunking: no one else writes here
             yield self
         finally:
             never_made = not self.exists()
             if never_made:
-                for leftover in self.root.glob(".chunks-*.tmp"):
-                    leftover.unlink(missing_ok=True)
+                self._remove_temporary_chunks()
             lock.release(remove=never_made)
             if never_made:
-                for folder in created:
-                    with contextlib.suppress(OSError):  # not empty: something else was put there
-                        folder.rmdir()
+                _remove_empty(created)
+
+    def _remove_temporary_chunks(self) -> None:
+        for leftover in self.root.glob(".chunks-*.tmp"):
+            leftover.unlink(missing_ok=True)
 
     def _refuse_foreign(self) -> None:
         """Refuse an `out` that holds something other than a qagen run, before anything is written."""
@@ -126,7 +132,7 @@ class RunDir:
             return
         if self.root.exists() and not self.root.is_dir():
             raise QagenError(f"{self.root} is a file; `out` must be a folder.", settings=("out",))
-        if self.root.is_dir() and any(not _OWN_FILE.match(entry.name) for entry in self.root.iterdir()):
+        if self.root.is_dir() and any(not _OWN_FILE.fullmatch(entry.name) for entry in self.root.iterdir()):
             raise QagenError(
                 f"{self.root} exists and is not a qagen run directory; choose another `out`.", settings=("out",)
             )
@@ -241,3 +247,10 @@ _OWN_FILE = re.compile(rf"{re.escape(LOCK_NAME)}|{re.escape(OWNER_NAME)}|\.chunk
 
 def _run_file(fingerprint: dict[str, Any], config: BuildConfig) -> dict[str, Any]:
     return {"qagen_version": __version__, "fingerprint": fingerprint, "config": config.model_dump(mode="json")}
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove folders a command made, innermost first, unless something else was put in them."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
