@@ -173,7 +173,7 @@ def _stage(
     from qagen.generation.tasks import BuildTasks
     from qagen.runs.rundir import RunDir
 
-    RunDir(run_dir).require()  # before the lock, which would otherwise be made in any folder
+    RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
     with RunDir(run_dir).locked() as run:
         config = config_from_options(ctx, options, stored=run.stored_config(), llm_fixed=run.llm_fixed())
         tasks = BuildTasks.for_config(config)
@@ -225,7 +225,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     from qagen.generation.write import funnel_table
     from qagen.runs.rundir import RunDir
 
-    RunDir(run_dir).require()  # before the lock, which would otherwise be made in any folder
+    RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
     with RunDir(run_dir).locked() as run:
         config = config_from_options(ctx, options, stored=run.stored_config())
         tasks = BuildTasks.for_config(config)
