@@ -156,7 +156,9 @@ class BuildConfig(BaseModel):
         """
         roles = set(BUILD_ROLES if llm is True else () if llm is False else llm)
         fixed = {
-            "corpus": self.corpus.model_dump(),
+            # Where the corpus is, is no setting: what it holds is checked instead (`corpus.json`), so
+            # `docs` and `/abs/docs`, or a corpus copied along with its run directory, resume one run.
+            "corpus": self.corpus.model_dump(exclude={"path", "hf_dataset"}),
             "chunking": self.chunking.model_dump(),
             "seed": self.seed,
         }

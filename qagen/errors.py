@@ -29,6 +29,14 @@ class RunMismatchError(QagenError):
     """The run directory was made with settings that differ from the ones asked for now."""
 
 
+class RunInUseError(QagenError):
+    """Another process holds the run directory's lock."""
+
+
+class CorpusChangedError(RunMismatchError):
+    """The corpus is not the one the run directory's chunks were made from."""
+
+
 class LLMUnavailableError(QagenError):
     """The model cannot be used at all (no key, wrong key, unknown model, server unreachable)."""
 

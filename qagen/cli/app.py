@@ -14,7 +14,7 @@ from qagen import __version__
 from qagen.cli.build_settings import config_from_options
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import BUILD_OPTIONS, output_options
+from qagen.cli.options import BUILD_OPTIONS, output_options, update_corpus_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -30,9 +30,10 @@ def main() -> None:
     \b
     Exit codes:
       0  done
-      1  error, with one sentence on stderr: bad input or settings, an unreachable server, more
-         failed calls than --max-failure-rate, or a run in which nothing succeeded (no draft
-         could be read, no question answered)
+      1  error, with one sentence on stderr: bad input or settings, a run directory in use by
+         another process or made from another corpus, an unreachable server, more failed calls
+         than --max-failure-rate, or a run in which nothing succeeded (no draft could be read,
+         no question answered)
       2  wrong usage (an unknown option, a missing argument)
       3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
       130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
@@ -50,6 +51,7 @@ def main() -> None:
     help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume.",
 )
 @BUILD_OPTIONS
+@update_corpus_option
 @click.option(
     "--push",
     "push_repo",
@@ -62,7 +64,15 @@ def main() -> None:
 @click.pass_context
 @friendly_errors
 def build(
-    ctx: click.Context, /, out: Path, quiet: bool, push_repo: str | None, public: bool, dry_run: bool, **options: Any
+    ctx: click.Context,
+    /,
+    out: Path,
+    quiet: bool,
+    push_repo: str | None,
+    public: bool,
+    dry_run: bool,
+    update_corpus: bool,
+    **options: Any,
 ) -> None:
     """Chunk CORPUS, draft a question per sampled chunk, critique, filter, and write the dataset.
 
@@ -77,10 +87,11 @@ def build(
         from qagen.generation.estimate import Estimate
         from qagen.generation.pipeline import plan
 
-        described = in_cli_terms(plan(config, out, progress=not quiet).describe(), Estimate.settings)
+        planned = plan(config, out, progress=not quiet, update_corpus=update_corpus)
+        described = in_cli_terms(planned.describe(), Estimate.settings)
         click.echo(f"dry run: no LLM call made\n{described}")
         return
-    result = run_build(config, out, progress=not quiet)
+    result = run_build(config, out, progress=not quiet, update_corpus=update_corpus)
     click.echo(result.table)
     if result.stopped_by_budget:
         from qagen.llm.cost import Budget

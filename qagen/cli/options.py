@@ -160,6 +160,15 @@ def price_options(*, stage: bool) -> Callable[[F], F]:
 dry_run_option = option_group(
     click.option("--dry-run", is_flag=True, default=False, help="Chunk and sample, then print the expected calls, tokens and cost; make no LLM call."),
 )  # fmt: skip
+# Not a setting of the build: what to do, this once, about a corpus that changed under the run.
+update_corpus_option = click.option(
+    "--update-corpus",
+    is_flag=True,
+    default=False,
+    help="When the corpus changed since --out was chunked (files edited, added or removed), chunk it "
+    "again and draw a new sample instead of refusing; replies for chunks that did not change are "
+    "reused, not paid again.",
+)
 output_options = option_group(
     click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars."),
 )

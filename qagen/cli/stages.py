@@ -16,7 +16,14 @@ from click.core import ParameterSource
 from qagen.cli.build_settings import config_from_options
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import CHUNK_OPTIONS, CRITIQUE_OPTIONS, FILTER_OPTIONS, GENERATE_OPTIONS, output_options
+from qagen.cli.options import (
+    CHUNK_OPTIONS,
+    CRITIQUE_OPTIONS,
+    FILTER_OPTIONS,
+    GENERATE_OPTIONS,
+    output_options,
+    update_corpus_option,
+)
 from qagen.config import BuildRole
 from qagen.errors import QagenError
 
@@ -37,19 +44,20 @@ _DECIDING = (
 @click.argument("corpus", required=False, type=click.Path(path_type=Path))
 @click.option("--out", "-o", "out", required=True, type=click.Path(path_type=Path), help="Run directory to create.")
 @CHUNK_OPTIONS
+@update_corpus_option
 @output_options
 @click.pass_context
 @friendly_errors
-def chunk(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
+def chunk(ctx: click.Context, /, out: Path, quiet: bool, update_corpus: bool, **options: Any) -> None:
     """Load and chunk CORPUS into a new run directory (stage 1 of build)."""
     from qagen.generation.pipeline import chunk_stage
     from qagen.generation.tasks import BuildTasks
     from qagen.runs.rundir import RunDir
 
-    run = RunDir(out)
     config = config_from_options(ctx, options, stored=None)
-    run.open(config, BuildTasks.for_config(config).prompt_hashes(()), llm=False)
-    report = chunk_stage(config, run, progress=not quiet)
+    with RunDir(out).locked() as run:
+        run.open(config, BuildTasks.for_config(config).prompt_hashes(()), llm=False)
+        report = chunk_stage(config, run, progress=not quiet, update_corpus=update_corpus)
     counts = f"{report['documents']} documents, {report['skipped']} inputs skipped, {report['chunks']} chunks"
     click.echo(f"{counts} -> {run.chunks_file}")
 
@@ -61,25 +69,28 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
     from qagen.llm.cost import Budget
     from qagen.runs.rundir import RunDir
 
-    run = RunDir(run_dir)
-    fixed = run.fixed_roles()
-    config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
-    tasks = BuildTasks.for_config(config)
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
-    sample = load_sample(config, run)
-    if role == "critic":
-        drafts = run.drafts.load()
-        if not any(tasks.draft.key(chunk) in drafts for chunk in sample):
-            # Checked before the run is opened, so the critics are not fixed by a command that did nothing.
-            raise QagenError(
-                f"{run_dir} has no drafts yet, so there is nothing to critique; make them with "
-                f"`qagen generate {run_dir}` (or run every stage with `qagen build`)."
-            )
-    roles = fixed | {role}
-    run.open(config, tasks.prompt_hashes(roles), llm=roles)
-    generate = role == "generator"
-    stopped = run_llm_stages(config, run, tasks, sample, generate=generate, critique=not generate, progress=not quiet)
+    RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
+    with RunDir(run_dir).locked() as run:
+        fixed = run.fixed_roles()
+        config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
+        tasks = BuildTasks.for_config(config)
+        if not run.chunking_done():
+            raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
+        sample = load_sample(config, run)
+        if role == "critic":
+            drafts = run.drafts.load()
+            if not any(tasks.draft.key(chunk) in drafts for chunk in sample):
+                # Checked before the run is opened, so the critics are not fixed by a command that did nothing.
+                raise QagenError(
+                    f"{run_dir} has no drafts yet, so there is nothing to critique; make them with "
+                    f"`qagen generate {run_dir}` (or run every stage with `qagen build`)."
+                )
+        roles = fixed | {role}
+        run.open(config, tasks.prompt_hashes(roles), llm=roles)
+        generate = role == "generator"
+        stopped = run_llm_stages(
+            config, run, tasks, sample, generate=generate, critique=not generate, progress=not quiet
+        )
     if stopped is not None:
         click.echo(
             f"stopped: {in_cli_terms(stopped, Budget.settings)}. Finished work is saved in {run_dir}; "
@@ -129,14 +140,15 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     from qagen.generation.write import funnel_table
     from qagen.runs.rundir import RunDir
 
-    run = RunDir(run_dir)
-    fixed = run.fixed_roles()
-    config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
-    tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes(fixed), llm=fixed)
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
-    summary = finalize(config, run, tasks, load_sample(config, run))
+    RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
+    with RunDir(run_dir).locked() as run:
+        fixed = run.fixed_roles()
+        config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
+        tasks = BuildTasks.for_config(config)
+        run.open(config, tasks.prompt_hashes(fixed), llm=fixed)
+        if not run.chunking_done():
+            raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
+        summary = finalize(config, run, tasks, load_sample(config, run))
     click.echo(funnel_table(summary))
     deciding = " ".join(
         f"--{name.replace('_', '-')} {options[name]}"
