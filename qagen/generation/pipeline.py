@@ -18,6 +18,7 @@ from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
 from qagen.generation.ledger import Ledger
 from qagen.generation.load.documents import CorpusReport, iter_documents
+from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.generation.sample import ChunkRef, sampling_order, take
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table
@@ -27,7 +28,6 @@ from qagen.records import Chunk, SkippedInput
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
-from qagen.runs.store import write_json_atomic
 
 _MAX_SKIP_MESSAGES = 20
 _UP_TO_DATE = "nothing changed: dataset is up to date"
@@ -41,11 +41,22 @@ def _say(message: str) -> None:
 
 
 # --- chunking -----------------------------------------------------------------------------------
-def chunk_stage(config: BuildConfig, run: RunDir, *, progress: bool = True) -> dict[str, Any]:
-    """Load and chunk the corpus into the run directory (once; later calls reuse the chunks)."""
+def chunk_stage(
+    config: BuildConfig, run: RunDir, *, progress: bool = True, update_corpus: bool = False
+) -> dict[str, Any]:
+    """Load and chunk the corpus into the run directory (once; later calls reuse the chunks).
+
+    A corpus that changed since it was chunked here is refused, or, with `update_corpus`, chunked
+    again: the sample is then drawn anew, and replies for chunks that did not change are reused.
+    """
+    splitter = make_splitter(**config.chunking.model_dump())  # invalid settings fail before any reading
     if run.chunking_done():
-        return run.chunking_report()
+        changes = run.check_corpus(config.corpus, update=update_corpus)
+        if changes is None:
+            return run.chunking_report()
+        _say(f"The corpus changed since it was chunked into {run.root} ({changes}); chunking it again.")
     report = CorpusReport()
+    recorder = FingerprintRecorder(corpus_location(config.corpus))
     shown = 0
 
     def on_skip(skipped: SkippedInput) -> None:
@@ -66,26 +77,27 @@ def chunk_stage(config: BuildConfig, run: RunDir, *, progress: bool = True) -> d
         text_column=corpus.text_column,
         source_column=corpus.source_column,
         on_skip=on_skip,
+        recorder=recorder,
     )
     stats = ChunkStats()
-    splitter = make_splitter(**config.chunking.model_dump())
     bar = tqdm(documents, desc="chunking", unit="doc", disable=not progress, file=sys.stderr)
-    count = run.write_chunks(chunk_documents(bar, splitter, stats))
+    written = run.write_chunks(chunk_documents(bar, splitter, stats))
     bar.close()
     where = corpus.path or corpus.hf_dataset
-    if count == 0:
+    if written.chunks == 0:
+        run.discard_chunks(written)
         reasons = ", ".join(f"{n} {r}" for r, n in report.skipped_by_reason().items()) or "no supported files"
         raise CorpusError(f"No usable text in {where} ({reasons}); nothing to build from.")
     summary = {
         "documents": report.documents,
         "skipped": len(report.skipped),
         "skipped_by_reason": report.skipped_by_reason(),
-        "chunks": count,
+        "chunks": written.chunks,
         "duplicate_chunks": stats.duplicates,
         "characters": stats.characters,
         "skipped_inputs": [s.model_dump() for s in report.skipped],
     }
-    write_json_atomic(run.chunking_file, summary)
+    run.finish_chunking(written, recorder.result(), summary)
     return summary
 
 
@@ -197,25 +209,34 @@ class BuildResult:
         return funnel_table(self.summary)
 
 
-def plan(config: BuildConfig, out: Path, *, progress: bool = True) -> Estimate:
+def plan(config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False) -> Estimate:
     """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs."""
-    run = RunDir(out)
     tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes())
-    chunk_stage(config, run, progress=progress)
-    return estimate(config, run, tasks, load_sample(config, run))
+    with RunDir(out).locked() as run:
+        run.open(config, tasks.prompt_hashes())
+        chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
+        return estimate(config, run, tasks, load_sample(config, run))
 
 
-def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResult:
-    """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds."""
-    run = RunDir(out)
+def build(config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False) -> BuildResult:
+    """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds.
+
+    One process at a time: another one already working in `out` makes this raise `RunInUseError`.
+    With `update_corpus`, a corpus that changed since `out` was chunked is chunked again (see
+    `chunk_stage`) instead of refused.
+    """
+    with RunDir(out).locked() as run:
+        return _build(config, run, progress=progress, update_corpus=update_corpus)
+
+
+def _build(config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: bool) -> BuildResult:
     tasks = BuildTasks.for_config(config)
     run.open(config, tasks.prompt_hashes())
-    chunk_stage(config, run, progress=progress)
+    chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
     # Nothing to call and nothing changed since the outputs were written: they stand.
     if (settled := settled_summary(config, run, tasks)) is not None:
         _say(_UP_TO_DATE)
-        return BuildResult(out, settled)
+        return BuildResult(run.root, settled)
     sample = load_sample(config, run)
     ledger = Ledger(run.drafts, run.critiques)
     stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger)
@@ -223,7 +244,7 @@ def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResu
     outputs = write_outputs_and_say(config, run, tasks, sample, ledger, settled=left_nothing)
     if stopped is None and outputs.no_draft is not None:
         _raise_nothing_drafted(outputs.no_draft, run)
-    return BuildResult(out, outputs.summary, stopped)
+    return BuildResult(run.root, outputs.summary, stopped)
 
 
 def _raise_nothing_drafted(no_draft: NoDraft, run: RunDir) -> None:

@@ -29,7 +29,7 @@ def summarise_build(
         funnel=funnel,
         thresholds=config.thresholds(),
         models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
-        prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items()},
+        prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},
         usage=BuildUsage(
             generation=_usage(config.generator.spec, generation, config),
             critique=_usage(config.critic.spec, critique, config),

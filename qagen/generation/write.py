@@ -14,6 +14,7 @@ from typing import Any, BinaryIO, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from qagen.records import CandidateRow, DatasetRow
+from qagen.runs.store import writing
 
 
 def row_features(row_type: type[BaseModel]) -> Any:
@@ -76,10 +77,11 @@ class RowWriter:
     def __enter__(self) -> RowWriter:
         from datasets.arrow_writer import ArrowWriter
 
-        if self.temporary.exists():
-            shutil.rmtree(self.temporary)
-        self.temporary.mkdir(parents=True)
-        self._file = _HashingFile((self.temporary / DATA_FILE).open("wb"))
+        with writing(self.target):  # a full disk names the folder and what to do
+            if self.temporary.exists():
+                shutil.rmtree(self.temporary)
+            self.temporary.mkdir(parents=True)
+            self._file = _HashingFile((self.temporary / DATA_FILE).open("wb"))
         self._writer = ArrowWriter(features=self.features, stream=self._file, embed_local_files=True)
         return self
 
@@ -93,24 +95,27 @@ class RowWriter:
 
     def _flush(self) -> None:
         if self._batch[self.columns[0]]:
-            self._writer.write_batch(self._batch)
+            with writing(self.target):
+                self._writer.write_batch(self._batch)
             self._batch = {column: [] for column in self.columns}
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         try:
             if exc_type is None:
                 self._flush()
-                self._writer.finalize(close_stream=False)
+                with writing(self.target):
+                    self._writer.finalize(close_stream=False)
         finally:
             self._writer.close()
             self._file.close()
         if exc_type is not None:
             shutil.rmtree(self.temporary, ignore_errors=True)
             return
-        self._write_metadata(self._file.sha256.hexdigest()[:16])
-        if self.target.exists():
-            shutil.rmtree(self.target)
-        os.replace(self.temporary, self.target)
+        with writing(self.target):
+            self._write_metadata(self._file.sha256.hexdigest()[:16])
+            if self.target.exists():
+                shutil.rmtree(self.target)
+            os.replace(self.temporary, self.target)
 
     def _write_metadata(self, fingerprint: str) -> None:
         """`state.json` and `dataset_info.json` exactly as `Dataset.save_to_disk` writes them for a
@@ -176,7 +181,7 @@ def funnel_table(summary: dict[str, Any]) -> str:
         ("documents", str(corpus["documents"])),
         ("inputs skipped", _with_reasons(corpus["skipped"], corpus["skipped_by_reason"])),
         ("chunks", f"{corpus['chunks']} (identical chunks dropped: {corpus['duplicate_chunks']})"),
-        ("sampled chunks", str(funnel["sampled"])),
+        ("sampled chunks", _sampled(funnel)),
         ("drafted", str(funnel["drafted"])),
         (
             "generation failed",
@@ -186,6 +191,7 @@ def funnel_table(summary: dict[str, Any]) -> str:
             "critique failed",
             _with_reasons(sum(funnel["critique_failed"].values()), funnel["critique_failed"]),
         ),
+        ("undecided", _with_reasons(sum(funnel.get("undecided", {}).values()), funnel.get("undecided", {}))),
         ("rejected by critics", _with_reasons(funnel["rejected"], funnel["rejected_by"])),
         ("too long", str(funnel.get("too_long", 0))),
         ("near-duplicates", str(funnel["duplicates"])),
@@ -206,6 +212,14 @@ def funnel_table(summary: dict[str, Any]) -> str:
             if commonest in examples:
                 table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
     return "\n".join(table)
+
+
+def _sampled(funnel: dict[str, Any]) -> str:
+    """The sample size, and the size asked for when the corpus had fewer chunks."""
+    sampled, requested = funnel["sampled"], funnel.get("requested")
+    if requested is not None and requested > sampled:
+        return f"{sampled} (all of them: {requested} were asked for)"
+    return str(sampled)
 
 
 def _with_reasons(total: int, reasons: dict[str, int]) -> str:

@@ -114,9 +114,9 @@ class Executor:
     async def _slot(self) -> AsyncIterator[None]:
         """A slot for one call (only while `map` runs ahead: otherwise the clients' slots suffice).
 
-        A call that raises stops the run (the clients raise only then: a rejected key, a failure
-        rate over the limit); the calls waiting for a slot then end with `_Halted` instead of
-        going out, as they would have with no lookahead, where no call waits.
+        Once an item's flow has raised, the run is ending (a rejected key, a failure rate over the
+        limit, a full disk): the calls still waiting for a slot end with `_Halted` instead of going
+        out, as they would have with no lookahead, where no call waits.
         """
         if self._slots is None:
             yield
@@ -124,13 +124,7 @@ class Executor:
         async with self._slots:
             if self._halted:
                 raise _Halted
-            try:
-                yield
-            except BudgetReachedError:
-                raise
-            except Exception:
-                self._halted = True
-                raise
+            yield
 
     async def map(
         self,
@@ -166,7 +160,12 @@ class Executor:
                 except BudgetReachedError:
                     return  # no new call starts; `budget.reached` tells the caller
                 except _Halted:
-                    return  # another worker's call raised: its error is the run's
+                    return  # another item's flow raised: its error is the run's
+                except Exception:
+                    # Set before any waiting call can take the slot this flow's last call freed: the
+                    # exception reaches here in the same step as that call's end.
+                    self._halted = True
+                    raise
                 bar.update(1)
                 if not bar.disable:
                     bar.set_postfix_str(self.status(retries_before), refresh=False)

@@ -42,8 +42,8 @@ def _config(corpus: Path, base_url: str, n: int, **changes: Any) -> BuildConfig:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, BuildConfig]]:
     """A run with every kind of row: kept, rejected by a critic, too long, near-duplicate, failed
-    to draft (unreadable, or the call failed), undecided (a critic call failed, or never asked),
-    and sampled but not drafted yet. Returns the run and the config that samples it all."""
+    (a reply that cannot be read, a call that failed), and undecided (a critic never asked, a chunk
+    sampled and not drafted yet). Returns the run and the config that samples it all."""
     folder = tmp_path_factory.mktemp("finalize")
     corpus = write_corpus(folder / "corpus", documents=120, paragraphs=6)
     run = folder / "run"
@@ -98,9 +98,9 @@ def test_streamed_outputs_equal_the_in_memory_path(built: tuple[Path, BuildConfi
 
     # Every kind of row is in it, so the comparison covers them all.
     reasons = [row.reason for row in before.candidates]
-    assert {row.status for row in before.candidates} == {"kept", "rejected", "failed"}
-    for kind in ("generation:not_drafted_yet", "not_critiqued_yet", "generation:api_error", "critique:",
-                 "duplicate_of:", "answer_too_long", "<4"):  # fmt: skip
+    assert {row.status for row in before.candidates} == {"kept", "rejected", "failed", "undecided"}
+    for kind in ("generation:not_asked", ":not_asked", "generation:api_error", "critique:", "duplicate_of:",
+                 "answer_too_long", "<4"):  # fmt: skip
         assert any(kind in reason for reason in reasons), kind
     assert len(before.candidates) == SAMPLED and before.kept
 

@@ -108,5 +108,5 @@ def test_a_corrupt_line_names_its_line_number_in_a_later_scan_too(tmp_path: Path
     index.scan()
     with log.path.open("a", encoding="utf-8") as handle:
         handle.write("\n" + '{"id": "c"}\n')
-    with pytest.raises(QagenError, match="line 4 is not a valid record"):
+    with pytest.raises(QagenError, match="line 4 is not a record"):
         index.scan()
