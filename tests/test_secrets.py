@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from qagen.cli.app import main
 from qagen.errors import ConfigError
+from qagen.evaluate.systems.endpoint import EndpointSystem
 from qagen.llm.server_url import ServerURL, split_server_url
 from qagen.publish.push import push_run
 from qagen.redaction import redact, redact_url
@@ -304,3 +305,10 @@ def test_the_url_sent_keeps_every_credential() -> None:
     assert split_server_url("http://:K2@h/v1").authorization == "Bearer K2"
     with pytest.raises(ConfigError, match="give `base_url` again"):
         split_server_url(redact_url("http://h/v1?key=K1"))
+
+
+def test_a_rag_endpoint_is_named_by_its_written_url() -> None:
+    # The name goes into every evaluation row and summary; the URL used keeps the credentials.
+    system = EndpointSystem(f"http://rag:{URL_SECRET}@127.0.0.1:9/ask?token={QUERY_KEY}&top_k=3")
+    assert system.name == "http://REDACTED@127.0.0.1:9/ask?token=REDACTED&top_k=3"
+    assert URL_SECRET in system.url and QUERY_KEY in system.url
