@@ -24,6 +24,7 @@ from qagen.evaluate.testset import TestSet, load_testset
 from qagen.llm.backends import api_key_of
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
+from qagen.llm.server_url import split_server_url
 from qagen.llm.task import Role
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
@@ -268,9 +269,15 @@ def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None)
         # An OpenAI-compatible server (vLLM, Ollama...): the judge's server, its key (a placeholder
         # if it needs none), and no client-side tiktoken length check (it downloads tables, and the
         # server's model has its own tokenizer).
-        options = {"base_url": base_url, "check_embedding_ctx_length": False}
+        # Credentials in the URL go as the chat models' do (`qagen.llm.server_url`).
+        server = split_server_url(base_url)
+        options = {"base_url": server.address, "check_embedding_ctx_length": False}
+        options["default_query"] = server.query or None
         openai_judge = judge is not None and judge.provider == "openai"
         api_key = api_key_of(judge) if openai_judge and judge else os.environ.get("OPENAI_API_KEY")
+        if server.authorization is not None:
+            options["default_headers"] = {"Authorization": server.authorization}
+            api_key = None  # the user-info's header replaces the key's
         options["api_key"] = api_key or "EMPTY"
     try:
         model = init_embeddings(embeddings, **options)

@@ -26,6 +26,10 @@ from qagen.runs.store import record_key
 # cookbook CSV's `expected_answer`, the notebook's results `true_answer`, ragas' `reference`.
 ANSWER_COLUMNS = ("answer", "expected_answer", "true_answer", "reference", "ground_truth")
 
+# The default limit (128 KiB) rejects a long context stored in one cell; 2**31 - 1 is the largest
+# value every platform's C long accepts. (Corpus tables have their own reader, which has no limit.)
+csv.field_size_limit(2**31 - 1)
+
 
 @dataclass
 class TestSet:

@@ -127,7 +127,7 @@ def test_each_per_invocation_option_shows_the_librarys_default() -> None:
 # --- each command, its own options ----------------------------------------------------------------
 OWN_OPTIONS = {
     "chunk": {"--out", "--hf-dataset", "--split", "--text-column", "--source-column", "--chunk-size",
-              "--chunk-overlap", "--length-unit", "--encoding", "--seed", "--quiet"},
+              "--chunk-overlap", "--length-unit", "--encoding", "--seed", "--update-corpus", "--quiet"},
     "generate": {"--n-generations", "--model", "--base-url", "--api-key-env", "--temperature",
                  "--max-output-tokens", "--prompts", "--concurrency", "--rpm", "--max-retries", "--timeout",
                  "--max-failure-rate", "--max-tokens", "--max-cost", "--price-input", "--price-output", "--quiet"},
