@@ -112,11 +112,11 @@ def corpus_for(work: Path, drafts: int) -> Path:
 
 
 @contextmanager
-def stand_in(latency: float, work: Path) -> Iterator[str]:
-    """The stand-in LLM in a process of its own; yields its base URL."""
+def stand_in(latency: float, work: Path, log: Path | None = None) -> Iterator[str]:
+    """The stand-in LLM in a process of its own (each request logged to `log`); yields its base URL."""
     port_file = work / f"port-{time.monotonic_ns()}"
     command = [sys.executable, "-m", "qagen.testing.llm.server", "--port", "0", "--port-file", str(port_file),
-               "--latency", str(latency)]  # fmt: skip
+               "--latency", str(latency), *(["--log", str(log)] if log else [])]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
     try:
         while not port_file.exists():
@@ -234,12 +234,15 @@ def report_scale(results: list[Measured], concurrency: int) -> None:
         print(f"    {name:<24} {slope(points):5.2f}")
 
 
-def measure_efficiency(work: Path, latency: float, concurrency: int, target_calls: int) -> None:
+def measure_efficiency(work: Path, latency: float, concurrency: int, target_calls: int, *, trace: bool) -> None:
     drafts = math.ceil(target_calls / CALLS_PER_DRAFT)
     corpus = corpus_for(work, drafts)
     out = work / f"efficiency-{latency}x{concurrency}"
-    with stand_in(latency, work) as base_url:
+    log = work / f"requests-{latency}x{concurrency}.jsonl" if trace else None
+    with stand_in(latency, work, log) as base_url:
+        started = time.time()
         process, stages = timed_build(build_args(corpus, out, base_url, drafts, concurrency), work / "timings.jsonl")
+        ended = time.time()
     calls = calls_of(out)
     bound = calls * latency / concurrency
     print(
@@ -250,8 +253,18 @@ def measure_efficiency(work: Path, latency: float, concurrency: int, target_call
     print(
         f"  of which: LLM stage {stages.get('llm', 0.0):.1f} s (bound / LLM stage {bound / stages['llm']:.3f}), "
         f"chunk + sample {stages.get('chunk', 0.0) + stages.get('sample', 0.0):.2f} s, "
-        f"finalize {stages.get('finalize', 0.0):.2f} s, start-up and exit {process.wall - inside:.2f} s"
+        f"finalize {stages.get('finalize', 0.0):.2f} s (near-duplicate removal {stages.get('dedup', 0.0):.2f} s), "
+        f"start-up and exit {process.wall - inside:.2f} s"
     )
+    if log is not None:
+        arrivals = sorted(json.loads(line)["time"] for line in log.read_text().splitlines())
+        first, last = arrivals[0], arrivals[-1] + latency
+        print(
+            f"  requests: the first {first - started:.2f} s after the process started, the last reply "
+            f"{ended - last:.2f} s before it ended; from first to last {last - first:.1f} s "
+            f"(bound / that {bound / (last - first):.3f}); in the last {3 * latency:.0f} s, "
+            f"{sum(t > last - 4 * latency for t in arrivals)} calls started"
+        )
     if calls < target_calls:
         print(f"  (fewer calls than the {target_calls:,} asked: the critics rejected more than usual)")
 
@@ -288,6 +301,7 @@ def main() -> None:
     parser.add_argument("--no-scale", action="store_true", help="skip the scale runs")
     parser.add_argument("--efficiency", default="0.2x32,1x256", help="LATENCYxCONCURRENCY[:CALLS], comma-separated")
     parser.add_argument("--no-efficiency", action="store_true", help="skip the efficiency runs")
+    parser.add_argument("--trace", action="store_true", help="efficiency: log requests, split start-up/calls/end")
     parser.add_argument("--dry-run-mb", type=int, default=0, help="instead: chunk + sample this many MB, no LLM")
     parser.add_argument("--files", type=int, default=1000, help="with --dry-run-mb: files of the corpus")
     args = parser.parse_args()
@@ -306,7 +320,7 @@ def main() -> None:
         report_scale(results, args.scale_concurrency)
     if not args.no_efficiency:
         for setting in args.efficiency.split(","):
-            measure_efficiency(work, *parse_setting(setting))
+            measure_efficiency(work, *parse_setting(setting), trace=args.trace)
     print(f"\n{calibration()}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import sys
 import threading
@@ -32,6 +33,7 @@ from qagen.runs.rundir import RunDir
 _MAX_SKIP_MESSAGES = 20
 _UP_TO_DATE = "nothing changed: dataset is up to date"
 _LOOKAHEAD = 4
+_PRELOAD_POLL_SECONDS = 0.05
 """Chunks under way per call slot (see `Executor.map`): at 4 the last calls of a build end within
 about one call's latency of each other (benchmarks/bench_scale.py measures the efficiency)."""
 
@@ -137,8 +139,7 @@ def run_llm_stages(
     async def main() -> None:
         models: dict[Role, ModelLike] = {"generator": config.generator, "critic": config.critic}
         clients = Clients.connect(models, config.call_limits())
-        # After the clients: their own imports are on the critical path, this one is not.
-        _preload_in_background("datasets")
+        preloading = asyncio.ensure_future(_preload_once_replies_come(clients, "datasets"))
         try:
             ledger.scan()
             with ledger.appending():
@@ -158,18 +159,23 @@ def run_llm_stages(
             else:
                 clients.check_failure_rates()
         finally:
+            preloading.cancel()
             await clients.aclose()
 
     run_coroutine(main())
     return stopped[0] if stopped else None
 
 
-def _preload_in_background(module: str) -> None:
+async def _preload_once_replies_come(clients: Clients, module: str) -> None:
     """Import a module the next stage needs while this one waits on the network.
 
-    `datasets` takes about a second to import; the LLM stages leave the CPU mostly idle, so the
-    import is free there and the final write starts at once (measured by benchmarks/bench_build.py).
+    `datasets` takes about a second of CPU to import; once the first reply is in, the first calls
+    are all out and the stage mostly waits, so the import costs nothing there and the final write
+    starts at once. Started any earlier, it holds back the first wave of calls (a thread of its own
+    shares the interpreter with the event loop): benchmarks/bench_scale.py --trace shows both.
     """
+    while not any(client.stats.succeeded or client.stats.failed for client in clients.distinct()):
+        await asyncio.sleep(_PRELOAD_POLL_SECONDS)
     if module not in sys.modules:
         threading.Thread(target=importlib.import_module, args=(module,), name=f"preload-{module}", daemon=True).start()
 
