@@ -21,11 +21,11 @@ from typing import Any, NamedTuple
 
 from qagen import __version__
 from qagen.config import BuildConfig
+from qagen.generation.arrow_rows import DATA_FILE, RowWriter
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
-from qagen.generation.write import DATA_FILE, RowWriter
 from qagen.records import CandidateRow, Chunk, DatasetRow
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic

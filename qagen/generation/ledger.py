@@ -2,8 +2,8 @@
 
 The LLM stage decides from these states alone (is a record finished, did the draft parse, does a
 score stop the critics); finalize reads each sampled chunk's whole records back from the logs.
-Both logs are read once per build: the LLM stage scans them, and finalize scans only the records
-appended since.
+Both logs are scanned once per build, by the LLM stage; the records it appends are kept as they are
+written, so finalize (handed the same ledger) scans nothing again.
 """
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def run_llm_stages(
     async def main() -> None:
         models: dict[Role, ModelLike] = {"generator": config.generator, "critic": config.critic}
         clients = Clients.connect(models, config.call_limits())
-        preloading = asyncio.ensure_future(_preload_once_replies_come(clients, "datasets"))
+        preloading = asyncio.ensure_future(_preload_once_replies_come(clients, "pyarrow"))
         try:
             ledger.scan()
             with ledger.appending():
@@ -169,10 +169,10 @@ def run_llm_stages(
 async def _preload_once_replies_come(clients: Clients, module: str) -> None:
     """Import a module the next stage needs while this one waits on the network.
 
-    `datasets` takes about a second of CPU to import; once the first reply is in, the first calls
-    are all out and the stage mostly waits, so the import costs nothing there and the final write
-    starts at once. Started any earlier, it holds back the first wave of calls (a thread of its own
-    shares the interpreter with the event loop): benchmarks/bench_scale.py --trace shows both.
+    `pyarrow` (the outputs' writer) takes a sixth of a second of CPU to import; once the first reply
+    is in, the first calls are all out and the stage mostly waits, so the final write starts at
+    once. Started any earlier, an import holds back the first wave of calls (a thread of its own
+    shares the interpreter with the event loop: benchmarks/bench_scale.py --trace shows it).
     """
     while not any(client.stats.succeeded or client.stats.failed for client in clients.distinct()):
         await asyncio.sleep(_PRELOAD_POLL_SECONDS)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from datasets import Value, load_from_disk
+from datasets import Dataset, Value, load_from_disk
 from pydantic import BaseModel
 
 from qagen.generation.write import row_features, save_rows
@@ -89,3 +90,31 @@ def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> Non
     row = candidate.dataset_row()
     assert type(row) is DatasetRow
     assert row.model_dump() == candidate.model_dump(include=set(DatasetRow.model_fields))
+
+
+@pytest.mark.parametrize("count", [0, 3, 700])
+def test_written_directories_are_those_of_save_to_disk(tmp_path: Path, count: int) -> None:
+    """Byte for byte, but for the fingerprint: the rows, the schema with its features, the metadata."""
+    failed = _candidate(
+        status="failed", reason="generation:refusal", question=None, answer=None, groundedness_score=None,
+        relevance_score=None, standalone_score=None, groundedness_eval=None, generation_raw="I can't.",
+    )  # fmt: skip
+    rows = [(failed if i % 3 else _candidate()).model_copy(update={"id": f"d{i}"}) for i in range(count)]
+    save_rows(rows, tmp_path / "streamed", candidates=True)
+    data = {column: [row.model_dump()[column] for row in rows] for column in CandidateRow.model_fields}
+    Dataset.from_dict(data, features=row_features(CandidateRow), split="train").save_to_disk(
+        str(tmp_path / "saved"), num_shards=1
+    )
+    for name in ("data-00000-of-00001.arrow", "dataset_info.json"):
+        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes(), name
+    streamed, saved = (json.loads((tmp_path / d / "state.json").read_text()) for d in ("streamed", "saved"))
+    assert streamed.pop("_fingerprint") != saved.pop("_fingerprint") and streamed == saved
+    assert list(load_from_disk(str(tmp_path / "streamed"))) == [row.model_dump() for row in rows]
+
+
+def test_equal_rows_give_equal_fingerprints(tmp_path: Path) -> None:
+    save_rows([_candidate()], tmp_path / "a", candidates=True)
+    save_rows([_candidate()], tmp_path / "b", candidates=True)
+    save_rows([_candidate(id="other")], tmp_path / "c", candidates=True)
+    a, b, c = (json.loads((tmp_path / d / "state.json").read_text())["_fingerprint"] for d in "abc")
+    assert a == b != c

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,15 @@ HF_SHAPED = "hf_PLANTEDabcdefghijklmnopqrstuvwxyz0123"
 def _no_dataset_viewer(monkeypatch: pytest.MonkeyPatch) -> None:
     # load_dataset would otherwise ask "datasets-server.<HF_ENDPOINT host>" for exported infos.
     monkeypatch.setattr(datasets.config, "USE_PARQUET_EXPORT", False)
+
+
+@pytest.fixture(autouse=True)
+def _no_progress_bars() -> Iterator[None]:
+    # datasets draws its upload bars on stderr, where the tests read the one-sentence errors. (They
+    # were silenced by the build run in the same process until the build wrote without datasets.)
+    datasets.disable_progress_bars()
+    yield
+    datasets.enable_progress_bars()
 
 
 def new_repo(owner: str = "alice") -> str:
