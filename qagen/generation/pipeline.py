@@ -172,7 +172,7 @@ async def _preload_once_replies_come(clients: Clients, module: str) -> None:
     `pyarrow` (the outputs' writer) takes a sixth of a second of CPU to import; once the first reply
     is in, the first calls are all out and the stage mostly waits, so the final write starts at
     once. Started any earlier, an import holds back the first wave of calls (a thread of its own
-    shares the interpreter with the event loop: benchmarks/bench_scale.py --trace shows it).
+    shares the interpreter with the event loop: benchmarks/bench_scale.py traces it).
     """
     while not any(client.stats.succeeded or client.stats.failed for client in clients.distinct()):
         await asyncio.sleep(_PRELOAD_POLL_SECONDS)
