@@ -130,7 +130,12 @@ def run_llm_stages(
     stopped: list[str] = []
 
     async def main() -> None:
-        models: dict[Role, ModelLike] = {"generator": config.generator, "critic": config.critic}
+        # Only the roles this stage calls: `qagen critique` must not need the generator's server.
+        models: dict[Role, ModelLike] = {}
+        if generate:
+            models["generator"] = config.generator
+        if critique:
+            models["critic"] = config.critic
         clients = Clients.connect(models, config.call_limits())
         # After the clients: their own imports are on the critical path, this one is not.
         _preload_in_background("datasets")
