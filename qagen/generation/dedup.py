@@ -19,7 +19,7 @@ Finding it is an exact set-similarity join, linear-ish instead of quadratic:
 - Verification uses the same `jaccard` and comparison as before, so no float boundary can differ.
 
 The global order must be fixed while sets are indexed, but questions arrive one at a time. So the
-order is "words unseen at the last re-index first (alphabetically), then by how many kept sets
+order is "words unseen at the last re-index first (newest first), then by how many kept sets
 contained them then" and the index is rebuilt with fresh counts when the kept sets double or the
 work since the last rebuild exceeds its cost (an amortised constant factor). Any total order gives
 the same answers; a good one only makes the lists short.
@@ -75,7 +75,8 @@ class NearDuplicateFilter:
         self._first_empty: str | None = None
         # word -> size of the kept set -> position of the word in that set's prefix -> kept indexes
         self._postings: dict[str, dict[int, dict[int, list[int]]]] = {}
-        self._rank: dict[str, int] = {}  # the global order as of the last rebuild
+        self._rank: dict[str, int] = {}  # the global order: rank by count at the last rebuild
+        self._unseen_rank = 0  # the rank given to the last word unseen at the last rebuild
         self._counts: Counter[str] = Counter()  # how many kept sets contain each word
         self._indexed_words = 0
         self._kept_at_rebuild = 0
@@ -144,6 +145,7 @@ class NearDuplicateFilter:
         """Re-rank the words by the kept sets' counts (rarest first) and index every kept set anew."""
         ranked = sorted(self._counts, key=lambda word: (self._counts[word], word))
         self._rank = {word: rank for rank, word in enumerate(ranked)}
+        self._unseen_rank = 0
         self._postings = {}
         self._indexed_words = 0
         for kept in range(len(self._kept_words)):
@@ -154,18 +156,34 @@ class NearDuplicateFilter:
     def _index(self, kept: int) -> None:
         words = self._kept_words[kept]
         size, length = len(words), self._prefix_length(len(words))
+        postings = self._postings
         for position, word in enumerate(self._ordered_prefix(words, length)):
-            self._postings.setdefault(word, {}).setdefault(size, {}).setdefault(position, []).append(kept)
+            by_size = postings.get(word)
+            if by_size is None:
+                by_size = postings[word] = {}
+            by_position = by_size.get(size)
+            if by_position is None:
+                by_position = by_size[size] = {}
+            bucket = by_position.get(position)
+            if bucket is None:
+                by_position[position] = [kept]
+            else:
+                bucket.append(kept)
         self._indexed_words += length
 
     def _ordered_prefix(self, words: frozenset[str], length: int) -> list[str]:
-        """The first `length` words in the global order: unranked words alphabetically, then by rank."""
+        """The first `length` words in the global order."""
         rank = self._rank
-        unranked = sorted(word for word in words if word not in rank)
-        if len(unranked) >= length:
-            return unranked[:length]
-        ranked = sorted((word for word in words if word in rank), key=rank.__getitem__)
-        return unranked + ranked[: length - len(unranked)]
+        try:
+            return sorted(words, key=rank.__getitem__)[:length]
+        except KeyError:
+            # Words unseen since the last rebuild are the rarest: they rank before all others, newest
+            # first, and keep that rank until the next rebuild so the order stays fixed meanwhile.
+            # (Only questions meet them: a kept set's words were ranked when it was a question.)
+            for word in words.difference(rank):  # iterates `words`, looking each up in the dict
+                self._unseen_rank -= 1
+                rank[word] = self._unseen_rank
+            return sorted(words, key=rank.__getitem__)[:length]
 
     def _prefix_length(self, size: int) -> int:
         """Words of a set of this size that any accepted pair must share its smallest common word among."""
