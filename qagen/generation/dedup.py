@@ -16,11 +16,14 @@ Finding it is an exact set-similarity join, linear-ish instead of quadratic:
   accept is computed exactly (by that same test); a kept set of size b is looked up only under the
   question's first `a - need + 1` words and its own first `b - need + 1`, so postings are grouped by
   size and position and the rest is never scanned.
-- Verification uses the same `jaccard` and comparison as before, so no float boundary can differ.
+- Verification counts the shared words against that least overlap, which is the float test itself:
+  `o / (a + b - o)` grows with o and correctly rounded division is monotone, so for given sizes the
+  test holds exactly when o reaches the least o it accepts. Found by that same float expression, no
+  float boundary can differ (tests sweep every overlap/union up to 30 at and beside the threshold).
 
 The global order must be fixed while sets are indexed, but questions arrive one at a time. So the
 order is "words unseen at the last re-index first (newest first), then by how many kept sets
-contained them then" and the index is rebuilt with fresh counts when the kept sets double or the
+contained them then" and the index is rebuilt with fresh counts when the kept sets grow 4-fold or the
 work since the last rebuild exceeds its cost (an amortised constant factor). Any total order gives
 the same answers; a good one only makes the lists short.
 """
@@ -37,9 +40,11 @@ from fractions import Fraction
 # Japanese are written without spaces between words.
 _WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]|[^\W_]+")
 
-# Re-index no sooner than this many kept sets, and when the work since the last rebuild (posting
-# entries visited) exceeds this many times the rebuild's cost (indexed words).
+# Re-index at this many kept sets and whenever they have grown this many times since (re-indexing
+# n sets in all, about n / ln(growth): 4 costs half of 2, and the order stays nearly as good), or
+# when the work since the last rebuild (posting entries visited) exceeds this many times its cost.
 _FIRST_REBUILD = 64
+_GROWTH = 4
 _WORK_PER_REBUILD = 4
 
 
@@ -66,6 +71,7 @@ class NearDuplicateFilter:
         if not 0 < threshold <= 1:
             raise ValueError(f"The near-duplicate threshold must be in (0, 1], got {threshold}.")
         self.threshold = threshold
+        self.comparisons = 0  # pairs of word sets compared so far: what the index saves
         # Any pair the float test accepts has overlap >= t(1 - 2**-52) * max(a, b): a correctly
         # rounded quotient q with fl(q) >= t has q >= t / (1 + 2**-53). Exact rational, so the bound
         # itself has no rounding; used for the longest prefix a set of one size can need.
@@ -81,7 +87,7 @@ class NearDuplicateFilter:
         self._indexed_words = 0
         self._kept_at_rebuild = 0
         self._work_since_rebuild = 0
-        self._need: dict[tuple[int, int], int | None] = {}
+        self._reaches: dict[int, tuple[int, dict[int, tuple[int, int]]]] = {}
         self._prefix_lengths: dict[int, int] = {}
 
     def first_seen(self, question: str, item_id: str) -> str | None:
@@ -101,33 +107,36 @@ class NearDuplicateFilter:
 
     def _earliest_match(self, words: frozenset[str]) -> int | None:
         """The first kept set, by (size, order kept), that the pairwise test accepts."""
-        size = len(words)
-        low, high = int(size * self.threshold), int(size / self.threshold) + 1  # as the first version
+        size, kept_words = len(words), self._kept_words
+        length, reach = self._reach(size)
         best: tuple[int, int] | None = None  # (size, kept index) of the earliest match so far
         verified: set[int] = set()
-        for position, word in enumerate(self._ordered_prefix(words, self._prefix_length(size))):
+        work = 0
+        for position, word in enumerate(self._ordered_prefix(words, length)):
             by_size = self._postings.get(word)
             if by_size is None:
                 continue
-            sizes = by_size if len(by_size) <= high - low + 1 else range(low, high + 1)
-            for other_size in sizes:
-                if not low <= other_size <= high or (best is not None and other_size > best[0]):
-                    continue
-                need = self._least_overlap(size, other_size)
+            for other_size in by_size if len(by_size) <= len(reach) else reach:
+                limits = reach.get(other_size)
                 by_position = by_size.get(other_size)
-                if need is None or by_position is None or position > size - need:
+                if limits is None or by_position is None or position > limits[0]:
                     continue
-                last_position = other_size - need
+                if best is not None and other_size > best[0]:
+                    continue
+                need = size - limits[0]
                 for other_position, bucket in by_position.items():
-                    if other_position > last_position:
+                    if other_position > limits[1]:
                         continue
-                    self._work_since_rebuild += len(bucket)
+                    work += len(bucket)
                     for kept in bucket:
-                        if kept in verified or (best is not None and (other_size, kept) > best):
+                        if kept in verified:
                             continue
                         verified.add(kept)
-                        if jaccard(words, self._kept_words[kept]) >= self.threshold:
+                        # The float test itself, as an integer: it holds exactly from `need` on.
+                        if (best is None or (other_size, kept) < best) and len(words & kept_words[kept]) >= need:
                             best = (other_size, kept)
+        self._work_since_rebuild += work
+        self.comparisons += len(verified)
         return None if best is None else best[1]
 
     def _keep(self, words: frozenset[str], item_id: str) -> None:
@@ -135,8 +144,8 @@ class NearDuplicateFilter:
         self._kept_ids.append(item_id)
         self._counts.update(words)
         kept = len(self._kept_words)
-        doubled = kept >= max(_FIRST_REBUILD, 2 * self._kept_at_rebuild)
-        if doubled or self._work_since_rebuild > _WORK_PER_REBUILD * self._indexed_words + _FIRST_REBUILD:
+        grown = kept >= max(_FIRST_REBUILD, _GROWTH * self._kept_at_rebuild)
+        if grown or self._work_since_rebuild > _WORK_PER_REBUILD * self._indexed_words + _FIRST_REBUILD:
             self._rebuild()
         else:
             self._index(kept - 1)
@@ -193,23 +202,35 @@ class NearDuplicateFilter:
             length = self._prefix_lengths[size] = size - least_overlap + 1
         return length
 
+    def _reach(self, size: int) -> tuple[int, dict[int, tuple[int, int]]]:
+        """Where a question of this size must look: for each kept size that could match it (in the
+        first version's size range, and reachable by the float test), the last position in the
+        question's order and in the kept set's order that the smallest shared word can take
+        (`size - need` and `other_size - need`); and the question's prefix length."""
+        found = self._reaches.get(size)
+        if found is None:
+            reach: dict[int, tuple[int, int]] = {}
+            for other_size in range(int(size * self.threshold), int(size / self.threshold) + 2):
+                need = self._least_overlap(size, other_size)
+                if need is not None:
+                    reach[other_size] = (size - need, other_size - need)
+            length = 1 + max((last for last, _ in reach.values()), default=-1)
+            found = self._reaches[size] = (length, reach)
+        return found
+
     def _least_overlap(self, size: int, other_size: int) -> int | None:
         """The least shared words the float test accepts for these sizes; None if none would do.
 
         `o / (a + b - o)` grows with o and float division is monotone, so the test holds exactly
         from this overlap on: a binary search with the very expression the verification uses.
         """
-        key = (size, other_size)
-        if key not in self._need:
-            low, high = 1, min(size, other_size)
-            if high / (size + other_size - high) < self.threshold:
-                self._need[key] = None
+        low, high = 1, min(size, other_size)
+        if high < 1 or high / (size + other_size - high) < self.threshold:
+            return None
+        while low < high:
+            middle = (low + high) // 2
+            if middle / (size + other_size - middle) >= self.threshold:
+                high = middle
             else:
-                while low < high:
-                    middle = (low + high) // 2
-                    if middle / (size + other_size - middle) >= self.threshold:
-                        high = middle
-                    else:
-                        low = middle + 1
-                self._need[key] = low
-        return self._need[key]
+                low = middle + 1
+        return low
