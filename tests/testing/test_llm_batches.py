@@ -16,10 +16,8 @@ DRAFT = "Your task is to write a factoid question and an answer given a context.
 
 
 def _bodies(n: int) -> list[dict[str, Any]]:
-    return [
-        {"model": "stand-in", "max_tokens": 200, "messages": [{"role": "user", "content": DRAFT.format(text=f"Fact {i}: the value is {i * 7}.")}]}
-        for i in range(n)
-    ]  # fmt: skip
+    prompts = [DRAFT.format(text=f"Fact {i}: the value is {i * 7}.") for i in range(n)]
+    return [{"model": "stand-in", "max_tokens": 200, "messages": [{"role": "user", "content": p}]} for p in prompts]
 
 
 def _input(bodies: list[dict[str, Any]]) -> bytes:
@@ -78,6 +76,7 @@ def test_failures_expiry_and_dropped_polls() -> None:
     # A body that failed once is answered the next time; the expired half may fail once itself.
     assert all(second[cid]["response"]["status_code"] == 200 for cid in failed)
     assert all(row["response"]["status_code"] == 200 for row in third.values())
+
 
 def test_offline_runner_answers_as_the_server_does(tmp_path: Path) -> None:
     bodies = _bodies(5)
