@@ -14,6 +14,8 @@ from qagen import __version__
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import (
+    batch_from_options,
+    batch_options,
     budget_options,
     chunk_options,
     config_from_options,
@@ -45,6 +47,7 @@ def main() -> None:
          could be read, no question answered)
       2  wrong usage (an unknown option, a missing argument)
       3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
+      4  --batch --no-wait: batches submitted or still running; re-run the same command later
       130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
     """
 
@@ -66,6 +69,7 @@ def main() -> None:
 @critic_options
 @filter_options
 @budget_options
+@batch_options
 @click.option(
     "--push",
     "push_repo",
@@ -88,15 +92,17 @@ def build(
     """
     from qagen.generation.pipeline import build as run_build
 
+    batch = batch_from_options(options)
     config = config_from_options(ctx, options, stored=None)
     if dry_run:
         from qagen.generation.estimate import Estimate
         from qagen.generation.pipeline import plan
 
-        described = in_cli_terms(plan(config, out, progress=not quiet).describe(), Estimate.settings)
+        planned = plan(config, out, progress=not quiet, batch=batch is not None)
+        described = in_cli_terms(planned.describe(), Estimate.settings)
         click.echo(f"dry run: no LLM call made\n{described}")
         return
-    result = run_build(config, out, progress=not quiet)
+    result = run_build(config, out, progress=not quiet, batch=batch)
     click.echo(result.table)
     if result.stopped_by_budget:
         from qagen.llm.cost import Budget
