@@ -251,9 +251,12 @@ def run() -> None:
 
 def _register_commands() -> None:
     """Commands defined in their own modules (they import their heavy parts only when run)."""
+    from qagen.cli.batch import batch, status
     from qagen.cli.evaluate import evaluate, report
     from qagen.cli.push import push
 
+    main.add_command(batch)
+    main.add_command(status)
     main.add_command(push)
     main.add_command(evaluate)
     main.add_command(report)
