@@ -6,7 +6,7 @@ nothing left; then the filter stage writes the dataset.
 
 Export runs the build's own flow with an executor that, at the first round, writes the round's
 requests instead of sending them and stops: so the requests, their custom_ids and their order of
-rounds are those of `--batch` and of online mode.
+rounds are those of batch mode and of online mode.
 """
 
 from __future__ import annotations

@@ -29,8 +29,8 @@ def describe_run(run_dir: Path) -> str:
         price = price_for(model)
         cost = ""
         if price is not None:
-            online, batch = price.cost(input_tokens, output_tokens), price.batch().cost(input_tokens, output_tokens)
-            cost = f", ${online:.4f} at online prices, ${batch:.4f} at batch prices"
+            online, batched = price.cost(input_tokens, output_tokens), price.batch().cost(input_tokens, output_tokens)
+            cost = f", ${online:.4f} at online prices, ${batched:.4f} at batch prices"
         lines.append(f"  spent on {model}: {input_tokens:,} input + {output_tokens:,} output tokens{cost}")
     if not journal.batches:
         lines.append("  batches: none")
