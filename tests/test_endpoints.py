@@ -191,7 +191,7 @@ def test_a_key_given_as_the_variable_name_is_refused_and_not_repeated(value: str
 def _config(*args: str) -> BuildConfig:
     """The settings `qagen build docs --out run ARGS` would build with (no command run)."""
     context = main.commands["build"].make_context("build", ["docs", "--out", "run", *args])
-    not_settings = {"out", "quiet", "push_repo", "public", "dry_run", "update_corpus"}
+    not_settings = {"out", "quiet", "push_repo", "public", "dry_run", "update_corpus", "batch", "no_wait", "batch_poll"}
     options = {key: value for key, value in context.params.items() if key not in not_settings}
     return config_from_options(context, options, stored=None)
 

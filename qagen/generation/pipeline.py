@@ -26,6 +26,8 @@ from qagen.generation.write import funnel_table
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
 from qagen.records import Chunk, SkippedInput
+from qagen.runs.batch.executor import batch_executor
+from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
@@ -126,34 +128,39 @@ def run_llm_stages(
     critique: bool,
     progress: bool,
     ledger: Ledger | None = None,
+    batch: BatchOptions | None = None,
 ) -> str | None:
-    """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook).
+    """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook);
+    online, or in Batch API rounds when `batch` is given.
 
     `ledger`: where the stage keeps what it knows of the records (`build` hands it on to finalize,
     so the logs are read once); None makes one for this call. Returns None when all the work was
-    done, or a sentence saying which spending cap stopped it.
+    done, or a sentence saying which spending cap stopped it. Raises `BatchesRunningError` when
+    not waiting for batches that are still running.
     """
     stopped: list[str] = []
     ledger = ledger or Ledger(run.drafts, run.critiques)
 
     async def main() -> None:
-        models: dict[Role, ModelLike] = {"generator": config.generator, "critic": config.critic}
+        # Only the roles this stage calls: `qagen critique` must not need the generator's server.
+        models: dict[Role, ModelLike] = {}
+        if generate:
+            models["generator"] = config.generator
+        if critique:
+            models["critic"] = config.critic
         clients = Clients.connect(models, config.call_limits())
         preloading = asyncio.ensure_future(_preload_once_replies_come(clients, "pyarrow"))
         try:
             ledger.scan()
             with ledger.appending():
-                budget = make_budget(config, ledger.spent())
-                executor = Executor(clients, workers=config.concurrency, budget=budget)
-                flow = BuildFlow(tasks, config, executor, ledger, generate=generate, critique=critique)
-                await executor.map(
-                    sample,
-                    flow,
-                    label=label(generate, critique),
-                    unit="chunk",
-                    progress=progress,
-                    lookahead=_LOOKAHEAD,
+                budget = make_budget(config, ledger.spent(), batch=batch is not None)
+                executor = (
+                    Executor(clients, workers=config.concurrency, budget=budget, lookahead=_LOOKAHEAD)
+                    if batch is None
+                    else batch_executor(clients, run.root, batch, budget=budget)
                 )
+                flow = BuildFlow(tasks, config, executor, ledger, generate=generate, critique=critique)
+                await executor.map(sample, flow, label=label(generate, critique), unit="chunk", progress=progress)
             if budget is not None and budget.reached:
                 stopped.append(budget.describe())
             else:
@@ -215,27 +222,41 @@ class BuildResult:
         return funnel_table(self.summary)
 
 
-def plan(config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False) -> Estimate:
-    """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs."""
+def plan(
+    config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False, batch: bool = False
+) -> Estimate:
+    """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs
+    (at batch prices with `batch`)."""
     tasks = BuildTasks.for_config(config)
     with RunDir(out).locked() as run:
         run.open(config, tasks.prompt_hashes())
         chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
-        return estimate(config, run, tasks, load_sample(config, run))
+        return estimate(config, run, tasks, load_sample(config, run), batch=batch)
 
 
-def build(config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False) -> BuildResult:
+def build(
+    config: BuildConfig,
+    out: Path,
+    *,
+    progress: bool = True,
+    update_corpus: bool = False,
+    batch: BatchOptions | None = None,
+) -> BuildResult:
     """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds.
 
     One process at a time: another one already working in `out` makes this raise `RunInUseError`.
     With `update_corpus`, a corpus that changed since `out` was chunked is chunked again (see
-    `chunk_stage`) instead of refused.
+    `chunk_stage`) instead of refused. With `batch`, the LLM calls go in Batch API rounds (half the
+    price, hours instead of minutes); when not waiting for them (`BatchOptions.wait=False`) this
+    raises `BatchesRunningError` once they are submitted: call it again later to go on.
     """
     with RunDir(out).locked() as run:
-        return _build(config, run, progress=progress, update_corpus=update_corpus)
+        return _build(config, run, progress=progress, update_corpus=update_corpus, batch=batch)
 
 
-def _build(config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: bool) -> BuildResult:
+def _build(
+    config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: bool, batch: BatchOptions | None
+) -> BuildResult:
     tasks = BuildTasks.for_config(config)
     run.open(config, tasks.prompt_hashes())
     chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
@@ -245,7 +266,9 @@ def _build(config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: b
         return BuildResult(run.root, settled)
     sample = load_sample(config, run)
     ledger = Ledger(run.drafts, run.critiques)
-    stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger)
+    stopped = run_llm_stages(
+        config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch
+    )
     left_nothing = stopped is None and ledger.retry_later == 0
     outputs = write_outputs_and_say(config, run, tasks, sample, ledger, settled=left_nothing)
     if stopped is None and outputs.no_draft is not None:

@@ -125,13 +125,15 @@ class BuildFlow:
         return verdict.score < self.config.threshold(criterion)
 
 
-def make_budget(config: BuildConfig, spent: dict[str, tuple[int, int]]) -> Budget | None:
+def make_budget(config: BuildConfig, spent: dict[str, tuple[int, int]], *, batch: bool = False) -> Budget | None:
     """The run's spending cap, counting what the run directory has spent already (`Ledger.spent`;
-    None: no cap)."""
+    None: no cap); at batch prices in batch mode."""
     if config.max_tokens is None and config.max_cost is None:
         return None
     models = {config.generator.spec, config.critic.spec}
     prices = {model: price_for(model, config.price_input, config.price_output) for model in models}
+    if batch:
+        prices = {model: price.batch() if price else None for model, price in prices.items()}
     return Budget(max_tokens=config.max_tokens, max_cost=config.max_cost, prices=prices, spent=dict(spent))
 
 

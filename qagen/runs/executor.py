@@ -77,10 +77,12 @@ def needs_call(record: TaskRecord | None) -> bool:
 class Executor:
     """Runs tasks on the clients of one run, within its spending cap."""
 
-    def __init__(self, clients: Clients, *, workers: int, budget: Budget | None = None) -> None:
+    def __init__(self, clients: Clients, *, workers: int, budget: Budget | None = None, lookahead: int = 1) -> None:
         self.clients = clients
         self.workers = workers
         self.budget = budget
+        self.lookahead = lookahead
+        """Items `map` keeps under way per call slot (see `map`)."""
         # While `map` runs with a lookahead: `workers` slots in the order calls ask for one, and
         # whether a call raised (the run is stopping, so the calls still waiting are not made).
         self._slots: asyncio.Semaphore | None = None
@@ -134,13 +136,12 @@ class Executor:
         label: str,
         unit: str,
         progress: bool,
-        lookahead: int = 1,
     ) -> None:
         """`flow(item)` for every item, in order, `workers x lookahead` items at a time; stops
         taking new items once the spending cap is reached (the ones in flight finish and are saved).
 
-        Calls in flight stay bounded by the clients' shared slots (`workers` of them). With
-        `lookahead` > 1 more items are under way than slots, their calls queued for a slot in the
+        Calls in flight stay bounded by the clients' shared slots (`workers` of them). With a
+        `lookahead` over 1 more items are under way than slots, their calls queued for a slot in the
         order they are made, so when the last items are taken there are still enough unfinished
         chains of calls (a draft, then its critics) to keep every slot busy until close to the
         end, instead of a tail where the last chains end one call after another.
@@ -177,10 +178,10 @@ class Executor:
                 bar.set_postfix_str(self.status(retries_before))
 
         ticking = asyncio.ensure_future(ticker()) if progress else None
-        if lookahead > 1:
+        if self.lookahead > 1:
             self._slots, self._halted = asyncio.Semaphore(self.workers), False
         try:
-            await run_all([worker for _ in range(max(1, min(self.workers * lookahead, len(items))))])
+            await run_all([worker for _ in range(max(1, min(self.workers * self.lookahead, len(items))))])
         finally:
             self._slots = None
             if ticking is not None:

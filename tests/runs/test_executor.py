@@ -153,13 +153,13 @@ def _chains(backend: GaugedBackend, items: list[Chunk], *, workers: int, lookahe
     async def run() -> None:
         client = LLMClient(backend, ModelSettings(spec="scripted:generator"))
         clients = Clients.connect({"generator": client}, CallLimits(concurrency=workers, max_failure_rate=1.0))
-        executor = Executor(clients, workers=workers)
+        executor = Executor(clients, workers=workers, lookahead=lookahead)
 
         async def chain(item: Chunk) -> None:
             for _ in range(calls):
                 await executor.ask(task, item)
 
-        await executor.map(items, chain, label="chains", unit="item", progress=False, lookahead=lookahead)
+        await executor.map(items, chain, label="chains", unit="item", progress=False)
 
     asyncio.run(run())
 
