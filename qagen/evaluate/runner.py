@@ -5,7 +5,9 @@ directory as it arrives (`answers.jsonl`, `judgements.jsonl`), keyed by content 
 everything it depends on, so re-running the same command pays for no call twice, and a changed
 system, judge model, prompt, answer or context never reuses a stale verdict. Each question's
 results row is appended to `results.jsonl` as soon as it is judged; at the end the file is
-rewritten in test-set order and `summary.json` is written.
+rewritten in test-set order and `summary.json` is written. The rows made during the run are
+reused for that when nothing they depend on changed since (a re-run with nothing to do scores each
+question's texts once, not twice).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed, JudgeInput, JudgeTask
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, reported
@@ -51,6 +53,24 @@ def split_metrics(metrics: list[str]) -> tuple[set[str], list[str]]:
     return groups, [m for m in metrics if m not in DETERMINISTIC_GROUPS]
 
 
+class _MadeRow(NamedTuple):
+    """A results row made during `Evaluation.run`, and the very objects it was made from."""
+
+    output: RagOutput
+    verdicts: dict[str, JudgeVerdict | None]
+    run: Reported
+    row: ResultRow
+
+    def still_valid(self, output: RagOutput, verdicts: dict[str, JudgeVerdict | None], run: Reported) -> bool:
+        """Whether the row is what `result_row` would make from these (the same objects, so no compare)."""
+        return (
+            self.output is output
+            and self.run == run
+            and self.verdicts.keys() == verdicts.keys()
+            and all(self.verdicts[metric] is verdict for metric, verdict in verdicts.items())
+        )
+
+
 class Evaluation:
     """One evaluation directory: the system's answers, the judges' verdicts, results and summary."""
 
@@ -82,6 +102,10 @@ class Evaluation:
         # Answers read from the user's file cost nothing: read them afresh every run, so an edited
         # answers file is what gets judged (its new answers get new verdicts; unchanged ones keep theirs).
         self._always_ask = isinstance(system, AnswersFileSystem)
+        # What a finished `run` leaves to `write_results`: the records it held (read again from
+        # the logs otherwise) and the rows it made.
+        self._records: tuple[dict[str, AnswerRecord], dict[str, JudgementRecord]] | None = None
+        self._made: dict[str, _MadeRow] = {}
 
     def _answer_key(self, item: EvalItem) -> str:
         return record_key("answer", item.id, item.question, self.identity)
@@ -109,6 +133,8 @@ class Evaluation:
     async def run(self, executor: Executor, *, progress: bool = True) -> None:
         """Answer and judge every question, as many at a time as the executor allows."""
         self.out.mkdir(parents=True, exist_ok=True)
+        self._records, self._made = None, {}
+        made: dict[str, _MadeRow] = {}
         with (
             self.answers_log.open() as answers,
             self.judgements_log.open() as judgements,
@@ -135,13 +161,16 @@ class Evaluation:
                             if output.contexts or not LLM_METRICS[metric].needs_contexts
                         )
                     )
-                row = self._row(item, output, self._verdicts(item, output, judgements.records), so_far)
+                verdicts = self._verdicts(item, output, judgements.records)
+                row = self._row(item, output, verdicts, so_far)
+                made[item.id] = _MadeRow(output, verdicts, so_far, row)
                 results_out.write(_jsonl(row))
                 results_out.flush()
 
             await executor.map(
                 self.testset.items, answer_and_judge, label="evaluating", unit="question", progress=progress
             )
+            self._records, self._made = (answers.records, judgements.records), made
 
     async def _answer(self, item: EvalItem, answers: RecordStore[AnswerRecord]) -> RagOutput:
         """The system's output for `item`: stored, else asked now and stored."""
@@ -160,8 +189,8 @@ class Evaluation:
 
         `about` (the models, the settings, notes) goes into the summary as it is.
         """
-        answers = self.answers_log.load()
-        judgements = self.judgements_log.load()
+        answers, judgements = self._records or (self.answers_log.load(), self.judgements_log.load())
+        made, self._records, self._made = self._made, None, {}
         missing = RagOutput(answer=None, error="not_answered_yet")
         outputs = [
             record.output if (record := answers.get(self._answer_key(item))) else missing for item in self.testset.items
@@ -171,11 +200,16 @@ class Evaluation:
         system_usage = judge_usage = Usage()
         for item, output in zip(self.testset.items, outputs, strict=True):
             verdicts = self._verdicts(item, output, judgements)
-            rows.append(self._row(item, output, verdicts, run))
+            before = made.get(item.id)
+            if before is not None and before.still_valid(output, verdicts, run):
+                rows.append(before.row)
+            else:
+                rows.append(self._row(item, output, verdicts, run))
             system_usage = add_usage(system_usage, output.usage)
             for verdict in verdicts.values():
                 if verdict is not None:
                     judge_usage = add_usage(judge_usage, verdict.usage)
+        del answers, judgements, made, outputs
         temporary = self.out / ".results.jsonl.tmp"
         with temporary.open("w", encoding="utf-8") as handle:
             for row in rows:
