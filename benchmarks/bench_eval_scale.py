@@ -14,9 +14,9 @@ re-run that has nothing left to do. For each it prints the wall time, the CPU ti
 resident memory of that process alone (`os.wait4`'s rusage of the child; CPU time is the steadier
 figure on a shared machine).
 
-With `--before PATH` the same two runs are first made with `PYTHONPATH=PATH` (another checkout,
-read only), so the two columns come from one machine in one sitting, and their summaries are
-compared number for number.
+The runs import qagen from this checkout (`PYTHONPATH`). With `--before PATH` the same two runs are
+first made with `PYTHONPATH=PATH` (another checkout, read only), so the two columns come from one
+machine in one sitting, and their summaries are compared number for number.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ WORDS = (
 # One paragraph per chunk: two do not fit in the baseline's 2,000-character chunks, so each
 # paragraph is a chunk of its own and a question's source offsets are its chunk's.
 CHUNK_CHARS = 1800
+THIS_TREE = str(Path(__file__).resolve().parents[1])
 
 
 class Measured(NamedTuple):
@@ -104,13 +105,13 @@ def write_inputs(work: Path, questions: int, contexts: int, chunks: int, documen
     return corpus, testset, answers
 
 
-def run(command: list[str], pythonpath: str | None) -> Measured:
+def run(command: list[str], pythonpath: str, cwd: Path) -> Measured:
     """Run `command` to its end; its wall time, CPU time (user + system) and own peak resident memory."""
-    env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
-    if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
+    env = {**os.environ, "OPENAI_API_KEY": "bench-key", "PYTHONPATH": pythonpath}
     started = time.perf_counter()
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # Started in the work folder: `python -m` puts the current folder first on sys.path, which would
+    # shadow PYTHONPATH with the checkout the benchmark was started from.
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert process.stderr is not None
     errors = process.stderr.read()
     _, status, usage = os.wait4(process.pid, 0)
@@ -122,7 +123,7 @@ def run(command: list[str], pythonpath: str | None) -> Measured:
 
 
 def evaluate_twice(
-    args: argparse.Namespace, inputs: tuple[Path, Path, Path], out: Path, url: str, pythonpath: str | None
+    args: argparse.Namespace, inputs: tuple[Path, Path, Path], out: Path, url: str, pythonpath: str
 ) -> tuple[Measured, Measured]:
     corpus, testset, answers = inputs
     system = (
@@ -131,7 +132,14 @@ def evaluate_twice(
     command = [sys.executable, "-m", "qagen", "evaluate", str(testset), *system, "--out", str(out),
                "--model", "openai:stand-in", "--base-url", url, "--concurrency", str(args.concurrency),
                "--metrics", args.metrics, "-q"]  # fmt: skip
-    return run(command, pythonpath), run(command, pythonpath)
+    return run(command, pythonpath, out.parent), run(command, pythonpath, out.parent)
+
+
+def imported_from(pythonpath: str, cwd: Path) -> str:
+    """Where the child processes import qagen from, to show which checkout each column measures."""
+    command = [sys.executable, "-c", "import qagen; print(qagen.__file__)"]
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    return subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def metrics_of(out: Path) -> dict[str, Any]:
@@ -157,8 +165,9 @@ def main() -> None:
     print(f"inputs in {work} ({sizes}; {time.perf_counter() - started:.0f} s)")
     columns: dict[str, tuple[Measured, Measured, Path]] = {}
     with StandInLLM(latency=0.0) as server:
-        checkouts = [("before", args.before), ("after", None)] if args.before else [("this tree", None)]
+        checkouts = [("before", args.before), ("after", THIS_TREE)] if args.before else [("this tree", THIS_TREE)]
         for label, pythonpath in checkouts:
+            print(f"{label}: {imported_from(pythonpath, work)}")
             out = work / f"eval-{label.replace(' ', '-')}"
             first, again = evaluate_twice(args, inputs, out, server.base_url, pythonpath)
             columns[label] = (first, again, out)
