@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -17,6 +18,10 @@ DEFAULT_AUDIENCE = "people looking for information in this document collection"
 # Cheapest critics first: the two that see only the question come before the one that also reads
 # the whole chunk, so a draft rejected early costs the fewest input tokens.
 CRITIC_ORDER: tuple[Criterion, ...] = ("standalone", "relevance", "groundedness")
+
+BuildRole = Literal["generator", "critic"]
+"""The models of a build: the generator drafts, the critics rate."""
+BUILD_ROLES: tuple[BuildRole, ...] = ("generator", "critic")
 
 
 class CorpusSettings(BaseModel):
@@ -39,6 +44,11 @@ class CorpusSettings(BaseModel):
         return self
 
 
+MIN_CHUNK_SIZE: dict[LengthUnit, int] = {"characters": 50, "tokens": 12}
+"""The smallest chunk that can hold a fact to ask about: one short sentence (about 50 characters,
+or 12 tokens). Smaller chunks give questions about single words or letters, each paid for."""
+
+
 class ChunkSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -46,6 +56,17 @@ class ChunkSettings(BaseModel):
     chunk_overlap: int = 200
     length_unit: LengthUnit = "characters"
     encoding: str = "cl100k_base"
+
+    @model_validator(mode="after")
+    def _big_enough(self) -> ChunkSettings:
+        smallest = MIN_CHUNK_SIZE[self.length_unit]
+        if self.chunk_size < smallest:
+            raise ConfigError(
+                f"`chunk_size` {self.chunk_size} is too small for a chunk to hold a fact to ask about; the "
+                f"smallest accepted is {smallest} {self.length_unit} (the default: 2000).",
+                settings=("chunk_size",),
+            )
+        return self
 
 
 class BuildConfig(BaseModel):
@@ -80,6 +101,11 @@ class BuildConfig(BaseModel):
         default=None, description="Dollars per million input tokens (default: known prices)."
     )
     price_output: float | None = Field(default=None, description="Dollars per million output tokens.")
+    prompts_dir: str | None = Field(
+        default=None,
+        description="A folder of prompt files, named as the bundled ones, that replace them (None: the bundled "
+        "prompts; see `qagen.llm.prompts.load_prompts`).",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> BuildConfig:
@@ -115,29 +141,43 @@ class BuildConfig(BaseModel):
     def thresholds(self) -> dict[Criterion, int]:
         return {criterion: self.threshold(criterion) for criterion in CRITERIA}
 
-    def fingerprint(self, prompt_hashes: dict[str, str], *, llm: bool = True) -> dict[str, Any]:
+    def fingerprint(
+        self, prompt_hashes: dict[str, str | None], *, llm: bool | Collection[BuildRole] = True
+    ) -> dict[str, Any]:
         """What must not change between a run and its resumption (it would mix different outputs).
 
         Sample size, thresholds, concurrency, rate limits, the servers' addresses and the variables
         holding their keys may change: they only extend or re-filter the same records, or change how
-        fast they come or where they are fetched from. With `llm=False` (after `qagen chunk`) the LLM
-        fields are None: not decided yet, fixed by the first LLM stage.
+        fast they come or where they are fetched from. `llm` names the roles whose models are
+        decided (True: both, False: none, as after `qagen chunk`); the fields of the others are None,
+        not decided yet, fixed by the first stage that calls that role (so `qagen generate` fixes the
+        generator and `qagen critique` the critics). `prompt_hashes` holds None for the prompts of a
+        role not decided (see `BuildTasks.prompt_hashes`).
         """
+        roles = set(BUILD_ROLES if llm is True else () if llm is False else llm)
         fixed = {
-            "corpus": self.corpus.model_dump(),
+            # Where the corpus is, is no setting: what it holds is checked instead (`corpus.json`), so
+            # `docs` and `/abs/docs`, or a corpus copied along with its run directory, resume one run.
+            "corpus": self.corpus.model_dump(exclude={"path", "hf_dataset"}),
             "chunking": self.chunking.model_dump(),
             "seed": self.seed,
         }
-        llm_fields = {
-            "generator_model": self.generator.spec,
-            "critic_model": self.critic.spec,
-            "generator_temperature": self.generator.temperature,
-            "critic_temperature": self.critic.temperature,
-            "max_output_tokens": self.generator.max_output_tokens,
-            "audience": self.audience,
-            "prompts": prompt_hashes,
+        by_role: dict[BuildRole, dict[str, Any]] = {
+            "generator": {
+                "generator_model": self.generator.spec,
+                "generator_temperature": self.generator.temperature,
+                "max_output_tokens": self.generator.max_output_tokens,
+            },
+            "critic": {
+                "critic_model": self.critic.spec,
+                "critic_temperature": self.critic.temperature,
+                "audience": self.audience,
+            },
         }
-        return {**fixed, **{key: value if llm else None for key, value in llm_fields.items()}}
+        for role, fields in by_role.items():
+            fixed.update({key: value if role in roles else None for key, value in fields.items()})
+        fixed["prompts"] = prompt_hashes if roles else None
+        return fixed
 
 
 def describe_differences(stored: dict[str, Any], wanted: dict[str, Any], prefix: str = "") -> list[str]:
@@ -152,3 +192,18 @@ def describe_differences(stored: dict[str, Any], wanted: dict[str, Any], prefix:
         elif old != new:
             lines.append(f"{prefix}{key}: the run has {old!r}, this command asks for {new!r}")
     return lines
+
+
+def keep_decided(wanted: dict[str, Any], stored: dict[str, Any]) -> dict[str, Any]:
+    """`wanted` with every field it leaves undecided (None) taken from `stored`, in nested fields too:
+    what an earlier stage fixed stays fixed when a later one runs without it."""
+    kept: dict[str, Any] = {}
+    for key, value in wanted.items():
+        before = stored.get(key)
+        if value is None:
+            kept[key] = before
+        elif isinstance(value, dict) and isinstance(before, dict):
+            kept[key] = keep_decided(value, before)
+        else:
+            kept[key] = value
+    return kept

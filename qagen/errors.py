@@ -29,6 +29,14 @@ class RunMismatchError(QagenError):
     """The run directory was made with settings that differ from the ones asked for now."""
 
 
+class RunInUseError(QagenError):
+    """Another process holds the run directory's lock."""
+
+
+class CorpusChangedError(RunMismatchError):
+    """The corpus is not the one the run directory's chunks were made from."""
+
+
 class LLMUnavailableError(QagenError):
     """The model cannot be used at all (no key, wrong key, unknown model, server unreachable)."""
 
@@ -39,3 +47,11 @@ class ErrorBudgetExceededError(QagenError):
 
 class NothingUsableError(QagenError):
     """A run finished and nothing in it succeeded: no draft could be read, no question answered."""
+
+
+class CorruptRecordError(QagenError):
+    """A line of a run directory's record file cannot be read as a record."""
+
+
+class RunWriteError(QagenError):
+    """A file of a run directory could not be written (a full disk, no permission); finished records are kept."""

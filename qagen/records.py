@@ -16,7 +16,9 @@ from qagen.failures import Failure
 Criterion = Literal["groundedness", "relevance", "standalone"]
 CRITERIA: tuple[Criterion, ...] = ("groundedness", "relevance", "standalone")
 
-CandidateStatus = Literal["kept", "rejected", "failed"]
+CandidateStatus = Literal["kept", "rejected", "failed", "undecided"]
+"""What became of a sampled chunk: `undecided` when a call it needs was never made (not a failure)."""
+UNDECIDED_STAGES: tuple[str, ...] = ("generation", "critique")
 
 
 class Record(BaseModel):
@@ -46,7 +48,11 @@ class Chunk(Record):
     id: str = Field(description="Content hash of (source, start_index, text).")
     source: str = Field(description="The source of the document the chunk came from.")
     text: str = Field(description="The chunk's text.")
-    start_index: int = Field(description="Character offset of the chunk in its document's text.")
+    start_index: int = Field(
+        description="Character offset of the chunk in its document's text: the text as qagen read it, which for "
+        ".txt/.md/.rst files has its line ends normalised (CRLF and CR become LF, as Python's `open()` reads "
+        "text), for HTML and PDF is the extracted text, and for a table is the cell's value as it is."
+    )
     end_index: int = Field(description="start_index + len(text).")
 
 
@@ -137,7 +143,10 @@ class DatasetRow(Record):
     standalone_eval: str | None = Field(description="The standalone critic's rationale.")
     id: str = Field(description="The draft's id: a hash of the chunk, the generation prompt and the generator model.")
     chunk_id: str = Field(description="The chunk's id (a content hash).")
-    start_index: int = Field(description="Character offset of the chunk in its document's text.")
+    start_index: int = Field(
+        description="Character offset of the chunk in its document's text as qagen read it (line ends of text "
+        "files normalised to LF: see `Chunk.start_index`)."
+    )
     end_index: int = Field(description="start_index + len(context).")
     generator_model: str = Field(description="Model spec of the generator.")
     critic_model: str = Field(description="Model spec of the critics.")
@@ -154,10 +163,14 @@ class CandidateRow(DatasetRow):
     its fate, and every model reply verbatim, so a rejection or a failure can be checked by eye.
     """
 
-    status: CandidateStatus = Field(description="kept, rejected (by a critic or as a duplicate) or failed.")
+    status: CandidateStatus = Field(
+        description="kept; rejected (by a critic, as too long, or as a duplicate); failed (a call or its reply "
+        "failed); or undecided (a call it needs was never made: no draft yet, or a critic not asked yet)."
+    )
     reason: str = Field(
         description="Why it was not kept: `generation:<reason>`, `critique:<criterion>:<reason>`, "
-        "`<criterion>=<score><<threshold>` (joined by '; '), or `duplicate_of:<id>`; empty when kept."
+        "`<criterion>=<score><<threshold>` (joined by '; '), or `duplicate_of:<id>`; for undecided rows "
+        "`generation:not_asked` or `critique:<criterion>:not_asked` (joined by '; '); empty when kept."
     )
     generation_raw: str | None = Field(description="The generator's reply, verbatim (None when no reply came).")
     groundedness_raw: str | None = Field(description="The groundedness critic's reply, verbatim.")
@@ -172,13 +185,31 @@ class CandidateRow(DatasetRow):
 class Funnel(Record):
     """Every count from sampled chunks to kept questions (`summary.json`'s `funnel`)."""
 
+    requested: int | None = Field(
+        default=None,
+        description="The sample size asked for (`n_generations`; None: every chunk). When the corpus has fewer "
+        "chunks, all of them are sampled and `sampled` is smaller.",
+    )
     sampled: int = Field(description="Chunks sampled (at most n_generations).")
     drafted: int = Field(description="Sampled chunks with a usable question/answer draft.")
     generation_failed: dict[str, int] = Field(
         description="Sampled chunks without a usable draft, by reason (sorted by reason)."
     )
     critique_failed: dict[str, int] = Field(
-        description="Drafts left undecided by a critic's failure, by `criterion:reason` (sorted)."
+        description="Drafts left without a verdict by a critic's failure, by `criterion:reason` (sorted)."
+    )
+    undecided: dict[str, int] = Field(
+        default_factory=lambda: dict.fromkeys(UNDECIDED_STAGES, 0),
+        description="Sampled chunks not decided because a call they need was never made (no failure), by the "
+        "stage that decides them: `generation` (no draft yet: the run stopped early or only chunked) and "
+        "`critique` (a draft that passed every critic asked but needs one never asked: the run stopped early, "
+        "or it is re-filtered with a lower threshold than the one that stopped its critics).",
+    )
+    undecided_calls: dict[str, int] = Field(
+        default_factory=lambda: dict.fromkeys(UNDECIDED_STAGES, 0),
+        description="The calls that would decide the undecided chunks, by stage: one draft per chunk without one "
+        "(its critics come after), and every critic call not made yet for undecided drafts (at most: the critics "
+        "stop at the first rejection).",
     )
     rejected: int = Field(description="Drafts some critic rated below its threshold.")
     rejected_by: dict[Criterion, int] = Field(

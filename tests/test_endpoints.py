@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
-from qagen.cli.options import config_from_options
+from qagen.cli.build_settings import config_from_options
 from qagen.config import BuildConfig, CorpusSettings
 from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.evaluate.api import bm25_baseline, evaluate
@@ -88,10 +88,17 @@ def test_stage_commands_keep_the_critics_own_server(
         env={"QAGEN_CRITIC_BASE_URL": b.base_url},
     )  # fmt: skip
     assert generated.exit_code == 0, generated.output
-    # The critic's server came from the environment; its key variable is given now. The
-    # generator's server given again (here by OPENAI_BASE_URL) does not move the critics to it.
-    critiqued = invoke("critique", run, "--critic-api-key-env", "B_KEY", "-q", env={"OPENAI_BASE_URL": a.base_url})
+    # `generate` takes no critic option (the critics' server in its environment is not read); the
+    # critics' server comes from the environment of `critique`, their key variable is given now. The
+    # generator's server in OPENAI_BASE_URL does not move the critics to it: `critique` has no
+    # generator option.
+    critiqued = invoke(
+        "critique", run, "--critic-api-key-env", "B_KEY", "-q",
+        env={"OPENAI_BASE_URL": a.base_url, "QAGEN_CRITIC_BASE_URL": b.base_url},
+    )  # fmt: skip
     assert critiqued.exit_code == 0, critiqued.output
+    # A later `critique` finds the critics' server and key in the run.
+    assert invoke("critique", run, "-q", env={"OPENAI_BASE_URL": a.base_url}).exit_code == 0
     assert invoke("filter", run).exit_code == 0
     assert kinds(a) == {"generation": 8}
     assert set(kinds(b)) == {"critique"} and kinds(b).total() >= 8
@@ -184,7 +191,7 @@ def test_a_key_given_as_the_variable_name_is_refused_and_not_repeated(value: str
 def _config(*args: str) -> BuildConfig:
     """The settings `qagen build docs --out run ARGS` would build with (no command run)."""
     context = main.commands["build"].make_context("build", ["docs", "--out", "run", *args])
-    not_settings = {"out", "quiet", "push_repo", "public", "dry_run"}
+    not_settings = {"out", "quiet", "push_repo", "public", "dry_run", "update_corpus"}
     options = {key: value for key, value in context.params.items() if key not in not_settings}
     return config_from_options(context, options, stored=None)
 

@@ -8,15 +8,26 @@ The stand-in server's `echo_key` quotes the key it received in its error bodies,
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from urllib.parse import parse_qs
 
+import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
+from qagen.errors import ConfigError
+from qagen.evaluate.systems.endpoint import EndpointSystem
+from qagen.llm.server_url import ServerURL, split_server_url
+from qagen.publish.push import push_run
+from qagen.redaction import redact, redact_url
+from qagen.testing.hub.server import StandInHub
+from qagen.testing.llm.log import LogEntry
 from qagen.testing.llm.server import StandInLLM
 
 OPENAI_KEY = "sk-test-PLANTED-0penai5ecret77aa"
@@ -101,26 +112,6 @@ def test_keys_quoted_in_error_bodies_stay_out_of_failed_rows(llm: StandInLLM, co
     assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
 
 
-def _with_credentials(url: str) -> str:
-    return url.replace("http://", f"http://user:{URL_SECRET}@")
-
-
-def test_a_key_in_the_base_url_is_never_printed(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
-    url = _with_credentials(llm.base_url)
-    built = build(llm, corpus, tmp_path / "run", key=OPENAI_KEY, url=url)
-    # The HTTP client refuses credentials in the URL beside the key: one sentence, and no secret.
-    assert built.returncode == 1 and "Traceback" not in built.stderr, built.stderr
-    lines = [line for line in built.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "--base-url" in lines[0], built.stderr
-    assert leaks(built.stdout, built.stderr) == []
-
-
-def test_a_key_in_the_base_url_stays_out_of_the_run_directory(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
-    build(llm, corpus, tmp_path / "run", key=OPENAI_KEY, url=_with_credentials(llm.base_url))
-    assert (tmp_path / "run" / "run.json").exists()
-    assert leaks(tmp_path / "run") == []
-
-
 # Per-role servers: the critics' and the judges' keys in variables of the user's choosing, which
 # the redaction knows only because the key was read from them (`api_key_env`).
 CRITIC_KEY = "PLANTEDcriticKey5511qq"
@@ -171,24 +162,153 @@ def test_a_rejected_key_from_another_variable_quoted_back_is_not_shown(
     assert leaks(tmp_path / "run", built.stdout, built.stderr) == []
 
 
-def test_credentials_in_the_critics_and_judges_urls_are_never_written(
+# --- Credentials in server URLs: sent to the server, never written --------------------------------
+QUERY_KEY = "PLANTEDquerykey8080xy"
+
+
+def chat_requests(llm: StandInLLM) -> list[LogEntry]:
+    return [entry for entry in llm.log if entry["path"].endswith("/chat/completions")]
+
+
+def test_a_key_in_the_query_string_is_sent_and_never_written(
+    llm: StandInLLM, hub: StandInHub, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(record_credentials=True)
+    url = f"{llm.base_url}?api-key={QUERY_KEY}&api-version=2024-06-01"
+    built = build(llm, corpus, tmp_path / "run", key=OPENAI_KEY, url=url)
+    assert built.returncode == 0, built.stderr
+    # Every call of both models carried the key (and the other parameter) to the server.
+    sent = [parse_qs(entry["query"] or "") for entry in chat_requests(llm)]
+    assert len(sent) >= 20 and all(query == {"api-key": [QUERY_KEY], "api-version": ["2024-06-01"]} for query in sent)
+    saved = json.loads((tmp_path / "run" / "run.json").read_text())["config"]
+    for role in ("generator", "critic"):
+        assert saved[role]["base_url"] == f"{llm.base_url}?api-key=REDACTED&api-version=2024-06-01"
+    llm.reset()
+    evaluated = qagen_with(
+        "evaluate", str(tmp_path / "run"), "--baseline", "bm25", "--corpus", str(corpus), "--model", "openai:stand-in",
+        "--base-url", url, "--out", str(tmp_path / "eval"), "--chunk-size", "400", "--k", "3", "-q",
+        env={"OPENAI_API_KEY": OPENAI_KEY},
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr
+    judged = [entry for entry in chat_requests(llm) if entry["kind"] == "judge"]
+    assert judged and all(parse_qs(entry["query"] or "")["api-key"] == [QUERY_KEY] for entry in judged)
+    repo = f"alice/qa-{uuid.uuid4().hex[:12]}"
+    push_run(tmp_path / "run", repo, token="hf_test_token")
+    pushed = hub.repo_files(repo)
+    assert "summary.json" in pushed
+    pushed_leaks = [
+        f"{path}: {secret}" for path, data in pushed.items() for secret in SECRETS if secret.encode() in data
+    ]
+    outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
+    assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == [] and pushed_leaks == []
+
+
+def test_a_user_and_password_in_the_url_are_sent_as_basic_authentication(
     llm: StandInLLM, corpus: Path, tmp_path: Path
 ) -> None:
-    llm.configure(api_key=OPENAI_KEY)
+    # A reverse proxy with basic authentication in front of a local server: what curl would send.
+    llm.configure(record_credentials=True)
+    url = llm.base_url.replace("http://", f"http://deploy:{URL_SECRET}@")
+    built = build(llm, corpus, tmp_path / "run", key=OPENAI_KEY, url=url)
+    assert built.returncode == 0, built.stderr
+    basic = "Basic " + base64.b64encode(f"deploy:{URL_SECRET}".encode()).decode()
+    assert {entry["authorization"] for entry in chat_requests(llm)} == {basic}  # and not OPENAI_API_KEY beside it
+    saved = json.loads((tmp_path / "run" / "run.json").read_text())["config"]["generator"]["base_url"]
+    assert saved == llm.base_url.replace("http://", "http://REDACTED@")
+    assert leaks(tmp_path / "run", built.stdout, built.stderr) == []
+
+
+def test_a_key_alone_in_the_critics_and_judges_urls_is_sent_as_their_bearer_key(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(api_key=OPENAI_KEY, echo_key=True)
     assert build(llm, corpus, tmp_path / "good", key=OPENAI_KEY).returncode == 0
-    with StandInLLM(api_key=OPENAI_KEY) as other:
-        plain = other.base_url
-        url = _with_credentials(plain)
-        # The HTTP client refuses credentials in the URL beside the key: the critics' and judges' calls fail.
-        built = build(llm, corpus, tmp_path / "run", "--critic-base-url", url, key=OPENAI_KEY)
+    # The other server takes only its own key, which only the URL carries: `KEY@host`, `:KEY@host`.
+    with StandInLLM(api_key=CRITIC_KEY, echo_key=True) as other:
+        critic_url = other.base_url.replace("//", f"//{CRITIC_KEY}@")
+        judge_env = {
+            "OPENAI_API_KEY": OPENAI_KEY,
+            "QAGEN_JUDGE_BASE_URL": other.base_url.replace("//", f"//:{CRITIC_KEY}@"),
+        }
+        built = build(llm, corpus, tmp_path / "run", "--critic-base-url", critic_url, key=OPENAI_KEY)
+        assert built.returncode == 0, built.stderr
         evaluated = qagen_with(
             "evaluate", str(tmp_path / "good"), "--baseline", "bm25", "--corpus", str(corpus),
             "--model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(tmp_path / "eval"),
-            "--chunk-size", "400", "--k", "3", "-q", env={"OPENAI_API_KEY": OPENAI_KEY, "QAGEN_JUDGE_BASE_URL": url},
+            "--chunk-size", "400", "--k", "3", "-q", env=judge_env,
         )  # fmt: skip
-    for done in (built, evaluated):
-        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
-        assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1, done.stderr
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["config"]["critic"]["base_url"] == plain
+        assert evaluated.returncode == 0, evaluated.stderr
+        assert {entry["kind"] for entry in other.log} == {"critique", "judge"}  # no 401 among them
+        written = other.base_url.replace("http://", "http://REDACTED@")
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["config"]["critic"]["base_url"] == written
     outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
     assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
+
+
+def test_a_stage_resumed_without_the_url_asks_for_it_again(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
+    llm.configure(api_key=CRITIC_KEY)
+    url = llm.base_url.replace("http://", f"http://{CRITIC_KEY}@")
+    run = str(tmp_path / "run")
+    assert (
+        qagen(
+            "chunk", str(corpus), "--out", run, "--chunk-size", "400", "--chunk-overlap", "40", key=OPENAI_KEY
+        ).returncode
+        == 0
+    )
+    generated = qagen(
+        "generate", run, "--model", "openai:stand-in", "--base-url", url, "-n", "10", "-q", key=OPENAI_KEY
+    )
+    assert generated.returncode == 0, generated.stderr
+    # The saved URL has no key: sending it would only earn a 401, so the command asks for the URL.
+    resumed = qagen("critique", run, "-q", key=OPENAI_KEY)
+    assert resumed.returncode == 1 and "give --base-url again with its key" in resumed.stderr, resumed.stderr
+    assert len(resumed.stderr.strip().splitlines()) == 1
+    again = qagen("critique", run, "--base-url", url, "-q", key=OPENAI_KEY)
+    assert again.returncode == 0, again.stderr
+    assert leaks(tmp_path / "run", resumed.stderr, again.stdout, again.stderr) == []
+
+
+def test_credentials_in_the_url_and_a_key_variable_are_refused_together(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    url = llm.base_url.replace("http://", f"http://{URL_SECRET}@")
+    built = build(llm, corpus, tmp_path / "run", "--api-key-env", "MY_KEY", key=OPENAI_KEY, url=url)
+    assert built.returncode == 1 and "keep one of them" in built.stderr, built.stderr
+    assert "--base-url" in built.stderr and "--api-key-env" in built.stderr
+    assert llm.log == [] and leaks(tmp_path, built.stdout, built.stderr) == []
+
+
+@pytest.mark.parametrize(
+    ("url", "written"),
+    [
+        ("http://h/v1?api-key=K1&api-version=2024", "http://h/v1?api-key=REDACTED&api-version=2024"),
+        ("http://h/v1?api_key=K1&apiKey=K2&key=K3", "http://h/v1?api_key=REDACTED&apiKey=REDACTED&key=REDACTED"),
+        ("http://h/v1?access_token=K1&model=m&sig=K2", "http://h/v1?access_token=REDACTED&model=m&sig=REDACTED"),
+        ("https://h/f?code=K1&X-Amz-Signature=K2&password=K3", "https://h/f?code=REDACTED&X-Amz-Signature=REDACTED&password=REDACTED"),
+        ("http://u:K1@h:8/v1", "http://REDACTED@h:8/v1"),
+        ("http://K1@[::1]:8/v1?token=K2;K3#secret=K4", "http://REDACTED@[::1]:8/v1?token=REDACTED#secret=REDACTED"),
+        ("http://h/v1?token=&q=1", "http://h/v1?token=&q=1"),
+        ("http://localhost:8000/v1", "http://localhost:8000/v1"),
+    ],
+)  # fmt: skip
+def test_the_written_form_of_a_url(url: str, written: str) -> None:
+    assert redact_url(url) == written
+    assert redact(f"POST {url} failed: 500") == f"POST {written} failed: 500"
+
+
+def test_the_url_sent_keeps_every_credential() -> None:
+    server = split_server_url("http://u%40x:p%3Aw@h:8/v1?api-key=K1&api-version=2024#frag")
+    basic = "Basic " + base64.b64encode(b"u@x:p:w").decode()
+    assert server == ServerURL(
+        address="http://h:8/v1", query={"api-key": "K1", "api-version": "2024"}, authorization=basic
+    )
+    assert split_server_url("http://:K2@h/v1").authorization == "Bearer K2"
+    with pytest.raises(ConfigError, match="give `base_url` again"):
+        split_server_url(redact_url("http://h/v1?key=K1"))
+
+
+def test_a_rag_endpoint_is_named_by_its_written_url() -> None:
+    # The name goes into every evaluation row and summary; the URL used keeps the credentials.
+    system = EndpointSystem(f"http://rag:{URL_SECRET}@127.0.0.1:9/ask?token={QUERY_KEY}&top_k=3")
+    assert system.name == "http://REDACTED@127.0.0.1:9/ask?token=REDACTED&top_k=3"
+    assert URL_SECRET in system.url and QUERY_KEY in system.url

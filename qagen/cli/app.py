@@ -11,20 +11,10 @@ from typing import Any
 import click
 
 from qagen import __version__
+from qagen.cli.build_settings import config_from_options
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import (
-    budget_options,
-    chunk_options,
-    config_from_options,
-    corpus_options,
-    critic_options,
-    filter_options,
-    model_options,
-    output_options,
-    sample_options,
-)
-from qagen.errors import QagenError
+from qagen.cli.options import BUILD_OPTIONS, output_options, update_corpus_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -40,9 +30,10 @@ def main() -> None:
     \b
     Exit codes:
       0  done
-      1  error, with one sentence on stderr: bad input or settings, an unreachable server, more
-         failed calls than --max-failure-rate, or a run in which nothing succeeded (no draft
-         could be read, no question answered)
+      1  error, with one sentence on stderr: bad input or settings, a run directory in use by
+         another process or made from another corpus, an unreachable server, more failed calls
+         than --max-failure-rate, or a run in which nothing succeeded (no draft could be read,
+         no question answered)
       2  wrong usage (an unknown option, a missing argument)
       3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
       130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
@@ -59,13 +50,8 @@ def main() -> None:
     type=click.Path(path_type=Path),
     help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume.",
 )
-@corpus_options
-@chunk_options
-@sample_options
-@model_options
-@critic_options
-@filter_options
-@budget_options
+@BUILD_OPTIONS
+@update_corpus_option
 @click.option(
     "--push",
     "push_repo",
@@ -78,7 +64,15 @@ def main() -> None:
 @click.pass_context
 @friendly_errors
 def build(
-    ctx: click.Context, /, out: Path, quiet: bool, push_repo: str | None, public: bool, dry_run: bool, **options: Any
+    ctx: click.Context,
+    /,
+    out: Path,
+    quiet: bool,
+    push_repo: str | None,
+    public: bool,
+    dry_run: bool,
+    update_corpus: bool,
+    **options: Any,
 ) -> None:
     """Chunk CORPUS, draft a question per sampled chunk, critique, filter, and write the dataset.
 
@@ -93,10 +87,11 @@ def build(
         from qagen.generation.estimate import Estimate
         from qagen.generation.pipeline import plan
 
-        described = in_cli_terms(plan(config, out, progress=not quiet).describe(), Estimate.settings)
+        planned = plan(config, out, progress=not quiet, update_corpus=update_corpus)
+        described = in_cli_terms(planned.describe(), Estimate.settings)
         click.echo(f"dry run: no LLM call made\n{described}")
         return
-    result = run_build(config, out, progress=not quiet)
+    result = run_build(config, out, progress=not quiet, update_corpus=update_corpus)
     click.echo(result.table)
     if result.stopped_by_budget:
         from qagen.llm.cost import Budget
@@ -115,110 +110,6 @@ def build(
 
         pushed = push_run(out, push_repo, private=not public)
         click.echo(f"pushed to {pushed.url} ({'private' if pushed.private else 'public'})")
-
-
-@main.command()
-@click.argument("corpus", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "-o",
-    "out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Run directory to create.",
-)
-@corpus_options
-@chunk_options
-@output_options
-@click.pass_context
-@friendly_errors
-def chunk(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
-    """Load and chunk CORPUS into a new run directory (stage 1 of build)."""
-    from qagen.generation.pipeline import chunk_stage
-    from qagen.generation.tasks import BuildTasks
-    from qagen.runs.rundir import RunDir
-
-    run = RunDir(out)
-    config = config_from_options(ctx, options, stored=None)
-    run.open(config, BuildTasks.for_config(config).prompt_hashes(), llm=False)
-    report = chunk_stage(config, run, progress=not quiet)
-    click.echo(
-        f"{report['documents']} documents, {report['skipped']} inputs skipped, {report['chunks']} chunks -> {run.chunks_file}"
-    )
-
-
-def _stage(
-    run_dir: Path,
-    ctx: click.Context,
-    options: dict[str, Any],
-    *,
-    generate: bool,
-    critique: bool,
-    quiet: bool,
-) -> None:
-    from qagen.generation.pipeline import load_sample, run_llm_stages
-    from qagen.generation.tasks import BuildTasks
-    from qagen.runs.rundir import RunDir
-
-    run = RunDir(run_dir)
-    config = config_from_options(ctx, options, stored=run.stored_config(), llm_fixed=run.llm_fixed())
-    tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes())
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
-    sample = load_sample(config, run)
-    run_llm_stages(config, run, tasks, sample, generate=generate, critique=critique, progress=not quiet)
-
-
-@main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@sample_options
-@model_options
-@output_options
-@click.pass_context
-@friendly_errors
-def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
-    """Draft a question/answer pair for each sampled chunk of RUN_DIR (stage 2)."""
-    _stage(run_dir, ctx, options, generate=True, critique=False, quiet=quiet)
-    click.echo(f"drafts saved in {run_dir / 'drafts.jsonl'}")
-
-
-@main.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@sample_options
-@model_options
-@critic_options
-@filter_options
-@output_options
-@click.pass_context
-@friendly_errors
-def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
-    """Rate every draft of RUN_DIR with the three critics (stage 3)."""
-    _stage(run_dir, ctx, options, generate=False, critique=True, quiet=quiet)
-    click.echo(f"critiques saved in {run_dir / 'critiques.jsonl'}")
-
-
-@main.command(name="filter")
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@sample_options
-@filter_options
-@click.pass_context
-@friendly_errors
-def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None:
-    """Apply the thresholds and near-duplicate filter; write dataset/, candidates/ and summary.json (stage 4)."""
-    from qagen.generation.pipeline import finalize, load_sample
-    from qagen.generation.tasks import BuildTasks
-    from qagen.generation.write import funnel_table
-    from qagen.runs.rundir import RunDir
-
-    run = RunDir(run_dir)
-    config = config_from_options(ctx, options, stored=run.stored_config())
-    tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes(), llm=run.llm_fixed())
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
-    summary = finalize(config, run, tasks, load_sample(config, run))
-    click.echo(funnel_table(summary))
 
 
 def run() -> None:
@@ -247,8 +138,10 @@ def _register_commands() -> None:
     """Commands defined in their own modules (they import their heavy parts only when run)."""
     from qagen.cli.evaluate import evaluate, report
     from qagen.cli.push import push
+    from qagen.cli.stages import chunk, critique, filter_command, generate
 
-    main.add_command(push)
+    for command in (chunk, generate, critique, filter_command, push):
+        main.add_command(command)
     main.add_command(evaluate)
     main.add_command(report)
 

@@ -16,6 +16,8 @@ from qagen.errors import ConfigError
 
 # The settings the evaluator's notes name (`select_metrics`).
 NOTE_SETTINGS = ("embeddings", "metrics")
+# The settings the input warnings name (`qagen.evaluate.input_checks`).
+WARNING_SETTINGS = ("corpus",)
 # Where in the evaluation directory the baseline keeps its BM25 indexes.
 BASELINE_INDEX_DIR = "bm25_index"
 
@@ -44,7 +46,8 @@ def _int_list(value: str, name: str) -> list[int]:
 @click.option(
     "--answers",
     type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere.",
+    help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere; rows match the "
+    "test set's questions by `id` if given, else ignoring case and spacing.",
 )
 @click.option(
     "--rag",
@@ -140,6 +143,15 @@ def _int_list(value: str, name: str) -> list[int]:
     default=None,
     help="The judges' own cap on tokens per reply (default: --max-output-tokens).",
 )
+@click.option(
+    "--interrupt-grace",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="After Ctrl-C, how long a --rag function still running may take to return; then its question is "
+    "recorded as failed (interrupted) and the run ends.",
+)
 @call_options
 @click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
 @friendly_errors
@@ -147,12 +159,13 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     """Run a RAG system over DATASET's questions and score it.
 
     DATASET is a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or
-    .csv file with question and reference-answer columns. Give the system under test with exactly
+    .csv file with question and reference-answer columns. A DATASET not on disk that looks like a
+    path (./, ../, /, ~, more than one /, a file suffix) is reported missing, never looked up on the Hub. Give the system under test with exactly
     one of --answers, --rag, --endpoint or --baseline bm25.
     """
     from qagen.evaluate.api import evaluate as run_evaluation
     from qagen.evaluate.api import select_metrics
-    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs
+    from qagen.evaluate.report import comparison_table, load_runs
     from qagen.evaluate.testset import load_testset
     from qagen.llm.client import ModelSettings
     from qagen.redaction import register_secret
@@ -198,6 +211,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         click.echo(f"skipped row {skipped.row} of the test set: {skipped.reason}: {skipped.content[:120]}", err=True)
     grid = list(itertools.product(chunk_sizes, ks))
     outputs: list[Path] = []
+    shown: set[str] = set()  # each grid point's summary keeps its warnings; the screen shows each once
     for chunk_size, k in grid:
         name = f"chunk{chunk_size}_k{k}" if options["baseline"] else f"k{k}"
         target = out if len(grid) == 1 else out / name
@@ -214,18 +228,26 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
             max_failure_rate=options["max_failure_rate"],
             embeddings=options["embeddings"],
             progress=not quiet,
+            interrupt_grace=options["interrupt_grace"],
             on_note=_print_note,
+            on_warning=lambda warning: _print_warning(warning, shown),
         )
         outputs.append(target)
         click.echo(_outcome(target, summary))
     runs = load_runs(outputs)
     click.echo("\n" + comparison_table(runs))
     if len(runs) > 1:
-        click.echo(f"\nchart: {bar_chart(runs, chart_metric(runs), out / 'comparison.png')}")
+        click.echo(f"\na bar chart of them: qagen report {out}/* --chart comparison.png")
 
 
 def _print_note(note: str) -> None:
     click.echo(f"note: {in_cli_terms(note, NOTE_SETTINGS)}", err=True)
+
+
+def _print_warning(warning: str, shown: set[str]) -> None:
+    if warning not in shown:
+        shown.add(warning)
+        click.echo(f"warning: {in_cli_terms(warning, WARNING_SETTINGS)}", err=True)
 
 
 def _outcome(target: Path, summary: dict[str, Any]) -> str:
@@ -234,10 +256,19 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
     if summary["failed_by_reason"]:
         reasons = ", ".join(f"{reason}: {n}" for reason, n in summary["failed_by_reason"].items())
         lines.append(f"  not answered: {reasons}")
+    if summary["retrieved_nothing"]:
+        lines.append(
+            f"  {summary['retrieved_nothing']} rows retrieved nothing: scored 0 on the retrieval metrics, as ragas does"
+        )
     for metric, counts in summary["judges"].items():
+        parts = [f"{counts['judged']} judged"]
+        if counts["undefined"]:
+            parts += [f"{n} {reason} (no value, as in ragas)" for reason, n in counts["undefined"].items()]
         if counts["failed"]:
             reasons = ", ".join(f"{reason}: {n}" for reason, n in counts["failures"].items())
-            lines.append(f"  {metric}: {counts['judged']} judged, {counts['failed']} judge failures ({reasons})")
+            parts.append(f"{counts['failed']} judge failures ({reasons})")
+        if len(parts) > 1:
+            lines.append(f"  {metric}: {', '.join(parts)}")
     return "\n".join(lines)
 
 
@@ -250,7 +281,7 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool,
     if options["answers"]:
         return AnswersFileSystem(options["answers"])
     if options["rag_callable"]:
-        return CallableSystem.from_spec(options["rag_callable"])
+        return CallableSystem.from_spec(options["rag_callable"], interrupt_grace=options["interrupt_grace"])
     if options["endpoint"]:
         return EndpointSystem(options["endpoint"])
     # Kept in the evaluation directory (shared by a grid's runs): a re-run, or another k over the
@@ -261,21 +292,27 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool,
 @click.command()
 @click.argument("eval_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option(
-    "--metric", default=None, help="Metric of the bar chart (default: correctness, else the first with values)."
+    "--chart",
+    "chart_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write a bar chart of the runs to this PNG file (needs matplotlib: pip install 'qagen[plot]').",
 )
 @click.option(
-    "--plot",
-    "plot_path",
-    type=click.Path(path_type=Path),
-    default=Path("qagen_report.png"),
-    show_default=True,
-    help="Where to write the bar chart (PNG).",
+    "--metric", default=None, help="Metric of the --chart (default: correctness, else the first with values)."
 )
+@click.option("--plot", "plot_path", type=click.Path(path_type=Path, dir_okay=False), default=None, hidden=True)
 @friendly_errors
-def report(eval_dirs: tuple[Path, ...], metric: str | None, plot_path: Path) -> None:
-    """Compare evaluation directories: metrics with 95% intervals, paired tests, and a bar chart."""
-    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs
+def report(eval_dirs: tuple[Path, ...], chart_path: Path | None, metric: str | None, plot_path: Path | None) -> None:
+    """Compare evaluation directories: metrics with 95% intervals and paired tests; a bar chart with --chart."""
+    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs, require_matplotlib
 
+    chart = chart_path or plot_path  # --plot: the option's name before --chart, still accepted
+    if metric is not None and chart is None:
+        raise click.UsageError("--metric chooses the chart's metric: give --chart PATH too.")
+    if chart is not None:
+        require_matplotlib()
     runs = load_runs(list(eval_dirs))
     click.echo(comparison_table(runs))
-    click.echo(f"\nchart: {bar_chart(runs, metric or chart_metric(runs), plot_path)}")
+    if chart is not None:
+        click.echo(f"\nchart: {bar_chart(runs, metric or chart_metric(runs), chart)}")

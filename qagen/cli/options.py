@@ -1,4 +1,14 @@
-"""The options shared by `qagen` commands, and how they map onto `BuildConfig`."""
+"""The options of the `qagen` build commands, each command taking only the ones that apply to it.
+
+`build` and `chunk` start a run: their options show the defaults a new run gets. The stage
+commands (`generate`, `critique`, `filter`) work on a run, and their options are of two kinds
+(`qagen.cli.build_settings` applies them):
+
+- settings of the run (the models, their servers, the prompts, the sample size, the audience):
+  the run's unless given, and `--help` says "[default: the run's]";
+- settings of this invocation (thresholds, length limits, spending caps, call pacing): the value
+  `--help` shows, default included, on every invocation, whatever an earlier command used.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +16,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-from click.core import ParameterSource
 
-from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL, BuildConfig
+from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL, MIN_CHUNK_SIZE
 from qagen.llm.backends import is_variable_name
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+FROM_THE_RUN = "[default: the run's]"
 
 
 def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -23,26 +34,9 @@ def option_group(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-corpus_options = option_group(
-    click.option("--hf-dataset", metavar="NAME_OR_PATH", help="Use a Hugging Face dataset instead of CORPUS: a directory saved with save_to_disk, or a Hub id."),
-    click.option("--split", default="train", show_default=True, help="Split of --hf-dataset to use."),
-    click.option("--text-column", default="text", show_default=True, help="Column holding the text, for tables (.jsonl/.csv/.parquet) and datasets."),
-    click.option("--source-column", default=None, help="Column naming each row's source document (default: file name and row number)."),
-)  # fmt: skip
-chunk_options = option_group(
-    click.option("--chunk-size", type=click.IntRange(min=1), default=2000, show_default=True, help="Maximum chunk length, in --length-unit."),
-    click.option("--chunk-overlap", type=click.IntRange(min=0), default=200, show_default=True, help="Overlap between consecutive chunks, in --length-unit."),
-    click.option("--length-unit", type=click.Choice(["characters", "tokens"]), default="characters", show_default=True, help="Measure chunk length in characters or in tiktoken tokens."),
-    click.option("--encoding", default="cl100k_base", show_default=True, help="tiktoken encoding for --length-unit tokens."),
-    click.option("--seed", type=int, default=42, show_default=True, help="Seed of the chunk sampling; the same seed picks the same chunks."),
-)  # fmt: skip
-_CALL_OPTIONS = (
-    click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="LLM calls in flight at once, all models together."),
-    click.option("--rpm", type=click.FloatRange(min=0, min_open=True), default=None, help="Requests-per-minute limit, all models together (default: none)."),
-    click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True, help="Retries per call on 429, 5xx, timeouts and dropped connections, with backoff honouring Retry-After."),
-    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True, help="Seconds to wait for one reply."),
-    click.option("--max-failure-rate", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Stop when more than this share of calls fails even after retries (checked after 20 calls)."),
-)  # fmt: skip
+def _default(stage: bool, new_run: str) -> str:
+    """The end of a run setting's help: its default on a new run, or the run's on a stage command."""
+    return FROM_THE_RUN if stage else new_run
 
 
 def variable_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -55,174 +49,144 @@ def variable_name(ctx: click.Context, param: click.Parameter, value: str | None)
     return value
 
 
-model_options = option_group(
-    click.option("--model", default=DEFAULT_MODEL, show_default=True, help="Generator model as LangChain's provider:model, e.g. openai:gpt-4o-mini."),
-    click.option("--critic-model", default=None, help="Model of the three critics (default: --model)."),
-    click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help="URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI) for --model, and the critics unless --critic-base-url, e.g. http://localhost:8000/v1. [env: OPENAI_BASE_URL]"),
-    click.option("--api-key-env", metavar="VAR", default=None, callback=variable_name, help="Name of the environment variable holding the key for --model (default: OPENAI_API_KEY for openai:* models). The name, not the key."),
-    click.option("--critic-base-url", envvar="QAGEN_CRITIC_BASE_URL", default=None, help="URL of the critics' server (default: --base-url). [env: QAGEN_CRITIC_BASE_URL]"),
-    click.option("--critic-api-key-env", metavar="VAR", default=None, callback=variable_name, help="Name of the environment variable holding the critics' key (default: --api-key-env)."),
-    click.option("--temperature", type=float, default=None, help="Sampling temperature (default: the model's own)."),
-    click.option("--max-output-tokens", type=click.IntRange(min=1), default=None, help="Cap on tokens per reply, for generator and critic (default: 2048, room for a reasoning model's thinking; a reply cut at the cap is recorded as truncated)."),
-    click.option("--critic-max-output-tokens", type=click.IntRange(min=1), default=None, help="The critics' own cap on tokens per reply (default: --max-output-tokens)."),
-    *_CALL_OPTIONS,
+# --- a new run: the corpus and its chunks (build, chunk) ------------------------------------------
+corpus_options = option_group(
+    click.option("--hf-dataset", metavar="NAME_OR_PATH", help="Use a Hugging Face dataset instead of CORPUS: a directory saved with save_to_disk, or a Hub id."),
+    click.option("--split", default="train", show_default=True, help="Split of --hf-dataset to use."),
+    click.option("--text-column", default="text", show_default=True, help="Column holding the text, for tables (.jsonl/.csv/.parquet) and datasets."),
+    click.option("--source-column", default=None, help="Column naming each row's source document (default: file name and row number)."),
+)  # fmt: skip
+_SMALLEST = " or ".join(f"{size} {unit}" for unit, size in MIN_CHUNK_SIZE.items())
+chunk_options = option_group(
+    click.option("--chunk-size", type=click.IntRange(min=1), default=2000, show_default=True, help=f"Maximum chunk length, in --length-unit (at least {_SMALLEST})."),
+    click.option("--chunk-overlap", type=click.IntRange(min=0), default=200, show_default=True, help="Overlap between consecutive chunks, in --length-unit."),
+    click.option("--length-unit", type=click.Choice(["characters", "tokens"]), default="characters", show_default=True, help="Measure chunk length in characters or in tiktoken tokens."),
+    click.option("--encoding", default="cl100k_base", show_default=True, help="tiktoken encoding for --length-unit tokens."),
+    click.option("--seed", type=int, default=42, show_default=True, help="Seed of the chunk sampling; the same seed picks the same chunks."),
+)  # fmt: skip
+
+
+# --- the sample and the models (run settings) -------------------------------------------------------
+def sample_options(*, stage: bool) -> Callable[[F], F]:
+    return option_group(
+        click.option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help=f"Draft from this many chunks, spread across documents; asking for more later extends the same sample {_default(stage, '[default: every chunk]')}."),
+    )  # fmt: skip
+
+
+def generator_options(*, stage: bool) -> Callable[[F], F]:
+    """The generator's model and server (a stage command on a run made by `qagen chunk` fixes them)."""
+    model = (
+        f"[default: the run's; {DEFAULT_MODEL} on a run made by `qagen chunk`]"
+        if stage
+        else f"[default: {DEFAULT_MODEL}]"
+    )
+    base_url = f" {FROM_THE_RUN}" if stage else ""
+    key = _default(stage, "[default: OPENAI_API_KEY for openai:* models]")
+    temperature = _default(stage, "[default: the model's own]")
+    cap = _default(stage, "[default: 2048, room for a reasoning model's thinking]")
+    return option_group(
+        click.option("--model", default=DEFAULT_MODEL, help=f"Generator model as LangChain's provider:model, e.g. openai:gpt-4o-mini {model}."),
+        click.option("--base-url", envvar="OPENAI_BASE_URL", default=None, help=f"URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI) for --model, and the critics unless --critic-base-url, e.g. http://localhost:8000/v1{base_url} [env: OPENAI_BASE_URL]"),
+        click.option("--api-key-env", metavar="VAR", default=None, callback=variable_name, help=f"Name of the environment variable holding the key for --model, not the key {key}."),
+        click.option("--temperature", type=float, default=None, help=f"Sampling temperature, for generator and critics {temperature}."),
+        click.option("--max-output-tokens", type=click.IntRange(min=1), default=None, help=f"Cap on tokens per reply, for generator and critics; a reply cut at the cap is recorded as truncated {cap}."),
+    )  # fmt: skip
+
+
+def critic_model_options(*, stage: bool) -> Callable[[F], F]:
+    """The critics' model and server; each falls back to the generator's when not given."""
+    inherit = "[default: the run's; on a run not critiqued yet, the generator's]" if stage else ""
+    return option_group(
+        click.option("--critic-model", default=None, help=f"Model of the three critics {inherit or '[default: --model]'}."),
+        click.option("--critic-base-url", envvar="QAGEN_CRITIC_BASE_URL", default=None, help=f"URL of the critics' server {inherit or '[default: --base-url]'} [env: QAGEN_CRITIC_BASE_URL]."),
+        click.option("--critic-api-key-env", metavar="VAR", default=None, callback=variable_name, help=f"Name of the environment variable holding the critics' key {inherit or '[default: --api-key-env]'}."),
+        click.option("--critic-temperature", type=float, default=None, help=f"The critics' own sampling temperature {inherit or '[default: --temperature]'}."),
+        click.option("--critic-max-output-tokens", type=click.IntRange(min=1), default=None, help=f"The critics' own cap on tokens per reply {inherit or '[default: --max-output-tokens]'}."),
+    )  # fmt: skip
+
+
+def audience_option(*, stage: bool) -> Callable[[F], F]:
+    new_run = f"[default: {DEFAULT_AUDIENCE}]"
+    default = f"[default: the run's; on a run not critiqued yet: {DEFAULT_AUDIENCE}]" if stage else new_run
+    return option_group(
+        click.option("--audience", default=DEFAULT_AUDIENCE, help=f"Who the questions should be useful to; the relevance critic rates usefulness to them {default}."),
+    )  # fmt: skip
+
+
+def prompts_option(*, stage: bool) -> Callable[[F], F]:
+    return option_group(
+        click.option("--prompts", "prompts_dir", metavar="DIR", type=click.Path(file_okay=False), default=None, help=f"Folder of your own prompt files, named as the bundled ones (qa_generation.txt, critique_groundedness.txt, critique_relevance.txt, critique_standalone.txt), with the same placeholders; each file found replaces the bundled prompt, the others stay {_default(stage, '[default: the bundled prompts]')}."),
+    )  # fmt: skip
+
+
+# --- settings of each invocation: the default shown applies every time ------------------------------
+_CALL_OPTIONS = (
+    click.option("--concurrency", type=click.IntRange(min=1), default=16, show_default=True, help="LLM calls in flight at once, all models together."),
+    click.option("--rpm", type=click.FloatRange(min=0, min_open=True), default=None, help="Requests-per-minute limit, all models together (default: none)."),
+    click.option("--max-retries", type=click.IntRange(min=0), default=6, show_default=True, help="Retries per call on 429, 5xx, timeouts and dropped connections, with backoff honouring Retry-After."),
+    click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=120.0, show_default=True, help="Seconds to wait for one reply."),
+    click.option("--max-failure-rate", type=click.FloatRange(0, 1), default=0.5, show_default=True, help="Stop when more than this share of calls fails even after retries (checked after 20 calls)."),
 )  # fmt: skip
 # How fast a command may call its models: the same for every command and shared by all its models.
 call_options = option_group(*_CALL_OPTIONS)
-sample_options = option_group(
-    click.option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help="Draft from this many chunks, spread across documents [default: every chunk]."),
-)  # fmt: skip
-critic_options = option_group(
-    click.option("--audience", default=DEFAULT_AUDIENCE, show_default=True, help="Who the questions should be useful to; the relevance critic rates usefulness to them."),
+all_critics_option = option_group(
     click.option("--all-critics", is_flag=True, default=False, help="Ask all three critics even after one has rejected a draft (full rationales, more calls)."),
 )  # fmt: skip
-filter_options = option_group(
+# Which drafts are kept; in `critique` they also decide which critics are asked (a low score stops them).
+threshold_options = option_group(
     click.option("--min-score", type=click.IntRange(1, 5), default=4, show_default=True, help="Keep a draft when every critic's score is at least this."),
     click.option("--min-groundedness", type=click.IntRange(1, 5), default=None, help="Override --min-score for groundedness."),
     click.option("--min-relevance", type=click.IntRange(1, 5), default=None, help="Override --min-score for relevance."),
     click.option("--min-standalone", type=click.IntRange(1, 5), default=None, help="Override --min-score for standalone."),
-    click.option("--dedup-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True, help="Questions whose word sets overlap this much (Jaccard) are near-duplicates; the first in sampling order is kept."),
     click.option("--max-answer-chars", type=click.IntRange(min=1), default=300, show_default=True, help="A draft with a longer answer is no factoid: rejected as answer_too_long, not critiqued (the notebook's limit)."),
     click.option("--max-question-chars", type=click.IntRange(min=1), default=500, show_default=True, help="A draft with a longer question is rejected as question_too_long, not critiqued."),
 )  # fmt: skip
-budget_options = option_group(
-    click.option("--dry-run", is_flag=True, default=False, help="Chunk and sample, then print the expected calls, tokens and cost; make no LLM call."),
+dedup_option = option_group(
+    click.option("--dedup-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True, help="Questions whose word sets overlap this much (Jaccard) are near-duplicates; the first in sampling order is kept."),
+)  # fmt: skip
+cap_options = option_group(
     click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Stop cleanly once the run directory has spent this many tokens (re-run with a higher cap to continue)."),
     click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), default=None, help="Stop cleanly once the run has spent this many dollars (needs a known price or --price-input/--price-output)."),
-    click.option("--price-input", type=click.FloatRange(min=0), default=None, help="Dollars per million input tokens, for cost reports and --max-cost (default: known OpenAI prices)."),
-    click.option("--price-output", type=click.FloatRange(min=0), default=None, help="Dollars per million output tokens."),
 )  # fmt: skip
+
+
+def price_options(*, stage: bool) -> Callable[[F], F]:
+    return option_group(
+        click.option("--price-input", type=click.FloatRange(min=0), default=None, help=f"Dollars per million input tokens, for cost reports and --max-cost {_default(stage, '[default: known OpenAI prices]')}."),
+        click.option("--price-output", type=click.FloatRange(min=0), default=None, help=f"Dollars per million output tokens {_default(stage, '[default: known OpenAI prices]')}."),
+    )  # fmt: skip
+
+
+dry_run_option = option_group(
+    click.option("--dry-run", is_flag=True, default=False, help="Chunk and sample, then print the expected calls, tokens and cost; make no LLM call."),
+)  # fmt: skip
+# Not a setting of the build: what to do, this once, about a corpus that changed under the run.
+update_corpus_option = click.option(
+    "--update-corpus",
+    is_flag=True,
+    default=False,
+    help="When the corpus changed since --out was chunked (files edited, added or removed), chunk it "
+    "again and draw a new sample instead of refusing; replies for chunks that did not change are "
+    "reused, not paid again.",
+)
 output_options = option_group(
     click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars."),
 )
 
-
-# The critic's own server and key: unset, the critic's are the generator's (`--base-url`, `--api-key-env`).
-_CRITIC_OWN = {
-    "critic_base_url": "base_url",
-    "critic_api_key_env": "api_key_env",
-    "critic_max_output_tokens": "max_output_tokens",
-}
-
-
-def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
-    """Map flat CLI options onto the nested `BuildConfig` fields (only the options present)."""
-    nested: dict[str, Any] = {}
-    corpus_keys = {
-        "corpus": "path",
-        "hf_dataset": "hf_dataset",
-        "split": "split",
-        "text_column": "text_column",
-        "source_column": "source_column",
-    }
-    chunk_keys = {"chunk_size", "chunk_overlap", "length_unit", "encoding"}
-    model_keys = {
-        "base_url": "base_url",
-        "api_key_env": "api_key_env",
-        "temperature": "temperature",
-        "max_output_tokens": "max_output_tokens",
-        "rpm": "rpm",
-        "max_retries": "max_retries",
-        "timeout": "timeout",
-    }
-    top_keys = {
-        "n_generations",
-        "seed",
-        "audience",
-        "min_score",
-        "all_critics",
-        "dedup_threshold",
-        "max_answer_chars",
-        "max_question_chars",
-        "concurrency",
-        "max_failure_rate",
-        "max_tokens",
-        "max_cost",
-        "price_input",
-        "price_output",
-    }
-    for key, value in options.items():
-        if key in corpus_keys:
-            nested.setdefault("corpus", {})[corpus_keys[key]] = (
-                str(value) if key == "corpus" and value is not None else value
-            )
-        elif key in chunk_keys:
-            nested.setdefault("chunking", {})[key] = value
-        elif key in model_keys:
-            nested.setdefault("generator", {})[model_keys[key]] = value
-            nested.setdefault("critic", {})[model_keys[key]] = value
-        elif key == "model":
-            nested.setdefault("generator", {})["spec"] = value
-        elif key == "critic_model":
-            nested.setdefault("critic", {})["spec"] = value
-        elif key in _CRITIC_OWN:
-            pass  # below: they override what the generator's options set for the critic
-        elif key in top_keys:
-            nested[key] = value
-        elif key[4:] in {"groundedness", "relevance", "standalone"}:
-            if value is not None:
-                nested.setdefault("min_scores", {})[key[4:]] = value
-        else:
-            # An option with no place in the settings would be silently ignored: a bug, not input.
-            raise AssertionError(f"option {key!r} is not mapped onto BuildConfig")
-    for key, field in _CRITIC_OWN.items():
-        if options.get(key) is not None:
-            nested.setdefault("critic", {})[field] = options[key]
-    return nested
-
-
-def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
-    merged = dict(base)
-    for key, value in update.items():
-        merged[key] = (
-            _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
-        )
-    return merged
-
-
-_MODEL_OPTIONS = {
-    "model",
-    "critic_model",
-    "base_url",
-    "api_key_env",
-    *_CRITIC_OWN,
-    "temperature",
-    "max_output_tokens",
-    "rpm",
-    "max_retries",
-    "timeout",
-}
-
-
-def config_from_options(
-    ctx: click.Context, options: dict[str, Any], *, stored: BuildConfig | None, llm_fixed: bool = True
-) -> BuildConfig:
-    """A build's settings: every option for a new run; on a stored run, only the options given.
-
-    On a run made by `qagen chunk` (no LLM stage yet), the model options count in full, defaults
-    included, as they would for a new build.
-    """
-    if stored is None:
-        fields = _config_fields(options)
-        critic = fields.setdefault("critic", {})
-        critic.setdefault("spec", fields.get("generator", {}).get("spec", DEFAULT_MODEL))
-        if critic["spec"] is None:
-            critic["spec"] = fields["generator"]["spec"]
-        return BuildConfig.model_validate(fields)
-    given = {
-        key: value
-        for key, value in options.items()
-        if ctx.get_parameter_source(key) in {ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT}
-    }
-    if not llm_fixed:
-        for key in _MODEL_OPTIONS & options.keys():
-            given.setdefault(key, options[key])
-        if given.get("critic_model") is None and "model" in given:
-            given["critic_model"] = given["model"]
-    fields = _config_fields(given)
-    for key, field in _CRITIC_OWN.items():
-        # A critic that has a server or key of its own keeps it when only the generator's is given
-        # again (e.g. by OPENAI_BASE_URL in the environment): its calls must not move elsewhere.
-        if key not in given and getattr(stored.critic, field) != getattr(stored.generator, field):
-            fields.get("critic", {}).pop(field, None)
-    return BuildConfig.model_validate(_merge(stored.model_dump(mode="json"), fields))
+# Every option of every build command, as each command takes them.
+BUILD_OPTIONS = option_group(
+    corpus_options, chunk_options, sample_options(stage=False), generator_options(stage=False),
+    critic_model_options(stage=False), call_options, audience_option(stage=False), all_critics_option,
+    threshold_options, dedup_option, prompts_option(stage=False), cap_options, price_options(stage=False),
+    dry_run_option,
+)  # fmt: skip
+CHUNK_OPTIONS = option_group(corpus_options, chunk_options)
+GENERATE_OPTIONS = option_group(
+    sample_options(stage=True), generator_options(stage=True), prompts_option(stage=True), call_options,
+    cap_options, price_options(stage=True),
+)  # fmt: skip
+CRITIQUE_OPTIONS = option_group(
+    critic_model_options(stage=True), audience_option(stage=True), prompts_option(stage=True), call_options,
+    all_critics_option, threshold_options, cap_options, price_options(stage=True),
+)  # fmt: skip
+FILTER_OPTIONS = option_group(threshold_options, dedup_option)

@@ -14,14 +14,17 @@ from langchain_core.runnables import Runnable
 
 from qagen import __version__
 from qagen.errors import ConfigError, NothingUsableError
+from qagen.evaluate.input_checks import check_inputs
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
+from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
 from qagen.evaluate.systems.protocol import RagSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
 from qagen.llm.backends import api_key_of
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
+from qagen.llm.server_url import split_server_url
 from qagen.llm.task import Role
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
@@ -37,6 +40,10 @@ METRIC_GROUPS["all"] = ("correctness", *METRIC_GROUPS["ragas"], *METRIC_GROUPS["
 
 def _print_note(note: str) -> None:
     print(f"note: {note}", file=sys.stderr)
+
+
+def _print_warning(warning: str) -> None:
+    print(f"warning: {warning}", file=sys.stderr)
 
 
 def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> tuple[list[str], list[str]]:
@@ -91,7 +98,9 @@ def evaluate(
     question_column: str = "question",
     answer_column: str | None = None,
     token: str | None = None,
+    interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
     on_note: Callable[[str], None] = _print_note,
+    on_warning: Callable[[str], None] = _print_warning,
 ) -> dict[str, Any]:
     """Run `system` over the test set's questions, judge and score the answers; return the summary.
 
@@ -107,11 +116,16 @@ def evaluate(
     (served from the judge's `base_url`, with its key, when it has one), a LangChain `Embeddings`, or an async
     function `texts -> vectors`.
 
+    A sync function runs in a thread of its own; on Ctrl-C it gets `interrupt_grace` seconds to
+    return, then its question is recorded as failed (`interrupted: ...`) and KeyboardInterrupt ends
+    the run.
+
     Notes about the metrics (one left out of a group) go to `on_note` (default: printed to stderr)
-    and into the summary. Results go to `out/results.jsonl` and `out/summary.json`; re-running
-    with the same `out` resumes, paying for no call twice.
+    and into the summary; warnings about the inputs (answers-file rows that match no question, a
+    baseline corpus without the test set's source documents) go to `on_warning` before any
+    question is asked, and into the summary's `warnings`. Results go to `out/results.jsonl` and
+    `out/summary.json`; re-running with the same `out` resumes, paying for no call twice.
     """
-    from qagen.evaluate.systems.callable import CallableSystem
     from qagen.evaluate.systems.protocol import close_system
 
     out = Path(out)
@@ -149,7 +163,10 @@ def evaluate(
             reader_client = clients.get("reader")
             target = system.build(reader_client) if isinstance(system, SystemFactory) else system
             if isinstance(target, Runnable) or not hasattr(target, "answer"):
-                target = CallableSystem(target)
+                target = CallableSystem(target, interrupt_grace=interrupt_grace)
+            checks = await check_inputs(target, items.items)
+            for warning in checks.warnings:
+                on_warning(warning)
             judge_client = clients.get("judge")
             judge_model = judge_client.settings.spec if judge_client is not None else None
             evaluation = Evaluation(out, items, target, chosen, k=k, judge_model=judge_model, embed=embed)
@@ -159,6 +176,8 @@ def evaluate(
                 "reader_model": reader_client.settings.spec if reader_client else None,
                 "metrics_requested": chosen,
                 "notes": notes,
+                "warnings": checks.warnings,
+                **checks.facts,
                 "qagen_version": __version__,
             }
             _record_settings(out, items, system_identity(target), about, k, judge_model)
@@ -250,9 +269,15 @@ def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None)
         # An OpenAI-compatible server (vLLM, Ollama...): the judge's server, its key (a placeholder
         # if it needs none), and no client-side tiktoken length check (it downloads tables, and the
         # server's model has its own tokenizer).
-        options = {"base_url": base_url, "check_embedding_ctx_length": False}
+        # Credentials in the URL go as the chat models' do (`qagen.llm.server_url`).
+        server = split_server_url(base_url)
+        options = {"base_url": server.address, "check_embedding_ctx_length": False}
+        options["default_query"] = server.query or None
         openai_judge = judge is not None and judge.provider == "openai"
         api_key = api_key_of(judge) if openai_judge and judge else os.environ.get("OPENAI_API_KEY")
+        if server.authorization is not None:
+            options["default_headers"] = {"Authorization": server.authorization}
+            api_key = None  # the user-info's header replaces the key's
         options["api_key"] = api_key or "EMPTY"
     try:
         model = init_embeddings(embeddings, **options)

@@ -47,6 +47,10 @@ class RagOutput(BaseModel):
     error: str = Field(default="", description="Why there is no answer; empty when there is one.")
     usage: Usage = Usage()
 
+    def retrieved_nothing(self, k: int) -> bool:
+        """The system answered, and none of its top `k` contexts holds any text."""
+        return self.answer is not None and not any(context.text.strip() for context in self.contexts[:k])
+
 
 class JudgeVerdict(BaseModel):
     """One LLM judge's reading of one answer: a value, or a recorded failure with the raw reply."""
@@ -121,8 +125,10 @@ class MetricCell(Record):
         description="`M`: the value (`correctness`: the raw 1-5 score as an int), or None when there is none."
     )
     reason: str = Field(
-        description="`M_reason`: why there is no value, empty when there is one: a judge failure "
-        "(`parse_failure`, `refusal`, `api_error:...`) or a reason it was not judged (`results.NOT_JUDGED`)."
+        description="`M_reason`: why there is no value: a judge failure (`parse_failure`, `refusal`, "
+        "`api_error:...`), a reason it was not judged (`results.NOT_JUDGED`) or the metric is undefined "
+        "(`results.UNDEFINED`: `no_statements`). Beside a value it is empty, or `no_contexts` when the "
+        "system retrieved nothing and the value is what the metric gives an empty retrieval (0, as ragas)."
     )
     raw: str | list[str] | None = Field(
         description="`M_raw`: the judge's reply, or for the metrics that make several calls "
@@ -187,18 +193,35 @@ class MetricStats(Record):
     mean: float | None = Field(description="The mean; None when no question has a value.")
     low: float | None = Field(description="Lower bound of the 95% interval.")
     high: float | None = Field(description="Upper bound of the 95% interval.")
-    n: int = Field(description="Questions with a value.")
+    n: int = Field(description="Questions with a value (the mean is over these).")
     missing: int = Field(description="Questions without one (`n + missing` = questions).")
+    missing_by_reason: dict[str, int] = Field(
+        default_factory=dict,
+        description="`missing` by reason (sorted): for an LLM metric its `M_reason` (judge failures, "
+        "`no_answer`, `no_statements`...); for the others `no_answer`, or `no_inputs` (the question has no "
+        "source document or offsets, or the system reports no sources, offsets or contexts).",
+    )
 
 
 class JudgeCounts(Record):
     """What one LLM metric's judge did over the run."""
 
     judged: int = Field(description="Questions with a value.")
+    retrieved_nothing: int = Field(
+        default=0,
+        description="Of those, the questions the system retrieved nothing for, scored as ragas scores an "
+        "empty retrieval (0; faithfulness 0 when the answer makes statements).",
+    )
     failed: int = Field(description="Questions where the judge failed (an error, an unreadable reply).")
     failures: dict[str, int] = Field(description="The failures by reason (sorted).")
     not_judged: dict[str, int] = Field(
         description="Questions with nothing to judge (no answer, no contexts...), by reason (sorted)."
+    )
+    undefined: dict[str, int] = Field(
+        default_factory=dict,
+        description="Questions judged, for which the metric has no value by its definition, by reason: "
+        '`no_statements` (an answer such as "I don\'t know" makes no statement: faithfulness is undefined, '
+        "NaN in ragas, and left out of the mean). No judge failure.",
     )
     prompts: dict[str, str] = Field(description="The hash of each prompt the judge used, by prompt name.")
 
@@ -208,11 +231,16 @@ class ResultsSummary(Record):
 
     k: int = Field(description="Contexts judged and scored per question (the top k).")
     metrics: dict[str, MetricStats] = Field(
-        description="Every metric by its summary name (`mrr`, `hit@7`...), LLM metrics first. `correctness` "
+        description="Every metric by its summary name (`hit@7`, `mrr@7`...), LLM metrics first. `correctness` "
         "is the mean of (score-1)/4, the notebook's normalisation."
     )
     questions: int = Field(description="Questions evaluated (the test set's usable rows).")
     answered: int = Field(description="Questions the system answered.")
+    retrieved_nothing: int = Field(
+        default=0,
+        description="Answered questions for which a system that reports contexts retrieved none: scored 0 on "
+        "the metrics of the retrieval (ragas' convention), so they stay in the means and the paired tests.",
+    )
     failed: int = Field(description="Questions the system failed to answer.")
     failed_by_reason: dict[str, int] = Field(description="Those failures by their first two levels of reason.")
     judges: dict[str, JudgeCounts] = Field(description="Per LLM metric, what its judge did.")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,11 @@ import numpy.typing as npt
 
 from qagen.errors import QagenError
 from qagen.evaluate.metrics.statistics import paired_test
-from qagen.evaluate.results import row_column, summary_value
+from qagen.evaluate.results import UNDEFINED, current_name, row_column, row_value, summary_value
+
+P_RESAMPLES = 10_000
+"""Random sign patterns behind a paired test's p-value when there are more than this many patterns
+(2^n for n shared questions); with fewer, every one is counted and p is exact."""
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,9 @@ class EvalRun:
             )
         try:
             summary = json.loads(summary_file.read_text(encoding="utf-8"))
-            columns = {name: row_column(name, summary.get("k")) for name in summary.get("metrics", {})}
-            ids, values = _read_scores(results_file, columns)
+            k = summary.get("k")
+            summary["metrics"] = {current_name(name, k): stats for name, stats in summary["metrics"].items()}
+            ids, values = _read_scores(results_file, {name: row_column(name, k) for name in summary["metrics"]})
         except ValueError as exc:
             raise QagenError(f"{path} holds an unreadable summary.json or results.jsonl ({exc}).") from exc
         scores = {name: np.array(column, dtype=np.float64) for name, column in values.items()}
@@ -73,7 +80,7 @@ def _read_scores(results: Path, columns: dict[str, str]) -> tuple[list[str], dic
                 raise ValueError(f"line {number} of results.jsonl is not a results row with an id")
             ids.append(row["id"])
             for name, column in columns.items():
-                value = row.get(column)
+                value = row_value(row, column)
                 values[name].append(math.nan if value is None else summary_value(column, float(value)))
     return ids, values
 
@@ -96,23 +103,18 @@ def chart_metric(runs: list[EvalRun]) -> str:
 
 
 def comparison_table(runs: list[EvalRun]) -> str:
-    """Metrics as rows, runs as columns: mean [95% interval] (n); then paired differences vs the first run.
+    """Metrics as rows, runs as columns: mean [95% interval], the questions it is over (n) and those
+    without a value; then paired differences vs the first run, and what the counts hold.
 
     The paired test compares the runs question by question, on the question ids both have a value
     for (see `statistics.paired_test`); metrics with fewer than two shared questions are left out.
+    Its p-value is shown to the precision its Monte Carlo error allows (`format_p_value`).
     """
     metrics = list(dict.fromkeys(name for run in runs for name in run.summary["metrics"]))
     header = ["metric", *(run.label for run in runs)]
     lines = [header]
     for metric in metrics:
-        cells = [metric]
-        for run in runs:
-            stats = run.summary["metrics"].get(metric)
-            if not stats or stats["mean"] is None:
-                cells.append("-")
-            else:
-                cells.append(f"{stats['mean']:.3f} [{stats['low']:.3f}, {stats['high']:.3f}] n={stats['n']}")
-        lines.append(cells)
+        lines.append([metric, *(_cell(run.summary["metrics"].get(metric)) for run in runs)])
     text = _format(lines)
     if len(runs) > 1:
         paired = [["metric", "runs", "mean diff [95% CI]", "p", "shared"]]
@@ -124,19 +126,86 @@ def comparison_table(runs: list[EvalRun]) -> str:
                 shared = sorted(first.keys() & second.keys())
                 if len(shared) < 2:
                     continue
-                result = paired_test([second[i] for i in shared], [first[i] for i in shared])
+                result = paired_test([second[i] for i in shared], [first[i] for i in shared], n_resamples=P_RESAMPLES)
                 paired.append(
                     [
                         metric,
                         f"{other.label} - {base.label}",
                         f"{result.mean_diff:+.3f} [{result.low:+.3f}, {result.high:+.3f}]",
-                        f"{result.p_value:.3g}",
+                        format_p_value(result.p_value, result.n),
                         str(result.n),
                     ]
                 )
         if len(paired) > 1:
             text += "\n\npaired on shared questions:\n" + _format(paired)
+            text += (
+                f"\np: two-sided sign-flip test; exact up to {P_RESAMPLES:,} sign patterns "
+                f"({int(math.log2(P_RESAMPLES))} questions), "
+                f"beyond that estimated from {P_RESAMPLES:,} random ones, shown ± its standard error, "
+                "or as a bound when no random pattern reached the observed difference."
+            )
+    notes = list(_notes(runs))
+    if notes:
+        text += "\n\n" + "\n".join(notes)
     return text
+
+
+def _cell(stats: dict[str, Any] | None) -> str:
+    """`mean [low, high] n=N`, then the questions without a value: those its definition leaves
+    undefined (faithfulness of an answer without statements) apart from the rest."""
+    if not stats or stats["mean"] is None:
+        return "-"
+    cell = f"{stats['mean']:.3f} [{stats['low']:.3f}, {stats['high']:.3f}] n={stats['n']}"
+    reasons: dict[str, int] = stats.get("missing_by_reason") or {}
+    undefined = {reason: count for reason, count in reasons.items() if reason in UNDEFINED}
+    for reason, count in undefined.items():
+        cell += f", {count} {reason}"
+    unscored = stats.get("missing", 0) - sum(undefined.values())
+    return cell + (f", {unscored} unscored" if unscored else "")
+
+
+def _notes(runs: list[EvalRun]) -> Iterator[str]:
+    """Per run: the questions that retrieved nothing, and why questions have no value, by metric."""
+    for run in runs:
+        nothing = run.summary.get("retrieved_nothing", 0)
+        if nothing:
+            yield (
+                f"{run.label}: {nothing} rows retrieved nothing: scored 0 on the retrieval metrics "
+                "(faithfulness: 0 when the answer makes statements), as ragas does."
+            )
+        by_reasons: dict[str, list[str]] = {}
+        for metric, stats in run.summary["metrics"].items():
+            reasons = stats.get("missing_by_reason") or {}
+            if reasons:
+                said = ", ".join(f"{reason} {count}" for reason, count in reasons.items())
+                by_reasons.setdefault(said, []).append(metric)
+        for said, names in by_reasons.items():
+            yield f"{run.label}: without a value in {', '.join(names)}: {said}"
+
+
+def format_p_value(p_value: float, n: int, n_resamples: int = P_RESAMPLES) -> str:
+    """A paired test's p-value with the digits its Monte Carlo error leaves meaningful.
+
+    With 2^n <= `n_resamples` sign patterns the test counts them all (`statistics.paired_test`):
+    p is exact, shown to 3 significant digits. Otherwise p = (1 + hits) / (1 + R) from R random
+    patterns, whose standard error is sqrt(p (1 - p) / R): p is shown as `p ± error`, the error to
+    one significant digit and p to the same decimal place (`0.031 ± 0.002`). When no pattern
+    reached the observed difference (p = 1 / (1 + R), the smallest it can be), p is shown as below
+    the rule-of-three 95% upper bound 3 / R, rounded up (`< 0.0003` at R = 10,000).
+    """
+    if (1 << n) <= n_resamples:
+        return f"{p_value:.3g}"
+    hits = round(p_value * (n_resamples + 1)) - 1
+    if hits <= 0:
+        bound = 3 / n_resamples
+        digits = -math.floor(math.log10(bound))
+        # Rounded up at its first significant digit (less a hair, so 3/10,000 stays 0.0003).
+        return f"< {math.ceil(bound * 10**digits - 1e-9) / 10**digits:.{digits}f}"
+    error = math.sqrt(p_value * (1 - p_value) / n_resamples)
+    if error == 0:
+        return f"{p_value:.3g}"  # every pattern reached it: p = 1
+    digits = max(0, -math.floor(math.log10(error)))
+    return f"{p_value:.{digits}f} ± {error:.{digits}f}"
 
 
 def _format(rows: list[list[str]]) -> str:
@@ -146,15 +215,22 @@ def _format(rows: list[list[str]]) -> str:
     )
 
 
+def require_matplotlib() -> None:
+    """Refuse a chart at once, before any work, when its library is not installed."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise QagenError("The chart needs matplotlib, which is not installed: pip install 'qagen[plot]'.")
+
+
 def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:
     """A bar chart of one metric across runs with its 95% intervals, like the notebook's (PNG)."""
+    require_matplotlib()
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise QagenError("The bar chart needs matplotlib: pip install 'qagen[plot]'.") from exc
+        raise QagenError("The chart needs matplotlib, which cannot be imported: pip install 'qagen[plot]'.") from exc
     labels: list[str] = []
     means: list[float] = []
     errors: list[list[float]] = [[], []]

@@ -7,6 +7,7 @@ field descriptions say what every column means.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from qagen.evaluate.judges.correctness import normalise_correctness
 from qagen.evaluate.judges.registry import LLM_METRICS
@@ -29,9 +30,18 @@ MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
 
 NOT_JUDGED = frozenset({"no_answer", "no_contexts", "no_reference", "not_judged"})
 """Reasons a metric has no value that are no failure of the judge: there was nothing to judge
-(the system gave no answer or no contexts), or the run has not reached this question yet."""
+(the system gave no answer, or never reports contexts), or the run has not reached this question yet."""
 
-_SUMMARY_NAMES = {"reciprocal_rank": "mrr", "chunk_reciprocal_rank": "chunk_mrr"}
+UNDEFINED = frozenset({"no_statements"})
+"""Reasons a judged metric has no value by its definition, which are no failure of the judge either:
+an answer with no statement ("I don't know") has no faithfulness (ragas: NaN, left out of means)."""
+
+_SUMMARY_NAMES = {"reciprocal_rank@k": "mrr@k", "chunk_reciprocal_rank@k": "chunk_mrr@k"}
+# What results written before every retrieval metric named its cutoff called them. The values
+# were MRR@k all along (the reciprocal rank over the top k), so reading them under the new name
+# changes no number.
+_LEGACY_SUMMARY_NAMES = {"mrr": "mrr@k", "chunk_mrr": "chunk_mrr@k"}
+_LEGACY_COLUMNS = {"reciprocal_rank@k": "reciprocal_rank", "chunk_reciprocal_rank@k": "chunk_reciprocal_rank"}
 
 
 def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
@@ -41,15 +51,26 @@ def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
 
 
 def summary_name(column: str, k: int) -> str:
-    """The summary's name of a row column: `reciprocal_rank` is `mrr`, `hit@k` is `hit@7`."""
+    """The summary's name of a row column: `reciprocal_rank@k` is `mrr@7`, `hit@k` is `hit@7`."""
     return _SUMMARY_NAMES.get(column, column).replace("@k", f"@{k}")
+
+
+def current_name(name: str, k: int | None) -> str:
+    """A summary metric's name as written now: an older summary's `mrr` is `mrr@7` at k = 7."""
+    legacy = _LEGACY_SUMMARY_NAMES.get(name)
+    return legacy.replace("@k", f"@{k}") if legacy is not None and k is not None else name
+
+
+def row_value(row: dict[str, Any], column: str) -> Any:
+    """A results row's (JSON) value of `column`, also from a row written under its older name."""
+    return row[column] if column in row else row.get(_LEGACY_COLUMNS.get(column, column))
 
 
 def row_column(name: str, k: int | None) -> str:
     """The row column a summary metric is computed from (the inverse of `summary_name`)."""
+    generic = name.replace(f"@{k}", "@k") if k is not None else name
     columns = {summary: column for column, summary in _SUMMARY_NAMES.items()}
-    column = columns.get(name, name)
-    return column.replace(f"@{k}", "@k") if k is not None else column
+    return columns.get(generic, generic)
 
 
 def summary_value(column: str, value: float) -> float:
@@ -80,30 +101,31 @@ def result_row(
         retrieved_sources=[c.source for c in output.contexts],
         test_settings=system,
         scores=deterministic_metrics(item, output, k, groups, run),
-        judged={metric: _cell(metric, verdict, output) for metric, verdict in verdicts.items()},
+        judged={metric: _cell(metric, verdict, output, k=k, run=run) for metric, verdict in verdicts.items()},
     )
 
 
-def _cell(metric: str, verdict: JudgeVerdict | None, output: RagOutput) -> MetricCell:
+def _cell(metric: str, verdict: JudgeVerdict | None, output: RagOutput, *, k: int, run: Reported) -> MetricCell:
+    """One LLM metric's cell. An empty retrieval keeps the value its judge gave it (0, as ragas scores
+    it) with reason `no_contexts`, so it counts in the mean and the paired tests; but a system that
+    never reports contexts is not judged on them at all, as it is not scored on retrieval (`Reported`)."""
+    # No call was made: no reply, in the shape the metric's replies take.
+    none: list[str] | None = [] if metric in MULTI_CALL_METRICS else None
+    empty = LLM_METRICS[metric].needs_contexts and output.retrieved_nothing(k)
+    if empty and not run.contexts:
+        return MetricCell(value=None, reason="no_contexts", raw=none, detail={})
     if verdict is None:
-        # No call was made: no reply, in the shape the metric's replies take.
-        none: list[str] | None = [] if metric in MULTI_CALL_METRICS else None
-        return MetricCell(value=None, reason=_not_judged_reason(metric, output), raw=none, detail={})
+        return MetricCell(
+            value=None, reason="no_answer" if output.answer is None else "not_judged", raw=none, detail={}
+        )
     value: float | None = verdict.value
     if value is not None and metric == "correctness":
         value = int(value)  # the 1-5 rubric score, as the notebook stores it
     raw = list(verdict.raw) if metric in MULTI_CALL_METRICS else (verdict.raw[-1] if verdict.raw else None)
     # The judge model and prompt hashes are the same on every row: the summary has them once.
-    detail = {k: v for k, v in verdict.detail.items() if k not in ("model", "prompts")}
-    return MetricCell(value=value, reason=verdict.reason, raw=raw, detail=detail)
-
-
-def _not_judged_reason(metric: str, output: RagOutput) -> str:
-    if output.answer is None:
-        return "no_answer"
-    if LLM_METRICS[metric].needs_contexts and not output.contexts:
-        return "no_contexts"
-    return "not_judged"
+    detail = {key: part for key, part in verdict.detail.items() if key not in ("model", "prompts")}
+    reason = verdict.reason or ("no_contexts" if empty else "")
+    return MetricCell(value=value, reason=reason, raw=raw, detail=detail)
 
 
 def _error_kind(error: str) -> str:
@@ -113,40 +135,65 @@ def _error_kind(error: str) -> str:
 
 def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: set[str]) -> ResultsSummary:
     """Mean and 95% bootstrap interval of every metric over the questions where it has a value,
-    and the counts behind them: questions answered and failed (by reason), and per LLM metric the
-    verdicts, the judge's failures by reason and the questions it had nothing to judge on.
+    and the counts behind them: questions answered and failed (by reason), those the system
+    retrieved nothing for, and per LLM metric the verdicts, the judge's failures by reason, the
+    questions it had nothing to judge on and those its metric is undefined for.
 
     `correctness` is summarised as the mean of (N-1)/4, the notebook's normalisation, so 1 means
-    every answer scored 5; `mrr` is the mean reciprocal rank. `missing` counts the questions
-    without a value (`n + missing` = questions).
+    every answer scored 5; `mrr@k` is the mean reciprocal rank within the top k. `missing` counts
+    the questions without a value (`n + missing` = questions), `missing_by_reason` says why.
     """
     metrics: dict[str, MetricStats] = {}
     for column in metric_columns(llm_metrics, groups):
         values = [summary_value(column, float(v)) for row in rows if (v := row.value(column)) is not None]
+        why = dict(sorted(Counter(_missing_reason(row, column) for row in rows if row.value(column) is None).items()))
         name = summary_name(column, k)
         if not values:
-            metrics[name] = MetricStats(mean=None, low=None, high=None, n=0, missing=len(rows))
+            metrics[name] = MetricStats(mean=None, low=None, high=None, n=0, missing=len(rows), missing_by_reason=why)
             continue
         ci = mean_ci(values)
-        metrics[name] = MetricStats(mean=ci.mean, low=ci.low, high=ci.high, n=ci.n, missing=len(rows) - ci.n)
+        metrics[name] = MetricStats(
+            mean=ci.mean, low=ci.low, high=ci.high, n=ci.n, missing=len(rows) - ci.n, missing_by_reason=why
+        )
     failed = Counter(_error_kind(row.answer_error or "unknown") for row in rows if row.generated_answer is None)
     judges: dict[str, JudgeCounts] = {}
     for metric in llm_metrics:
         cells = [row.judged[metric] for row in rows]
         reasons = Counter(cell.reason for cell in cells if cell.value is None)
+        failures = {reason: n for reason, n in sorted(reasons.items()) if reason not in NOT_JUDGED | UNDEFINED}
         judges[metric] = JudgeCounts(
             judged=sum(cell.value is not None for cell in cells),
-            failed=sum(n for reason, n in reasons.items() if reason not in NOT_JUDGED),
-            failures={reason: n for reason, n in sorted(reasons.items()) if reason not in NOT_JUDGED},
+            retrieved_nothing=sum(cell.value is not None and cell.reason == "no_contexts" for cell in cells),
+            failed=sum(failures.values()),
+            failures=failures,
             not_judged={reason: n for reason, n in sorted(reasons.items()) if reason in NOT_JUDGED},
+            undefined={reason: n for reason, n in sorted(reasons.items()) if reason in UNDEFINED},
             prompts={name: load_prompt(name).hash for name in LLM_METRICS[metric].prompts},
         )
+    # Said only where it matters: the system reports contexts, and some metric reads them.
+    reads_contexts = bool(groups) or any(LLM_METRICS[metric].needs_contexts for metric in llm_metrics)
+    reports_contexts = reads_contexts and any(row.retrieved_docs for row in rows)
     return ResultsSummary(
         k=k,
         metrics=metrics,
         questions=len(rows),
         answered=len(rows) - sum(failed.values()),
+        retrieved_nothing=sum(_retrieved_nothing(row, k) for row in rows) if reports_contexts else 0,
         failed=sum(failed.values()),
         failed_by_reason=dict(sorted(failed.items())),
         judges=judges,
     )
+
+
+def _retrieved_nothing(row: ResultRow, k: int) -> bool:
+    # As `RagOutput.retrieved_nothing`, on the row's copy of the output.
+    return row.generated_answer is not None and not any(text.strip() for text in row.retrieved_docs[:k])
+
+
+def _missing_reason(row: ResultRow, column: str) -> str:
+    """Why a row has no value in `column`: the cell's reason for an LLM metric, else whether the
+    system gave no answer or the metric's inputs do not exist for this question."""
+    cell = row.judged.get(column)
+    if cell is not None:
+        return cell.reason or "not_judged"
+    return "no_answer" if row.generated_answer is None else "no_inputs"

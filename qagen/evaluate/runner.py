@@ -31,7 +31,7 @@ from qagen.evaluate.records import (
 )
 from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
-from qagen.evaluate.systems.protocol import RagSystem
+from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem
 from qagen.evaluate.testset import TestSet
 from qagen.llm.task import add_usage
 from qagen.records import Usage
@@ -148,28 +148,54 @@ class Evaluation:
                 if (record := answers.get(self._answer_key(item))) is not None
             )
 
-            async def answer_and_judge(item: EvalItem) -> None:
-                nonlocal so_far
-                output = await self._answer(item, answers)
-                so_far = Reported(*(a or b for a, b in zip(so_far, reported([output]), strict=True)))
-                if output.answer is not None:
-                    judged = self._judge_input(item, output.answer, output)
-                    await asyncio.gather(
-                        *(
-                            executor.run(task, judged, judgements)
-                            for metric, task in self.judges.items()
-                            if output.contexts or not LLM_METRICS[metric].needs_contexts
-                        )
+            # Questions that retrieved nothing while the system had not yet reported any context:
+            # judged once it has (a system that never does is not judged on contexts at all).
+            waiting: list[tuple[EvalItem, RagOutput]] = []
+
+            async def judge(item: EvalItem, output: RagOutput, run: Reported) -> None:
+                if output.answer is None:
+                    return
+                judged = self._judge_input(item, output.answer, output)
+                wait = output.retrieved_nothing(self.k) and not run.contexts
+                if wait and any(LLM_METRICS[metric].needs_contexts for metric in self.judges):
+                    waiting.append((item, output))
+                await asyncio.gather(
+                    *(
+                        executor.run(task, judged, judgements)
+                        for metric, task in self.judges.items()
+                        if not (wait and LLM_METRICS[metric].needs_contexts)
                     )
+                )
+
+            def write_row(item: EvalItem, output: RagOutput) -> None:
                 verdicts = self._verdicts(item, output, judgements.records)
                 row = self._row(item, output, verdicts, so_far)
                 made[item.id] = _MadeRow(output, verdicts, so_far, row)
                 results_out.write(_jsonl(row))
                 results_out.flush()
 
+            async def answer_and_judge(item: EvalItem) -> None:
+                nonlocal so_far
+                try:
+                    output = await self._answer(item, answers)
+                except AnswerInterrupted as stop:
+                    write_row(item, stop.output)  # the question's row says it was interrupted; then the run stops
+                    raise
+                so_far = Reported(*(a or b for a, b in zip(so_far, reported([output]), strict=True)))
+                await judge(item, output, so_far)
+                write_row(item, output)
+
             await executor.map(
                 self.testset.items, answer_and_judge, label="evaluating", unit="question", progress=progress
             )
+            if waiting and so_far.contexts:
+                outputs = {item.id: output for item, output in waiting}
+
+                async def judge_waiting(item: EvalItem) -> None:
+                    await judge(item, outputs[item.id], so_far)
+
+                items = [item for item, _ in waiting]
+                await executor.map(items, judge_waiting, label="judging", unit="question", progress=progress)
             self._records, self._made = (answers.records, judgements.records), made
 
     async def _answer(self, item: EvalItem, answers: RecordStore[AnswerRecord]) -> RagOutput:
@@ -178,7 +204,14 @@ class Evaluation:
         record = answers.get(key)
         # A question without an answer is asked again: the failure may have been passing.
         if record is None or record.output.answer is None or self._always_ask:
-            output = await self.system.answer(item.question)
+            # A system that can tell two questions of the same text apart (an answers file, by id) is given the item.
+            answer_item = getattr(self.system, "answer_item", None)
+            try:
+                output = await (answer_item(item) if answer_item is not None else self.system.answer(item.question))
+            except AnswerInterrupted as stop:
+                # Recorded as the system's output (a failure unless it answered in time); asked again on resume.
+                answers.add(AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=stop.output))
+                raise
             if record is None or record.output != output:
                 record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)
                 answers.add(record)

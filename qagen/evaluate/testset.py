@@ -1,4 +1,10 @@
-"""Load the questions to evaluate: a run directory, a saved dataset, a Hub dataset, or a JSONL/CSV file."""
+"""Load the questions to evaluate: a run directory, a saved dataset, a Hub dataset, or a JSONL/CSV file.
+
+A spec that names nothing on disk is read as a Hub dataset id, unless it looks like a local path
+(`qagen.evaluate.testset_paths.looks_local`): then it is "no such file or folder", said before the
+Hub is asked (a typo of a run folder is not a Hub failure). A Hub id that cannot be seen without a
+token is said to be possibly private, with the way to give a token (`qagen.evaluate.hub_testset`).
+"""
 
 from __future__ import annotations
 
@@ -13,11 +19,16 @@ from typing import Any
 
 from qagen.errors import ConfigError
 from qagen.evaluate.records import EvalItem, SkippedRow
+from qagen.evaluate.testset_paths import did_you_mean, looks_local
 from qagen.runs.store import record_key
 
 # Reference-answer column names in use: qagen's and the cookbook's `answer`, the published
 # cookbook CSV's `expected_answer`, the notebook's results `true_answer`, ragas' `reference`.
 ANSWER_COLUMNS = ("answer", "expected_answer", "true_answer", "reference", "ground_truth")
+
+# The default limit (128 KiB) rejects a long context stored in one cell; 2**31 - 1 is the largest
+# value every platform's C long accepts. (Corpus tables have their own reader, which has no limit.)
+csv.field_size_limit(2**31 - 1)
 
 
 @dataclass
@@ -37,7 +48,7 @@ def load_testset(
     token: str | None = None,
 ) -> TestSet:
     """Questions and reference answers from `spec` (see the module docstring for what it can be)."""
-    path = Path(spec)
+    path = Path(spec).expanduser()
     if path.is_dir() and (path / "run.json").exists():
         return _from_rows(
             _saved_rows(path / "dataset", split), f"{spec} (run directory)", question_column, answer_column
@@ -51,9 +62,13 @@ def load_testset(
         if suffix == ".csv":
             return _from_rows(_csv_rows(path), spec, question_column, answer_column)
         raise ConfigError(f"{spec}: a test set file must be .jsonl or .csv.")
-    if path.suffix.lower() in {".jsonl", ".csv"} or spec.startswith((".", "/")):
-        raise ConfigError(f"Test set not found: {spec}.")
-    return _from_rows(_hub_rows(spec, split, token), f"{spec} (Hub)", question_column, answer_column)
+    if path.exists():
+        raise ConfigError(f"{spec} is neither a file nor a folder (a test set is a folder, a .jsonl or a .csv file).")
+    if looks_local(spec):
+        raise ConfigError(f"no such file or folder: {spec}{did_you_mean(spec)}.")
+    from qagen.evaluate.hub_testset import hub_rows
+
+    return _from_rows(hub_rows(spec, split, token), f"{spec} (Hub)", question_column, answer_column)
 
 
 def _saved_rows(path: Path, split: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
@@ -69,18 +84,6 @@ def _saved_rows(path: Path, split: str) -> Iterator[tuple[int, Mapping[str, Any]
         loaded = loaded[split]
     assert isinstance(loaded, Dataset)
     yield from enumerate(loaded, start=1)
-
-
-def _hub_rows(repo_id: str, split: str, token: str | None) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    import datasets
-
-    try:
-        dataset = datasets.load_dataset(repo_id, split=split, token=token)
-    except (FileNotFoundError, ValueError, OSError, ConnectionError) as exc:
-        raise ConfigError(
-            f"Cannot load the dataset '{repo_id}' from the Hub: {type(exc).__name__}: {exc}".rstrip(".") + "."
-        ) from exc
-    yield from enumerate(dataset, start=1)
 
 
 def _read_text(path: Path) -> str:

@@ -97,7 +97,14 @@ def _windows(text: str) -> Iterator[tuple[int, str]]:
 
 
 def chunk_document(document: Document, splitter: RecursiveCharacterTextSplitter) -> Iterator[Chunk]:
-    """Chunks of one document, in order, each with `document.text[start:end] == chunk.text`."""
+    """Chunks of one document, in order, each with `document.text[start:end] == chunk.text`.
+
+    The offsets index `document.text`, the text as loaded: for a text file with CRLF (or CR) line
+    ends that is the newline-normalised text, so `open(path, encoding=...).read()[start:end]` (which
+    normalises the same way) finds the chunk, while the raw bytes, or a read with `newline=""`, do not.
+    Keeping the CRs would put them into every chunk and so into the prompts; the normalised text is
+    what every Python reader of the file sees by default.
+    """
     for offset, window in _windows(document.text):
         position = 0
         for piece in splitter.split_text(window):

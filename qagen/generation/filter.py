@@ -10,17 +10,33 @@ from qagen.config import BuildConfig
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.tasks import BuildTasks
-from qagen.records import CRITERIA, CandidateRow, CandidateStatus, Chunk, Critique, DatasetRow, Draft, Funnel
+from qagen.records import (
+    CRITERIA,
+    UNDECIDED_STAGES,
+    CandidateRow,
+    CandidateStatus,
+    Chunk,
+    Critique,
+    DatasetRow,
+    Draft,
+    Funnel,
+)
+
+NOT_ASKED = "not_asked"
+"""The reason of an undecided row's stage: the call was never made (`generation:not_asked`)."""
 
 
 @dataclass
 class _Counts:
     """The funnel's counters while the candidates are assembled; `Funnel` is the finished count."""
 
+    requested: int | None = None
     sampled: int = 0
     drafted: int = 0
     generation_failed: Counter[str] = field(default_factory=Counter)
     critique_failed: Counter[str] = field(default_factory=Counter)
+    undecided: Counter[str] = field(default_factory=Counter)
+    undecided_calls: Counter[str] = field(default_factory=Counter)
     rejected: int = 0
     rejected_by: Counter[str] = field(default_factory=Counter)
     critic_calls_skipped: int = 0
@@ -38,11 +54,14 @@ class _Counts:
 
     def funnel(self) -> Funnel:
         return Funnel(
+            requested=self.requested,
             sampled=self.sampled,
             drafted=self.drafted,
             # Sorted, so two runs with the same outcome write the same summary.
             generation_failed=dict(sorted(self.generation_failed.items())),
             critique_failed=dict(sorted(self.critique_failed.items())),
+            undecided={stage: self.undecided[stage] for stage in UNDECIDED_STAGES},
+            undecided_calls={stage: self.undecided_calls[stage] for stage in UNDECIDED_STAGES},
             rejected=self.rejected,
             # Every criterion, zeros included: a reader can index it without checking.
             rejected_by={c: self.rejected_by.get(c, 0) for c in CRITERIA},
@@ -77,15 +96,17 @@ def assemble(
     tasks: BuildTasks,
 ) -> Assembly:
     """Candidate rows for every sampled chunk, in sampling order (so "keep the first" is stable)."""
-    counts = _Counts(sampled=len(sample))
+    counts = _Counts(requested=config.n_generations, sampled=len(sample))
     dedup = NearDuplicateFilter(config.dedup_threshold)
     candidates: list[CandidateRow] = []
     for chunk in sample:
         did = tasks.draft.key(chunk)
         draft = drafts.get(did)
         if draft is None:
-            fate = _Fate("failed", "generation:not_drafted_yet", {})
-            counts.generation_failed["not_drafted_yet"] += 1
+            # Never asked, not failed: the next `generate` (or build) drafts it.
+            fate = _Fate("undecided", f"generation:{NOT_ASKED}", {})
+            counts.undecided["generation"] += 1
+            counts.undecided_calls["generation"] += 1
         elif not draft.ok:
             fate = _Fate("failed", f"generation:{draft.reason}", {})
             counts.failed(counts.generation_failed, draft.reason, chunk, draft.raw)
@@ -112,7 +133,12 @@ def _judge(
     counts: _Counts,
     dedup: NearDuplicateFilter,
 ) -> _Fate:
-    """The draft's status and reason from its critiques; a known rejection outranks a failure."""
+    """The draft's status and reason from its critiques.
+
+    A known rejection outranks a failure, and a failure a critic never asked: a draft that passed
+    every critic asked so far and needs another (the run stopped, or a lower threshold now lets
+    through a score that stopped the critics before) is undecided, not failed.
+    """
     draft = drafted.draft
     found: dict[str, Critique] = {}
     rejections: list[str] = []
@@ -136,14 +162,14 @@ def _judge(
         counts.critic_calls_skipped += len(missing)
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
         return _Fate("rejected", "; ".join(rejections) + skipped, found)
-    if failures or missing:
-        if failures:
-            failure, critique = failures[0]
-            counts.failed(counts.critique_failed, failure, drafted.chunk, critique.raw)
-        else:
-            failure = f"{missing[0]}:not_critiqued_yet"
-            counts.critique_failed[failure] += 1
+    if failures:
+        failure, critique = failures[0]
+        counts.failed(counts.critique_failed, failure, drafted.chunk, critique.raw)
         return _Fate("failed", f"critique:{failure}", found)
+    if missing:
+        counts.undecided["critique"] += 1
+        counts.undecided_calls["critique"] += len(missing)
+        return _Fate("undecided", "; ".join(f"critique:{criterion}:{NOT_ASKED}" for criterion in missing), found)
     earlier = dedup.first_seen(draft.question or "", draft.id)
     if earlier is not None:
         counts.duplicates += 1

@@ -19,6 +19,7 @@ from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.filter import Assembly, assemble
 from qagen.generation.load.documents import CorpusReport, iter_documents
+from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.generation.sample import ChunkRef, sampling_order, take
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
@@ -39,11 +40,22 @@ def _say(message: str) -> None:
 
 
 # --- chunking -----------------------------------------------------------------------------------
-def chunk_stage(config: BuildConfig, run: RunDir, *, progress: bool = True) -> dict[str, Any]:
-    """Load and chunk the corpus into the run directory (once; later calls reuse the chunks)."""
+def chunk_stage(
+    config: BuildConfig, run: RunDir, *, progress: bool = True, update_corpus: bool = False
+) -> dict[str, Any]:
+    """Load and chunk the corpus into the run directory (once; later calls reuse the chunks).
+
+    A corpus that changed since it was chunked here is refused, or, with `update_corpus`, chunked
+    again: the sample is then drawn anew, and replies for chunks that did not change are reused.
+    """
+    splitter = make_splitter(**config.chunking.model_dump())  # invalid settings fail before any reading
     if run.chunking_done():
-        return run.chunking_report()
+        changes = run.check_corpus(config.corpus, update=update_corpus)
+        if changes is None:
+            return run.chunking_report()
+        _say(f"The corpus changed since it was chunked into {run.root} ({changes}); chunking it again.")
     report = CorpusReport()
+    recorder = FingerprintRecorder(corpus_location(config.corpus))
     shown = 0
 
     def on_skip(skipped: SkippedInput) -> None:
@@ -64,26 +76,27 @@ def chunk_stage(config: BuildConfig, run: RunDir, *, progress: bool = True) -> d
         text_column=corpus.text_column,
         source_column=corpus.source_column,
         on_skip=on_skip,
+        recorder=recorder,
     )
     stats = ChunkStats()
-    splitter = make_splitter(**config.chunking.model_dump())
     bar = tqdm(documents, desc="chunking", unit="doc", disable=not progress, file=sys.stderr)
-    count = run.write_chunks(chunk_documents(bar, splitter, stats))
+    written = run.write_chunks(chunk_documents(bar, splitter, stats))
     bar.close()
     where = corpus.path or corpus.hf_dataset
-    if count == 0:
+    if written.chunks == 0:
+        run.discard_chunks(written)
         reasons = ", ".join(f"{n} {r}" for r, n in report.skipped_by_reason().items()) or "no supported files"
         raise CorpusError(f"No usable text in {where} ({reasons}); nothing to build from.")
     summary = {
         "documents": report.documents,
         "skipped": len(report.skipped),
         "skipped_by_reason": report.skipped_by_reason(),
-        "chunks": count,
+        "chunks": written.chunks,
         "duplicate_chunks": stats.duplicates,
         "characters": stats.characters,
         "skipped_inputs": [s.model_dump() for s in report.skipped],
     }
-    write_json_atomic(run.chunking_file, summary)
+    run.finish_chunking(written, recorder.result(), summary)
     return summary
 
 
@@ -179,27 +192,36 @@ class BuildResult:
         return funnel_table(self.summary)
 
 
-def plan(config: BuildConfig, out: Path, *, progress: bool = True) -> Estimate:
+def plan(config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False) -> Estimate:
     """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs."""
-    run = RunDir(out)
     tasks = BuildTasks.for_config(config)
-    run.open(config, tasks.prompt_hashes())
-    chunk_stage(config, run, progress=progress)
-    return estimate(config, run, tasks, load_sample(config, run))
+    with RunDir(out).locked() as run:
+        run.open(config, tasks.prompt_hashes())
+        chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
+        return estimate(config, run, tasks, load_sample(config, run))
 
 
-def build(config: BuildConfig, out: Path, *, progress: bool = True) -> BuildResult:
-    """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds."""
-    run = RunDir(out)
+def build(config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False) -> BuildResult:
+    """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds.
+
+    One process at a time: another one already working in `out` makes this raise `RunInUseError`.
+    With `update_corpus`, a corpus that changed since `out` was chunked is chunked again (see
+    `chunk_stage`) instead of refused.
+    """
+    with RunDir(out).locked() as run:
+        return _build(config, run, progress=progress, update_corpus=update_corpus)
+
+
+def _build(config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: bool) -> BuildResult:
     tasks = BuildTasks.for_config(config)
     run.open(config, tasks.prompt_hashes())
-    chunk_stage(config, run, progress=progress)
+    chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
     sample = load_sample(config, run)
     stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress)
     summary, result = _finalize(config, run, tasks, sample)
     if stopped is None:
         _raise_if_nothing_drafted(result, run)
-    return BuildResult(out, summary, stopped)
+    return BuildResult(run.root, summary, stopped)
 
 
 def _raise_if_nothing_drafted(result: Assembly, run: RunDir) -> None:

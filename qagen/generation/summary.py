@@ -31,7 +31,7 @@ def summarise_build(
         funnel=result.funnel,
         thresholds=config.thresholds(),
         models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
-        prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items()},
+        prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},
         usage=BuildUsage(
             generation=_usage(config.generator.spec, paid_drafts, config),
             critique=_usage(config.critic.spec, paid_critiques, config),

@@ -10,13 +10,15 @@ in a run without the failure.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
-from qagen.config import CRITIC_ORDER, BuildConfig
-from qagen.generation.critique import CriticTask, Drafted
-from qagen.generation.draft import DraftTask
+from qagen.config import BUILD_ROLES, CRITIC_ORDER, BuildConfig, BuildRole
+from qagen.generation.critique import CRITIC_PROMPTS, CriticTask, Drafted
+from qagen.generation.draft import QA_PROMPT, DraftTask
 from qagen.llm.cost import Budget, price_for
+from qagen.llm.prompts import load_prompts
 from qagen.records import Chunk, Critique, Draft
 from qagen.runs.executor import Executor
 from qagen.runs.store import RecordStore
@@ -31,20 +33,30 @@ class BuildTasks:
 
     @classmethod
     def for_config(cls, config: BuildConfig) -> BuildTasks:
+        """The build's tasks, with the prompts of `config.prompts_dir` replacing the bundled ones."""
+        names = [QA_PROMPT, *(CRITIC_PROMPTS[criterion] for criterion in CRITIC_ORDER)]
+        prompts = load_prompts(names, Path(config.prompts_dir) if config.prompts_dir else None)
         critics = tuple(
-            CriticTask.default(criterion, config.critic.spec, audience=config.audience) for criterion in CRITIC_ORDER
+            CriticTask(criterion, config.critic.spec, prompts[CRITIC_PROMPTS[criterion]], {"audience": config.audience})
+            for criterion in CRITIC_ORDER
         )
-        return cls(DraftTask(config.generator.spec), critics)
+        return cls(DraftTask(config.generator.spec, prompts[QA_PROMPT]), critics)
 
     def critic(self, criterion: str) -> CriticTask:
         return next(task for task in self.critics if task.criterion == criterion)
 
-    def prompt_hashes(self) -> dict[str, str]:
-        """Every prompt's full sha256, by prompt name (the run fingerprint holds them)."""
+    def prompt_hashes(self, roles: Collection[BuildRole] = BUILD_ROLES) -> dict[str, str | None]:
+        """Every prompt's full sha256, by prompt name (the run fingerprint holds them); None for the
+        prompts of a role not in `roles` (not decided yet: see `BuildConfig.fingerprint`)."""
         # Critics by name, so the order does not follow the order they are asked in.
         critics = sorted(self.critics, key=lambda critic: critic.criterion)
-        prompts = [*self.draft.prompts, *(prompt for critic in critics for prompt in critic.prompts)]
-        return {prompt.name: prompt.sha256 for prompt in prompts}
+        hashes: dict[str, str | None] = {}
+        for role, prompts in (
+            ("generator", self.draft.prompts),
+            ("critic", [prompt for critic in critics for prompt in critic.prompts]),
+        ):
+            hashes.update({prompt.name: prompt.sha256 if role in roles else None for prompt in prompts})
+        return hashes
 
 
 class BuildFlow:

@@ -12,6 +12,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from qagen.records import CandidateRow, DatasetRow
+from qagen.runs.store import writing
 
 
 def row_features(row_type: type[BaseModel]) -> Any:
@@ -52,14 +53,15 @@ def save_rows(rows: Sequence[DatasetRow], target: Path, *, candidates: bool) -> 
     data = {column: [row[column] for row in dumped] for column in row_type.model_fields}
     dataset = Dataset.from_dict(data, features=row_features(row_type), split="train")
     temporary = target.with_name(f".{target.name}.tmp")
-    if temporary.exists():
-        shutil.rmtree(temporary)
-    # One shard asked for explicitly: left to choose, datasets writes no shard at all for an empty
-    # set, and the directory then fails to load (a run that keeps nothing is still a valid run).
-    dataset.save_to_disk(str(temporary), num_shards=1)
-    if target.exists():
-        shutil.rmtree(target)
-    os.replace(temporary, target)
+    with writing(target):  # a full disk names the folder and what to do
+        if temporary.exists():
+            shutil.rmtree(temporary)
+        # One shard asked for explicitly: left to choose, datasets writes no shard at all for an empty
+        # set, and the directory then fails to load (a run that keeps nothing is still a valid run).
+        dataset.save_to_disk(str(temporary), num_shards=1)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(temporary, target)
 
 
 def funnel_table(summary: dict[str, Any]) -> str:
@@ -70,7 +72,7 @@ def funnel_table(summary: dict[str, Any]) -> str:
         ("documents", str(corpus["documents"])),
         ("inputs skipped", _with_reasons(corpus["skipped"], corpus["skipped_by_reason"])),
         ("chunks", f"{corpus['chunks']} (identical chunks dropped: {corpus['duplicate_chunks']})"),
-        ("sampled chunks", str(funnel["sampled"])),
+        ("sampled chunks", _sampled(funnel)),
         ("drafted", str(funnel["drafted"])),
         (
             "generation failed",
@@ -80,6 +82,7 @@ def funnel_table(summary: dict[str, Any]) -> str:
             "critique failed",
             _with_reasons(sum(funnel["critique_failed"].values()), funnel["critique_failed"]),
         ),
+        ("undecided", _with_reasons(sum(funnel.get("undecided", {}).values()), funnel.get("undecided", {}))),
         ("rejected by critics", _with_reasons(funnel["rejected"], funnel["rejected_by"])),
         ("too long", str(funnel.get("too_long", 0))),
         ("near-duplicates", str(funnel["duplicates"])),
@@ -100,6 +103,14 @@ def funnel_table(summary: dict[str, Any]) -> str:
             if commonest in examples:
                 table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
     return "\n".join(table)
+
+
+def _sampled(funnel: dict[str, Any]) -> str:
+    """The sample size, and the size asked for when the corpus had fewer chunks."""
+    sampled, requested = funnel["sampled"], funnel.get("requested")
+    if requested is not None and requested > sampled:
+        return f"{sampled} (all of them: {requested} were asked for)"
+    return str(sampled)
 
 
 def _with_reasons(total: int, reasons: dict[str, int]) -> str:

@@ -24,9 +24,10 @@ from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 
 from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.llm.normalise import normalise_reply
+from qagen.llm.server_url import ServerURL, split_server_url
 from qagen.llm.task import Reply, Request
 from qagen.records import Usage
-from qagen.redaction import redact, register_secret, strip_userinfo
+from qagen.redaction import redact, redact_url, register_secret
 
 # A key that OpenAI-compatible servers without authentication accept (vLLM, Ollama, llama.cpp).
 _NO_KEY_PLACEHOLDER = "EMPTY"
@@ -72,8 +73,8 @@ class ModelSettings(BaseModel):
 
     @field_serializer("base_url")
     def _without_credentials(self, base_url: str | None) -> str | None:
-        # Settings are saved in run.json and summary.json: never a `user:key@` part of the URL.
-        return strip_userinfo(base_url)
+        # Settings are saved in run.json and summary.json: never the URL's `user:key@` or `?api-key=`.
+        return redact_url(base_url)
 
     @property
     def output_cap(self) -> int:
@@ -104,19 +105,23 @@ class OpenAIBackend:
     def __init__(self, settings: ModelSettings, *, connections: int) -> None:
         import openai
 
-        base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL") or None
-        api_key = api_key_of(settings)
+        server = split_server_url(settings.base_url or os.environ.get("OPENAI_BASE_URL") or None)
+        api_key = _key_beside(server, settings)
         if not api_key:
-            if base_url is None:
+            if server.address is None:
                 raise LLMUnavailableError(
                     f"No API key for '{settings.spec}': set {DEFAULT_KEY_ENV}, or point `base_url` at an "
                     "OpenAI-compatible server.",
                     settings=("base_url",),
                 )
             api_key = _NO_KEY_PLACEHOLDER
+        # The user-info's header replaces the one the client makes from `api_key` (a placeholder then).
+        headers = {"Authorization": server.authorization} if server.authorization else None
         self._client = openai.AsyncOpenAI(
             api_key=api_key,
-            base_url=base_url,
+            base_url=server.address,
+            default_query=server.query or None,
+            default_headers=headers,
             timeout=settings.timeout,
             max_retries=settings.max_retries,
             http_client=_async_http_client(settings.timeout, connections),
@@ -180,6 +185,14 @@ class LangChainBackend:
             kwargs["temperature"] = settings.temperature
         kwargs["max_tokens"] = settings.output_cap
         if settings.base_url is not None:
+            if split_server_url(settings.base_url).authorization is not None:
+                # Each provider's package builds its own headers: none takes them from the URL.
+                raise ConfigError(
+                    f"Credentials in the server URL (`user:key@`) work with openai:* models only; for "
+                    f"'{settings.spec}', remove them from `base_url` and name the key's variable in `api_key_env`.",
+                    settings=("base_url", "api_key_env"),
+                )
+            # As given, query included: the provider's package decides how to send it.
             kwargs["base_url"] = settings.base_url
         api_key = api_key_of(settings)
         if api_key is not None:
@@ -237,6 +250,21 @@ def api_key_of(settings: ModelSettings) -> str | None:
         )
     register_secret(api_key)
     return api_key
+
+
+def _key_beside(server: ServerURL, settings: ModelSettings) -> str | None:
+    """The key for the client's own `Authorization` header: none when the URL's user-info gives the
+    header (a key from `OPENAI_API_KEY` would be a second, conflicting one), an error when a key
+    variable was also named (which of the two is meant cannot be told)."""
+    if server.authorization is None:
+        return api_key_of(settings)
+    if settings.api_key_env is not None:
+        raise ConfigError(
+            f"The `base_url` of '{settings.spec}' carries credentials (`user:key@`) and `api_key_env` names "
+            "a key as well; keep one of them.",
+            settings=("base_url", "api_key_env"),
+        )
+    return None
 
 
 def build_backend(settings: ModelSettings, *, connections: int = 100) -> ChatBackend:

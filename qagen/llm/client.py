@@ -16,12 +16,14 @@ import socket
 import time
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from qagen.errors import ErrorBudgetExceededError, LLMUnavailableError
 from qagen.failures import Failure, FailureKind
 from qagen.llm.backends import DEFAULT_KEY_ENV, ChatBackend, MalformedCompletionError, ModelSettings, build_backend
+from qagen.llm.server_url import has_credentials
 from qagen.llm.task import Outcome, Request
-from qagen.redaction import redact, strip_userinfo
+from qagen.redaction import redact, redact_url
 
 __all__ = ["CallStats", "LLMClient", "ModelSettings", "build_backend"]
 
@@ -152,7 +154,19 @@ class LLMClient:
     @property
     def where(self) -> str:
         base = self.settings.base_url or os.environ.get("OPENAI_BASE_URL")
-        return strip_userinfo(base) or f"the {self.settings.provider} API"
+        return redact_url(base) or f"the {self.settings.provider} API"
+
+    def _rejected_key(self) -> LLMUnavailableError:
+        """The 401 error, naming where the rejected key came from: the URL's user-info replaces the
+        variable's key, a query key goes beside it."""
+        rejected = f"{self.where} rejected the API key of '{self.settings.spec}' (401)"
+        variable = self.settings.api_key_env or DEFAULT_KEY_ENV
+        url = self.settings.base_url or os.environ.get("OPENAI_BASE_URL")
+        if not has_credentials(url):
+            return LLMUnavailableError(f"{rejected}; check {variable}.")
+        if "@" in urlsplit(url or "").netloc:
+            return LLMUnavailableError(f"{rejected}; check the credentials in `base_url`.", settings=("base_url",))
+        return LLMUnavailableError(f"{rejected}; check {variable} and the key in `base_url`.", settings=("base_url",))
 
     async def complete(self, request: Request) -> Outcome:
         """Send one request; return its reply, or the failure of the call after the backend's
@@ -181,10 +195,7 @@ class LLMClient:
         detail = redact(f"{type(exc).__name__}: {exc}")[:500]
         model = self.settings.spec
         if code == 401:
-            variable = self.settings.api_key_env or DEFAULT_KEY_ENV
-            raise LLMUnavailableError(
-                f"{self.where} rejected the API key of '{self.settings.spec}' (401); check {variable}."
-            ) from None
+            raise self._rejected_key() from None
         if code == 403:
             raise LLMUnavailableError(f"{self.where} refused access to '{model}' (403).") from None
         if code == 404:

@@ -2,12 +2,15 @@
 
 The hash of a prompt's text goes into every record made with it, so a changed prompt is never
 silently mixed with results of the old one (resume keys and the run fingerprint include it).
+The bundled files are in `prompts/`; a folder of the user's own files can replace any of them
+(`load_prompts`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -71,3 +74,80 @@ def load_prompt(name: str, folder: Path | None = None) -> Prompt:
     except FileNotFoundError as exc:
         raise ConfigError(f"Prompt file not found: {path}.") from exc
     return Prompt(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def load_prompts(names: Iterable[str], folder: Path | None = None) -> dict[str, Prompt]:
+    """The prompts `names`, each from `folder` when it holds `<name>.txt`, else the bundled one.
+
+    A file in `folder` that is none of `names` is refused (a typo would otherwise leave the bundled
+    prompt in use without a word), and so is a replacement whose placeholders are not the bundled
+    prompt's: a missing `{context}` would ask about no text at all, an unknown one could never be
+    filled. Files are read on every call, never cached: an edited prompt is a new prompt, with a new
+    hash.
+    """
+    wanted = list(names)
+    bundled = {name: load_prompt(name) for name in wanted}
+    if folder is None:
+        return bundled
+    replacements = _replacements(folder, wanted)
+    prompts = dict(bundled)
+    for name, path in replacements.items():
+        prompt = _read(name, path)
+        _check_placeholders(prompt, bundled[name], path)
+        prompts[name] = prompt
+    return prompts
+
+
+def _replacements(folder: Path, names: list[str]) -> dict[str, Path]:
+    """The prompt files in `folder`, by name; anything else there is refused."""
+    known = ", ".join(f"{name}.txt" for name in sorted(names))
+    if not folder.is_dir():
+        raise ConfigError(
+            f"`prompts_dir` {folder} is not a folder; give a folder holding prompt files named as the bundled "
+            f"ones ({known}).",
+            settings=("prompts_dir",),
+        )
+    found: dict[str, Path] = {}
+    unknown: list[str] = []
+    for path in sorted(folder.iterdir()):
+        if path.name.startswith("."):
+            continue  # .DS_Store, editor swap files: not meant as prompts
+        if path.suffix == ".txt" and path.stem in names and path.is_file():
+            found[path.stem] = path
+        else:
+            unknown.append(path.name)
+    if unknown:
+        other_bundled = sorted(p.name for p in prompts_dir().glob("*.txt") if p.stem not in names)
+        note = " (the bundled evaluation prompts are not used here)" if set(unknown) & set(other_bundled) else ""
+        raise ConfigError(
+            f"`prompts_dir` {folder} holds {', '.join(unknown)}, which replace no prompt{note}; the prompts "
+            f"that can be replaced are {known}. Rename or remove the others.",
+            settings=("prompts_dir",),
+        )
+    return found
+
+
+def _read(name: str, path: Path) -> Prompt:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read the prompt file {path}: {exc}.") from exc
+    return Prompt(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def _check_placeholders(prompt: Prompt, bundled: Prompt, path: Path) -> None:
+    missing = sorted(bundled.variables - prompt.variables)
+    unknown = sorted(prompt.variables - bundled.variables)
+    if missing or unknown:
+        problems = [
+            f"lacks {_braced(missing)}" if missing else "",
+            f"has unknown {_braced(unknown)}" if unknown else "",
+        ]
+        raise ConfigError(
+            f"The prompt file {path} {' and '.join(p for p in problems if p)}; it must have exactly the placeholders "
+            f"of the bundled {bundled.name}.txt: {_braced(sorted(bundled.variables))}.",
+        )
+
+
+def _braced(names: list[str]) -> str:
+    return ", ".join(f"{{{name}}}" for name in names)

@@ -26,7 +26,7 @@ DEFAULT_LICENSE = "unknown"
 PROMPTS_IN_REPO = "prompts"
 SUMMARY_IN_REPO = "summary.json"
 NOT_PUBLISHED = "(not published)"
-_CANDIDATE_COLUMNS = "its scores, rationales, raw replies, `status` (kept / rejected / failed) and `reason`"
+_CANDIDATE_COLUMNS = "its scores, rationales, raw replies, `status` (kept / rejected / failed / undecided) and `reason`"
 # Where `Dataset.push_to_hub` puts each config's shards (its `data_dir` default).
 CONFIG_DIRS = {"default": "data", "candidates": "candidates"}
 _SIZE_LIMITS = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")]
@@ -164,6 +164,7 @@ def _funnel(summary: Mapping[str, Any]) -> str:
     corpus, funnel = summary.get("corpus", {}), summary.get("funnel", {})
     generation_failed = funnel.get("generation_failed", {})
     critique_failed = funnel.get("critique_failed", {})
+    undecided = funnel.get("undecided", {})
     rows = [
         ("documents", corpus.get("documents")),
         ("inputs skipped", _with_reasons(corpus.get("skipped", 0), corpus.get("skipped_by_reason", {}))),
@@ -173,6 +174,7 @@ def _funnel(summary: Mapping[str, Any]) -> str:
         ("drafted", funnel.get("drafted")),
         ("generation failed", _with_reasons(sum(generation_failed.values()), generation_failed)),
         ("critique failed", _with_reasons(sum(critique_failed.values()), critique_failed)),
+        ("undecided (a call never made)", _with_reasons(sum(undecided.values()), undecided)),
         ("rejected by the critics", funnel.get("rejected")),
         *((f"rejected by {name}", count) for name, count in funnel.get("rejected_by", {}).items()),
         ("near-duplicates dropped", funnel.get("duplicates")),

@@ -33,14 +33,18 @@ class LocalRun:
     candidates: Dataset
 
     def prompt_files(self) -> tuple[list[PromptFile], dict[str, bytes]]:
-        """The prompts the run used, with the installed text of each when it still has the run's hash."""
+        """The prompts the run used, with the text of each when its file (the run's own prompt folder's,
+        or the bundled one) still has the run's hash."""
         import hashlib
 
         prompts: list[PromptFile] = []
         files: dict[str, bytes] = {}
+        own = self.summary.get("settings", {}).get("prompts_dir")
         for name, short in self.summary.get("prompts", {}).items():
             full = self.prompt_hashes.get(name, short)
-            path = prompts_dir() / f"{name}.txt"
+            path = Path(own) / f"{name}.txt" if own else prompts_dir() / f"{name}.txt"
+            if not path.is_file():
+                path = prompts_dir() / f"{name}.txt"
             data = path.read_bytes() if path.is_file() else b""
             if data and hashlib.sha256(data).hexdigest().startswith(full):
                 files[f"{PROMPTS_IN_REPO}/{name}.txt"] = data

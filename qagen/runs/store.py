@@ -1,23 +1,40 @@
 """Append-only JSONL logs of records: the run directory's memory, safe against `kill -9`.
 
 Each finished call is appended as one line and flushed to the OS at once, so killing the process
-loses only the calls in flight. A line cut short by a crash mid-write is detected on the next
-open, reported, and cut off; every complete line before it is kept.
+loses only the calls in flight.
+
+Damaged lines, decided deliberately:
+
+- A last line with no newline that does not parse is a write cut short (a crash, a kill, a full
+  disk): every record is written with its newline in one flush, so only the last write can be
+  torn, and nothing depends on it yet (a draft's critics are asked only once it is stored). It is
+  cut off on the next open, with a one-line notice, and its call is made again.
+- Any other line that is not a record (in the middle, or complete with its newline) was edited,
+  damaged on disk, or written by another qagen version: qagen cannot tell which record it held or
+  whether later ones depend on it, so it stops with the file, the line number and a way forward
+  (`CorruptRecordError`), never guessing.
+
+A write that fails (a full disk, no permission) stops the run with the path and what to do
+(`RunWriteError`); the run ends there, so no later record is appended after a torn one.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from tqdm import tqdm
 
-from qagen.errors import QagenError
+from qagen.errors import CorruptRecordError, RunWriteError
 
 R = TypeVar("R", bound=BaseModel)
 T = TypeVar("T")  # a store's records: BaseModels too, typed by what the executor needs of them
@@ -32,13 +49,28 @@ def record_key(*parts: str) -> str:
     return digest.hexdigest()[:20]
 
 
+class Dependents(NamedTuple):
+    """Records of another log made from this one's: a record made again makes them stale."""
+
+    path: Path
+    field: str
+    """Their field that holds this log's record id (`draft_id` in critiques)."""
+
+
+# Records are dumped field by field in declaration order, `id` first: a damaged line often still names it.
+_LEADING_ID = re.compile(r'^\{"id":"([^"]+)"')
+
+
 class RecordLog(Generic[R]):
     """A JSONL file of `R` records; a later record with the same id replaces an earlier one."""
 
-    def __init__(self, path: Path, record_type: type[R], *, key: str = "id") -> None:
+    def __init__(
+        self, path: Path, record_type: type[R], *, key: str = "id", dependents: Dependents | None = None
+    ) -> None:
         self.path = path
         self.record_type = record_type
         self.key = key
+        self.dependents = dependents
         self.repaired_bytes = 0
 
     def load(self) -> dict[str, R]:
@@ -57,12 +89,36 @@ class RecordLog(Generic[R]):
                 if not line.strip():
                     continue
                 try:
-                    yield self.record_type.model_validate_json(line)
+                    record = self.record_type.model_validate_json(line)
                 except ValidationError as exc:
-                    raise QagenError(
-                        f"{self.path} line {number} is not a valid record ({exc.error_count()} errors); "
-                        "the run directory was edited or is from another qagen version."
-                    ) from exc
+                    raise CorruptRecordError(self._damaged(number, line, exc)) from exc
+                yield record
+
+    def _damaged(self, number: int, line: str, exc: ValidationError) -> str:
+        """What is wrong with line `number`, and how to go on (see the module's docstring)."""
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            what = "is damaged (a write cut short by a crash or a full disk, or an edit)"
+        else:
+            where = ".".join(str(part) for part in first["loc"])
+            what = (
+                f"is not a record this qagen version reads ({where}: {first['msg']}): it was edited, or written "
+                "by another qagen version (run.json names the one that started the run; that one can resume it)"
+            )
+        message = (
+            f"{self.path} line {number} {what}. To go on, delete that line (e.g. `sed -i '{number}d' {self.path}`) "
+            "and run the same command again: the record it held is asked for again, every other one is kept."
+        )
+        held = _LEADING_ID.match(line)
+        if self.dependents is not None:
+            dependents = self.dependents
+            unread = f'a "{dependents.field}" that no line here holds'
+            rule = f'"{dependents.field}":"{held.group(1)}"' if held else unread
+            message += (
+                f" The record made again may differ, so delete also the lines of {dependents.path} made from it "
+                f"(those with {rule})."
+            )
+        return message
 
     def _repair_torn_tail(self) -> None:
         """Cut a final line that has no newline and does not parse (a write cut short by a crash)."""
@@ -88,11 +144,18 @@ class RecordLog(Generic[R]):
             try:
                 json.loads(last)
             except ValueError:
-                handle.truncate(line_start)
+                with writing(self.path):
+                    handle.truncate(line_start)
                 self.repaired_bytes = size - line_start
+                tqdm.write(
+                    f"{self.path}: the last line was cut short by an interrupted write ({self.repaired_bytes} bytes); "
+                    "it was removed, and its call is made again.",
+                    file=sys.stderr,
+                )
                 return
-            handle.seek(size)
-            handle.write(b"\n")
+            with writing(self.path):
+                handle.seek(size)
+                handle.write(b"\n")
 
     def writer(self) -> RecordWriter[R]:
         return RecordWriter(self.path)
@@ -124,17 +187,25 @@ class RecordWriter(Generic[R]):
     """Appends records, one flushed line each."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = path.open("a", encoding="utf-8")
+        self.path = path
+        with writing(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._handle = path.open("a", encoding="utf-8")
 
     def append(self, record: R) -> None:
-        self._handle.write(record.model_dump_json() + "\n")
-        self._handle.flush()
+        with writing(self.path):
+            self._handle.write(record.model_dump_json() + "\n")
+            self._handle.flush()
 
     def close(self) -> None:
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._handle.close()
+        if self._handle.closed:
+            return
+        with writing(self.path):
+            try:
+                self._handle.flush()
+                os.fsync(self._handle.fileno())
+            finally:
+                self._handle.close()  # flushes again: a full disk raises here too, with the same sentence
 
     def __enter__(self) -> RecordWriter[R]:
         return self
@@ -145,7 +216,31 @@ class RecordWriter(Generic[R]):
 
 def write_json_atomic(path: Path, data: object) -> None:
     """Write JSON through a temporary file and a rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    with writing(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.tmp")
+        temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n", encoding="utf-8")
+        os.replace(temporary, path)
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """Turn a failed write of `path` into one sentence with the path and what to do next.
+
+    A write error carries no file name (only an open does), so without this a full disk reads
+    "No space left on device" with no word on where, or whether anything was lost.
+    """
+    try:
+        yield
+    except OSError as exc:
+        # pyarrow (writing the datasets) raises OSErrors without an errno, the reason only in the text.
+        if exc.errno in {errno.ENOSPC, errno.EDQUOT} or "No space left" in str(exc):
+            problem, fix = "the disk (or your quota) is full", "free some space"
+        else:
+            problem, fix = exc.strerror or str(exc), "fix that (the folder's permissions, the disk)"
+            if exc.filename and str(exc.filename) != str(path):
+                problem += f" ({exc.filename})"  # e.g. a file where a folder on the way should be
+        raise RunWriteError(
+            f"Cannot write {path}: {problem}. {fix[0].upper()}{fix[1:]} and run the same command again: every "
+            "finished record is kept, and only what was not written is made again."
+        ) from exc

@@ -45,7 +45,7 @@ def _row(i: int, *, docs: int = 1) -> dict[str, Any]:
         "retrieved_docs": [f"context {i}-{d} " + "word " * 300 for d in range(docs)],
         "correctness": 1 + i % 5 if i % 7 else None,
         "correctness_raw": "Feedback::: fine\nTotal rating: 4 " * 20,
-        "reciprocal_rank": 1 / (1 + i % 4),
+        "reciprocal_rank@k": 1 / (1 + i % 4),
         "hit@k": float(i % 3 == 0),
         "token_f1": None if i % 11 == 0 else (i % 13) / 13,
     }
@@ -53,21 +53,21 @@ def _row(i: int, *, docs: int = 1) -> dict[str, Any]:
 
 def test_eval_run_keeps_each_metric_s_values_as_the_rows_give_them(tmp_path: Path) -> None:
     rows = [_row(i) for i in range(60)]
-    run = EvalRun.load(_eval_dir(tmp_path / "e", rows, ["correctness", "mrr", "hit@7", "token_f1"]))
+    run = EvalRun.load(_eval_dir(tmp_path / "e", rows, ["correctness", "mrr@7", "hit@7", "token_f1"]))
     assert run.question_ids == tuple(f"q{i}" for i in range(60))
     assert run.values("correctness") == {
         row["id"]: (row["correctness"] - 1) / 4 for row in rows if row["correctness"] is not None
     }
-    assert run.values("mrr") == {row["id"]: row["reciprocal_rank"] for row in rows}
+    assert run.values("mrr@7") == {row["id"]: row["reciprocal_rank@k"] for row in rows}
     assert run.values("hit@7") == {row["id"]: row["hit@k"] for row in rows}
     assert run.values("token_f1") == {row["id"]: row["token_f1"] for row in rows if row["token_f1"] is not None}
     assert run.values("faithfulness") == {}  # not in this run's summary
-    assert math.isnan(run.scores["token_f1"][0]) and run.scores["mrr"].dtype.name == "float64"
+    assert math.isnan(run.scores["token_f1"][0]) and run.scores["mrr@7"].dtype.name == "float64"
 
 
 def test_eval_run_load_holds_one_line_at_a_time(tmp_path: Path) -> None:
     rows = [_row(i, docs=7) for i in range(1500)]  # ~16 KB a row, ~24 MB in all
-    path = _eval_dir(tmp_path / "e", rows, ["correctness", "mrr"])
+    path = _eval_dir(tmp_path / "e", rows, ["correctness", "mrr@7"])
     size = (path / "results.jsonl").stat().st_size
     tracemalloc.start()
     try:
@@ -83,13 +83,13 @@ def test_eval_run_load_holds_one_line_at_a_time(tmp_path: Path) -> None:
 
 def test_eval_run_reads_rows_with_unicode_line_separators(tmp_path: Path) -> None:
     rows = [_row(0) | {"question": "one\u2028two\x85three\x0cfour?"}, _row(1)]
-    run = EvalRun.load(_eval_dir(tmp_path / "e", rows, ["mrr"]))
-    assert run.values("mrr") == {"q0": 1.0, "q1": 0.5}
+    run = EvalRun.load(_eval_dir(tmp_path / "e", rows, ["mrr@7"]))
+    assert run.values("mrr@7") == {"q0": 1.0, "q1": 0.5}
 
 
-@pytest.mark.parametrize("bad", ['{"id": "q1", "reciprocal_rank": ', "[1, 2]", '{"reciprocal_rank": 1}'])
+@pytest.mark.parametrize("bad", ['{"id": "q1", "reciprocal_rank@k": ', "[1, 2]", '{"reciprocal_rank@k": 1}'])
 def test_an_unreadable_results_line_is_one_sentence(tmp_path: Path, bad: str) -> None:
-    path = _eval_dir(tmp_path / "e", [_row(0)], ["mrr"])
+    path = _eval_dir(tmp_path / "e", [_row(0)], ["mrr@7"])
     with (path / "results.jsonl").open("a") as out:
         out.write(bad + "\n")
     with pytest.raises(QagenError, match=r"unreadable summary\.json or results\.jsonl"):
@@ -97,11 +97,13 @@ def test_an_unreadable_results_line_is_one_sentence(tmp_path: Path, bad: str) ->
 
 
 def test_comparison_table_pairs_streamed_runs_by_question(tmp_path: Path) -> None:
-    a = EvalRun.load(_eval_dir(tmp_path / "a", [_row(i) for i in range(40)], ["mrr"]))
-    b = EvalRun.load(_eval_dir(tmp_path / "b", [_row(i) | {"reciprocal_rank": 1.0} for i in range(20, 60)], ["mrr"]))
+    a = EvalRun.load(_eval_dir(tmp_path / "a", [_row(i) for i in range(40)], ["mrr@7"]))
+    b = EvalRun.load(
+        _eval_dir(tmp_path / "b", [_row(i) | {"reciprocal_rank@k": 1.0} for i in range(20, 60)], ["mrr@7"])
+    )
     table = comparison_table([a, b])
     shared = [1.0 - 1 / (1 + i % 4) for i in range(20, 40)]
-    [paired] = [line for line in table.splitlines() if line.startswith("mrr") and " - " in line]
+    [paired] = [line for line in table.splitlines() if line.startswith("mrr@7") and " - " in line]
     assert f"{sum(shared) / len(shared):+.3f} [" in paired and paired.endswith(" 20")
 
 

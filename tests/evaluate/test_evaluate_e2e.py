@@ -121,7 +121,7 @@ def test_baseline_rows_hold_what_the_server_said_and_textbook_retrieval(
         entry = said[row["correctness_raw"]]
         assert entry["kind"] == "judge" and row["correctness"] == entry["score"]
         assert isinstance(row["correctness"], int) and row["correctness_reason"] == ""
-        assert row["reciprocal_rank"] == textbook_rr(row["retrieved_sources"], row["source_doc"], 7)
+        assert row["reciprocal_rank@k"] == textbook_rr(row["retrieved_sources"], row["source_doc"], 7)
         assert row["hit@k"] == float(row["source_doc"] in row["retrieved_sources"][:7])
         assert len(row["retrieved_docs"]) == len(row["retrieved_sources"]) <= 7
         assert row["test_settings"].startswith("bm25-k7-chunk400")
@@ -129,9 +129,9 @@ def test_baseline_rows_hold_what_the_server_said_and_textbook_retrieval(
     stats = summary(eval_dir)
     normalised = [(row["correctness"] - 1) / 4 for row in results]
     assert stats["metrics"]["correctness"]["mean"] == pytest.approx(sum(normalised) / len(normalised))
-    rr = [row["reciprocal_rank"] for row in results]
-    assert stats["metrics"]["mrr"]["mean"] == pytest.approx(sum(rr) / len(rr))
-    assert set(stats["metrics"]) >= {"correctness", "hit@7", "mrr", "ndcg@7", "context_rouge_l_recall", "token_f1"}
+    rr = [row["reciprocal_rank@k"] for row in results]
+    assert stats["metrics"]["mrr@7"]["mean"] == pytest.approx(sum(rr) / len(rr))
+    assert set(stats["metrics"]) >= {"correctness", "hit@7", "mrr@7", "ndcg@7", "context_rouge_l_recall", "token_f1"}
     for name, metric in stats["metrics"].items():
         if metric["mean"] is not None:
             assert metric["low"] <= metric["mean"] <= metric["high"], name
@@ -206,7 +206,9 @@ def test_cookbook_csv_with_an_answers_file_reports_the_broken_rows(
     said = sent(built.server, since)
     assert all(row["correctness"] == said[row["correctness_raw"]]["score"] for row in results)
     # No source documents in this test set: no retrieval metric, said as missing, not as 0.
-    assert stats["metrics"]["hit@7"] == {"mean": None, "low": None, "high": None, "n": 0, "missing": 64}
+    assert stats["metrics"]["hit@7"] == {
+        "mean": None, "low": None, "high": None, "n": 0, "missing": 64, "missing_by_reason": {"no_inputs": 64}
+    }  # fmt: skip
     assert stats["metrics"]["context_rouge_l_recall"]["n"] == 64
 
 
@@ -233,7 +235,7 @@ def _check_fake_rag_rows(eval_dir: Path, server: StandInLLM, since: int) -> None
         expected = _fake_rag(row["question"])
         assert row["generated_answer"] == expected["answer"]
         assert row["retrieved_sources"] == expected["sources"]
-        assert row["reciprocal_rank"] == textbook_rr(expected["sources"], row["source_doc"], 7)
+        assert row["reciprocal_rank@k"] == textbook_rr(expected["sources"], row["source_doc"], 7)
         assert row["correctness"] == said[row["correctness_raw"]]["score"]
 
 
@@ -317,7 +319,8 @@ def test_settings_grid_and_report(built: Built, tmp_path: Path) -> None:
         assert stats["system_settings"]["chunk_size"] == int(name[5:8]) and stats["k"] == int(name[-1])
         assert f"hit@{stats['k']}" in stats["metrics"]
     assert "paired on shared questions" in result.stdout and "chunk300_k4 - chunk300_k2" in result.stdout
-    assert (grid / "comparison.png").read_bytes().startswith(PNG)
+    assert not list(grid.rglob("*.png"))  # a chart only when asked, with `qagen report --chart`
+    assert f"qagen report {grid}/* --chart comparison.png" in result.stdout
 
     # A run that answered only some questions: the paired test uses the ids both runs have values for.
     kept = rows(grid / "chunk300_k2")
@@ -326,18 +329,19 @@ def test_settings_grid_and_report(built: Built, tmp_path: Path) -> None:
         "".join(json.dumps(_fake_rag(row["question"]) | {"question": row["question"]}) + "\n" for row in kept[::2])
     )
     partial = tmp_path / "partial"
-    assert invoke("evaluate", built.run, "--answers", answers, *model(built.server), "--out", partial).exit_code == 0
+    result = invoke("evaluate", built.run, "--answers", answers, *model(built.server), "--out", partial, "--k", "2")
+    assert result.exit_code == 0, result.output
     plot = tmp_path / "plots" / "out.png"
-    result = invoke("report", grid / "chunk300_k2", partial, "--plot", plot, "--metric", "mrr")
+    result = invoke("report", grid / "chunk300_k2", partial, "--chart", plot, "--metric", "mrr@2")
     assert result.exit_code == 0, result.output
     assert plot.read_bytes().startswith(PNG)
-    first = {row["id"]: row["reciprocal_rank"] for row in kept}
-    second = {row["id"]: row["reciprocal_rank"] for row in rows(partial) if row["reciprocal_rank"] is not None}
+    first = {row["id"]: row["reciprocal_rank@k"] for row in kept}
+    second = {row["id"]: row["reciprocal_rank@k"] for row in rows(partial) if row["reciprocal_rank@k"] is not None}
     shared = sorted(first.keys() & second.keys())
     assert 2 <= len(shared) < len(kept)
     diff = sum(second[i] - first[i] for i in shared) / len(shared)
     line = next(
-        line for line in result.stdout.splitlines() if line.startswith("mrr ") and "partial - chunk300_k2" in line
+        line for line in result.stdout.splitlines() if line.startswith("mrr@2 ") and "partial - chunk300_k2" in line
     )
     assert f"{diff:+.3f} [" in line and line.split()[-1] == str(len(shared))
 
@@ -393,7 +397,8 @@ def test_ragas_and_graders_values_are_what_the_server_said(built: Built, tmp_pat
         values = [row[metric] for row in results]
         assert stats["metrics"][metric]["mean"] == pytest.approx(sum(values) / len(values))
         assert stats["judges"][metric] | {"prompts": {}} == {
-            "judged": len(results), "failed": 0, "failures": {}, "not_judged": {}, "prompts": {}
+            "judged": len(results), "retrieved_nothing": 0, "failed": 0, "failures": {}, "not_judged": {},
+            "undefined": {}, "prompts": {},
         }  # fmt: skip
     assert stats["notes"] == ["answer_relevancy left out of 'ragas': it needs an embeddings model (`embeddings`)."]
 

@@ -79,7 +79,9 @@ def test_the_summary_writes_about_after_testset_and_the_scores_in_place() -> Non
         "system", "judge_model", "testset", "reader_model", "notes",
         *ResultsSummary.model_fields, "skipped_rows", "usage",
     ]  # fmt: skip
-    assert summary["metrics"]["correctness"] == {"mean": 1.0, "low": 1.0, "high": 1.0, "n": 1, "missing": 0}
+    assert summary["metrics"]["correctness"] == {
+        "mean": 1.0, "low": 1.0, "high": 1.0, "n": 1, "missing": 0, "missing_by_reason": {}
+    }  # fmt: skip
     assert summary["judges"]["correctness"]["judged"] == 1
     assert summary["skipped_rows"] == [{"row": 3, "reason": "empty_question", "content": "{}"}]
     assert summary["usage"]["system"] == {"input_tokens": 1, "output_tokens": 0}

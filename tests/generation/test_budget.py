@@ -39,7 +39,9 @@ def test_token_cap_stops_cleanly_and_a_rerun_continues(llm: Any, corpus: Path, t
     assert capped.exit_code == 3
     assert "--max-tokens 8,000" in capped.output and "Traceback" not in capped.output
     partial = list(load_from_disk(str(tmp_path / "run" / "candidates")))
-    assert any(row["reason"] == "generation:not_drafted_yet" for row in partial)
+    # Chunks the cap left without a draft are undecided (never asked), not failed.
+    assert any(row["status"] == "undecided" and row["reason"] == "generation:not_asked" for row in partial)
+    assert not any(row["status"] == "failed" for row in partial)
     assert 0 < len(llm.log) < 40  # stopped long before the 40 drafts and their critiques
 
     finished = runner.invoke(main, _args(llm, corpus, tmp_path / "run", "--max-tokens", "10000000"))

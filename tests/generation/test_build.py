@@ -116,14 +116,15 @@ def test_stages_one_by_one_equal_build(llm: Any, corpus: Path, tmp_path: Path) -
     run = str(tmp_path / "staged")
     assert runner.invoke(main, ["chunk", str(corpus), "--out", run, *common, "-q"]).exit_code == 0
     assert runner.invoke(main, ["generate", run, *model]).exit_code == 0
-    assert runner.invoke(main, ["critique", run, *model]).exit_code == 0
-    filtered = runner.invoke(main, ["filter", run, "-n", "20"])
+    # The critics' model and server are the generator's, taken from the run; the sample size too.
+    assert runner.invoke(main, ["critique", run, "-q"]).exit_code == 0
+    filtered = runner.invoke(main, ["filter", run])
     assert filtered.exit_code == 0, filtered.output
     assert _build(llm, corpus, tmp_path / "built", n=20).exit_code == 0
     assert _rows(tmp_path / "staged" / "candidates") == _rows(tmp_path / "built" / "candidates")
     # Re-filtering with other thresholds costs no call.
     calls = len(llm.log)
-    assert runner.invoke(main, ["filter", run, "--min-score", "1", "-n", "20"]).exit_code == 0
+    assert runner.invoke(main, ["filter", run, "--min-score", "1"]).exit_code == 0
     assert len(llm.log) == calls
 
 

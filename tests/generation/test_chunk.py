@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from qagen.config import MIN_CHUNK_SIZE, ChunkSettings
 from qagen.errors import ConfigError
 from qagen.generation.chunk import ChunkStats, chunk_document, chunk_documents, chunk_id, make_splitter
+from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.records import Document
 
 GERMAN = (
@@ -107,3 +111,26 @@ def test_long_documents_are_split_in_windows_with_exact_offsets(monkeypatch: pyt
     assert all(f"Paragraph {i} says" in "".join(c.text for c in windowed) for i in range(400))
     starts = [c.start_index for c in windowed]
     assert starts == sorted(starts)
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_offsets_of_a_crlf_file_index_its_newline_normalised_text(newline: str, tmp_path: Path) -> None:
+    paragraphs = [f"Paragraph {i} says the harbour of town {i} opens at {i} o'clock." for i in range(30)]
+    raw = newline.join(paragraphs).replace(newline, newline * 2, 10) + newline
+    (tmp_path / "windows.txt").write_bytes(raw.encode("utf-8"))
+    documents = list(iter_documents(tmp_path, report=CorpusReport()))
+    chunks = list(chunk_documents(documents, make_splitter(chunk_size=300, chunk_overlap=30), ChunkStats()))
+    assert len(chunks) > 3 and all("\r" not in chunk.text for chunk in chunks)
+    # What the README and `Chunk.start_index` promise: Python's default text reading finds each chunk ...
+    normalised = (tmp_path / "windows.txt").read_text(encoding="utf-8")
+    assert all(normalised[c.start_index : c.end_index] == c.text for c in chunks)
+    # ... the raw text does not (past the first line end, every offset is shifted).
+    assert any(raw[c.start_index : c.end_index] != c.text for c in chunks)
+
+
+def test_a_build_refuses_chunks_too_small_to_hold_a_fact() -> None:
+    for unit, smallest in MIN_CHUNK_SIZE.items():
+        assert ChunkSettings(chunk_size=smallest, chunk_overlap=0, length_unit=unit).chunk_size == smallest
+        with pytest.raises(ConfigError, match=f"the smallest accepted is {smallest} {unit}") as caught:
+            ChunkSettings(chunk_size=smallest - 1, chunk_overlap=0, length_unit=unit)
+        assert caught.value.settings == ("chunk_size",)

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import pytest
 
 from qagen.errors import ConfigError
-from qagen.llm.prompts import load_prompt, prompts_dir
+from qagen.llm.prompts import load_prompt, load_prompts, prompts_dir
 
 
 def test_every_prompt_file_loads_with_its_variables() -> None:
@@ -38,3 +41,60 @@ def test_hash_is_of_the_text() -> None:
 
 def test_qa_prompt_asks_for_the_context_language() -> None:
     assert "same language as the context" in load_prompt("qa_generation").text
+
+
+# --- your own prompts: a folder whose files replace the bundled ones ---------------------------------
+BUILD_PROMPTS = ["qa_generation", "critique_groundedness", "critique_relevance", "critique_standalone"]
+
+
+def test_a_prompt_file_in_the_folder_replaces_the_bundled_one_and_the_others_stay(tmp_path: Path) -> None:
+    own = "Rate {question} for airline pilots.\nTotal rating: 1-5"
+    (tmp_path / "critique_standalone.txt").write_text(own, encoding="utf-8")
+    (tmp_path / ".DS_Store").write_bytes(b"\x00")  # hidden files are not prompts
+    prompts = load_prompts(BUILD_PROMPTS, tmp_path)
+    assert prompts["critique_standalone"].text == own
+    assert prompts["critique_standalone"].sha256 == hashlib.sha256(own.encode()).hexdigest()
+    for name in BUILD_PROMPTS[:3]:
+        assert prompts[name] == load_prompt(name)
+    # Read afresh on every call: an edited file is a new prompt with a new hash, even in one process.
+    (tmp_path / "critique_standalone.txt").write_text(own + "\n", encoding="utf-8")
+    assert load_prompts(BUILD_PROMPTS, tmp_path)["critique_standalone"].sha256 != prompts["critique_standalone"].sha256
+    assert load_prompts(BUILD_PROMPTS) == {name: load_prompt(name) for name in BUILD_PROMPTS}
+
+
+def test_a_file_that_replaces_no_prompt_is_refused_with_the_names_that_do(tmp_path: Path) -> None:
+    (tmp_path / "qa_generaton.txt").write_text("Context: {context}", encoding="utf-8")
+    (tmp_path / "judge_correctness.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_prompts(BUILD_PROMPTS, tmp_path)
+    assert str(caught.value) == (
+        f"`prompts_dir` {tmp_path} holds judge_correctness.txt, qa_generaton.txt, which replace no prompt (the "
+        "bundled evaluation prompts are not used here); the prompts that can be replaced are "
+        "critique_groundedness.txt, critique_relevance.txt, critique_standalone.txt, qa_generation.txt. Rename or "
+        "remove the others."
+    )
+    assert caught.value.settings == ("prompts_dir",)
+    with pytest.raises(ConfigError, match="is not a folder"):
+        load_prompts(BUILD_PROMPTS, tmp_path / "missing")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "problem"),
+    [
+        ("qa_generation", "Write a question.", "lacks {context}"),
+        ("critique_groundedness", "Q: {question}", "lacks {context}"),
+        ("critique_relevance", "{question} {audience} {user}", "has unknown {user}"),
+        ("critique_standalone", "{context}", "lacks {question} and has unknown {context}"),
+    ],
+)
+def test_a_prompt_without_a_required_placeholder_is_refused_naming_it(
+    name: str, text: str, problem: str, tmp_path: Path
+) -> None:
+    (tmp_path / f"{name}.txt").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_prompts(BUILD_PROMPTS, tmp_path)
+    required = ", ".join(f"{{{v}}}" for v in sorted(load_prompt(name).variables))
+    assert str(caught.value) == (
+        f"The prompt file {tmp_path / f'{name}.txt'} {problem}; it must have exactly the placeholders of the "
+        f"bundled {name}.txt: {required}."
+    )

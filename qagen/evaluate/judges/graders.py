@@ -9,6 +9,10 @@ four differ only in what they compare:
 - relevant: the answer against the question;
 - grounded: the answer against the retrieved contexts ("FACTS");
 - retrieval_relevant: the retrieved contexts against the question.
+
+grounded and retrieval_relevant score an empty retrieval 0.0 with no call, as ragas' own
+`ResponseGroundedness` and `ContextRelevance` do: nothing retrieved grounds nothing and is
+relevant to nothing.
 """
 
 from __future__ import annotations
@@ -56,12 +60,12 @@ def grade_relevant(question: str, answer: str, model: str) -> JudgeStep:
 def grade_grounded(answer: str, contexts: list[str], model: str) -> JudgeStep:
     """1.0 if the answer is grounded in the retrieved contexts with nothing hallucinated, else 0.0."""
     if not any(c.strip() for c in contexts):
-        return Transcript("grounded", model).done(None, "no_contexts")
+        return Transcript("grounded", model).done(0.0, retrieved_nothing=True)
     return _grade("grounded", model, facts=passages(contexts), answer=answer)
 
 
 def grade_retrieval_relevant(question: str, contexts: list[str], model: str) -> JudgeStep:
     """1.0 if the retrieved contexts hold any keyword or meaning related to the question, else 0.0."""
     if not any(c.strip() for c in contexts):
-        return Transcript("retrieval_relevant", model).done(None, "no_contexts")
+        return Transcript("retrieval_relevant", model).done(0.0, retrieved_nothing=True)
     return _grade("retrieval_relevant", model, facts=passages(contexts), question=question)

@@ -1,7 +1,9 @@
 """RAGAS-style metrics from LLM verdicts (definitions of `shared/reference/seeds/000_*.txt`).
 
 - faithfulness = |V| / |S|: the answer is broken into statements S (call 1), and V are those the
-  judge finds directly inferable from the retrieved contexts (call 2).
+  judge finds directly inferable from the retrieved contexts (call 2). An answer with no statement
+  ("I don't know") has no faithfulness: `no_statements`, which ragas returns as NaN and leaves
+  out of the mean; it is counted apart, never as a judge failure.
 - answer_relevancy = (1/n) sum_i cos(E(q), E(q_i)), times 0 if the answer is noncommittal: the judge
   writes n questions q_i the answer would answer; E is the caller's embedding function.
 - context_precision = sum_k (precision@k * v_k) / sum_k v_k over the retrieved contexts in rank
@@ -9,8 +11,16 @@
   0 when none was. (The seed's worked example sums precision@k over every k, also the irrelevant
   ones, and gets 1.09 > 1; RAGAS weights by v_k, giving (1 + 2/3 + 3/5) / 3 = 0.76 there.)
 - context_recall = |reference sentences attributable to the contexts| / |reference sentences|.
-- context_relevance = |extracted sentences| / |sentences in the contexts|, where only sentences
-  the judge copied verbatim from the contexts count (each context sentence at most once).
+- context_relevance = |extracted sentences| / |sentences in the contexts|: the RAGAS paper's
+  definition (Es et al. 2023, ragas 0.1's `context_relevancy`), see `context_relevance`. ragas >=
+  0.2 uses the name `ContextRelevance` for another metric, a 0/1/2 rating of the contexts.
+
+An empty retrieval (no context with any text) scores as ragas scores it: 0 for the metrics of the
+contexts, with no call (context_precision: an average precision over no context is 0 in ragas;
+context_recall: no reference sentence is attributable to nothing; context_relevance: ragas 0.1
+returns 0 when the contexts have no sentence). faithfulness still reads the answer's statements:
+with statements, none can be inferred from nothing, so 0 without the verdicts call (ragas asks
+for verdicts against an empty context); without any, `no_statements`, as above.
 
 Sentences are counted by `split_sentences` on what the judge was shown. Multi-call metrics keep
 every part in `detail`; a failed call or an unreadable reply fails the whole metric.
@@ -60,12 +70,12 @@ def render_statement_verdicts(contexts: Sequence[str], statements: Sequence[str]
 def faithfulness(question: str, answer: str, contexts: list[str], model: str) -> JudgeStep:
     """|statements inferable from the contexts| / |statements of the answer|, in [0, 1].
 
-    An answer with no statements (e.g. "I don't know") has no faithfulness: reason `no_statements`.
+    An answer with no statements (e.g. "I don't know") has no faithfulness: reason `no_statements`
+    (ragas: NaN). With no context, an answer that makes statements scores 0 after the statements
+    call alone: nothing is inferable from an empty context, so there is nothing to ask the judge.
     """
     t = Transcript("faithfulness", model)
     t.note("ragas_faithfulness_statements", "ragas_faithfulness_verdicts")
-    if _no_contexts(contexts):
-        return t.done(None, "no_contexts")
 
     def read_statements(reply: str) -> JudgeStep:
         parsed = parse_statements(reply)
@@ -74,6 +84,8 @@ def faithfulness(question: str, answer: str, contexts: list[str], model: str) ->
         statements = list(parsed.items)
         if not statements:
             return t.done(None, "no_statements", statements=statements)
+        if _no_contexts(contexts):
+            return t.done(0.0, statements=statements, verdicts=[False] * len(statements), retrieved_nothing=True)
 
         def read_verdicts(reply: str) -> JudgeStep:
             judged = parse_verdicts(reply, len(statements))
@@ -167,7 +179,7 @@ def context_precision(question: str, reference_answer: str, contexts: list[str],
     if not reference_answer.strip():
         return t.done(None, "no_reference")
     if _no_contexts(contexts):
-        return t.done(None, "no_contexts")
+        return t.done(0.0, verdicts=[], retrieved_nothing=True)  # ragas: no useful context, 0
 
     def read(outcomes: Sequence[Outcome]) -> JudgeStep:
         verdicts: list[bool | None] = []
@@ -209,7 +221,8 @@ def context_recall(question: str, reference_answer: str, contexts: list[str], mo
     if not sentences:
         return t.done(None, "no_reference")
     if _no_contexts(contexts):
-        return t.done(None, "no_contexts")
+        # No reference sentence is attributable to nothing.
+        return t.done(0.0, sentences=sentences, verdicts=[False] * len(sentences), retrieved_nothing=True)
 
     def read(reply: str) -> JudgeStep:
         judged = parse_verdicts(reply, len(sentences))
@@ -233,17 +246,31 @@ def render_context_relevance(question: str, contexts: Sequence[str]) -> str:
 
 
 def context_relevance(question: str, contexts: list[str], model: str) -> JudgeStep:
-    """|context sentences the judge extracted verbatim| / |context sentences|, in [0, 1].
+    """The RAGAS paper's context relevance, in [0, 1]:
 
-    "Insufficient Information" is 0.0. An extraction of which no line is a context sentence is not
-    0 but a failure (`extraction_not_verbatim`): the judge paraphrased, so nothing was counted.
+        context_relevance = |S_extracted ∩ S_context| / |S_context|
+
+    where S_context is the set of distinct sentences of the retrieved contexts (`split_sentences`
+    of each context as the judge saw it, compared in `normalise_sentence` form) and S_extracted the
+    sentences the judge copied from them as needed to answer the question (prompt
+    `ragas_context_relevance`). It is low when the contexts carry much text the question does not
+    need: it measures focus, not only relevance. This is Es et al. 2023 (arXiv:2309.15217) and
+    ragas 0.1's `context_relevancy` (ragas counts every sentence of the reply, capped at 1; here
+    only sentences of the contexts count, each once). ragas >= 0.2 names `ContextRelevance` another
+    metric (`nv_context_relevance`): two judge calls each rate whether the contexts hold the
+    information to answer the question (0, 1 or 2), and the score is the mean of rating/2; it does
+    not penalise extra text. The two are not comparable.
+
+    "Insufficient Information" is 0.0, and so are contexts without a sentence (as in ragas 0.1),
+    with no call. An extraction of which no line is a context sentence is not 0 but a failure
+    (`extraction_not_verbatim`): the judge paraphrased, so nothing was counted.
     """
     t = Transcript("context_relevance", model)
     t.note("ragas_context_relevance")
     # Sentences of the contexts as the judge saw them (neutralised), so a copy matches exactly.
     shown = [sentence for context in contexts for sentence in split_sentences(neutralize(context))]
     if not shown:
-        return t.done(None, "no_contexts")
+        return t.done(0.0, context_sentences=0, matched=0, unmatched=[], retrieved_nothing=True)
 
     def read(reply: str) -> JudgeStep:
         parsed = parse_extraction(reply)

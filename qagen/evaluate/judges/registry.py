@@ -61,7 +61,9 @@ class MetricSpec:
 
     name: str
     needs_contexts: bool
-    """The metric is undefined without retrieved contexts (it then fails with `no_contexts`)."""
+    """The metric judges the retrieved contexts. An empty retrieval scores as ragas scores it (0; for
+    faithfulness 0 once the answer is found to make statements): see `qagen.evaluate.judges.ragas`.
+    A system that never reports contexts is not judged on it (`no_contexts`, `results.py`)."""
     needs_reference: bool
     """The metric compares against the reference answer (it fails with `no_reference` without one)."""
     needs_embeddings: bool

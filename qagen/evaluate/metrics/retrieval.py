@@ -7,9 +7,13 @@ Every metric is computed in two steps:
    (chunk level);
 2. score that list with a `*_from_relevance` function.
 
-The id-based functions (`hit_at_k`, `reciprocal_rank`, `ndcg_at_k`, `precision_at_k`,
+The id-based functions (`hit_at_k`, `reciprocal_rank_at_k`, `ndcg_at_k`, `precision_at_k`,
 `recall_at_k`) are step 1 followed by step 2, so both levels share one implementation of each
 formula.
+
+Every metric the evaluator reports has a cutoff k, and its name says so (`hit@k`, `ndcg@k`,
+`mrr@k`): the mean of `reciprocal_rank_at_k` is MRR@k, which is 0 for a question whose first
+relevant item ranks below k, where an uncut MRR would still give it 1/rank.
 
 Ranks are 1-based: the first retrieved item has rank 1.
 
@@ -42,6 +46,8 @@ __all__ = [
     "recall_at_k",
     "recall_at_k_from_relevance",
     "reciprocal_rank",
+    "reciprocal_rank_at_k",
+    "reciprocal_rank_at_k_from_relevance",
     "reciprocal_rank_from_relevance",
     "span_overlap",
 ]
@@ -174,12 +180,21 @@ def hit_at_k_from_relevance(relevance: Sequence[bool], k: int) -> float:
 def reciprocal_rank_from_relevance(relevance: Sequence[bool]) -> float:
     """`1 / rank` of the first relevant item, 0.0 if none is relevant.
 
-    No cutoff; for MRR@k pass `relevance[:k]`.
+    No cutoff; `reciprocal_rank_at_k_from_relevance` has one.
     """
     for rank, is_relevant in enumerate(relevance, start=1):
         if is_relevant:
             return 1.0 / rank
     return 0.0
+
+
+def reciprocal_rank_at_k_from_relevance(relevance: Sequence[bool], k: int) -> float:
+    """`1 / rank` of the first relevant item among the first `k`, 0.0 if none of them is relevant.
+
+    Its mean over questions is MRR@k (ranx's `mrr@k`).
+    """
+    _check_k(k)
+    return reciprocal_rank_from_relevance(relevance[:k])
 
 
 def _dcg(relevance: Sequence[bool]) -> float:
@@ -245,8 +260,13 @@ def hit_at_k(retrieved: Sequence[str], relevant: str | Collection[str], k: int) 
 
 
 def reciprocal_rank(retrieved: Sequence[str], relevant: str | Collection[str]) -> float:
-    """`1 / rank` of the first relevant retrieved id; 0.0 if none is retrieved."""
+    """`1 / rank` of the first relevant retrieved id; 0.0 if none is retrieved (no cutoff)."""
     return reciprocal_rank_from_relevance(binary_relevance(retrieved, relevant))
+
+
+def reciprocal_rank_at_k(retrieved: Sequence[str], relevant: str | Collection[str], k: int) -> float:
+    """`1 / rank` of the first relevant id among the first `k` retrieved; 0.0 if none is there."""
+    return reciprocal_rank_at_k_from_relevance(binary_relevance(retrieved, relevant), k)
 
 
 def ndcg_at_k(retrieved: Sequence[str], relevant: str | Collection[str], k: int) -> float:

@@ -12,15 +12,23 @@ from qagen.evaluate.metrics.retrieval import (
     hit_at_k_from_relevance,
     ndcg_at_k,
     ndcg_at_k_from_relevance,
-    reciprocal_rank,
-    reciprocal_rank_from_relevance,
+    reciprocal_rank_at_k,
+    reciprocal_rank_at_k_from_relevance,
 )
 from qagen.evaluate.metrics.squad import token_f1
 from qagen.evaluate.metrics.text import context_rouge_l_recall
 from qagen.evaluate.records import EvalItem, RagOutput, RetrievedContext
 
+# Row columns; `@k` stands for the cutoff, which the summary writes out (`hit@k` -> `hit@7`).
 DETERMINISTIC_GROUPS = {
-    "retrieval": ("hit@k", "reciprocal_rank", "ndcg@k", "chunk_hit@k", "chunk_reciprocal_rank", "chunk_ndcg@k"),
+    "retrieval": (
+        "hit@k",
+        "reciprocal_rank@k",
+        "ndcg@k",
+        "chunk_hit@k",
+        "chunk_reciprocal_rank@k",
+        "chunk_ndcg@k",
+    ),
     "text": ("context_rouge_l_recall", "token_f1"),
 }
 
@@ -77,20 +85,20 @@ def deterministic_metrics(
         sources = [context.source or "" for context in contexts]
         if item.source_doc and (any(sources) or (retrieved_nothing and run.sources)):
             values["hit@k"] = hit_at_k(sources, item.source_doc, k)
-            values["reciprocal_rank"] = reciprocal_rank(sources, item.source_doc)
+            values["reciprocal_rank@k"] = reciprocal_rank_at_k(sources, item.source_doc, k)
             values["ndcg@k"] = ndcg_at_k(sources, item.source_doc, k)
         else:
-            values["hit@k"] = values["reciprocal_rank"] = values["ndcg@k"] = None
+            values["hit@k"] = values["reciprocal_rank@k"] = values["ndcg@k"] = None
         spans = [_span(context) for context in contexts]
         known_span = item.source_doc and item.start_index is not None and item.end_index is not None
         if known_span and (any(spans) or (retrieved_nothing and run.spans)):
             reference = Span(item.source_doc or "", item.start_index or 0, item.end_index or 0)
             relevance = chunk_hit_ranks(spans, reference)
             values["chunk_hit@k"] = hit_at_k_from_relevance(relevance, k)
-            values["chunk_reciprocal_rank"] = reciprocal_rank_from_relevance(relevance)
+            values["chunk_reciprocal_rank@k"] = reciprocal_rank_at_k_from_relevance(relevance, k)
             values["chunk_ndcg@k"] = ndcg_at_k_from_relevance(relevance, k, n_relevant=1)
         else:
-            values["chunk_hit@k"] = values["chunk_reciprocal_rank"] = values["chunk_ndcg@k"] = None
+            values["chunk_hit@k"] = values["chunk_reciprocal_rank@k"] = values["chunk_ndcg@k"] = None
     if "text" in groups:
         texts = [c.text for c in contexts]
         values["context_rouge_l_recall"] = (

@@ -176,6 +176,10 @@ class BM25Baseline:
         self._index = index
         return index
 
+    def corpus_sources(self) -> set[str]:
+        """The source ids of the indexed chunks (builds the index; blocking): what hit@k can find."""
+        return {context.source for context in self.build_index().contexts if context.source}
+
     def retrieve(self, question: str) -> list[RetrievedContext]:
         """The top `k` chunks for `question` (builds the index on first use)."""
         return self.build_index().search(question, self.k)

@@ -3,15 +3,24 @@
 `load_callable` finds the function named by `module:function` on the command line; `CallableSystem`
 calls it once per question and reads what it returns with `parse_reply`. A failure of the function
 on one question is recorded on that question, never a crash of the evaluation.
+
+Ctrl-C always ends the run. A sync function runs in a daemon thread of its own (not the event
+loop's executor, whose threads the interpreter waits for at exit): Python cannot stop a thread, so
+a function that blocks (a hung socket, `time.sleep`) is given `interrupt_grace` seconds to return
+and is then abandoned, its question recorded as failed (`interrupted: ...`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import importlib
 import inspect
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -19,12 +28,17 @@ from langchain_core.runnables import Runnable
 
 from qagen.errors import ConfigError
 from qagen.evaluate.records import RagOutput
+from qagen.evaluate.systems.protocol import AnswerInterrupted
 from qagen.evaluate.systems.replies import BadReply, parse_reply
 from qagen.redaction import redact
 
-__all__ = ["CallableSystem", "RagCallable", "load_callable"]
+__all__ = ["DEFAULT_INTERRUPT_GRACE", "CallableSystem", "RagCallable", "load_callable"]
 
 RagCallable = Callable[[str], Any] | Runnable[Any, Any]
+
+# Seconds a sync function still gets to return after Ctrl-C: enough for a call about to finish
+# (its answer is kept), short enough that the user is not left waiting on a hung one.
+DEFAULT_INTERRUPT_GRACE = 5.0
 
 
 def load_callable(spec: str) -> Any:
@@ -61,22 +75,38 @@ def load_callable(spec: str) -> Any:
 class CallableSystem:
     """A RAG system that is a Python function `question -> answer` or a LangChain `Runnable`.
 
-    The function may be sync (run in a worker thread, so it never blocks the event loop and many
-    questions can be in flight) or async. It returns anything `parse_reply` accepts. A Runnable is
-    called with `ainvoke(question)`, or `ainvoke({input_key: question})` when `input_key` is given.
+    The function may be sync (run in a thread of its own, so it never blocks the event loop and
+    many questions can be in flight) or async. It returns anything `parse_reply` accepts. A Runnable
+    is called with `ainvoke(question)`, or `ainvoke({input_key: question})` when `input_key` is given.
+    When the run is cancelled (Ctrl-C), a sync call still running gets `interrupt_grace` seconds to
+    return before it is abandoned (see the module docstring).
     """
 
-    def __init__(self, fn: RagCallable, *, name: str | None = None, input_key: str | None = None) -> None:
+    def __init__(
+        self,
+        fn: RagCallable,
+        *,
+        name: str | None = None,
+        input_key: str | None = None,
+        interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
+    ) -> None:
         if not (isinstance(fn, Runnable) or callable(fn)):
             raise ConfigError(f"A RAG system must be a function or a LangChain Runnable, got {type(fn).__name__}.")
+        if interrupt_grace < 0:
+            raise ConfigError(
+                f"`interrupt_grace` must be 0 or more seconds, got {interrupt_grace}.", settings=("interrupt_grace",)
+            )
         self._fn = fn
         self._input_key = input_key
         self._name = name or _callable_name(fn)
+        self.interrupt_grace = interrupt_grace
 
     @classmethod
-    def from_spec(cls, spec: str, *, input_key: str | None = None) -> CallableSystem:
+    def from_spec(
+        cls, spec: str, *, input_key: str | None = None, interrupt_grace: float = DEFAULT_INTERRUPT_GRACE
+    ) -> CallableSystem:
         """The system named by `module:function` (see `load_callable`)."""
-        return cls(load_callable(spec), name=spec, input_key=input_key)
+        return cls(load_callable(spec), name=spec, input_key=input_key, interrupt_grace=interrupt_grace)
 
     @property
     def name(self) -> str:
@@ -90,10 +120,7 @@ class CallableSystem:
             # kept), not swallowed, and the other questions still run. Ctrl-C and cancellation are not
             # Exceptions and still stop the run.
             return RagOutput(answer=None, error=_system_error(exc))
-        try:
-            return parse_reply(result)
-        except BadReply as exc:
-            return RagOutput(answer=None, error=f"bad_response: {exc}")
+        return _read(result)
 
     async def _call(self, question: str) -> object:
         fn = self._fn
@@ -103,11 +130,79 @@ class CallableSystem:
         if _is_async_callable(fn):
             result = await fn(question)
         else:
-            result = await asyncio.to_thread(fn, question)
+            result = await self._in_thread(fn, question)
         # A sync wrapper around an async function hands back the coroutine; finish it here.
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    async def _in_thread(self, fn: Callable[[str], Any], question: str) -> object:
+        """`fn(question)` in a daemon thread; on cancellation, its result if it comes within the grace
+        period, else `AnswerInterrupted` with a failure: the thread is abandoned, never waited for."""
+        call = _start_daemon_call(fn, question)
+        try:
+            return await asyncio.shield(call)
+        except asyncio.CancelledError:
+            pass
+        output = await _outcome_within(call, self.interrupt_grace)
+        raise AnswerInterrupted(output)
+
+
+def _start_daemon_call(fn: Callable[[str], Any], question: str) -> asyncio.Future[object]:
+    """A future of `fn(question)` run in a new daemon thread (with the caller's context variables)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[object] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(result: object, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def work() -> None:
+        try:
+            result, error = context.run(fn, question), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine, which decides
+            result, error = None, exc
+        # RuntimeError: the loop is closed, the run ended (interrupted) and nobody waits for this answer any more.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name="qagen-rag-call", daemon=True).start()
+    return future
+
+
+async def _outcome_within(call: asyncio.Future[object], grace: float) -> RagOutput:
+    """What to record for an interrupted call: its output if it ends within `grace` seconds, else a failure.
+
+    Further cancellations (the event loop cancels every task again while it shuts down) do not
+    cut the grace period short; a second Ctrl-C does, as `asyncio.run` raises KeyboardInterrupt then.
+    """
+    deadline = time.monotonic() + grace
+    while not call.done() and (left := deadline - time.monotonic()) > 0:
+        try:
+            await asyncio.wait({call}, timeout=left)
+        except asyncio.CancelledError:
+            continue
+    if not call.done():
+        return RagOutput(answer=None, error=f"interrupted: no reply within {grace:g} s of the interrupt")
+    if call.exception() is not None:
+        error = call.exception()
+        assert error is not None
+        if not isinstance(error, Exception):
+            raise error
+        return RagOutput(answer=None, error=_system_error(error))
+    return _read(call.result())
+
+
+def _read(result: object) -> RagOutput:
+    try:
+        return parse_reply(result)
+    except BadReply as exc:
+        return RagOutput(answer=None, error=f"bad_response: {exc}")
 
 
 def _is_async_callable(fn: object) -> bool:

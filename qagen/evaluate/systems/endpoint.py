@@ -18,7 +18,7 @@ import httpx
 from qagen.errors import ConfigError, QagenError
 from qagen.evaluate.records import RagOutput
 from qagen.evaluate.systems.replies import BadReply, parse_reply
-from qagen.redaction import redact, strip_userinfo
+from qagen.redaction import redact, redact_url
 
 __all__ = ["EndpointSystem"]
 
@@ -48,7 +48,7 @@ class EndpointSystem:
         name: str | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
-            raise ConfigError(f"The RAG endpoint must be an http:// or https:// URL, got '{url}'.")
+            raise ConfigError(f"The RAG endpoint must be an http:// or https:// URL, got '{redact_url(url)}'.")
         if max_retries < 0 or timeout <= 0 or backoff < 0:
             raise ConfigError("The endpoint's timeout must be positive, its retries and backoff not negative.")
         self.url = url
@@ -56,7 +56,7 @@ class EndpointSystem:
         self._max_retries = max_retries
         self._backoff = backoff
         self._headers = dict(headers or {})
-        self._name = name or strip_userinfo(url) or url
+        self._name = name or redact_url(url) or url
         self._client: httpx.AsyncClient | None = None
         self._answered = 0
 
@@ -66,7 +66,7 @@ class EndpointSystem:
 
     @property
     def _where(self) -> str:
-        return strip_userinfo(self.url) or self.url
+        return redact_url(self.url) or self.url
 
     async def aclose(self) -> None:
         """Close the HTTP connections (in the event loop that opened them)."""

@@ -17,6 +17,8 @@ raises a `QagenError` with one clear sentence.
 
 from __future__ import annotations
 
+import asyncio
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -26,7 +28,14 @@ from qagen.evaluate.records import RagOutput
 if TYPE_CHECKING:
     from qagen.llm.client import LLMClient
 
-__all__ = ["RagSystem", "SystemFactory", "close_system", "normalize_question"]
+__all__ = [
+    "AnswerInterrupted",
+    "RagSystem",
+    "SystemFactory",
+    "close_system",
+    "collapse_whitespace",
+    "normalize_question",
+]
 
 
 @runtime_checkable
@@ -50,13 +59,38 @@ async def close_system(system: RagSystem) -> None:
         await close()
 
 
-def normalize_question(question: str) -> str:
-    """The key questions are matched by: stripped, every run of whitespace made one space.
+def collapse_whitespace(question: str) -> str:
+    """The question as written, stripped, every run of whitespace made one space.
 
     The published cookbook test set's questions end with a newline, and a file written by another
     tool may not keep it; neither difference changes the question.
     """
     return " ".join(question.split())
+
+
+def normalize_question(question: str) -> str:
+    """The key questions are matched by: Unicode NFKC, case folded, whitespace collapsed.
+
+    Beyond `collapse_whitespace`: a copy of a question in other case ("WHAT IS BM25?"), with
+    full-width letters or a non-breaking space (NFKC makes them the plain ones) is the same
+    question. NFKC runs again after `casefold`, which can leave text that is not NFKC-normal
+    (the Unicode standard's recipe for caseless matching).
+    """
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", question).casefold())
+    return collapse_whitespace(folded)
+
+
+class AnswerInterrupted(asyncio.CancelledError):
+    """The run was cancelled (Ctrl-C) while the system answered; `output` is what to record.
+
+    A cancellation like any other to code that does not know it, so the run still stops; the
+    evaluation records `output` (the answer, if it came within the grace period, else a failure
+    `interrupted: ...`) before it lets the cancellation through.
+    """
+
+    def __init__(self, output: RagOutput) -> None:
+        super().__init__(output.error or "interrupted")
+        self.output = output
 
 
 @dataclass(frozen=True)

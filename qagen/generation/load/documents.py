@@ -6,15 +6,15 @@ reason, appended to the `CorpusReport` and passed to `on_skip` as it happens.
 
 from __future__ import annotations
 
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from qagen.errors import CorpusError
 from qagen.generation.load.file_text import Unusable, file_text
+from qagen.generation.load.fingerprint import FingerprintRecorder
 from qagen.generation.load.tables import TABLE_SUFFIXES, Skip, dataset_documents, open_dataset, read_table
-from qagen.generation.load.walk import file_label, not_regular, walk_files
+from qagen.generation.load.walk import corpus_files
 from qagen.records import Document, SkippedInput
 
 
@@ -42,12 +42,13 @@ def iter_documents(
     text_column: str = "text",
     source_column: str | None = None,
     on_skip: Callable[[SkippedInput], None] | None = None,
+    recorder: FingerprintRecorder | None = None,
 ) -> Iterator[Document]:
     """Stream the corpus's documents in a deterministic order.
 
     Errors about the corpus as a whole (missing path, unloadable dataset, missing column in a
     dataset) raise `CorpusError` here, at call time; problems with single files or rows are
-    reported as skips while iterating.
+    reported as skips while iterating. A `recorder` is given every input as it is read.
     """
 
     def skip(item: SkippedInput) -> None:
@@ -61,12 +62,14 @@ def iter_documents(
         raise CorpusError("Give either a corpus path or a Hugging Face dataset, not both.")
     if hf_dataset is not None:
         dataset, label = open_dataset(hf_dataset, split, text_column, source_column)
+        if recorder is not None:
+            recorder.add_dataset(dataset, split)
         docs = dataset_documents(dataset, label, text_column=text_column, source_column=source_column, skip=skip)
     else:
         root = Path(str(path))
         if not root.exists():
             raise CorpusError(f"Corpus path not found: {root}")
-        docs = _path_documents(root, text_column, source_column, skip)
+        docs = _path_documents(root, text_column, source_column, skip, recorder)
     return _counted(docs, report)
 
 
@@ -76,15 +79,12 @@ def _counted(docs: Iterator[Document], report: CorpusReport) -> Iterator[Documen
         yield doc
 
 
-def _path_documents(root: Path, text_column: str, source_column: str | None, skip: Skip) -> Iterator[Document]:
-    if root.is_dir():
-        files = walk_files(root, skip)
-    elif stat.S_ISREG(root.stat().st_mode):
-        files = iter([(root, file_label(root.name))])
-    else:
-        skip(not_regular(file_label(root.name)))
-        return
-    for file, rel in files:
+def _path_documents(
+    root: Path, text_column: str, source_column: str | None, skip: Skip, recorder: FingerprintRecorder | None
+) -> Iterator[Document]:
+    for file, rel in corpus_files(root, skip):
+        if recorder is not None:
+            recorder.add_file(file, rel)
         if file.suffix.lower() in TABLE_SUFFIXES:
             yield from read_table(file, rel, text_column=text_column, source_column=source_column, skip=skip)
             continue

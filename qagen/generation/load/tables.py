@@ -6,14 +6,16 @@ Every reader streams (line by line, or in record batches) and reports what it ca
 
 from __future__ import annotations
 
-import csv
+import itertools
 import json
 import re
+import reprlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qagen.errors import CorpusError
+from qagen.generation.load.csv_rows import CsvRecords
 from qagen.records import Document, SkippedInput
 
 if TYPE_CHECKING:
@@ -27,10 +29,6 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 TABLE_SUFFIXES = frozenset({".jsonl", ".csv", ".parquet"})
 BATCH_ROWS = 1024
-
-# The default limit (128 KiB) rejects a long document stored in one cell; 2**31 - 1 is the largest
-# value every platform's C long accepts. Set once here rather than on every call, as it is global.
-csv.field_size_limit(2**31 - 1)
 
 
 class _TableSkipped(Exception):
@@ -61,15 +59,21 @@ def row_documents(
     source_column: str | None,
     skip: Skip,
 ) -> Iterator[Document]:
-    """One Document per row with text; a blank or null text is one `empty_row` skip."""
+    """One Document per row whose text cell is text; every other row is one skip with its reason:
+    `empty_row` (null or blank), `not_text` (a number, a boolean, a list, an object...) or
+    `undecodable` (bytes that are not UTF-8, a lone surrogate)."""
     for index, row in rows:
         row_id = f"{label}#row{index}"
-        text = _cell_text(row.get(text_column))
-        if text is None or not text.strip():
-            detail = f"column {text_column!r} is null or blank"
-            skip(SkippedInput(source=row_id, reason="empty_row", detail=detail))
+        value = row.get(text_column)
+        text = _cell_text(value)
+        if text is None:
+            skip(SkippedInput(source=row_id, reason=_not_text_reason(value), detail=_not_text(text_column, value)))
             continue
-        source = _cell_text(row.get(source_column)) if source_column is not None else None
+        # `isspace` rather than `strip`: no copy of a cell that may be hundreds of megabytes.
+        if not text or text.isspace():
+            skip(SkippedInput(source=row_id, reason="empty_row", detail=f"column {text_column!r} is blank"))
+            continue
+        source = _source_text(row.get(source_column)) if source_column is not None else None
         problem = _lone_surrogate(text_column, text) or _lone_surrogate(source_column, source)
         if problem:
             skip(SkippedInput(source=row_id, reason="undecodable", detail=problem))
@@ -102,11 +106,44 @@ def _lone_surrogate(column: str | None, value: str | None) -> str:
 
 
 def _cell_text(value: object) -> str | None:
+    """The cell as text, or None when it is not text (see `_not_text`)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):  # a Parquet or dataset binary column
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return None
+
+
+def _not_text_reason(value: object) -> str:
+    if value is None:
+        return "empty_row"
+    return "undecodable" if isinstance(value, bytes) else "not_text"
+
+
+_PREVIEW = reprlib.Repr()
+_PREVIEW.maxstring = _PREVIEW.maxother = 40
+_PREVIEW.maxlist = _PREVIEW.maxdict = 3
+
+
+def _not_text(column: str, value: object) -> str:
+    """Why a cell that is not a string is no document: a number or a list made into a chunk would
+    be drafted questions about `42` or `['a', 'b']`."""
+    if value is None:
+        return f"column {column!r} is null"
+    if isinstance(value, bytes):
+        return f"column {column!r} holds {len(value)} bytes that are not UTF-8 text"
+    return f"column {column!r} holds a value of type {type(value).__name__} ({_PREVIEW.repr(value)}), not text"
+
+
+def _source_text(value: object) -> str | None:
+    """A source cell as text: a number (an id) or any other value is named by its `str`."""
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
+    text = _cell_text(value)
+    return text if text is not None else str(value)
 
 
 def _check_columns(columns: Iterable[str], text_column: str, source_column: str | None) -> None:
@@ -119,15 +156,21 @@ def _jsonl_rows(
     path: Path, label: str, text_column: str, source_column: str | None, skip: Skip
 ) -> Iterator[tuple[int, Mapping[str, Any]]]:
     index = -1
+    line_number = 0
     checked = False
     with path.open("rb") as handle:
-        for line_number, raw in enumerate(handle, start=1):
+        # `readline` and `del`, not `enumerate(handle)`: enumerate keeps the last line alive until
+        # the next, and with a huge line each copy held at once costs its whole size.
+        while raw := handle.readline():
+            line_number += 1
             # Blank lines hold no record (writers often leave one at the end), so nothing is lost.
-            if not raw.strip():
+            if raw.isspace():
                 continue
             index += 1
             try:
-                record = json.loads(raw.decode("utf-8-sig" if line_number == 1 else "utf-8"))
+                text = raw.decode("utf-8-sig" if line_number == 1 else "utf-8")
+                del raw
+                record = json.loads(text)
             except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
                 detail = f"line {line_number}: {exc}"
                 skip(SkippedInput(source=f"{label}#row{index}", reason="bad_json_line", detail=detail))
@@ -136,6 +179,7 @@ def _jsonl_rows(
                 detail = f"line {line_number}: the JSON is nested too deeply to read"
                 skip(SkippedInput(source=f"{label}#row{index}", reason="bad_json_line", detail=detail))
                 continue
+            del text
             if not isinstance(record, dict):
                 detail = f"line {line_number}: a JSON {type(record).__name__}, not an object"
                 skip(SkippedInput(source=f"{label}#row{index}", reason="bad_json_line", detail=detail))
@@ -150,16 +194,21 @@ def _jsonl_rows(
 def _csv_rows(
     path: Path, label: str, text_column: str, source_column: str | None, skip: Skip
 ) -> Iterator[tuple[int, Mapping[str, Any]]]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
+    # `CsvRecords` rather than `csv.DictReader`: the same records, without copies of a huge cell.
+    with path.open("rb") as handle:
+        records = CsvRecords(handle, encoding="utf-8-sig")
         try:
-            header = reader.fieldnames
+            # As DictReader: blank lines are no rows, the first record is the header, a short row
+            # has None for its missing cells and the cells beyond the header are ignored.
+            rows = (record for record in records if record)
+            header = next(rows, None)
             if header is None:
                 raise _TableSkipped("empty", "the CSV file has no header row")
             _check_columns(header, text_column, source_column)
-            yield from enumerate(reader)
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise _TableSkipped("table_error", f"line {reader.line_num}: {exc}") from exc
+            for index, record in enumerate(rows):
+                yield index, dict(itertools.zip_longest(header, record[: len(header)]))
+        except UnicodeDecodeError as exc:
+            raise _TableSkipped("table_error", f"line {records.line}: {exc}") from exc
 
 
 def _parquet_rows(

@@ -17,6 +17,16 @@ from qagen.generation.load.tables import Skip
 from qagen.records import SkippedInput
 
 
+def corpus_files(root: Path, skip: Skip) -> Iterator[tuple[Path, str]]:
+    """(file, label) for each input of a corpus path: the files of a folder, or the file itself."""
+    if root.is_dir():
+        yield from walk_files(root, skip)
+    elif stat.S_ISREG(root.stat().st_mode):
+        yield root, file_label(root.name)
+    else:
+        skip(not_regular(file_label(root.name)))
+
+
 def walk_files(root: Path, skip: Skip) -> Iterator[tuple[Path, str]]:
     """(file, POSIX path relative to root) for each regular file, depth-first in name order.
 

@@ -28,6 +28,7 @@ class Knobs:
     retry_after: float = 0.0
     api_key: str | None = None
     echo_key: bool = False
+    record_credentials: bool = False
     models: tuple[str, ...] | None = None
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
     shaping: ShapePolicy = dataclasses.field(default_factory=ShapePolicy)

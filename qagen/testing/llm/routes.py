@@ -54,10 +54,19 @@ class StandInApp:
         key = knobs.api_key
         return key is None or handler.headers.get("Authorization", "") == f"Bearer {key}"
 
+    @staticmethod
+    def _new_entry(handler: LLMRequestHandler, path: str, body_sha256: str | None, knobs: Knobs) -> LogEntry:
+        entry = new_entry(handler.command, path, body_sha256)
+        if knobs.record_credentials:
+            # For tests of what the client sends: a key in the query string, a Basic or Bearer header.
+            entry["query"] = handler.path.partition("?")[2] or None
+            entry["authorization"] = handler.headers.get("Authorization")
+        return entry
+
     def serve_get(self, handler: LLMRequestHandler) -> None:
         path = handler.path.split("?", 1)[0].rstrip("/")
         knobs = self.knobs
-        entry = new_entry("GET", path, None)
+        entry = self._new_entry(handler, path, None, knobs)
         if not self._authorised(handler, knobs):
             self._error(handler, entry, 401, "Incorrect API key provided.", "invalid_api_key")
             return
@@ -105,12 +114,12 @@ class StandInApp:
         body = read_body(handler)
         if body is None:
             handler.close_connection = True  # the framing is broken; the stream cannot be trusted
-            entry = new_entry("POST", path, None)
+            entry = self._new_entry(handler, path, None, self.knobs)
             self._error(handler, entry, 400, "Unreadable request body.", "invalid_body")
             return
         sha = hashlib.sha256(body).hexdigest()
         knobs = self.knobs  # one snapshot per request, so `configure()` never tears a request
-        entry = new_entry("POST", path, sha)
+        entry = self._new_entry(handler, path, sha, knobs)
         if path not in CHAT_PATHS:
             self._error(handler, entry, 404, f"Unknown request URL: POST {path}.", "unknown_url")
             return
@@ -223,7 +232,7 @@ class StandInApp:
         self._respond(handler, entry, 200, payload)
 
     def crashed(self, handler: LLMRequestHandler) -> None:
-        entry = new_entry(handler.command, handler.path.split("?", 1)[0], None)
+        entry = self._new_entry(handler, handler.path.split("?", 1)[0], None, self.knobs)
         entry["kind"] = "crash"
         handler.close_connection = True  # the request may be half read; start afresh
         error = error_body("The stand-in LLM crashed; see its log.", "server_error", "stand_in_crash")

@@ -18,7 +18,9 @@ answers the requests, `qagen.testing.llm.http` is the HTTP plumbing):
   request's ``max_tokens`` / ``max_completion_tokens`` is always honoured;
 - ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors;
   with ``echo_key`` the 401, 429 and 500 messages quote the key they were sent, unmasked (OpenAI
-  quotes a masked key), so tests can check that no error body carries a key through to the user.
+  quotes a masked key), so tests can check that no error body carries a key through to the user;
+  with ``record_credentials`` each log entry keeps the request's query string and Authorization
+  header (``query``, ``authorization``), so tests can check that a key reached the server.
 
 Every request is logged (in memory, and as JSON lines to ``log_path``, flushed per line so that
 another process can read it even after the client was killed). A bug in the stand-in itself (or
@@ -103,6 +105,7 @@ class StandInLLM:
         huge_rate: float = 1.0,
         api_key: str | None = None,
         echo_key: bool = False,
+        record_credentials: bool = False,
         models: Sequence[str] | None = None,
         log_path: str | Path | None = None,
     ) -> None:
@@ -116,6 +119,7 @@ class StandInLLM:
             retry_after=retry_after,
             api_key=api_key,
             echo_key=echo_key,
+            record_credentials=record_credentials,
             models=tuple(models) if models is not None else None,
             replies=ReplyPolicy(
                 pass_rate=dict(pass_rate) if isinstance(pass_rate, Mapping) else pass_rate,

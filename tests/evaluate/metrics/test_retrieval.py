@@ -21,6 +21,8 @@ from qagen.evaluate.metrics.retrieval import (
     recall_at_k,
     recall_at_k_from_relevance,
     reciprocal_rank,
+    reciprocal_rank_at_k,
+    reciprocal_rank_at_k_from_relevance,
     reciprocal_rank_from_relevance,
     span_overlap,
 )
@@ -42,6 +44,12 @@ def ref_hit(retrieved: list[str], relevant: set[str], k: int) -> float:
 def ref_rr(retrieved: list[str], relevant: set[str]) -> float:
     ranks = [i + 1 for i, doc in enumerate(retrieved) if doc in relevant]
     return 1 / ranks[0] if ranks else 0.0
+
+
+def ref_rr_at_k(retrieved: list[str], relevant: set[str], k: int) -> float:
+    # ranx's `mrr@k` per query: the first relevant id counts only if it ranks within k.
+    ranks = [i + 1 for i, doc in enumerate(retrieved) if doc in relevant]
+    return 1 / ranks[0] if ranks and ranks[0] <= k else 0.0
 
 
 def ref_ndcg(retrieved: list[str], relevant: set[str], k: int) -> float:
@@ -70,6 +78,7 @@ cutoffs = st.integers(min_value=1, max_value=15)
 def test_id_metrics_equal_the_textbook_formulas(retrieved: list[str], relevant: set[str], k: int) -> None:
     assert hit_at_k(retrieved, relevant, k) == ref_hit(retrieved, relevant, k)
     assert reciprocal_rank(retrieved, relevant) == ref_rr(retrieved, relevant)
+    assert reciprocal_rank_at_k(retrieved, relevant, k) == ref_rr_at_k(retrieved, relevant, k)
     assert ndcg_at_k(retrieved, relevant, k) == pytest.approx(ref_ndcg(retrieved, relevant, k))
     assert precision_at_k(retrieved, relevant, k) == pytest.approx(ref_precision(retrieved, relevant, k))
     assert recall_at_k(retrieved, relevant, k) == pytest.approx(ref_recall(retrieved, relevant, k))
@@ -80,6 +89,16 @@ def test_metrics_are_in_the_unit_interval(retrieved: list[str], relevant: set[st
     for metric in (hit_at_k, ndcg_at_k, precision_at_k, recall_at_k):
         assert 0.0 <= metric(retrieved, relevant, k) <= 1.0 + 1e-12
     assert 0.0 <= reciprocal_rank(retrieved, relevant) <= 1.0
+
+
+def test_reciprocal_rank_at_k_is_zero_below_the_cutoff() -> None:
+    retrieved = ["x", "y", "a"]
+    assert reciprocal_rank(retrieved, "a") == pytest.approx(1 / 3)  # no cutoff
+    assert reciprocal_rank_at_k(retrieved, "a", 3) == pytest.approx(1 / 3)
+    assert reciprocal_rank_at_k(retrieved, "a", 2) == 0.0
+    assert reciprocal_rank_at_k_from_relevance([False, True], 1) == 0.0
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        reciprocal_rank_at_k(retrieved, "a", 0)
 
 
 @given(relevant_sets, st.lists(ids, max_size=6), cutoffs)

@@ -72,8 +72,20 @@ def test_parse_reply_rejects_wrong_shapes(value: object, message: str) -> None:
         parse_reply(value)
 
 
-def test_normalize_question() -> None:
-    assert normalize_question("  What is\n  BM25?\n") == "What is BM25?"
+@pytest.mark.parametrize(
+    ("written", "key"),
+    [
+        ("  What is\n  BM25?\n", "what is bm25?"),  # the cookbook's trailing newline; runs of whitespace
+        ("WHAT IS BM25?", "what is bm25?"),  # an upper-case copy
+        ("What\u00a0is\tBM25?", "what is bm25?"),  # a non-breaking space (NFKC) and a tab
+        ("Ｗhat is ＢＭ25?", "what is bm25?"),  # full-width letters (NFKC)
+        ("Was heißt STRASSE?", "was heisst strasse?"),  # casefold, not lower(): ß is ss
+        ("Qu'est-ce qu'une e\u0301toile ?", "qu'est-ce qu'une étoile ?"),  # a combining accent composed
+    ],
+)
+def test_normalize_question(written: str, key: str) -> None:
+    assert normalize_question(written) == key
+    assert normalize_question(key) == key  # already normal: idempotent
 
 
 # --------------------------------------------------------------------------- answers file

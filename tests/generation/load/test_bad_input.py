@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from qagen.testing.llm.server import StandInLLM
 
 GOOD = "The {} lighthouse was built in the northern harbour by engineers who measured the tides for years."
@@ -84,6 +86,10 @@ def test_a_mixed_corpus_builds_from_the_good_files_and_names_every_bad_one(llm: 
         "deep.html": "html_error",
         "nested.jsonl#row0": "bad_json_line",
         "surrogate.jsonl#row0": "undecodable",
+        "values.jsonl#row0": "not_text",
+        "values.jsonl#row1": "not_text",
+        "values.jsonl#row2": "not_text",
+        "values.jsonl#row3": "not_text",
     }
     write(corpus / "empty.txt", b"")
     write(corpus / "blank.md", " \n\t \n")
@@ -103,6 +109,10 @@ def test_a_mixed_corpus_builds_from_the_good_files_and_names_every_bad_one(llm: 
     good["nested.jsonl#row1"] = GOOD.format("row")
     # A JSON escape can spell a lone surrogate, which is not text and cannot be written as UTF-8.
     write(corpus / "surrogate.jsonl", '{"text": "half a character: \\ud800 here"}\n')
+    # A number, a boolean, a list and an object where the text should be: rows, but no documents.
+    values: list[object] = [42, True, ["a", "list"], {"an": "object"}, GOOD.format("typed")]
+    write(corpus / "values.jsonl", "".join(json.dumps({"text": value}) + "\n" for value in values))
+    good["values.jsonl#row4"] = GOOD.format("typed")
     # A file name that is not UTF-8 (a Latin-1 name from an old archive).
     with open(os.path.join(os.fsencode(corpus), b"caf\xe9 menu.txt"), "wb") as handle:
         handle.write(GOOD.format("bytes-named").encode())
@@ -212,3 +222,36 @@ def test_a_300_mb_text_file_builds_with_bounded_memory(llm: StandInLLM, tmp_path
     # The splitter holds the text, its pieces and its chunks at once (about 5x the file, 1.4 GB
     # here); more than that means another copy of the file crept in.
     assert peak < 6 * size_mib, f"peak memory {peak:.0f} MiB for a {size_mib:.0f} MiB file"
+
+
+def _single_cell_table(path: Path, size: int) -> Path:
+    """A .csv or .jsonl table of one row whose text cell is `size` bytes of quoted, escaped prose."""
+    paragraph = 'The "tide book" of the north pier, the lighthouse and the customs house, rebuilt.\n\n'
+    block = paragraph * (2**20 // len(paragraph))
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        if path.suffix == ".csv":
+            handle.write('id,text\r\n1,"')
+            encoded = block.replace('"', '""')
+        else:
+            handle.write('{"id": 1, "text": "')
+            encoded = json.dumps(block)[1:-1]
+        for _ in range(size // len(block)):
+            handle.write(encoded)
+        handle.write('"\r\n' if path.suffix == ".csv" else '"}\n')
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_a_huge_cell_is_read_without_copies_of_it(tmp_path: Path, suffix: str) -> None:
+    # csv.reader held a 200 MB cell about five times over (a line, a 4-byte-per-character buffer,
+    # the string); now the cell is held as read and as text (benchmarks/bench_table_memory.py).
+    cell = 64 * 2**20
+    small = _single_cell_table(tmp_path / f"small{suffix}", 2**20)
+    big = _single_cell_table(tmp_path / f"big{suffix}", cell)
+    peaks = []
+    for table in (small, big):
+        process, peak = _peak_rss_mib("chunk", str(table), "--out", str(tmp_path / f"run-{table.stem}"), "-q")
+        assert process.returncode == 0 and "skipped" not in process.stderr, process.stderr
+        peaks.append(peak)
+    ratio = (peaks[1] - peaks[0]) * 2**20 / cell
+    assert ratio < 2.6, f"the cell cost {ratio:.1f}x its size ({peaks[1]:.0f} MiB against {peaks[0]:.0f} MiB)"

@@ -421,6 +421,57 @@ def test_parquet_streams_batches_in_order(tmp_path: Path) -> None:
     assert docs[0].source == "1"
 
 
+def test_cells_that_are_not_text_are_skipped_rows_with_their_type(tmp_path: Path) -> None:
+    # JSON values that are not strings: made into chunks, they would be drafted questions about `42`.
+    values = [42, 3.5, True, ["a", "b"], {"k": "v"}, None, "a real document", "   "]
+    write_jsonl(tmp_path / "values.jsonl", [{"text": value, "id": f"id{i}"} for i, value in enumerate(values)])
+    docs, report = load(tmp_path, source_column="id")
+    assert [(d.source, d.text) for d in docs] == [("id6", "a real document")]
+    assert [(s.source, s.reason, s.detail) for s in report.skipped] == [
+        ("values.jsonl#row0", "not_text", "column 'text' holds a value of type int (42), not text"),
+        ("values.jsonl#row1", "not_text", "column 'text' holds a value of type float (3.5), not text"),
+        ("values.jsonl#row2", "not_text", "column 'text' holds a value of type bool (True), not text"),
+        ("values.jsonl#row3", "not_text", "column 'text' holds a value of type list (['a', 'b']), not text"),
+        ("values.jsonl#row4", "not_text", "column 'text' holds a value of type dict ({'k': 'v'}), not text"),
+        ("values.jsonl#row5", "empty_row", "column 'text' is null"),
+        ("values.jsonl#row7", "empty_row", "column 'text' is blank"),
+    ]
+    assert report.skipped_by_reason() == {"not_text": 5, "empty_row": 2}
+
+
+def test_a_long_value_that_is_not_text_is_named_briefly(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "long.jsonl", [{"text": list(range(100_000))}])
+    _, report = load(tmp_path)
+    assert [s.reason for s in report.skipped] == ["not_text"]
+    assert len(report.skipped[0].detail) < 120, report.skipped[0].detail
+
+
+def test_parquet_and_dataset_columns_of_other_types_are_not_text(tmp_path: Path) -> None:
+    import datasets
+
+    table = pa.table({"n": [1, 2], "tags": [["x"], ["y", "z"]], "raw": [b"utf-8 bytes are text", b"\xff\xfe"]})
+    pq.write_table(table, tmp_path / "t.parquet")
+    _, report = load(tmp_path / "t.parquet", text_column="n")
+    assert reasons(report) == {"t.parquet#row0": "not_text", "t.parquet#row1": "not_text"}
+    _, report = load(tmp_path / "t.parquet", text_column="tags")
+    assert report.skipped_by_reason() == {"not_text": 2}
+    docs, report = load(tmp_path / "t.parquet", text_column="raw")
+    assert [d.text for d in docs] == ["utf-8 bytes are text"]
+    assert [(s.source, s.reason) for s in report.skipped] == [("t.parquet#row1", "undecodable")]
+    datasets.Dataset.from_dict({"text": [7, 8]}).save_to_disk(str(tmp_path / "numbers"))
+    docs, report = load(None, hf_dataset=str(tmp_path / "numbers"))
+    assert docs == [] and report.skipped_by_reason() == {"not_text": 2}
+
+
+def test_csv_short_and_long_rows_read_as_dictreader_reads_them(tmp_path: Path) -> None:
+    # A BOM, a short row (its missing cells are null), a long row (cells beyond the header are
+    # ignored), a blank line (no row), a quoted header, and no line end after the last row.
+    write(tmp_path / "t.csv", '\ufeff"id",text,url\r\nshort\r\n\r\nlong,"the text, quoted",u,extra\nlast,"no end"')
+    docs, report = load(tmp_path, source_column="id")
+    assert [(d.source, d.text) for d in docs] == [("long", "the text, quoted"), ("last", "no end")]
+    assert [(s.source, s.reason) for s in report.skipped] == [("t.csv#row0", "empty_row")]
+
+
 def test_missing_text_or_source_column_skips_the_whole_file(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "a.jsonl", [{"content": "x", "title": "t"}, {"text": "late"}])
     write(tmp_path / "b.csv", "content,title\nx,t\n")

@@ -1,0 +1,181 @@
+"""`qagen chunk`, `generate`, `critique` and `filter`: the stages of `build`, one at a time on a run directory.
+
+Each takes only the options that apply to it (see `qagen.cli.options`): `generate` the generator's,
+`critique` the critics', `filter` the thresholds.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+from qagen.cli.build_settings import config_from_options
+from qagen.cli.errors import friendly_errors
+from qagen.cli.flags import in_cli_terms
+from qagen.cli.options import (
+    CHUNK_OPTIONS,
+    CRITIQUE_OPTIONS,
+    FILTER_OPTIONS,
+    GENERATE_OPTIONS,
+    output_options,
+    update_corpus_option,
+)
+from qagen.config import BuildRole
+from qagen.errors import QagenError
+
+_RUN_DIR = click.Path(path_type=Path, exists=True, file_okay=False)
+# The options that decide which drafts pass: a critique that is to decide the drafts a re-filter
+# left undecided must be asked with the same ones.
+_DECIDING = (
+    "min_score",
+    "min_groundedness",
+    "min_relevance",
+    "min_standalone",
+    "max_answer_chars",
+    "max_question_chars",
+)
+
+
+@click.command()
+@click.argument("corpus", required=False, type=click.Path(path_type=Path))
+@click.option("--out", "-o", "out", required=True, type=click.Path(path_type=Path), help="Run directory to create.")
+@CHUNK_OPTIONS
+@update_corpus_option
+@output_options
+@click.pass_context
+@friendly_errors
+def chunk(ctx: click.Context, /, out: Path, quiet: bool, update_corpus: bool, **options: Any) -> None:
+    """Load and chunk CORPUS into a new run directory (stage 1 of build)."""
+    from qagen.generation.pipeline import chunk_stage
+    from qagen.generation.tasks import BuildTasks
+    from qagen.runs.rundir import RunDir
+
+    config = config_from_options(ctx, options, stored=None)
+    with RunDir(out).locked() as run:
+        run.open(config, BuildTasks.for_config(config).prompt_hashes(()), llm=False)
+        report = chunk_stage(config, run, progress=not quiet, update_corpus=update_corpus)
+    counts = f"{report['documents']} documents, {report['skipped']} inputs skipped, {report['chunks']} chunks"
+    click.echo(f"{counts} -> {run.chunks_file}")
+
+
+def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: BuildRole, quiet: bool) -> None:
+    """Run the LLM stage of `role` over the run's sample; exit 3 when a spending cap stopped it."""
+    from qagen.generation.pipeline import load_sample, run_llm_stages
+    from qagen.generation.tasks import BuildTasks
+    from qagen.llm.cost import Budget
+    from qagen.runs.rundir import RunDir
+
+    RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
+    with RunDir(run_dir).locked() as run:
+        fixed = run.fixed_roles()
+        config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
+        tasks = BuildTasks.for_config(config)
+        if not run.chunking_done():
+            raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
+        sample = load_sample(config, run)
+        if role == "critic":
+            drafts = run.drafts.load()
+            if not any(tasks.draft.key(chunk) in drafts for chunk in sample):
+                # Checked before the run is opened, so the critics are not fixed by a command that did nothing.
+                raise QagenError(
+                    f"{run_dir} has no drafts yet, so there is nothing to critique; make them with "
+                    f"`qagen generate {run_dir}` (or run every stage with `qagen build`)."
+                )
+        roles = fixed | {role}
+        run.open(config, tasks.prompt_hashes(roles), llm=roles)
+        generate = role == "generator"
+        stopped = run_llm_stages(
+            config, run, tasks, sample, generate=generate, critique=not generate, progress=not quiet
+        )
+    if stopped is not None:
+        click.echo(
+            f"stopped: {in_cli_terms(stopped, Budget.settings)}. Finished work is saved in {run_dir}; "
+            "re-run with a higher cap to continue.",
+            err=True,
+        )
+        sys.exit(3)
+
+
+@click.command()
+@click.argument("run_dir", type=_RUN_DIR)
+@GENERATE_OPTIONS
+@output_options
+@click.pass_context
+@friendly_errors
+def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
+    """Draft a question/answer pair for each sampled chunk of RUN_DIR (stage 2)."""
+    _stage(run_dir, ctx, options, role="generator", quiet=quiet)
+    click.echo(f"drafts saved in {run_dir / 'drafts.jsonl'}; next: qagen critique {run_dir}")
+
+
+@click.command()
+@click.argument("run_dir", type=_RUN_DIR)
+@CRITIQUE_OPTIONS
+@output_options
+@click.pass_context
+@friendly_errors
+def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
+    """Rate the drafts of RUN_DIR with the three critics (stage 3); a low score stops a draft's critics."""
+    _stage(run_dir, ctx, options, role="critic", quiet=quiet)
+    click.echo(f"critiques saved in {run_dir / 'critiques.jsonl'}; next: qagen filter {run_dir}")
+
+
+@click.command(name="filter")
+@click.argument("run_dir", type=_RUN_DIR)
+@FILTER_OPTIONS
+@click.pass_context
+@friendly_errors
+def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None:
+    """Apply the thresholds and near-duplicate filter; write dataset/, candidates/ and summary.json (stage 4).
+
+    Costs no call. Drafts whose critics were stopped by a score that now passes are undecided
+    until `qagen critique` asks the critics they still need.
+    """
+    from qagen.generation.pipeline import finalize, load_sample
+    from qagen.generation.tasks import BuildTasks
+    from qagen.generation.write import funnel_table
+    from qagen.runs.rundir import RunDir
+
+    RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
+    with RunDir(run_dir).locked() as run:
+        fixed = run.fixed_roles()
+        config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
+        tasks = BuildTasks.for_config(config)
+        run.open(config, tasks.prompt_hashes(fixed), llm=fixed)
+        if not run.chunking_done():
+            raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
+        summary = finalize(config, run, tasks, load_sample(config, run))
+    click.echo(funnel_table(summary))
+    deciding = " ".join(
+        f"--{name.replace('_', '-')} {options[name]}"
+        for name in _DECIDING
+        if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+    )
+    for note in undecided_notes(summary["funnel"], run_dir, deciding):
+        click.echo(note)
+
+
+def undecided_notes(funnel: dict[str, Any], run_dir: Path, options: str = "") -> list[str]:
+    """One sentence per stage with undecided chunks: what they wait for, and the command that decides them."""
+    undecided, calls = funnel.get("undecided", {}), funnel.get("undecided_calls", {})
+    given = f" {options}" if options else ""
+    notes: list[str] = []
+    if undecided.get("generation"):
+        count = undecided["generation"]
+        notes.append(
+            f"{count} sampled chunk{'s' if count != 1 else ''} have no draft yet (undecided, not failed): "
+            f"`qagen generate {run_dir}` ({calls.get('generation', count)} calls), then "
+            f"`qagen critique {run_dir}{given}`, decides them."
+        )
+    if undecided.get("critique"):
+        count = undecided["critique"]
+        notes.append(
+            f"{count} draft{'s' if count != 1 else ''} passed every critic asked but need{'s' if count == 1 else ''} "
+            "one never asked (undecided, not failed: a lower score had stopped their critics, or the run stopped); "
+            f"`qagen critique {run_dir}{given}` decides them (up to {calls.get('critique', 0)} calls)."
+        )
+    return notes

@@ -1,0 +1,254 @@
+"""The stage commands (`chunk`, `generate`, `critique`, `filter`): their own options, values that do
+not stick, re-filtering that tells "not asked" from "failed", and the traps of a first hour."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+from datasets import load_from_disk
+
+from qagen.cli.app import main
+from qagen.cli.build_settings import PER_INVOCATION, config_from_options
+from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+from qagen.llm.backends import ModelSettings
+
+SMALL = ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7"]
+
+
+def _invoke(*args: object) -> Result:
+    return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def _build(llm: Any, corpus: Path, out: Path, *extra: object, n: int = 40) -> Result:
+    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    return _invoke("build", corpus, "--out", out, *model, "-n", n, *SMALL, "-q", *extra)
+
+
+def _candidates(run: Path) -> list[dict[str, Any]]:
+    return list(load_from_disk(str(run / "candidates")))
+
+
+def _summary(run: Path) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads((run / "summary.json").read_text())
+    return summary
+
+
+def _critic_calls(llm: Any) -> int:
+    return sum(1 for entry in llm.log if entry["kind"] == "critique")
+
+
+# --- re-filtering ---------------------------------------------------------------------------------
+def test_refiltering_lower_reports_undecided_drafts_not_failures_and_the_default_returns(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    assert _build(llm, corpus, run).exit_code == 0
+    built, built_summary = _candidates(run), _summary(run)
+
+    lowered = _invoke("filter", run, "--min-score", "3")
+    assert lowered.exit_code == 0, lowered.output
+    funnel = _summary(run)["funnel"]
+    assert funnel["critique_failed"] == {} and "not_critiqued_yet" not in lowered.output
+    undecided = [row for row in _candidates(run) if row["status"] == "undecided"]
+    # Drafts whose critics a 3 stopped at threshold 4: at 3 they pass and need the critics never asked.
+    assert undecided and funnel["undecided"] == {"generation": 0, "critique": len(undecided)}
+    for row in undecided:
+        assert row["reason"].startswith("critique:") and row["reason"].endswith(":not_asked")
+        assert 3 in {row["standalone_score"], row["relevance_score"]}
+    calls = funnel["undecided_calls"]["critique"]
+    assert calls == sum(row["reason"].count("not_asked") for row in undecided)
+    assert f"undecided {len(undecided)} (critique {len(undecided)})" in " ".join(lowered.output.split())
+    assert f"`qagen critique {run} --min-score 3` decides them (up to {calls} calls)." in lowered.output
+
+    # No sticky threshold: without the option, filter applies the 4 its --help shows.
+    again = _invoke("filter", run)
+    assert again.exit_code == 0 and "decides them" not in again.output
+    assert _summary(run)["thresholds"] == {"groundedness": 4, "relevance": 4, "standalone": 4}
+    assert _summary(run)["funnel"] == built_summary["funnel"] and _candidates(run) == built
+
+    # The critique the sentence names decides them, asking only the critics never asked ...
+    before = _critic_calls(llm)
+    assert _invoke("critique", run, "--min-score", "3", "-q").exit_code == 0
+    assert 0 < _critic_calls(llm) - before <= calls
+    assert _invoke("filter", run, "--min-score", "3").exit_code == 0
+    assert _summary(run)["funnel"]["undecided"] == {"generation": 0, "critique": 0}
+    assert max(llm.requests_by_body().values()) == 1  # no call paid twice in the run directory
+    # ... to exactly what a build at 3 gives.
+    assert _build(llm, corpus, tmp_path / "at3", "--min-score", "3").exit_code == 0
+    assert _candidates(run) == _candidates(tmp_path / "at3")
+
+
+def test_per_invocation_settings_take_their_default_and_run_settings_stay(tmp_path: Path) -> None:
+    stored = BuildConfig(
+        corpus=CorpusSettings(path="/docs"),
+        n_generations=30,
+        generator=ModelSettings(spec="openai:g", base_url="http://127.0.0.1:1/v1", timeout=5, rpm=10),
+        critic=ModelSettings(spec="openai:c", base_url="http://127.0.0.1:2/v1", timeout=5, rpm=10),
+        min_score=2,
+        min_scores={"relevance": 5},
+        max_answer_chars=10,
+        concurrency=2,
+        max_tokens=100,
+        all_critics=True,
+        price_input=1.0,
+    )
+    for command in ("generate", "critique", "filter"):
+        context = main.commands[command].make_context(command, [str(tmp_path)])
+        options = {key: value for key, value in context.params.items() if key not in {"run_dir", "quiet"}}
+        config = config_from_options(context, options, stored=stored, fixed=("generator", "critic"))
+        defaults = BuildConfig(corpus=stored.corpus)
+        for field in ("min_score", "min_scores", "max_answer_chars", "concurrency", "max_tokens", "all_critics"):
+            assert getattr(config, field) == getattr(defaults, field), (command, field)
+        assert (config.generator.timeout, config.critic.rpm) == (120.0, None), command
+        # The run's own settings: the sample, the models and their servers, the prices.
+        assert (config.n_generations, config.price_input) == (30, 1.0), command
+        assert (config.generator.spec, config.critic.spec) == ("openai:g", "openai:c"), command
+        assert config.critic.base_url == "http://127.0.0.1:2/v1", command
+
+
+def test_each_per_invocation_option_shows_the_librarys_default() -> None:
+    """What `--help` shows is what a stage command applies: the click default is the library's."""
+    config, model = BuildConfig(corpus=CorpusSettings(path="x")), ModelSettings(spec="m")
+    names = {"min_groundedness", "min_relevance", "min_standalone"}  # overrides: none by default
+    for command in ("build", "generate", "critique", "filter"):
+        for parameter in main.commands[command].params:
+            if parameter.name in PER_INVOCATION and parameter.name not in names:
+                library = getattr(config, parameter.name, None)
+                if parameter.name in {"rpm", "max_retries", "timeout"}:
+                    library = getattr(model, parameter.name)
+                assert parameter.default == library, (command, parameter.name)
+
+
+# --- each command, its own options ----------------------------------------------------------------
+OWN_OPTIONS = {
+    "chunk": {"--out", "--hf-dataset", "--split", "--text-column", "--source-column", "--chunk-size",
+              "--chunk-overlap", "--length-unit", "--encoding", "--seed", "--update-corpus", "--quiet"},
+    "generate": {"--n-generations", "--model", "--base-url", "--api-key-env", "--temperature",
+                 "--max-output-tokens", "--prompts", "--concurrency", "--rpm", "--max-retries", "--timeout",
+                 "--max-failure-rate", "--max-tokens", "--max-cost", "--price-input", "--price-output", "--quiet"},
+    "critique": {"--critic-model", "--critic-base-url", "--critic-api-key-env", "--critic-temperature",
+                 "--critic-max-output-tokens", "--audience", "--prompts", "--concurrency", "--rpm", "--max-retries",
+                 "--timeout", "--max-failure-rate", "--all-critics", "--min-score", "--min-groundedness",
+                 "--min-relevance", "--min-standalone", "--max-answer-chars", "--max-question-chars",
+                 "--max-tokens", "--max-cost", "--price-input", "--price-output", "--quiet"},
+    "filter": {"--min-score", "--min-groundedness", "--min-relevance", "--min-standalone", "--max-answer-chars",
+               "--max-question-chars", "--dedup-threshold"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(OWN_OPTIONS))
+def test_stage_commands_take_only_the_options_that_apply(command: str) -> None:
+    params = main.commands[command].params
+    flags = {flag for p in params if isinstance(p, click.Option) for flag in p.opts if flag.startswith("--")}
+    assert flags == OWN_OPTIONS[command]
+    # Run settings say where their value comes from; per-invocation ones show their default.
+    help_text = " ".join(_invoke(command, "--help").output.split())
+    if command in {"generate", "critique"}:
+        assert "--prompts DIR Folder of your own prompt files" in help_text
+        assert help_text.count("[default: the run's") >= 5
+
+
+@pytest.mark.parametrize(
+    ("command", "option"),
+    [("filter", "-n"), ("filter", "--model"), ("generate", "--critic-model"), ("generate", "--min-score"),
+     ("critique", "--model"), ("critique", "-n"), ("critique", "--dedup-threshold")],
+)  # fmt: skip
+def test_an_option_that_does_not_apply_is_wrong_usage(command: str, option: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, [command, str(tmp_path), option, "3"])
+    assert result.exit_code == 2 and "No such option" in result.output
+
+
+def test_staged_critics_are_chosen_by_critique_not_fixed_by_generate(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert _invoke("chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
+    assert (
+        _invoke("generate", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 6, "-q").exit_code == 0
+    )
+    fingerprint = json.loads((run / "run.json").read_text())["fingerprint"]
+    assert fingerprint["generator_model"] == "openai:stand-in" and fingerprint["critic_model"] is None
+    assert fingerprint["prompts"]["qa_generation"] and fingerprint["prompts"]["critique_relevance"] is None
+    # The critics' model is given to `critique`; their server is the generator's, from the run.
+    result = _invoke("critique", run, "--critic-model", "openai:stand-in-critic", "-q")
+    assert result.exit_code == 0, result.output
+    assert {e["model"] for e in llm.log if e["kind"] == "critique"} == {"stand-in-critic"}
+    fingerprint = json.loads((run / "run.json").read_text())["fingerprint"]
+    assert fingerprint["critic_model"] == "openai:stand-in-critic" and fingerprint["prompts"]["critique_relevance"]
+    # Fixed now: another critic model is refused, and a later generate keeps the critics' prompts.
+    refused = CliRunner().invoke(main, ["critique", str(run), "--critic-model", "openai:other"])
+    assert refused.exit_code == 1 and "critic_model" in refused.output
+    assert _invoke("generate", run, "-q").exit_code == 0
+    assert json.loads((run / "run.json").read_text())["fingerprint"] == fingerprint
+
+
+# --- traps of a first hour ------------------------------------------------------------------------
+def test_critique_before_generate_says_there_are_no_drafts(corpus: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    assert _invoke("chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
+    result = CliRunner().invoke(main, ["critique", str(run), "-q"])
+    assert result.exit_code == 1 and "saved" not in result.output
+    assert result.stderr == (
+        f"error: {run} has no drafts yet, so there is nothing to critique; make them with "
+        f"`qagen generate {run}` (or run every stage with `qagen build`).\n"
+    )
+    # Nothing was fixed by the command that did nothing: a critic model can still be chosen.
+    assert json.loads((run / "run.json").read_text())["fingerprint"]["critic_model"] is None
+
+
+def test_more_generations_than_chunks_is_said_in_one_line(llm: Any, tmp_path: Path) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    for name in ("a", "b", "c"):
+        (corpus / f"{name}.txt").write_text(f"The harbour of {name} opens at nine. " * 12, encoding="utf-8")
+    result = _build(llm, corpus, tmp_path / "run", n=20)
+    assert result.exit_code == 0, result.output
+    summary = _summary(tmp_path / "run")
+    chunks = summary["corpus"]["chunks"]
+    assert chunks < 20 and summary["funnel"]["requested"] == 20 and summary["funnel"]["sampled"] == chunks
+    assert f"sampled chunks {chunks} (all of them: 20 were asked for)" in " ".join(result.output.split())
+    # Asked for no more than there are: the plain count.
+    assert "were asked for" not in _build(llm, corpus, tmp_path / "few", n=2).output
+
+
+@pytest.mark.parametrize(
+    ("size", "unit", "smallest"), [("1", "characters", 50), ("49", "characters", 50), ("11", "tokens", 12)]
+)
+def test_a_chunk_size_too_small_to_hold_a_fact_is_refused(
+    size: str, unit: str, smallest: int, corpus: Path, tmp_path: Path
+) -> None:
+    args = ["chunk", str(corpus), "--out", str(tmp_path / "run"), "--chunk-size", size, "--chunk-overlap", "0"]
+    result = CliRunner().invoke(main, [*args, "--length-unit", unit])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"error: --chunk-size {size} is too small for a chunk to hold a fact to ask about; the smallest "
+        f"accepted is {smallest} {unit} (the default: 2000).\n"
+    )
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+    assert ChunkSettings(chunk_size=smallest, chunk_overlap=0, length_unit=unit).chunk_size == smallest  # type: ignore[arg-type]
+
+
+def test_a_capped_generate_stops_with_exit_3_and_filter_names_what_decides_the_rest(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    assert _invoke("chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
+    model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 30, "--concurrency", 2, "-q"]
+    capped = CliRunner().invoke(main, ["generate", str(run), *map(str, model), "--max-tokens", "3000"])
+    assert capped.exit_code == 3 and "--max-tokens 3,000" in capped.stderr and "saved" not in capped.stdout
+    drafted = len(llm.log)
+    filtered = _invoke("filter", run)
+    funnel = _summary(run)["funnel"]
+    missing = funnel["undecided"]["generation"]
+    assert missing == 30 - drafted and funnel["generation_failed"] == {}
+    assert funnel["undecided"]["critique"] == 30 - missing  # drafted, no critic asked yet
+    assert (
+        f"{missing} sampled chunks have no draft yet (undecided, not failed): `qagen generate {run}` ({missing} "
+        f"calls), then `qagen critique {run}`, decides them." in filtered.output
+    )
+    # The cap was for that invocation: the next generate has none, and finishes the sample.
+    assert _invoke("generate", run, "-q").exit_code == 0
+    assert len(llm.log) == 30
