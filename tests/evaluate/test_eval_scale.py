@@ -147,10 +147,13 @@ def test_a_rerun_scores_each_question_once_and_writes_what_a_fresh_scoring_write
     assert [json.loads(line)["hit@k"] for line in first_rows.splitlines()][:3] == [0.0, 0.0, 1.0]
 
     scored.clear()
+    written = (tmp_path / "eval" / "results.jsonl").stat().st_ino
     again = evaluate(testset, retriever, tmp_path / "eval", **options)
     assert len(scored) == 12  # a re-run with nothing to do: once per question, not twice
     assert again["metrics"] == first["metrics"]
     assert (tmp_path / "eval" / "results.jsonl").read_text() == first_rows
+    # ... and the rows the run wrote, final and in order, are not written a second time.
+    assert (tmp_path / "eval" / "results.jsonl").stat().st_ino == written
 
     # Scoring every question afresh from the logs (no rows from a run to reuse) writes the same.
     fresh = Evaluation(

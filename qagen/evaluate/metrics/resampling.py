@@ -14,20 +14,30 @@ of numpy in blocks:
   order; the few limb totals are then added with `math.fsum`. Values too far apart in magnitude
   for that (below 2**-900 beside ordinary ones, or near the float limit) take the slow path,
   `math.fsum` per resample, with the same result.
+
+A summary bootstraps every metric from the same seed over the same number of questions, so the
+resamples' positions are the same for all of them: `MersenneStream.resamples` keeps the last
+drawing (when it fits in `SHARED_PICKS_BYTES`) for the next bootstrap of that size and seed.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["BLOCK_DRAWS", "ExactSums", "MersenneStream"]
+__all__ = ["BLOCK_DRAWS", "SHARED_PICKS_BYTES", "ExactSums", "MersenneStream"]
 
 BLOCK_DRAWS = 1 << 20
 """Draws per numpy block: resamples are made a block at a time, so memory stays ~50 MB whatever n is."""
+
+SHARED_PICKS_BYTES = 64 << 20
+"""Largest drawing kept for the next bootstrap of the same size and seed (10,000 questions x 2,000
+resamples take 40 MB as 16-bit positions; larger ones are drawn afresh each time)."""
 
 _FLOAT_BITS = 53  # significand bits of a float64
 _SMALLEST_FAST = 2.0**-900  # below this (and above 0), limbs could reach subnormal floats
@@ -39,7 +49,13 @@ _BYTE_BITS = ((np.arange(256)[None, :] >> np.arange(8)[:, None]) & 1).astype(np.
 class MersenneStream:
     """The random numbers `random.Random(seed)` would give, in numpy blocks (same state, same order)."""
 
+    # The last drawing of `resamples` from a fresh stream, by (seed, resamples, n, block), with the
+    # stream's state after it.
+    _shared: ClassVar[tuple[tuple[int, int, int, int], list[npt.NDArray[Any]], Any] | None] = None
+
     def __init__(self, seed: int) -> None:
+        self._seed = seed
+        self._fresh = True  # nothing read yet: the state is `random.Random(seed)`'s
         version, state, _ = random.Random(seed).getstate()
         assert version == 3, "random.Random's state layout changed"
         self._bits = np.random.MT19937()
@@ -49,8 +65,34 @@ class MersenneStream:
         }
 
     def _words(self, count: int) -> npt.NDArray[np.uint64]:
+        self._fresh = False
         words: npt.NDArray[np.uint64] = self._bits.random_raw(count)
         return words
+
+    def resamples(self, count: int, n: int, rows_per_block: int) -> Iterator[npt.NDArray[Any]]:
+        """`count` rows of `choices(rows, n)`, yielded `rows_per_block` rows at a time (the last block
+        may be shorter); the stream is then where those calls would leave it.
+
+        From a fresh stream, the drawing is kept (if it fits in `SHARED_PICKS_BYTES`), and the next
+        fresh stream of the same seed asked for the same resamples reads it instead of drawing.
+        """
+        key = (self._seed, count, n, rows_per_block)
+        shared = MersenneStream._shared
+        if self._fresh and shared is not None and shared[0] == key:
+            self._fresh = False
+            self._bits.state = shared[2]
+            yield from shared[1]
+            return
+        compact = np.uint16 if n <= 1 << 16 else np.uint32
+        keep = self._fresh and count * n * np.dtype(compact).itemsize <= SHARED_PICKS_BYTES
+        kept: list[npt.NDArray[Any]] = []
+        for done in range(0, count, rows_per_block):
+            picks = self.choices(min(rows_per_block, count - done), n)
+            if keep:
+                kept.append(picks.astype(compact))
+            yield picks
+        if keep:
+            MersenneStream._shared = (key, kept, self._bits.state)
 
     def choices(self, rows: int, n: int) -> npt.NDArray[np.intp]:
         """`rows` x `n` positions in [0, n): row r is `Random.choices(range(n), k=n)` of the r-th call.
@@ -124,7 +166,7 @@ class ExactSums:
         scaled = totals * np.array(scales)[:, None]  # exact: a power of two times an integer below 2**53
         return [math.fsum(column) for column in scaled.T.tolist()]
 
-    def of_choices(self, picks: npt.NDArray[np.intp]) -> list[float]:
+    def of_choices(self, picks: npt.NDArray[Any]) -> list[float]:
         """Per row of `picks` (positions into `values`), `math.fsum` of the values picked."""
         if not self._fast:
             return [math.fsum(row) for row in self.values[picks].tolist()]

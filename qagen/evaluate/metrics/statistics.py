@@ -102,8 +102,7 @@ def _bootstrap_interval(
     sums = ExactSums(np.array(values, dtype=np.float64))
     rows_per_block = max(1, BLOCK_DRAWS // n)
     means: list[float] = []
-    for done in range(0, n_resamples, rows_per_block):
-        picks = rng.choices(min(rows_per_block, n_resamples - done), n)
+    for picks in rng.resamples(n_resamples, n, rows_per_block):
         means.extend(total / n for total in sums.of_choices(picks))
     means.sort()
     tail = (1.0 - confidence) / 2.0

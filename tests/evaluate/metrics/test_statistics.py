@@ -7,6 +7,7 @@ import math
 import random
 import statistics as pystats
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -346,3 +347,28 @@ def test_blocks_do_not_change_the_numbers(monkeypatch: pytest.MonkeyPatch) -> No
 def test_mean_ci_at_ten_thousand_questions_equals_the_pure_python_bootstrap() -> None:
     values = sample(10_000, seed=8)
     assert mean_ci(values, n_resamples=300) == _reference_mean_ci(values, 0.95, 300, 0)
+
+
+def test_bootstraps_of_one_size_and_seed_share_one_drawing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every metric of a summary is bootstrapped from seed 0 over the same questions: the second
+    # and later draw nothing, and still give the pure-Python numbers (the paired test, too, whose
+    # sign flips continue the stream after the shared drawing).
+    from qagen.evaluate.metrics.resampling import MersenneStream
+
+    drawn: list[int] = []
+    real = MersenneStream.choices
+
+    def counting(self: MersenneStream, rows: int, n: int) -> Any:
+        drawn.append(rows)
+        return real(self, rows, n)
+
+    monkeypatch.setattr(MersenneStream, "choices", counting)
+    a, b = sample(300, seed=41), sample(300, seed=42)
+    assert mean_ci(a, n_resamples=250, seed=11) == _reference_mean_ci(a, 0.95, 250, 11)
+    assert sum(drawn) == 250
+    assert mean_ci(b, n_resamples=250, seed=11) == _reference_mean_ci(b, 0.95, 250, 11)
+    assert paired_test(a, b, n_resamples=250, seed=11) == _reference_paired_test(a, b, 250, 11)
+    assert sum(drawn) == 250  # nothing drawn again
+    assert mean_ci(a, n_resamples=251, seed=11) == _reference_mean_ci(a, 0.95, 251, 11)
+    assert mean_ci(a, n_resamples=250, seed=12) == _reference_mean_ci(a, 0.95, 250, 12)
+    assert sum(drawn) == 250 + 251 + 250  # another size, another seed: drawn afresh
