@@ -29,6 +29,8 @@ class FailureKind(str, Enum):
     MALFORMED_COMPLETION = "malformed_completion"
     API_ERROR = "api_error"
     """A call failure of no known kind (a provider's own exception type)."""
+    BATCH_EXPIRED = "batch_expired"
+    """The request's batch ended (expired, failed or cancelled) before the request was run."""
 
     # The reply came, and holds no usable answer. Asking again would be paid for and, at the
     # same prompt, most likely read the same way: not retried.
@@ -79,6 +81,7 @@ CALL_FAILURES = frozenset(
         FailureKind.BAD_REQUEST,
         FailureKind.MALFORMED_COMPLETION,
         FailureKind.API_ERROR,
+        FailureKind.BATCH_EXPIRED,
     }
 )
 """Kinds where no reply came back: retried on resume, and not paid for."""

@@ -261,9 +261,10 @@ def test_a_stage_resumed_without_the_url_asks_for_it_again(llm: StandInLLM, corp
     assert generated.returncode == 0, generated.stderr
     # The saved URL has no key: sending it would only earn a 401, so the command asks for the URL.
     resumed = qagen("critique", run, "-q", key=OPENAI_KEY)
-    assert resumed.returncode == 1 and "give --base-url again with its key" in resumed.stderr, resumed.stderr
+    asked = "give it again with its key (--base-url; the critics' own: --critic-base-url)"
+    assert resumed.returncode == 1 and asked in resumed.stderr, resumed.stderr
     assert len(resumed.stderr.strip().splitlines()) == 1
-    again = qagen("critique", run, "--base-url", url, "-q", key=OPENAI_KEY)
+    again = qagen("critique", run, "--critic-base-url", url, "-q", key=OPENAI_KEY)
     assert again.returncode == 0, again.stderr
     assert leaks(tmp_path / "run", resumed.stderr, again.stdout, again.stderr) == []
 
@@ -303,7 +304,7 @@ def test_the_url_sent_keeps_every_credential() -> None:
         address="http://h:8/v1", query={"api-key": "K1", "api-version": "2024"}, authorization=basic
     )
     assert split_server_url("http://:K2@h/v1").authorization == "Bearer K2"
-    with pytest.raises(ConfigError, match="give `base_url` again"):
+    with pytest.raises(ConfigError, match="give it again with its key"):
         split_server_url(redact_url("http://h/v1?key=K1"))
 
 

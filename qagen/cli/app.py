@@ -14,7 +14,7 @@ from qagen import __version__
 from qagen.cli.build_settings import config_from_options
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import BUILD_OPTIONS, output_options, update_corpus_option
+from qagen.cli.options import BUILD_OPTIONS, batch_from_options, batch_options, output_options, update_corpus_option
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -36,6 +36,7 @@ def main() -> None:
          no question answered)
       2  wrong usage (an unknown option, a missing argument)
       3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
+      4  --batch --no-wait: batches submitted or still running; re-run the same command later
       130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
     """
 
@@ -52,6 +53,7 @@ def main() -> None:
 )
 @BUILD_OPTIONS
 @update_corpus_option
+@batch_options
 @click.option(
     "--push",
     "push_repo",
@@ -82,16 +84,17 @@ def build(
     """
     from qagen.generation.pipeline import build as run_build
 
+    batch = batch_from_options(options)
     config = config_from_options(ctx, options, stored=None)
     if dry_run:
         from qagen.generation.estimate import Estimate
         from qagen.generation.pipeline import plan
 
-        planned = plan(config, out, progress=not quiet, update_corpus=update_corpus)
+        planned = plan(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch is not None)
         described = in_cli_terms(planned.describe(), Estimate.settings)
         click.echo(f"dry run: no LLM call made\n{described}")
         return
-    result = run_build(config, out, progress=not quiet, update_corpus=update_corpus)
+    result = run_build(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch)
     click.echo(result.table)
     if result.stopped_by_budget:
         from qagen.llm.cost import Budget
@@ -136,11 +139,12 @@ def run() -> None:
 
 def _register_commands() -> None:
     """Commands defined in their own modules (they import their heavy parts only when run)."""
+    from qagen.cli.batch import batch, status
     from qagen.cli.evaluate import evaluate, report
     from qagen.cli.push import push
     from qagen.cli.stages import chunk, critique, filter_command, generate
 
-    for command in (chunk, generate, critique, filter_command, push):
+    for command in (chunk, generate, critique, filter_command, push, batch, status):
         main.add_command(command)
     main.add_command(evaluate)
     main.add_command(report)

@@ -12,6 +12,10 @@ import click
 from qagen.cli.flags import in_cli_terms
 from qagen.errors import QagenError
 from qagen.redaction import redact
+from qagen.runs.batch.executor import BatchesRunningError
+
+BATCHES_RUNNING_EXIT = 4
+"""`--batch --no-wait`: the batches are submitted or still running (see `qagen --help`)."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,6 +27,9 @@ def friendly_errors(function: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return function(*args, **kwargs)
+        except BatchesRunningError as exc:
+            click.echo(f"waiting: {exc}", err=True)
+            sys.exit(BATCHES_RUNNING_EXIT)
         except QagenError as exc:
             # The library names its settings as Python users know them; CLI users typed flags.
             click.echo(f"error: {redact(in_cli_terms(str(exc), exc.settings))}", err=True)

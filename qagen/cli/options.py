@@ -169,6 +169,11 @@ update_corpus_option = click.option(
     "again and draw a new sample instead of refusing; replies for chunks that did not change are "
     "reused, not paid again.",
 )
+batch_options = option_group(
+    click.option("--batch", is_flag=True, default=False, help="Send the LLM calls in rounds through the OpenAI Batch API: half the price, results within 24 hours instead of minutes. Re-running the same command polls the same batches."),
+    click.option("--no-wait", "no_wait", is_flag=True, default=False, help="With --batch: submit the next round (or check the running one) and exit at once with code 4; run the same command again later to go on."),
+    click.option("--batch-poll", "batch_poll", type=click.FloatRange(min=0), default=10.0, show_default=True, help="With --batch: seconds before the second poll of a batch; the wait doubles after each poll, up to 5 minutes."),
+)  # fmt: skip
 output_options = option_group(
     click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars."),
 )
@@ -190,3 +195,15 @@ CRITIQUE_OPTIONS = option_group(
     all_critics_option, threshold_options, cap_options, price_options(stage=True),
 )  # fmt: skip
 FILTER_OPTIONS = option_group(threshold_options, dedup_option)
+
+
+def batch_from_options(options: dict[str, Any]) -> Any:
+    """The `BatchOptions` the batch flags ask for (None: online), taking those flags out of `options`."""
+    batch, no_wait, poll = options.pop("batch"), options.pop("no_wait"), options.pop("batch_poll")
+    if not batch:
+        if no_wait:
+            raise click.UsageError("--no-wait goes with --batch.")
+        return None
+    from qagen.runs.batch.rounds import BatchOptions
+
+    return BatchOptions(wait=not no_wait, poll_seconds=poll, max_poll_seconds=max(poll, 300.0))

@@ -31,6 +31,8 @@ class Estimate:
     output_tokens: int
     cost: float | None
     already_done: int
+    batch: bool = False
+    """Priced as batch work (half the online price)."""
 
     @property
     def calls(self) -> float:
@@ -45,7 +47,8 @@ class Estimate:
                 f"  LLM calls (expected)    {self.calls:,.0f}",
                 f"  input tokens (approx.)  {self.input_tokens:,}",
                 f"  output tokens (approx.) {self.output_tokens:,}",
-                f"  cost (approx.)          {cost}",
+                f"  cost (approx.)          {cost}"
+                + (" at batch prices (half the online price)" if self.batch else ""),
                 f"  assumed: {CHARS_PER_TOKEN:g} characters per token, {ASSUMED_PASS_RATE:.0%} of drafts passing each "
                 f"critic, {ASSUMED_OUTPUT_TOKENS['generation']} output tokens per draft and "
                 f"{ASSUMED_OUTPUT_TOKENS['critique']} per critique",
@@ -53,7 +56,9 @@ class Estimate:
         )
 
 
-def estimate(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> Estimate:
+def estimate(
+    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk], *, batch: bool = False
+) -> Estimate:
     """Calls and tokens still to spend on `sample`, skipping what the run directory already holds."""
     drafts = run.drafts.load()
     critiques = run.critiques.load()
@@ -85,6 +90,8 @@ def estimate(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[C
     )
     generator_price = price_for(config.generator.spec, config.price_input, config.price_output)
     critic_price = price_for(config.critic.spec, config.price_input, config.price_output)
+    if batch and generator_price is not None and critic_price is not None:
+        generator_price, critic_price = generator_price.batch(), critic_price.batch()
     cost = None
     if generator_price is not None and critic_price is not None:
         # Split the tokens by stage in proportion to calls: close enough for an estimate.
@@ -99,4 +106,5 @@ def estimate(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[C
         output_tokens=output_tokens,
         cost=cost,
         already_done=len(sample) - len(to_draft),
+        batch=batch,
     )

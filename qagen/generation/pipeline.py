@@ -27,6 +27,8 @@ from qagen.generation.write import funnel_table, save_rows
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
 from qagen.records import Chunk, SkippedInput
+from qagen.runs.batch.executor import batch_executor
+from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
@@ -122,22 +124,38 @@ def run_llm_stages(
     generate: bool,
     critique: bool,
     progress: bool,
+    batch: BatchOptions | None = None,
 ) -> str | None:
-    """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook).
+    """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook);
+    online, or in Batch API rounds when `batch` is given.
 
     Returns None when all the work was done, or a sentence saying which spending cap stopped it.
+    Raises `BatchesRunningError` when not waiting for batches that are still running.
     """
     stopped: list[str] = []
 
     async def main() -> None:
-        models: dict[Role, ModelLike] = {"generator": config.generator, "critic": config.critic}
+        # Only the roles this stage calls: `qagen critique` must not need the generator's server.
+        models: dict[Role, ModelLike] = {}
+        if generate:
+            models["generator"] = config.generator
+        if critique:
+            models["critic"] = config.critic
         clients = Clients.connect(models, config.call_limits())
         # After the clients: their own imports are on the critical path, this one is not.
         _preload_in_background("datasets")
         try:
             with run.drafts.open() as drafts, run.critiques.open() as critiques:
-                budget = make_budget(config, itertools.chain(drafts.records.values(), critiques.records.values()))
-                executor = Executor(clients, workers=config.concurrency, budget=budget)
+                budget = make_budget(
+                    config,
+                    itertools.chain(drafts.records.values(), critiques.records.values()),
+                    batch=batch is not None,
+                )
+                executor = (
+                    Executor(clients, workers=config.concurrency, budget=budget)
+                    if batch is None
+                    else batch_executor(clients, run.root, batch, budget=budget)
+                )
                 flow = BuildFlow(tasks, config, executor, drafts, critiques, generate=generate, critique=critique)
                 await executor.map(sample, flow, label=label(generate, critique), unit="chunk", progress=progress)
             if budget is not None and budget.reached:
@@ -192,32 +210,46 @@ class BuildResult:
         return funnel_table(self.summary)
 
 
-def plan(config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False) -> Estimate:
-    """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs."""
+def plan(
+    config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False, batch: bool = False
+) -> Estimate:
+    """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs
+    (at batch prices with `batch`)."""
     tasks = BuildTasks.for_config(config)
     with RunDir(out).locked() as run:
         run.open(config, tasks.prompt_hashes())
         chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
-        return estimate(config, run, tasks, load_sample(config, run))
+        return estimate(config, run, tasks, load_sample(config, run), batch=batch)
 
 
-def build(config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False) -> BuildResult:
+def build(
+    config: BuildConfig,
+    out: Path,
+    *,
+    progress: bool = True,
+    update_corpus: bool = False,
+    batch: BatchOptions | None = None,
+) -> BuildResult:
     """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds.
 
     One process at a time: another one already working in `out` makes this raise `RunInUseError`.
     With `update_corpus`, a corpus that changed since `out` was chunked is chunked again (see
-    `chunk_stage`) instead of refused.
+    `chunk_stage`) instead of refused. With `batch`, the LLM calls go in Batch API rounds (half the
+    price, hours instead of minutes); when not waiting for them (`BatchOptions.wait=False`) this
+    raises `BatchesRunningError` once they are submitted: call it again later to go on.
     """
     with RunDir(out).locked() as run:
-        return _build(config, run, progress=progress, update_corpus=update_corpus)
+        return _build(config, run, progress=progress, update_corpus=update_corpus, batch=batch)
 
 
-def _build(config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: bool) -> BuildResult:
+def _build(
+    config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: bool, batch: BatchOptions | None
+) -> BuildResult:
     tasks = BuildTasks.for_config(config)
     run.open(config, tasks.prompt_hashes())
     chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
     sample = load_sample(config, run)
-    stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress)
+    stopped = run_llm_stages(config, run, tasks, sample, generate=True, critique=True, progress=progress, batch=batch)
     summary, result = _finalize(config, run, tasks, sample)
     if stopped is None:
         _raise_if_nothing_drafted(result, run)

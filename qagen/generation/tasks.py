@@ -104,12 +104,15 @@ class BuildFlow:
         return verdict.score < self.config.threshold(verdict.criterion)
 
 
-def make_budget(config: BuildConfig, records: Iterable[Draft | Critique]) -> Budget | None:
-    """The run's spending cap, counting what the run directory has spent already (None: no cap)."""
+def make_budget(config: BuildConfig, records: Iterable[Draft | Critique], *, batch: bool = False) -> Budget | None:
+    """The run's spending cap, counting what the run directory has spent already (None: no cap);
+    at batch prices in batch mode."""
     if config.max_tokens is None and config.max_cost is None:
         return None
     models = {config.generator.spec, config.critic.spec}
     prices = {model: price_for(model, config.price_input, config.price_output) for model in models}
+    if batch:
+        prices = {model: price.batch() if price else None for model, price in prices.items()}
     spent: dict[str, tuple[int, int]] = {}
     for record in records:
         before = spent.get(record.model, (0, 0))

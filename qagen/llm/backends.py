@@ -103,53 +103,66 @@ class OpenAIBackend:
     """Chat completions through the official `openai` client's generic `post` (retries included)."""
 
     def __init__(self, settings: ModelSettings, *, connections: int) -> None:
-        import openai
-
-        server = split_server_url(settings.base_url or os.environ.get("OPENAI_BASE_URL") or None)
-        api_key = _key_beside(server, settings)
-        if not api_key:
-            if server.address is None:
-                raise LLMUnavailableError(
-                    f"No API key for '{settings.spec}': set {DEFAULT_KEY_ENV}, or point `base_url` at an "
-                    "OpenAI-compatible server.",
-                    settings=("base_url",),
-                )
-            api_key = _NO_KEY_PLACEHOLDER
-        # The user-info's header replaces the one the client makes from `api_key` (a placeholder then).
-        headers = {"Authorization": server.authorization} if server.authorization else None
-        self._client = openai.AsyncOpenAI(
-            api_key=api_key,
-            base_url=server.address,
-            default_query=server.query or None,
-            default_headers=headers,
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-            http_client=_async_http_client(settings.timeout, connections),
-        )
-        self._body: dict[str, Any] = {"model": settings.name}
-        if settings.temperature is not None:
-            self._body["temperature"] = settings.temperature
-        self._body["max_tokens"] = settings.output_cap
+        self.settings = settings
+        self._client = openai_client(settings, connections=connections)
 
     async def reply(self, request: Request) -> Reply:
         import httpx
 
-        messages = [{"role": message.role, "content": message.content} for message in request]
         # `cast_to=httpx.Response` skips the SDK's typed parsing; errors and retries stay the SDK's.
         response = await self._client.post(
-            "/chat/completions", body={**self._body, "messages": messages}, cast_to=httpx.Response
+            "/chat/completions", body=chat_body(self.settings, request), cast_to=httpx.Response
         )
-        return _parse_completion(response.content)
+        return parse_completion(response.content)
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def openai_client(settings: ModelSettings, *, connections: int) -> Any:
+    """The `openai.AsyncOpenAI` client for an `openai:*` model: its server (query keys and user-info
+    as `qagen.llm.server_url` takes them apart), key, retries and timeout."""
+    import openai
+
+    server = split_server_url(settings.base_url or os.environ.get("OPENAI_BASE_URL") or None)
+    api_key = _key_beside(server, settings)
+    if not api_key:
+        if server.address is None:
+            raise LLMUnavailableError(
+                f"No API key for '{settings.spec}': set {DEFAULT_KEY_ENV}, or point `base_url` at an "
+                "OpenAI-compatible server.",
+                settings=("base_url",),
+            )
+        api_key = _NO_KEY_PLACEHOLDER
+    # The user-info's header replaces the one the client makes from `api_key` (a placeholder then).
+    headers = {"Authorization": server.authorization} if server.authorization else None
+    return openai.AsyncOpenAI(
+        api_key=api_key,
+        base_url=server.address,
+        default_query=server.query or None,
+        default_headers=headers,
+        timeout=settings.timeout,
+        max_retries=settings.max_retries,
+        http_client=_async_http_client(settings.timeout, connections),
+    )
+
+
+def chat_body(settings: ModelSettings, request: Request) -> dict[str, Any]:
+    """The chat-completions body of one request: online calls and batch lines send exactly this."""
+    body: dict[str, Any] = {"model": settings.name}
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    body["max_tokens"] = settings.output_cap
+    body["messages"] = [{"role": message.role, "content": message.content} for message in request]
+    return body
 
 
 class MalformedCompletionError(ValueError):
     """The server answered 200 with a body that is not a chat completion."""
 
 
-def _parse_completion(body: bytes) -> Reply:
+def parse_completion(body: bytes) -> Reply:
+    """The reply in a chat-completion body, normalised (online replies and batch output lines alike)."""
     try:
         data = json.loads(body)
         choice = data["choices"][0]

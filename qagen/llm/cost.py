@@ -18,6 +18,10 @@ KNOWN_PRICES: dict[str, tuple[float, float]] = {
 }
 
 
+BATCH_PRICE_FACTOR = 0.5
+"""Batch APIs (OpenAI's, and others alike) charge half the online price for work that may wait a day."""
+
+
 @dataclass(frozen=True)
 class Price:
     """Dollars per million input and output tokens."""
@@ -27,6 +31,10 @@ class Price:
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * self.input + output_tokens * self.output) / 1e6
+
+    def batch(self) -> Price:
+        """The price of the same tokens sent through a batch API."""
+        return Price(self.input * BATCH_PRICE_FACTOR, self.output * BATCH_PRICE_FACTOR)
 
 
 def price_for(model: str, price_input: float | None = None, price_output: float | None = None) -> Price | None:
@@ -94,6 +102,19 @@ class Budget:
                 return None
             total += price.cost(input_tokens, output_tokens)
         return total
+
+    def over(self, planned: dict[str, tuple[int, int]]) -> bool:
+        """Whether the cap is reached once `planned` (model -> input, output tokens) is spent too:
+        batch mode counts work when it is submitted, before its replies say what it cost."""
+        trial = Budget(max_tokens=self.max_tokens, max_cost=self.max_cost, prices=self.prices, spent={})
+        trial.spent = {model: list(tokens) for model, tokens in self.spent.items()}
+        for model, (input_tokens, output_tokens) in planned.items():
+            trial.add(model, input_tokens, output_tokens)
+        try:
+            trial.check()
+        except BudgetReachedError:
+            return True
+        return False
 
     def check(self) -> None:
         """Raise `BudgetReachedError` once the cap is reached (and remember that it was)."""

@@ -51,8 +51,9 @@ def split_server_url(base_url: str | None) -> ServerURL:
         # credentials were never written, so sending this would only earn a 401.
         raise ConfigError(
             f"The server URL {base_url} is the saved form of a URL whose credentials were removed "
-            "(they are never written); give `base_url` again with its key.",
-            settings=("base_url",),
+            "(they are never written); give it again with its key (`base_url`; the critics' own: "
+            "`critic_base_url`).",
+            settings=("base_url", "critic_base_url"),
         )
     for value in secret_values:
         register_secret(value)

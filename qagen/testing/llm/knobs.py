@@ -30,12 +30,18 @@ class Knobs:
     echo_key: bool = False
     record_credentials: bool = False
     models: tuple[str, ...] | None = None
+    # The Batch API's behaviour (`qagen.testing.llm.batches`).
+    batch_polls: int = 0
+    batch_failure_rate: float = 0.0
+    batch_expire: int = 0
+    batch_drop_polls: int = 0
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
     shaping: ShapePolicy = dataclasses.field(default_factory=ShapePolicy)
 
     def __post_init__(self) -> None:
         rates = {
             "fault_rate": self.fault_rate,
+            "batch_failure_rate": self.batch_failure_rate,
             "malformed_rate": self.replies.malformed_rate,
             "format_variety": self.replies.format_variety,
             "generation_format_variety": self.replies.generation_format_variety,
@@ -57,6 +63,13 @@ class Knobs:
         ):
             if not (value >= 0.0 and math.isfinite(value)):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}.")
+        for name, count in (
+            ("batch_polls", self.batch_polls),
+            ("batch_expire", self.batch_expire),
+            ("batch_drop_polls", self.batch_drop_polls),
+        ):
+            if count < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {count}.")
         if self.fault_attempts < 1:
             raise ValueError(f"fault_attempts must be at least 1, got {self.fault_attempts}.")
         unknown = set(self.fault_kinds) - set(FAULT_KINDS)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from qagen.testing.llm.batches import DROP, Answer, BatchAPI
 from qagen.testing.llm.faults import AttemptCounter, fault_error
 from qagen.testing.llm.http import LLMRequestHandler, read_body, send, sent_key
 from qagen.testing.llm.knobs import Knobs
@@ -35,6 +36,36 @@ from qagen.testing.llm.replies import Reply, make_reply
 from qagen.testing.llm.shaping import Shaped, shape, token_limit
 
 
+def answer(request: dict[str, Any], knobs: Knobs, sha: str, reply_number: int) -> tuple[Reply, Shaped]:
+    """The reply to a chat request and how it is sent: one function for the online endpoint, batch
+    lines and the offline runner, so all three answer the same body alike."""
+    reply = make_reply(
+        prompt_text(request["messages"]), request_key=sha, reply_number=reply_number, policy=knobs.replies
+    )
+    shaped = shape(reply, knobs.shaping, request_key=sha, reply_number=reply_number, max_tokens=token_limit(request))
+    return reply, shaped
+
+
+def describe(entry: LogEntry, reply: Reply, shaped: Shaped) -> None:
+    """Fill a log entry with the reply sent and how it was shaped."""
+    entry["kind"] = reply.kind
+    entry["prompt"] = reply.prompt
+    entry["criterion"] = reply.criterion
+    entry["score"] = reply.score
+    entry["format"] = reply.format
+    entry["malformed"] = reply.malformed
+    decoy = shaped.decoy
+    entry["reply"] = shaped.content
+    entry["finish_reason"] = shaped.finish_reason
+    entry["thinking"] = shaped.thinking
+    entry["reasoning_content"] = shaped.reasoning_content
+    entry["decoy_score"] = decoy.score if decoy is not None else None
+    entry["decoy_question"] = decoy.question if decoy is not None else None
+    entry["decoy_answer"] = decoy.answer if decoy is not None else None
+    entry["cut"] = shaped.cut
+    entry["huge_bytes"] = shaped.huge_bytes
+
+
 class StandInApp:
     """The request -> response logic of the stand-in, with its knobs, request log and attempt counts."""
 
@@ -42,6 +73,7 @@ class StandInApp:
         self.knobs = knobs  # replaced whole by `StandInLLM.configure`; read once per request
         self.log = RequestLog()
         self.attempts = AttemptCounter()
+        self.batches = BatchAPI(self.attempts, self.log)
         self.stopping = threading.Event()  # set by `StandInLLM.stop`: wakes handlers asleep in latency or a fault
         # Chat requests being served right now, and the most there ever were at once: what a
         # client's bound on calls in flight is checked against.
@@ -69,6 +101,9 @@ class StandInApp:
         entry = self._new_entry(handler, path, None, knobs)
         if not self._authorised(handler, knobs):
             self._error(handler, entry, 401, "Incorrect API key provided.", "invalid_api_key")
+            return
+        if self.batches.handles(path):
+            self._batch_answer(handler, entry, self.batches.get(path, knobs))
             return
         names = list(knobs.models) if knobs.models is not None else [DEFAULT_MODEL]
         if path in MODELS_PATHS:
@@ -120,6 +155,10 @@ class StandInApp:
         sha = hashlib.sha256(body).hexdigest()
         knobs = self.knobs  # one snapshot per request, so `configure()` never tears a request
         entry = self._new_entry(handler, path, sha, knobs)
+        if self.batches.handles(path) and self._authorised(handler, knobs):
+            content_type = handler.headers.get("Content-Type", "")
+            self._batch_answer(handler, entry, self.batches.post(path, content_type, body, knobs))
+            return
         if path not in CHAT_PATHS:
             self._error(handler, entry, 404, f"Unknown request URL: POST {path}.", "unknown_url")
             return
@@ -159,9 +198,7 @@ class StandInApp:
         if fault is not None:
             self._fault(handler, entry, fault, knobs, request, prompt, sha)
             return
-        reply = make_reply(prompt, request_key=sha, reply_number=reply_number, policy=knobs.replies)
-        limit = token_limit(request)
-        shaped = shape(reply, knobs.shaping, request_key=sha, reply_number=reply_number, max_tokens=limit)
+        reply, shaped = answer(request, knobs, sha, reply_number)
         remaining = knobs.latency - (time.monotonic() - arrived)
         if remaining > 0 and self.stopping.wait(remaining):
             handler.close_connection = True  # shutting down: abandon the reply
@@ -213,23 +250,23 @@ class StandInApp:
         sha: str,
     ) -> None:
         payload = completion(request, messages, shaped, sha)
-        entry["kind"] = reply.kind
-        entry["prompt"] = reply.prompt
-        entry["criterion"] = reply.criterion
-        entry["score"] = reply.score
-        entry["format"] = reply.format
-        entry["malformed"] = reply.malformed
-        decoy = shaped.decoy
-        entry["reply"] = shaped.content
-        entry["finish_reason"] = shaped.finish_reason
-        entry["thinking"] = shaped.thinking
-        entry["reasoning_content"] = shaped.reasoning_content
-        entry["decoy_score"] = decoy.score if decoy is not None else None
-        entry["decoy_question"] = decoy.question if decoy is not None else None
-        entry["decoy_answer"] = decoy.answer if decoy is not None else None
-        entry["cut"] = shaped.cut
-        entry["huge_bytes"] = shaped.huge_bytes
+        describe(entry, reply, shaped)
         self._respond(handler, entry, 200, payload)
+
+    def _batch_answer(self, handler: LLMRequestHandler, entry: LogEntry, answer: Answer | str) -> None:
+        if answer == DROP:  # a lost connection while polling: logged, then no reply at all
+            entry["kind"] = "fault"
+            entry["fault"] = "drop"
+            self.log.record(entry)
+            self._done_serving(handler)
+            handler.close_connection = True
+            return
+        assert isinstance(answer, Answer)
+        entry["kind"] = answer.kind
+        entry["status_code"] = answer.status
+        self.log.record(entry)
+        self._done_serving(handler)
+        send(handler, answer.status, answer.body, {})
 
     def crashed(self, handler: LLMRequestHandler) -> None:
         entry = self._new_entry(handler, handler.path.split("?", 1)[0], None, self.knobs)

@@ -1,0 +1,102 @@
+"""`qagen batch export|import` (offline batches for self-hosted models) and `qagen status`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from qagen.cli.build_settings import config_from_options
+from qagen.cli.errors import friendly_errors
+from qagen.cli.options import (
+    all_critics_option,
+    audience_option,
+    critic_model_options,
+    generator_options,
+    prompts_option,
+    sample_options,
+    threshold_options,
+)
+
+
+@click.group()
+def batch() -> None:
+    """Offline batches: export a round of requests for a batch runner (vLLM's run_batch, Ray Data), import its results.
+
+    \b
+    qagen chunk docs/ --out run
+    qagen batch export run --model openai:my-model --out requests.jsonl
+    python -m vllm.entrypoints.openai.run_batch -i requests.jsonl -o results.jsonl --model my-model
+    qagen batch import run results.jsonl      # then export again, until nothing is left
+    qagen filter run                          # writes dataset/ and candidates/
+    """
+
+
+@batch.command(name="export")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option(
+    "--out",
+    "-o",
+    "out",
+    type=click.Path(path_type=Path),
+    default=Path("requests.jsonl"),
+    show_default=True,
+    help="Requests file to write (Batch API input format).",
+)
+@sample_options(stage=True)
+@generator_options(stage=True)
+@critic_model_options(stage=True)
+@audience_option(stage=True)
+@prompts_option(stage=True)
+@all_critics_option
+@threshold_options
+@click.pass_context
+@friendly_errors
+def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: Any) -> None:
+    """Write the next round of RUN_DIR's requests (drafts, then each critic) to a JSONL file."""
+    from qagen.runs.batch.offline import export_requests
+    from qagen.runs.rundir import RunDir
+
+    RunDir(run_dir).require()
+    with RunDir(run_dir).locked() as run:
+        # Exporting fixes both models: the file holds the drafts' requests, then each critic's.
+        config = config_from_options(ctx, options, stored=run.stored_config(), fixed=run.fixed_roles())
+        count = export_requests(config, run_dir, out)
+    if count == 0:
+        click.echo(f"nothing left to request: run `qagen filter {run_dir}` to write the dataset")
+    else:
+        click.echo(
+            f"{count} requests -> {out}; answer them with a batch runner, then `qagen batch import {run_dir} RESULTS`"
+        )
+
+
+@batch.command(name="import")
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("results", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@friendly_errors
+def import_command(run_dir: Path, results: Path) -> None:
+    """Read a batch runner's RESULTS file (Batch API output format) into RUN_DIR."""
+    from qagen.runs.batch.offline import import_results
+    from qagen.runs.rundir import RunDir
+
+    RunDir(run_dir).require()
+    with RunDir(run_dir).locked():
+        imported = import_results(run_dir, results)
+    if not imported.new:
+        click.echo(f"{results} was imported before; nothing changed")
+        return
+    click.echo(
+        f"{imported.answered} answers imported ({imported.errors} errors: asked again by the next export); "
+        f"next: `qagen batch export {run_dir}`"
+    )
+
+
+@click.command()
+@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@friendly_errors
+def status(run_dir: Path) -> None:
+    """Where RUN_DIR stands: records, spend, batch rounds and batches (id, state, counts)."""
+    from qagen.runs.batch.status import describe_run
+
+    click.echo(describe_run(run_dir))

@@ -1,0 +1,234 @@
+"""The batch executor: runs the same flows as the online executor (`BuildFlow`, the evaluation's
+answer-and-judge), with a `call` that does not send its request but queues it for the next round.
+
+Every item's flow runs at once (queuing costs nothing). When every flow still running is blocked
+on a queued call (Compute steps and finished flows are not), nothing else can happen until those
+calls are answered: that is a round. Its requests are sent as one batch per endpoint
+(`qagen.runs.batch.rounds`), and their outcomes resolve the calls, so the flows go on to their
+next step (the first critic after the drafts, ...): a build takes at most four rounds.
+
+A request's custom_id is the sha256 of its body, which is byte for byte the body an online call
+sends (`qagen.llm.backends.chat_body`); answers already cached in the run directory (an earlier
+run's finished batch, an imported results file) resolve their calls at once, so a resumed run
+pays for no request twice. Records are stored by `Executor.run`, exactly as online.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from tqdm import tqdm
+
+from qagen.llm.backends import chat_body
+from qagen.llm.client import LLMClient
+from qagen.llm.clients import Clients
+from qagen.llm.cost import Budget, BudgetReachedError
+from qagen.llm.task import Outcome, Reply, Request, Task
+from qagen.runs.batch.api import BatchAPI, endpoint_of, require_batchable
+from qagen.runs.batch.journal import Journal, request_id
+from qagen.runs.batch.results import reply_of
+from qagen.runs.batch.rounds import BatchOptions, Round
+from qagen.runs.executor import Executor, drive
+
+ItemT = TypeVar("ItemT")
+AnyRecordT = TypeVar("AnyRecordT")
+
+_FLOW: ContextVar[int] = ContextVar("qagen_batch_flow", default=-1)
+_SETTLE_TICKS = 8
+"""Event-loop turns given to a step's calls to queue themselves before a round is judged due."""
+_ASSUMED_OUTPUT_TOKENS = 100
+_CHARS_PER_TOKEN = 4.0
+
+
+@dataclass
+class _Queued:
+    client: LLMClient
+    body: bytes
+    waiters: list[tuple[asyncio.Future[Outcome], int]] = field(default_factory=list)
+
+
+class BatchesRunningError(Exception):
+    """Not waiting (`wait=False`), and batches are still running: re-run to collect them."""
+
+    def __init__(self, batch_ids: Sequence[str]) -> None:
+        self.batch_ids = list(batch_ids)
+        super().__init__(
+            f"{len(self.batch_ids)} batch(es) still running ({', '.join(self.batch_ids)}); their ids are saved in "
+            "the run directory: run the same command again to collect the results."
+        )
+
+
+def encode_body(body: dict[str, object]) -> bytes:
+    """A request body as the `openai` client serialises it (compact, UTF-8, in key order)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+class BatchExecutor(Executor):
+    """Runs tasks in Batch API rounds; see the module's docstring."""
+
+    def __init__(
+        self, clients: Clients, journal: Journal, options: BatchOptions, *, budget: Budget | None = None
+    ) -> None:
+        super().__init__(clients, workers=1, budget=budget)
+        self.journal = journal
+        self.options = options
+        self.rounds = 0
+        self._queued: dict[str, _Queued] = {}
+        self._live = 0
+        self._blocked: Counter[int] = Counter()  # flow -> its calls still unanswered
+        self._changed = asyncio.Event()
+        self._say: Callable[[str], None] = lambda _: None
+
+    async def ask(self, task: Task[ItemT, AnyRecordT], item: ItemT) -> AnyRecordT:
+        client = self.clients[task.role]
+
+        async def call(request: Request) -> Outcome:
+            body = encode_body(chat_body(client.settings, request))
+            custom_id = request_id(body)
+            cached = self.journal.result(custom_id)
+            if cached is not None:
+                return self._spent(client, reply_of(cached))
+            if self.budget is not None:
+                self.budget.check()
+            future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+            flow = _FLOW.get()
+            self._queued.setdefault(custom_id, _Queued(client, body)).waiters.append((future, flow))
+            self._blocked[flow] += 1
+            self._changed.set()
+            return self._spent(client, await future)
+
+        return await drive(task, item, call)
+
+    def _spent(self, client: LLMClient, outcome: Outcome) -> Outcome:
+        if self.budget is not None and isinstance(outcome, Reply):
+            self.budget.add(client.settings.spec, outcome.usage.input_tokens, outcome.usage.output_tokens)
+        return outcome
+
+    async def map(
+        self,
+        items: Sequence[ItemT],
+        flow: Callable[[ItemT], Awaitable[None]],
+        *,
+        label: str,
+        unit: str,
+        progress: bool,
+    ) -> None:
+        """`flow(item)` for every item, all at once, sending their calls round by round."""
+        bar = tqdm(total=len(items), desc=label, unit=unit, disable=not progress, file=sys.stderr)
+        self._say = bar.set_postfix_str if progress else (lambda _: None)
+        self._changed = asyncio.Event()
+        self._live = len(items)
+        errors: list[BaseException] = []
+
+        async def one(index: int, item: ItemT) -> None:
+            _FLOW.set(index)
+            try:
+                await flow(item)
+            except BudgetReachedError:
+                pass  # no new call is queued; `budget.reached` tells the caller
+            except Exception as exc:  # noqa: BLE001 - handed to `map`'s caller below, after the other flows stop
+                errors.append(exc)
+            finally:
+                self._live -= 1
+                self._changed.set()
+                bar.update(1)
+
+        flows = [asyncio.create_task(one(index, item)) for index, item in enumerate(items)]
+        try:
+            while self._live > 0 and not errors:
+                await self._changed.wait()
+                self._changed.clear()
+                if await self._round_due():
+                    await self._round()
+        finally:
+            for running in flows:
+                running.cancel()
+            await asyncio.gather(*flows, return_exceptions=True)
+            bar.close()
+        if errors:
+            raise errors[0]
+
+    async def _round_due(self) -> bool:
+        for _ in range(_SETTLE_TICKS):  # let the other calls of a step just started queue too
+            await asyncio.sleep(0)
+        return bool(self._queued) and self._live > 0 and len(+self._blocked) == self._live
+
+    async def _round(self) -> None:
+        queued, self._queued = self._queued, {}
+        self.rounds += 1
+        number = self.journal.rounds + 1
+        queued = self._within_budget(queued)
+        by_endpoint: dict[str, dict[str, _Queued]] = {}
+        for custom_id, entry in queued.items():
+            by_endpoint.setdefault(endpoint_of(entry.client.settings), {})[custom_id] = entry
+        results = await asyncio.gather(*(self._endpoint_round(group, number) for group in by_endpoint.values()))
+        running = [batch_id for outcome in results if isinstance(outcome, list) for batch_id in outcome]
+        if running:
+            raise BatchesRunningError(running)
+        for outcomes in results:
+            assert isinstance(outcomes, dict)
+            for custom_id, outcome in outcomes.items():
+                self._resolve(queued[custom_id], outcome)
+
+    async def _endpoint_round(self, group: dict[str, _Queued], number: int) -> dict[str, Outcome] | list[str]:
+        """The outcomes of one endpoint's requests; or, when not waiting, the batches still running."""
+        client = next(iter(group.values())).client
+        endpoint = endpoint_of(client.settings)
+        api = BatchAPI(client.settings)
+        try:
+            round_ = Round(api, self.journal, endpoint, self.options, self._say)
+            outcomes = await round_.run({custom_id: entry.body for custom_id, entry in group.items()}, number)
+        finally:
+            await api.aclose()
+        if outcomes is None:
+            return [batch.batch_id or batch.file_id for batch in self.journal.active(endpoint)]
+        return outcomes
+
+    def _resolve(self, entry: _Queued, outcome: Outcome | BaseException) -> None:
+        for future, flow in entry.waiters:
+            self._blocked[flow] -= 1  # counted here, not when the flow wakes: it is no longer blocked
+            if future.done():
+                continue
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    def _within_budget(self, queued: dict[str, _Queued]) -> dict[str, _Queued]:
+        """The requests of the round that fit under the spending cap, counted as submitted work (input
+        from the body, output assumed); the others end their flows as the cap does online."""
+        if self.budget is None:
+            return queued
+        planned: dict[str, tuple[int, int]] = {}
+        fitting: dict[str, _Queued] = {}
+        for custom_id, entry in queued.items():
+            model = entry.client.settings.spec
+            before = planned.get(model, (0, 0))
+            trial = {
+                **planned,
+                model: (before[0] + int(len(entry.body) / _CHARS_PER_TOKEN), before[1] + _ASSUMED_OUTPUT_TOKENS),
+            }
+            if self.budget.over(trial):
+                self.budget.reached = True
+                self._resolve(entry, BudgetReachedError())
+                continue
+            planned = trial
+            fitting[custom_id] = entry
+        return fitting
+
+
+def batch_executor(
+    clients: Clients, root: Path, options: BatchOptions, *, budget: Budget | None = None
+) -> BatchExecutor:
+    """The batch executor of a run directory; refuses models that have no Batch API (LangChain ones)."""
+    for client in clients.distinct():
+        require_batchable(client.settings)
+    return BatchExecutor(clients, Journal(root), options, budget=budget)

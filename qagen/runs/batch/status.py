@@ -1,0 +1,53 @@
+"""Where a run directory stands (`qagen status`): its batch rounds and batches, records, and spend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from qagen.llm.cost import price_for
+from qagen.runs.batch.journal import Journal
+from qagen.runs.rundir import RunDir
+
+
+def describe_run(run_dir: Path) -> str:
+    """Some lines saying what a run directory holds and what it waits for."""
+    run = RunDir(run_dir)
+    run.require()
+    journal = Journal(run_dir)
+    drafts, critiques = run.drafts.load(), run.critiques.load()
+    lines = [f"run directory {run_dir}"]
+    lines.append(
+        f"  records: {len(drafts):,} drafts ({sum(d.failure is not None for d in drafts.values()):,} failed), "
+        f"{len(critiques):,} critiques ({sum(c.failure is not None for c in critiques.values()):,} failed)"
+    )
+    spent: dict[str, list[int]] = {}
+    for record in [*drafts.values(), *critiques.values()]:
+        tokens = spent.setdefault(record.model, [0, 0])
+        tokens[0] += record.usage.input_tokens
+        tokens[1] += record.usage.output_tokens
+    for model, (input_tokens, output_tokens) in sorted(spent.items()):
+        price = price_for(model)
+        cost = ""
+        if price is not None:
+            online, batched = price.cost(input_tokens, output_tokens), price.batch().cost(input_tokens, output_tokens)
+            cost = f", ${online:.4f} at online prices, ${batched:.4f} at batch prices"
+        lines.append(f"  spent on {model}: {input_tokens:,} input + {output_tokens:,} output tokens{cost}")
+    if not journal.batches:
+        lines.append("  batches: none")
+    else:
+        lines.append(f"  batch rounds: {journal.rounds}")
+        for batch in journal.batches:
+            counts = batch.counts
+            done = (
+                f" {counts.get('completed', 0)}/{counts.get('total', 0)} done, {counts.get('failed', 0)} failed"
+                if counts
+                else ""
+            )
+            state = "results saved" if batch.results else "waiting" if batch.active else "not submitted"
+            lines.append(
+                f"  round {batch.round}: {batch.batch_id or batch.file_id} {batch.status}{done}, "
+                f"{len(batch.custom_ids):,} requests ({state})"
+            )
+        if any(batch.active for batch in journal.batches):
+            lines.append("  run the same command again to collect the running batches")
+    return "\n".join(lines)
