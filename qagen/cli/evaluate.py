@@ -18,6 +18,8 @@ from qagen.errors import ConfigError
 NOTE_SETTINGS = ("embeddings", "metrics")
 # The settings the input warnings name (`qagen.evaluate.input_checks`).
 WARNING_SETTINGS = ("corpus",)
+# Where in the evaluation directory the baseline keeps its BM25 indexes.
+BASELINE_INDEX_DIR = "bm25_index"
 
 
 def _int_list(value: str, name: str) -> list[int]:
@@ -38,7 +40,8 @@ def _int_list(value: str, name: str) -> list[int]:
     "out",
     required=True,
     type=click.Path(path_type=Path),
-    help="Evaluation directory: answers, verdicts, results.jsonl, summary.json. Re-run the same command to resume.",
+    help="Evaluation directory: answers, verdicts, results.jsonl, summary.json (and the baseline's BM25 index). "
+    "Re-run the same command to resume.",
 )
 @click.option(
     "--answers",
@@ -214,7 +217,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         target = out if len(grid) == 1 else out / name
         summary = run_evaluation(
             testset,
-            _system(options, chunk_size, k, progress=not quiet),
+            _system(options, chunk_size, k, progress=not quiet, index_dir=out / BASELINE_INDEX_DIR),
             target,
             metrics=metrics,
             judge=judge,
@@ -269,7 +272,7 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool) -> Any:
+def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool, index_dir: Path) -> Any:
     from qagen.evaluate.api import bm25_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
     from qagen.evaluate.systems.callable import CallableSystem
@@ -281,7 +284,9 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool)
         return CallableSystem.from_spec(options["rag_callable"], interrupt_grace=options["interrupt_grace"])
     if options["endpoint"]:
         return EndpointSystem(options["endpoint"])
-    return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress)
+    # Kept in the evaluation directory (shared by a grid's runs): a re-run, or another k over the
+    # same chunks, reuses it until the corpus or the chunking changes.
+    return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress, index_dir=index_dir)
 
 
 @click.command()

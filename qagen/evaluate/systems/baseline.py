@@ -117,12 +117,11 @@ class BM25Baseline:
             "system_prompt_hash": self.task.system_prompt.hash,
         }
 
-    def cache_key(self) -> str:
-        """sha256 of everything the index depends on, the corpus files' names, sizes and times included."""
-        settings = {
+    def index_settings(self) -> dict[str, object]:
+        """What the index depends on besides the corpus files' contents (which corpus, how chunked)."""
+        return {
             "version": INDEX_VERSION,
             "corpus": str(self.corpus.resolve()) if self.corpus is not None else None,
-            "files": _fingerprint(self.corpus) if self.corpus is not None else None,
             "hf_dataset": self.hf_dataset,
             "split": self.split,
             "text_column": self.text_column,
@@ -132,6 +131,10 @@ class BM25Baseline:
             "length_unit": self.length_unit,
             "encoding": self.encoding if self.length_unit == "tokens" else None,
         }
+
+    def cache_key(self) -> str:
+        """sha256 of everything the index depends on, the corpus files' names, sizes and times included."""
+        settings = {**self.index_settings(), "files": _fingerprint(self.corpus) if self.corpus is not None else None}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
 
     def build_index(self) -> BM25Index:
@@ -165,7 +168,7 @@ class BM25Baseline:
                     )
                 if folder is not None:
                     folder.parent.mkdir(parents=True, exist_ok=True)
-                    index.save(folder, key)
+                    index.save(folder, key, self.index_settings())
             _memory[key] = index
             _memory.move_to_end(key)
             while len(_memory) > _MEMORY_SLOTS:
