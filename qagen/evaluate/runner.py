@@ -11,6 +11,7 @@ rewritten in test-set order and `summary.json` is written.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from qagen.evaluate.records import (
 )
 from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
-from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem
+from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem, ReaderSystem
 from qagen.evaluate.testset import TestSet
 from qagen.llm.task import add_usage
 from qagen.records import Usage
@@ -106,9 +107,12 @@ class Evaluation:
     ) -> ResultRow:
         return result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
 
-    async def run(self, executor: Executor, *, progress: bool = True) -> None:
-        """Answer and judge every question, as many at a time as the executor allows."""
+    async def run(self, executor: Executor, *, progress: bool = True, system_slots: int | None = None) -> None:
+        """Answer and judge every question, as many at a time as the executor allows, and the system
+        asked at most `system_slots` questions at a time (the batch executor runs every question at
+        once: a user's own system is still asked as online, a few at a time)."""
         self.out.mkdir(parents=True, exist_ok=True)
+        slots = asyncio.Semaphore(system_slots) if system_slots is not None else None
         with (
             self.answers_log.open() as answers,
             self.judgements_log.open() as judgements,
@@ -150,7 +154,7 @@ class Evaluation:
             async def answer_and_judge(item: EvalItem) -> None:
                 nonlocal so_far
                 try:
-                    output = await self._answer(item, answers)
+                    output = await self._answer(item, answers, executor, slots)
                 except AnswerInterrupted as stop:
                     write_row(item, stop.output)  # the question's row says it was interrupted; then the run stops
                     raise
@@ -170,16 +174,20 @@ class Evaluation:
                 items = [item for item, _ in waiting]
                 await executor.map(items, judge_waiting, label="judging", unit="question", progress=progress)
 
-    async def _answer(self, item: EvalItem, answers: RecordStore[AnswerRecord]) -> RagOutput:
+    async def _answer(
+        self,
+        item: EvalItem,
+        answers: RecordStore[AnswerRecord],
+        executor: Executor,
+        slots: asyncio.Semaphore | None,
+    ) -> RagOutput:
         """The system's output for `item`: stored, else asked now and stored."""
         key = self._answer_key(item)
         record = answers.get(key)
         # A question without an answer is asked again: the failure may have been passing.
         if record is None or record.output.answer is None or self._always_ask:
-            # A system that can tell two questions of the same text apart (an answers file, by id) is given the item.
-            answer_item = getattr(self.system, "answer_item", None)
             try:
-                output = await (answer_item(item) if answer_item is not None else self.system.answer(item.question))
+                output = await self._ask_system(item, executor, slots)
             except AnswerInterrupted as stop:
                 # Recorded as the system's output (a failure unless it answered in time); asked again on resume.
                 answers.add(AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=stop.output))
@@ -188,6 +196,17 @@ class Evaluation:
                 record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)
                 answers.add(record)
         return record.output
+
+    async def _ask_system(self, item: EvalItem, executor: Executor, slots: asyncio.Semaphore | None) -> RagOutput:
+        system = self.system
+        if isinstance(system, ReaderSystem) and executor.clients.get(system.task.role) is system.reader:
+            # The reader's call goes through the executor (into a batch round in batch mode); never
+            # inside `slots`: a call waiting for its round must not keep other questions from theirs.
+            return await executor.ask(system.task, await system.retrieve_for(item.question))
+        # A system that can tell two questions of the same text apart (an answers file, by id) is given the item.
+        answer_item = getattr(system, "answer_item", None)
+        async with slots if slots is not None else contextlib.nullcontext():
+            return await (answer_item(item) if answer_item is not None else system.answer(item.question))
 
     def write_results(self, **about: Any) -> dict[str, Any]:
         """Rewrite `results.jsonl` in test-set order and write `summary.json`; return the summary.

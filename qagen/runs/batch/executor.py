@@ -62,7 +62,7 @@ class BatchesRunningError(Exception):
         self.batch_ids = list(batch_ids)
         super().__init__(
             f"{len(self.batch_ids)} batch(es) still running ({', '.join(self.batch_ids)}); their ids are saved in "
-            "the run directory: run the same command again to collect the results."
+            "the output directory: run the same command again to collect the results."
         )
 
 
