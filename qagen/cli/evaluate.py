@@ -278,6 +278,10 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
             parts.append(f"{counts['failed']} judge failures ({reasons})")
         if len(parts) > 1:
             lines.append(f"  {metric}: {', '.join(parts)}")
+    for role, spend in summary.get("batch", {}).items():
+        cost, online = spend["cost_usd"], spend["online_cost_usd"]
+        price = f"${cost:.4f} at batch prices instead of ${online:.4f} online" if cost is not None else "price unknown"
+        lines.append(f"  {role} calls in batches: {spend['calls']} ({price})")
     return "\n".join(lines)
 
 

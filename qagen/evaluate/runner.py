@@ -32,8 +32,11 @@ from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem, ReaderSystem
 from qagen.evaluate.testset import TestSet
+from qagen.llm.cost import BatchTally
 from qagen.llm.task import add_usage
 from qagen.records import Usage
+from qagen.runs.batch.executor import BatchExecutor
+from qagen.runs.batch.journal import Journal
 from qagen.runs.executor import Executor
 from qagen.runs.store import RecordLog, RecordStore, record_key, write_json_atomic
 
@@ -90,15 +93,21 @@ class Evaluation:
     def _judge_input(self, item: EvalItem, answer: str, output: RagOutput) -> JudgeInput:
         return JudgeInput(item, answer, tuple(c.text for c in output.contexts[: self.k]))
 
+    def _judgement_keys(self, item: EvalItem, output: RagOutput) -> dict[str, str]:
+        """The key of every LLM metric's verdict on the output (none when there is no answer to judge)."""
+        if output.answer is None:
+            return {}
+        judged = self._judge_input(item, output.answer, output)
+        return {metric: self.judges[metric].key(judged) for metric in self.llm_metrics if metric in self.judges}
+
     def _verdicts(
         self, item: EvalItem, output: RagOutput, judgements: dict[str, JudgementRecord]
     ) -> dict[str, JudgeVerdict | None]:
         """Every LLM metric's stored verdict on the output (None: not judged, or nothing to judge)."""
+        keys = self._judgement_keys(item, output)
         found: dict[str, JudgeVerdict | None] = {}
         for metric in self.llm_metrics:
-            record = None
-            if output.answer is not None and metric in self.judges:
-                record = judgements.get(self.judges[metric].key(self._judge_input(item, output.answer, output)))
+            record = judgements.get(keys[metric]) if metric in keys else None
             found[metric] = record.verdict if record else None
         return found
 
@@ -195,11 +204,19 @@ class Evaluation:
             if record is None or record.output != output:
                 record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)
                 answers.add(record)
+                if isinstance(executor, BatchExecutor) and self._reader_task(executor) and output.answer is not None:
+                    executor.note_batched(key)  # the reader's answer came from a batch
         return record.output
+
+    def _reader_task(self, executor: Executor) -> bool:
+        """Whether the system's answers are its reader's task, sent by `executor` (the baseline's are)."""
+        system = self.system
+        return isinstance(system, ReaderSystem) and executor.clients.get(system.task.role) is system.reader
 
     async def _ask_system(self, item: EvalItem, executor: Executor, slots: asyncio.Semaphore | None) -> RagOutput:
         system = self.system
-        if isinstance(system, ReaderSystem) and executor.clients.get(system.task.role) is system.reader:
+        if self._reader_task(executor):
+            assert isinstance(system, ReaderSystem)
             # The reader's call goes through the executor (into a batch round in batch mode); never
             # inside `slots`: a call waiting for its round must not keep other questions from theirs.
             return await executor.ask(system.task, await system.retrieve_for(item.question))
@@ -222,13 +239,19 @@ class Evaluation:
         run = reported(outputs)
         rows: list[ResultRow] = []
         system_usage = judge_usage = Usage()
+        batched, in_batches = Journal(self.out).batched, {"system": BatchTally(), "judge": BatchTally()}
         for item, output in zip(self.testset.items, outputs, strict=True):
             verdicts = self._verdicts(item, output, judgements)
             rows.append(self._row(item, output, verdicts, run))
             system_usage = add_usage(system_usage, output.usage)
-            for verdict in verdicts.values():
+            if self._answer_key(item) in batched:
+                in_batches["system"].add(1, output.usage)
+            for metric, key in self._judgement_keys(item, output).items():
+                verdict = verdicts[metric]
                 if verdict is not None:
                     judge_usage = add_usage(judge_usage, verdict.usage)
+                    if key in batched:
+                        in_batches["judge"].add(len(verdict.raw), verdict.usage)
         temporary = self.out / ".results.jsonl.tmp"
         with temporary.open("w", encoding="utf-8") as handle:
             for row in rows:
@@ -242,9 +265,20 @@ class Evaluation:
             scores=summarise(rows, k=self.k, llm_metrics=self.llm_metrics, groups=self.groups),
             skipped_rows=self.testset.skipped,
             usage=EvalUsage(system=system_usage, judge=judge_usage),
+            batch={
+                role: tally.spend(model)
+                for role, tally in in_batches.items()
+                if tally.calls and (model := self._model_of(role)) is not None
+            },
         ).model_dump(mode="json")
         write_json_atomic(self.out / "summary.json", summary)
         return summary
+
+    def _model_of(self, role: str) -> str | None:
+        """The model spec of the system's reader (the baseline's) or of the judges."""
+        if role == "judge":
+            return self.judge_model
+        return self.system.reader.settings.spec if isinstance(self.system, ReaderSystem) else None
 
 
 def _jsonl(row: ResultRow) -> str:

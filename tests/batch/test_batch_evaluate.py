@@ -1,6 +1,7 @@
 """`qagen evaluate --batch` against the stand-in's Batch API: the baseline's reader and the judges
 answer in batch rounds, a user's own system answers as online and its judges go in batches; either
-way the results rows and the summary's metrics are those of online mode, in at most three rounds."""
+way the results rows and the summary's metrics are those of online mode, in at most three rounds,
+and the summary prices the batched calls at half the online price."""
 
 from __future__ import annotations
 
@@ -47,6 +48,11 @@ def model(server: StandInLLM) -> list[str]:
     return ["--model", "openai:stand-in", "--base-url", server.base_url]
 
 
+def priced(server: StandInLLM) -> list[str]:
+    """A model of known price (the stand-in answers any name): the summary prices its calls."""
+    return ["--model", "openai:gpt-4o-mini", "--base-url", server.base_url]
+
+
 def results(eval_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (eval_dir / "results.jsonl").read_text().splitlines()]
 
@@ -61,29 +67,45 @@ def evaluate_both(built: Built, name: str, *system: object) -> tuple[Path, Path,
     the directories, and the batch server's log."""
     online, batched = built.root / f"{name}-online", built.root / f"{name}-batch"
     with StandInLLM() as server:
-        result = invoke("evaluate", built.run, *system, *model(server), "--out", online, "--metrics", METRICS)
+        result = invoke("evaluate", built.run, *system, *priced(server), "--out", online, "--metrics", METRICS)
         assert result.exit_code == 0, result.output
     with StandInLLM(batch_polls=1) as server:
-        args = ["evaluate", built.run, *system, *model(server), "--out", batched, "--metrics", METRICS]
+        args = ["evaluate", built.run, *system, *priced(server), "--out", batched, "--metrics", METRICS]
         result = invoke(*args, "--batch", "--batch-poll", "0.01")
         assert result.exit_code == 0, result.output
         log = list(server.log)
+    spend = summary(batched)["batch"]["judge"]
+    said = f"judge calls in batches: {spend['calls']} (${spend['cost_usd']:.4f} at batch prices instead of "
+    assert said in result.output
     return online, batched, log
 
 
-def assert_same_results(online: Path, batched: Path) -> None:
+def assert_same_results(online: Path, batched: Path, *, roles: set[str]) -> None:
     assert results(batched) == results(online)
-    assert summary(batched) == summary(online)
+    spent = summary(batched).pop("batch")
+    assert summary(online).pop("batch") == {}
+    assert {key: value for key, value in summary(batched).items() if key != "batch"} == {
+        key: value for key, value in summary(online).items() if key != "batch"
+    }
     assert summary(batched)["answered"] > 0
     judged = summary(batched)["judges"]
     assert set(judged) >= {"correctness", "faithfulness", "context_precision"}
     assert all(counts["judged"] > 0 for counts in judged.values())
+    # Every paid call of the run was answered in a batch: all of each role's tokens, at half the price.
+    assert set(spent) == roles
+    for role, spend in spent.items():
+        usage = summary(batched)["usage"][role]
+        assert (spend["input_tokens"], spend["output_tokens"]) == (usage["input_tokens"], usage["output_tokens"])
+        assert spend["calls"] > 0 and spend["online_cost_usd"] > 0
+        assert spend["cost_usd"] == pytest.approx(spend["online_cost_usd"] / 2, abs=1e-6)
+    raws = [row[f"{metric}_raw"] for row in results(batched) for metric in judged]
+    assert spent["judge"]["calls"] == sum(len(raw) if isinstance(raw, list) else raw is not None for raw in raws)
 
 
 def test_baseline_reader_and_judges_in_batches_give_the_online_results(built: Built) -> None:
     system = ("--baseline", "bm25", "--corpus", built.corpus, "--chunk-size", "400")
     online, batched, log = evaluate_both(built, "baseline", *system)
-    assert_same_results(online, batched)
+    assert_same_results(online, batched, roles={"system", "judge"})
     # No chat call went online: the reader's and every judge's went in batch lines.
     assert not [entry for entry in log if entry["path"].endswith("/chat/completions") and entry["method"] == "POST"]
     created = [entry for entry in log if entry["kind"] == "batch_create"]
@@ -113,7 +135,7 @@ def write_answers(built: Built) -> Path:
 
 def test_own_system_answers_online_and_its_judges_go_in_batches(built: Built) -> None:
     online, batched, log = evaluate_both(built, "answers", "--answers", write_answers(built))
-    assert_same_results(online, batched)
+    assert_same_results(online, batched, roles={"judge"})  # the user's system is not paid through qagen
     created = [entry for entry in log if entry["kind"] == "batch_create"]
     assert len(created) == 2  # the judges' first calls, then faithfulness's verdicts
 

@@ -31,15 +31,17 @@ from qagen.llm.backends import chat_body
 from qagen.llm.client import LLMClient
 from qagen.llm.clients import Clients
 from qagen.llm.cost import Budget, BudgetReachedError
-from qagen.llm.task import Outcome, Reply, Request, Task
+from qagen.llm.task import Outcome, Reply, Request, Task, TaskRecord
 from qagen.runs.batch.api import BatchAPI, endpoint_of, require_batchable
 from qagen.runs.batch.journal import Journal, request_id
 from qagen.runs.batch.results import reply_of
 from qagen.runs.batch.rounds import BatchOptions, Round
-from qagen.runs.executor import Executor, drive
+from qagen.runs.executor import Executor, drive, needs_call
+from qagen.runs.store import RecordStore
 
 ItemT = TypeVar("ItemT")
 AnyRecordT = TypeVar("AnyRecordT")
+RecordT = TypeVar("RecordT", bound=TaskRecord)
 
 _FLOW: ContextVar[int] = ContextVar("qagen_batch_flow", default=-1)
 _SETTLE_TICKS = 8
@@ -86,6 +88,22 @@ class BatchExecutor(Executor):
         self._blocked: Counter[int] = Counter()  # flow -> its calls still unanswered
         self._changed = asyncio.Event()
         self._say: Callable[[str], None] = lambda _: None
+        self._made: list[str] = []  # records made from batch results, not yet in the journal
+
+    async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: RecordStore[RecordT]) -> RecordT:
+        found = store.get(task.key(item))
+        record = await super().run(task, item, store)
+        if record is not found and not needs_call(record):  # one a later run makes again is left out
+            self.note_batched(record.id)
+        return record
+
+    def note_batched(self, record_id: str) -> None:
+        """Note a record made now from batch results: the summaries price it at batch prices."""
+        self._made.append(record_id)
+
+    def _journal_made(self) -> None:
+        self.journal.mark_batched(self._made)
+        self._made = []
 
     async def ask(self, task: Task[ItemT, AnyRecordT], item: ItemT) -> AnyRecordT:
         client = self.clients[task.role]
@@ -153,6 +171,7 @@ class BatchExecutor(Executor):
                 running.cancel()
             await asyncio.gather(*flows, return_exceptions=True)
             bar.close()
+            self._journal_made()
         if errors:
             raise errors[0]
 
@@ -162,6 +181,7 @@ class BatchExecutor(Executor):
         return bool(self._queued) and self._live > 0 and len(+self._blocked) == self._live
 
     async def _round(self) -> None:
+        self._journal_made()  # the records of the rounds before, all stored by now (every flow waits)
         queued, self._queued = self._queued, {}
         self.rounds += 1
         number = self.journal.rounds + 1
