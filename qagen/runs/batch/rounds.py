@@ -40,8 +40,10 @@ def input_line(custom_id: str, body: bytes) -> bytes:
 
 
 def input_file(requests: Mapping[str, bytes]) -> tuple[str, bytes]:
-    """The name (the hash of the content: an interrupted upload is found by it) and content of an input file."""
-    content = b"".join(input_line(custom_id, body) for custom_id, body in requests.items())
+    """The name (the hash of the content: an interrupted upload is found by it) and content of an
+    input file; its lines in custom_id order, so that the same requests make the same file however
+    the flows happened to queue them."""
+    content = b"".join(input_line(custom_id, requests[custom_id]) for custom_id in sorted(requests))
     return f"qagen-{hashlib.sha256(content).hexdigest()[:20]}.jsonl", content
 
 
