@@ -13,6 +13,7 @@ question's texts once, not twice).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,10 +33,13 @@ from qagen.evaluate.records import (
 )
 from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
-from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem
+from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem, ReaderSystem
 from qagen.evaluate.testset import TestSet
+from qagen.llm.cost import BatchTally
 from qagen.llm.task import add_usage
 from qagen.records import Usage
+from qagen.runs.batch.executor import BatchExecutor
+from qagen.runs.batch.journal import Journal
 from qagen.runs.executor import Executor
 from qagen.runs.store import RecordLog, RecordStore, record_key, write_json_atomic
 
@@ -149,12 +153,15 @@ class Evaluation:
     ) -> ResultRow:
         return result_row(item, output, verdicts, system=self.system.name, k=self.k, groups=self.groups, run=run)
 
-    async def run(self, executor: Executor, *, progress: bool = True) -> None:
-        """Answer and judge every question, as many at a time as the executor allows."""
+    async def run(self, executor: Executor, *, progress: bool = True, system_slots: int | None = None) -> None:
+        """Answer and judge every question, as many at a time as the executor allows, and the system
+        asked at most `system_slots` questions at a time (the batch executor runs every question at
+        once: a user's own system is still asked as online, a few at a time)."""
         self.out.mkdir(parents=True, exist_ok=True)
         self._records, self._made, self._written_in_order = None, {}, False
         made: dict[str, _MadeRow] = {}
         written: list[str] = []
+        slots = asyncio.Semaphore(system_slots) if system_slots is not None else None
         with (
             self.answers_log.open() as answers,
             self.judgements_log.open() as judgements,
@@ -198,7 +205,7 @@ class Evaluation:
             async def answer_and_judge(item: EvalItem) -> None:
                 nonlocal so_far
                 try:
-                    output = await self._answer(item, answers)
+                    output = await self._answer(item, answers, executor, slots)
                 except AnswerInterrupted as stop:
                     write_row(item, stop.output)  # the question's row says it was interrupted; then the run stops
                     raise
@@ -219,16 +226,20 @@ class Evaluation:
             self._records, self._made = (answers.records, judgements.records), made
             self._written_in_order = written == [item.id for item in self.testset.items]
 
-    async def _answer(self, item: EvalItem, answers: RecordStore[AnswerRecord]) -> RagOutput:
+    async def _answer(
+        self,
+        item: EvalItem,
+        answers: RecordStore[AnswerRecord],
+        executor: Executor,
+        slots: asyncio.Semaphore | None,
+    ) -> RagOutput:
         """The system's output for `item`: stored, else asked now and stored."""
         key = self._answer_key(item)
         record = answers.get(key)
         # A question without an answer is asked again: the failure may have been passing.
         if record is None or record.output.answer is None or self._always_ask:
-            # A system that can tell two questions of the same text apart (an answers file, by id) is given the item.
-            answer_item = getattr(self.system, "answer_item", None)
             try:
-                output = await (answer_item(item) if answer_item is not None else self.system.answer(item.question))
+                output = await self._ask_system(item, executor, slots)
             except AnswerInterrupted as stop:
                 # Recorded as the system's output (a failure unless it answered in time); asked again on resume.
                 answers.add(AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=stop.output))
@@ -236,7 +247,26 @@ class Evaluation:
             if record is None or record.output != output:
                 record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)
                 answers.add(record)
+                if isinstance(executor, BatchExecutor) and self._reader_task(executor) and output.answer is not None:
+                    executor.note_batched(key)  # the reader's answer came from a batch
         return record.output
+
+    def _reader_task(self, executor: Executor) -> bool:
+        """Whether the system's answers are its reader's task, sent by `executor` (the baseline's are)."""
+        system = self.system
+        return isinstance(system, ReaderSystem) and executor.clients.get(system.task.role) is system.reader
+
+    async def _ask_system(self, item: EvalItem, executor: Executor, slots: asyncio.Semaphore | None) -> RagOutput:
+        system = self.system
+        if self._reader_task(executor):
+            assert isinstance(system, ReaderSystem)
+            # The reader's call goes through the executor (into a batch round in batch mode); never
+            # inside `slots`: a call waiting for its round must not keep other questions from theirs.
+            return await executor.ask(system.task, await system.retrieve_for(item.question))
+        # A system that can tell two questions of the same text apart (an answers file, by id) is given the item.
+        answer_item = getattr(system, "answer_item", None)
+        async with slots if slots is not None else contextlib.nullcontext():
+            return await (answer_item(item) if answer_item is not None else system.answer(item.question))
 
     def write_results(self, **about: Any) -> dict[str, Any]:
         """Rewrite `results.jsonl` in test-set order (unless `run` wrote it so, every row final) and
@@ -255,6 +285,7 @@ class Evaluation:
         run = reported(outputs)
         rows: list[ResultRow] = []
         system_usage = judge_usage = Usage()
+        batched, in_batches = Journal(self.out).batched, {"system": BatchTally(), "judge": BatchTally()}
         for item, output in zip(self.testset.items, outputs, strict=True):
             before = made.get(item.id)
             if before is not None and before.output is output:
@@ -268,9 +299,14 @@ class Evaluation:
                 rows.append(self._row(item, output, verdicts, run))
                 written_as_final = False
             system_usage = add_usage(system_usage, output.usage)
-            for verdict in verdicts.values():
+            if self._answer_key(item) in batched:
+                in_batches["system"].add(1, output.usage)
+            for metric, key in keys.items():
+                verdict = verdicts[metric]
                 if verdict is not None:
                     judge_usage = add_usage(judge_usage, verdict.usage)
+                    if key is not None and key in batched:
+                        in_batches["judge"].add(len(verdict.raw), verdict.usage)
         del answers, judgements, made, outputs
         if not written_as_final:
             temporary = self.out / ".results.jsonl.tmp"
@@ -286,9 +322,20 @@ class Evaluation:
             scores=summarise(rows, k=self.k, llm_metrics=self.llm_metrics, groups=self.groups),
             skipped_rows=self.testset.skipped,
             usage=EvalUsage(system=system_usage, judge=judge_usage),
+            batch={
+                role: tally.spend(model)
+                for role, tally in in_batches.items()
+                if tally.calls and (model := self._model_of(role)) is not None
+            },
         ).model_dump(mode="json")
         write_json_atomic(self.out / "summary.json", summary)
         return summary
+
+    def _model_of(self, role: str) -> str | None:
+        """The model spec of the system's reader (the baseline's) or of the judges."""
+        if role == "judge":
+            return self.judge_model
+        return self.system.reader.settings.spec if isinstance(self.system, ReaderSystem) else None
 
 
 def _jsonl(row: ResultRow) -> str:

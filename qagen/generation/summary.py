@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from qagen import __version__
 from qagen.config import BuildConfig
 from qagen.generation.filter import Assembly
 from qagen.generation.tasks import BuildTasks
-from qagen.llm.cost import price_for
-from qagen.records import BuildModels, BuildSummary, BuildUsage, CorpusSummary, Critique, Draft, StageUsage
+from qagen.llm.cost import batch_spend, price_for
+from qagen.records import (
+    BatchSpend,
+    BuildModels,
+    BuildSummary,
+    BuildUsage,
+    CorpusSummary,
+    Critique,
+    Draft,
+    StageUsage,
+)
+from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 
 
@@ -24,6 +36,7 @@ def summarise_build(
     sample_ids = {row.id for row in result.candidates}
     paid_drafts = [d for d in drafts.values() if d.id in sample_ids and _paid(d)]
     paid_critiques = [c for c in critiques.values() if c.draft_id in sample_ids and _paid(c)]
+    batched = Journal(run.root).batched
     return BuildSummary(
         qagen_version=__version__,
         # The chunking report lists every skipped input; the summary keeps the counts only.
@@ -33,9 +46,17 @@ def summarise_build(
         models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
         prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},
         usage=BuildUsage(
-            generation=_usage(config.generator.spec, paid_drafts, config),
-            critique=_usage(config.critic.spec, paid_critiques, config),
+            generation=_usage(config.generator.spec, paid_drafts, config, batched),
+            critique=_usage(config.critic.spec, paid_critiques, config, batched),
         ),
+        batch={
+            stage: spend
+            for stage, spend in (
+                ("generation", _batch(config.generator.spec, paid_drafts, config, batched)),
+                ("critique", _batch(config.critic.spec, paid_critiques, config, batched)),
+            )
+            if spend.calls
+        },
         settings=config.model_dump(mode="json"),
     )
 
@@ -45,15 +66,27 @@ def _paid(record: Draft | Critique) -> bool:
     return record.failure is None or not record.failure.is_call_failure
 
 
-def _usage(model: str, records: list[Draft] | list[Critique], config: BuildConfig) -> StageUsage:
-    """Calls and tokens paid for (failed calls without a reply are not), and their cost when known."""
-    input_tokens = sum(r.usage.input_tokens for r in records)
-    output_tokens = sum(r.usage.output_tokens for r in records)
+def _tokens(records: Sequence[Draft | Critique]) -> tuple[int, int]:
+    return sum(r.usage.input_tokens for r in records), sum(r.usage.output_tokens for r in records)
+
+
+def _usage(model: str, records: Sequence[Draft | Critique], config: BuildConfig, batched: set[str]) -> StageUsage:
+    """Calls and tokens paid for (failed calls without a reply are not), and their cost when known:
+    the calls answered in batches (`batched` record ids) at batch prices, the others at online prices."""
+    input_tokens, output_tokens = _tokens(records)
     price = price_for(model, config.price_input, config.price_output)
+    cost = None
+    if price is not None:
+        online = _tokens([r for r in records if r.id not in batched])
+        in_batches = _tokens([r for r in records if r.id in batched])
+        cost = round(price.cost(*online) + price.batch().cost(*in_batches), 6)
     return StageUsage(
-        model=model,
-        calls=len(records),
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cost_usd=round(price.cost(input_tokens, output_tokens), 6) if price else None,
+        model=model, calls=len(records), input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost
     )
+
+
+def _batch(model: str, records: Sequence[Draft | Critique], config: BuildConfig, batched: set[str]) -> BatchSpend:
+    """The paid calls answered in batches, at batch prices and at online prices."""
+    in_batches = [r for r in records if r.id in batched]
+    price = price_for(model, config.price_input, config.price_output)
+    return batch_spend(len(in_batches), *_tokens(in_batches), price)

@@ -184,7 +184,8 @@ class BM25Baseline:
         """The top `k` chunks for `question` (builds the index on first use)."""
         return self.build_index().search(question, self.k)
 
-    async def answer(self, question: str) -> RagOutput:
+    async def retrieve_for(self, question: str) -> Retrieved:
+        """The question and its top `k` chunks: what the reader answers from (the task's item)."""
         if self._index is None:
             if self._index_lock is None:
                 self._index_lock = asyncio.Lock()
@@ -192,7 +193,10 @@ class BM25Baseline:
                 # Built in a worker thread: the event loop keeps serving other work meanwhile.
                 await asyncio.to_thread(self.build_index)
         contexts = await asyncio.to_thread(self.retrieve, question)
-        return await drive(self.task, Retrieved(question, tuple(contexts)), self.reader.complete)
+        return Retrieved(question, tuple(contexts))
+
+    async def answer(self, question: str) -> RagOutput:
+        return await drive(self.task, await self.retrieve_for(question), self.reader.complete)
 
 
 class Retrieved(NamedTuple):
