@@ -254,7 +254,22 @@ class StageUsage(Record):
     calls: int = Field(description="Calls paid for, for the sampled chunks.")
     input_tokens: int = Field(description="Input tokens, as the server reported them.")
     output_tokens: int = Field(description="Output tokens, as the server reported them.")
-    cost_usd: float | None = Field(description="Cost in US dollars; None when the model's price is unknown.")
+    cost_usd: float | None = Field(
+        description="Cost in US dollars, calls answered in batches at batch prices (see `batch`); None when "
+        "the model's price is unknown."
+    )
+
+
+class BatchSpend(Record):
+    """The paid calls of one stage (or role) that went through a batch API, at half the price."""
+
+    calls: int = Field(description="Calls answered in batches.")
+    input_tokens: int = Field(description="Their input tokens, as the server reported them.")
+    output_tokens: int = Field(description="Their output tokens, as the server reported them.")
+    cost_usd: float | None = Field(description="What they cost at batch prices; None when the price is unknown.")
+    online_cost_usd: float | None = Field(
+        description="What the same tokens cost at online prices: the figure batch mode saved against."
+    )
 
 
 class BuildUsage(Record):
@@ -274,4 +289,9 @@ class BuildSummary(Record):
     models: BuildModels = Field(description="The generator and critic models.")
     prompts: dict[str, str] = Field(description="Each prompt's name and the first 12 characters of its hash.")
     usage: BuildUsage = Field(description="Calls, tokens and cost, per LLM stage.")
+    batch: dict[str, BatchSpend] = Field(
+        default_factory=dict,
+        description="Of those, the calls answered in batches (batch mode, offline batches), per stage: their "
+        "cost at batch prices and at online prices. Empty when every call was made online.",
+    )
     settings: dict[str, Any] = Field(description="The build's settings, as `BuildConfig` dumps them to JSON.")

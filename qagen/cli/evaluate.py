@@ -10,14 +10,17 @@ import click
 
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import call_options, variable_name
+from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+from qagen.runs.batch.executor import BatchesRunningError
 
 # The settings the evaluator's notes name (`select_metrics`).
 NOTE_SETTINGS = ("embeddings", "metrics")
 # The settings the input warnings name (`qagen.evaluate.input_checks`).
 WARNING_SETTINGS = ("corpus",)
+# Where in the evaluation directory the baseline keeps its BM25 indexes.
+BASELINE_INDEX_DIR = "bm25_index"
 
 
 def _int_list(value: str, name: str) -> list[int]:
@@ -38,7 +41,8 @@ def _int_list(value: str, name: str) -> list[int]:
     "out",
     required=True,
     type=click.Path(path_type=Path),
-    help="Evaluation directory: answers, verdicts, results.jsonl, summary.json. Re-run the same command to resume.",
+    help="Evaluation directory: answers, verdicts, results.jsonl, summary.json (and the baseline's BM25 index). "
+    "Re-run the same command to resume.",
 )
 @click.option(
     "--answers",
@@ -150,6 +154,7 @@ def _int_list(value: str, name: str) -> list[int]:
     "recorded as failed (interrupted) and the run ends.",
 )
 @call_options
+@batch_options
 @click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
 @friendly_errors
 def evaluate(out: Path, quiet: bool, **options: Any) -> None:
@@ -158,7 +163,8 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     DATASET is a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or
     .csv file with question and reference-answer columns. A DATASET not on disk that looks like a
     path (./, ../, /, ~, more than one /, a file suffix) is reported missing, never looked up on the Hub. Give the system under test with exactly
-    one of --answers, --rag, --endpoint or --baseline bm25.
+    one of --answers, --rag, --endpoint or --baseline bm25. With --batch, the judges (and the
+    baseline's reader) answer through the Batch API; your own system is asked as usual.
     """
     from qagen.evaluate.api import evaluate as run_evaluation
     from qagen.evaluate.api import select_metrics
@@ -168,6 +174,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     from qagen.redaction import register_secret
 
     register_secret(options["token"])
+    batch = batch_from_options(options)
     chosen = [name for name in ("answers", "rag_callable", "endpoint", "baseline") if options[name]]
     if len(chosen) != 1:
         raise ConfigError(
@@ -208,29 +215,37 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         click.echo(f"skipped row {skipped.row} of the test set: {skipped.reason}: {skipped.content[:120]}", err=True)
     grid = list(itertools.product(chunk_sizes, ks))
     outputs: list[Path] = []
+    running: list[str] = []  # --no-wait: every grid point's batches are submitted before the exit
     shown: set[str] = set()  # each grid point's summary keeps its warnings; the screen shows each once
     for chunk_size, k in grid:
         name = f"chunk{chunk_size}_k{k}" if options["baseline"] else f"k{k}"
         target = out if len(grid) == 1 else out / name
-        summary = run_evaluation(
-            testset,
-            _system(options, chunk_size, k, progress=not quiet),
-            target,
-            metrics=metrics,
-            judge=judge,
-            reader=reader,
-            k=k,
-            concurrency=options["concurrency"],
-            rpm=options["rpm"],
-            max_failure_rate=options["max_failure_rate"],
-            embeddings=options["embeddings"],
-            progress=not quiet,
-            interrupt_grace=options["interrupt_grace"],
-            on_note=_print_note,
-            on_warning=lambda warning: _print_warning(warning, shown),
-        )
+        try:
+            summary = run_evaluation(
+                testset,
+                _system(options, chunk_size, k, progress=not quiet, index_dir=out / BASELINE_INDEX_DIR),
+                target,
+                metrics=metrics,
+                judge=judge,
+                reader=reader,
+                k=k,
+                concurrency=options["concurrency"],
+                rpm=options["rpm"],
+                max_failure_rate=options["max_failure_rate"],
+                embeddings=options["embeddings"],
+                progress=not quiet,
+                interrupt_grace=options["interrupt_grace"],
+                on_note=_print_note,
+                on_warning=lambda warning: _print_warning(warning, shown),
+                batch=batch,
+            )
+        except BatchesRunningError as waiting:
+            running += waiting.batch_ids
+            continue
         outputs.append(target)
         click.echo(_outcome(target, summary))
+    if running:
+        raise BatchesRunningError(running)
     runs = load_runs(outputs)
     click.echo("\n" + comparison_table(runs))
     if len(runs) > 1:
@@ -266,10 +281,14 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
             parts.append(f"{counts['failed']} judge failures ({reasons})")
         if len(parts) > 1:
             lines.append(f"  {metric}: {', '.join(parts)}")
+    for role, spend in summary.get("batch", {}).items():
+        cost, online = spend["cost_usd"], spend["online_cost_usd"]
+        price = f"${cost:.4f} at batch prices instead of ${online:.4f} online" if cost is not None else "price unknown"
+        lines.append(f"  {role} calls in batches: {spend['calls']} ({price})")
     return "\n".join(lines)
 
 
-def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool) -> Any:
+def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool, index_dir: Path) -> Any:
     from qagen.evaluate.api import bm25_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
     from qagen.evaluate.systems.callable import CallableSystem
@@ -281,7 +300,9 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool)
         return CallableSystem.from_spec(options["rag_callable"], interrupt_grace=options["interrupt_grace"])
     if options["endpoint"]:
         return EndpointSystem(options["endpoint"])
-    return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress)
+    # Kept in the evaluation directory (shared by a grid's runs): a re-run, or another k over the
+    # same chunks, reuses it until the corpus or the chunking changes.
+    return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress, index_dir=index_dir)
 
 
 @click.command()

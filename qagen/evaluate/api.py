@@ -19,13 +19,15 @@ from qagen.evaluate.judges.registry import LLM_METRICS, Embed
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
-from qagen.evaluate.systems.protocol import RagSystem, SystemFactory
+from qagen.evaluate.systems.protocol import RagSystem, ReaderSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
 from qagen.llm.backends import api_key_of
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.server_url import split_server_url
 from qagen.llm.task import Role
+from qagen.runs.batch.executor import batch_executor
+from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.store import write_json_atomic
@@ -101,6 +103,7 @@ def evaluate(
     interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
     on_note: Callable[[str], None] = _print_note,
     on_warning: Callable[[str], None] = _print_warning,
+    batch: BatchOptions | None = None,
 ) -> dict[str, Any]:
     """Run `system` over the test set's questions, judge and score the answers; return the summary.
 
@@ -115,6 +118,12 @@ def evaluate(
     `embeddings` (for answer_relevancy) is a LangChain spec such as `openai:text-embedding-3-small`
     (served from the judge's `base_url`, with its key, when it has one), a LangChain `Embeddings`, or an async
     function `texts -> vectors`.
+
+    With `batch`, the judges' calls (and the bundled baseline's reader calls) go in Batch API
+    rounds: half the price, results within 24 hours (`qagen.runs.batch`); a system of your own is
+    asked as online, `concurrency` questions at a time. When not waiting for the batches
+    (`BatchOptions.wait=False`) this raises `BatchesRunningError` once they are submitted: call it
+    again later to go on.
 
     A sync function runs in a thread of its own; on Ctrl-C it gets `interrupt_grace` seconds to
     return, then its question is recorded as failed (`interrupted: ...`) and KeyboardInterrupt ends
@@ -181,9 +190,14 @@ def evaluate(
                 "qagen_version": __version__,
             }
             _record_settings(out, items, system_identity(target), about, k, judge_model)
-            await evaluation.run(Executor(clients, workers=limits.concurrency), progress=progress)
+            executor = (
+                Executor(clients, workers=limits.concurrency)
+                if batch is None
+                else batch_executor(_with_system_reader(clients, target), out, batch)
+            )
+            await evaluation.run(executor, progress=progress, system_slots=limits.concurrency)
             summary.update(evaluation.write_results(**about))
-            clients.check_failure_rates()
+            executor.clients.check_failure_rates()
         finally:
             if target is not None:
                 await close_system(target)
@@ -192,6 +206,14 @@ def evaluate(
     run_coroutine(main())
     _raise_if_nothing_succeeded(summary, out)
     return summary
+
+
+def _with_system_reader(clients: Clients, system: Any) -> Clients:
+    """The run's clients, with the reader of a baseline made outside `evaluate` (not from `reader`):
+    in batch mode its calls go in the batches too."""
+    if isinstance(system, ReaderSystem) and clients.get(system.task.role) is not system.reader:
+        return clients.with_role(system.task.role, system.reader)
+    return clients
 
 
 def _raise_if_nothing_succeeded(summary: dict[str, Any], out: Path) -> None:

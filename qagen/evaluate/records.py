@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from qagen.failures import Failure
-from qagen.records import Record, Usage
+from qagen.records import BatchSpend, Record, Usage
 
 
 class EvalItem(BaseModel):
@@ -268,6 +268,11 @@ class EvalSummary(Record):
     scores: ResultsSummary = Field(description="The metrics and counts computed from the results rows.")
     skipped_rows: list[SkippedRow] = Field(description="Test set rows that could not be used.")
     usage: EvalUsage = Field(description="Tokens used, by the system and by the judges.")
+    batch: dict[str, BatchSpend] = Field(
+        default_factory=dict,
+        description="Of those, the calls answered in batches, for the system (the baseline's reader) and the "
+        "judges: their cost at batch prices and at online prices. Empty when every call was made online.",
+    )
 
     @model_serializer(mode="wrap")
     def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

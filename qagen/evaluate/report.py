@@ -6,9 +6,12 @@ import importlib.util
 import json
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from qagen.errors import QagenError
 from qagen.evaluate.metrics.statistics import paired_test
@@ -21,11 +24,19 @@ P_RESAMPLES = 10_000
 
 @dataclass(frozen=True)
 class EvalRun:
-    """One evaluation directory's summary and per-question values."""
+    """One evaluation directory's summary and, per summary metric, every question's value.
+
+    Only what the report needs is kept of `results.jsonl`: the question ids, and for each metric
+    of the summary a float array aligned with them (NaN where a question has no value). The file
+    is read a line at a time, so a 10,000-question run (over 100 MB of retrieved texts and judge
+    replies) costs a few MB here, not a few GB.
+    """
 
     path: Path
     summary: dict[str, Any]
-    rows: list[dict[str, Any]]
+    question_ids: tuple[str, ...] = ()
+    scores: dict[str, npt.NDArray[np.float64]] = field(default_factory=dict)
+    """Summary metric name -> one value per question id (normalised like the summary; NaN: none)."""
     label: str = ""
     """The run's name in tables and charts (default: its directory's name)."""
 
@@ -38,22 +49,40 @@ class EvalRun:
             )
         try:
             summary = json.loads(summary_file.read_text(encoding="utf-8"))
-            rows = [json.loads(line) for line in results_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+            k = summary.get("k")
+            summary["metrics"] = {current_name(name, k): stats for name, stats in summary["metrics"].items()}
+            ids, values = _read_scores(results_file, {name: row_column(name, k) for name in summary["metrics"]})
         except ValueError as exc:
             raise QagenError(f"{path} holds an unreadable summary.json or results.jsonl ({exc}).") from exc
-        summary["metrics"] = {current_name(name, summary.get("k")): s for name, s in summary["metrics"].items()}
-        return cls(path, summary, rows, label or path.resolve().name or str(path))
+        scores = {name: np.array(column, dtype=np.float64) for name, column in values.items()}
+        return cls(path, summary, tuple(ids), scores, label or path.resolve().name or str(path))
 
     def values(self, metric: str) -> dict[str, float]:
         """Per-question values of a summary metric, keyed by question id (normalised like the summary)."""
-        column = row_column(metric, self.summary.get("k"))
-        out: dict[str, float] = {}
-        for row in self.rows:
-            value = row_value(row, column)
-            if value is None:
+        column = self.scores.get(metric)
+        if column is None:
+            return {}
+        pairs = zip(self.question_ids, column.tolist(), strict=True)
+        return {question: value for question, value in pairs if not math.isnan(value)}
+
+
+def _read_scores(results: Path, columns: dict[str, str]) -> tuple[list[str], dict[str, list[float]]]:
+    """The question ids of `results.jsonl` and, per summary metric, the value of its row column in
+    each row, read a line at a time (NaN where the row has none). ValueError on a line that is no row."""
+    ids: list[str] = []
+    values: dict[str, list[float]] = {name: [] for name in columns}
+    with results.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
                 continue
-            out[row["id"]] = summary_value(column, float(value))
-        return out
+            row = json.loads(line)
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+                raise ValueError(f"line {number} of results.jsonl is not a results row with an id")
+            ids.append(row["id"])
+            for name, column in columns.items():
+                value = row_value(row, column)
+                values[name].append(math.nan if value is None else summary_value(column, float(value)))
+    return ids, values
 
 
 def load_runs(paths: list[Path]) -> list[EvalRun]:

@@ -1,92 +1,157 @@
 """What a build knows of its stored drafts and critiques, kept small (`qagen.runs.record_index`).
 
-The LLM stage decides from these states alone (is a record finished, did the draft parse, does a
-score stop the critics); finalize reads each sampled chunk's whole records back from the logs.
-Both logs are scanned once per build, by the LLM stage; the records it appends are kept as they are
-written, so finalize (handed the same ledger) scans nothing again.
+A state is a record without its replies (raw text, rationale, reasoning): all the LLM stage needs
+to decide (is a record finished, did the draft parse, does a score stop the critics), at a tenth of
+the memory. The stage's flow reads them as records through `LedgerStore` (the executor's store),
+so it runs exactly as over whole records; finalize reads each sampled chunk's whole records back
+from the logs. Both logs are scanned once per build, by the LLM stage; the records it appends are
+kept as they are written, so finalize (handed the same ledger) scans nothing again.
 """
 
 from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
-from qagen.records import Critique, Draft
+from pydantic import BaseModel
+
+from qagen.failures import Failure
+from qagen.records import Critique, Draft, Usage
 from qagen.runs.record_index import RecordIndex
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import RecordLog
 
+R = TypeVar("R", bound=BaseModel)
+
 
 class DraftState(NamedTuple):
-    """What the LLM stage needs of a stored draft."""
+    """A stored draft without its reply."""
 
-    retry: bool
-    """No reply came back: the next run asks again (`Failure.retryable`)."""
-    ok: bool
-    """The draft parsed: it has a question and an answer."""
+    chunk_id: str
+    model: str
+    prompt_hash: str
+    failure: Failure | None
     question: str | None
     answer: str | None
-    model: str
-    paid: bool
-    """A reply came, readable or not (a failed call is not paid for)."""
     input_tokens: int
     output_tokens: int
+
+    @property
+    def retry(self) -> bool:
+        """No reply came back: the next run asks again (`Failure.retryable`)."""
+        return self.failure is not None and self.failure.retryable
+
+    @property
+    def paid(self) -> bool:
+        """A reply came, readable or not (a failed call is not paid for)."""
+        return self.failure is None or not self.failure.is_call_failure
 
 
 class CritiqueState(NamedTuple):
-    """What the LLM stage needs of a stored critique."""
+    """A stored critique without its reply and rationale."""
 
-    retry: bool
-    call_failure: bool
-    """No reply came back (stops the critics after it until the next run)."""
-    score: int | None
-    """The rating (None when no valid rating was read)."""
     draft_id: str
+    criterion: str
     model: str
-    paid: bool
+    prompt_hash: str
+    failure: Failure | None
+    score: int | None
     input_tokens: int
     output_tokens: int
 
+    @property
+    def retry(self) -> bool:
+        return self.failure is not None and self.failure.retryable
+
+    @property
+    def paid(self) -> bool:
+        return self.failure is None or not self.failure.is_call_failure
+
+
+def _shared(text: str) -> str:
+    # Interned: thousands of records name the same model, prompt or draft; one string serves them.
+    return sys.intern(text)
+
 
 def _draft_state(draft: Draft) -> DraftState:
-    failure = draft.failure
     return DraftState(
-        retry=failure is not None and failure.retryable,
-        ok=failure is None,
+        chunk_id=draft.chunk_id,
+        model=_shared(draft.model),
+        prompt_hash=_shared(draft.prompt_hash),
+        failure=draft.failure,
         question=draft.question,
         answer=draft.answer,
-        # Interned: every record of a model names it, one string serves them all.
-        model=sys.intern(draft.model),
-        paid=failure is None or not failure.is_call_failure,
         input_tokens=draft.usage.input_tokens,
         output_tokens=draft.usage.output_tokens,
     )
 
 
 def _critique_state(critique: Critique) -> CritiqueState:
-    failure = critique.failure
-    call_failure = failure is not None and failure.is_call_failure
     return CritiqueState(
-        retry=failure is not None and failure.retryable,
-        call_failure=call_failure,
+        draft_id=_shared(critique.draft_id),
+        criterion=_shared(critique.criterion),
+        model=_shared(critique.model),
+        prompt_hash=_shared(critique.prompt_hash),
+        failure=critique.failure,
         score=critique.score,
-        draft_id=sys.intern(critique.draft_id),
-        model=sys.intern(critique.model),
-        paid=not call_failure,
         input_tokens=critique.usage.input_tokens,
         output_tokens=critique.usage.output_tokens,
     )
 
 
-class PaidCalls(NamedTuple):
-    """Calls paid for and their tokens."""
+_BLANK_DRAFT = Draft(id="", chunk_id="", model="", prompt_hash="")
+_BLANK_CRITIQUE = Critique(id="", model="", draft_id="", criterion="", prompt_hash="")
 
-    calls: int
+
+def _draft_of(key: str, state: DraftState) -> Draft:
+    # A copy of a blank record: `model_copy` is several times cheaper than `model_construct`.
+    usage = Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
+    fields = state._asdict()
+    del fields["input_tokens"], fields["output_tokens"]
+    return _BLANK_DRAFT.model_copy(update={"id": key, **fields, "usage": usage})
+
+
+def _critique_of(key: str, state: CritiqueState) -> Critique:
+    usage = Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
+    fields = state._asdict()
+    del fields["input_tokens"], fields["output_tokens"]
+    return _BLANK_CRITIQUE.model_copy(update={"id": key, **fields, "usage": usage})
+
+
+class PaidCall(NamedTuple):
+    """A call paid for (a reply came, readable or not): its record's id and tokens."""
+
+    id: str
     input_tokens: int
     output_tokens: int
+
+
+class _State(Protocol):
+    @property
+    def retry(self) -> bool: ...
+
+
+S = TypeVar("S", bound=_State)
+
+
+class LedgerStore(Generic[R, S]):
+    """An index's records as the executor's store: a stored one comes back without its reply, a
+    new one is appended to the log at once (and counted when a later run must make it again)."""
+
+    def __init__(self, ledger: Ledger, index: RecordIndex[R, S], record_of: Callable[[str, S], R]) -> None:
+        self._ledger = ledger
+        self._index: RecordIndex[R, S] = index
+        self._record_of: Callable[[str, S], R] = record_of
+
+    def get(self, key: str) -> R | None:
+        state = self._index.state(key)
+        return None if state is None else self._record_of(key, state)
+
+    def add(self, record: R) -> None:
+        self._ledger.retry_later += self._index.add(record).retry
 
 
 class Ledger:
@@ -96,7 +161,9 @@ class Ledger:
         self.drafts: RecordIndex[Draft, DraftState] = RecordIndex(drafts, _draft_state)
         self.critiques: RecordIndex[Critique, CritiqueState] = RecordIndex(critiques, _critique_state)
         self.retry_later = 0
-        """Records added here whose call failed: the next run asks again (`BuildFlow` counts them)."""
+        """Records added here whose call failed: a later run asks again."""
+        self.draft_store: LedgerStore[Draft, DraftState] = LedgerStore(self, self.drafts, _draft_of)
+        self.critique_store: LedgerStore[Critique, CritiqueState] = LedgerStore(self, self.critiques, _critique_of)
 
     @classmethod
     def read(cls, run: RunDir) -> Ledger:
@@ -128,16 +195,16 @@ class Ledger:
             spent[state.model] = (before[0] + state.input_tokens, before[1] + state.output_tokens)
         return spent
 
-    def paid_for(self, draft_ids: set[str]) -> tuple[PaidCalls, PaidCalls]:
+    def paid_for(self, draft_ids: set[str]) -> tuple[list[PaidCall], list[PaidCall]]:
         """The generation and critique calls paid for these drafts (every critique of them counts)."""
-        drafts = [state for key in draft_ids if (state := self.drafts.state(key)) is not None and state.paid]
-        critiques = [state for state in self.critiques.states() if state.draft_id in draft_ids and state.paid]
-        return _usage(drafts), _usage(critiques)
-
-
-def _usage(states: list[DraftState] | list[CritiqueState]) -> PaidCalls:
-    return PaidCalls(
-        calls=len(states),
-        input_tokens=sum(state.input_tokens for state in states),
-        output_tokens=sum(state.output_tokens for state in states),
-    )
+        drafts = [
+            PaidCall(key, state.input_tokens, state.output_tokens)
+            for key in draft_ids
+            if (state := self.drafts.state(key)) is not None and state.paid
+        ]
+        critiques = [
+            PaidCall(key, state.input_tokens, state.output_tokens)
+            for key, state in self.critiques.items()
+            if state.draft_id in draft_ids and state.paid
+        ]
+        return drafts, critiques

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from qagen import __version__
 from qagen.config import BuildConfig
-from qagen.generation.ledger import PaidCalls
+from qagen.generation.ledger import PaidCall
 from qagen.generation.tasks import BuildTasks
-from qagen.llm.cost import price_for
-from qagen.records import BuildModels, BuildSummary, BuildUsage, CorpusSummary, Funnel, StageUsage
+from qagen.llm.cost import batch_spend, price_for
+from qagen.records import (
+    BatchSpend,
+    BuildModels,
+    BuildSummary,
+    BuildUsage,
+    CorpusSummary,
+    Funnel,
+    StageUsage,
+)
+from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 
 
@@ -16,12 +27,13 @@ def summarise_build(
     run: RunDir,
     tasks: BuildTasks,
     funnel: Funnel,
-    paid: tuple[PaidCalls, PaidCalls],
+    paid: tuple[Sequence[PaidCall], Sequence[PaidCall]],
 ) -> BuildSummary:
-    """The summary of the assembled run; `paid` is what the generation and the critique calls for
-    the sampled chunks cost (`Ledger.paid_for`)."""
+    """The summary of the assembled run; `paid` holds the generation and the critique calls paid
+    for the sampled chunks (`Ledger.paid_for`): usage counts only those."""
     chunking = run.chunking_report()
-    generation, critique = paid
+    paid_drafts, paid_critiques = paid
+    batched = Journal(run.root).batched
     return BuildSummary(
         qagen_version=__version__,
         # The chunking report lists every skipped input; the summary keeps the counts only.
@@ -31,20 +43,42 @@ def summarise_build(
         models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
         prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},
         usage=BuildUsage(
-            generation=_usage(config.generator.spec, generation, config),
-            critique=_usage(config.critic.spec, critique, config),
+            generation=_usage(config.generator.spec, paid_drafts, config, batched),
+            critique=_usage(config.critic.spec, paid_critiques, config, batched),
         ),
+        batch={
+            stage: spend
+            for stage, spend in (
+                ("generation", _batch(config.generator.spec, paid_drafts, config, batched)),
+                ("critique", _batch(config.critic.spec, paid_critiques, config, batched)),
+            )
+            if spend.calls
+        },
         settings=config.model_dump(mode="json"),
     )
 
 
-def _usage(model: str, paid: PaidCalls, config: BuildConfig) -> StageUsage:
-    """Calls and tokens paid for (failed calls without a reply are not), and their cost when known."""
+def _tokens(records: Sequence[PaidCall]) -> tuple[int, int]:
+    return sum(r.input_tokens for r in records), sum(r.output_tokens for r in records)
+
+
+def _usage(model: str, records: Sequence[PaidCall], config: BuildConfig, batched: set[str]) -> StageUsage:
+    """Calls and tokens paid for (failed calls without a reply are not), and their cost when known:
+    the calls answered in batches (`batched` record ids) at batch prices, the others at online prices."""
+    input_tokens, output_tokens = _tokens(records)
     price = price_for(model, config.price_input, config.price_output)
+    cost = None
+    if price is not None:
+        online = _tokens([r for r in records if r.id not in batched])
+        in_batches = _tokens([r for r in records if r.id in batched])
+        cost = round(price.cost(*online) + price.batch().cost(*in_batches), 6)
     return StageUsage(
-        model=model,
-        calls=paid.calls,
-        input_tokens=paid.input_tokens,
-        output_tokens=paid.output_tokens,
-        cost_usd=round(price.cost(paid.input_tokens, paid.output_tokens), 6) if price else None,
+        model=model, calls=len(records), input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost
     )
+
+
+def _batch(model: str, records: Sequence[PaidCall], config: BuildConfig, batched: set[str]) -> BatchSpend:
+    """The paid calls answered in batches, at batch prices and at online prices."""
+    in_batches = [r for r in records if r.id in batched]
+    price = price_for(model, config.price_input, config.price_output)
+    return batch_spend(len(in_batches), *_tokens(in_batches), price)

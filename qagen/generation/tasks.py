@@ -17,10 +17,10 @@ from pathlib import Path
 from qagen.config import BUILD_ROLES, CRITIC_ORDER, BuildConfig, BuildRole
 from qagen.generation.critique import CRITIC_PROMPTS, CriticTask, Drafted
 from qagen.generation.draft import QA_PROMPT, DraftTask
-from qagen.generation.ledger import CritiqueState, Ledger
+from qagen.generation.ledger import Ledger
 from qagen.llm.cost import Budget, price_for
 from qagen.llm.prompts import load_prompts
-from qagen.records import Chunk, Draft
+from qagen.records import Chunk, Critique
 from qagen.runs.executor import Executor
 
 
@@ -59,14 +59,11 @@ class BuildTasks:
         return hashes
 
 
-_BLANK_DRAFT = Draft(id="", chunk_id="", model="", prompt_hash="")
-
-
 class BuildFlow:
     """Drafts and critiques chunks through an executor, every record stored as it arrives.
 
-    It decides from the ledger's small states, never from whole stored records (see
-    `qagen.generation.ledger`); a record made now is used whole, then only its state is kept.
+    Stored records come from the ledger without their replies (`qagen.generation.ledger`): all
+    the decisions here need, at a tenth of the memory.
     """
 
     def __init__(
@@ -82,47 +79,32 @@ class BuildFlow:
         self.tasks = tasks
         self.config = config
         self.executor = executor
-        self.ledger = ledger
+        self.drafts = ledger.draft_store
+        self.critiques = ledger.critique_store
         self.generate = generate
         self.critique = critique
 
     async def __call__(self, chunk: Chunk) -> None:
-        draft = await self._draft(chunk)
-        if not self.critique or draft is None or self.config.too_long(draft):
+        draft = (
+            await self.executor.run(self.tasks.draft, chunk, self.drafts)
+            if self.generate
+            else self.drafts.get(self.tasks.draft.key(chunk))
+        )
+        if not self.critique or draft is None or not draft.ok or self.config.too_long(draft):
             return  # a draft that is no factoid (see `BuildConfig.too_long`) costs no critic
-        drafted = Drafted(draft, chunk)
         for critic in self.tasks.critics:
-            verdict = self.ledger.critiques.state(critic.key(drafted))
-            if verdict is None or verdict.retry:
-                verdict = self.ledger.critiques.add(await self.executor.ask(critic, drafted))
-                self.ledger.retry_later += verdict.retry
-            if self._stops_the_critics(critic.criterion, verdict):
+            verdict = await self.executor.run(critic, Drafted(draft, chunk), self.critiques)
+            if self._stops_the_critics(verdict):
                 return
 
-    async def _draft(self, chunk: Chunk) -> Draft | None:
-        """The chunk's draft when it parsed (made now if it is missing or its call failed); else None."""
-        task = self.tasks.draft
-        key = task.key(chunk)
-        stored = self.ledger.drafts.state(key)
-        if self.generate and (stored is None or stored.retry):
-            draft = await self.executor.ask(task, chunk)
-            self.ledger.retry_later += self.ledger.drafts.add(draft).retry
-            return draft if draft.ok else None
-        if stored is None or not stored.ok:
-            return None
-        # What the critics and the length check read of a stored draft; its reply stays in the log.
-        # (A copy of a blank draft: `model_copy` is several times cheaper than `model_construct`.)
-        fields = {"id": key, "chunk_id": chunk.id, "model": stored.model, "prompt_hash": task.prompt.hash}
-        return _BLANK_DRAFT.model_copy(update={**fields, "question": stored.question, "answer": stored.answer})
-
-    def _stops_the_critics(self, criterion: str, verdict: CritiqueState) -> bool:
+    def _stops_the_critics(self, verdict: Critique) -> bool:
         """A low score rejects the draft whatever the others say, so they are not asked; a failed
         call stops them until the next run (see the module's docstring)."""
-        if verdict.call_failure:
+        if verdict.failure is not None and verdict.failure.is_call_failure:
             return True
         if self.config.all_critics or verdict.score is None:
             return False
-        return verdict.score < self.config.threshold(criterion)
+        return verdict.score < self.config.threshold(verdict.criterion)
 
 
 def make_budget(config: BuildConfig, spent: dict[str, tuple[int, int]], *, batch: bool = False) -> Budget | None:

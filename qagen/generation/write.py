@@ -59,6 +59,9 @@ def funnel_table(summary: dict[str, Any]) -> str:
         cost = f", ${numbers['cost_usd']:.4f}" if numbers.get("cost_usd") is not None else ""
         tokens = f"{numbers['input_tokens']:,} in / {numbers['output_tokens']:,} out tokens{cost}"
         lines.append((f"{stage} calls", f"{numbers['calls']} ({tokens})"))
+        batched = summary.get("batch", {}).get(stage)
+        if batched:
+            lines.append((f"{stage} in batches", _batch_words(batched)))
     width = max(len(label) for label, _ in lines)
     table = [f"  {label:<{width}}  {value}" for label, value in lines]
     # The commonest failure of each stage, with its first case: what there is to fix.
@@ -69,6 +72,14 @@ def funnel_table(summary: dict[str, Any]) -> str:
             if commonest in examples:
                 table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
     return "\n".join(table)
+
+
+def _batch_words(batched: dict[str, Any]) -> str:
+    """The calls answered in batches, at batch prices and at the online prices they saved against."""
+    calls, cost, online = batched["calls"], batched["cost_usd"], batched["online_cost_usd"]
+    if cost is None or online is None:
+        return f"{calls} calls, at half the online price (price unknown)"
+    return f"{calls} calls, ${cost:.4f} at batch prices instead of ${online:.4f} online (saved ${online - cost:.4f})"
 
 
 def _sampled(funnel: dict[str, Any]) -> str:

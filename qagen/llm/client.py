@@ -45,6 +45,9 @@ _FAILURES_BEFORE_GIVING_UP = 3
 
 _STATUS_KINDS = {429: FailureKind.RATE_LIMITED, 400: FailureKind.BAD_REQUEST, 422: FailureKind.BAD_REQUEST}
 
+STOPPING_STATUSES = frozenset({401, 403, 404})
+"""Statuses every call of a model gets alike (the key, access, the model's name): they stop the run."""
+
 
 def _status_code(exc: BaseException) -> int | None:
     code = getattr(exc, "status_code", None)
@@ -190,19 +193,41 @@ class LLMClient:
         self.stats.output_tokens += reply.usage.output_tokens
         return reply
 
-    def _failure(self, exc: Exception) -> Failure:
-        code = _status_code(exc)
-        detail = redact(f"{type(exc).__name__}: {exc}")[:500]
-        model = self.settings.spec
+    def stop_for_status(self, code: int | None) -> None:
+        """Raise the error that stops the run for a status every call of this model would get alike
+        (`STOPPING_STATUSES`): a rejected key, no access, an unknown model. Other statuses return."""
         if code == 401:
             raise self._rejected_key() from None
         if code == 403:
-            raise LLMUnavailableError(f"{self.where} refused access to '{model}' (403).") from None
+            raise LLMUnavailableError(f"{self.where} refused access to '{self.settings.spec}' (403).") from None
         if code == 404:
             raise LLMUnavailableError(
                 f"{self.where} does not know the model '{self.settings.name}' (404); check `model`.",
                 settings=("model",),
             ) from None
+
+    def count(self, outcome: Outcome) -> None:
+        """Count a call made elsewhere (a request of a batch) as this client counts its own, for the
+        error budget (`check_error_budget`, `check_failure_rate`) and the run's counts."""
+        self.stats.calls += 1
+        if isinstance(outcome, Failure):
+            self.stats.failed += 1
+            self.stats.by_error[outcome.kind] = self.stats.by_error.get(outcome.kind, 0) + 1
+            self._last_detail[outcome.kind] = outcome.detail
+            return
+        self.stats.succeeded += 1
+        self.stats.input_tokens += outcome.usage.input_tokens
+        self.stats.output_tokens += outcome.usage.output_tokens
+
+    def check_error_budget(self) -> None:
+        """During a run, after some calls counted with `count`: stop as a run of online calls would
+        (a few failures and no success yet, or more than `max_failure_rate` of 20 calls or more)."""
+        self._check_budget()
+
+    def _failure(self, exc: Exception) -> Failure:
+        code = _status_code(exc)
+        detail = redact(f"{type(exc).__name__}: {exc}")[:500]
+        self.stop_for_status(code)
         connection = _is_connection_error(exc)
         if connection and self.stats.succeeded == 0:
             tried = f"Cannot reach {self.where} after {self.settings.max_retries} retries"

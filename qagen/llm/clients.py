@@ -92,6 +92,10 @@ class Clients:
         except KeyError:
             raise ConfigError(f"No model was given for the {role}.") from None
 
+    def with_role(self, role: Role, client: LLMClient) -> Clients:
+        """These clients, with `role` played by `client` (a client made elsewhere, e.g. a system's own)."""
+        return Clients({**self._by_role, role: client})
+
     def get(self, role: Role) -> LLMClient | None:
         """The role's client, or None when the run has no model for it."""
         return self._by_role.get(role)

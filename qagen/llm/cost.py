@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from qagen.errors import ConfigError
+from qagen.records import BatchSpend, Usage
 
 # US dollars per million tokens (input, output), from the providers' price pages on 2026-11-01.
 # Prices change: `price_input`/`price_output` override them, and unknown models have none.
@@ -35,6 +36,33 @@ class Price:
     def batch(self) -> Price:
         """The price of the same tokens sent through a batch API."""
         return Price(self.input * BATCH_PRICE_FACTOR, self.output * BATCH_PRICE_FACTOR)
+
+
+def batch_spend(calls: int, input_tokens: int, output_tokens: int, price: Price | None) -> BatchSpend:
+    """What calls answered in batches cost at batch prices, next to what they cost online."""
+    return BatchSpend(
+        calls=calls,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost_usd=round(price.batch().cost(input_tokens, output_tokens), 6) if price else None,
+        online_cost_usd=round(price.cost(input_tokens, output_tokens), 6) if price else None,
+    )
+
+
+class BatchTally:
+    """Paid calls answered in batches, counted up for `batch_spend`."""
+
+    def __init__(self) -> None:
+        self.calls = self.input_tokens = self.output_tokens = 0
+
+    def add(self, calls: int, usage: Usage) -> None:
+        self.calls += calls
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+
+    def spend(self, model: str, price: Price | None = None) -> BatchSpend:
+        """At the price given, else the model's known price."""
+        return batch_spend(self.calls, self.input_tokens, self.output_tokens, price or price_for(model))
 
 
 def price_for(model: str, price_input: float | None = None, price_output: float | None = None) -> Price | None:

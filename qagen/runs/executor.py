@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from tqdm import tqdm
 
@@ -31,7 +31,6 @@ from qagen.llm.cost import Budget, BudgetReachedError
 from qagen.llm.retries import retry_count
 from qagen.llm.task import Compute, Done, Outcome, Reply, Request, Step, Task, TaskRecord
 from qagen.runs.concurrency import run_all
-from qagen.runs.store import RecordStore
 
 _TICK_SECONDS = 1.0
 _LONG_WAIT_SECONDS = 10.0
@@ -41,6 +40,15 @@ _RECENT_SECONDS = 30.0
 ItemT = TypeVar("ItemT")
 RecordT = TypeVar("RecordT", bound=TaskRecord)
 AnyRecordT = TypeVar("AnyRecordT")
+
+
+class Store(Protocol[RecordT]):
+    """Where `run` finds finished records and keeps new ones: a `RecordStore`, or a build's ledger."""
+
+    def get(self, key: str) -> RecordT | None: ...
+
+    def add(self, record: RecordT) -> None: ...
+
 
 Call = Callable[[Request], Awaitable[Outcome]]
 """Sends one request to a model: `LLMClient.complete`, or a test's scripted replies."""
@@ -88,7 +96,7 @@ class Executor:
         self._slots: asyncio.Semaphore | None = None
         self._halted = False
 
-    async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: RecordStore[RecordT]) -> RecordT:
+    async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: Store[RecordT]) -> RecordT:
         """The item's record: the stored one when finished, else made now and stored at once."""
         found = store.get(task.key(item))
         if found is not None and not needs_call(found):

@@ -55,6 +55,10 @@ class RecordIndex(Generic[R, S]):
     def states(self) -> Iterator[S]:
         return (entry.record for entry in self._entries.values())
 
+    def items(self) -> Iterator[tuple[str, S]]:
+        """Each id with its state."""
+        return ((key, entry.record) for key, entry in self._entries.items())
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 from datasets import load_from_disk
 
@@ -30,17 +31,22 @@ def journal(run: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run / "batches.jsonl").read_text().splitlines()]
 
 
+PRICES = ("--price-input", "100", "--price-output", "400")
+
+
 def test_batch_and_online_give_the_same_dataset_in_at_most_four_rounds(corpus: Path, tmp_path: Path) -> None:
     knobs = {"format_variety": 0.3, "malformed_rate": 0.05}
     with StandInLLM(**knobs) as online:
-        result = CliRunner().invoke(main, build_args(online, corpus, tmp_path / "online"), catch_exceptions=False)
+        args = build_args(online, corpus, tmp_path / "online", *PRICES)
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
         online_bodies = online.requests_by_body()
     with StandInLLM(batch_polls=2, **knobs) as batch:
-        args = build_args(batch, corpus, tmp_path / "batch", "--batch", "--batch-poll", "0.01")
+        args = build_args(batch, corpus, tmp_path / "batch", *PRICES, "--batch", "--batch-poll", "0.01")
         result = CliRunner().invoke(main, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
         log = batch.log
+        table = result.output
     for name in ("dataset", "candidates"):
         assert rows(tmp_path / "batch", name) == rows(tmp_path / "online", name)
     assert len(rows(tmp_path / "batch", "dataset")) > 0
@@ -52,6 +58,33 @@ def test_batch_and_online_give_the_same_dataset_in_at_most_four_rounds(corpus: P
     assert 2 <= len(created) <= 4  # drafts, then each critic
     rounds = {event["round"] for event in journal(tmp_path / "batch") if event["event"] == "uploaded"}
     assert len(rounds) == len(created)
+    assert_batch_prices(tmp_path / "online", tmp_path / "batch", table)
+
+
+def summary(run: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run / "summary.json").read_text())
+    return data
+
+
+def assert_batch_prices(online: Path, batched: Path, table: str) -> None:
+    """Every paid call of the batch run was answered in a batch: summary.json and the funnel table
+    show it at half the price, next to the online price of the same tokens (the online run's cost)."""
+    assert summary(online)["batch"] == {}
+    spent = summary(batched)["batch"]
+    assert set(spent) == {"generation", "critique"}
+    for stage, spend in spent.items():
+        usage, online_usage = summary(batched)["usage"][stage], summary(online)["usage"][stage]
+        assert {key: spend[key] for key in ("calls", "input_tokens", "output_tokens")} == {
+            key: usage[key] for key in ("calls", "input_tokens", "output_tokens")
+        }
+        assert spend["online_cost_usd"] == online_usage["cost_usd"] > 0
+        assert spend["cost_usd"] == usage["cost_usd"] == pytest.approx(online_usage["cost_usd"] / 2, abs=1e-6)
+        saved = spend["online_cost_usd"] - spend["cost_usd"]
+        words = (
+            f"{spend['calls']} calls, ${spend['cost_usd']:.4f} at batch prices instead of "
+            f"${spend['online_cost_usd']:.4f} online (saved ${saved:.4f})"
+        )
+        assert re.search(rf"{stage} in batches +{re.escape(words)}\n", table), table
 
 
 def test_dry_run_with_batch_shows_half_the_online_price(corpus: Path, tmp_path: Path) -> None:

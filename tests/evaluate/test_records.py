@@ -77,7 +77,7 @@ def test_the_summary_writes_about_after_testset_and_the_scores_in_place() -> Non
     ).model_dump(mode="json")
     assert list(summary) == [
         "system", "judge_model", "testset", "reader_model", "notes",
-        *ResultsSummary.model_fields, "skipped_rows", "usage",
+        *ResultsSummary.model_fields, "skipped_rows", "usage", "batch",
     ]  # fmt: skip
     assert summary["metrics"]["correctness"] == {
         "mean": 1.0, "low": 1.0, "high": 1.0, "n": 1, "missing": 0, "missing_by_reason": {}

@@ -43,10 +43,12 @@ def test_report_labels_chart_metric_and_paired_rows(tmp_path: Path) -> None:
     # Shared ids 3, 4, 5: b - a = (1 - 3/4) + (1 - 1) + (1 - 0) over three questions.
     assert len(paired) == 1 and "+0.417 [" in paired[0] and paired[0].endswith(" 3")
     assert not any(line.startswith("mrr") and " - " in line for line in table.splitlines())
-    nothing = EvalRun(tmp_path, {"k": 7, "metrics": {"mrr@7": {"mean": None}}}, [], "x")
+    nothing = EvalRun(tmp_path, {"k": 7, "metrics": {"mrr@7": {"mean": None}}}, label="x")
     with pytest.raises(QagenError, match="No run has a value"):
         chart_metric([nothing])
-    only_mrr = EvalRun(tmp_path, {"k": 7, "metrics": {"correctness": {"mean": None}, "mrr@7": {"mean": 0.5}}}, [], "y")
+    only_mrr = EvalRun(
+        tmp_path, {"k": 7, "metrics": {"correctness": {"mean": None}, "mrr@7": {"mean": 0.5}}}, label="y"
+    )
     assert chart_metric([only_mrr]) == "mrr@7"
 
 

@@ -18,6 +18,7 @@ from qagen.evaluate.metrics.spaceless_scripts import is_unsegmented
 __all__ = ["exact_match", "squad_tokens", "token_f1"]
 
 _ASCII_PUNCTUATION = frozenset(string.punctuation)
+_DROP_ASCII_PUNCTUATION = str.maketrans("", "", string.punctuation)
 _ARTICLES_RE = re.compile(r"\b(a|an|the)\b")
 
 
@@ -57,8 +58,11 @@ def squad_tokens(text: str) -> list[str]:
     ...) becomes its own token, so Chinese and Japanese answers are compared character by character.
     """
     # Lowercase as the official script does; beyond ASCII, also fold width and case variants.
-    text = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
-    text = "".join(char for char in text if not _is_punctuation(char))
+    if text.isascii():
+        text = text.lower().translate(_DROP_ASCII_PUNCTUATION)
+    else:
+        text = unicodedata.normalize("NFKC", text).casefold()
+        text = "".join(char for char in text if not _is_punctuation(char))
     text = _ARTICLES_RE.sub(" ", text)
     return [piece for token in text.split() for piece in _split_unsegmented(token)]
 

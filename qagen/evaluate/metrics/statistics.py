@@ -1,18 +1,25 @@
 """How sure a score is: bootstrap confidence intervals and a paired comparison of two runs.
 
-Everything is pure Python and deterministic: the randomness comes from `random.Random(seed)`, so
-the same inputs and seed give the same interval and p-value on every machine and Python version
-(`random.Random` with an int seed is stable across versions for `random()` and `getrandbits()`).
-Sums use `math.fsum`, so a resampled mean does not depend on the order of the values.
+Deterministic: the randomness is the stream of `random.Random(seed)`, so the same inputs and seed
+give the same interval and p-value on every machine and Python version (`random.Random` with an
+int seed is stable across versions for `random()` and `getrandbits()`). Sums are `math.fsum`'s
+(correctly rounded), so a resampled mean does not depend on the order of the values.
+
+The resampling runs in numpy blocks (`resampling`) and gives, bit for bit, the numbers of the
+pure-Python loops it replaced: resample r is `rng.choices(values, k=n)` and sign pattern r is
+`rng.getrandbits(n)` of the same `random.Random(seed)`, in the same order.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import random
 from collections.abc import Sequence
 from typing import NamedTuple
+
+import numpy as np
+
+from qagen.evaluate.metrics.resampling import BLOCK_DRAWS, ExactSums, MersenneStream
 
 __all__ = ["MeanCI", "PairedResult", "mean_ci", "paired_test"]
 
@@ -84,7 +91,7 @@ def _quantile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def _bootstrap_interval(
-    values: Sequence[float], confidence: float, n_resamples: int, rng: random.Random
+    values: Sequence[float], confidence: float, n_resamples: int, rng: MersenneStream
 ) -> tuple[float, float]:
     """Percentile bootstrap: the (1-c)/2 and (1+c)/2 quantiles of the means of resamples drawn with
     replacement, each as large as `values`."""
@@ -92,7 +99,12 @@ def _bootstrap_interval(
     if n == 1:
         # Every resample is the one value: the interval is a point (and carries no information).
         return values[0], values[0]
-    means = sorted(_mean(rng.choices(values, k=n)) for _ in range(n_resamples))
+    sums = ExactSums(np.array(values, dtype=np.float64))
+    rows_per_block = max(1, BLOCK_DRAWS // n)
+    means: list[float] = []
+    for picks in rng.resamples(n_resamples, n, rows_per_block):
+        means.extend(total / n for total in sums.of_choices(picks))
+    means.sort()
     tail = (1.0 - confidence) / 2.0
     return _quantile(means, tail), _quantile(means, 1.0 - tail)
 
@@ -120,11 +132,11 @@ def mean_ci(
     data = _checked(values, "values")
     _check_confidence(confidence)
     _check_resamples(n_resamples)
-    low, high = _bootstrap_interval(data, confidence, n_resamples, random.Random(seed))
+    low, high = _bootstrap_interval(data, confidence, n_resamples, MersenneStream(seed))
     return MeanCI(mean=_mean(data), low=low, high=high, n=len(data))
 
 
-def _sign_flip_p_value(differences: Sequence[float], n_resamples: int, rng: random.Random) -> float:
+def _sign_flip_p_value(differences: Sequence[float], n_resamples: int, rng: MersenneStream) -> float:
     """Two-sided p-value of the sign-flip (paired permutation) test of mean difference zero.
 
     Under the null hypothesis that runs A and B are exchangeable on each question, each difference
@@ -145,12 +157,13 @@ def _sign_flip_p_value(differences: Sequence[float], n_resamples: int, rng: rand
             for signs in itertools.product((1.0, -1.0), repeat=n)
         )
         return hits / n_patterns
+    sums = ExactSums(np.array(differences, dtype=np.float64))
+    rows_per_block = max(1, BLOCK_DRAWS // n)
     hits = 0
-    for _ in range(n_resamples):
-        # One random bit per question: '1' keeps the sign of the difference, '0' flips it.
-        bits = format(rng.getrandbits(n), f"0{n}b")
-        flipped = math.fsum(d if b == "1" else -d for b, d in zip(bits, differences, strict=True))
-        hits += abs(flipped) >= threshold
+    for done in range(0, n_resamples, rows_per_block):
+        # One random bit per question: 1 keeps the sign of the difference, 0 flips it.
+        patterns = rng.getrandbits(min(rows_per_block, n_resamples - done), n)
+        hits += sum(abs(flipped) >= threshold for flipped in sums.of_signs(patterns))
     return (1 + hits) / (1 + n_resamples)
 
 
@@ -186,7 +199,7 @@ def paired_test(
     _check_confidence(confidence)
     _check_resamples(n_resamples)
     differences = [x - y for x, y in zip(first, second, strict=True)]
-    rng = random.Random(seed)
+    rng = MersenneStream(seed)
     low, high = _bootstrap_interval(differences, confidence, n_resamples, rng)
     p_value = _sign_flip_p_value(differences, n_resamples, rng)
     return PairedResult(mean_diff=_mean(differences), low=low, high=high, p_value=p_value, n=len(differences))

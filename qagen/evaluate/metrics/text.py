@@ -68,6 +68,9 @@ def _char_class(char: str) -> int:
 
 
 _ASCII_TOKEN_RE = re.compile(r"[a-z0-9]+")
+# The same tokens, faster (a 10,000-question evaluation tokenizes 70,000 contexts): every other
+# ASCII character becomes a space, then split.
+_ASCII_NON_TOKEN = str.maketrans({chr(c): " " for c in range(128) if not _ASCII_TOKEN_RE.fullmatch(chr(c))})
 
 
 def _unicode_tokens(text: str) -> list[str]:
@@ -107,7 +110,7 @@ def _unicode_tokens(text: str) -> list[str]:
 def tokenize(text: str) -> list[str]:
     """ROUGE tokens of `text`: `rouge-score`'s default tokenizer on ASCII (module docstring)."""
     if text.isascii():
-        return _ASCII_TOKEN_RE.findall(text.lower())
+        return text.lower().translate(_ASCII_NON_TOKEN).split()
     return _unicode_tokens(unicodedata.normalize("NFKC", text).casefold())
 
 
@@ -143,10 +146,8 @@ def lcs_length(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
         match[token] = match.get(token, 0) | (1 << position)
     all_ones = (1 << width) - 1
     v = all_ones
-    for token in longer:
-        token_mask = match.get(token)
-        if token_mask is None:
-            continue  # u == 0 leaves v unchanged
+    # Tokens absent from the shorter sequence leave v unchanged (u == 0): skipped in one pass.
+    for token_mask in [mask for mask in map(match.get, longer) if mask is not None]:
         u = v & token_mask
         # `& all_ones` drops the carry out of the top bit of the addition.
         v = ((v + u) | (v - u)) & all_ones

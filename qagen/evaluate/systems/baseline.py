@@ -117,12 +117,11 @@ class BM25Baseline:
             "system_prompt_hash": self.task.system_prompt.hash,
         }
 
-    def cache_key(self) -> str:
-        """sha256 of everything the index depends on, the corpus files' names, sizes and times included."""
-        settings = {
+    def index_settings(self) -> dict[str, object]:
+        """What the index depends on besides the corpus files' contents (which corpus, how chunked)."""
+        return {
             "version": INDEX_VERSION,
             "corpus": str(self.corpus.resolve()) if self.corpus is not None else None,
-            "files": _fingerprint(self.corpus) if self.corpus is not None else None,
             "hf_dataset": self.hf_dataset,
             "split": self.split,
             "text_column": self.text_column,
@@ -132,6 +131,10 @@ class BM25Baseline:
             "length_unit": self.length_unit,
             "encoding": self.encoding if self.length_unit == "tokens" else None,
         }
+
+    def cache_key(self) -> str:
+        """sha256 of everything the index depends on, the corpus files' names, sizes and times included."""
+        settings = {**self.index_settings(), "files": _fingerprint(self.corpus) if self.corpus is not None else None}
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
 
     def build_index(self) -> BM25Index:
@@ -165,7 +168,7 @@ class BM25Baseline:
                     )
                 if folder is not None:
                     folder.parent.mkdir(parents=True, exist_ok=True)
-                    index.save(folder, key)
+                    index.save(folder, key, self.index_settings())
             _memory[key] = index
             _memory.move_to_end(key)
             while len(_memory) > _MEMORY_SLOTS:
@@ -181,7 +184,8 @@ class BM25Baseline:
         """The top `k` chunks for `question` (builds the index on first use)."""
         return self.build_index().search(question, self.k)
 
-    async def answer(self, question: str) -> RagOutput:
+    async def retrieve_for(self, question: str) -> Retrieved:
+        """The question and its top `k` chunks: what the reader answers from (the task's item)."""
         if self._index is None:
             if self._index_lock is None:
                 self._index_lock = asyncio.Lock()
@@ -189,7 +193,10 @@ class BM25Baseline:
                 # Built in a worker thread: the event loop keeps serving other work meanwhile.
                 await asyncio.to_thread(self.build_index)
         contexts = await asyncio.to_thread(self.retrieve, question)
-        return await drive(self.task, Retrieved(question, tuple(contexts)), self.reader.complete)
+        return Retrieved(question, tuple(contexts))
+
+    async def answer(self, question: str) -> RagOutput:
+        return await drive(self.task, await self.retrieve_for(question), self.reader.complete)
 
 
 class Retrieved(NamedTuple):

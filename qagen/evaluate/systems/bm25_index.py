@@ -37,8 +37,11 @@ _logger = logging.getLogger(__name__)
 # run of letters and digits (Latin, Cyrillic, Greek, Hangul words, identifiers with `_`) is one token.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
-# Part of the cache key: a change to the tokenizer or the stored layout must not reuse an old index.
-INDEX_VERSION = "bm25s-1"
+# BM25's own parameters (bm25s' defaults, named so that they are part of the cache key).
+BM25_PARAMETERS: dict[str, object] = {"k1": 1.5, "b": 0.75, "method": "lucene"}
+# Part of the cache key: a change to the tokenizer, the stored layout or the BM25 parameters must
+# not reuse an old index.
+INDEX_VERSION = f"bm25s-1 {json.dumps(BM25_PARAMETERS, sort_keys=True)}"
 
 
 def tokenize(text: str) -> list[str]:
@@ -75,8 +78,13 @@ class BM25Index:
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
         return [self.contexts[int(i)] for i in order]
 
-    def save(self, folder: Path, key: str) -> None:
-        """Write the index to `folder` atomically (a complete folder appears, or none)."""
+    def save(self, folder: Path, key: str, settings: dict[str, object] | None = None) -> None:
+        """Write the index to `folder` atomically (a complete folder appears, or none).
+
+        `settings` (what the index depends on besides the corpus files' contents) are written with
+        it; an index saved beside it with the same settings under another key was built from an
+        earlier state of the same corpus, can never be used again, and is deleted.
+        """
         staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -84,7 +92,8 @@ class BM25Index:
         with (staging / "contexts.jsonl").open("w", encoding="utf-8") as out:
             for context in self.contexts:
                 out.write(context.model_dump_json() + "\n")
-        (staging / "qagen_index.json").write_text(json.dumps({"key": key, "chunks": len(self.contexts)}))
+        meta = {"key": key, "chunks": len(self.contexts), "settings": settings}
+        (staging / "qagen_index.json").write_text(json.dumps(meta))
         try:
             staging.rename(folder)
         except OSError as exc:
@@ -93,6 +102,9 @@ class BM25Index:
                 # Not a race with another process saving the same index: the cache is unusable.
                 # The index in memory is complete, so only later runs lose the saved copy.
                 _logger.warning("could not save the BM25 index to %s: %s", folder, exc)
+                return
+        if settings is not None:
+            _delete_superseded(folder, key, settings)
 
     @classmethod
     def load(cls, folder: Path, key: str) -> BM25Index | None:
@@ -113,7 +125,22 @@ class BM25Index:
         if len(contexts) != meta.get("chunks"):
             _logger.warning("Ignoring the incomplete BM25 index in %s; rebuilding it.", folder)
             return None
+        _logger.info("Reusing the BM25 index of %d chunks saved in %s.", len(contexts), folder)
         return cls(retriever=retriever, contexts=contexts)
+
+
+def _delete_superseded(folder: Path, key: str, settings: dict[str, object]) -> None:
+    """Delete the indexes beside `folder` saved with the same `settings` under another key."""
+    for sibling in folder.parent.glob("bm25-*"):
+        if sibling == folder or not sibling.is_dir():
+            continue
+        try:
+            meta = json.loads((sibling / "qagen_index.json").read_text())
+        except (OSError, ValueError):
+            continue  # not a finished index (another process may be writing it): not ours to judge
+        if meta.get("settings") == settings and meta.get("key") != key:
+            _logger.info("Deleting the BM25 index of an earlier state of the corpus, %s.", sibling)
+            shutil.rmtree(sibling, ignore_errors=True)
 
 
 def index_chunks(documents: Iterable[Document], splitter: Any, *, progress: bool = True) -> BM25Index:
@@ -133,8 +160,9 @@ def index_chunks(documents: Iterable[Document], splitter: Any, *, progress: bool
             bar.update()
     if not vocab:
         raise CorpusError("The corpus has no words to index for the BM25 baseline.")
-    retriever = bm25s.BM25()
+    retriever = bm25s.BM25(**BM25_PARAMETERS)
     # Token ids and vocabulary are given directly; no empty-query token is needed, as `search`
     # never scores an empty query.
     retriever.index((token_ids, vocab), create_empty_token=False, show_progress=False)
+    _logger.info("Built a BM25 index of %d chunks.", len(contexts))
     return BM25Index(retriever=retriever, contexts=contexts)

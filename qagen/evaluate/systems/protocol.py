@@ -21,16 +21,18 @@ import asyncio
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from qagen.evaluate.records import RagOutput
 
 if TYPE_CHECKING:
     from qagen.llm.client import LLMClient
+    from qagen.llm.task import Task
 
 __all__ = [
     "AnswerInterrupted",
     "RagSystem",
+    "ReaderSystem",
     "SystemFactory",
     "close_system",
     "collapse_whitespace",
@@ -50,6 +52,28 @@ class RagSystem(Protocol):
     async def answer(self, question: str) -> RagOutput:
         """Answer one question; a failure is returned as `RagOutput(answer=None, error=...)`."""
         ...
+
+
+@runtime_checkable
+class ReaderSystem(Protocol):
+    """A RAG system whose answer is one LLM task (`task`, on `reader`) over what it retrieved, such as
+    the bundled baseline: the evaluation sends its reader's calls through the run's executor, so
+    they go in batch rounds like the judges' in batch mode (and exactly as `answer` sends them online)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def reader(self) -> LLMClient: ...
+
+    @property
+    def task(self) -> Task[Any, RagOutput]: ...
+
+    async def retrieve_for(self, question: str) -> Any:
+        """What the reader answers `question` from: the task's item."""
+        ...
+
+    async def answer(self, question: str) -> RagOutput: ...
 
 
 async def close_system(system: RagSystem) -> None:

@@ -52,7 +52,7 @@ def require_batchable(settings: ModelSettings) -> None:
     if settings.provider != "openai":
         raise ConfigError(
             f"`batch` needs an OpenAI-compatible Batch API (an `openai:*` model), and '{settings.spec}' is not "
-            "one; run without it, or export the requests for an offline runner.",
+            "one; run without it (a build can also export its requests for an offline runner).",
             settings=("batch",),
         )
 

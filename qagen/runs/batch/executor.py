@@ -27,19 +27,21 @@ from typing import TypeVar
 
 from tqdm import tqdm
 
+from qagen.errors import ErrorBudgetExceededError
 from qagen.llm.backends import chat_body
-from qagen.llm.client import LLMClient
+from qagen.llm.client import STOPPING_STATUSES, LLMClient
 from qagen.llm.clients import Clients
 from qagen.llm.cost import Budget, BudgetReachedError
-from qagen.llm.task import Outcome, Reply, Request, Task
+from qagen.llm.task import Outcome, Reply, Request, Task, TaskRecord
 from qagen.runs.batch.api import BatchAPI, endpoint_of, require_batchable
 from qagen.runs.batch.journal import Journal, request_id
-from qagen.runs.batch.results import reply_of
-from qagen.runs.batch.rounds import BatchOptions, Round
-from qagen.runs.executor import Executor, drive
+from qagen.runs.batch.results import LineOutcome, reply_of
+from qagen.runs.batch.rounds import BatchOptions, RemoteStepError, Round
+from qagen.runs.executor import Executor, Store, drive, needs_call
 
 ItemT = TypeVar("ItemT")
 AnyRecordT = TypeVar("AnyRecordT")
+RecordT = TypeVar("RecordT", bound=TaskRecord)
 
 _FLOW: ContextVar[int] = ContextVar("qagen_batch_flow", default=-1)
 _SETTLE_TICKS = 8
@@ -62,7 +64,7 @@ class BatchesRunningError(Exception):
         self.batch_ids = list(batch_ids)
         super().__init__(
             f"{len(self.batch_ids)} batch(es) still running ({', '.join(self.batch_ids)}); their ids are saved in "
-            "the run directory: run the same command again to collect the results."
+            "the output directory: run the same command again to collect the results."
         )
 
 
@@ -86,6 +88,23 @@ class BatchExecutor(Executor):
         self._blocked: Counter[int] = Counter()  # flow -> its calls still unanswered
         self._changed = asyncio.Event()
         self._say: Callable[[str], None] = lambda _: None
+        self._made: list[str] = []  # records made from batch results, not yet in the journal
+        self._stop: ErrorBudgetExceededError | None = None
+
+    async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: Store[RecordT]) -> RecordT:
+        found = store.get(task.key(item))
+        record = await super().run(task, item, store)
+        if record is not found and not needs_call(record):  # one a later run makes again is left out
+            self.note_batched(record.id)
+        return record
+
+    def note_batched(self, record_id: str) -> None:
+        """Note a record made now from batch results: the summaries price it at batch prices."""
+        self._made.append(record_id)
+
+    def _journal_made(self) -> None:
+        self.journal.mark_batched(self._made)
+        self._made = []
 
     async def ask(self, task: Task[ItemT, AnyRecordT], item: ItemT) -> AnyRecordT:
         client = self.clients[task.role]
@@ -147,12 +166,15 @@ class BatchExecutor(Executor):
                 await self._changed.wait()
                 self._changed.clear()
                 if await self._round_due():
+                    self._raise_if_stopped()  # the last round's records are stored: no new round
                     await self._round()
+            self._raise_if_stopped()
         finally:
             for running in flows:
                 running.cancel()
             await asyncio.gather(*flows, return_exceptions=True)
             bar.close()
+            self._journal_made()
         if errors:
             raise errors[0]
 
@@ -162,6 +184,7 @@ class BatchExecutor(Executor):
         return bool(self._queued) and self._live > 0 and len(+self._blocked) == self._live
 
     async def _round(self) -> None:
+        self._journal_made()  # the records of the rounds before, all stored by now (every flow waits)
         queued, self._queued = self._queued, {}
         self.rounds += 1
         number = self.journal.rounds + 1
@@ -173,12 +196,40 @@ class BatchExecutor(Executor):
         running = [batch_id for outcome in results if isinstance(outcome, list) for batch_id in outcome]
         if running:
             raise BatchesRunningError(running)
+        lines: dict[str, LineOutcome] = {}
         for outcomes in results:
             assert isinstance(outcomes, dict)
-            for custom_id, outcome in outcomes.items():
-                self._resolve(queued[custom_id], outcome)
+            lines.update(outcomes)
+        self._count(queued, lines)
+        for custom_id, line in lines.items():
+            self._resolve(queued[custom_id], line.outcome)
 
-    async def _endpoint_round(self, group: dict[str, _Queued], number: int) -> dict[str, Outcome] | list[str]:
+    def _count(self, queued: dict[str, _Queued], lines: dict[str, LineOutcome]) -> None:
+        """Count the round's requests on their clients and stop the run where online calls would:
+        a model whose every request came back 401, 403 or 404 (a rejected key, an unknown model)
+        stops at once with the online sentence; past the error budget, the run stops before the
+        next round (and at the end, `Clients.check_failure_rates` holds as online)."""
+        by_client: dict[int, tuple[LLMClient, list[LineOutcome]]] = {}
+        for custom_id, line in lines.items():
+            client = queued[custom_id].client
+            by_client.setdefault(id(client), (client, []))[1].append(line)
+        for client, outcomes in by_client.values():
+            if all(line.status in STOPPING_STATUSES for line in outcomes):
+                client.stop_for_status(outcomes[0].status)
+            for line in outcomes:
+                if line.ran:
+                    client.count(line.outcome)
+        for client, _ in by_client.values():
+            try:
+                client.check_error_budget()
+            except ErrorBudgetExceededError as exc:
+                self._stop = exc  # raised once the round's outcomes are stored, as online stores finished calls
+
+    def _raise_if_stopped(self) -> None:
+        if self._stop is not None:
+            raise self._stop
+
+    async def _endpoint_round(self, group: dict[str, _Queued], number: int) -> dict[str, LineOutcome] | list[str]:
         """The outcomes of one endpoint's requests; or, when not waiting, the batches still running."""
         client = next(iter(group.values())).client
         endpoint = endpoint_of(client.settings)
@@ -186,6 +237,9 @@ class BatchExecutor(Executor):
         try:
             round_ = Round(api, self.journal, endpoint, self.options, self._say)
             outcomes = await round_.run({custom_id: entry.body for custom_id, entry in group.items()}, number)
+        except RemoteStepError as exc:
+            client.stop_for_status(exc.status if exc.status == 401 else None)  # a rejected key: as online
+            raise
         finally:
             await api.aclose()
         if outcomes is None:

@@ -11,7 +11,9 @@ command after a crash, a Ctrl-C or a reboot never uploads or submits a request t
 - `state` whenever a poll sees a batch's status change (for `qagen status`);
 - `cached` once a finished batch's output and error files are saved under `batches/`: from then
   on its results are read from there, never downloaded again; `imported` for a results file of an
-  offline runner (`qagen batch import`), which is cached the same way.
+  offline runner (`qagen batch import`), which is cached the same way;
+- `batched`: the ids of the records made from batch results (once per round), so that summaries
+  price them at batch prices, and the others, made online, at online prices.
 
 A custom_id is the sha256 of the request body (`request_id`): the same request in any run, round
 or machine has the same id, which is how results are matched to requests.
@@ -66,6 +68,8 @@ class Journal:
         self.cache_dir = root / "batches"
         self.batches: list[JournalBatch] = []
         self.uploading: dict[str, tuple[str, int, list[str]]] = {}  # name -> endpoint, round, ids
+        self.batched: set[str] = set()
+        """The ids of the records made from batch results (paid at batch prices)."""
         self._results: dict[str, dict[str, Any]] | None = None
         for event in self._events():
             self._apply(event)
@@ -87,6 +91,8 @@ class Journal:
         elif kind == "uploaded":
             self.uploading.pop(event.get("name", ""), None)
             self.batches.append(JournalBatch(event["file_id"], event["endpoint"], event["round"], event["custom_ids"]))
+        elif kind == "batched":
+            self.batched.update(event["ids"])
         elif kind == "imported":
             local = JournalBatch(event["file_id"], "offline", event["round"], event["custom_ids"], event["batch_id"])
             local.status, local.results = "imported", event["results"]
@@ -140,6 +146,11 @@ class Journal:
             handle.flush()
             os.fsync(handle.fileno())
         self._apply(event)
+
+    def mark_batched(self, record_ids: list[str]) -> None:
+        """Note records made from batch results (a record made again online later is not one)."""
+        if record_ids:
+            self.write({"event": "batched", "ids": record_ids})
 
     def cache(self, batch: JournalBatch, name: str, content: bytes) -> None:
         """Save a finished batch's results (output and error lines together), then journal them."""

@@ -5,7 +5,7 @@ an expired request or a request with no line at all is the same kind of failure 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from qagen.failures import Failure, FailureKind
 from qagen.llm.backends import MalformedCompletionError, parse_completion
@@ -23,21 +23,37 @@ def reply_of(body: dict[str, Any]) -> Outcome:
         return Failure.of(FailureKind.MALFORMED_COMPLETION, redact(str(exc))[:500])
 
 
-def outcome_of(line: dict[str, Any] | None, batch: str, status: str) -> Outcome:
+class LineOutcome(NamedTuple):
+    """The outcome of one request of a batch, and the HTTP status of its line (None: no status)."""
+
+    outcome: Outcome
+    status: int | None
+
+    @property
+    def ran(self) -> bool:
+        """Whether the request was run at all: a request its batch never reached (expired,
+        cancelled) is no failed call, and does not count against the error budget."""
+        return not (isinstance(self.outcome, Failure) and self.outcome.kind is FailureKind.BATCH_EXPIRED)
+
+
+def outcome_of(line: dict[str, Any] | None, batch: str, status: str) -> LineOutcome:
     """The outcome of one request of a finished batch (`line` None: the batch returned nothing for it)."""
     if line is None:
-        if status != "completed":
-            return Failure.of(FailureKind.BATCH_EXPIRED, f"batch {batch} ended {status} before this request was run")
-        return Failure.of(FailureKind.API_ERROR, f"batch {batch} completed without a result for this request")
+        if status in ("expired", "cancelled"):
+            detail = f"batch {batch} ended {status} before this request was run"
+            return LineOutcome(Failure.of(FailureKind.BATCH_EXPIRED, detail), None)
+        # A failed batch (its input refused as a whole), or a completed one that left this request out.
+        return LineOutcome(Failure.of(FailureKind.API_ERROR, f"batch {batch} {status} without a result"), None)
     response = line.get("response") or {}
     code = response.get("status_code")
+    code = code if isinstance(code, int) else None
     if code == 200 and isinstance(response.get("body"), dict):
-        return reply_of(response["body"])
+        return LineOutcome(reply_of(response["body"]), code)
     error = line.get("error") or (response.get("body") or {}).get("error") or {}
     detail = redact(f"batch {batch}: {error.get('code') or code}: {error.get('message') or ''}")[:500]
     if error.get("code") == "batch_expired":
-        return Failure.of(FailureKind.BATCH_EXPIRED, detail)
+        return LineOutcome(Failure.of(FailureKind.BATCH_EXPIRED, detail), code)
     kind = _STATUS_KINDS.get(code or 0) or (
-        FailureKind.SERVER_ERROR if isinstance(code, int) and code >= 500 else FailureKind.API_ERROR
+        FailureKind.SERVER_ERROR if code is not None and code >= 500 else FailureKind.API_ERROR
     )
-    return Failure.of(kind, detail)
+    return LineOutcome(Failure.of(kind, detail), code)

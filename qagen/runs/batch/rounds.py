@@ -15,11 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from qagen.errors import LLMUnavailableError
-from qagen.llm.task import Outcome
 from qagen.redaction import redact
 from qagen.runs.batch.api import CHAT_URL, BatchAPI, BatchState
 from qagen.runs.batch.journal import FINAL_STATES, Journal, JournalBatch
-from qagen.runs.batch.results import outcome_of
+from qagen.runs.batch.results import LineOutcome, outcome_of
 
 
 @dataclass(frozen=True)
@@ -40,8 +39,10 @@ def input_line(custom_id: str, body: bytes) -> bytes:
 
 
 def input_file(requests: Mapping[str, bytes]) -> tuple[str, bytes]:
-    """The name (the hash of the content: an interrupted upload is found by it) and content of an input file."""
-    content = b"".join(input_line(custom_id, body) for custom_id, body in requests.items())
+    """The name (the hash of the content: an interrupted upload is found by it) and content of an
+    input file; its lines in custom_id order, so that the same requests make the same file however
+    the flows happened to queue them."""
+    content = b"".join(input_line(custom_id, requests[custom_id]) for custom_id in sorted(requests))
     return f"qagen-{hashlib.sha256(content).hexdigest()[:20]}.jsonl", content
 
 
@@ -58,7 +59,7 @@ class Round:
         self.options = options
         self.say = say
 
-    async def run(self, requests: Mapping[str, bytes], number: int) -> dict[str, Outcome] | None:
+    async def run(self, requests: Mapping[str, bytes], number: int) -> dict[str, LineOutcome] | None:
         """Every request's outcome; None when not waiting and a batch is still running."""
         ids = set(requests)
         batches = [batch for batch in self.journal.active(self.endpoint) if ids & set(batch.custom_ids)]
@@ -72,7 +73,7 @@ class Round:
         states = await self._poll(batches)
         if states is None:
             return None
-        outcomes: dict[str, Outcome] = {}
+        outcomes: dict[str, LineOutcome] = {}
         for batch, state in zip(batches, states, strict=True):
             if batch.results is None:
                 await self._download(batch, state)
@@ -149,6 +150,14 @@ class Round:
         self.journal.cache(batch, f"{state.id}.jsonl", b"".join(parts))
 
 
+class RemoteStepError(LLMUnavailableError):
+    """A remote step of batch mode failed (after the client's retries); `status` is its HTTP status."""
+
+    def __init__(self, message: str, status: int | None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 async def _remote(call: Any, what: str) -> Any:
     """A remote step whose failure (after the client's retries) stops the run in one sentence;
     everything done so far is journalled, so re-running continues from there."""
@@ -157,7 +166,8 @@ async def _remote(call: Any, what: str) -> Any:
     try:
         return await call
     except openai.APIError as exc:
-        raise LLMUnavailableError(
+        raise RemoteStepError(
             f"Could not {what} ({redact(type(exc).__name__ + ': ' + ' '.join(str(exc).split()))[:200]}); the batches "
-            "submitted so far are recorded in the run directory: re-run the same command to continue."
+            "submitted so far are recorded in the output directory: re-run the same command to continue.",
+            getattr(exc, "status_code", None),
         ) from None

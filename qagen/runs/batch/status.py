@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qagen.llm.cost import price_for
+from qagen.llm.cost import BatchTally, price_for
 from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 
@@ -20,18 +20,21 @@ def describe_run(run_dir: Path) -> str:
         f"  records: {len(drafts):,} drafts ({sum(d.failure is not None for d in drafts.values()):,} failed), "
         f"{len(critiques):,} critiques ({sum(c.failure is not None for c in critiques.values()):,} failed)"
     )
-    spent: dict[str, list[int]] = {}
+    spent: dict[str, tuple[BatchTally, BatchTally]] = {}  # model -> online, in batches
     for record in [*drafts.values(), *critiques.values()]:
-        tokens = spent.setdefault(record.model, [0, 0])
-        tokens[0] += record.usage.input_tokens
-        tokens[1] += record.usage.output_tokens
-    for model, (input_tokens, output_tokens) in sorted(spent.items()):
+        online, in_batches = spent.setdefault(record.model, (BatchTally(), BatchTally()))
+        (in_batches if record.id in journal.batched else online).add(1, record.usage)
+    for model, (online, in_batches) in sorted(spent.items()):
+        input_tokens = online.input_tokens + in_batches.input_tokens
+        output_tokens = online.output_tokens + in_batches.output_tokens
         price = price_for(model)
         cost = ""
         if price is not None:
-            online, batched = price.cost(input_tokens, output_tokens), price.batch().cost(input_tokens, output_tokens)
-            cost = f", ${online:.4f} at online prices, ${batched:.4f} at batch prices"
-        lines.append(f"  spent on {model}: {input_tokens:,} input + {output_tokens:,} output tokens{cost}")
+            paid = price.cost(online.input_tokens, online.output_tokens)
+            paid += price.batch().cost(in_batches.input_tokens, in_batches.output_tokens)
+            cost = f", ${paid:.4f} (${price.cost(input_tokens, output_tokens):.4f} at online prices)"
+        batched = f"; {in_batches.calls:,} records from batches, at batch prices" if in_batches.calls else ""
+        lines.append(f"  spent on {model}: {input_tokens:,} input + {output_tokens:,} output tokens{cost}{batched}")
     if not journal.batches:
         lines.append("  batches: none")
     else:

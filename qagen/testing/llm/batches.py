@@ -9,7 +9,9 @@ the same attempt counter, so a body gets the same reply in a batch as online. Kn
   it is in a batch, reproducibly; the next batch answers it;
 - ``batch_expire``: the first N batches created expire, with output for the first half of their
   lines and `batch_expired` error lines for the rest;
-- ``batch_drop_polls``: the first N retrievals of each batch close the connection without a reply.
+- ``batch_drop_polls``: the first N retrievals of each batch close the connection without a reply;
+- ``batch_line_status``: every line is answered with this error status (401, 403 or 404) and the
+  online endpoint's error for it, as a server that checks each request's key or model reports them.
 """
 
 from __future__ import annotations
@@ -68,6 +70,10 @@ def answer_line(
                 "A chat completion needs a non-empty 'messages' list.", "invalid_request_error", "invalid_request"
             ),
         )
+    elif knobs.batch_line_status in _LINE_ERRORS:
+        status = knobs.batch_line_status
+        message, code = _LINE_ERRORS[status]
+        payload = error_body(message.format(model=body.get("model")), "invalid_request_error", code)
     elif knobs.models is not None and body.get("model") not in knobs.models:
         status, payload = (
             404,
@@ -88,6 +94,13 @@ def answer_line(
     log.record(entry)
     result["response"] = {"status_code": status, "request_id": f"req_{sha[:16]}", "body": payload}
     return result
+
+
+_LINE_ERRORS = {
+    401: ("Incorrect API key provided.", "invalid_api_key"),
+    403: ("You are not allowed to use the model `{model}`.", "model_not_allowed"),
+    404: ("The model `{model}` does not exist.", "model_not_found"),
+}
 
 
 def expired_line(line: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ class Knobs:
     batch_failure_rate: float = 0.0
     batch_expire: int = 0
     batch_drop_polls: int = 0
+    batch_line_status: int = 0
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
     shaping: ShapePolicy = dataclasses.field(default_factory=ShapePolicy)
 
@@ -70,6 +71,8 @@ class Knobs:
         ):
             if count < 0:
                 raise ValueError(f"{name} must be an integer >= 0, got {count}.")
+        if self.batch_line_status not in LINE_STATUSES:
+            raise ValueError(f"batch_line_status must be one of {sorted(LINE_STATUSES)}, got {self.batch_line_status}.")
         if self.fault_attempts < 1:
             raise ValueError(f"fault_attempts must be at least 1, got {self.fault_attempts}.")
         unknown = set(self.fault_kinds) - set(FAULT_KINDS)
@@ -77,6 +80,9 @@ class Knobs:
             raise ValueError(f"fault_kinds must be a non-empty subset of {FAULT_KINDS}.")
         self.shaping.validate()
 
+
+LINE_STATUSES = frozenset({0, 401, 403, 404})
+"""`batch_line_status`: 0 (lines answered normally), or the error status every batch line gets."""
 
 # The names `StandInLLM.configure` accepts: the reply policy's, the shape policy's, the transport knobs.
 REPLY_FIELDS = frozenset(f.name for f in dataclasses.fields(ReplyPolicy))

@@ -155,7 +155,10 @@ class StandInApp:
         sha = hashlib.sha256(body).hexdigest()
         knobs = self.knobs  # one snapshot per request, so `configure()` never tears a request
         entry = self._new_entry(handler, path, sha, knobs)
-        if self.batches.handles(path) and self._authorised(handler, knobs):
+        if self.batches.handles(path):
+            if not self._authorised(handler, knobs):
+                self._error(handler, entry, 401, "Incorrect API key provided.", "invalid_api_key")
+                return
             content_type = handler.headers.get("Content-Type", "")
             self._batch_answer(handler, entry, self.batches.post(path, content_type, body, knobs))
             return

@@ -16,9 +16,10 @@ answers the requests, `qagen.testing.llm.http` is the HTTP plumbing):
   ``unterminated_think_rate``, ``huge_reply_bytes``, ``huge_rate``: how they are sent, as reasoning
   models and length-limited servers send them (`ShapePolicy`, `qagen.testing.llm.shaping`); the
   request's ``max_tokens`` / ``max_completion_tokens`` is always honoured;
-- ``batch_polls``, ``batch_failure_rate``, ``batch_expire``, ``batch_drop_polls``: the Batch API
-  (`/v1/files`, `/v1/batches`; `qagen.testing.llm.batches`): slow batches, error lines, expired
-  batches, connections lost while polling;
+- ``batch_polls``, ``batch_failure_rate``, ``batch_expire``, ``batch_drop_polls``,
+  ``batch_line_status``: the Batch API (`/v1/files`, `/v1/batches`; `qagen.testing.llm.batches`):
+  slow batches, error lines, expired batches, connections lost while polling, every line a 401,
+  403 or 404;
 - ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors;
   with ``echo_key`` the 401, 429 and 500 messages quote the key they were sent, unmasked (OpenAI
   quotes a masked key), so tests can check that no error body carries a key through to the user;
@@ -114,6 +115,7 @@ class StandInLLM:
         batch_failure_rate: float = 0.0,
         batch_expire: int = 0,
         batch_drop_polls: int = 0,
+        batch_line_status: int = 0,
         log_path: str | Path | None = None,
     ) -> None:
         self._requested_port = port
@@ -132,6 +134,7 @@ class StandInLLM:
             batch_failure_rate=batch_failure_rate,
             batch_expire=batch_expire,
             batch_drop_polls=batch_drop_polls,
+            batch_line_status=batch_line_status,
             replies=ReplyPolicy(
                 pass_rate=dict(pass_rate) if isinstance(pass_rate, Mapping) else pass_rate,
                 format_variety=format_variety,

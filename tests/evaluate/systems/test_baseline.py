@@ -233,6 +233,11 @@ def test_index_on_disk_is_reused_until_the_corpus_changes(tmp_path: Path, monkey
     assert changed.cache_key() != first_key
     assert "drum" in changed.retrieve("drum")[0].text
     assert again.retrieve("drum") == []  # the instance built before the change keeps its index
+    # The index of the corpus as it was can never be used again: it is replaced, not kept beside.
+    [replaced] = list(index_dir.iterdir())
+    assert json.loads((replaced / "qagen_index.json").read_text())["key"] == changed.cache_key()
+    # Other chunking is another index of the same corpus, still valid: kept.
+    BM25Baseline(corpus, reader=fake_reader(), chunk_size=300, index_dir=index_dir, progress=False).build_index()
     assert len(list(index_dir.iterdir())) == 2
 
 
