@@ -27,6 +27,14 @@ _BATCH_ROWS = 1000
 """Rows converted to Arrow at a time: datasets' own default batch (`config.DEFAULT_MAX_BATCH_SIZE`)."""
 
 
+def warm_up() -> None:
+    """Import what writing rows needs: pyarrow, and pandas, which pyarrow imports on its first
+    conversion of a list (when pandas is installed, as `datasets` has it)."""
+    import pyarrow as pa
+
+    pa.array([""], type=pa.string())
+
+
 def dataset_dtype(name: str, annotation: Any) -> str:
     """The `datasets` dtype of a row field: `int` and `int | None` are int64; `str`, `str | None` and
     a Literal of strings are string (so a column that happens to be all null keeps its type)."""

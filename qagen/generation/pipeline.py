@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import sys
 import threading
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from tqdm import tqdm
 
 from qagen.config import BuildConfig
 from qagen.errors import CorpusError, NothingUsableError
+from qagen.generation.arrow_rows import warm_up
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
@@ -35,7 +35,7 @@ from qagen.runs.rundir import RunDir
 _MAX_SKIP_MESSAGES = 20
 _UP_TO_DATE = "nothing changed: dataset is up to date"
 _LOOKAHEAD = 4
-_PRELOAD_POLL_SECONDS = 0.05
+_WARM_UP_POLL_SECONDS = 0.05
 """Chunks under way per call slot (see `Executor.map`): at 4 the last calls of a build end within
 about one call's latency of each other (benchmarks/bench_scale.py measures the efficiency)."""
 
@@ -149,7 +149,7 @@ def run_llm_stages(
         if critique:
             models["critic"] = config.critic
         clients = Clients.connect(models, config.call_limits())
-        preloading = asyncio.ensure_future(_preload_once_replies_come(clients, "pyarrow"))
+        preloading = asyncio.ensure_future(_warm_up_once_replies_come(clients))
         try:
             ledger.scan()
             with ledger.appending():
@@ -173,18 +173,17 @@ def run_llm_stages(
     return stopped[0] if stopped else None
 
 
-async def _preload_once_replies_come(clients: Clients, module: str) -> None:
-    """Import a module the next stage needs while this one waits on the network.
+async def _warm_up_once_replies_come(clients: Clients) -> None:
+    """Import what the final write needs (`arrow_rows.warm_up`) while the LLM stage waits on the network.
 
-    `pyarrow` (the outputs' writer) takes a sixth of a second of CPU to import; once the first reply
-    is in, the first calls are all out and the stage mostly waits, so the final write starts at
-    once. Started any earlier, an import holds back the first wave of calls (a thread of its own
-    shares the interpreter with the event loop: benchmarks/bench_scale.py traces it).
+    About half a second of CPU; once the first reply is in, the first calls are all out and the
+    stage mostly waits, so the final write starts at once. Started any earlier, the imports hold
+    back the first wave of calls (a thread of its own shares the interpreter with the event loop:
+    benchmarks/bench_scale.py traces it).
     """
     while not any(client.stats.succeeded or client.stats.failed for client in clients.distinct()):
-        await asyncio.sleep(_PRELOAD_POLL_SECONDS)
-    if module not in sys.modules:
-        threading.Thread(target=importlib.import_module, args=(module,), name=f"preload-{module}", daemon=True).start()
+        await asyncio.sleep(_WARM_UP_POLL_SECONDS)
+    threading.Thread(target=warm_up, name="warm-up-writer", daemon=True).start()
 
 
 # --- outputs ------------------------------------------------------------------------------------
