@@ -38,7 +38,10 @@ def _observed(tmp_path: Path) -> dict[str, Any]:
     with StandInLLM() as server:
         # Every reply path: other rating formats, malformed drafts and verdicts, duplicates.
         server.configure(format_variety=0.3, generation_format_variety=0.3, malformed_rate=0.1, duplicate_rate=0.1)
-        model = ["--model", "openai:stand-in", "--base-url", server.base_url]
+        # One call at a time: identical requests (a grader that reads only the answer and contexts, a
+        # critic that reads only a duplicated question) get the stand-in's replies in arrival order,
+        # which concurrency would make a race.
+        model = ["--model", "openai:stand-in", "--base-url", server.base_url, "--concurrency", "1"]
         _invoke(
             "build", corpus, "--out", run, *model, "--n-generations", "24", "--seed", "7",
             "--chunk-size", "400", "--chunk-overlap", "40", "-q",

@@ -220,3 +220,20 @@ def test_the_cli_keeps_the_baseline_index_and_rebuilds_it_only_for_a_changed_cor
     _evaluate_baseline(llm, questions(7), corpus, out, chunk_size=300)  # other chunking: another index
     assert (built(), reused()) == (3, 1)
     assert len(list((out / "bm25_index").iterdir())) == 2
+
+
+def test_answers_read_from_an_older_corpus_are_asked_again(llm: StandInLLM, tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path / "corpus", documents=6)
+    testset = _testset(tmp_path / "set.jsonl", 3)
+    out = tmp_path / "eval"
+
+    def answers_asked() -> int:
+        return sum(entry["kind"] == "answer" for entry in llm.log)
+
+    _evaluate_baseline(llm, testset, corpus, out)
+    assert answers_asked() == 3
+    _evaluate_baseline(llm, testset, corpus, out)
+    assert answers_asked() == 3  # nothing changed: every answer is reused
+    (corpus / "zz new.md").write_text("The lighthouse report 99 says something new entirely.", encoding="utf-8")
+    _evaluate_baseline(llm, testset, corpus, out)
+    assert answers_asked() == 6  # the corpus changed: what it retrieves, and so every answer, may differ

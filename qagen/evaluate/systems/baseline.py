@@ -115,6 +115,9 @@ class BM25Baseline:
             "reader": self.reader.settings.spec,
             "prompt_hash": self.task.prompt.hash,
             "system_prompt_hash": self.task.system_prompt.hash,
+            # The corpus it retrieves from (files' names, sizes and times): stored answers read
+            # from an older corpus are another system's answers, asked again, not reused.
+            "corpus_index": self.cache_key()[:16],
         }
 
     def index_settings(self) -> dict[str, object]:
