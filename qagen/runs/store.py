@@ -21,6 +21,7 @@ A write that fails (a full disk, no permission) stops the run with the path and 
 from __future__ import annotations
 
 import errno
+import gc
 import hashlib
 import json
 import os
@@ -85,8 +86,9 @@ class RecordLog(Generic[R]):
     def load(self) -> dict[str, R]:
         """All records by id (the last one wins), after cutting off a torn final line."""
         records: dict[str, R] = {}
-        for record in self.iter_records():
-            records[str(getattr(record, self.key))] = record
+        with collector_paused():
+            for record in self.iter_records():
+                records[str(getattr(record, self.key))] = record
         return records
 
     def iter_records(self) -> Iterator[R]:
@@ -287,3 +289,19 @@ def writing(path: Path) -> Iterator[None]:
             f"Cannot write {path}: {problem}. {fix[0].upper()}{fix[1:]} and run the same command again: every "
             "finished record is kept, and only what was not written is made again."
         ) from exc
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while records are loaded in bulk.
+
+    Loading makes many objects that all live on and form no cycles, so the collector's passes over
+    them free nothing; at 10,000 evaluated questions they were about a tenth of a re-run's time.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -29,6 +29,7 @@ from qagen.errors import ConfigError
 from qagen.evaluate.records import EvalItem, RagOutput
 from qagen.evaluate.systems.protocol import collapse_whitespace, normalize_question
 from qagen.evaluate.systems.replies import BadReply, parse_reply, type_name
+from qagen.runs.store import collector_paused
 
 __all__ = ["AnswerRow", "AnswersFileSystem", "AnswersMatch", "load_answers"]
 
@@ -70,6 +71,11 @@ class AnswersMatch:
 
 
 def load_answers(path: Path) -> list[AnswerRow]:
+    with collector_paused():  # many objects that all live on: see `collector_paused`
+        return _load_answers(path)
+
+
+def _load_answers(path: Path) -> list[AnswerRow]:
     """The rows of a JSONL file (or a JSON array of the same objects), in file order.
 
     The file is the user's own input, so every problem is a `ConfigError` naming the line, to be
