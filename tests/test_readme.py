@@ -101,6 +101,8 @@ def readme_env(llm: Any, api_llm: Any, hub: Any, endpoint: str, tmp_path: Path) 
         "HF_TOKEN": "hf_test_token",
         # `my_rag` from the working directory, then the qagen under test (the one this test imports).
         "PYTHONPATH": os.pathsep.join([".", str(ROOT)]),
+        # The `qagen` command of the Python running the tests, activated or not.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
     # A built run, for the blocks that start from one (push, evaluate, report).
     template = tmp_path / "template"
