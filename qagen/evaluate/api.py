@@ -18,6 +18,7 @@ from qagen.evaluate.input_checks import check_inputs
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
+from qagen.evaluate.stamp import EvalStamp
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
 from qagen.evaluate.systems.protocol import RagSystem, ReaderSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
@@ -133,7 +134,9 @@ def evaluate(
     and into the summary; warnings about the inputs (answers-file rows that match no question, a
     baseline corpus without the test set's source documents) go to `on_warning` before any
     question is asked, and into the summary's `warnings`. Results go to `out/results.jsonl` and
-    `out/summary.json`; re-running with the same `out` resumes, paying for no call twice.
+    `out/summary.json`; re-running with the same `out` resumes, paying for no call twice, and a
+    re-run with nothing to do (nothing changed since a run that left no call to make) returns the
+    stored summary without scoring again (`qagen.evaluate.stamp`).
     """
     from qagen.evaluate.systems.protocol import close_system
 
@@ -190,6 +193,12 @@ def evaluate(
                 "qagen_version": __version__,
             }
             _record_settings(out, items, system_identity(target), about, k, judge_model)
+            stamp = EvalStamp.of(evaluation, about)
+            stored = stamp.settled_summary()
+            if stored is not None:
+                summary.update(stored)  # nothing changed since a run that left nothing to do
+                return
+            stamp.clear()
             executor = (
                 Executor(clients, workers=limits.concurrency)
                 if batch is None
@@ -198,6 +207,8 @@ def evaluate(
             await evaluation.run(executor, progress=progress, system_slots=limits.concurrency)
             summary.update(evaluation.write_results(**about))
             executor.clients.check_failure_rates()
+            if evaluation.settled:
+                stamp.write()
         finally:
             if target is not None:
                 await close_system(target)

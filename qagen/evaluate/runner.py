@@ -6,8 +6,8 @@ everything it depends on, so re-running the same command pays for no call twice,
 system, judge model, prompt, answer or context never reuses a stale verdict. Each question's
 results row is appended to `results.jsonl` as soon as it is judged; at the end the file is
 rewritten in test-set order and `summary.json` is written. The rows made during the run are
-reused for that when nothing they depend on changed since (a re-run with nothing to do scores each
-question's texts once, not twice).
+reused for that when nothing they depend on changed since (a re-run scores each question's texts
+once, not twice). A re-run with nothing to do at all is not run (`qagen.evaluate.stamp`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,6 +33,7 @@ from qagen.evaluate.records import (
     ResultRow,
 )
 from qagen.evaluate.results import result_row, summarise
+from qagen.evaluate.stamp import question_settled
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem, ReaderSystem
 from qagen.evaluate.testset import TestSet
@@ -113,6 +115,8 @@ class Evaluation:
         self._records: tuple[dict[str, AnswerRecord], dict[str, JudgementRecord]] | None = None
         self._made: dict[str, _MadeRow] = {}
         self._written_in_order = False
+        self.settled = False
+        """Set by `write_results`: a re-run would make no call (`qagen.evaluate.stamp`)."""
 
     def _answer_key(self, item: EvalItem) -> str:
         return record_key("answer", item.id, item.question, self.identity)
@@ -284,6 +288,7 @@ class Evaluation:
         ]
         run = reported(outputs)
         rows: list[ResultRow] = []
+        settled, settles = True, partial(question_settled, k=self.k, run=run, answers_reread=self._always_ask)
         system_usage = judge_usage = Usage()
         batched, in_batches = Journal(self.out).batched, {"system": BatchTally(), "judge": BatchTally()}
         for item, output in zip(self.testset.items, outputs, strict=True):
@@ -293,6 +298,8 @@ class Evaluation:
             else:
                 keys = self._judge_keys(item, output)
             verdicts = self._verdicts(keys, judgements)
+            if settled and (output is missing or not settles(output, verdicts)):
+                settled = False
             if before is not None and before.still_valid(output, verdicts, run):
                 rows.append(before.row)
             else:
@@ -308,6 +315,7 @@ class Evaluation:
                     if key is not None and key in batched:
                         in_batches["judge"].add(len(verdict.raw), verdict.usage)
         del answers, judgements, made, outputs
+        self.settled = settled
         if not written_as_final:
             temporary = self.out / ".results.jsonl.tmp"
             with temporary.open("w", encoding="utf-8") as handle:

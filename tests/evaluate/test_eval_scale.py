@@ -19,6 +19,7 @@ from qagen.evaluate import results as results_module
 from qagen.evaluate.api import evaluate
 from qagen.evaluate.report import EvalRun, comparison_table
 from qagen.evaluate.runner import Evaluation
+from qagen.evaluate.stamp import STAMP_FILE
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems.callable import CallableSystem
 from qagen.evaluate.testset import load_testset
@@ -147,9 +148,14 @@ def test_a_rerun_scores_each_question_once_and_writes_what_a_fresh_scoring_write
     assert [json.loads(line)["hit@k"] for line in first_rows.splitlines()][:3] == [0.0, 0.0, 1.0]
 
     scored.clear()
+    assert evaluate(testset, retriever, tmp_path / "eval", **options) == first
+    assert scored == []  # nothing changed: the stamp holds (tests/evaluate/test_eval_stamp.py)
+
+    # Without the stamp the re-run takes the full path; still each question is scored once, not twice.
+    (tmp_path / "eval" / STAMP_FILE).unlink()
     written = (tmp_path / "eval" / "results.jsonl").stat().st_ino
     again = evaluate(testset, retriever, tmp_path / "eval", **options)
-    assert len(scored) == 12  # a re-run with nothing to do: once per question, not twice
+    assert len(scored) == 12
     assert again["metrics"] == first["metrics"]
     assert (tmp_path / "eval" / "results.jsonl").read_text() == first_rows
     # ... and the rows the run wrote, final and in order, are not written a second time.

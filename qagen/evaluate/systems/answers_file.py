@@ -157,7 +157,14 @@ class AnswersFileSystem:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        # Taken before the file is read: an edit made while it is read shows as a change next time.
+        try:
+            stat = self.path.stat()
+        except OSError:
+            stat = None  # `load_answers` says what is wrong
         self.rows = load_answers(self.path)
+        self.read_stat = [stat.st_size, stat.st_mtime_ns] if stat is not None else None
+        """The file's size and modification time (ns) when it was read (`qagen.evaluate.stamp`)."""
         self._by_question = {normalize_question(row.question): row.output for row in reversed(self.rows)}
         self._matched: AnswersMatch | None = None
 
