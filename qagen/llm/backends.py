@@ -2,20 +2,20 @@
 LangChain chat model.
 
 A model is named by LangChain's `provider:model` spec. `openai:*` (OpenAI itself, and every
-OpenAI-compatible server: vLLM, Ollama, llama.cpp, TGI) goes through the official `openai` client
-directly, on aiohttp's transport; every other provider goes through LangChain's
-`init_chat_model`. Both keep the library's own retries with backoff on 429/5xx, timeouts and
-dropped connections, honouring `Retry-After` (`max_retries`).
+OpenAI-compatible server: vLLM, Ollama, llama.cpp, TGI) goes directly to the server: the official
+`openai` client says where and with which headers, and `qagen.llm.transport` sends, with that
+client's retry policy; every other provider goes through LangChain's `init_chat_model`. Both retry
+with backoff on 429/5xx, timeouts and dropped connections, honouring `Retry-After` (`max_retries`).
 
 Why the direct path: at 32 calls in flight LangChain's per-call work (callbacks, message
 conversion, the SDK's typed request transformation and response models) costs about 3 ms of CPU
-per call on these machines, against 1.3 ms for the SDK's raw `post`; the event loop then becomes
-the bottleneck of an I/O-bound pipeline (see benchmarks/bench_build.py).
+per call on these machines, the SDK's raw `post` about 0.9 ms, and the lean transport 0.25 ms; the
+event loop is the bottleneck of an I/O-bound pipeline (see benchmarks/bench_build.py and
+benchmarks/bench_scale.py).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from typing import Any, Protocol
@@ -23,6 +23,10 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 
 from qagen.errors import ConfigError, LLMUnavailableError
+from qagen.llm.completions import MalformedCompletionError as MalformedCompletionError
+from qagen.llm.completions import chat_body as chat_body
+from qagen.llm.completions import parse_completion as parse_completion
+from qagen.llm.completions import valid_text
 from qagen.llm.normalise import normalise_reply
 from qagen.llm.server_url import ServerURL, split_server_url
 from qagen.llm.task import Reply, Request
@@ -100,28 +104,34 @@ class ChatBackend(Protocol):
 
 
 class OpenAIBackend:
-    """Chat completions through the official `openai` client's generic `post` (retries included)."""
+    """Chat completions to an OpenAI-compatible server: the `openai` client's endpoint, headers and
+    retry policy, on qagen's own lean transport (`qagen.llm.transport` says why)."""
 
     def __init__(self, settings: ModelSettings, *, connections: int) -> None:
+        from qagen.llm.transport import ChatTransport, Endpoint
+
         self.settings = settings
-        self._client = openai_client(settings, connections=connections)
+        # Built for what it knows (the key, the URL, the headers), not to send: see `transport`.
+        self._client = openai_client(settings, connections=None)
+        self._transport = ChatTransport(
+            Endpoint.of(self._client),
+            timeout=settings.timeout,
+            max_retries=settings.max_retries,
+            connections=connections,
+        )
 
     async def reply(self, request: Request) -> Reply:
-        import httpx
-
-        # `cast_to=httpx.Response` skips the SDK's typed parsing; errors and retries stay the SDK's.
-        response = await self._client.post(
-            "/chat/completions", body=chat_body(self.settings, request), cast_to=httpx.Response
-        )
-        return parse_completion(response.content)
+        return parse_completion(await self._transport.post(chat_body(self.settings, request)))
 
     async def aclose(self) -> None:
+        await self._transport.aclose()
         await self._client.close()
 
 
-def openai_client(settings: ModelSettings, *, connections: int) -> Any:
+def openai_client(settings: ModelSettings, *, connections: int | None) -> Any:
     """The `openai.AsyncOpenAI` client for an `openai:*` model: its server (query keys and user-info
-    as `qagen.llm.server_url` takes them apart), key, retries and timeout."""
+    as `qagen.llm.server_url` takes them apart), key, retries and timeout; `connections`: the size
+    of its HTTP pool on aiohttp's transport, None for the client's default pool."""
     import openai
 
     server = split_server_url(settings.base_url or os.environ.get("OPENAI_BASE_URL") or None)
@@ -143,43 +153,7 @@ def openai_client(settings: ModelSettings, *, connections: int) -> Any:
         default_headers=headers,
         timeout=settings.timeout,
         max_retries=settings.max_retries,
-        http_client=_async_http_client(settings.timeout, connections),
-    )
-
-
-def chat_body(settings: ModelSettings, request: Request) -> dict[str, Any]:
-    """The chat-completions body of one request: online calls and batch lines send exactly this."""
-    body: dict[str, Any] = {"model": settings.name}
-    if settings.temperature is not None:
-        body["temperature"] = settings.temperature
-    body["max_tokens"] = settings.output_cap
-    body["messages"] = [{"role": message.role, "content": message.content} for message in request]
-    return body
-
-
-class MalformedCompletionError(ValueError):
-    """The server answered 200 with a body that is not a chat completion."""
-
-
-def parse_completion(body: bytes) -> Reply:
-    """The reply in a chat-completion body, normalised (online replies and batch output lines alike)."""
-    try:
-        data = json.loads(body)
-        choice = data["choices"][0]
-        message = choice["message"]
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise MalformedCompletionError(f"not a chat completion: {body[:200]!r}") from exc
-    usage = data.get("usage") or {}
-    # vLLM's and llama.cpp's reasoning parsers say `reasoning_content`; some servers `reasoning`.
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    return normalise_reply(
-        _valid_text(message.get("content") or ""),
-        Usage(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-        ),
-        reasoning_content=_valid_text(reasoning) if isinstance(reasoning, str) else None,
-        finish_reason=choice.get("finish_reason"),
+        http_client=_async_http_client(settings.timeout, connections) if connections is not None else None,
     )
 
 
@@ -232,9 +206,9 @@ class LangChainBackend:
         )
         reasoning = message.additional_kwargs.get("reasoning_content")
         return normalise_reply(
-            _valid_text(_text_of(message.content)),
+            valid_text(_text_of(message.content)),
             usage,
-            reasoning_content=_valid_text(reasoning) if isinstance(reasoning, str) else None,
+            reasoning_content=valid_text(reasoning) if isinstance(reasoning, str) else None,
             finish_reason=(message.response_metadata or {}).get("finish_reason"),
         )
 
@@ -301,17 +275,6 @@ def _async_http_client(timeout: float, connections: int) -> Any:
     pool = max(connections, 1) * 2
     limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
     return HttpxAiohttpClient(timeout=timeout, follow_redirects=True, limits=limits)
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _valid_text(text: str) -> str:
-    """The reply with lone surrogates (half an emoji, cut by a server) replaced by U+FFFD.
-
-    They cannot be encoded as UTF-8, so saving the record would fail; the rest of the reply is kept.
-    """
-    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _text_of(content: Any) -> str:

@@ -1,8 +1,9 @@
 """What the clients' own retries are doing, for the progress line.
 
-The `openai` client retries 429s, 5xx, timeouts and dropped connections itself (with backoff that
-honours `Retry-After`) and says so only in its log ("Retrying request in 0.8 seconds"). A handler
-on that logger counts those retries, so that a run whose calls are all waiting on retries says so
+Chat calls to OpenAI-compatible servers (`qagen.llm.transport`) and the `openai` client (the Batch
+API's calls) retry 429s, 5xx, timeouts and dropped connections themselves (with backoff that
+honours `Retry-After`) and say so only in their logs ("Retrying request in 0.8 seconds"). A handler
+on those loggers counts the retries, so that a run whose calls are all waiting on retries says so
 instead of showing a bar that does not move.
 """
 
@@ -14,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-_OPENAI_LOGGER = "openai._base_client"
+_RETRY_LOGGERS = ("qagen.llm.transport", "openai._base_client")
 _RETRYING = re.compile(r"Retrying request (?:to \S+ )?in ([\d.]+) seconds")
 
 
@@ -51,11 +52,12 @@ def retry_count() -> RetryCount:
     global _watcher
     if _watcher is None:
         _watcher = _RetryWatcher()
-        logger = logging.getLogger(_OPENAI_LOGGER)
-        # The client logs retries at INFO; its logger must let them through to this handler. Nothing
-        # is printed unless the application itself shows INFO records (the root logger's default
-        # level is WARNING).
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)
-        logger.addHandler(_watcher)
+        for name in _RETRY_LOGGERS:
+            logger = logging.getLogger(name)
+            # Retries are logged at INFO; the logger must let them through to this handler. Nothing
+            # is printed unless the application itself shows INFO records (the root logger's
+            # default level is WARNING).
+            if logger.getEffectiveLevel() > logging.INFO:
+                logger.setLevel(logging.INFO)
+            logger.addHandler(_watcher)
     return _watcher.count

@@ -1,0 +1,64 @@
+"""The chat-completions wire format of OpenAI-compatible servers: the body of a request, and the reply
+read from a response body. Online calls (`qagen.llm.transport`) and Batch API lines
+(`qagen.runs.batch`) use the same two functions, so a request is the same bytes either way and a
+reply is read the same way."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from qagen.llm.normalise import normalise_reply
+from qagen.llm.task import Reply, Request
+from qagen.records import Usage
+
+if TYPE_CHECKING:
+    from qagen.llm.backends import ModelSettings
+
+
+def chat_body(settings: ModelSettings, request: Request) -> dict[str, Any]:
+    """The chat-completions body of one request: online calls and batch lines send exactly this."""
+    body: dict[str, Any] = {"model": settings.name}
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    body["max_tokens"] = settings.output_cap
+    body["messages"] = [{"role": message.role, "content": message.content} for message in request]
+    return body
+
+
+class MalformedCompletionError(ValueError):
+    """The server answered 200 with a body that is not a chat completion."""
+
+
+def parse_completion(body: bytes) -> Reply:
+    """The reply in a chat-completion body, normalised (online replies and batch output lines alike)."""
+    try:
+        data = json.loads(body)
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise MalformedCompletionError(f"not a chat completion: {body[:200]!r}") from exc
+    usage = data.get("usage") or {}
+    # vLLM's and llama.cpp's reasoning parsers say `reasoning_content`; some servers `reasoning`.
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return normalise_reply(
+        valid_text(message.get("content") or ""),
+        Usage(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        ),
+        reasoning_content=valid_text(reasoning) if isinstance(reasoning, str) else None,
+        finish_reason=choice.get("finish_reason"),
+    )
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """The reply with lone surrogates (half an emoji, cut by a server) replaced by U+FFFD.
+
+    They cannot be encoded as UTF-8, so saving the record would fail; the rest of the reply is kept.
+    """
+    return _LONE_SURROGATE.sub("\ufffd", text)
