@@ -88,9 +88,10 @@ _NO_REPLY = "no reply in time"
 def _connection_problem(exc: BaseException) -> str:
     """What went wrong on the wire, in words, from the innermost cause that tells.
 
-    The outer type does not: on the aiohttp transport the HTTP layer reports a refused
-    connection, an unknown host and a dropped connection alike as a connect *timeout*, and
-    "APITimeoutError" sends a user looking for a slow server when the server is not running.
+    The outer type does not: a refused connection, an unknown host and a dropped connection all
+    end as one connection error (`qagen.llm.transport`; the `openai` client's aiohttp transport,
+    used for the Batch API, even calls them a connect *timeout*, which sends a user looking for a
+    slow server when the server is not running).
     """
     for cause in reversed(_causes(exc)):
         if isinstance(cause, ConnectionRefusedError):
