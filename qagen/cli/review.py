@@ -4,11 +4,14 @@ and judges agree with the people who labelled them)."""
 from __future__ import annotations
 
 import getpass
+import json
+import shlex
 from pathlib import Path
 
 import click
 
 from qagen.cli.errors import friendly_errors
+from qagen.cli.flags import setting_flags
 from qagen.errors import ConfigError
 
 _DIRECTORY = click.Path(path_type=Path, exists=True, file_okay=False)
@@ -97,3 +100,41 @@ def review(
         "The review page is not built yet: label in a spreadsheet with `qagen review DIRECTORY --export labels.csv`, "
         "then `--import labels.csv`."
     )
+
+
+@click.command()
+@click.argument("directory", type=_DIRECTORY)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print the report as JSON.")
+@friendly_errors
+def agreement(directory: Path, as_json: bool) -> None:
+    """How far the critics of a run (or the judges of an evaluation) in DIRECTORY agree with the
+    people who labelled it: per criterion and for the keep decision, raw agreement, Cohen's kappa
+    with a 95% bootstrap interval, false keeps and false rejects, and the threshold that matches
+    the people best, with the `qagen filter` command that applies it. Makes no LLM call.
+    """
+    from qagen.review.agreement import measure_agreement
+    from qagen.review.agreement_text import agreement_table
+
+    report = measure_agreement(directory)
+    command = filter_command(directory, report.filter_settings) if report.recommendations else None
+    if as_json:
+        click.echo(json.dumps({**report.model_dump(mode="json"), "filter_command": command}, indent=2))
+        return
+    click.echo(agreement_table(report))
+    if command is not None:
+        click.echo(f"apply {'it' if len(report.recommendations) == 1 else 'them'} (no LLM call): {command}")
+
+
+def filter_command(directory: Path, settings: dict[str, int | float]) -> str:
+    """The `qagen filter` command that filters with exactly `settings`: the three thresholds always
+    (a filter's thresholds are its own, never the run's), the other settings where they differ from
+    the defaults."""
+    from qagen.config import BuildConfig
+
+    flags = setting_flags()
+    parts = ["qagen", "filter", shlex.quote(str(directory))]
+    for name, value in settings.items():
+        default = BuildConfig.model_fields[name].default if name in BuildConfig.model_fields else None
+        if name.startswith("min_") or value != default:
+            parts += [flags[name], str(value)]
+    return " ".join(parts)
