@@ -86,11 +86,14 @@ class AgreementReport(BaseModel):
     undecided_then: int | None = Field(description="Runs: drafts left waiting for a critic never asked, then.")
 
 
-def measure_agreement(directory: Path) -> AgreementReport:
-    """The agreement report of a run or evaluation directory's labels (see the module). No call."""
+def measure_agreement(directory: Path, *, thresholds: bool = True) -> AgreementReport:
+    """The agreement report of a run or evaluation directory's labels (see the module). No call.
+
+    `thresholds=False` leaves out what other thresholds would keep (each is a filter's work).
+    """
     if is_eval_dir(directory):
         return _evaluation(directory)
-    return _run(directory)
+    return _run(directory, thresholds=thresholds)
 
 
 def _labels(directory: Path, kind: LabelKind) -> list[Label]:
@@ -100,7 +103,7 @@ def _labels(directory: Path, kind: LabelKind) -> list[Label]:
     return labels
 
 
-def _run(directory: Path) -> AgreementReport:
+def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
     drafts = read_run_drafts(directory)
     labels = [label for label in _labels(directory, "draft") if drafts.get(label.item_id) is not None]
     rows = {label.item_id: row for label in labels if (row := drafts.get(label.item_id)) is not None}
@@ -128,7 +131,7 @@ def _run(directory: Path) -> AgreementReport:
         pairs = [Pair(label.item_id, keep, bool(label.keep)) for label, keep in critics if keep is not None]
         people = _by_reviewer((label, bool(label.keep)) for label in keeps)
         measures[KEEP] = _measure(pairs, len(keeps), people, None)
-    advice = recommend(drafts, measures)
+    advice = recommend(drafts, measures, predict=thresholds)
     for name, fit in advice.fits.items():
         measures[name] = measures[name].model_copy(update={"threshold": fit})
     return AgreementReport(
