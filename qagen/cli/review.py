@@ -89,7 +89,7 @@ def review(
         )
         return
     if import_path is not None:
-        imported = spreadsheet.import_csv(directory, import_path, reviewer=reviewer or getpass.getuser())
+        imported = spreadsheet.import_csv(directory, import_path, reviewer=reviewer or _login_name())
         click.echo(
             f"imported {imported.labels} labels into {directory / 'labels.jsonl'} ({imported.unchanged} unchanged, "
             f"{imported.unlabelled} rows without a label); next: qagen agreement {directory}"
@@ -100,6 +100,14 @@ def review(
         "The review page is not built yet: label in a spreadsheet with `qagen review DIRECTORY --export labels.csv`, "
         "then `--import labels.csv`."
     )
+
+
+def _login_name() -> str | None:
+    """The user's login name, the default reviewer; None when the system has none to give."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
 
 
 @click.command()

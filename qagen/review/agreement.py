@@ -74,6 +74,9 @@ class AgreementReport(BaseModel):
     directory: str
     kind: LabelKind
     labels: int = Field(description="Labels read (the latest per reviewer and item).")
+    elsewhere: int = Field(
+        description="Labels of items the directory no longer has (e.g. a run chunked again): not compared."
+    )
     reviewers: list[str]
     measures: dict[str, Measure] = Field(description="Per criterion and `keep` (runs), per judge (evaluations).")
     recommendations: list[Recommendation]
@@ -105,7 +108,8 @@ def _labels(directory: Path, kind: LabelKind) -> list[Label]:
 
 def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
     drafts = read_run_drafts(directory)
-    labels = [label for label in _labels(directory, "draft") if drafts.get(label.item_id) is not None]
+    given = _labels(directory, "draft")
+    labels = [label for label in given if drafts.get(label.item_id) is not None]
     rows = {label.item_id: row for label in labels if (row := drafts.get(label.item_id)) is not None}
     measures: dict[str, Measure] = {}
     for criterion in CRITIC_ORDER:
@@ -138,6 +142,7 @@ def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
         directory=str(directory),
         kind="draft",
         labels=len(labels),
+        elsewhere=len(given) - len(labels),
         reviewers=sorted({label.reviewer for label in labels}),
         measures=measures,
         recommendations=[Recommendation.model_validate(r) for r in advice.recommendations],
@@ -163,7 +168,8 @@ def _critics_keep(drafts: RunDrafts, row: CandidateRow) -> bool | None:
 
 def _evaluation(directory: Path) -> AgreementReport:
     answers = read_answers(directory)
-    labels = [label for label in _labels(directory, "answer") if label.correct is not None and label.item_id in answers]
+    given = [label for label in _labels(directory, "answer") if label.correct is not None]
+    labels = [label for label in given if label.item_id in answers]
     measures: dict[str, Measure] = {}
     for judge in judges_present(answers):
         pairs = [
@@ -177,6 +183,7 @@ def _evaluation(directory: Path) -> AgreementReport:
         directory=str(directory),
         kind="answer",
         labels=len(labels),
+        elsewhere=len(given) - len(labels),
         reviewers=sorted({label.reviewer for label in labels}),
         measures=measures,
         recommendations=[],

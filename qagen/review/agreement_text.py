@@ -33,6 +33,8 @@ def agreement_table(report: AgreementReport) -> str:
         f"({report.labels} labels) in {report.directory}",
         "",
     ]
+    if report.elsewhere:
+        lines[-1:] = [f"({report.elsewhere} labels of items {report.directory} no longer has are left out)", ""]
     header = ["", "labels", "agree", "kappa", "95% interval", false_yes, false_no, "unscored"]
     if report.kind == "draft":
         header += ["threshold", "best"]
