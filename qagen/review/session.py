@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from qagen.errors import QagenError
 from qagen.review.items import ReviewItem, answer_items, draft_items
-from qagen.review.labels import CriterionLabel, Label, LabelKey, LabelStore
+from qagen.review.labels import Label, LabelKey, LabelStore
 from qagen.runs.rundir import RunDir
 
 MAX_REVIEWER_CHARS = 100
@@ -143,16 +143,20 @@ class ReviewSession:
         if not isinstance(criteria, dict):
             raise LabelRejected("The criteria must be an object of criterion -> {pass, score}.")
         try:
-            label = Label(
-                kind=item.kind,
-                item_id=item.id,
-                reviewer=_reviewer(payload.get("reviewer") or self.reviewer),
-                criteria={name: CriterionLabel.model_validate(value) for name, value in criteria.items()},
-                keep=payload.get("keep"),
-                correct=payload.get("correct"),
-                note=note.strip(),
-                prompt_hashes=item.prompt_hashes,
-                via="page",
+            # Strictly: "yes" is no boolean and "4" no score, whatever a lax reading would make of them.
+            label = Label.model_validate(
+                {
+                    "kind": item.kind,
+                    "item_id": item.id,
+                    "reviewer": _reviewer(payload.get("reviewer") or self.reviewer),
+                    "criteria": criteria,
+                    "keep": payload.get("keep"),
+                    "correct": payload.get("correct"),
+                    "note": note.strip(),
+                    "prompt_hashes": item.prompt_hashes,
+                    "via": "page",
+                },
+                strict=True,
             )
         except ValidationError as exc:
             first = exc.errors()[0]
