@@ -189,11 +189,12 @@ function toggleOn(button, on) {
 
 function renderVerdicts() {
   const verdicts = view.item.verdicts;
+  const table = $("verdicts");
+  table.replaceChildren(); // the previous item's verdicts leave the page, not just the view
   $("verdicts-block").hidden = !verdicts;
   if (!verdicts) return;
   $("verdicts-title").textContent = view.item.kind === "draft" ? "What the critics said" : "What the judge said";
-  const table = $("verdicts");
-  table.replaceChildren(el("tr", {}, el("th", { text: "" }), el("th", { text: "score" }), el("th", { text: "you" }), el("th", { text: "rationale" })));
+  table.append(el("tr", {}, el("th", { text: "" }), el("th", { text: "score" }), el("th", { text: "you" }), el("th", { text: "rationale" })));
   for (const verdict of verdicts) {
     const mine = yourVerdict(verdict.name);
     const score = verdict.score === null ? verdict.failure : `${verdict.score} ${verdict.passes ? "pass" : "fail"}`;
