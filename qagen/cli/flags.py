@@ -26,6 +26,7 @@ _RENAMED: dict[str, str] = {
 # A setting given one value that a flag stands for as a whole (a flag that turns a setting off).
 _VALUED: dict[str, str] = {
     "private=False": "--public",
+    "allow_calls=False": "--no-calls",  # qagen review: the critics the early stop skipped are not asked
 }
 
 

@@ -17,12 +17,11 @@ from pydantic import Field
 from qagen.config import BuildConfig
 from qagen.errors import QagenError
 from qagen.records import CRITERIA, Critique, Record
+from qagen.review.eval_answers import judge_says_correct
 from qagen.runs.rundir import RunDir
 
 ItemKind = Literal["draft", "answer"]
 SpanMatch = Literal["exact", "loose", "none"]
-CORRECTNESS_PASS = 0.5
-"""The judge's 1-5 correctness counts as "correct" at (score-1)/4 >= 0.5, i.e. a score of 3 or more."""
 
 
 class Span(Record):
@@ -242,7 +241,7 @@ def _judge_verdicts(row: dict[str, Any]) -> list[Verdict]:
                 score=score,
                 rationale=row.get("correctness_feedback"),
                 failure=str(row.get("correctness_reason") or ""),
-                passes=None if score is None else (score - 1) / 4 >= CORRECTNESS_PASS,
+                passes=None if score is None else judge_says_correct("correctness", score),
                 threshold="(score - 1) / 4 >= 0.5",
             )
         )
@@ -255,8 +254,8 @@ def _judge_verdicts(row: dict[str, Any]) -> list[Verdict]:
                 score=value,
                 rationale=detail.get("explanation") if isinstance(detail, dict) else None,
                 failure=str(row.get("correct_reason") or ""),
-                passes=None if value is None else value >= 1.0,
-                threshold="1.0",
+                passes=None if value is None else judge_says_correct("correct", value),
+                threshold=">= 0.5",
             )
         )
     return verdicts

@@ -35,10 +35,15 @@ LabelVia = Literal["page", "csv"]
 class CriterionLabel(BaseModel):
     """A person's verdict on one criterion: pass or fail, and optionally the 1-5 score they would give."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, serialize_by_alias=True)
 
     passed: bool = Field(alias="pass", description="Whether the draft meets the criterion, in the person's view.")
     score: int | None = Field(default=None, ge=1, le=5, description="The 1-5 score the person gave, if any.")
+
+    @classmethod
+    def of(cls, passed: bool, score: int | None = None) -> CriterionLabel:
+        """The verdict (`pass` is a Python keyword, so the field is named `passed` here)."""
+        return cls.model_validate({"pass": passed, "score": score})
 
 
 def utc_now() -> str:
@@ -49,7 +54,7 @@ def utc_now() -> str:
 class Label(BaseModel):
     """One person's label of one item (see the module for the line it is)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, serialize_by_alias=True)
 
     schema_version: Literal[1] = Field(default=LABEL_SCHEMA, alias="schema", description="The line format's version.")
     kind: LabelKind = Field(description="draft (a run directory's drafted question) or answer (an evaluated answer).")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -33,7 +34,7 @@ SAMPLE_FILE = "review_sample.json"
 DEFAULT_SIZE = 150
 """Items to label by default: the minimum ARES asks for a statistically useful correction."""
 KEPT = "kept"
-_KEPT_SHARE = 0.5
+_HALF = 0.5
 
 
 def rejected_stratum(criterion: str) -> str:
@@ -44,7 +45,7 @@ def rejected_stratum(criterion: str) -> str:
 class ReviewSample(BaseModel):
     """`review_sample.json`: the drafts to label, in review order, and the strata they came from."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, serialize_by_alias=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True, serialize_by_alias=True)
 
     schema_version: Literal[1] = Field(default=1, alias="schema", description="The file format's version.")
     size: int = Field(description="The sample size asked for (fewer ids when the run has fewer drafts to review).")
@@ -62,13 +63,18 @@ class ReviewSample(BaseModel):
 def review_sample(run_dir: Path, size: int = DEFAULT_SIZE, seed: int = 0) -> ReviewSample:
     """The drafts of `run_dir` to label (see the module), written to `RUN_DIR/review_sample.json`,
     or read from it when it was made with the same `size` and `seed`. Makes no call."""
+    return stored_or_drawn(run_dir, size, seed, lambda: draw_sample(read_run_drafts(run_dir), size, seed))
+
+
+def stored_or_drawn(directory: Path, size: int, seed: int, draw_new: Callable[[], ReviewSample]) -> ReviewSample:
+    """`DIRECTORY/review_sample.json` when it was drawn with `size` and `seed`; else `draw_new()`, stored there."""
     if size < 1:
         raise ConfigError(f"`size` must be at least 1, got {size}.", settings=("size",))
-    path = run_dir / SAMPLE_FILE
+    path = directory / SAMPLE_FILE
     stored = _stored(path)
     if stored is not None and stored.size == size and stored.seed == seed:
         return stored
-    sample = draw_sample(read_run_drafts(run_dir), size, seed)
+    sample = draw_new()
     write_json_atomic(path, sample.model_dump(mode="json"))
     return sample
 
@@ -81,14 +87,20 @@ def draw_sample(drafts: RunDrafts, size: int, seed: int) -> ReviewSample:
             f"{drafts.run.root} has no draft the critics kept or rejected yet, so there is nothing to review; "
             "finish the build first (`qagen build` with the same settings goes on where it stopped)."
         )
-    seats = allocate({name: len(ids) for name, ids in pools.items()}, size)
+    return draw(pools, size, seed, half=KEPT)
+
+
+def draw(pools: dict[str, list[str]], size: int, seed: int, *, half: str) -> ReviewSample:
+    """`size` ids from the strata `pools` (`allocate` decides how many from each, `half` the stratum
+    given half the seats), each stratum drawn with a generator of its own, in a shuffled order."""
+    seats = allocate({name: len(ids) for name, ids in pools.items()}, size, half=half)
     chosen: dict[str, list[str]] = {}
     for name, ids in pools.items():
         # A generator of its own per stratum: one stratum's draw does not move another's.
         chosen[name] = random.Random(f"{seed}:{name}").sample(sorted(ids), seats[name])
-    order = [draft_id for ids in chosen.values() for draft_id in ids]
+    order = [item_id for ids in chosen.values() for item_id in ids]
     random.Random(seed).shuffle(order)
-    position = {draft_id: index for index, draft_id in enumerate(order)}
+    position = {item_id: index for index, item_id in enumerate(order)}
     return ReviewSample(
         size=size,
         seed=seed,
@@ -110,12 +122,12 @@ def strata(drafts: RunDrafts) -> dict[str, list[str]]:
     return {name: ids for name, ids in pools.items() if ids}
 
 
-def allocate(available: dict[str, int], size: int) -> dict[str, int]:
+def allocate(available: dict[str, int], size: int, *, half: str = KEPT) -> dict[str, int]:
     """Seats per stratum (`kept` and the rejected ones): one each first, in order; then one at a
     time to the stratum furthest below its share (highest `share / (seats + 1)`, the first on ties),
-    never more than it has. The shares: half for `kept`, half shared equally among the rejected
-    strata that still have drafts, so a criterion with few rejections leaves its seats to the other
-    criteria, and to `kept` only once every rejected stratum is used up."""
+    never more than it has. The shares: half for the stratum `half` (`kept`), half shared equally
+    among the others (the rejected ones) that still have items, so a criterion with few rejections
+    leaves its seats to the other criteria, and to `kept` only once every rejected stratum is used up."""
     seats = dict.fromkeys(available, 0)
     left = min(size, sum(available.values()))
     for name in available:
@@ -123,8 +135,8 @@ def allocate(available: dict[str, int], size: int) -> dict[str, int]:
             seats[name], left = 1, left - 1
     while left:
         open_ = [name for name in available if seats[name] < available[name]]
-        rejected = [name for name in open_ if name != KEPT]
-        shares = {name: (_KEPT_SHARE if name == KEPT else (1 - _KEPT_SHARE) / len(rejected)) for name in open_}
+        others = [name for name in open_ if name != half]
+        shares = {name: (_HALF if name == half else (1 - _HALF) / len(others)) for name in open_}
         best = max(open_, key=lambda name: shares[name] / (seats[name] + 1))
         seats[best] += 1
         left -= 1

@@ -7,18 +7,19 @@ reviewer has labelled it), and saving a label (one appended line of `labels.json
 
 from __future__ import annotations
 
-import json
-import random
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from qagen.errors import QagenError
+from qagen.review.eval_answers import answer_sample, is_eval_dir
 from qagen.review.items import ReviewItem, answer_items, draft_items
 from qagen.review.labels import Label, LabelKey, LabelStore
+from qagen.review.sample import review_sample
+from qagen.review.skipped import ask_skipped_critics
 from qagen.runs.rundir import RunDir
 
 MAX_REVIEWER_CHARS = 100
@@ -29,29 +30,24 @@ class LabelRejected(QagenError):
     """A label the page sent cannot be saved (unknown item, nothing labelled, a bad value)."""
 
 
-def open_items(directory: Path, size: int, seed: int) -> tuple[list[ReviewItem], dict[str, int]]:
+def open_items(
+    directory: Path, size: int, seed: int, *, allow_calls: bool = True, say: Callable[[str], None] | None = None
+) -> tuple[list[ReviewItem], dict[str, int]]:
     """The items to review in `directory` (a run directory's drafts or an evaluation directory's
-    answers), in review order, and the run's critic thresholds (none for answers)."""
-    if (directory / "run.json").exists():
-        from qagen.review.sample import review_sample
+    answers), in review order, and the run's critic thresholds (none for answers).
 
-        config = RunDir(directory).stored_config()
-        ids = review_sample(directory, size=size, seed=seed).ids
-        return draft_items(directory, ids), {str(name): score for name, score in config.thresholds().items()}
-    if (directory / "results.jsonl").exists():
-        return answer_items(directory, _answer_sample(directory, size, seed)), {}
-    raise QagenError(
-        f"{directory} is neither a run directory (no run.json) nor an evaluation directory (no results.jsonl); "
-        "review the folder `qagen build` or `qagen evaluate` wrote."
-    )
-
-
-def _answer_sample(eval_dir: Path, size: int, seed: int) -> list[str]:
-    """`size` evaluated questions in an order drawn with `seed` (every one when there are fewer)."""
-    with (eval_dir / "results.jsonl").open(encoding="utf-8") as rows:
-        ids = sorted({str(json.loads(line)["id"]) for line in rows if line.strip()})
-    random.Random(seed).shuffle(ids)
-    return ids[:size]
+    For a run, the critics the early stop skipped are asked for the sampled drafts first, so every
+    item shows all three verdicts once answered (saying how many calls before the first, or
+    refusing with `allow_calls=False`: `qagen.review.skipped`).
+    """
+    if is_eval_dir(directory):
+        return answer_items(directory, answer_sample(directory, size, seed).ids), {}
+    run = RunDir(directory)
+    run.require()
+    thresholds = {str(name): score for name, score in run.stored_config().thresholds().items()}
+    sample = review_sample(directory, size=size, seed=seed)
+    ask_skipped_critics(directory, sample.ids, allow_calls=allow_calls, say=say)
+    return draft_items(directory, sample.ids), thresholds
 
 
 class ReviewSession:

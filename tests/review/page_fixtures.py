@@ -6,6 +6,8 @@ import json
 import urllib.error
 import urllib.request
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -19,11 +21,14 @@ from qagen.testing.llm.server import StandInLLM
 class Reviewed(NamedTuple):
     run: Path
     eval: Path
+    llm: StandInLLM
 
 
-def build_and_evaluate(root: Path, *, drafts: int = 30) -> Reviewed:
+@contextmanager
+def build_and_evaluate(root: Path, *, drafts: int = 30) -> Iterator[Reviewed]:
     """A run of `drafts` drafts (critics stop at the first rejection) and a BM25 evaluation of it
-    with the correctness judge and the graders, both against the stand-in LLM."""
+    with the correctness judge and the graders, against the stand-in LLM, which keeps answering
+    until the context ends (the review asks the critics the early stop skipped)."""
     corpus = write_corpus(root / "corpus", documents=12)
     with StandInLLM() as llm:
         model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
@@ -34,7 +39,7 @@ def build_and_evaluate(root: Path, *, drafts: int = 30) -> Reviewed:
         ):  # fmt: skip
             result = CliRunner().invoke(main, [str(arg) for arg in [*args, *model, "-q"]], catch_exceptions=False)
             assert result.exit_code == 0, result.output
-    return Reviewed(root / "run", root / "eval")
+        yield Reviewed(root / "run", root / "eval", llm)
 
 
 def critiques_by_draft(run: Path) -> dict[str, dict[str, dict[str, Any]]]:

@@ -12,7 +12,7 @@ from qagen.review.labels import LABELS_FILE, CriterionLabel, Label, LabelKey, La
 
 
 def _label(item: str, reviewer: str = "ana", *, keep: bool = True) -> Label:
-    criteria = {"relevance": CriterionLabel(passed=keep, score=4 if keep else 2)}
+    criteria = {"relevance": CriterionLabel.of(keep, 4 if keep else 2)}
     return Label(kind="draft", item_id=item, reviewer=reviewer, criteria=criteria, keep=keep, via="page")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,9 @@ from tests.review.page_fixtures import Reviewed, build_and_evaluate, critiques_b
 
 
 @pytest.fixture(scope="module")
-def reviewed(tmp_path_factory: pytest.TempPathFactory) -> Reviewed:
-    return build_and_evaluate(tmp_path_factory.mktemp("items"))
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reviewed]:
+    with build_and_evaluate(tmp_path_factory.mktemp("items")) as built:
+        yield built
 
 
 @pytest.mark.parametrize(

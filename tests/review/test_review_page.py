@@ -79,10 +79,11 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def reviewed(tmp_path_factory: pytest.TempPathFactory) -> Reviewed:
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reviewed]:
     if os.environ.get("QAGEN_REQUIRE_BROWSER") != "1":
         _browser_or_skip()  # before the build: no run is made for a test that cannot run
-    return build_and_evaluate(tmp_path_factory.mktemp("page"))
+    with build_and_evaluate(tmp_path_factory.mktemp("page")) as built:
+        yield built
 
 
 def _wait(driver: Any, condition: Any) -> Any:

@@ -23,8 +23,9 @@ SAMPLE = 10
 
 
 @pytest.fixture(scope="module")
-def reviewed(tmp_path_factory: pytest.TempPathFactory) -> Reviewed:
-    return build_and_evaluate(tmp_path_factory.mktemp("server"))
+def reviewed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reviewed]:
+    with build_and_evaluate(tmp_path_factory.mktemp("server")) as built:
+        yield built
 
 
 def _serve(directory: Path, reviewer: str = "ana") -> ReviewServer:
@@ -164,7 +165,7 @@ def test_an_evaluation_s_answers_are_labelled_correct_or_not(reviewed: Reviewed,
 def test_the_command_serves_until_interrupted_and_counts_the_labels(reviewed: Reviewed, tmp_path: Path) -> None:
     copy = shutil.copytree(reviewed.run, tmp_path / "run")
     command = [sys.executable, "-m", "qagen", "review", str(copy), "--reviewer", "ana", "--no-browser"]
-    command += ["--sample-size", str(SAMPLE), "--seed", "0"]
+    command += ["--size", str(SAMPLE), "--seed", "0"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
     try:
         assert process.stdout is not None
