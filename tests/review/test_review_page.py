@@ -153,6 +153,8 @@ def test_three_items_labelled_with_the_keyboard_are_kept_across_a_reload(
         for number, wanted in enumerate(expected, start=1):
             item_id = _at_item(browser, number)
             assert item_id == items[number - 1].id
+            # The critics the early stop skipped were asked for the sample: every item has all three.
+            assert set(critiques[item_id]) == {"groundedness", "relevance", "standalone"}
             rationales = [c["rationale"] for c in critiques[item_id].values() if c["rationale"]]
             assert rationales
             # Before answering: no verdict, no critic's rationale anywhere in the page.
@@ -217,3 +219,80 @@ def test_untrusted_text_is_shown_as_text_and_never_runs(browser: Any, tmp_path: 
         assert browser.execute_script("return window.pwned === undefined")
     [line] = labels(tmp_path)
     assert (line["criteria"], line["keep"]) == ({"groundedness": {"pass": False, "score": None}}, False)
+
+
+SCREENSHOT = Path(__file__).parents[2] / "docs" / "images" / "review_page.png"
+
+
+def test_a_realistic_item_as_the_readme_shows_it(browser: Any, tmp_path: Path) -> None:
+    """The README's screenshot: a chunk of the bundled example corpus, answered, the critics shown.
+    `QAGEN_WRITE_SCREENSHOT=1` writes it to docs/images/review_page.png; otherwise to a temp file."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from qagen.review.items import ReviewItem, Verdict, answer_spans
+    from qagen.review.labels import Label, LabelStore
+
+    chunk = (Path(__file__).parents[2] / "examples" / "corpus" / "tides.md").read_text(encoding="utf-8").strip()
+    answer = "the Bay of Fundy in Canada"
+    spans, match = answer_spans(chunk, answer)
+    verdicts = [
+        Verdict(name="groundedness", score=5, rationale="The context states plainly that the Bay of Fundy in Canada "
+                "has the largest tidal range in the world, so the question is answered without ambiguity.",
+                failure="", passes=True, threshold=">= 4"),
+        Verdict(name="relevance", score=3, rationale="A geography fact about one bay: of some use to readers "
+                "learning about tides, but few users would need to ask it.", failure="", passes=False,
+                threshold=">= 4"),
+        Verdict(name="standalone", score=5, rationale="The question names everything it asks about and makes "
+                "sense without the document.", failure="", passes=True, threshold=">= 4"),
+    ]  # fmt: skip
+    item = ReviewItem(
+        kind="draft", id="3f2a9c41d07be5a86c12", source="tides.md",
+        question="Which bay has the largest tidal range in the world?", answer=answer, chunk=chunk, spans=spans,
+        match=match, verdicts=verdicts, prompt_hashes={"generation": "76fb9e4e0a97"},
+    )  # fmt: skip
+    # As it looks 12 items into a sample of 150: the others stand in for the rest of the sample.
+    others = [item.model_copy(update={"id": f"{number:020x}"}) for number in range(149)]
+    run = tmp_path / "run"
+    run.mkdir()
+    with LabelStore(run) as store:
+        for done in others[:12]:
+            store.append(Label(kind="draft", item_id=done.id, reviewer="ana", keep=True, via="page"))
+    thresholds = {"groundedness": 4, "relevance": 4, "standalone": 4}
+    session = ReviewSession(run, [*others[:12], item, *others[12:]], reviewer="ana", thresholds=thresholds)
+    with ReviewServer(session).start() as server:
+        browser.set_window_size(1200, 1000)
+        browser.get(server.url)
+        assert _at_item(browser, 13) == item.id
+        assert [mark.text for mark in browser.find_elements(By.CSS_SELECTOR, "#chunk mark")] == [
+            "The Bay of Fundy in Canada"
+        ]
+        assert "other case or spacing" in browser.find_element(By.ID, "match").text
+        # groundedness passes; relevance chosen, then scored 4 with Shift (a pass at the threshold);
+        # standalone passes; keep; a note.
+        _press(browser, "1", "2")
+        _press(browser, "4", shift=True)
+        _press(browser, "3", "k", "n", "Fine for a tides FAQ.", Keys.ESCAPE)
+        _save(browser)
+        disagreement = browser.find_element(By.CSS_SELECTOR, '[data-verdict="relevance"]')
+        assert "disagree" in (disagreement.get_attribute("class") or "")
+        target = SCREENSHOT if os.environ.get("QAGEN_WRITE_SCREENSHOT") == "1" else tmp_path / "review_page.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        browser.execute_script("document.activeElement.blur(); window.scrollTo(0, 0)")
+        assert "13 of 150 labelled" in browser.find_element(By.ID, "progress-text").text
+        assert browser.save_screenshot(str(target))
+    from PIL import Image  # matplotlib's dependency, in the test extra
+
+    # 256 colours: a third of the size, the text as sharp (a page has few colours besides its grey ramps).
+    with Image.open(target) as shot:
+        assert shot.width == 1200
+        shot.convert("RGB").quantize(colors=256).save(target, optimize=True)
+    line = labels(run)[-1]
+    assert line["item_id"] == item.id
+    assert line["criteria"] == {
+        "groundedness": {"pass": True, "score": None},
+        "relevance": {"pass": True, "score": 4},
+        "standalone": {"pass": True, "score": None},
+    }
+    assert (line["keep"], line["note"]) == (True, "Fine for a tides FAQ.")
+    assert target.stat().st_size < 200_000

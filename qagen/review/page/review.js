@@ -124,7 +124,7 @@ function renderDraft(item) {
   }[item.match];
   highlighted($("chunk"), item.chunk, item.spans);
   const first = $("chunk").querySelector("mark");
-  if (first) first.scrollIntoView({ block: "nearest" });
+  if (first) first.scrollIntoView({ block: "center" });
 }
 
 function renderAnswer(item) {
