@@ -63,6 +63,7 @@ class ReviewSession:
     ) -> None:
         self.directory = directory
         self.items = items
+        self._ids = {item.id for item in items}
         self.kind = items[0].kind if items else "draft"
         self.reviewer = _reviewer(reviewer)
         self.thresholds = dict(thresholds or {})
@@ -128,8 +129,10 @@ class ReviewSession:
         return self.items[index]
 
     def _labelled(self, reviewer: str) -> set[str]:
+        """The items of this sample the reviewer has labelled (labels of other samples' items do not count)."""
         with self._lock:
-            return {key.item_id for key in self._labels if key.reviewer == reviewer and key.kind == self.kind}
+            given = {key.item_id for key in self._labels if key.reviewer == reviewer and key.kind == self.kind}
+        return given & self._ids
 
     def _label(self, item: ReviewItem, payload: Mapping[str, Any]) -> Label:
         note = payload.get("note") or ""

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from qagen.review.labels import LabelKey, LabelStore
+from qagen.review.labels import Label, LabelKey, LabelStore
 from qagen.review.server import ReviewServer
 from qagen.review.session import ReviewSession, open_items
 from tests.review.page_fixtures import Reviewed, build_and_evaluate, call, labels
@@ -93,6 +93,8 @@ def test_a_new_session_resumes_at_the_first_item_not_labelled(run_server: Review
     for index in (0, 1, 3):
         assert _label(run_server, index, "ana", keep=index != 1)[0] == 200
     run_server.close()
+    with LabelStore(run_server.session.directory) as store:  # a label of a draft of another sample
+        store.append(Label(kind="draft", item_id="f" * 20, reviewer="ana", keep=True, via="csv"))
     with _serve(run_server.session.directory) as again:
         state = call(f"{again.url}api/state?reviewer=ana")[1]
         assert (state["labelled"], state["position"]) == (3, 2)
