@@ -59,6 +59,8 @@ async function resume(state) {
   $("directory").textContent = state.directory;
   $("reviewer").textContent = state.reviewer;
   document.body.dataset.kind = state.kind;
+  // An answer's contexts run long: its judge's verdicts go above them, where they are seen.
+  if (state.kind === "answer") $("answer-evidence").before($("verdicts-block"));
   if (state.total === 0) {
     showDone("There is nothing to review.");
     return;
