@@ -113,7 +113,7 @@ def review(
         )
         return
     if import_path is not None:
-        imported = spreadsheet.import_csv(directory, import_path, reviewer=reviewer or _os_user())
+        imported = spreadsheet.import_csv(directory, import_path, reviewer=reviewer or _login_name())
         click.echo(
             f"imported {imported.labels} labels into {directory / 'labels.jsonl'} ({imported.unchanged} unchanged, "
             f"{imported.unlabelled} rows without a label); next: qagen agreement {directory}"
@@ -139,7 +139,7 @@ def serve_page(
     from qagen.review.session import ReviewSession, open_items
 
     items, thresholds = open_items(directory, size=size, seed=seed, allow_calls=allow_calls, say=_say)
-    session = ReviewSession(directory, items, reviewer=reviewer or _os_user(), thresholds=thresholds)
+    session = ReviewSession(directory, items, reviewer=reviewer or _login_name() or "reviewer", thresholds=thresholds)
     with ReviewServer(session, port=port) as server:
         what = "drafts" if session.kind == "draft" else "answers"
         click.echo(f"reviewing {len(items)} {what} of {directory} as {session.reviewer}: {server.url}")
@@ -155,16 +155,17 @@ def _say(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no login name (a container's numeric user)
-        return "reviewer"
-
-
 def _graphical() -> bool:
     """Whether a browser window can be opened here (not over ssh into a server without a display)."""
     return sys.platform in ("darwin", "win32") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _login_name() -> str | None:
+    """The user's login name, the default reviewer; None when the system has none to give."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
 
 
 @click.command()

@@ -74,6 +74,9 @@ class AgreementReport(BaseModel):
     directory: str
     kind: LabelKind
     labels: int = Field(description="Labels read (the latest per reviewer and item).")
+    elsewhere: int = Field(
+        description="Labels of items the directory no longer has (e.g. a run chunked again): not compared."
+    )
     reviewers: list[str]
     measures: dict[str, Measure] = Field(description="Per criterion and `keep` (runs), per judge (evaluations).")
     recommendations: list[Recommendation]
@@ -86,11 +89,14 @@ class AgreementReport(BaseModel):
     undecided_then: int | None = Field(description="Runs: drafts left waiting for a critic never asked, then.")
 
 
-def measure_agreement(directory: Path) -> AgreementReport:
-    """The agreement report of a run or evaluation directory's labels (see the module). No call."""
+def measure_agreement(directory: Path, *, thresholds: bool = True) -> AgreementReport:
+    """The agreement report of a run or evaluation directory's labels (see the module). No call.
+
+    `thresholds=False` leaves out what other thresholds would keep (each is a filter's work).
+    """
     if is_eval_dir(directory):
         return _evaluation(directory)
-    return _run(directory)
+    return _run(directory, thresholds=thresholds)
 
 
 def _labels(directory: Path, kind: LabelKind) -> list[Label]:
@@ -100,9 +106,10 @@ def _labels(directory: Path, kind: LabelKind) -> list[Label]:
     return labels
 
 
-def _run(directory: Path) -> AgreementReport:
+def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
     drafts = read_run_drafts(directory)
-    labels = [label for label in _labels(directory, "draft") if drafts.get(label.item_id) is not None]
+    given = _labels(directory, "draft")
+    labels = [label for label in given if drafts.get(label.item_id) is not None]
     rows = {label.item_id: row for label in labels if (row := drafts.get(label.item_id)) is not None}
     measures: dict[str, Measure] = {}
     for criterion in CRITIC_ORDER:
@@ -128,13 +135,14 @@ def _run(directory: Path) -> AgreementReport:
         pairs = [Pair(label.item_id, keep, bool(label.keep)) for label, keep in critics if keep is not None]
         people = _by_reviewer((label, bool(label.keep)) for label in keeps)
         measures[KEEP] = _measure(pairs, len(keeps), people, None)
-    advice = recommend(drafts, measures)
+    advice = recommend(drafts, measures, predict=thresholds)
     for name, fit in advice.fits.items():
         measures[name] = measures[name].model_copy(update={"threshold": fit})
     return AgreementReport(
         directory=str(directory),
         kind="draft",
         labels=len(labels),
+        elsewhere=len(given) - len(labels),
         reviewers=sorted({label.reviewer for label in labels}),
         measures=measures,
         recommendations=[Recommendation.model_validate(r) for r in advice.recommendations],
@@ -160,7 +168,8 @@ def _critics_keep(drafts: RunDrafts, row: CandidateRow) -> bool | None:
 
 def _evaluation(directory: Path) -> AgreementReport:
     answers = read_answers(directory)
-    labels = [label for label in _labels(directory, "answer") if label.correct is not None and label.item_id in answers]
+    given = [label for label in _labels(directory, "answer") if label.correct is not None]
+    labels = [label for label in given if label.item_id in answers]
     measures: dict[str, Measure] = {}
     for judge in judges_present(answers):
         pairs = [
@@ -174,6 +183,7 @@ def _evaluation(directory: Path) -> AgreementReport:
         directory=str(directory),
         kind="answer",
         labels=len(labels),
+        elsewhere=len(given) - len(labels),
         reviewers=sorted({label.reviewer for label in labels}),
         measures=measures,
         recommendations=[],

@@ -3,7 +3,9 @@ agreement with each other, and the recommendations; and the short table the data
 
 from __future__ import annotations
 
-from qagen.review.agreement import KEEP, AgreementReport, Measure
+from pathlib import Path
+
+from qagen.review.agreement import KEEP, AgreementReport, Measure, measure_agreement
 
 
 def _number(value: float | None) -> str:
@@ -31,6 +33,8 @@ def agreement_table(report: AgreementReport) -> str:
         f"({report.labels} labels) in {report.directory}",
         "",
     ]
+    if report.elsewhere:
+        lines[-1:] = [f"({report.elsewhere} labels of items {report.directory} no longer has are left out)", ""]
     header = ["", "labels", "agree", "kappa", "95% interval", false_yes, false_no, "unscored"]
     if report.kind == "draft":
         header += ["threshold", "best"]
@@ -91,3 +95,21 @@ def card_table(report: AgreementReport) -> str:
             f"{measure.confusion['false_fail']} |"
         )
     return "\n".join(lines)
+
+
+def card_section(directory: Path) -> str | None:
+    """The dataset card's section on the critics' agreement with the run's reviewers; None when the
+    run has no draft labels. Counts and kappas only: no label, note or reviewer name."""
+    from qagen.review.labels import LABELS_FILE, LabelStore
+
+    if not (directory / LABELS_FILE).is_file() or not LabelStore(directory).of_kind("draft"):
+        return None
+    report = measure_agreement(directory, thresholds=False)
+    reviewers = len(report.reviewers)
+    return (
+        "## Agreement with human reviewers\n\n"
+        f"{reviewers} reviewer{'s' if reviewers != 1 else ''} labelled {report.labels} drafts of a sample stratified "
+        "over kept drafts and each critic's rejections. How often each critic (at the run's threshold) and the\n"
+        "keep decision agree with them, with Cohen's kappa (1: perfect, 0: chance) and its 95% bootstrap interval:\n\n"
+        f"{card_table(report)}"
+    )

@@ -182,14 +182,13 @@ def _parse(path: Path, reader: _Reader, reviewer: str | None) -> tuple[list[Labe
             rows.fieldnames = header
             line = 2  # the header is line 1; a row with a line break in a cell spans several lines
             for cells in rows:
+                before = len(problems)
                 label = _row_label(cells, line, reader, reviewer, problems)
                 line = rows.line_num + 1
-                if label is None:
-                    continue
-                if label.empty and not label.note:
-                    unlabelled += 1
-                else:
+                if label is not None:
                     labels.append(label)
+                elif len(problems) == before:
+                    unlabelled += 1
     except UnicodeDecodeError as exc:
         raise QagenError(
             f"{path} is not UTF-8 text ({exc.reason}); save it from your spreadsheet as CSV UTF-8."
@@ -220,6 +219,8 @@ def _check_header(path: Path, header: list[str], reader: _Reader) -> None:
 def _row_label(
     cells: dict[str, str | None], line: int, reader: _Reader, reviewer: str | None, problems: list[str]
 ) -> Label | None:
+    """The row's label; None when it has none, or has a problem (added to `problems`)."""
+
     def cell(name: str) -> str:
         return (cells.get(name) or "").strip()
 
@@ -251,7 +252,7 @@ def _row_label(
     if labelled and not who:
         problems.append(f"line {line}: no reviewer; fill its reviewer cell, or name the reviewer of the file.")
     if len(problems) > found or not labelled:
-        return None if len(problems) > found else _blank(reader.kind, item_id)
+        return None  # a problem (recorded), or nothing labelled
     return Label(
         kind=reader.kind,
         item_id=item_id,
@@ -263,11 +264,6 @@ def _row_label(
         prompt_hashes=reader.prompt_hashes,
         via="csv",
     )
-
-
-def _blank(kind: LabelKind, item_id: str) -> Label:
-    """A row with no label: counted, never stored."""
-    return Label(kind=kind, item_id=item_id, reviewer="-", via="csv")
 
 
 def _criterion(text: str, threshold: int) -> CriterionLabel | None:

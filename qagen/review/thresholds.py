@@ -64,9 +64,9 @@ class Advice(NamedTuple):
     undecided_then: int | None
 
 
-def recommend(drafts: RunDrafts, measures: Mapping[str, Measure]) -> Advice:
+def recommend(drafts: RunDrafts, measures: Mapping[str, Measure], *, predict: bool = True) -> Advice:
     """One recommendation per criterion whose best threshold beats the current one (see the module),
-    and the kept count with all of them applied."""
+    and the kept count with all of them applied (none with `predict=False`: the fits only)."""
     kept_now = _kept(drafts)[0]
     fits: dict[str, ThresholdFit] = {}
     recommendations: list[dict[str, object]] = []
@@ -75,7 +75,7 @@ def recommend(drafts: RunDrafts, measures: Mapping[str, Measure]) -> Advice:
         fit = measure.threshold
         if fit is None:
             continue
-        if measure.n >= MIN_LABELS and improves(fit):
+        if predict and measure.n >= MIN_LABELS and improves(fit):
             kept, undecided = _kept(_with(drafts, {criterion: fit.best}))
             fit = fit.model_copy(update={"kept_then": kept, "undecided_then": undecided})
             changed[criterion] = fit.best
