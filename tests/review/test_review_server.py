@@ -47,6 +47,7 @@ def _label(server: ReviewServer, index: int, reviewer: str, **fields: Any) -> tu
 
 def test_a_label_is_saved_at_once_and_only_then_are_the_critics_shown(run_server: ReviewServer) -> None:
     url, session = run_server.url, run_server.session
+    assert url.startswith("http://127.0.0.1:")  # loopback only: nothing off the machine reaches it
     status, state = call(f"{url}api/state?reviewer=ana")
     assert status == 200
     assert (state["kind"], state["total"], state["labelled"], state["position"]) == ("draft", SAMPLE, 0, 0)
