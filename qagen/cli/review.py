@@ -3,16 +3,19 @@ and judges agree with the people who labelled them)."""
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
+import os
 import shlex
+import sys
+import webbrowser
 from pathlib import Path
 
 import click
 
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import setting_flags
-from qagen.errors import ConfigError
 
 _DIRECTORY = click.Path(path_type=Path, exists=True, file_okay=False)
 
@@ -54,6 +57,19 @@ _DIRECTORY = click.Path(path_type=Path, exists=True, file_okay=False)
     default=False,
     help="Make no LLM call: stop instead of asking the critics the early stop skipped for sampled drafts.",
 )
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="The review page's port on 127.0.0.1 (0: a free one). The page is never reachable from other machines.",
+)
+@click.option(
+    "--open/--no-browser",
+    "open_browser",
+    default=None,
+    help="Open the review page in a browser. [default: when there is a display]",
+)
 @friendly_errors
 def review(
     directory: Path,
@@ -63,12 +79,20 @@ def review(
     size: int,
     seed: int,
     no_calls: bool,
+    port: int,
+    open_browser: bool | None,
 ) -> None:
     """Label a sample of DIRECTORY's drafts (a run directory) or answers (an evaluation directory).
 
     Rejected and kept drafts are sampled alike, so both kinds of error of the critics are measured;
     the critics the early stop skipped are asked for the sampled drafts only (saying how many calls
     first). Then `qagen agreement DIRECTORY` compares the critics with your labels.
+
+    Without --export/--import, a page on 127.0.0.1 (its URL printed) shows one item at a time: the
+    chunk with the answer highlighted, the question and the answer, to mark pass or fail per
+    criterion (optionally a 1-5 score) and keep or reject, by keyboard. The critics' verdicts show
+    once you have answered. Labels are saved at once to DIRECTORY/labels.jsonl, and the page
+    resumes where you stopped; Ctrl-C stops it.
     """
     from qagen.review import spreadsheet
 
@@ -95,11 +119,45 @@ def review(
             f"{imported.unlabelled} rows without a label); next: qagen agreement {directory}"
         )
         return
-    # Placeholder: the interactive review page (branch revpage) replaces this branch.
-    raise ConfigError(
-        "The review page is not built yet: label in a spreadsheet with `qagen review DIRECTORY --export labels.csv`, "
-        "then `--import labels.csv`."
+    serve_page(
+        directory, reviewer, size=size, seed=seed, allow_calls=not no_calls, port=port, open_browser=open_browser
     )
+
+
+def serve_page(
+    directory: Path,
+    reviewer: str | None,
+    *,
+    size: int,
+    seed: int,
+    allow_calls: bool,
+    port: int,
+    open_browser: bool | None,
+) -> None:
+    """The interactive review: the page on 127.0.0.1 until Ctrl-C, then how many labels were saved."""
+    from qagen.review.server import ReviewServer
+    from qagen.review.session import ReviewSession, open_items
+
+    items, thresholds = open_items(directory, size=size, seed=seed, allow_calls=allow_calls, say=_say)
+    session = ReviewSession(directory, items, reviewer=reviewer or _login_name() or "reviewer", thresholds=thresholds)
+    with ReviewServer(session, port=port) as server:
+        what = "drafts" if session.kind == "draft" else "answers"
+        click.echo(f"reviewing {len(items)} {what} of {directory} as {session.reviewer}: {server.url}")
+        click.echo("labels are saved as you give them; press Ctrl-C to stop")
+        if open_browser or (open_browser is None and _graphical()):
+            webbrowser.open(server.url)
+        with contextlib.suppress(KeyboardInterrupt):  # the way to stop: every label is on disk already
+            server.serve_forever()
+    click.echo(f"\nsaved {session.saved} labels to {session.store_path}")
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _graphical() -> bool:
+    """Whether a browser window can be opened here (not over ssh into a server without a display)."""
+    return sys.platform in ("darwin", "win32") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 def _login_name() -> str | None:
