@@ -34,7 +34,7 @@ def agreement_table(report: AgreementReport) -> str:
         "",
     ]
     if report.elsewhere:
-        lines[-1:] = [f"({report.elsewhere} labels of items {report.directory} no longer has are left out)", ""]
+        lines[-1:] = [f"({_labels(report.elsewhere)} of items {report.directory} no longer has left out)", ""]
     header = ["", "labels", "agree", "kappa", "95% interval", false_yes, false_no, "unscored"]
     if report.kind == "draft":
         header += ["threshold", "best"]
@@ -113,3 +113,7 @@ def card_section(directory: Path) -> str | None:
         "keep decision agree with them, with Cohen's kappa (1: perfect, 0: chance) and its 95% bootstrap interval:\n\n"
         f"{card_table(report)}"
     )
+
+
+def _labels(count: int) -> str:
+    return f"{count} label" if count == 1 else f"{count} labels"
