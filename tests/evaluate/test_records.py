@@ -29,7 +29,7 @@ CORRECT = JudgeVerdict(
 )
 FIXED = [
     "id", "question", "true_answer", "source_doc", "generated_answer", "answer_error",
-    "retrieved_docs", "retrieved_sources", "test_settings",
+    "retrieved_docs", "retrieved_sources", "test_settings", "evidence",
 ]  # fmt: skip
 
 
