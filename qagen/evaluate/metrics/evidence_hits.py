@@ -39,7 +39,7 @@ import bisect
 from collections.abc import Sequence
 from functools import cached_property
 
-from qagen.evaluate.metrics.evidence import Evidence, NormalisedText, normalise, normalise_with_tokens
+from qagen.evaluate.metrics.evidence import Evidence, normalise, normalise_with_tokens
 from qagen.evaluate.metrics.retrieval import Span, span_overlap
 
 __all__ = ["MIN_EVIDENCE_COVERAGE", "ReferenceEvidence", "covers_evidence"]
@@ -107,27 +107,37 @@ class ReferenceEvidence:
     # ----------------------------------------------------------------------------- by text
 
     @cached_property
-    def _normalised_chunk(self) -> NormalisedText:
-        return normalise_with_tokens(self.chunk)
+    def _normalised_chunk(self) -> str:
+        return normalise(self.chunk)
 
     @cached_property
     def _normalised_spans(self) -> list[tuple[int, int]]:
         """The evidence's places in the normalised chunk: from its first word to its last."""
         chunk = self._normalised_chunk
-        ends = [token.end for token in chunk.tokens]
-        starts = [token.start for token in chunk.tokens]
         places: list[tuple[int, int]] = []
         for start, end in self.evidence.spans:
-            first = bisect.bisect_right(ends, start)  # the first word ending after the evidence starts
-            last = bisect.bisect_left(starts, end) - 1  # the last word starting before it ends
-            if first <= last:
-                places.append((chunk.starts[first], chunk.starts[last] + len(chunk.tokens[last].text)))
+            # Evidence starts and ends between words, so its words follow those before it (checked:
+            # a cut word, possible in scripts with combining marks, takes the word-by-word way).
+            before, words = normalise(self.chunk[:start]), normalise(self.chunk[start:end])
+            place = len(before) + 1 if before else 0
+            if words and chunk[place : place + len(words)] == words:
+                places.append((place, place + len(words)))
+            elif (found := self._place_by_tokens(start, end)) is not None:
+                places.append(found)
         return places
+
+    def _place_by_tokens(self, start: int, end: int) -> tuple[int, int] | None:
+        chunk = normalise_with_tokens(self.chunk)
+        first = bisect.bisect_right([token.end for token in chunk.tokens], start)  # first word ending after start
+        last = bisect.bisect_left([token.start for token in chunk.tokens], end) - 1  # last word starting before end
+        if first > last:
+            return None
+        return chunk.starts[first], chunk.starts[last] + len(chunk.tokens[last].text)
 
     def _holds_text(self, text: str) -> bool:
         if not text:
             return False
-        chunk = self._normalised_chunk.text
+        chunk = self._normalised_chunk
         padded = f" {text} "
         for start, end in self._normalised_spans:
             if f" {chunk[start:end]} " in padded:

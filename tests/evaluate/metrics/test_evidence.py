@@ -30,6 +30,7 @@ def test_every_occurrence_is_evidence_and_only_whole_words_count() -> None:
     assert evidence.match == "exact"
     assert evidence.spans == ((4, 5), (38, 39))  # not inside 2023, nor 2nd
     assert locate_evidence("cat", "concatenate").match == "not_found"
+    assert locate_evidence("caf", "cafe\u0301").match == "not_found"  # the accent belongs to the word
 
 
 def test_case_punctuation_and_spacing_aside() -> None:
@@ -70,6 +71,13 @@ def test_an_answer_not_written_word_for_word_is_located_at_the_window_sharing_mo
 def test_an_answer_the_chunk_does_not_hold_is_not_found(answer: str) -> None:
     evidence = locate_evidence(answer, CHUNK)
     assert evidence.match == "not_found" and evidence.spans == ()
+
+
+def test_accents_aside_composed_or_not() -> None:
+    for chunk in ("Un café au lait.", "Un cafe\u0301 au lait."):
+        for answer in ("CAFÉ au lait", "cafe\u0301 au lait", "cafe au lait"):
+            evidence = locate_evidence(answer, chunk)
+            assert evidence.match in ("exact", "normalised") and evidence.spans[0][0] == 3, (answer, chunk)
 
 
 def test_scripts_written_without_spaces() -> None:

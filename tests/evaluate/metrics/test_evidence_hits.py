@@ -284,3 +284,23 @@ def test_offsets_that_do_not_describe_the_chunk_text_are_not_used() -> None:
     assert rule.holds(f"... {ANSWER} ...", far, SOURCE)  # placed by its text instead
     with pytest.raises(ValueError, match="not found"):
         ReferenceEvidence(chunk.text, Evidence(match="not_found", spans=()), None, SOURCE)
+
+
+words = st.sampled_from(["alpha", "Beta", "42", "x86_64", "naïve", "北京", "ǅemal", "straße", "ok.", "e\u0301t\u0301"])
+separators = st.sampled_from([" ", "  ", "\n", ", ", " - "])
+
+
+@given(st.lists(st.tuples(words, separators), min_size=1, max_size=25), st.data())
+@settings(max_examples=200)
+def test_the_evidence_is_placed_in_the_normalised_chunk_as_word_by_word(
+    parts: list[tuple[str, str]], data: st.DataObject
+) -> None:
+    chunk = "".join(word + separator for word, separator in parts)
+    start = data.draw(st.integers(0, len(chunk) - 1))
+    end = data.draw(st.integers(start + 1, len(chunk)))
+    evidence = locate_evidence(chunk[start:end], chunk)
+    if not evidence.spans:
+        return
+    rule = ReferenceEvidence(chunk, evidence, None, None)
+    by_words = [rule._place_by_tokens(start, end) for start, end in evidence.spans]
+    assert rule._normalised_spans == [place for place in by_words if place is not None]
