@@ -54,7 +54,7 @@ class Evidence(Record):
     """Where the reference answer is written in its reference chunk (`context`)."""
 
     match: EvidenceMatch = Field(
-        description="How it was found: `exact`, `normalised` (case, punctuation and spacing aside), "
+        description="How it was found: `exact`, `normalised` (case, accents, punctuation and spacing aside), "
         "`window` (the part of the chunk sharing most of the answer's words), or `not_found`."
     )
     spans: tuple[tuple[int, int], ...] = Field(
