@@ -160,3 +160,17 @@ def test_local_embeddings_are_the_default_of_dense(llm: StandInLLM, inputs: tupl
     clear_memory()
     again = evaluate(llm, testset, corpus, out, "--baseline", "hybrid", "--k", "3")
     assert "embedded by all-MiniLM-L6-v2, saved in" in again.stderr and "no chunk embedded again." in again.stderr
+
+
+def test_without_the_extra_dense_is_one_sentence_naming_the_install(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "faiss", None)  # as if faiss-cpu were not installed
+    corpus, testset = inputs
+    result = evaluate(llm, testset, corpus, tmp_path / "eval", "--baseline", "bm25,hybrid")
+    assert result.exit_code == 1 and llm.log == []
+    assert result.stderr == (
+        "error: Dense retrieval needs the optional dense dependencies (faiss is not installed): "
+        'pip install "qagen[dense]".\n'
+    )
+    assert evaluate(llm, testset, corpus, tmp_path / "bm25", "--baseline", "bm25").exit_code == 0  # BM25 needs none
