@@ -66,6 +66,10 @@ class BM25Index:
         Chunks that share no word with the question score 0 and are not returned: they are no
         evidence, and a fixed filler would only dilute precision. So fewer than `k` may come back.
         """
+        return [self.contexts[i] for i, _ in self.ranked(question, k)]
+
+    def ranked(self, question: str, k: int) -> list[tuple[int, float]]:
+        """(chunk position, BM25 score) of the top `k` chunks for `question`, as `search` picks them."""
         ids = self.retriever.get_tokens_ids(tokenize(question))
         if not ids or k <= 0:
             return []
@@ -76,7 +80,7 @@ class BM25Index:
         threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
         candidates = np.flatnonzero((scores >= threshold) & (scores > 0))
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
-        return [self.contexts[int(i)] for i in order]
+        return [(int(i), float(scores[i])) for i in order]
 
     def save(self, folder: Path, key: str, settings: dict[str, object] | None = None) -> None:
         """Write the index to `folder` atomically (a complete folder appears, or none).

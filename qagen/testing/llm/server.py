@@ -28,6 +28,10 @@ answers the requests, `qagen.testing.llm.http` is the HTTP plumbing):
   with ``record_credentials`` each log entry keeps the request's query string and Authorization
   header (``query``, ``authorization``), so tests can check that a key reached the server.
 
+``/v1/embeddings`` answers with deterministic hashed-bag-of-words vectors (`qagen.testing.llm.embeddings`),
+logged with kind ``embeddings``, so dense retrieval through an OpenAI-compatible server is tested
+offline; the fault and reply knobs are the chat endpoint's and do not apply to it.
+
 Every request is logged (in memory, and as JSON lines to ``log_path``, flushed per line so that
 another process can read it even after the client was killed). A bug in the stand-in itself (or
 in a caller's policy) is answered with a 500 that tells the client not to retry, and logged with
