@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,7 +14,11 @@ from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.runs.batch.executor import BatchesRunningError
+
+if TYPE_CHECKING:
+    from qagen.evaluate.systems.rerank.specs import RerankSpec
 
 # The settings the evaluator's notes name (`select_metrics`).
 NOTE_SETTINGS = ("embeddings", "metrics")
@@ -81,6 +86,27 @@ def _int_list(value: str, name: str) -> list[int]:
     default="7",
     show_default=True,
     help="Contexts retrieved (and scored by hit@k, NDCG@k); a comma list (3,7) runs a grid.",
+)
+@click.option(
+    "--rerank",
+    "rerank",
+    default="none",
+    show_default=True,
+    help="Reranker of --baseline between retrieval and the reader: none, cross-encoder:PATH (a local "
+    "sentence-transformers model folder), endpoint:MODEL (POST /rerank of vLLM or TEI at --rerank-url), reader "
+    "(--model orders them, listwise); a comma list runs a grid.",
+)
+@click.option(
+    "--rerank-top",
+    type=click.IntRange(min=1),
+    default=DEFAULT_RERANK_TOP,
+    show_default=True,
+    help="Candidates retrieved for the reranker; the reader gets the best --k of them (never fewer than --k).",
+)
+@click.option(
+    "--rerank-url",
+    default=None,
+    help="Server of --rerank endpoint:MODEL, e.g. http://127.0.0.1:8080 (default: --base-url).",
 )
 @click.option(
     "--model", default=DEFAULT_MODEL, show_default=True, help="Reader model of --baseline (LangChain provider:model)."
@@ -169,6 +195,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     from qagen.evaluate.api import evaluate as run_evaluation
     from qagen.evaluate.api import select_metrics
     from qagen.evaluate.report import comparison_table, load_runs
+    from qagen.evaluate.systems.rerank.specs import RerankSpec
     from qagen.evaluate.testset import load_testset
     from qagen.llm.client import ModelSettings
     from qagen.redaction import register_secret
@@ -186,6 +213,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     ks = _int_list(options["k_values"], "--k")
     if len(chunk_sizes) > 1 and not options["baseline"]:
         raise ConfigError("A --chunk-size grid only applies to --baseline bm25.")
+    reranks = _rerank_grid(options["rerank"])
+    if any(spec.kind != "none" for spec in reranks) and not options["baseline"]:
+        raise ConfigError("--rerank applies to --baseline bm25: it reorders the baseline's retrieved chunks.")
     metrics = options["metrics"].split(",")
     select_metrics(metrics, embeddings=options["embeddings"] is not None)  # fail before any work; notes come later
     connection = {
@@ -213,17 +243,20 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     )
     for skipped in testset.skipped:
         click.echo(f"skipped row {skipped.row} of the test set: {skipped.reason}: {skipped.content[:120]}", err=True)
-    grid = list(itertools.product(chunk_sizes, ks))
+    grid = list(itertools.product(chunk_sizes, ks, reranks))
+    rerank_names = _rerank_names(reranks)
     outputs: list[Path] = []
     running: list[str] = []  # --no-wait: every grid point's batches are submitted before the exit
     shown: set[str] = set()  # each grid point's summary keeps its warnings; the screen shows each once
-    for chunk_size, k in grid:
+    for chunk_size, k, rerank in grid:
         name = f"chunk{chunk_size}_k{k}" if options["baseline"] else f"k{k}"
+        if reranks != [RerankSpec("none")]:
+            name += f"_rerank-{rerank_names[rerank]}"
         target = out if len(grid) == 1 else out / name
         try:
             summary = run_evaluation(
                 testset,
-                _system(options, chunk_size, k, progress=not quiet, index_dir=out / BASELINE_INDEX_DIR),
+                _system(options, chunk_size, k, rerank, progress=not quiet, index_dir=out / BASELINE_INDEX_DIR),
                 target,
                 metrics=metrics,
                 judge=judge,
@@ -288,7 +321,29 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool, index_dir: Path) -> Any:
+def _rerank_grid(value: str) -> list[RerankSpec]:
+    """The rerankers of a --rerank list, each once, in the order given."""
+    from qagen.evaluate.systems.rerank.specs import parse_rerank
+
+    specs = [parse_rerank(part) for part in value.split(",") if part.strip()]
+    if not specs:
+        raise ConfigError(f"--rerank takes none, a reranker or a comma-separated list of them, got '{value}'.")
+    return list(dict.fromkeys(specs))
+
+
+def _rerank_names(specs: list[RerankSpec]) -> dict[RerankSpec, str]:
+    """Each reranker's part of a grid directory's name: its slug, with a short hash of its argument when
+    two share one (two model folders of the same name)."""
+    slugs = [spec.slug for spec in specs]
+    return {
+        spec: slug if slugs.count(slug) == 1 else f"{slug}-{hashlib.sha256(spec.argument.encode()).hexdigest()[:6]}"
+        for spec, slug in zip(specs, slugs, strict=True)
+    }
+
+
+def _system(
+    options: dict[str, Any], chunk_size: int, k: int, rerank: RerankSpec, *, progress: bool, index_dir: Path
+) -> Any:
     from qagen.evaluate.api import bm25_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
     from qagen.evaluate.systems.callable import CallableSystem
@@ -302,7 +357,16 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool,
         return EndpointSystem(options["endpoint"])
     # Kept in the evaluation directory (shared by a grid's runs): a re-run, or another k over the
     # same chunks, reuses it until the corpus or the chunking changes.
-    return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress, index_dir=index_dir)
+    return bm25_baseline(
+        options["corpus"],
+        chunk_size=chunk_size,
+        k=k,
+        progress=progress,
+        index_dir=index_dir,
+        rerank=f"{rerank.kind}:{rerank.argument}" if rerank.argument else rerank.kind,
+        rerank_top=options["rerank_top"],
+        rerank_url=options["rerank_url"],
+    )
 
 
 @click.command()

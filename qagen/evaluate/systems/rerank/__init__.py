@@ -6,3 +6,7 @@
 
 `specs.reranker_from_spec` makes one from a spec string (`cross-encoder:PATH`, `endpoint:MODEL`, `reader`).
 """
+
+DEFAULT_RERANK_TOP = 30
+"""Candidates a reranker orders by default: the notebook retrieves 30 documents, and its reranker
+keeps the best 7 (`k`) of them. Here, not in `base`, so the CLI can show it without importing more."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,8 @@ __all__ = [
     "RerankRecord",
     "RerankedContext",
     "Reranker",
+    "RerankingSystem",
+    "RunRerank",
     "ScoringTask",
     "complete_order",
     "rerank",
@@ -115,6 +117,24 @@ class Reranker(Protocol):
 
     async def aclose(self) -> None:
         """Release what it holds (connections)."""
+        ...
+
+
+RunRerank = Callable[[Task[RerankItem, RerankRecord], RerankItem], Awaitable[RerankRecord]]
+"""Runs a reranker's task for one item: the evaluation's executor with its `reranks.jsonl` store
+(found there, or made and stored), or, outside an evaluation, the steps driven with the reader."""
+
+
+@runtime_checkable
+class RerankingSystem(Protocol):
+    """A reader system (the bundled baseline) whose retrieval may end with a reranker's task, which
+    the evaluation runs through its executor and `reranks.jsonl` (`run`)."""
+
+    @property
+    def reranker(self) -> Reranker | None: ...
+
+    async def retrieve_for(self, question: str, *, run: RunRerank | None = None) -> Any:
+        """What the reader answers `question` from: the reader task's item."""
         ...
 
 

@@ -41,7 +41,7 @@ class CrossEncoderReranker:
         self.path = Path(path).expanduser().resolve()
         if not self.path.is_dir():
             raise ConfigError(
-                f"No cross-encoder model folder at {path}: give the folder a sentence-transformers "
+                f"No cross-encoder model folder at {path}: name in `rerank` the folder a sentence-transformers "
                 "cross-encoder was saved to (save_pretrained).",
                 settings=("rerank",),
             )

@@ -91,7 +91,9 @@ class EndpointReranker:
         concurrency: int = 16,
     ) -> None:
         if not model:
-            raise ConfigError("The rerank endpoint needs the name of the model it serves.", settings=("rerank",))
+            raise ConfigError(
+                "The rerank endpoint needs the name of the model it serves (`rerank`).", settings=("rerank",)
+            )
         if not url:
             raise ConfigError(
                 "The rerank endpoint needs its server's URL: give `rerank_url` (or the reader's `base_url`).",

@@ -10,7 +10,7 @@ from qagen.errors import ConfigError
 from qagen.evaluate.systems.rerank.base import Reranker
 from qagen.llm.backends import ModelSettings
 
-__all__ = ["RERANK_KINDS", "RerankSpec", "parse_rerank", "reranker_for"]
+__all__ = ["RERANK_KINDS", "RerankSpec", "make_reranker", "parse_rerank", "reranker_for"]
 
 RERANK_KINDS = ("none", "cross-encoder:PATH", "endpoint:MODEL", "reader")
 
@@ -41,7 +41,7 @@ def parse_rerank(spec: str) -> RerankSpec:
     if kind in ("cross-encoder", "endpoint") and argument:
         return RerankSpec(kind, argument)
     raise ConfigError(
-        f"Unknown reranker '{spec}'; name one as {', '.join(RERANK_KINDS)}.",
+        f"Unknown reranker '{spec}' in `rerank`; name one as {', '.join(RERANK_KINDS)}.",
         settings=("rerank",),
     )
 
@@ -74,3 +74,12 @@ def reranker_for(
     from qagen.evaluate.systems.rerank.listwise import ListwiseReranker
 
     return ListwiseReranker(reader.spec)
+
+
+def make_reranker(
+    rerank: str | Reranker | None, reader: ModelSettings, *, rerank_url: str | None = None
+) -> Reranker | None:
+    """The reranker `rerank` names (a spec, checked by `parse_rerank`) or is, for a baseline read by `reader`."""
+    if rerank is None or not isinstance(rerank, str):
+        return rerank
+    return reranker_for(parse_rerank(rerank), reader, rerank_url=rerank_url)
