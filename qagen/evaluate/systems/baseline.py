@@ -236,7 +236,7 @@ class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
         if item.failure is not None:
             # No reranked chunks, no call: the question is recorded unanswered, and asked again on
             # resume (the reranking too, when its failure was a call's).
-            error = f"{RERANK_FAILED}: {item.failure.reason}"
+            error = f"{RERANK_FAILED}: {item.failure.kind.value}"
             return Done(RagOutput(answer=None, error=error, usage=item.usage))
         return super().start(item)
 

@@ -42,7 +42,8 @@ __all__ = [
 ]
 
 RERANK_FAILED = "rerank_failed"
-"""The prefix of a question's error when its candidates could not be reranked (`rerank_failed: <reason>`)."""
+"""The prefix of a question's error when its candidates could not be reranked (`rerank_failed: <kind>`,
+as the reader's are `reader_failed: <kind>`)."""
 
 
 class RerankedContext(NamedTuple):
