@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,15 +17,14 @@ from qagen.evaluate.input_checks import check_inputs
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
+from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the baseline with any retriever
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
 from qagen.evaluate.systems.protocol import RagSystem, ReaderSystem, SystemFactory
 from qagen.evaluate.systems.rerank.base import Reranker
 from qagen.evaluate.systems.rerank.specs import make_reranker, parse_rerank
 from qagen.evaluate.testset import TestSet, load_testset
-from qagen.llm.backends import api_key_of
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
-from qagen.llm.server_url import split_server_url
 from qagen.llm.task import Role
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.rounds import BatchOptions
@@ -295,31 +293,12 @@ def _record_settings(
 
 
 def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None) -> Embed:
-    """An async `texts -> vectors` from a LangChain spec, a LangChain `Embeddings`, or such a function."""
+    """An async `texts -> vectors` from a name (`local`, a model folder, a LangChain spec served from
+    the judge's server), a LangChain `Embeddings`, or such a function."""
     if isinstance(embeddings, Embeddings):
         return embeddings.aembed_documents
     if not isinstance(embeddings, str):
         return embeddings
-    from langchain.embeddings import init_embeddings
+    from qagen.evaluate.systems.embeddings import EmbeddingsModel
 
-    options: dict[str, Any] = {}
-    base_url = (judge.base_url if judge else None) or os.environ.get("OPENAI_BASE_URL")
-    if embeddings.startswith("openai:") and base_url:
-        # An OpenAI-compatible server (vLLM, Ollama...): the judge's server, its key (a placeholder
-        # if it needs none), and no client-side tiktoken length check (it downloads tables, and the
-        # server's model has its own tokenizer).
-        # Credentials in the URL go as the chat models' do (`qagen.llm.server_url`).
-        server = split_server_url(base_url)
-        options = {"base_url": server.address, "check_embedding_ctx_length": False}
-        options["default_query"] = server.query or None
-        openai_judge = judge is not None and judge.provider == "openai"
-        api_key = api_key_of(judge) if openai_judge and judge else os.environ.get("OPENAI_API_KEY")
-        if server.authorization is not None:
-            options["default_headers"] = {"Authorization": server.authorization}
-            api_key = None  # the user-info's header replaces the key's
-        options["api_key"] = api_key or "EMPTY"
-    try:
-        model = init_embeddings(embeddings, **options)
-    except (ValueError, ImportError) as exc:
-        raise ConfigError(f"Cannot use the embeddings model '{embeddings}': {exc}") from exc
-    return model.aembed_documents
+    return EmbeddingsModel(embeddings, server=judge).embeddings().aembed_documents

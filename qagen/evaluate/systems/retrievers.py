@@ -10,8 +10,9 @@ answers from the top `k`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
+from qagen.errors import ConfigError
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.bm25_index import INDEX_VERSION, BM25Index, index_chunks
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, remember, warn_skipped
@@ -20,18 +21,25 @@ from qagen.evaluate.systems.corpus_chunks import CorpusChunks, remember, warn_sk
 from qagen.evaluate.systems.rerank.base import Reranker as Reranker
 from qagen.generation.load.documents import CorpusReport
 
+if TYPE_CHECKING:
+    from qagen.evaluate.systems.embeddings import EmbeddingsModel
+
 __all__ = [
     "FUSION_DEPTH",
+    "RETRIEVERS",
     "RRF_K",
     "BM25Retriever",
     "HybridRetriever",
     "Reranker",
     "Retriever",
     "ScoredContext",
+    "make_retriever",
     "reciprocal_rank_fusion",
 ]
 
 
+# The retrievers the bundled baseline offers, by name.
+RETRIEVERS = ("bm25", "dense", "hybrid")
 # Reciprocal rank fusion's constant (Cormack, Clarke and Buettcher, SIGIR 2009): a chunk scores
 # sum(1 / (RRF_K + rank)) over the rankings, rank 1 the best. 60 is the paper's value and the
 # default of Elasticsearch, OpenSearch and LangChain's EnsembleRetriever; it damps the weight of
@@ -182,3 +190,26 @@ class HybridRetriever:
     def search(self, question: str, n: int) -> list[ScoredContext]:
         depth = max(n, FUSION_DEPTH)
         return reciprocal_rank_fusion([self.sparse.search(question, depth), self.dense.search(question, depth)], n)
+
+
+def make_retriever(
+    kind: str,
+    corpus: CorpusChunks,
+    *,
+    embeddings: EmbeddingsModel | None = None,
+    index_dir: Path | None = None,
+    dense_index_dir: Path | None = None,
+) -> Retriever:
+    """The retriever `kind` names (`RETRIEVERS`) over `corpus`; BM25 indexes are saved in `index_dir`,
+    dense ones (embeddings and FAISS index) in `dense_index_dir`."""
+    if kind == "bm25":
+        return BM25Retriever(corpus, index_dir=index_dir)
+    if kind not in RETRIEVERS:
+        known = ", ".join(RETRIEVERS)
+        raise ConfigError(f"Unknown `retriever` '{kind}'; choose from {known}.", settings=("retriever",))
+    if embeddings is None:
+        raise ConfigError(f"The {kind} retriever needs an embeddings model (`embeddings`).", settings=("embeddings",))
+    from qagen.evaluate.systems.dense_index import DenseRetriever
+
+    dense = DenseRetriever(corpus, embeddings, index_dir=dense_index_dir)
+    return dense if kind == "dense" else HybridRetriever(BM25Retriever(corpus, index_dir=index_dir), dense)
