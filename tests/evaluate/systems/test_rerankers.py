@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from qagen.evaluate.systems.rerank.specs import RerankSpec, parse_rerank, rerank
 from qagen.failures import Failure, FailureKind
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.task import Outcome, Request
+from qagen.runs.executor import drive
 from qagen.testing.llm.rerank import ranking
 from qagen.testing.llm.server import StandInLLM
 
@@ -212,3 +215,31 @@ def test_the_endpoint_is_reached_at_its_own_url_else_the_readers() -> None:
     listwise = reranker_for(RerankSpec("reader"), reader)
     assert isinstance(listwise, ListwiseReranker) and listwise.describe()["model"] == "openai:m"
     assert reranker_for(RerankSpec("none"), reader) is None
+
+
+class _Garbled(BaseHTTPRequestHandler):
+    """A server whose /rerank answers 200 with a page that is no rerank reply."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = b"<html>upstream busy</html>"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+def test_an_unreadable_endpoint_reply_is_kept_in_the_record_with_its_failure() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Garbled)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    reranker = EndpointReranker("bge", f"http://127.0.0.1:{server.server_address[1]}/v1")
+    try:
+        record = asyncio.run(drive(reranker.task, RerankItem(QUESTION, tuple(CANDIDATES)), _no_chat))
+    finally:
+        asyncio.run(reranker.aclose())
+        server.shutdown()
+    assert record.failure is not None and record.failure.kind is FailureKind.PARSE_FAILURE
+    assert record.raw == "<html>upstream busy</html>" and record.order == []

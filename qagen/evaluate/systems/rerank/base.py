@@ -36,6 +36,7 @@ __all__ = [
     "RerankingSystem",
     "RunRerank",
     "ScoringTask",
+    "Unranked",
     "complete_order",
     "rerank",
     "rerank_key",
@@ -98,6 +99,13 @@ class RankedScores(NamedTuple):
     placed: list[tuple[int, float]]
     raw: str | None = None
     usage: Usage = Usage()
+
+
+class Unranked(NamedTuple):
+    """Why a reranker could not rank, and what it said, if anything (a body it could not read)."""
+
+    failure: Failure
+    raw: str | None = None
 
 
 @runtime_checkable
@@ -167,7 +175,7 @@ class ScoringTask(Task[RerankItem, RerankRecord]):
     prompts = ()
 
     def __init__(
-        self, name: str, identity: dict[str, object], score: Callable[[RerankItem], Awaitable[RankedScores | Failure]]
+        self, name: str, identity: dict[str, object], score: Callable[[RerankItem], Awaitable[RankedScores | Unranked]]
     ) -> None:
         self.name = f"rerank:{name}"
         self.reranker = name
@@ -183,9 +191,9 @@ class ScoringTask(Task[RerankItem, RerankRecord]):
         if not item.candidates:
             return Done(RerankRecord(id=key, reranker=self.reranker))
 
-        def then(outcome: RankedScores | Failure) -> Step[RerankRecord]:
-            if isinstance(outcome, Failure):
-                return Done(RerankRecord(id=key, reranker=self.reranker, failure=outcome))
+        def then(outcome: RankedScores | Unranked) -> Step[RerankRecord]:
+            if isinstance(outcome, Unranked):
+                return Done(RerankRecord(id=key, reranker=self.reranker, failure=outcome.failure, raw=outcome.raw))
             # Best first; equal scores keep their retrieval order.
             placed = sorted(outcome.placed, key=lambda pair: (-pair[1], pair[0]))
             order, scores = complete_order(len(item.candidates), placed)

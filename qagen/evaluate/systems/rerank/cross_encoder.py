@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from qagen.errors import ConfigError
-from qagen.evaluate.systems.rerank.base import RankedScores, RerankItem, ScoringTask
+from qagen.evaluate.systems.rerank.base import RankedScores, RerankItem, ScoringTask, Unranked
 from qagen.failures import Failure, FailureKind
 
 __all__ = ["INSTALL_HINT", "CrossEncoderReranker"]
@@ -59,12 +59,13 @@ class CrossEncoderReranker:
     async def aclose(self) -> None:
         """The model stays loaded for other rerankers of the same folder in this process."""
 
-    async def _score(self, item: RerankItem) -> RankedScores | Failure:
+    async def _score(self, item: RerankItem) -> RankedScores | Unranked:
         scores = await asyncio.to_thread(self._predict, item)
+        raw = json.dumps(scores)  # NaN written as NaN: the record shows what the model gave
         bad = [i for i, score in enumerate(scores) if not math.isfinite(score)]
         if bad:
-            return Failure.of(FailureKind.INVALID_SCORE, f"the cross-encoder scored candidates {bad} {scores}")
-        return RankedScores(list(enumerate(scores)), raw=json.dumps(scores))
+            return Unranked(Failure.of(FailureKind.INVALID_SCORE, f"no finite score for candidates {bad}"), raw)
+        return RankedScores(list(enumerate(scores)), raw=raw)
 
     def _predict(self, item: RerankItem) -> list[float]:
         model = self._model()

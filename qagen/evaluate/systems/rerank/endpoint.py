@@ -24,7 +24,7 @@ import math
 from typing import Any
 
 from qagen.errors import ConfigError, LLMUnavailableError
-from qagen.evaluate.systems.rerank.base import RankedScores, RerankItem, ScoringTask
+from qagen.evaluate.systems.rerank.base import RankedScores, RerankItem, ScoringTask, Unranked
 from qagen.failures import Failure, FailureKind
 from qagen.llm.backends import ModelSettings, openai_client
 from qagen.records import Usage
@@ -123,7 +123,7 @@ class EndpointReranker:
             await self._client.close()
             self._client = None
 
-    async def _score(self, item: RerankItem) -> RankedScores | Failure:
+    async def _score(self, item: RerankItem) -> RankedScores | Unranked:
         import httpx
 
         if self._client is None:
@@ -139,9 +139,12 @@ class EndpointReranker:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - the client's own error types, each classified here
-                return self._failure(exc)
+                return Unranked(self._failure(exc))
         self._succeeded += 1
-        return parse_rerank_reply(response.content, len(item.candidates))
+        parsed = parse_rerank_reply(response.content, len(item.candidates))
+        if isinstance(parsed, Failure):
+            return Unranked(parsed, raw=response.content.decode("utf-8", errors="replace")[:_RAW_LIMIT])
+        return parsed
 
     def _failure(self, exc: Exception) -> Failure:
         """The failure of a call that got no usable answer; raises for what every call would meet."""
