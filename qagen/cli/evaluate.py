@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,7 +14,11 @@ from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.runs.batch.executor import BatchesRunningError
+
+if TYPE_CHECKING:
+    from qagen.evaluate.systems.rerank.specs import RerankSpec
 
 # The settings the evaluator's notes name (`select_metrics`).
 NOTE_SETTINGS = ("embeddings", "metrics")
@@ -85,6 +90,27 @@ def _int_list(value: str, name: str) -> list[int]:
     default="7",
     show_default=True,
     help="Contexts retrieved (and scored by hit@k, NDCG@k); a comma list (3,7) runs a grid.",
+)
+@click.option(
+    "--rerank",
+    "rerank",
+    default="none",
+    show_default=True,
+    help="Reranker of --baseline between retrieval and the reader: none, cross-encoder:PATH (a local "
+    "sentence-transformers model folder), endpoint:MODEL (POST /rerank of vLLM or TEI at --rerank-url), reader "
+    "(--model orders them, listwise); a comma list runs a grid.",
+)
+@click.option(
+    "--rerank-top",
+    type=click.IntRange(min=1),
+    default=DEFAULT_RERANK_TOP,
+    show_default=True,
+    help="Candidates retrieved for the reranker; the reader gets the best --k of them (never fewer than --k).",
+)
+@click.option(
+    "--rerank-url",
+    default=None,
+    help="Server of --rerank endpoint:MODEL, e.g. http://127.0.0.1:8080 (default: --base-url).",
 )
 @click.option(
     "--model", default=DEFAULT_MODEL, show_default=True, help="Reader model of --baseline (LangChain provider:model)."
@@ -173,6 +199,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     from qagen.evaluate.api import evaluate as run_evaluation
     from qagen.evaluate.api import select_metrics
     from qagen.evaluate.report import comparison_table, load_runs
+    from qagen.evaluate.systems.rerank.specs import RerankSpec
     from qagen.evaluate.testset import load_testset
     from qagen.llm.client import ModelSettings
     from qagen.redaction import register_secret
@@ -191,6 +218,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     if len(chunk_sizes) > 1 and not options["baseline"]:
         raise ConfigError("A --chunk-size grid only applies to --baseline.")
     grid = grid_points(options["baseline"], options["embeddings"], chunk_sizes, ks)
+    reranks = _rerank_grid(options["rerank"])
+    if any(spec.kind != "none" for spec in reranks) and not options["baseline"]:
+        raise ConfigError("--rerank applies to --baseline: it reorders the baseline's retrieved chunks.")
     metrics = options["metrics"].split(",")
     # Fail before any work; notes come later.
     chosen_metrics, _ = select_metrics(metrics, embeddings=options["embeddings"] is not None)
@@ -222,13 +252,17 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     )
     for skipped in testset.skipped:
         click.echo(f"skipped row {skipped.row} of the test set: {skipped.reason}: {skipped.content[:120]}", err=True)
+    # The rerankers are the grid's last axis: each grid point once per reranker, in a directory of its own.
+    rerank_names = _rerank_names(reranks)
+    points = [(point, rerank) for point in grid for rerank in reranks]
     outputs: list[Path] = []
     running: list[str] = []  # --no-wait: every grid point's batches are submitted before the exit
     shown: set[str] = set()  # each grid point's summary keeps its warnings; the screen shows each once
-    for point in grid:
+    for point, rerank in points:
         k = point.k
-        target = out if len(grid) == 1 else out / point.name
-        system = _system(options, point, progress=not quiet, out=out)
+        name = point.name if reranks == [RerankSpec("none")] else f"{point.name}_rerank-{rerank_names[rerank]}"
+        target = out if len(points) == 1 else out / name
+        system = _system(options, point, rerank, progress=not quiet, out=out)
         try:
             with dense_index_notes():
                 summary = run_evaluation(
@@ -300,7 +334,27 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _system(options: dict[str, Any], point: GridPoint, *, progress: bool, out: Path) -> Any:
+def _rerank_grid(value: str) -> list[RerankSpec]:
+    """The rerankers of a --rerank list, each once, in the order given."""
+    from qagen.evaluate.systems.rerank.specs import parse_rerank
+
+    specs = [parse_rerank(part) for part in value.split(",") if part.strip()]
+    if not specs:
+        raise ConfigError(f"--rerank takes none, a reranker or a comma-separated list of them, got '{value}'.")
+    return list(dict.fromkeys(specs))
+
+
+def _rerank_names(specs: list[RerankSpec]) -> dict[RerankSpec, str]:
+    """Each reranker's part of a grid directory's name: its slug, with a short hash of its argument when
+    two share one (two model folders of the same name)."""
+    slugs = [spec.slug for spec in specs]
+    return {
+        spec: slug if slugs.count(slug) == 1 else f"{slug}-{hashlib.sha256(spec.argument.encode()).hexdigest()[:6]}"
+        for spec, slug in zip(specs, slugs, strict=True)
+    }
+
+
+def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, progress: bool, out: Path) -> Any:
     from qagen.evaluate.api import rag_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
     from qagen.evaluate.systems.callable import CallableSystem
@@ -324,6 +378,9 @@ def _system(options: dict[str, Any], point: GridPoint, *, progress: bool, out: P
         progress=progress,
         index_dir=out / BASELINE_INDEX_DIR,
         dense_index_dir=out / DENSE_INDEX_DIR,
+        rerank=f"{rerank.kind}:{rerank.argument}" if rerank.argument else rerank.kind,
+        rerank_top=options["rerank_top"],
+        rerank_url=options["rerank_url"],
     )
 
 

@@ -20,6 +20,8 @@ from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the baseline with any retriever
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
 from qagen.evaluate.systems.protocol import RagSystem, ReaderSystem, SystemFactory
+from qagen.evaluate.systems.rerank.base import Reranker
+from qagen.evaluate.systems.rerank.specs import make_reranker, parse_rerank
 from qagen.evaluate.testset import TestSet, load_testset
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
@@ -249,18 +251,33 @@ def _example_reply(out: Path, metric: str, reason: str) -> str:
 
 
 def bm25_baseline(
-    corpus: Path | str, *, chunk_size: int = 2000, k: int = 7, progress: bool = True, **options: Any
+    corpus: Path | str,
+    *,
+    chunk_size: int = 2000,
+    k: int = 7,
+    progress: bool = True,
+    rerank: str | Reranker | None = None,
+    rerank_url: str | None = None,
+    **options: Any,
 ) -> SystemFactory:
     """The bundled baseline as a system for `evaluate` (give `reader=` there): BM25 over `corpus`
     chunked like `qagen build`, top `k` chunks, answered by the reader with the notebook's prompt.
-    `options` go to `BM25Baseline` (chunk_overlap, length_unit, index_dir...)."""
+    `rerank` reorders the retrieved candidates (`rerank_top` of them) before the reader reads the
+    top `k`: `cross-encoder:PATH`, `endpoint:MODEL` (served at `rerank_url`, else the reader's
+    server), `reader` (the reader model, listwise), `none`, or a `Reranker`.
+    `options` go to `BM25Baseline` (chunk_overlap, length_unit, index_dir, rerank_top...)."""
+    if isinstance(rerank, str):
+        parse_rerank(rerank)  # a misspelt reranker fails now, before any work
 
     def build(reader: LLMClient | None) -> RagSystem:
         from qagen.evaluate.systems.baseline import BM25Baseline
 
         if reader is None:
             raise ConfigError("The BM25 baseline needs a reader model (`reader`).", settings=("reader",))
-        return BM25Baseline(corpus, reader=reader, chunk_size=chunk_size, k=k, progress=progress, **options)
+        reranker = make_reranker(rerank, reader.settings, rerank_url=rerank_url)
+        return BM25Baseline(
+            corpus, reader=reader, chunk_size=chunk_size, k=k, progress=progress, reranker=reranker, **options
+        )
 
     return SystemFactory(build)
 

@@ -21,12 +21,14 @@ from qagen.evaluate.systems.corpus_chunks import CorpusChunks
 
 # The per-process index cache (`corpus_chunks.remember`), by its former name here, which tests clear.
 from qagen.evaluate.systems.corpus_chunks import _memory as _memory
-from qagen.evaluate.systems.retrievers import BM25Retriever, Reranker, Retriever, ScoredContext
+from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
+from qagen.evaluate.systems.rerank.base import RERANK_FAILED, Reranker, RerankItem, RerankRecord, RunRerank
+from qagen.evaluate.systems.retrievers import BM25Retriever, Retriever, ScoredContext
 from qagen.failures import Failure
 from qagen.generation.chunk import LengthUnit
 from qagen.llm.client import LLMClient
 from qagen.llm.prompts import load_prompt
-from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
+from qagen.llm.task import Done, Reply, Request, Role, SingleCallTask, Step, Task, add_usage, user_request
 from qagen.records import Usage
 from qagen.runs.executor import drive
 from qagen.runs.store import record_key
@@ -45,9 +47,9 @@ class Baseline:
     """`retriever`'s top chunks (through `reranker`, when given), then the notebook's RAG prompt to a
     reader model over the top `k`.
 
-    With a reranker, the retriever hands it its top `rerank_top` chunks (default `k`), and the
-    reader gets the first `k` the reranker returns. The index is built on first use (or by
-    `build_index()`), in a worker thread when answering.
+    With a reranker, the retriever hands it its top `rerank_top` chunks (default
+    `DEFAULT_RERANK_TOP`, and never fewer than `k`), and the reader gets the first `k` the reranker
+    returns. The index is built on first use (or by `build_index()`), in a worker thread when answering.
     """
 
     def __init__(
@@ -65,7 +67,9 @@ class Baseline:
         self.corpus = retriever.corpus
         self.k = k
         self.reranker = reranker
-        self.rerank_top = k if rerank_top is None else rerank_top
+        if rerank_top is not None and rerank_top < 1:
+            raise ConfigError(f"`rerank_top` must be at least 1, got {rerank_top}.", settings=("rerank_top",))
+        self.rerank_top = max(k, DEFAULT_RERANK_TOP if rerank_top is None else rerank_top)
         self.reader = reader
         self.task = ReaderTask(reader.settings.spec)
         self._built = False
@@ -113,8 +117,13 @@ class Baseline:
         """The retriever's top `k` chunks for `question` (builds the index on first use; no reranking)."""
         return [scored.context for scored in self.retriever.search(question, self.k)]
 
-    async def retrieve_for(self, question: str) -> Retrieved:
-        """The question and its top `k` chunks: what the reader answers from (the task's item)."""
+    async def retrieve_for(self, question: str, *, run: RunRerank | None = None) -> Retrieved:
+        """The question and its top `k` chunks: what the reader answers from (the task's item).
+
+        With a reranker, its task runs through `run` (the evaluation's executor and store; by
+        default its chat calls, if any, go straight to the reader); a reranking that failed is
+        carried to the reader's task, which records it without a call.
+        """
         if not self._built:
             if self._index_lock is None:
                 self._index_lock = asyncio.Lock()
@@ -123,12 +132,25 @@ class Baseline:
                 await asyncio.to_thread(self.build_index)
         wanted = self.rerank_top if self.reranker is not None else self.k
         ranked: list[ScoredContext] = await asyncio.to_thread(self.retriever.search, question, wanted)
-        if self.reranker is not None:
-            ranked = await self.reranker.rerank(question, ranked)
-        return Retrieved(question, tuple(scored.context for scored in ranked[: self.k]))
+        candidates = tuple(scored.context for scored in ranked)
+        if self.reranker is None:
+            return Retrieved(question, candidates[: self.k])
+        item = RerankItem(question, candidates)
+        record = await (run or self._rerank_directly)(self.reranker.task, item)
+        if record.failure is not None:
+            return Retrieved(question, (), failure=record.failure, usage=record.usage)
+        return Retrieved(question, tuple(context for context, _ in record.top(item, self.k)), usage=record.usage)
+
+    async def _rerank_directly(self, task: Task[RerankItem, RerankRecord], item: RerankItem) -> RerankRecord:
+        return await drive(task, item, self.reader.complete)
 
     async def answer(self, question: str) -> RagOutput:
         return await drive(self.task, await self.retrieve_for(question), self.reader.complete)
+
+    async def aclose(self) -> None:
+        """Release the reranker's connections (a rerank endpoint's)."""
+        if self.reranker is not None:
+            await self.reranker.aclose()
 
 
 class BM25Baseline(Baseline):
@@ -188,6 +210,10 @@ class Retrieved(NamedTuple):
 
     question: str
     contexts: tuple[RetrievedContext, ...]
+    failure: Failure | None = None
+    """Why the reranker could not order the candidates (then there is nothing to answer from)."""
+    usage: Usage = Usage()
+    """What reranking cost (a listwise reranker's call), counted with the answer's."""
 
 
 class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
@@ -206,6 +232,14 @@ class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
         texts = "\x00".join(context.text for context in item.contexts)
         return record_key("rag_answer", item.question, texts, self.system_prompt.sha256, self.prompt.sha256, self.model)
 
+    def start(self, item: Retrieved) -> Step[RagOutput]:
+        if item.failure is not None:
+            # No reranked chunks, no call: the question is recorded unanswered, and asked again on
+            # resume (the reranking too, when its failure was a call's).
+            error = f"{RERANK_FAILED}: {item.failure.kind.value}"
+            return Done(RagOutput(answer=None, error=error, usage=item.usage))
+        return super().start(item)
+
     def request(self, item: Retrieved) -> Request:
         # The notebook's prompt, as it has it: the question and the chunks go in as written.
         prompt = self.prompt.render(context=build_context(c.text for c in item.contexts), question=item.question)
@@ -213,13 +247,14 @@ class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
 
     def parse(self, item: Retrieved, reply: Reply) -> RagOutput:
         contexts = list(item.contexts)
+        usage = add_usage(item.usage, reply.usage)
         if not reply.text.strip():
-            return RagOutput(answer=None, contexts=contexts, error="reader_failed: empty_reply", usage=reply.usage)
-        return RagOutput(answer=reply.text.strip(), contexts=contexts, usage=reply.usage)
+            return RagOutput(answer=None, contexts=contexts, error="reader_failed: empty_reply", usage=usage)
+        return RagOutput(answer=reply.text.strip(), contexts=contexts, usage=usage)
 
     def failed(self, item: Retrieved, failure: Failure, reply: Reply | None = None) -> RagOutput:
         # Retrieval worked, so its contexts are kept: retrieval metrics still count.
-        usage = reply.usage if reply is not None else Usage()
+        usage = add_usage(item.usage, reply.usage) if reply is not None else item.usage
         return RagOutput(
             answer=None, contexts=list(item.contexts), error=f"reader_failed: {failure.kind.value}", usage=usage
         )

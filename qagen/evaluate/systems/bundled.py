@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qagen.errors import ConfigError
 from qagen.evaluate.systems.protocol import RagSystem, SystemFactory
 from qagen.llm.client import LLMClient, ModelSettings
+
+if TYPE_CHECKING:
+    from qagen.evaluate.systems.rerank.base import Reranker
 
 __all__ = ["rag_baseline"]
 
@@ -22,8 +25,9 @@ def rag_baseline(
     k: int = 7,
     index_dir: Path | None = None,
     dense_index_dir: Path | None = None,
-    reranker: Any = None,
+    rerank: str | Reranker | None = None,
     rerank_top: int | None = None,
+    rerank_url: str | None = None,
     progress: bool = True,
     **chunking: Any,
 ) -> SystemFactory:
@@ -35,12 +39,20 @@ def rag_baseline(
     folder, or a LangChain spec; `openai:...` is asked on `embeddings_server` (default: the
     reader's server and key). BM25 indexes are saved in `index_dir`, embeddings and FAISS indexes in
     `dense_index_dir`, and reused while the corpus files are unchanged. `chunking` goes to
-    `CorpusChunks` (chunk_overlap, length_unit, hf_dataset...); `reranker` reorders the retriever's
-    top `rerank_top` chunks before the reader gets the first `k`."""
+    `CorpusChunks` (chunk_overlap, length_unit, hf_dataset...).
+
+    `rerank` reorders the retriever's top `rerank_top` chunks (default 30, never fewer than `k`)
+    before the reader gets the first `k`: `cross-encoder:PATH` (a local sentence-transformers
+    model), `endpoint:MODEL` (`POST /rerank` at `rerank_url`, else the reader's server), `reader`
+    (the reader model, listwise), `none`, or a `Reranker`."""
     from qagen.evaluate.systems.baseline import Baseline
     from qagen.evaluate.systems.corpus_chunks import CorpusChunks
     from qagen.evaluate.systems.embeddings import LOCAL, EmbeddingsModel
+    from qagen.evaluate.systems.rerank.specs import make_reranker, parse_rerank
     from qagen.evaluate.systems.retrievers import make_retriever
+
+    if isinstance(rerank, str):
+        parse_rerank(rerank)  # a misspelt reranker fails now, before any work
 
     def build(reader: LLMClient | None) -> RagSystem:
         if reader is None:
@@ -52,6 +64,7 @@ def rag_baseline(
         ranker = make_retriever(
             retriever, chunks, embeddings=model, index_dir=index_dir, dense_index_dir=dense_index_dir
         )
+        reranker = make_reranker(rerank, reader.settings, rerank_url=rerank_url)
         return Baseline(ranker, reader=reader, k=k, reranker=reranker, rerank_top=rerank_top)
 
     return SystemFactory(build)

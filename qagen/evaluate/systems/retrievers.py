@@ -16,6 +16,9 @@ from qagen.errors import ConfigError
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.bm25_index import INDEX_VERSION, BM25Index, index_chunks
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, remember, warn_skipped
+
+# The step after retrieval has its own package (`qagen.evaluate.systems.rerank`); named here too.
+from qagen.evaluate.systems.rerank.base import Reranker as Reranker
 from qagen.generation.load.documents import CorpusReport
 
 if TYPE_CHECKING:
@@ -81,24 +84,6 @@ class Retriever(Protocol):
 
     def search(self, question: str, n: int) -> list[ScoredContext]:
         """The top `n` chunks for `question`, best first (fewer when fewer are evidence)."""
-        ...
-
-
-@runtime_checkable
-class Reranker(Protocol):
-    """A step after retrieval: reorders (and may cut) the retriever's candidates for a question."""
-
-    @property
-    def name(self) -> str:
-        """The reranker in a system's name."""
-        ...
-
-    def describe(self) -> dict[str, object]:
-        """Its settings (model, prompt hash...), for the report and the answers' cache key."""
-        ...
-
-    async def rerank(self, question: str, candidates: list[ScoredContext]) -> list[ScoredContext]:
-        """The candidates reordered, best first, with the reranker's scores."""
         ...
 
 

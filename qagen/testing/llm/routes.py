@@ -34,6 +34,8 @@ from qagen.testing.llm.payloads import (
     prompt_text,
 )
 from qagen.testing.llm.replies import Reply, make_reply
+from qagen.testing.llm.rerank import RERANK_PATHS
+from qagen.testing.llm.rerank_route import serve_rerank
 from qagen.testing.llm.shaping import Shaped, shape, token_limit
 
 
@@ -162,6 +164,9 @@ class StandInApp:
                 return
             content_type = handler.headers.get("Content-Type", "")
             self._batch_answer(handler, entry, self.batches.post(path, content_type, body, knobs))
+            return
+        if path in RERANK_PATHS:
+            serve_rerank(self, handler, entry, body, sha, knobs, arrived)
             return
         if path not in CHAT_PATHS and path not in EMBEDDINGS_PATHS:
             self._error(handler, entry, 404, f"Unknown request URL: POST {path}.", "unknown_url")

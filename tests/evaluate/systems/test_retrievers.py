@@ -13,6 +13,7 @@ from langchain_core.messages import AIMessage
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.baseline import Baseline, BM25Baseline
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
+from qagen.evaluate.systems.rerank.base import RankedScores, RerankItem, ScoringTask
 from qagen.evaluate.systems.retrievers import (
     RRF_K,
     BM25Retriever,
@@ -106,13 +107,17 @@ class Reverse:
 
     def __init__(self) -> None:
         self.seen: list[list[str]] = []
+        self.task = ScoringTask(self.name, self.describe(), self._score)
 
     def describe(self) -> dict[str, object]:
         return {"reranker": "reverse"}
 
-    async def rerank(self, question: str, candidates: list[ScoredContext]) -> list[ScoredContext]:
-        self.seen.append([c.context.source or "" for c in candidates])
-        return list(reversed(candidates))
+    async def _score(self, item: RerankItem) -> RankedScores:
+        self.seen.append([c.source or "" for c in item.candidates])
+        return RankedScores([(i, float(i)) for i in range(len(item.candidates))])  # the last scores best
+
+    async def aclose(self) -> None:
+        pass
 
 
 def test_a_reranker_gets_rerank_top_candidates_and_the_reader_its_top_k(tmp_path: Path) -> None:
