@@ -24,11 +24,16 @@ from typing import Any
 
 import pytest
 
+from tests.evaluate.systems.test_dense import DENSE_MODULES, require_dense
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 # Lines that are not ours to run here: installing (CI does it), the test command itself, servers.
 SKIP = ("export ", "pip install", "python -m pytest", "vllm ", "ollama ", "llama-server")
+# A block with a command of the dense extra (`--baseline dense` or `hybrid`) is run by its own test,
+# which skips (saying why) when the extra is not installed, and fails then under QAGEN_REQUIRE_DENSE=1.
+DENSE_COMMAND = re.compile(r"--baseline [\w,]*(dense|hybrid)")
 MY_RAG = """
 def answer(question):
     return {"answer": "It is in the documents.", "contexts": ["Tides are the regular rise and fall of the sea."],
@@ -150,29 +155,42 @@ def _substitute(text: str, readme_env: dict[str, Any]) -> str:
     return text
 
 
+def _run_block(readme_env: dict[str, Any], index: int, block: str) -> int:
+    """Run a bash block's commands in a fresh working directory; the number run."""
+    work = _workdir(readme_env, f"bash{index}")
+    commands = _commands(block)
+    if commands and commands[0].startswith("qagen build"):
+        shutil.rmtree(work / "run")  # a block that builds starts from nothing, like a newcomer
+    for command in commands:
+        command = _substitute(command, readme_env)
+        done = subprocess.run(
+            command, shell=True, cwd=work, env=readme_env["env"], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode in (0, 3) if "--max-cost" in command else done.returncode == 0, (
+            command,
+            done.stderr[-2000:],
+        )
+        assert "Traceback" not in done.stderr, (command, done.stderr[-2000:])
+    return len(commands)
+
+
 def test_every_readme_shell_command_works(readme_env: dict[str, Any]) -> None:
     blocks = _blocks("bash")
     assert len(blocks) >= 6
     ran = 0
     for index, block in enumerate(blocks):
-        work = _workdir(readme_env, f"bash{index}")
-        commands = _commands(block)
-        if commands and commands[0].startswith("qagen build"):
-            shutil.rmtree(work / "run")  # a block that builds starts from nothing, like a newcomer
-        for command in commands:
-            command = _substitute(command, readme_env)
-            done = subprocess.run(
-                command, shell=True, cwd=work, env=readme_env["env"], capture_output=True, text=True, timeout=300
-            )
-            assert done.returncode in (0, 3) if "--max-cost" in command else done.returncode == 0, (
-                command,
-                done.stderr[-2000:],
-            )
-            assert "Traceback" not in done.stderr, (command, done.stderr[-2000:])
-            ran += 1
+        if not DENSE_COMMAND.search(block):
+            ran += _run_block(readme_env, index, block)
     assert ran >= 12
     # The mixed set-ups sent their critics and judges to "OpenAI", and nothing else.
     assert {entry["kind"] for entry in readme_env["api_llm"].log} == {"critique", "judge"}
+
+
+def test_every_readme_dense_command_works(readme_env: dict[str, Any]) -> None:
+    require_dense(*DENSE_MODULES)
+    blocks = [(index, block) for index, block in enumerate(_blocks("bash")) if DENSE_COMMAND.search(block)]
+    assert blocks
+    assert sum(_run_block(readme_env, index, block) for index, block in blocks) >= 3
 
 
 def test_every_readme_python_snippet_works(readme_env: dict[str, Any]) -> None:

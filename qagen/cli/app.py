@@ -142,12 +142,15 @@ def _register_commands() -> None:
     from qagen.cli.batch import batch, status
     from qagen.cli.evaluate import evaluate, report
     from qagen.cli.push import push
+    from qagen.cli.review import agreement, review
     from qagen.cli.stages import chunk, critique, filter_command, generate
 
     for command in (chunk, generate, critique, filter_command, push, batch, status):
         main.add_command(command)
     main.add_command(evaluate)
     main.add_command(report)
+    main.add_command(review)
+    main.add_command(agreement)
 
 
 _register_commands()

@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
-import itertools
+import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from qagen.cli.errors import friendly_errors
+from qagen.cli.evaluate_grid import GridPoint, dense_index_notes, grid_points, split_list
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.runs.batch.executor import BatchesRunningError
+
+if TYPE_CHECKING:
+    from qagen.evaluate.systems.rerank.specs import RerankSpec
 
 # The settings the evaluator's notes name (`select_metrics`).
 NOTE_SETTINGS = ("embeddings", "metrics")
 # The settings the input warnings name (`qagen.evaluate.input_checks`).
 WARNING_SETTINGS = ("corpus",)
-# Where in the evaluation directory the baseline keeps its BM25 indexes.
+# Where in the evaluation directory the baseline keeps its BM25 indexes, and its dense ones
+# (embeddings and FAISS index), shared by a grid's runs.
 BASELINE_INDEX_DIR = "bm25_index"
+DENSE_INDEX_DIR = "dense_index"
 
 
 def _int_list(value: str, name: str) -> list[int]:
@@ -61,8 +68,10 @@ def _int_list(value: str, name: str) -> list[int]:
 )
 @click.option(
     "--baseline",
-    type=click.Choice(["bm25"]),
-    help="The bundled baseline: BM25 retrieval over --corpus, answered by --model with the notebook's RAG prompt.",
+    metavar="RETRIEVER[,...]",
+    help="The bundled baseline over --corpus, answered by --model with the notebook's RAG prompt, retrieving with "
+    "bm25, dense (--embeddings searched with FAISS; pip install 'qagen[dense]') or hybrid (both, reciprocal rank "
+    "fusion); a comma list (bm25,dense,hybrid) runs a grid.",
 )
 @click.option(
     "--corpus",
@@ -81,6 +90,27 @@ def _int_list(value: str, name: str) -> list[int]:
     default="7",
     show_default=True,
     help="Contexts retrieved (and scored by hit@k, NDCG@k); a comma list (3,7) runs a grid.",
+)
+@click.option(
+    "--rerank",
+    "rerank",
+    default="none",
+    show_default=True,
+    help="Reranker of --baseline between retrieval and the reader: none, cross-encoder:PATH (a local "
+    "sentence-transformers model folder), endpoint:MODEL (POST /rerank of vLLM or TEI at --rerank-url), reader "
+    "(--model orders them, listwise); a comma list runs a grid.",
+)
+@click.option(
+    "--rerank-top",
+    type=click.IntRange(min=1),
+    default=DEFAULT_RERANK_TOP,
+    show_default=True,
+    help="Candidates retrieved for the reranker; the reader gets the best --k of them (never fewer than --k).",
+)
+@click.option(
+    "--rerank-url",
+    default=None,
+    help="Server of --rerank endpoint:MODEL, e.g. http://127.0.0.1:8080 (default: --base-url).",
 )
 @click.option(
     "--model", default=DEFAULT_MODEL, show_default=True, help="Reader model of --baseline (LangChain provider:model)."
@@ -122,7 +152,7 @@ def _int_list(value: str, name: str) -> list[int]:
 @click.option(
     "--embeddings",
     default=None,
-    help="Embeddings model for answer_relevancy, e.g. openai:text-embedding-3-small (from the judges' server when given).",
+    help="Embeddings model of --baseline dense/hybrid (default: local): local (all-MiniLM-L6-v2, offline, in qagen[dense]), a sentence-transformers folder, or openai:MODEL (from --base-url); a comma list runs a grid. Also answer_relevancy's (from the judges' server; the first of a list).",
 )
 @click.option("--split", default="train", show_default=True, help="Split of DATASET when it is a dataset.")
 @click.option("--question-column", default="question", show_default=True, help="Question column of DATASET.")
@@ -163,12 +193,13 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     DATASET is a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or
     .csv file with question and reference-answer columns. A DATASET not on disk that looks like a
     path (./, ../, /, ~, more than one /, a file suffix) is reported missing, never looked up on the Hub. Give the system under test with exactly
-    one of --answers, --rag, --endpoint or --baseline bm25. With --batch, the judges (and the
+    one of --answers, --rag, --endpoint or --baseline (bm25, dense, hybrid). With --batch, the judges (and the
     baseline's reader) answer through the Batch API; your own system is asked as usual.
     """
     from qagen.evaluate.api import evaluate as run_evaluation
     from qagen.evaluate.api import select_metrics
     from qagen.evaluate.report import comparison_table, load_runs
+    from qagen.evaluate.systems.rerank.specs import RerankSpec
     from qagen.evaluate.testset import load_testset
     from qagen.llm.client import ModelSettings
     from qagen.redaction import register_secret
@@ -178,16 +209,24 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     chosen = [name for name in ("answers", "rag_callable", "endpoint", "baseline") if options[name]]
     if len(chosen) != 1:
         raise ConfigError(
-            "Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline bm25."
+            "Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline."
         )
     if options["baseline"] and not options["corpus"]:
-        raise ConfigError("--baseline bm25 needs --corpus PATH.")
+        raise ConfigError("--baseline needs --corpus PATH.")
     chunk_sizes = _int_list(options["chunk_size"], "--chunk-size")
     ks = _int_list(options["k_values"], "--k")
     if len(chunk_sizes) > 1 and not options["baseline"]:
-        raise ConfigError("A --chunk-size grid only applies to --baseline bm25.")
+        raise ConfigError("A --chunk-size grid only applies to --baseline.")
+    grid = grid_points(options["baseline"], options["embeddings"], chunk_sizes, ks)
+    reranks = _rerank_grid(options["rerank"])
+    if any(spec.kind != "none" for spec in reranks) and not options["baseline"]:
+        raise ConfigError("--rerank applies to --baseline: it reorders the baseline's retrieved chunks.")
     metrics = options["metrics"].split(",")
-    select_metrics(metrics, embeddings=options["embeddings"] is not None)  # fail before any work; notes come later
+    # Fail before any work; notes come later.
+    chosen_metrics, _ = select_metrics(metrics, embeddings=options["embeddings"] is not None)
+    relevancy_embeddings = split_list(options["embeddings"])[0] if options["embeddings"] else None
+    if "answer_relevancy" in chosen_metrics and len(split_list(options["embeddings"])) > 1:
+        _print_note(f"answer_relevancy compares embeddings made by {relevancy_embeddings} in every run of the grid.")
     connection = {
         "timeout": options["timeout"],
         "max_retries": options["max_retries"],
@@ -213,32 +252,37 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     )
     for skipped in testset.skipped:
         click.echo(f"skipped row {skipped.row} of the test set: {skipped.reason}: {skipped.content[:120]}", err=True)
-    grid = list(itertools.product(chunk_sizes, ks))
+    # The rerankers are the grid's last axis: each grid point once per reranker, in a directory of its own.
+    rerank_names = _rerank_names(reranks)
+    points = [(point, rerank) for point in grid for rerank in reranks]
     outputs: list[Path] = []
     running: list[str] = []  # --no-wait: every grid point's batches are submitted before the exit
     shown: set[str] = set()  # each grid point's summary keeps its warnings; the screen shows each once
-    for chunk_size, k in grid:
-        name = f"chunk{chunk_size}_k{k}" if options["baseline"] else f"k{k}"
-        target = out if len(grid) == 1 else out / name
+    for point, rerank in points:
+        k = point.k
+        name = point.name if reranks == [RerankSpec("none")] else f"{point.name}_rerank-{rerank_names[rerank]}"
+        target = out if len(points) == 1 else out / name
+        system = _system(options, point, rerank, progress=not quiet, out=out)
         try:
-            summary = run_evaluation(
-                testset,
-                _system(options, chunk_size, k, progress=not quiet, index_dir=out / BASELINE_INDEX_DIR),
-                target,
-                metrics=metrics,
-                judge=judge,
-                reader=reader,
-                k=k,
-                concurrency=options["concurrency"],
-                rpm=options["rpm"],
-                max_failure_rate=options["max_failure_rate"],
-                embeddings=options["embeddings"],
-                progress=not quiet,
-                interrupt_grace=options["interrupt_grace"],
-                on_note=_print_note,
-                on_warning=lambda warning: _print_warning(warning, shown),
-                batch=batch,
-            )
+            with dense_index_notes():
+                summary = run_evaluation(
+                    testset,
+                    system,
+                    target,
+                    metrics=metrics,
+                    judge=judge,
+                    reader=reader,
+                    k=k,
+                    concurrency=options["concurrency"],
+                    rpm=options["rpm"],
+                    max_failure_rate=options["max_failure_rate"],
+                    embeddings=relevancy_embeddings,
+                    progress=not quiet,
+                    interrupt_grace=options["interrupt_grace"],
+                    on_note=_print_note,
+                    on_warning=lambda warning: _print_warning(warning, shown),
+                    batch=batch,
+                )
         except BatchesRunningError as waiting:
             running += waiting.batch_ids
             continue
@@ -249,7 +293,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     runs = load_runs(outputs)
     click.echo("\n" + comparison_table(runs))
     if len(runs) > 1:
-        click.echo(f"\na bar chart of them: qagen report {out}/* --chart comparison.png")
+        # The index folders beside the runs are no evaluations: the pattern leaves them out.
+        pattern = "*_k[0-9]*" if options["baseline"] else "*"
+        click.echo(f"\na bar chart of them: qagen report {out}/{pattern} --chart comparison.png")
 
 
 def _print_note(note: str) -> None:
@@ -288,8 +334,28 @@ def _outcome(target: Path, summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool, index_dir: Path) -> Any:
-    from qagen.evaluate.api import bm25_baseline
+def _rerank_grid(value: str) -> list[RerankSpec]:
+    """The rerankers of a --rerank list, each once, in the order given."""
+    from qagen.evaluate.systems.rerank.specs import parse_rerank
+
+    specs = [parse_rerank(part) for part in value.split(",") if part.strip()]
+    if not specs:
+        raise ConfigError(f"--rerank takes none, a reranker or a comma-separated list of them, got '{value}'.")
+    return list(dict.fromkeys(specs))
+
+
+def _rerank_names(specs: list[RerankSpec]) -> dict[RerankSpec, str]:
+    """Each reranker's part of a grid directory's name: its slug, with a short hash of its argument when
+    two share one (two model folders of the same name)."""
+    slugs = [spec.slug for spec in specs]
+    return {
+        spec: slug if slugs.count(slug) == 1 else f"{slug}-{hashlib.sha256(spec.argument.encode()).hexdigest()[:6]}"
+        for spec, slug in zip(specs, slugs, strict=True)
+    }
+
+
+def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, progress: bool, out: Path) -> Any:
+    from qagen.evaluate.api import rag_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
     from qagen.evaluate.systems.callable import CallableSystem
     from qagen.evaluate.systems.endpoint import EndpointSystem
@@ -300,9 +366,22 @@ def _system(options: dict[str, Any], chunk_size: int, k: int, *, progress: bool,
         return CallableSystem.from_spec(options["rag_callable"], interrupt_grace=options["interrupt_grace"])
     if options["endpoint"]:
         return EndpointSystem(options["endpoint"])
-    # Kept in the evaluation directory (shared by a grid's runs): a re-run, or another k over the
-    # same chunks, reuses it until the corpus or the chunking changes.
-    return bm25_baseline(options["corpus"], chunk_size=chunk_size, k=k, progress=progress, index_dir=index_dir)
+    # Indexes are kept in the evaluation directory (shared by a grid's runs): a re-run, or another
+    # k over the same chunks, reuses them until the corpus, the chunking or the model changes.
+    # openai:... embeddings are asked on the reader's server, with its key.
+    return rag_baseline(
+        options["corpus"],
+        retriever=point.retriever or "bm25",
+        embeddings=point.embeddings,
+        chunk_size=point.chunk_size,
+        k=point.k,
+        progress=progress,
+        index_dir=out / BASELINE_INDEX_DIR,
+        dense_index_dir=out / DENSE_INDEX_DIR,
+        rerank=f"{rerank.kind}:{rerank.argument}" if rerank.argument else rerank.kind,
+        rerank_top=options["rerank_top"],
+        rerank_url=options["rerank_url"],
+    )
 
 
 @click.command()

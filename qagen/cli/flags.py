@@ -17,6 +17,7 @@ import click
 # Library settings set by a click parameter of another name.
 _RENAMED: dict[str, str] = {
     "k": "--k",  # the click parameter is `k_values`: the CLI takes a list (a grid) of k
+    "retriever": "--baseline",  # `rag_baseline(retriever=...)`: the CLI names the baseline by its retriever
     "license": "--license",  # `license_id`, so as not to shadow the built-in
     "judge": "--judge-model",  # `evaluate(judge=ModelSettings(...))`
     "reader": "--model",  # `evaluate(reader=...)`: the CLI's --model is the baseline's reader
@@ -26,6 +27,7 @@ _RENAMED: dict[str, str] = {
 # A setting given one value that a flag stands for as a whole (a flag that turns a setting off).
 _VALUED: dict[str, str] = {
     "private=False": "--public",
+    "allow_calls=False": "--no-calls",  # qagen review: the critics the early stop skipped are not asked
 }
 
 

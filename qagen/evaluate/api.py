@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,13 +18,14 @@ from qagen.evaluate.judges.registry import LLM_METRICS, Embed
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.stamp import EvalStamp
+from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the baseline with any retriever
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
 from qagen.evaluate.systems.protocol import RagSystem, ReaderSystem, SystemFactory
+from qagen.evaluate.systems.rerank.base import Reranker
+from qagen.evaluate.systems.rerank.specs import make_reranker, parse_rerank
 from qagen.evaluate.testset import TestSet, load_testset
-from qagen.llm.backends import api_key_of
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
-from qagen.llm.server_url import split_server_url
 from qagen.llm.task import Role
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.rounds import BatchOptions
@@ -262,18 +262,33 @@ def _example_reply(out: Path, metric: str, reason: str) -> str:
 
 
 def bm25_baseline(
-    corpus: Path | str, *, chunk_size: int = 2000, k: int = 7, progress: bool = True, **options: Any
+    corpus: Path | str,
+    *,
+    chunk_size: int = 2000,
+    k: int = 7,
+    progress: bool = True,
+    rerank: str | Reranker | None = None,
+    rerank_url: str | None = None,
+    **options: Any,
 ) -> SystemFactory:
     """The bundled baseline as a system for `evaluate` (give `reader=` there): BM25 over `corpus`
     chunked like `qagen build`, top `k` chunks, answered by the reader with the notebook's prompt.
-    `options` go to `BM25Baseline` (chunk_overlap, length_unit, index_dir...)."""
+    `rerank` reorders the retrieved candidates (`rerank_top` of them) before the reader reads the
+    top `k`: `cross-encoder:PATH`, `endpoint:MODEL` (served at `rerank_url`, else the reader's
+    server), `reader` (the reader model, listwise), `none`, or a `Reranker`.
+    `options` go to `BM25Baseline` (chunk_overlap, length_unit, index_dir, rerank_top...)."""
+    if isinstance(rerank, str):
+        parse_rerank(rerank)  # a misspelt reranker fails now, before any work
 
     def build(reader: LLMClient | None) -> RagSystem:
         from qagen.evaluate.systems.baseline import BM25Baseline
 
         if reader is None:
             raise ConfigError("The BM25 baseline needs a reader model (`reader`).", settings=("reader",))
-        return BM25Baseline(corpus, reader=reader, chunk_size=chunk_size, k=k, progress=progress, **options)
+        reranker = make_reranker(rerank, reader.settings, rerank_url=rerank_url)
+        return BM25Baseline(
+            corpus, reader=reader, chunk_size=chunk_size, k=k, progress=progress, reranker=reranker, **options
+        )
 
     return SystemFactory(build)
 
@@ -289,31 +304,12 @@ def _record_settings(
 
 
 def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None) -> Embed:
-    """An async `texts -> vectors` from a LangChain spec, a LangChain `Embeddings`, or such a function."""
+    """An async `texts -> vectors` from a name (`local`, a model folder, a LangChain spec served from
+    the judge's server), a LangChain `Embeddings`, or such a function."""
     if isinstance(embeddings, Embeddings):
         return embeddings.aembed_documents
     if not isinstance(embeddings, str):
         return embeddings
-    from langchain.embeddings import init_embeddings
+    from qagen.evaluate.systems.embeddings import EmbeddingsModel
 
-    options: dict[str, Any] = {}
-    base_url = (judge.base_url if judge else None) or os.environ.get("OPENAI_BASE_URL")
-    if embeddings.startswith("openai:") and base_url:
-        # An OpenAI-compatible server (vLLM, Ollama...): the judge's server, its key (a placeholder
-        # if it needs none), and no client-side tiktoken length check (it downloads tables, and the
-        # server's model has its own tokenizer).
-        # Credentials in the URL go as the chat models' do (`qagen.llm.server_url`).
-        server = split_server_url(base_url)
-        options = {"base_url": server.address, "check_embedding_ctx_length": False}
-        options["default_query"] = server.query or None
-        openai_judge = judge is not None and judge.provider == "openai"
-        api_key = api_key_of(judge) if openai_judge and judge else os.environ.get("OPENAI_API_KEY")
-        if server.authorization is not None:
-            options["default_headers"] = {"Authorization": server.authorization}
-            api_key = None  # the user-info's header replaces the key's
-        options["api_key"] = api_key or "EMPTY"
-    try:
-        model = init_embeddings(embeddings, **options)
-    except (ValueError, ImportError) as exc:
-        raise ConfigError(f"Cannot use the embeddings model '{embeddings}': {exc}") from exc
-    return model.aembed_documents
+    return EmbeddingsModel(embeddings, server=judge).embeddings().aembed_documents

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from qagen.evaluate.metrics.evidence import Evidence
 from qagen.failures import Failure
 from qagen.records import BatchSpend, Record, Usage
 
@@ -140,9 +141,9 @@ class MetricCell(Record):
 class ResultRow(Record):
     """One question's row of `results.jsonl`.
 
-    The fixed columns use the cookbook notebook's names (plus `id`, `answer_error` and
-    `retrieved_sources`). The metric columns depend on what was asked for, so they are held as two
-    typed maps rather than as loose extra fields (a metric's four columns are one `MetricCell`, and
+    The fixed columns use the cookbook notebook's names (plus `id`, `answer_error`,
+    `retrieved_sources` and `evidence`). The metric columns depend on what was asked for, so they
+    are held as two typed maps rather than as loose extra fields (a metric's four columns are one `MetricCell`, and
     the summary reads them by metric, never by a built column name). They are written flat after
     the fixed columns: the deterministic metrics' values (`scores`), then each LLM metric's four
     columns (`judged`), and after `correctness`'s the notebook's `correctness_feedback`.
@@ -160,6 +161,12 @@ class ResultRow(Record):
     retrieved_docs: list[str] = Field(description="The texts of the contexts the system retrieved, best first.")
     retrieved_sources: list[str | None] = Field(description="Their sources, where the system reports them.")
     test_settings: str = Field(description="The system's name.")
+    evidence: Evidence | None = Field(
+        default=None,
+        description="Where the reference answer is written in the question's chunk, which the chunk-level "
+        "metrics (`evidence_*`) look for in the retrieved contexts; None when they were not asked for or the "
+        "chunk's text is unknown.",
+    )
     scores: dict[str, float | None] = Field(
         description="The deterministic metrics asked for (`hit@k`, `token_f1`...), one column each; "
         "None where their inputs do not exist for this question."
@@ -198,8 +205,9 @@ class MetricStats(Record):
     missing_by_reason: dict[str, int] = Field(
         default_factory=dict,
         description="`missing` by reason (sorted): for an LLM metric its `M_reason` (judge failures, "
-        "`no_answer`, `no_statements`...); for the others `no_answer`, or `no_inputs` (the question has no "
-        "source document or offsets, or the system reports no sources, offsets or contexts).",
+        "`no_answer`, `no_statements`...); for the others `no_answer`, `no_inputs` (the question has no "
+        "source document or chunk text, or the system reports no sources or contexts), or for `evidence_*` "
+        "`answer_not_in_chunk` (the reference answer could not be located in its chunk).",
     )
 
 

@@ -11,7 +11,13 @@ from typing import Any
 
 from qagen.evaluate.judges.correctness import normalise_correctness
 from qagen.evaluate.judges.registry import LLM_METRICS
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, deterministic_metrics
+from qagen.evaluate.metrics.scoring import (
+    DETERMINISTIC_GROUPS,
+    EVIDENCE_COLUMNS,
+    Reported,
+    deterministic_metrics,
+    question_evidence,
+)
 from qagen.evaluate.metrics.statistics import mean_ci
 from qagen.evaluate.records import (
     EvalItem,
@@ -36,7 +42,14 @@ UNDEFINED = frozenset({"no_statements"})
 """Reasons a judged metric has no value by its definition, which are no failure of the judge either:
 an answer with no statement ("I don't know") has no faithfulness (ragas: NaN, left out of means)."""
 
-_SUMMARY_NAMES = {"reciprocal_rank@k": "mrr@k", "chunk_reciprocal_rank@k": "chunk_mrr@k"}
+_SUMMARY_NAMES = {
+    "reciprocal_rank@k": "mrr@k",
+    "evidence_reciprocal_rank@k": "evidence_mrr@k",
+    # Results written before the chunk-level metrics asked for the answer's evidence (`chunk_hit@7`...:
+    # a chunk had to cover half of the reference chunk) keep their names when read: they measured
+    # something else, so they are shown as they are and never paired with `evidence_*`.
+    "chunk_reciprocal_rank@k": "chunk_mrr@k",
+}
 # What results written before every retrieval metric named its cutoff called them. The values
 # were MRR@k all along (the reciprocal rank over the top k), so reading them under the new name
 # changes no number.
@@ -90,6 +103,7 @@ def result_row(
 ) -> ResultRow:
     """One question's row; `verdicts` has an entry for every LLM metric asked for (None: no verdict),
     `run` what the system reports over the run (for `deterministic_metrics`)."""
+    evidence = question_evidence(item) if "retrieval" in groups else None
     return ResultRow(
         id=item.id,
         question=item.question,
@@ -99,8 +113,9 @@ def result_row(
         answer_error=output.error,
         retrieved_docs=[c.text for c in output.contexts],
         retrieved_sources=[c.source for c in output.contexts],
+        evidence=evidence,
         test_settings=system,
-        scores=deterministic_metrics(item, output, k, groups, run),
+        scores=deterministic_metrics(item, output, k, groups, run, evidence),
         judged={metric: _cell(metric, verdict, output, k=k, run=run) for metric, verdict in verdicts.items()},
     )
 
@@ -192,8 +207,11 @@ def _retrieved_nothing(row: ResultRow, k: int) -> bool:
 
 def _missing_reason(row: ResultRow, column: str) -> str:
     """Why a row has no value in `column`: the cell's reason for an LLM metric, else whether the
-    system gave no answer or the metric's inputs do not exist for this question."""
+    reference answer is nowhere in its chunk (chunk-level metrics), the system gave no answer, or
+    the metric's inputs do not exist for this question."""
     cell = row.judged.get(column)
     if cell is not None:
         return cell.reason or "not_judged"
+    if column in EVIDENCE_COLUMNS and row.evidence is not None and not row.evidence.spans:
+        return "answer_not_in_chunk"
     return "no_answer" if row.generated_answer is None else "no_inputs"

@@ -36,9 +36,10 @@ from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.stamp import question_settled
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem, ReaderSystem
+from qagen.evaluate.systems.rerank.base import RerankingSystem, RerankItem, RerankRecord
 from qagen.evaluate.testset import TestSet
 from qagen.llm.cost import BatchTally
-from qagen.llm.task import add_usage
+from qagen.llm.task import Task, add_usage
 from qagen.records import Usage
 from qagen.runs.batch.executor import BatchExecutor
 from qagen.runs.batch.journal import Journal
@@ -107,6 +108,9 @@ class Evaluation:
         self.identity = system_identity(system)
         self.answers_log = RecordLog(out / "answers.jsonl", AnswerRecord)
         self.judgements_log = RecordLog(out / "judgements.jsonl", JudgementRecord)
+        # A baseline's reranker's orders (`reranks.jsonl`), found there on resume: never paid twice.
+        self.reranks_log = RecordLog(out / "reranks.jsonl", RerankRecord)
+        self._reranks: RecordStore[RerankRecord] | None = None
         # Answers read from the user's file cost nothing: read them afresh every run, so an edited
         # answers file is what gets judged (its new answers get new verdicts; unchanged ones keep theirs).
         self._always_ask = isinstance(system, AnswersFileSystem)
@@ -166,9 +170,11 @@ class Evaluation:
         made: dict[str, _MadeRow] = {}
         written: list[str] = []
         slots = asyncio.Semaphore(system_slots) if system_slots is not None else None
+        reranking = isinstance(self.system, RerankingSystem) and self.system.reranker is not None
         with (
             self.answers_log.open() as answers,
             self.judgements_log.open() as judgements,
+            self.reranks_log.open() if reranking else contextlib.nullcontext() as self._reranks,
             (self.out / "results.jsonl").open("w", encoding="utf-8") as results_out,
         ):
             # What the system reports so far: rows written during the run use it, the final rows
@@ -266,11 +272,22 @@ class Evaluation:
             assert isinstance(system, ReaderSystem)
             # The reader's call goes through the executor (into a batch round in batch mode); never
             # inside `slots`: a call waiting for its round must not keep other questions from theirs.
-            return await executor.ask(system.task, await system.retrieve_for(item.question))
+            return await executor.ask(system.task, await self._retrieve(system, item, executor))
         # A system that can tell two questions of the same text apart (an answers file, by id) is given the item.
         answer_item = getattr(system, "answer_item", None)
         async with slots if slots is not None else contextlib.nullcontext():
             return await (answer_item(item) if answer_item is not None else system.answer(item.question))
+
+    async def _retrieve(self, system: ReaderSystem, item: EvalItem, executor: Executor) -> Any:
+        """What the reader answers `item` from; a reranker's task goes through `executor` into `reranks.jsonl`."""
+        reranks = self._reranks
+        if reranks is None or not isinstance(system, RerankingSystem):
+            return await system.retrieve_for(item.question)
+
+        async def run(task: Task[RerankItem, RerankRecord], candidates: RerankItem) -> RerankRecord:
+            return await executor.run(task, candidates, reranks)
+
+        return await system.retrieve_for(item.question, run=run)
 
     def write_results(self, **about: Any) -> dict[str, Any]:
         """Rewrite `results.jsonl` in test-set order (unless `run` wrote it so, every row final) and

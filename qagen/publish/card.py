@@ -57,6 +57,8 @@ class CardContent:
     license: str
     prompts: list[PromptFile]
     revision: str | None = None
+    agreement: str | None = None
+    """The section on the critics' agreement with human reviewers, when the run has labels."""
 
 
 def size_category(rows: int) -> str:
@@ -123,6 +125,7 @@ def _body(content: CardContent) -> str:
     sections = [
         _intro(content),
         _funnel(summary),
+        *([content.agreement] if content.agreement else []),
         _models(summary),
         _settings(summary),
         _prompts(content.prompts),

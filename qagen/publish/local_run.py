@@ -31,6 +31,8 @@ class LocalRun:
     prompt_hashes: dict[str, str]
     kept: Dataset
     candidates: Dataset
+    agreement: str | None = None
+    """The card's section on the critics' agreement with the run's reviewers (None: no labels)."""
 
     def prompt_files(self) -> tuple[list[PromptFile], dict[str, bytes]]:
         """The prompts the run used, with the text of each when its file (the run's own prompt folder's,
@@ -80,7 +82,9 @@ def load_run(run_dir: Path) -> LocalRun:
     except (OSError, ValueError) as exc:
         raise QagenError(f"Cannot read the outputs of {run_dir}: {exc}; run `qagen filter {run_dir}` again.") from exc
     hashes = {name: str(digest) for name, digest in (fingerprint.get("prompts") or {}).items()}
-    return LocalRun(summary, hashes, kept, candidates)
+    from qagen.review.agreement_text import card_section  # only a push reads the labels
+
+    return LocalRun(summary, hashes, kept, candidates, card_section(run_dir))
 
 
 def languages(dataset: Dataset) -> list[str]:

@@ -129,6 +129,7 @@ def _push(
         license=(license or DEFAULT_LICENSE).strip().lower(),
         prompts=prompts,
         revision=revision,
+        agreement=run.agreement,
     )
     card = make_card(content)
     try:  # before anything is written: a bad `license` must not leave a half-made repo

@@ -74,6 +74,9 @@ class Located(NamedTuple, Generic[T]):
 class RecordLog(Generic[R]):
     """A JSONL file of `R` records; a later record with the same id replaces an earlier one."""
 
+    redone = "its call is made again"
+    """What becomes of a record lost with a torn last line (said in the notice that cuts it off)."""
+
     def __init__(
         self, path: Path, record_type: type[R], *, key: str = "id", dependents: Dependents | None = None
     ) -> None:
@@ -187,7 +190,7 @@ class RecordLog(Generic[R]):
                 self.repaired_bytes = size - line_start
                 tqdm.write(
                     f"{self.path}: the last line was cut short by an interrupted write ({self.repaired_bytes} bytes); "
-                    "it was removed, and its call is made again.",
+                    f"it was removed, and {self.redone}.",
                     file=sys.stderr,
                 )
                 return

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from qagen.cli.app import main
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.metrics.scoring import EVIDENCE_COLUMNS
 from qagen.evaluate.report import comparison_table, load_runs
 from qagen.llm.client import ModelSettings
 
@@ -28,15 +29,15 @@ def _testset(path: Path, n: int) -> Path:
 
 def test_an_empty_retrieval_scores_zero_only_for_a_system_that_reports_retrieval(tmp_path: Path) -> None:
     testset = tmp_path / "set.jsonl"
-    item = {"source_doc": "a.md", "start_index": 0, "end_index": 10}
+    item = {"source_doc": "a.md", "start_index": 0, "end_index": 14, "context": "Answer 2 or 3."}
     testset.write_text(
-        "".join(json.dumps(item | {"question": f"Q{i}?", "answer": f"Answer {i}."}) + "\n" for i in range(4))
+        "".join(json.dumps(item | {"question": f"Q{i}?", "answer": f"Answer {i % 2 + 2}"}) + "\n" for i in range(4))
     )
 
     def retriever(question: str) -> dict[str, Any]:
         if question in ("Q0?", "Q1?"):  # found nothing for these
             return {"answer": "No idea.", "contexts": []}
-        contexts = [{"text": "Answer 2 or 3.", "source": "a.md", "start_index": 0, "end_index": 10}]
+        contexts = [{"text": "Answer 2 or 3.", "source": "a.md", "start_index": 0, "end_index": 14}]
         return {"answer": "Answer.", "contexts": contexts}
 
     def plain(question: str) -> str:
@@ -56,7 +57,7 @@ def test_an_empty_retrieval_scores_zero_only_for_a_system_that_reports_retrieval
         lines = (tmp_path / name / "results.jsonl").read_text().splitlines()
         return [json.loads(line)[metric] for line in lines]
 
-    for metric in ("hit@k", "reciprocal_rank@k", "ndcg@k", "chunk_hit@k", "chunk_reciprocal_rank@k", "chunk_ndcg@k"):
+    for metric in ("hit@k", "reciprocal_rank@k", "ndcg@k", *EVIDENCE_COLUMNS):
         assert column("retriever", metric) == [0.0, 0.0, 1.0, 1.0], metric
         assert column("plain", metric) == [None] * 4, metric
         assert column("broken", metric) == [None, 0.0, 1.0, 1.0], metric  # a failed answer: no retrieval value

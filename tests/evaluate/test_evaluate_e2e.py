@@ -320,7 +320,10 @@ def test_settings_grid_and_report(built: Built, tmp_path: Path) -> None:
         assert f"hit@{stats['k']}" in stats["metrics"]
     assert "paired on shared questions" in result.stdout and "chunk300_k4 - chunk300_k2" in result.stdout
     assert not list(grid.rglob("*.png"))  # a chart only when asked, with `qagen report --chart`
-    assert f"qagen report {grid}/* --chart comparison.png" in result.stdout
+    assert f"qagen report {grid}/*_k[0-9]* --chart comparison.png" in result.stdout
+    # The command shown works as the shell expands it: the runs, not the index folder beside them.
+    assert sorted(path.name for path in grid.glob("*_k[0-9]*")) == names
+    assert invoke("report", *sorted(grid.glob("*_k[0-9]*"))).exit_code == 0
 
     # A run that answered only some questions: the paired test uses the ids both runs have values for.
     kept = rows(grid / "chunk300_k2")

@@ -29,7 +29,7 @@ CORRECT = JudgeVerdict(
 )
 FIXED = [
     "id", "question", "true_answer", "source_doc", "generated_answer", "answer_error",
-    "retrieved_docs", "retrieved_sources", "test_settings",
+    "retrieved_docs", "retrieved_sources", "test_settings", "evidence",
 ]  # fmt: skip
 
 
@@ -86,3 +86,22 @@ def test_the_summary_writes_about_after_testset_and_the_scores_in_place() -> Non
     assert summary["skipped_rows"] == [{"row": 3, "reason": "empty_question", "content": "{}"}]
     assert summary["usage"]["system"] == {"input_tokens": 1, "output_tokens": 0}
     json.dumps(summary)  # plain JSON types only
+
+
+def test_a_row_says_where_the_answer_was_found_and_the_summary_why_it_was_not() -> None:
+    chunk = "The lighthouse was built in 1871 by the council."
+    located = ITEM.model_copy(update={"context": chunk, "start_index": 0, "end_index": len(chunk)})
+    unlocatable = located.model_copy(update={"id": "q2", "true_answer": "Yes."})
+    nowhere = located.model_copy(update={"id": "q3", "context": None})
+    output = RagOutput(answer="1871.", contexts=[RetrievedContext(text=chunk, source="a.txt")])
+    rows = [
+        result_row(item, output, {}, system="bm25", k=7, groups={"retrieval"}, run=Reported(contexts=True))
+        for item in (located, unlocatable, nowhere)
+    ]
+    dumped = [row.model_dump(mode="json") for row in rows]
+    assert dumped[0]["evidence"] == {"match": "normalised", "spans": [[25, 32]]}  # "In 1871." as "in 1871"
+    assert dumped[0]["evidence_hit@k"] == 1.0
+    assert dumped[1]["evidence"] == {"match": "not_found", "spans": []} and dumped[1]["evidence_hit@k"] is None
+    assert dumped[2]["evidence"] is None and dumped[2]["evidence_hit@k"] is None  # no chunk text
+    stats = summarise(rows, k=7, llm_metrics=[], groups={"retrieval"}).metrics["evidence_hit@7"]
+    assert (stats.n, stats.missing_by_reason) == (1, {"answer_not_in_chunk": 1, "no_inputs": 1})

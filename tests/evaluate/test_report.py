@@ -69,6 +69,22 @@ def test_report_reads_results_written_when_mrr_had_no_cutoff_in_its_name(tmp_pat
     assert paired["mrr@7"].endswith(" 4") and paired["chunk_mrr@7"].endswith(" 4")
 
 
+def test_chunk_metrics_of_the_rule_before_evidence_are_read_under_their_own_names(tmp_path: Path) -> None:
+    # Results written when a chunk hit meant covering half of the reference chunk (`chunk_hit@7`...)
+    # still load and show, but are never paired with the evidence metrics: they measured another thing.
+    old_rows = [{"id": str(i), "chunk_hit@k": 0.0, "chunk_reciprocal_rank@k": 0.0} for i in range(4)]
+    old = _run(tmp_path / "old", {"chunk_hit@7": 0.0, "chunk_mrr@7": 0.0}, old_rows)
+    new_rows = [{"id": str(i), "evidence_hit@k": 1.0, "evidence_reciprocal_rank@k": 0.5} for i in range(4)]
+    new = _run(tmp_path / "new", {"evidence_hit@7": 1.0, "evidence_mrr@7": 0.5}, new_rows)
+    runs = load_runs([old, new])
+    assert runs[0].values("chunk_mrr@7") == {str(i): 0.0 for i in range(4)}
+    assert runs[1].values("evidence_mrr@7") == {str(i): 0.5 for i in range(4)}
+    table = comparison_table(runs)
+    shown = {line.split()[0] for line in table.splitlines() if line.strip()}
+    assert {"chunk_hit@7", "chunk_mrr@7", "evidence_hit@7", "evidence_mrr@7"} <= shown
+    assert not any("new - old" in line for line in table.splitlines())  # no metric the two runs share
+
+
 @pytest.mark.parametrize(
     ("p_value", "n", "shown"),
     [

@@ -486,7 +486,7 @@ def test_bad_requests_get_json_errors_and_connections_are_kept_alive(llm: StandI
         ("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": [{"role": "user", "content": "a"}]})),
         ("POST", "/v1/chat/completions", "not json"),
         ("POST", "/v1/chat/completions", json.dumps({"model": "m"})),
-        ("POST", "/v1/embeddings", "{}"),
+        ("POST", "/v1/audio/speech", "{}"),
         ("GET", "/v1/unknown", None),
         ("POST", "/v1/chat/completions", json.dumps({"model": "m", "messages": [{"role": "user", "content": "b"}]})),
     ]:

@@ -3,8 +3,9 @@
 Every metric is computed in two steps:
 
 1. turn what was retrieved into a *binary relevance list*, one bool per retrieved item in rank
-   order: `binary_relevance` for source ids (document level), `chunk_hit_ranks` for character spans
-   (chunk level);
+   order: `binary_relevance` for source ids (document level); at chunk level,
+   `evidence_hits.ReferenceEvidence.relevance` (a chunk is relevant when it holds the reference
+   answer's evidence);
 2. score that list with a `*_from_relevance` function.
 
 The id-based functions (`hit_at_k`, `reciprocal_rank_at_k`, `ndcg_at_k`, `precision_at_k`,
@@ -36,7 +37,6 @@ from typing import NamedTuple
 __all__ = [
     "Span",
     "binary_relevance",
-    "chunk_hit_ranks",
     "hit_at_k",
     "hit_at_k_from_relevance",
     "ndcg_at_k",
@@ -101,52 +101,6 @@ def span_overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> int:
     `max(0, min(a_end, b_end) - max(a_start, b_start))`; 0 for disjoint or merely touching ranges.
     """
     return max(0, min(a_end, b_end) - max(a_start, b_start))
-
-
-def chunk_hit_ranks(
-    retrieved_spans: Sequence[Span | None],
-    reference: Span,
-    *,
-    min_overlap: float = 0.5,
-) -> list[bool]:
-    """Chunk-level relevance list: which retrieved contexts cover the reference chunk.
-
-    A retrieved context is relevant when it comes from `reference.source` and
-
-        span_overlap(retrieved, reference) >= min_overlap * (reference.end - reference.start)
-
-    i.e. it covers at least a `min_overlap` fraction of the reference chunk (the chunk the question
-    was drafted from). The fraction is of the *reference* span because the question is about that
-    text: a retrieved chunk that holds it plus extra text still holds the evidence, whereas one that
-    holds a sliver of it may not. So when the retriever's chunks are much smaller than the reference
-    chunk (a different chunk size), none may reach the threshold; lower `min_overlap` then.
-
-    `None` stands for a retrieved context whose location is unknown; it is never relevant.
-    Only the first context that covers the reference is True (the first-occurrence rule of the
-    module docstring: there is one relevant item), so the result can be passed to the
-    `*_from_relevance` functions with `n_relevant=1`.
-
-    Raises `ValueError` if the reference span is empty or reversed, or `min_overlap` is not in
-    (0, 1].
-    """
-    if not 0.0 < min_overlap <= 1.0:
-        raise ValueError(f"min_overlap must be in (0, 1], got {min_overlap}")
-    # Unpacked by position, so plain (source, start, end) tuples work as well as `Span`s.
-    reference_source, reference_start, reference_end = reference
-    reference_length = reference_end - reference_start
-    if reference_length <= 0:
-        raise ValueError(f"reference span must be non-empty, got {reference}")
-    needed = min_overlap * reference_length
-    found = False
-    relevance: list[bool] = []
-    for span in retrieved_spans:
-        covers = False
-        if span is not None:
-            source, start, end = span
-            covers = source == reference_source and span_overlap(start, end, reference_start, reference_end) >= needed
-        relevance.append(covers and not found)
-        found = found or covers
-    return relevance
 
 
 # --------------------------------------------------------------------------------------------------

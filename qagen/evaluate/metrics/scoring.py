@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from qagen.evaluate.metrics.evidence import Evidence, locate_evidence
+from qagen.evaluate.metrics.evidence_hits import ReferenceEvidence
 from qagen.evaluate.metrics.retrieval import (
     Span,
-    chunk_hit_ranks,
     hit_at_k,
     hit_at_k_from_relevance,
     ndcg_at_k,
@@ -19,16 +20,13 @@ from qagen.evaluate.metrics.squad import token_f1
 from qagen.evaluate.metrics.text import context_rouge_l_recall
 from qagen.evaluate.records import EvalItem, RagOutput, RetrievedContext
 
+EVIDENCE_COLUMNS = ("evidence_hit@k", "evidence_reciprocal_rank@k", "evidence_ndcg@k")
+"""The chunk-level columns: a retrieved chunk is relevant when it holds the reference answer's
+evidence (`qagen.evaluate.metrics.evidence_hits`)."""
+
 # Row columns; `@k` stands for the cutoff, which the summary writes out (`hit@k` -> `hit@7`).
 DETERMINISTIC_GROUPS = {
-    "retrieval": (
-        "hit@k",
-        "reciprocal_rank@k",
-        "ndcg@k",
-        "chunk_hit@k",
-        "chunk_reciprocal_rank@k",
-        "chunk_ndcg@k",
-    ),
+    "retrieval": ("hit@k", "reciprocal_rank@k", "ndcg@k", *EVIDENCE_COLUMNS),
     "text": ("context_rouge_l_recall", "token_f1"),
 }
 
@@ -37,14 +35,13 @@ class Reported(NamedTuple):
     """What a system reports with its answers, judged over the whole run.
 
     A question whose answer came with no contexts means "retrieved nothing" (scored 0) for a system
-    that reports contexts, sources or offsets elsewhere in the run, and "unknown" (no value) for
+    that reports contexts (or sources) elsewhere in the run, and "unknown" (no value) for
     one that never does: a plain-answer system must not score 0 on retrieval, and a retriever that
     sometimes finds nothing must not have those questions dropped from its mean.
     """
 
     contexts: bool = False
     sources: bool = False
-    spans: bool = False
 
 
 NOTHING_REPORTED = Reported()
@@ -52,13 +49,12 @@ NOTHING_REPORTED = Reported()
 
 def reported(outputs: Iterable[RagOutput]) -> Reported:
     """What the `outputs` of one run report, any of them."""
-    contexts = sources = spans = False
+    contexts = sources = False
     for output in outputs:
         for context in output.contexts:
             contexts = True
             sources = sources or context.source is not None
-            spans = spans or _span(context) is not None
-    return Reported(contexts, sources, spans)
+    return Reported(contexts, sources)
 
 
 def _span(context: RetrievedContext) -> Span | None:
@@ -67,16 +63,35 @@ def _span(context: RetrievedContext) -> Span | None:
     return Span(context.source, context.start_index, context.end_index)
 
 
+def question_evidence(item: EvalItem) -> Evidence | None:
+    """Where the question's reference answer is written in its chunk; None when the chunk's text is unknown."""
+    return locate_evidence(item.true_answer, item.context) if item.context else None
+
+
+def _evidence_relevance(item: EvalItem, evidence: Evidence, contexts: list[RetrievedContext]) -> list[bool]:
+    known = item.source_doc is not None and item.start_index is not None and item.end_index is not None
+    reference = Span(item.source_doc or "", item.start_index or 0, item.end_index or 0) if known else None
+    judge = ReferenceEvidence(item.context or "", evidence, reference, item.source_doc)
+    return judge.relevance([(context.text, _span(context), context.source) for context in contexts])
+
+
 def deterministic_metrics(
-    item: EvalItem, output: RagOutput, k: int, groups: set[str], run: Reported = NOTHING_REPORTED
+    item: EvalItem,
+    output: RagOutput,
+    k: int,
+    groups: set[str],
+    run: Reported = NOTHING_REPORTED,
+    evidence: Evidence | None = None,
 ) -> dict[str, float | None]:
     """Every deterministic metric whose inputs exist for this question; None where they do not.
 
     Document level compares the retrieved sources with the question's `source_doc`. Chunk level
-    needs character offsets on both sides: a retrieved context counts when it overlaps at least
-    half of the chunk the question was drafted from. An answer with no contexts scores 0 on what
-    the system reports elsewhere in the `run` (see `Reported`); a failed answer without contexts
-    has no retrieval values (its failure is counted apart).
+    (`evidence_*`) counts a retrieved context when it holds the reference answer's evidence in the
+    question's chunk (`evidence` as `question_evidence(item)` gives it, computed here when not
+    given; the rule: `qagen.evaluate.metrics.evidence_hits`): it needs the chunk's text and an
+    answer located in it. An answer with no contexts scores 0 on what the system reports elsewhere
+    in the `run` (see `Reported`); a failed answer without contexts has no retrieval values (its
+    failure is counted apart).
     """
     values: dict[str, float | None] = {}
     contexts = output.contexts[:k]
@@ -89,16 +104,15 @@ def deterministic_metrics(
             values["ndcg@k"] = ndcg_at_k(sources, item.source_doc, k)
         else:
             values["hit@k"] = values["reciprocal_rank@k"] = values["ndcg@k"] = None
-        spans = [_span(context) for context in contexts]
-        known_span = item.source_doc and item.start_index is not None and item.end_index is not None
-        if known_span and (any(spans) or (retrieved_nothing and run.spans)):
-            reference = Span(item.source_doc or "", item.start_index or 0, item.end_index or 0)
-            relevance = chunk_hit_ranks(spans, reference)
-            values["chunk_hit@k"] = hit_at_k_from_relevance(relevance, k)
-            values["chunk_reciprocal_rank@k"] = reciprocal_rank_at_k_from_relevance(relevance, k)
-            values["chunk_ndcg@k"] = ndcg_at_k_from_relevance(relevance, k, n_relevant=1)
+        if evidence is None:
+            evidence = question_evidence(item)
+        if evidence is not None and evidence.spans and (contexts or (retrieved_nothing and run.contexts)):
+            relevance = _evidence_relevance(item, evidence, contexts)
+            values["evidence_hit@k"] = hit_at_k_from_relevance(relevance, k)
+            values["evidence_reciprocal_rank@k"] = reciprocal_rank_at_k_from_relevance(relevance, k)
+            values["evidence_ndcg@k"] = ndcg_at_k_from_relevance(relevance, k, n_relevant=1)
         else:
-            values["chunk_hit@k"] = values["chunk_reciprocal_rank@k"] = values["chunk_ndcg@k"] = None
+            values.update(dict.fromkeys(EVIDENCE_COLUMNS))
     if "text" in groups:
         texts = [c.text for c in contexts]
         values["context_rouge_l_recall"] = (

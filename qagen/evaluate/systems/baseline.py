@@ -1,43 +1,39 @@
-"""The bundled baseline RAG system: BM25 over qagen's own chunks, read by the notebook's reader prompt.
+"""The bundled baseline RAG system: a retriever over qagen's own chunks, read by the notebook's reader prompt.
 
-Chunks come from qagen's own loader and splitter, so a retrieved context carries the same
-`source`, `start_index` and `end_index` as the chunks a test set was drafted from, and chunk-level
-retrieval metrics line up. The index (`qagen.evaluate.systems.bm25_index`) is built once per corpus setting
-and process, and optionally kept on disk under `index_dir`.
+The retriever (`qagen.evaluate.systems.retrievers`: BM25, dense or hybrid) ranks the chunks of a
+corpus chunked exactly as `qagen build` does, so a retrieved context carries the same `source`,
+`start_index` and `end_index` as the chunks a test set was drafted from, and chunk-level retrieval
+metrics line up. An optional `Reranker` reorders the retriever's candidates; the reader answers
+from the top `k`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
-import logging
-import os
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from qagen.errors import ConfigError, CorpusError
+from qagen.errors import ConfigError
 from qagen.evaluate.records import RagOutput, RetrievedContext
-from qagen.evaluate.systems.bm25_index import INDEX_VERSION, BM25Index, index_chunks
+from qagen.evaluate.systems.bm25_index import BM25Index
+from qagen.evaluate.systems.corpus_chunks import CorpusChunks
+
+# The per-process index cache (`corpus_chunks.remember`), by its former name here, which tests clear.
+from qagen.evaluate.systems.corpus_chunks import _memory as _memory
+from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
+from qagen.evaluate.systems.rerank.base import RERANK_FAILED, Reranker, RerankItem, RerankRecord, RunRerank
+from qagen.evaluate.systems.retrievers import BM25Retriever, Retriever, ScoredContext
 from qagen.failures import Failure
-from qagen.generation.chunk import LengthUnit, make_splitter
-from qagen.generation.load.documents import CorpusReport, iter_documents
+from qagen.generation.chunk import LengthUnit
 from qagen.llm.client import LLMClient
 from qagen.llm.prompts import load_prompt
-from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
+from qagen.llm.task import Done, Reply, Request, Role, SingleCallTask, Step, Task, add_usage, user_request
 from qagen.records import Usage
 from qagen.runs.executor import drive
 from qagen.runs.store import record_key
 
-__all__ = ["BM25Baseline", "ReaderTask", "build_context"]
-
-_logger = logging.getLogger(__name__)
-
-# Indexes kept in memory per process (each holds every chunk's text).
-_MEMORY_SLOTS = 4
+__all__ = ["BM25Baseline", "Baseline", "ReaderTask", "build_context"]
 
 
 def build_context(texts: Iterable[str]) -> str:
@@ -47,19 +43,120 @@ def build_context(texts: Iterable[str]) -> str:
     return context
 
 
-_memory: OrderedDict[str, BM25Index] = OrderedDict()
-_memory_lock = threading.Lock()
+class Baseline:
+    """`retriever`'s top chunks (through `reranker`, when given), then the notebook's RAG prompt to a
+    reader model over the top `k`.
 
-
-class BM25Baseline:
-    """BM25 retrieval of the top `k` chunks, then the notebook's RAG prompt to a reader model.
-
-    The corpus is a path (file or folder) or a Hugging Face dataset, loaded and chunked exactly as
-    `qagen build` does (`chunk_overlap` defaults to a tenth of `chunk_size`, as in the notebook).
-    The index is built on first use (or by `build_index()`), once per corpus setting per process;
-    with `index_dir` it is also saved there and reused by later runs while the corpus files are
-    unchanged (same names, sizes and modification times).
+    With a reranker, the retriever hands it its top `rerank_top` chunks (default
+    `DEFAULT_RERANK_TOP`, and never fewer than `k`), and the reader gets the first `k` the reranker
+    returns. The index is built on first use (or by `build_index()`), in a worker thread when answering.
     """
+
+    def __init__(
+        self,
+        retriever: Retriever,
+        *,
+        reader: LLMClient,
+        k: int = 7,
+        reranker: Reranker | None = None,
+        rerank_top: int | None = None,
+    ) -> None:
+        if k < 1:
+            raise ConfigError(f"`k` must be at least 1, got {k}.", settings=("k",))
+        self.retriever = retriever
+        self.corpus = retriever.corpus
+        self.k = k
+        self.reranker = reranker
+        if rerank_top is not None and rerank_top < 1:
+            raise ConfigError(f"`rerank_top` must be at least 1, got {rerank_top}.", settings=("rerank_top",))
+        self.rerank_top = max(k, DEFAULT_RERANK_TOP if rerank_top is None else rerank_top)
+        self.reader = reader
+        self.task = ReaderTask(reader.settings.spec)
+        self._built = False
+        self._index_lock: asyncio.Lock | None = None
+
+    @property
+    def chunk_size(self) -> int:
+        return self.corpus.chunk_size
+
+    @property
+    def chunk_overlap(self) -> int:
+        return self.corpus.chunk_overlap
+
+    @property
+    def name(self) -> str:
+        rerank = f"-{self.reranker.name}" if self.reranker is not None else ""
+        return f"{self.retriever.name}{rerank}-k{self.k}-{self.corpus.label}-{self.reader.settings.name}"
+
+    def describe(self) -> dict[str, object]:
+        """The settings that shape this baseline's answers, for the report."""
+        about: dict[str, object] = {
+            **self.retriever.describe(),
+            "k": self.k,
+            "chunk_size": self.corpus.chunk_size,
+            "chunk_overlap": self.corpus.chunk_overlap,
+            "length_unit": self.corpus.length_unit,
+            "reader": self.reader.settings.spec,
+            "prompt_hash": self.task.prompt.hash,
+            "system_prompt_hash": self.task.system_prompt.hash,
+        }
+        if self.reranker is not None:
+            about["rerank"] = {**self.reranker.describe(), "top": self.rerank_top}
+        return about
+
+    def build_index(self) -> None:
+        """Load or build the retriever's index now (blocking)."""
+        self.retriever.build()
+        self._built = True
+
+    def corpus_sources(self) -> set[str]:
+        """The source ids of the indexed chunks (builds the index; blocking): what hit@k can find."""
+        return {context.source for context in self.retriever.contexts() if context.source}
+
+    def retrieve(self, question: str) -> list[RetrievedContext]:
+        """The retriever's top `k` chunks for `question` (builds the index on first use; no reranking)."""
+        return [scored.context for scored in self.retriever.search(question, self.k)]
+
+    async def retrieve_for(self, question: str, *, run: RunRerank | None = None) -> Retrieved:
+        """The question and its top `k` chunks: what the reader answers from (the task's item).
+
+        With a reranker, its task runs through `run` (the evaluation's executor and store; by
+        default its chat calls, if any, go straight to the reader); a reranking that failed is
+        carried to the reader's task, which records it without a call.
+        """
+        if not self._built:
+            if self._index_lock is None:
+                self._index_lock = asyncio.Lock()
+            async with self._index_lock:
+                # Built in a worker thread: the event loop keeps serving other work meanwhile.
+                await asyncio.to_thread(self.build_index)
+        wanted = self.rerank_top if self.reranker is not None else self.k
+        ranked: list[ScoredContext] = await asyncio.to_thread(self.retriever.search, question, wanted)
+        candidates = tuple(scored.context for scored in ranked)
+        if self.reranker is None:
+            return Retrieved(question, candidates[: self.k])
+        item = RerankItem(question, candidates)
+        record = await (run or self._rerank_directly)(self.reranker.task, item)
+        if record.failure is not None:
+            return Retrieved(question, (), failure=record.failure, usage=record.usage)
+        return Retrieved(question, tuple(context for context, _ in record.top(item, self.k)), usage=record.usage)
+
+    async def _rerank_directly(self, task: Task[RerankItem, RerankRecord], item: RerankItem) -> RerankRecord:
+        return await drive(task, item, self.reader.complete)
+
+    async def answer(self, question: str) -> RagOutput:
+        return await drive(self.task, await self.retrieve_for(question), self.reader.complete)
+
+    async def aclose(self) -> None:
+        """Release the reranker's connections (a rerank endpoint's)."""
+        if self.reranker is not None:
+            await self.reranker.aclose()
+
+
+class BM25Baseline(Baseline):
+    """The baseline with BM25 retrieval over `corpus` (a path, or a Hugging Face dataset), chunked
+    like `qagen build`; with `index_dir` the index is saved there and reused while the corpus files
+    are unchanged (see `BM25Retriever`)."""
 
     def __init__(
         self,
@@ -77,129 +174,35 @@ class BM25Baseline:
         source_column: str | None = None,
         index_dir: Path | None = None,
         progress: bool = True,
+        reranker: Reranker | None = None,
+        rerank_top: int | None = None,
     ) -> None:
-        if k < 1:
-            raise ConfigError(f"`k` must be at least 1, got {k}.", settings=("k",))
-        self.corpus = Path(corpus) if corpus is not None else None
-        self.hf_dataset = hf_dataset
-        self.split = split
-        self.chunk_size = chunk_size
-        self.chunk_overlap = chunk_size // 10 if chunk_overlap is None else chunk_overlap
-        self.length_unit: LengthUnit = length_unit
-        self.encoding = encoding
-        self.k = k
-        self.text_column = text_column
-        self.source_column = source_column
-        self.reader = reader
-        self.index_dir = index_dir
-        self.progress = progress
-        # Settings are checked now, so a bad chunk size fails before any question is asked.
-        self._splitter = make_splitter(chunk_size, self.chunk_overlap, length_unit, encoding)
-        self.task = ReaderTask(reader.settings.spec)
-        self._index: BM25Index | None = None
-        self._index_lock: asyncio.Lock | None = None
-
-    @property
-    def name(self) -> str:
-        unit = "" if self.length_unit == "characters" else "tok"
-        return f"bm25-k{self.k}-chunk{self.chunk_size}{unit}-{self.reader.settings.name}"
-
-    def describe(self) -> dict[str, object]:
-        """The settings that shape this baseline's answers, for the report."""
-        return {
-            "retriever": "bm25s",
-            "k": self.k,
-            "chunk_size": self.chunk_size,
-            "chunk_overlap": self.chunk_overlap,
-            "length_unit": self.length_unit,
-            "reader": self.reader.settings.spec,
-            "prompt_hash": self.task.prompt.hash,
-            "system_prompt_hash": self.task.system_prompt.hash,
-            # The corpus it retrieves from (files' names, sizes and times): stored answers read
-            # from an older corpus are another system's answers, asked again, not reused.
-            "corpus_index": self.cache_key()[:16],
-        }
+        chunks = CorpusChunks(
+            corpus,
+            hf_dataset=hf_dataset,
+            split=split,
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            length_unit=length_unit,
+            encoding=encoding,
+            text_column=text_column,
+            source_column=source_column,
+            progress=progress,
+        )
+        self.bm25 = BM25Retriever(chunks, index_dir=index_dir)
+        super().__init__(self.bm25, reader=reader, k=k, reranker=reranker, rerank_top=rerank_top)
 
     def index_settings(self) -> dict[str, object]:
-        """What the index depends on besides the corpus files' contents (which corpus, how chunked)."""
-        return {
-            "version": INDEX_VERSION,
-            "corpus": str(self.corpus.resolve()) if self.corpus is not None else None,
-            "hf_dataset": self.hf_dataset,
-            "split": self.split,
-            "text_column": self.text_column,
-            "source_column": self.source_column,
-            "chunk_size": self.chunk_size,
-            "chunk_overlap": self.chunk_overlap,
-            "length_unit": self.length_unit,
-            "encoding": self.encoding if self.length_unit == "tokens" else None,
-        }
+        return self.bm25.index_settings()
 
     def cache_key(self) -> str:
         """sha256 of everything the index depends on, the corpus files' names, sizes and times included."""
-        settings = {**self.index_settings(), "files": _fingerprint(self.corpus) if self.corpus is not None else None}
-        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode("utf-8")).hexdigest()
+        return self.bm25.cache_key()
 
-    def build_index(self) -> BM25Index:
-        """The index: from this process's memory, else from `index_dir`, else built now (blocking)."""
-        if self._index is not None:
-            return self._index
-        key = self.cache_key()
-        folder = self.index_dir / f"bm25-{key[:24]}" if self.index_dir is not None else None
-        # One lock for all builds: two baselines on the same corpus must not both build it.
-        with _memory_lock:
-            index = _memory.get(key)
-            if index is None and folder is not None:
-                index = BM25Index.load(folder, key)
-            if index is None:
-                report = CorpusReport()
-                documents = iter_documents(
-                    self.corpus,
-                    report=report,
-                    hf_dataset=self.hf_dataset,
-                    split=self.split,
-                    text_column=self.text_column,
-                    source_column=self.source_column,
-                )
-                index = index_chunks(documents, self._splitter, progress=self.progress)
-                index.report = report
-                if report.skipped:
-                    _logger.warning(
-                        "BM25 baseline: %d corpus inputs skipped (%s).",
-                        len(report.skipped),
-                        ", ".join(f"{reason}: {n}" for reason, n in report.skipped_by_reason().items()),
-                    )
-                if folder is not None:
-                    folder.parent.mkdir(parents=True, exist_ok=True)
-                    index.save(folder, key, self.index_settings())
-            _memory[key] = index
-            _memory.move_to_end(key)
-            while len(_memory) > _MEMORY_SLOTS:
-                _memory.popitem(last=False)
-        self._index = index
-        return index
-
-    def corpus_sources(self) -> set[str]:
-        """The source ids of the indexed chunks (builds the index; blocking): what hit@k can find."""
-        return {context.source for context in self.build_index().contexts if context.source}
-
-    def retrieve(self, question: str) -> list[RetrievedContext]:
-        """The top `k` chunks for `question` (builds the index on first use)."""
-        return self.build_index().search(question, self.k)
-
-    async def retrieve_for(self, question: str) -> Retrieved:
-        """The question and its top `k` chunks: what the reader answers from (the task's item)."""
-        if self._index is None:
-            if self._index_lock is None:
-                self._index_lock = asyncio.Lock()
-            async with self._index_lock:
-                # Built in a worker thread: the event loop keeps serving other work meanwhile.
-                await asyncio.to_thread(self.build_index)
-        contexts = await asyncio.to_thread(self.retrieve, question)
-        return Retrieved(question, tuple(contexts))
-
-    async def answer(self, question: str) -> RagOutput:
-        return await drive(self.task, await self.retrieve_for(question), self.reader.complete)
+    def build_index(self) -> BM25Index:  # type: ignore[override]
+        """The BM25 index: from this process's memory, else from `index_dir`, else built now (blocking)."""
+        super().build_index()
+        return self.bm25.index()
 
 
 class Retrieved(NamedTuple):
@@ -207,6 +210,10 @@ class Retrieved(NamedTuple):
 
     question: str
     contexts: tuple[RetrievedContext, ...]
+    failure: Failure | None = None
+    """Why the reranker could not order the candidates (then there is nothing to answer from)."""
+    usage: Usage = Usage()
+    """What reranking cost (a listwise reranker's call), counted with the answer's."""
 
 
 class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
@@ -225,6 +232,14 @@ class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
         texts = "\x00".join(context.text for context in item.contexts)
         return record_key("rag_answer", item.question, texts, self.system_prompt.sha256, self.prompt.sha256, self.model)
 
+    def start(self, item: Retrieved) -> Step[RagOutput]:
+        if item.failure is not None:
+            # No reranked chunks, no call: the question is recorded unanswered, and asked again on
+            # resume (the reranking too, when its failure was a call's).
+            error = f"{RERANK_FAILED}: {item.failure.kind.value}"
+            return Done(RagOutput(answer=None, error=error, usage=item.usage))
+        return super().start(item)
+
     def request(self, item: Retrieved) -> Request:
         # The notebook's prompt, as it has it: the question and the chunks go in as written.
         prompt = self.prompt.render(context=build_context(c.text for c in item.contexts), question=item.question)
@@ -232,35 +247,14 @@ class ReaderTask(SingleCallTask[Retrieved, RagOutput]):
 
     def parse(self, item: Retrieved, reply: Reply) -> RagOutput:
         contexts = list(item.contexts)
+        usage = add_usage(item.usage, reply.usage)
         if not reply.text.strip():
-            return RagOutput(answer=None, contexts=contexts, error="reader_failed: empty_reply", usage=reply.usage)
-        return RagOutput(answer=reply.text.strip(), contexts=contexts, usage=reply.usage)
+            return RagOutput(answer=None, contexts=contexts, error="reader_failed: empty_reply", usage=usage)
+        return RagOutput(answer=reply.text.strip(), contexts=contexts, usage=usage)
 
     def failed(self, item: Retrieved, failure: Failure, reply: Reply | None = None) -> RagOutput:
         # Retrieval worked, so its contexts are kept: retrieval metrics still count.
-        usage = reply.usage if reply is not None else Usage()
+        usage = add_usage(item.usage, reply.usage) if reply is not None else item.usage
         return RagOutput(
             answer=None, contexts=list(item.contexts), error=f"reader_failed: {failure.kind.value}", usage=usage
         )
-
-
-def _fingerprint(corpus: Path) -> list[tuple[str, int, int]]:
-    """(relative path, size, mtime_ns) of every file under `corpus`: a changed corpus gets a new index."""
-    if not corpus.exists():
-        raise CorpusError(f"Corpus path not found: {corpus}")
-    if corpus.is_file():
-        info = corpus.stat()
-        return [(corpus.name, info.st_size, info.st_mtime_ns)]
-    entries: list[tuple[str, int, int]] = []
-    # Symlinked folders are not followed here (a loop would never end); their files still count
-    # for the index itself, which the loader builds with loop detection.
-    for folder, subfolders, files in os.walk(corpus):
-        subfolders.sort()
-        for file in sorted(files):
-            path = Path(folder, file)
-            try:
-                info = path.stat()
-            except OSError:
-                continue  # the loader reports unreadable files; here they just do not change the key
-            entries.append((path.relative_to(corpus).as_posix(), info.st_size, info.st_mtime_ns))
-    return entries

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import shutil
 import sys
-import threading
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -25,6 +22,7 @@ from tqdm import tqdm
 
 from qagen.errors import CorpusError
 from qagen.evaluate.records import RetrievedContext
+from qagen.evaluate.systems.saved_index import load_folder, save_folder
 from qagen.generation.chunk import ChunkStats, chunk_documents
 from qagen.generation.load.documents import CorpusReport
 from qagen.records import Document
@@ -66,6 +64,10 @@ class BM25Index:
         Chunks that share no word with the question score 0 and are not returned: they are no
         evidence, and a fixed filler would only dilute precision. So fewer than `k` may come back.
         """
+        return [self.contexts[i] for i, _ in self.ranked(question, k)]
+
+    def ranked(self, question: str, k: int) -> list[tuple[int, float]]:
+        """(chunk position, BM25 score) of the top `k` chunks for `question`, as `search` picks them."""
         ids = self.retriever.get_tokens_ids(tokenize(question))
         if not ids or k <= 0:
             return []
@@ -76,71 +78,30 @@ class BM25Index:
         threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
         candidates = np.flatnonzero((scores >= threshold) & (scores > 0))
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
-        return [self.contexts[int(i)] for i in order]
+        return [(int(i), float(scores[i])) for i in order]
 
     def save(self, folder: Path, key: str, settings: dict[str, object] | None = None) -> None:
-        """Write the index to `folder` atomically (a complete folder appears, or none).
+        """Write the index to `folder` atomically; an index of an earlier state of the same corpus
+        saved beside it (same `settings`, another key) is deleted (`saved_index.save_folder`)."""
 
-        `settings` (what the index depends on besides the corpus files' contents) are written with
-        it; an index saved beside it with the same settings under another key was built from an
-        earlier state of the same corpus, can never be used again, and is deleted.
-        """
-        staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-        shutil.rmtree(staging, ignore_errors=True)
-        staging.mkdir(parents=True)
-        self.retriever.save(str(staging), show_progress=False)
-        with (staging / "contexts.jsonl").open("w", encoding="utf-8") as out:
-            for context in self.contexts:
-                out.write(context.model_dump_json() + "\n")
-        meta = {"key": key, "chunks": len(self.contexts), "settings": settings}
-        (staging / "qagen_index.json").write_text(json.dumps(meta))
-        try:
-            staging.rename(folder)
-        except OSError as exc:
-            shutil.rmtree(staging, ignore_errors=True)
-            if not folder.exists():
-                # Not a race with another process saving the same index: the cache is unusable.
-                # The index in memory is complete, so only later runs lose the saved copy.
-                _logger.warning("could not save the BM25 index to %s: %s", folder, exc)
-                return
-        if settings is not None:
-            _delete_superseded(folder, key, settings)
+        def write(staging: Path) -> None:
+            self.retriever.save(str(staging), show_progress=False)
+
+        save_folder(folder, key, settings, self.contexts, write, _logger, "BM25 index")
 
     @classmethod
     def load(cls, folder: Path, key: str) -> BM25Index | None:
         """The index saved in `folder` under `key`, or None when there is none (or it is unreadable)."""
-        try:
-            meta = json.loads((folder / "qagen_index.json").read_text())
-            if meta.get("key") != key:
-                return None
-            retriever = bm25s.BM25.load(str(folder), load_vocab=True, show_progress=False)
-            with (folder / "contexts.jsonl").open(encoding="utf-8") as lines:
-                contexts = [RetrievedContext.model_validate_json(line) for line in lines]
-        except FileNotFoundError:
+
+        def read(saved: Path) -> Any:
+            return bm25s.BM25.load(str(saved), load_vocab=True, show_progress=False)
+
+        loaded = load_folder(folder, key, read, _logger, "BM25 index")
+        if loaded is None:
             return None
-        except (OSError, ValueError) as exc:
-            # A damaged cache is rebuilt (and replaced) rather than trusted; said, not hidden.
-            _logger.warning("Ignoring the unreadable BM25 index in %s (%s); rebuilding it.", folder, exc)
-            return None
-        if len(contexts) != meta.get("chunks"):
-            _logger.warning("Ignoring the incomplete BM25 index in %s; rebuilding it.", folder)
-            return None
+        retriever, contexts = loaded
         _logger.info("Reusing the BM25 index of %d chunks saved in %s.", len(contexts), folder)
         return cls(retriever=retriever, contexts=contexts)
-
-
-def _delete_superseded(folder: Path, key: str, settings: dict[str, object]) -> None:
-    """Delete the indexes beside `folder` saved with the same `settings` under another key."""
-    for sibling in folder.parent.glob("bm25-*"):
-        if sibling == folder or not sibling.is_dir():
-            continue
-        try:
-            meta = json.loads((sibling / "qagen_index.json").read_text())
-        except (OSError, ValueError):
-            continue  # not a finished index (another process may be writing it): not ours to judge
-        if meta.get("settings") == settings and meta.get("key") != key:
-            _logger.info("Deleting the BM25 index of an earlier state of the corpus, %s.", sibling)
-            shutil.rmtree(sibling, ignore_errors=True)
 
 
 def index_chunks(documents: Iterable[Document], splitter: Any, *, progress: bool = True) -> BM25Index:

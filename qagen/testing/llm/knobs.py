@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from qagen.testing.llm.faults import FAULT_KINDS
 from qagen.testing.llm.replies import ReplyPolicy
+from qagen.testing.llm.rerank import RERANK_REPLIES
 from qagen.testing.llm.shaping import ShapePolicy
 
 
@@ -36,6 +37,8 @@ class Knobs:
     batch_expire: int = 0
     batch_drop_polls: int = 0
     batch_line_status: int = 0
+    # The shape of `/rerank` replies (`qagen.testing.llm.rerank`): "results" (vLLM) or "list" (TEI).
+    rerank_reply: str = "results"
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
     shaping: ShapePolicy = dataclasses.field(default_factory=ShapePolicy)
 
@@ -73,6 +76,8 @@ class Knobs:
                 raise ValueError(f"{name} must be an integer >= 0, got {count}.")
         if self.batch_line_status not in LINE_STATUSES:
             raise ValueError(f"batch_line_status must be one of {sorted(LINE_STATUSES)}, got {self.batch_line_status}.")
+        if self.rerank_reply not in RERANK_REPLIES:
+            raise ValueError(f"rerank_reply must be one of {sorted(RERANK_REPLIES)}, got {self.rerank_reply!r}.")
         if self.fault_attempts < 1:
             raise ValueError(f"fault_attempts must be at least 1, got {self.fault_attempts}.")
         unknown = set(self.fault_kinds) - set(FAULT_KINDS)

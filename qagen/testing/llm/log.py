@@ -21,7 +21,7 @@ class LogEntry(TypedDict):
     path: str
     body_sha256: str | None
     attempt: int | None  # n-th well-formed request with this body (None if rejected earlier)
-    kind: str  # generation/critique/judge/answer, malformed, fault, error, models
+    kind: str  # generation/critique/judge/answer/rerank, malformed, fault, error, models
     prompt: str | None  # the recognised prompt kind, also for malformed replies
     criterion: str | None
     model: str | None

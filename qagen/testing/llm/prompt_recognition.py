@@ -9,6 +9,7 @@ Prompt kinds, decided from the text of the last user message:
 - ``generation``: contains ``Factoid question:`` and ``Context:``; the chunk is read from it.
 - the evaluator's RAGAS-style and grader prompts (``ragas_*``, ``grader``), recognised by how their
   prompt files begin (`qagen.testing.llm.eval_replies`, which documents each protocol).
+- ``rerank``: qagen's listwise rerank prompt, told by its opening (`qagen.testing.llm.rerank`).
 - ``answer``: anything else (e.g. a RAG reader prompt).
 
 When several markers occur (a chunk may quote a prompt template), the earliest one wins, since
@@ -22,8 +23,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from qagen.testing.llm.eval_replies import EvalKind, EvalPrompt, classify_eval_prompt
+from qagen.testing.llm.rerank import LISTWISE_OPENING
 
-PromptKind = Literal["generation", "critique", "judge", "answer"] | EvalKind
+PromptKind = Literal["generation", "critique", "judge", "rerank", "answer"] | EvalKind
 
 # The sentence of each default critique prompt that names its criterion.
 CRITERION_PHRASES: dict[str, str] = {
@@ -117,6 +119,8 @@ def classify_prompt(text: str) -> PromptInfo:
     a RAG prompt's retrieved documents do not count. The evaluator's prompts are told by how they
     begin, which no other template shares.
     """
+    if LISTWISE_OPENING.match(text):
+        return PromptInfo(kind="rerank", text=text)
     evaluation = classify_eval_prompt(text)
     if evaluation is not None:
         return PromptInfo(kind=evaluation.kind, text=text, criterion=evaluation.criterion, evaluation=evaluation)

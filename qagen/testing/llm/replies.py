@@ -8,6 +8,7 @@ the same reply, in any process, on any machine. Replies by prompt kind:
 - ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
 - ``generation``: ``Factoid question: {q}`` then ``Answer: {a}`` (`factoid_for`).
 - the evaluator's RAGAS-style and grader prompts: answered by `qagen.testing.llm.eval_replies`.
+- ``rerank``: the passages' identifiers by word overlap with the question (`qagen.testing.llm.rerank`).
 - ``answer``: a short plain answer.
 """
 
@@ -26,6 +27,7 @@ from qagen.testing.llm.outcomes import (
     unit_interval,
 )
 from qagen.testing.llm.prompt_recognition import PromptInfo, PromptKind, classify_prompt
+from qagen.testing.llm.rerank import listwise_reply
 
 ScorePolicy = Callable[[str, str], int]
 """`(criterion, question) -> rating`; any int may be returned (0 or 7 test range checks)."""
@@ -54,6 +56,7 @@ MALFORMED_KINDS: dict[PromptKind, tuple[str, ...]] = {
     "judge": ("empty", "refusal", "truncated", "out_of_range", "no_rating"),
     "generation": ("empty", "refusal", "truncated", "no_structure"),
     "answer": ("empty", "refusal"),
+    "rerank": ("empty", "refusal"),
     **dict.fromkeys(EVAL_KINDS, ("empty", "refusal", "truncated")),
 }
 
@@ -269,6 +272,8 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
         score = policy.judge(info.question or "", info.response or "")
         fmt = _variant(JUDGE_FORMATS, policy.format_variety, request_key)
         good = Reply(_judge_reply(score, fmt), "judge", "judge", score=score, format=fmt)
+    elif info.kind == "rerank":
+        good = Reply(listwise_reply(text) or "", "rerank", "rerank", format="canonical")
     elif info.evaluation is not None:
         said = eval_reply(info.evaluation)
         good = Reply(said.content, info.kind, info.kind, info.criterion, said.score, "canonical")

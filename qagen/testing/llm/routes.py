@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from qagen.testing.llm.batches import DROP, Answer, BatchAPI
+from qagen.testing.llm.embeddings import EMBEDDINGS_PATHS, embeddings_reply, embeddings_request_error
 from qagen.testing.llm.faults import AttemptCounter, fault_error
 from qagen.testing.llm.http import LLMRequestHandler, read_body, send, sent_key
 from qagen.testing.llm.knobs import Knobs
@@ -33,6 +34,8 @@ from qagen.testing.llm.payloads import (
     prompt_text,
 )
 from qagen.testing.llm.replies import Reply, make_reply
+from qagen.testing.llm.rerank import RERANK_PATHS
+from qagen.testing.llm.rerank_route import serve_rerank
 from qagen.testing.llm.shaping import Shaped, shape, token_limit
 
 
@@ -162,7 +165,10 @@ class StandInApp:
             content_type = handler.headers.get("Content-Type", "")
             self._batch_answer(handler, entry, self.batches.post(path, content_type, body, knobs))
             return
-        if path not in CHAT_PATHS:
+        if path in RERANK_PATHS:
+            serve_rerank(self, handler, entry, body, sha, knobs, arrived)
+            return
+        if path not in CHAT_PATHS and path not in EMBEDDINGS_PATHS:
             self._error(handler, entry, 404, f"Unknown request URL: POST {path}.", "unknown_url")
             return
         if not self._authorised(handler, knobs):
@@ -177,6 +183,9 @@ class StandInApp:
             request = None
         if not isinstance(request, dict):
             self._error(handler, entry, 400, "The request body is not a JSON object.", "invalid_json")
+            return
+        if path in EMBEDDINGS_PATHS:
+            self._embeddings(handler, entry, request, knobs)
             return
         model = request.get("model")
         entry["model"] = model if isinstance(model, str) else None
@@ -207,6 +216,18 @@ class StandInApp:
             handler.close_connection = True  # shutting down: abandon the reply
             return
         self._complete(handler, entry, request, messages, reply, shaped, sha)
+
+    def _embeddings(self, handler: LLMRequestHandler, entry: LogEntry, request: dict[str, Any], knobs: Knobs) -> None:
+        problem = embeddings_request_error(request)
+        if problem is not None:
+            self._error(handler, entry, 400, problem, "invalid_request")
+            return
+        entry["model"] = request["model"]
+        if knobs.models is not None and request["model"] not in knobs.models:
+            self._model_not_found(handler, entry, request["model"])
+            return
+        entry["kind"] = "embeddings"
+        self._respond(handler, entry, 200, embeddings_reply(request))
 
     def _fault(
         self,

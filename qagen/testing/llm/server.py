@@ -20,11 +20,17 @@ answers the requests, `qagen.testing.llm.http` is the HTTP plumbing):
   ``batch_line_status``: the Batch API (`/v1/files`, `/v1/batches`; `qagen.testing.llm.batches`):
   slow batches, error lines, expired batches, connections lost while polling, every line a 401,
   403 or 404;
+- ``rerank_reply``: the shape of ``/rerank`` replies, vLLM's ``results`` or TEI's ``list``
+  (`qagen.testing.llm.rerank`, which also answers the listwise rerank prompt);
 - ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors;
   with ``echo_key`` the 401, 429 and 500 messages quote the key they were sent, unmasked (OpenAI
   quotes a masked key), so tests can check that no error body carries a key through to the user;
   with ``record_credentials`` each log entry keeps the request's query string and Authorization
   header (``query``, ``authorization``), so tests can check that a key reached the server.
+
+``/v1/embeddings`` answers with deterministic hashed-bag-of-words vectors (`qagen.testing.llm.embeddings`),
+logged with kind ``embeddings``, so dense retrieval through an OpenAI-compatible server is tested
+offline; the fault and reply knobs are the chat endpoint's and do not apply to it.
 
 Every request is logged (in memory, and as JSON lines to ``log_path``, flushed per line so that
 another process can read it even after the client was killed). A bug in the stand-in itself (or
@@ -116,6 +122,7 @@ class StandInLLM:
         batch_expire: int = 0,
         batch_drop_polls: int = 0,
         batch_line_status: int = 0,
+        rerank_reply: str = "results",
         log_path: str | Path | None = None,
     ) -> None:
         self._requested_port = port
@@ -135,6 +142,7 @@ class StandInLLM:
             batch_expire=batch_expire,
             batch_drop_polls=batch_drop_polls,
             batch_line_status=batch_line_status,
+            rerank_reply=rerank_reply,
             replies=ReplyPolicy(
                 pass_rate=dict(pass_rate) if isinstance(pass_rate, Mapping) else pass_rate,
                 format_variety=format_variety,

@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from qagen.evaluate.metrics.retrieval import (
-    Span,
     binary_relevance,
-    chunk_hit_ranks,
     hit_at_k,
     hit_at_k_from_relevance,
     ndcg_at_k,
@@ -238,7 +236,7 @@ def test_from_relevance_variants_agree_with_the_id_variants(relevance: list[bool
 
 
 # --------------------------------------------------------------------------------------------------
-# Chunk level
+# Character ranges (the chunk-level rule: tests/evaluate/metrics/test_evidence_hits.py)
 # --------------------------------------------------------------------------------------------------
 
 positions = st.integers(min_value=0, max_value=60)
@@ -258,93 +256,3 @@ def test_span_overlap_cases() -> None:
     assert span_overlap(0, 10, 20, 30) == 0
     assert span_overlap(0, 10, 5, 20) == 5
     assert span_overlap(0, 100, 10, 20) == 10  # nested
-
-
-spans = st.one_of(
-    st.none(),
-    st.builds(
-        lambda source, a, b: Span(source, min(a, b), max(a, b)),
-        st.sampled_from(["doc1", "doc2"]),
-        positions,
-        positions,
-    ),
-)
-
-
-@given(
-    st.lists(spans, max_size=8),
-    positions,
-    st.integers(min_value=1, max_value=30),
-    st.sampled_from([0.1, 0.25, 0.5, 0.75, 1.0]),
-)
-@settings(max_examples=300)
-def test_chunk_hit_ranks_against_character_sets(
-    retrieved: list[Span | None], start: int, length: int, min_overlap: float
-) -> None:
-    reference = Span("doc1", start, start + length)
-    reference_chars = set(range(reference.start, reference.end))
-    covers = [
-        span is not None
-        and span.source == "doc1"
-        and len(set(range(span.start, span.end)) & reference_chars) / length >= min_overlap
-        for span in retrieved
-    ]
-    first = covers.index(True) if True in covers else None
-    expected = [i == first for i in range(len(retrieved))]
-    assert chunk_hit_ranks(retrieved, reference, min_overlap=min_overlap) == expected
-
-
-def test_chunk_hit_ranks_cases() -> None:
-    reference = Span("doc1", 100, 200)
-    retrieved = [
-        None,  # location unknown
-        Span("doc2", 100, 200),  # another document, same offsets
-        Span("doc1", 0, 149),  # covers 49%
-        Span("doc1", 150, 300),  # covers exactly 50%: enough
-        Span("doc1", 100, 200),  # covers it too, but the reference was already found
-    ]
-    assert chunk_hit_ranks(retrieved, reference) == [False, False, False, True, False]
-    assert chunk_hit_ranks(retrieved, reference, min_overlap=0.4) == [
-        False,
-        False,
-        True,
-        False,
-        False,
-    ]
-    assert chunk_hit_ranks(retrieved, reference, min_overlap=1.0) == [
-        False,
-        False,
-        False,
-        False,
-        True,
-    ]
-    assert chunk_hit_ranks([], reference) == []
-    # Plain tuples work too.
-    assert chunk_hit_ranks([("doc1", 0, 149), ("doc1", 150, 300)], ("doc1", 100, 200)) == [False, True]
-
-
-def test_chunk_level_metrics_from_spans() -> None:
-    reference = Span("doc1", 100, 200)
-    relevance = chunk_hit_ranks([Span("doc2", 0, 100), Span("doc1", 120, 220), Span("doc1", 100, 200)], reference)
-    assert hit_at_k_from_relevance(relevance, 1) == 0.0
-    assert hit_at_k_from_relevance(relevance, 2) == 1.0
-    assert reciprocal_rank_from_relevance(relevance) == 0.5
-    assert ndcg_at_k_from_relevance(relevance, 3, n_relevant=1) == pytest.approx(1 / math.log2(3))
-    assert recall_at_k_from_relevance(relevance, 3, n_relevant=1) == 1.0
-    assert precision_at_k_from_relevance(relevance, 3) == pytest.approx(1 / 3)
-
-
-def test_chunk_hit_ranks_validation() -> None:
-    with pytest.raises(ValueError, match="non-empty"):
-        chunk_hit_ranks([], Span("doc1", 5, 5))
-    with pytest.raises(ValueError, match="non-empty"):
-        chunk_hit_ranks([], Span("doc1", 9, 5))
-    for bad in (0.0, -0.1, 1.5):
-        with pytest.raises(ValueError, match="min_overlap"):
-            chunk_hit_ranks([], Span("doc1", 0, 5), min_overlap=bad)
-
-
-@given(st.lists(st.booleans(), max_size=10))
-def test_reciprocal_rank_from_relevance_is_one_over_the_first_true(relevance: list[bool]) -> None:
-    assume(True in relevance)
-    assert reciprocal_rank_from_relevance(relevance) == 1 / (relevance.index(True) + 1)

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage
 from qagen.errors import ConfigError, CorpusError
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems import baseline as baseline_module
+from qagen.evaluate.systems import retrievers as retrievers_module
 from qagen.evaluate.systems.baseline import BM25Baseline, build_context
 from qagen.evaluate.systems.bm25_index import tokenize
 from qagen.evaluate.systems.protocol import RagSystem
@@ -192,13 +193,13 @@ def test_empty_corpus_is_a_clear_error(tmp_path: Path) -> None:
 def test_index_is_built_once_per_corpus_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     corpus = keyword_corpus(tmp_path)
     built: list[int] = []
-    real = baseline_module.index_chunks
+    real = retrievers_module.index_chunks
 
     def counting(*args: Any, **kwargs: Any) -> Any:
         built.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(baseline_module, "index_chunks", counting)
+    monkeypatch.setattr(retrievers_module, "index_chunks", counting)
     one = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, progress=False)
     two = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, k=3, progress=False)
     assert one.build_index() is two.build_index()
@@ -222,7 +223,7 @@ def test_index_on_disk_is_reused_until_the_corpus_changes(tmp_path: Path, monkey
     def no_build(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the index should have been loaded from disk")
 
-    monkeypatch.setattr(baseline_module, "index_chunks", no_build)
+    monkeypatch.setattr(retrievers_module, "index_chunks", no_build)
     again = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
     assert again.retrieve(question) == expected
 

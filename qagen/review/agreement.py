@@ -1,0 +1,234 @@
+"""How far the critics (or an evaluation's judges) agree with the people who labelled their items.
+
+For a run directory, per criterion and for the keep decision: the labels compared, raw agreement,
+Cohen's kappa with a bootstrap interval, the confusion matrix, and where items have several
+reviewers, the reviewers' agreement with each other (`qagen.review.kappa`). Each label is one
+comparison: a draft two people labelled counts twice (their bootstrap draws the item whole).
+
+The critics' verdict on a criterion is `score >= threshold`, their keep decision "every score at
+or above its threshold" (a question later dropped as a near-duplicate was kept by the critics). A
+label whose draft has no score for the criterion is counted as `unscored`, not compared.
+
+For each criterion, the threshold 1-5 whose verdicts agree best with the people (highest kappa;
+on ties the stricter, higher one) is found, and when it beats the run's own threshold, the run's
+kept count under it is computed the way `qagen filter` computes it (`qagen.review.thresholds`).
+
+For an evaluation directory, people's `correct` labels are compared with the correctness judge
+(correct when `(score - 1) / 4 >= 0.5`) and with each boolean grader present.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from itertools import combinations
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from qagen.config import CRITIC_ORDER
+from qagen.errors import QagenError
+from qagen.records import CandidateRow, Criterion
+from qagen.review.eval_answers import is_eval_dir, judge_says_correct, judges_present, read_answers
+from qagen.review.kappa import Pair, agreement, confusion, kappa_of
+from qagen.review.labels import Label, LabelKind, LabelStore
+from qagen.review.run_drafts import RunDrafts, critic_score, read_run_drafts
+from qagen.review.thresholds import THRESHOLDS, ThresholdFit, fit_threshold, recommend
+
+KEEP = "keep"
+
+
+class ReviewerPair(BaseModel):
+    """Two reviewers' agreement with each other on the items both labelled."""
+
+    reviewers: tuple[str, str]
+    n: int = Field(description="Items both labelled.")
+    agreement: float
+    kappa: float | None
+
+
+class Measure(BaseModel):
+    """The machine against people on one criterion (or the keep decision, or one judge)."""
+
+    n: int = Field(description="Labels compared (one per reviewer and item).")
+    items: int = Field(description="Items those labels are of.")
+    agreement: float | None = Field(description="Raw agreement: the share of labels the machine agrees with.")
+    kappa: float | None = Field(description="Cohen's kappa (None: undefined, or nothing compared).")
+    kappa_low: float | None = Field(description="Lower bound of kappa's 95% bootstrap interval.")
+    kappa_high: float | None = Field(description="Upper bound of kappa's 95% bootstrap interval.")
+    confusion: dict[str, int] = Field(
+        description="true_pass, false_pass (a false keep), false_fail (a false reject), true_fail: they add up to n."
+    )
+    unscored: int = Field(description="Labels not compared: the machine has no verdict on their item.")
+    inter_reviewer: list[ReviewerPair] = Field(description="Each pair of reviewers with shared items.")
+    threshold: ThresholdFit | None = Field(default=None, description="Criteria of a run: the threshold that fits best.")
+
+
+class Recommendation(BaseModel):
+    criterion: str
+    threshold: int
+    sentence: str
+
+
+class AgreementReport(BaseModel):
+    directory: str
+    kind: LabelKind
+    labels: int = Field(description="Labels read (the latest per reviewer and item).")
+    elsewhere: int = Field(
+        description="Labels of items the directory no longer has (e.g. a run chunked again): not compared."
+    )
+    reviewers: list[str]
+    measures: dict[str, Measure] = Field(description="Per criterion and `keep` (runs), per judge (evaluations).")
+    recommendations: list[Recommendation]
+    thresholds: dict[str, int] = Field(description="Runs: every criterion's threshold, the recommended ones applied.")
+    filter_settings: dict[str, int | float] = Field(
+        description="Runs: every setting that decides what a filter keeps, the recommended thresholds applied."
+    )
+    kept_now: int | None = Field(description="Runs: questions kept now.")
+    kept_then: int | None = Field(description="Runs: questions kept with every recommendation applied (None: none).")
+    undecided_then: int | None = Field(description="Runs: drafts left waiting for a critic never asked, then.")
+
+
+def measure_agreement(directory: Path, *, thresholds: bool = True) -> AgreementReport:
+    """The agreement report of a run or evaluation directory's labels (see the module). No call.
+
+    `thresholds=False` leaves out what other thresholds would keep (each is a filter's work).
+    """
+    if is_eval_dir(directory):
+        return _evaluation(directory)
+    return _run(directory, thresholds=thresholds)
+
+
+def _labels(directory: Path, kind: LabelKind) -> list[Label]:
+    labels = LabelStore(directory).of_kind(kind)
+    if not labels:
+        raise QagenError(f"{directory} has no {kind} labels yet; label a sample first with `qagen review {directory}`.")
+    return labels
+
+
+def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
+    drafts = read_run_drafts(directory)
+    given = _labels(directory, "draft")
+    labels = [label for label in given if drafts.get(label.item_id) is not None]
+    rows = {label.item_id: row for label in labels if (row := drafts.get(label.item_id)) is not None}
+    measures: dict[str, Measure] = {}
+    for criterion in CRITIC_ORDER:
+        verdicts = [(label, passed) for label in labels if (passed := _passed(label, criterion)) is not None]
+        if not verdicts:
+            continue
+        scored = [
+            (label.item_id, score, passed)
+            for label, passed in verdicts
+            if (score := critic_score(rows[label.item_id], criterion)) is not None
+        ]
+
+        def pairs_at(threshold: int, scored: list[tuple[str, int, bool]] = scored) -> list[Pair]:
+            return [Pair(item_id, score >= threshold, passed) for item_id, score, passed in scored]
+
+        current = drafts.config.threshold(criterion)
+        fit = fit_threshold(current, {t: kappa_of(confusion(pairs_at(t))) for t in THRESHOLDS})
+        people = _by_reviewer(verdicts)
+        measures[criterion] = _measure(pairs_at(current), len(verdicts), people, fit)
+    keeps = [label for label in labels if label.keep is not None]
+    if keeps:
+        critics = [(label, _critics_keep(drafts, rows[label.item_id])) for label in keeps]
+        pairs = [Pair(label.item_id, keep, bool(label.keep)) for label, keep in critics if keep is not None]
+        people = _by_reviewer((label, bool(label.keep)) for label in keeps)
+        measures[KEEP] = _measure(pairs, len(keeps), people, None)
+    advice = recommend(drafts, measures, predict=thresholds)
+    for name, fit in advice.fits.items():
+        measures[name] = measures[name].model_copy(update={"threshold": fit})
+    return AgreementReport(
+        directory=str(directory),
+        kind="draft",
+        labels=len(labels),
+        elsewhere=len(given) - len(labels),
+        reviewers=sorted({label.reviewer for label in labels}),
+        measures=measures,
+        recommendations=[Recommendation.model_validate(r) for r in advice.recommendations],
+        thresholds=advice.thresholds,
+        filter_settings=advice.filter_settings,
+        kept_now=advice.kept_now,
+        kept_then=advice.kept_then,
+        undecided_then=advice.undecided_then,
+    )
+
+
+def _passed(label: Label, criterion: Criterion) -> bool | None:
+    verdict = label.criteria.get(criterion)
+    return None if verdict is None else verdict.passed
+
+
+def _critics_keep(drafts: RunDrafts, row: CandidateRow) -> bool | None:
+    """The critics' keep decision: False when one rejects, True when all three pass, else None."""
+    if drafts.rejected_by(row):
+        return False
+    return None if drafts.missing_scores(row) else True
+
+
+def _evaluation(directory: Path) -> AgreementReport:
+    answers = read_answers(directory)
+    given = [label for label in _labels(directory, "answer") if label.correct is not None]
+    labels = [label for label in given if label.item_id in answers]
+    measures: dict[str, Measure] = {}
+    for judge in judges_present(answers):
+        pairs = [
+            Pair(label.item_id, judge_says_correct(judge, value), bool(label.correct))
+            for label in labels
+            if (value := answers[label.item_id].verdicts.get(judge)) is not None
+        ]
+        people = _by_reviewer((label, bool(label.correct)) for label in labels)
+        measures[judge] = _measure(pairs, len(labels), people, None)
+    return AgreementReport(
+        directory=str(directory),
+        kind="answer",
+        labels=len(labels),
+        elsewhere=len(given) - len(labels),
+        reviewers=sorted({label.reviewer for label in labels}),
+        measures=measures,
+        recommendations=[],
+        thresholds={},
+        filter_settings={},
+        kept_now=None,
+        kept_then=None,
+        undecided_then=None,
+    )
+
+
+def _by_reviewer(verdicts: Iterable[tuple[Label, bool]]) -> dict[str, dict[str, bool]]:
+    """Each reviewer's yes/no by item."""
+    by_reviewer: dict[str, dict[str, bool]] = defaultdict(dict)
+    for label, value in verdicts:
+        by_reviewer[label.reviewer][label.item_id] = value
+    return by_reviewer
+
+
+def _measure(
+    pairs: list[Pair], labelled: int, by_reviewer: dict[str, dict[str, bool]], fit: ThresholdFit | None
+) -> Measure:
+    result = agreement(pairs)
+    return Measure(
+        n=result.n,
+        items=result.items,
+        agreement=result.agreement,
+        kappa=result.kappa,
+        kappa_low=result.kappa_low,
+        kappa_high=result.kappa_high,
+        confusion=result.confusion._asdict(),
+        unscored=labelled - result.n,
+        inter_reviewer=_inter_reviewer(by_reviewer),
+        threshold=fit,
+    )
+
+
+def _inter_reviewer(by_reviewer: dict[str, dict[str, bool]]) -> list[ReviewerPair]:
+    pairs: list[ReviewerPair] = []
+    for first, second in combinations(sorted(by_reviewer), 2):
+        shared = sorted(set(by_reviewer[first]) & set(by_reviewer[second]))
+        if not shared:
+            continue
+        compared = [Pair(item, by_reviewer[first][item], by_reviewer[second][item]) for item in shared]
+        matrix = confusion(compared)
+        agreed = (matrix.true_pass + matrix.true_fail) / matrix.n
+        pairs.append(ReviewerPair(reviewers=(first, second), n=matrix.n, agreement=agreed, kappa=kappa_of(matrix)))
+    return pairs

@@ -1,0 +1,71 @@
+"""A run directory's drafts as a reviewer's tools see them: every sampled chunk's candidate row, made
+from the records with the run's own settings, exactly as `qagen filter` makes them (no call)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from qagen.config import CRITIC_ORDER, BuildConfig
+from qagen.errors import QagenError
+from qagen.generation.filter import Assembler
+from qagen.generation.ledger import Ledger
+from qagen.generation.tasks import BuildTasks
+from qagen.records import CRITERIA, CandidateRow, Criterion
+from qagen.runs.rundir import RunDir
+
+
+@dataclass(frozen=True)
+class RunDrafts:
+    """The candidate rows of a run, in sampling order, with the settings that decided them."""
+
+    run: RunDir
+    config: BuildConfig
+    tasks: BuildTasks
+    rows: list[CandidateRow]
+    _by_id: dict[str, CandidateRow] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_id.update((row.id, row) for row in self.rows)
+
+    def get(self, draft_id: str) -> CandidateRow | None:
+        return self._by_id.get(draft_id)
+
+    def rejected_by(self, row: CandidateRow) -> list[Criterion]:
+        """The criteria whose critic rated the draft below the run's threshold, in the order they are asked."""
+        return [
+            criterion
+            for criterion in CRITIC_ORDER
+            if (score := critic_score(row, criterion)) is not None and score < self.config.threshold(criterion)
+        ]
+
+    def missing_scores(self, row: CandidateRow) -> list[Criterion]:
+        """The criteria with no critic score for a drafted question (never asked, or the critic failed)."""
+        return [criterion for criterion in CRITERIA if critic_score(row, criterion) is None]
+
+
+def critic_score(row: CandidateRow, criterion: str) -> int | None:
+    """The critic's 1-5 score of a candidate row; None when there is none."""
+    score: int | None = getattr(row, f"{criterion}_score")
+    return score
+
+
+def read_run_drafts(run_dir: Path, config: BuildConfig | None = None) -> RunDrafts:
+    """Every sampled chunk's candidate row, from the records, with the run's settings (or `config`,
+    to see the rows another threshold would give): no file is written and no call made."""
+    from qagen.generation.pipeline import load_sample  # the build's module: only when a run is read
+
+    run = RunDir(run_dir)
+    run.require()
+    if not run.chunking_done():
+        raise QagenError(f"{run_dir} has no chunks yet, so there are no drafts to review; run `qagen build` first.")
+    config = config or run.stored_config()
+    tasks = BuildTasks.for_config(config)
+    sample = load_sample(config, run)
+    ledger = Ledger.read(run)
+    assembler = Assembler(config, tasks, len(sample))
+    try:
+        rows = [assembler.candidate(chunk, ledger.drafts, ledger.critiques) for chunk in sample]
+    finally:
+        ledger.close()
+    return RunDrafts(run, config, tasks, rows)

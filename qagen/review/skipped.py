@@ -1,0 +1,140 @@
+"""The critics the early stop skipped, asked for the drafts people label, and for those only.
+
+A draft one critic rejects is not shown to the critics after it (a build saves those calls), so a
+rejected draft often has one or two scores. Agreement per criterion needs every labelled draft's
+three scores, so the missing critics are asked here: through the run's own critic client, the same
+tasks and the executor, stored in `critiques.jsonl` like every other critique (a later build or
+filter reads them, and no call is ever paid twice). How many calls go out is said before the first
+one; with `allow_calls=False` they are refused instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import NamedTuple
+
+from tqdm import tqdm
+
+from qagen.errors import QagenError
+from qagen.generation.critique import CriticTask, Drafted
+from qagen.generation.ledger import Ledger
+from qagen.generation.tasks import make_budget
+from qagen.llm.clients import Clients
+from qagen.records import CandidateRow, Chunk
+from qagen.review.run_drafts import RunDrafts, read_run_drafts
+from qagen.runs.concurrency import run_coroutine
+from qagen.runs.executor import Executor
+from qagen.runs.rundir import RunDir
+
+
+def _say(message: str) -> None:
+    tqdm.write(message, file=sys.stderr)
+
+
+class SkippedCall(NamedTuple):
+    """One critic not yet asked about one sampled draft."""
+
+    critic: CriticTask
+    drafted: Drafted
+
+
+def skipped_calls(drafts: RunDrafts, ledger: Ledger, draft_ids: Iterable[str]) -> list[SkippedCall]:
+    """The critic calls the drafts `draft_ids` still need: critics never asked, or asked without a
+    reply (a failed call the next run would make again). A critic that replied, even unreadably, was
+    paid for and is not asked again."""
+    calls: list[SkippedCall] = []
+    for draft_id in draft_ids:
+        row = drafts.get(draft_id)
+        draft = ledger.drafts.get(draft_id) if row is not None else None
+        if row is None or draft is None or not draft.ok:
+            continue
+        drafted = Drafted(draft, _chunk_of(row))
+        for critic in drafts.tasks.critics:
+            state = ledger.critiques.state(critic.key(drafted))
+            if state is None or state.retry:
+                calls.append(SkippedCall(critic, drafted))
+    return calls
+
+
+def ask_skipped_critics(
+    run_dir: Path,
+    draft_ids: Iterable[str],
+    *,
+    allow_calls: bool = True,
+    progress: bool = False,
+    say: Callable[[str], None] | None = None,
+) -> int:
+    """Ask the critics `draft_ids` miss (see the module); return how many calls were made.
+
+    Says how many calls it makes before the first one. With `allow_calls=False` it makes none and
+    raises `QagenError` when some are needed. Holds the run directory's lock while it asks.
+    """
+    ids = list(draft_ids)
+    with RunDir(run_dir).locked() as run:
+        drafts = read_run_drafts(run.root)
+        ledger = Ledger.read(run)
+        calls = skipped_calls(drafts, ledger, ids)
+        if not calls:
+            ledger.close()
+            return 0
+        count = Counter(call.critic.criterion for call in calls)
+        which = ", ".join(f"{n} {criterion}" for criterion, n in sorted(count.items()))
+        drafts_needing = len({call.drafted.draft.id for call in calls})
+        what = (
+            f"{len(calls)} critic call{'s' if len(calls) != 1 else ''} ({which}) for the {drafts_needing} sampled "
+            f"draft{'s' if drafts_needing != 1 else ''} whose critics stopped early, so every labelled draft has all "
+            "three scores"
+        )
+        if not allow_calls:
+            ledger.close()
+            raise QagenError(
+                f"Labelling {run_dir} needs {what}; they were not made (`allow_calls=False`). Allow the calls to go "
+                "on: they are stored in the run like its other critiques and never paid twice.",
+                settings=("allow_calls=False",),
+            )
+        (say or _say)(f"asking {what} (model {drafts.config.critic.spec})")
+        try:
+            _ask(drafts, ledger, calls, progress=progress)
+        finally:
+            ledger.close()
+    return len(calls)
+
+
+def _ask(drafts: RunDrafts, ledger: Ledger, calls: list[SkippedCall], *, progress: bool) -> None:
+    config = drafts.config
+    stopped: list[str] = []
+
+    async def main() -> None:
+        clients = Clients.connect({"critic": config.critic}, config.call_limits())
+        try:
+            with ledger.appending():
+                budget = make_budget(config, ledger.spent())
+                executor = Executor(clients, workers=config.concurrency, budget=budget)
+
+                async def ask(call: SkippedCall) -> None:
+                    await executor.run(call.critic, call.drafted, ledger.critique_store)
+
+                await executor.map(calls, ask, label="critiquing the sample", unit="call", progress=progress)
+            if budget is not None and budget.reached:
+                stopped.append(budget.describe())
+            else:
+                clients.check_failure_rates()
+        finally:
+            await clients.aclose()
+
+    run_coroutine(main())
+    if stopped:
+        raise QagenError(
+            f"Stopped asking the skipped critics: {stopped[0]}. The critiques made are saved; raise the cap and "
+            "do the same again to ask the rest."
+        )
+
+
+def _chunk_of(row: CandidateRow) -> Chunk:
+    """The chunk a candidate row was drafted from (the row holds all of it)."""
+    return Chunk(
+        id=row.chunk_id, source=row.source_doc, text=row.context, start_index=row.start_index, end_index=row.end_index
+    )

@@ -1,0 +1,294 @@
+"""Labels through a spreadsheet: the sample exported as CSV with empty label columns, imported back.
+
+A run directory's CSV has `id, question, answer, chunk` (the chunk is the context a reviewer needs)
+and the label columns `groundedness, relevance, standalone` (`pass` / `fail`, or a score 1-5,
+which passes at the run's threshold for that criterion, as the critic's does), `keep` (`yes` /
+`no`), `note` and `reviewer`. An evaluation directory's has `id, question, reference, answer` and
+`correct` (`yes` / `no`), `note`, `reviewer`. An empty cell is "not labelled", never a fail.
+
+An import is checked whole before anything is stored: an unknown id, column or value stops it with
+the line and how to fix it, and nothing of that file is stored. The labels go to `labels.jsonl`
+with `via="csv"`; a row equal to the reviewer's latest label of that item adds nothing, so
+importing the same file twice changes nothing. The file is written with a byte-order mark, as
+spreadsheet programs need to read UTF-8; it is read with or without one.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from qagen.errors import QagenError
+from qagen.records import CRITERIA, Criterion
+from qagen.review.eval_answers import AnswerRow, answer_sample, is_eval_dir, read_answers
+from qagen.review.labels import CriterionLabel, Label, LabelKind, LabelStore
+from qagen.review.run_drafts import RunDrafts, read_run_drafts
+from qagen.review.sample import DEFAULT_SIZE, review_sample
+from qagen.review.skipped import ask_skipped_critics
+from qagen.runs.store import writing
+
+DRAFT_LABELS: tuple[str, ...] = (*CRITERIA, "keep", "note", "reviewer")
+ANSWER_LABELS: tuple[str, ...] = ("correct", "note", "reviewer")
+DRAFT_COLUMNS: tuple[str, ...] = ("id", "question", "answer", "chunk", *DRAFT_LABELS)
+ANSWER_COLUMNS: tuple[str, ...] = ("id", "question", "reference", "answer", *ANSWER_LABELS)
+_ENCODING = "utf-8-sig"
+_MAX_PROBLEMS = 5
+_YES_NO = {"yes": True, "no": False}
+_PASS_FAIL = {"pass": True, "fail": False}
+
+
+class Exported(NamedTuple):
+    path: Path
+    rows: int
+    calls: int
+    """Critic calls made first, for sampled drafts the early stop had left without a score."""
+
+
+class Imported(NamedTuple):
+    path: Path
+    labels: int
+    """Labels stored (new, or changed since the reviewer's latest label of the item)."""
+    unchanged: int
+    """Rows equal to the reviewer's latest label of their item: nothing stored."""
+    unlabelled: int
+    """Rows with every label cell empty: nothing to store."""
+
+
+def export_csv(
+    directory: Path,
+    path: Path,
+    *,
+    size: int = DEFAULT_SIZE,
+    seed: int = 0,
+    allow_calls: bool = True,
+    say: Callable[[str], None] | None = None,
+) -> Exported:
+    """Write the review sample of a run or evaluation directory to `path` (see the module).
+
+    For a run, the critics the early stop skipped are asked for the sampled drafts first (saying how
+    many calls before the first; `allow_calls=False` refuses instead: `ask_skipped_critics`).
+    """
+    if is_eval_dir(directory):
+        sample = answer_sample(directory, size, seed)
+        answers = read_answers(directory)
+        rows = [_answer_cells(answers[item_id]) for item_id in sample.ids]
+        _write(path, ANSWER_COLUMNS, rows)
+        return Exported(path, len(rows), 0)
+    sample = review_sample(directory, size, seed)
+    calls = ask_skipped_critics(directory, sample.ids, allow_calls=allow_calls, say=say)
+    drafts = read_run_drafts(directory)
+    rows = []
+    for item_id in sample.ids:
+        row = drafts.get(item_id)
+        if row is None:
+            raise QagenError(
+                f"The review sample of {directory} names draft {item_id}, which the run no longer has; delete "
+                f"{directory / 'review_sample.json'} to draw the sample again."
+            )
+        rows.append({"id": row.id, "question": row.question or "", "answer": row.answer or "", "chunk": row.context})
+    _write(path, DRAFT_COLUMNS, rows)
+    return Exported(path, len(rows), calls)
+
+
+def _answer_cells(row: AnswerRow) -> dict[str, str]:
+    return {"id": row.id, "question": row.question, "reference": row.reference, "answer": row.answer or ""}
+
+
+def _write(path: Path, columns: tuple[str, ...], rows: list[dict[str, str]]) -> None:
+    with writing(path), path.open("w", encoding=_ENCODING, newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+# --- import -----------------------------------------------------------------------------------
+class _Reader(NamedTuple):
+    """What an import needs of the labelled directory."""
+
+    kind: LabelKind
+    columns: tuple[str, ...]
+    labels: tuple[str, ...]
+    known: Callable[[str], bool]
+    threshold: Callable[[str], int]
+    prompt_hashes: dict[str, str]
+
+
+def import_csv(directory: Path, path: Path, *, reviewer: str | None = None) -> Imported:
+    """Read the labels of a filled CSV into `DIRECTORY/labels.jsonl` (see the module).
+
+    `reviewer` names the reviewer of rows whose `reviewer` cell is empty.
+    """
+    reader = _reader_for(directory)
+    labels, unlabelled = _parse(path, reader, reviewer)
+    with LabelStore(directory) as store:
+        latest = store.read()
+        changed = [label for label in labels if not _same(latest.get(label.key), label)]
+        store.extend(changed)
+    return Imported(path, len(changed), len(labels) - len(changed), unlabelled)
+
+
+def _reader_for(directory: Path) -> _Reader:
+    if is_eval_dir(directory):
+        answers = read_answers(directory)
+        return _Reader(
+            "answer", ANSWER_COLUMNS, ANSWER_LABELS, answers.__contains__, _no_threshold, _judge_hashes(directory)
+        )
+    drafts = read_run_drafts(directory)
+    return _Reader(
+        "draft", DRAFT_COLUMNS, DRAFT_LABELS, _draft_known(drafts), drafts.config.threshold, _draft_hashes(drafts)
+    )
+
+
+def _no_threshold(criterion: str) -> int:
+    raise AssertionError(f"answers have no criterion {criterion}")
+
+
+def _draft_known(drafts: RunDrafts) -> Callable[[str], bool]:
+    def known(item_id: str) -> bool:
+        row = drafts.get(item_id)
+        return row is not None and row.question is not None
+
+    return known
+
+
+def _draft_hashes(drafts: RunDrafts) -> dict[str, str]:
+    hashes = {"generation": drafts.tasks.draft.prompt.sha256}
+    hashes.update({critic.criterion: critic.prompt.sha256 for critic in drafts.tasks.critics})
+    return hashes
+
+
+def _judge_hashes(directory: Path) -> dict[str, str]:
+    """The correctness judge's prompt hash as the evaluation recorded it (none when it has no such judge)."""
+    try:
+        summary = json.loads((directory / "summary.json").read_text(encoding="utf-8"))
+        prompt = summary["judges"]["correctness"]["prompts"]["judge_correctness"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {"judge": prompt} if isinstance(prompt, str) else {}
+
+
+def _parse(path: Path, reader: _Reader, reviewer: str | None) -> tuple[list[Label], int]:
+    problems: list[str] = []
+    labels: list[Label] = []
+    unlabelled = 0
+    try:
+        with path.open(encoding=_ENCODING, newline="") as handle:
+            rows = csv.DictReader(handle)
+            header = [name.strip() for name in rows.fieldnames or []]
+            _check_header(path, header, reader)
+            rows.fieldnames = header
+            line = 2  # the header is line 1; a row with a line break in a cell spans several lines
+            for cells in rows:
+                before = len(problems)
+                label = _row_label(cells, line, reader, reviewer, problems)
+                line = rows.line_num + 1
+                if label is not None:
+                    labels.append(label)
+                elif len(problems) == before:
+                    unlabelled += 1
+    except UnicodeDecodeError as exc:
+        raise QagenError(
+            f"{path} is not UTF-8 text ({exc.reason}); save it from your spreadsheet as CSV UTF-8."
+        ) from exc
+    except csv.Error as exc:
+        raise QagenError(f"{path} is not a readable CSV file ({exc}); save it from your spreadsheet as CSV.") from exc
+    if problems:
+        shown = "\n  ".join(problems[:_MAX_PROBLEMS])
+        more = f"\n  ... and {len(problems) - _MAX_PROBLEMS} more" if len(problems) > _MAX_PROBLEMS else ""
+        raise QagenError(
+            f"{path} was not imported (nothing of it was stored):\n  {shown}{more}\n"
+            "Fix those cells and import it again."
+        )
+    return labels, unlabelled
+
+
+def _check_header(path: Path, header: list[str], reader: _Reader) -> None:
+    if "id" not in header:
+        raise QagenError(f"{path} has no `id` column; import the file the export wrote, with its first row kept.")
+    unknown = [name for name in header if name and name not in reader.columns]
+    if unknown:
+        raise QagenError(
+            f"{path} has column{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}, which qagen does not "
+            f"read; name the label columns {', '.join(reader.labels)} (as exported), or remove the others."
+        )
+
+
+def _row_label(
+    cells: dict[str, str | None], line: int, reader: _Reader, reviewer: str | None, problems: list[str]
+) -> Label | None:
+    """The row's label; None when it has none, or has a problem (added to `problems`)."""
+
+    def cell(name: str) -> str:
+        return (cells.get(name) or "").strip()
+
+    item_id = cell("id")
+    if not item_id:
+        if any(cell(name) for name in reader.labels):
+            problems.append(f"line {line}: no id; keep each row's id as exported.")
+        return None
+    if not reader.known(item_id):
+        problems.append(f"line {line}: id {item_id!r} is not an item of this directory; keep the ids as exported.")
+        return None
+    who = cell("reviewer") or reviewer or ""
+    found = len(problems)
+    criteria: dict[Criterion, CriterionLabel] = {}
+    keep = correct = None
+    if reader.kind == "draft":
+        for criterion in CRITERIA:
+            try:
+                verdict = _criterion(cell(criterion), reader.threshold(criterion))
+            except ValueError:
+                problems.append(f"line {line}: {criterion} is {cell(criterion)!r}; write pass, fail or a score 1-5.")
+                continue
+            if verdict is not None:
+                criteria[criterion] = verdict
+        keep = _yes_no(cell("keep"), "keep", line, problems)
+    else:
+        correct = _yes_no(cell("correct"), "correct", line, problems)
+    labelled = criteria or keep is not None or correct is not None or cell("note")
+    if labelled and not who:
+        problems.append(f"line {line}: no reviewer; fill its reviewer cell, or name the reviewer of the file.")
+    if len(problems) > found or not labelled:
+        return None  # a problem (recorded), or nothing labelled
+    return Label(
+        kind=reader.kind,
+        item_id=item_id,
+        reviewer=who,
+        criteria=criteria,
+        keep=keep,
+        correct=correct,
+        note=cell("note"),
+        prompt_hashes=reader.prompt_hashes,
+        via="csv",
+    )
+
+
+def _criterion(text: str, threshold: int) -> CriterionLabel | None:
+    """The cell's verdict; None when empty. Raises ValueError when it is no verdict."""
+    if not text:
+        return None
+    lowered = text.lower()
+    if lowered in _PASS_FAIL:
+        return CriterionLabel.of(_PASS_FAIL[lowered])
+    if lowered in {"1", "2", "3", "4", "5"}:
+        score = int(lowered)
+        return CriterionLabel.of(score >= threshold, score)
+    raise ValueError(text)
+
+
+def _yes_no(text: str, column: str, line: int, problems: list[str]) -> bool | None:
+    if not text:
+        return None
+    if text.lower() not in _YES_NO:
+        problems.append(f"line {line}: {column} is {text!r}; write yes or no.")
+        return None
+    return _YES_NO[text.lower()]
+
+
+def _same(before: Label | None, after: Label) -> bool:
+    """Whether `after` says what `before` said (when and how it was given aside)."""
+    fields = {"criteria", "keep", "correct", "note"}
+    return before is not None and before.model_dump(include=fields) == after.model_dump(include=fields)

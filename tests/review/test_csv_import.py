@@ -1,0 +1,72 @@
+"""A filled CSV is checked whole: a bad cell stops the import with its line and stores nothing;
+an empty cell is "not labelled"; a score compares at the run's threshold."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from qagen.review.labels import LABELS_FILE, LabelStore
+from tests.review.conftest import invoke
+
+
+def _export(run: Path, sheet: Path) -> list[dict[str, str]]:
+    assert invoke("review", run, "--export", sheet, "--size", "6").exit_code == 0
+    with sheet.open(encoding="utf-8-sig", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _write(sheet: Path, rows: list[dict[str, str]], columns: list[str] | None = None) -> None:
+    with sheet.open("w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns or list(rows[0]), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def test_bad_cells_stop_the_import_with_their_lines_and_store_nothing(built_run: Path, tmp_path: Path) -> None:
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    rows[0]["chunk"] = "a chunk\nover two lines"  # the next rows start a line later
+    rows[0]["relevance"] = "pass"
+    rows[1]["keep"] = "maybe"
+    rows[2]["id"] = "no-such-draft"
+    rows[2]["keep"] = "yes"
+    rows[3]["groundedness"] = "6"
+    _write(sheet, rows)
+    result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert result.exit_code == 1
+    assert "line 4: keep is 'maybe'; write yes or no." in result.output
+    assert "line 5: id 'no-such-draft' is not an item of this directory" in result.output
+    assert "line 6: groundedness is '6'; write pass, fail or a score 1-5." in result.output
+    assert "nothing of it was stored" in result.output and "Fix those cells and import it again." in result.output
+    assert not (built_run / LABELS_FILE).exists()
+
+    _write(sheet, rows, ["id", "relevance", "keeep"])
+    result = invoke("review", built_run, "--import", sheet)
+    assert result.exit_code == 1 and "'keeep', which qagen does not read" in result.output
+
+
+def test_empty_cells_are_not_labels_and_scores_compare_at_the_run_threshold(built_run: Path, tmp_path: Path) -> None:
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    rows[0].update(groundedness="4", relevance="3", standalone="", keep="", note="")
+    rows[1].update(note="unsure about this one")
+    _write(
+        sheet,
+        rows[:2] + [{"id": row["id"]} for row in rows[2:]],
+        ["id", "groundedness", "relevance", "standalone", "keep", "note"],
+    )
+    result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert result.exit_code == 0, result.output
+    assert "imported 2 labels" in result.output and "4 rows without a label" in result.output
+    labels = {label.item_id: label for label in LabelStore(built_run).read().values()}
+    first = labels[rows[0]["id"]]
+    assert set(first.criteria) == {"groundedness", "relevance"} and first.keep is None  # empty: not labelled
+    assert (first.criteria["groundedness"].passed, first.criteria["groundedness"].score) == (True, 4)
+    assert (first.criteria["relevance"].passed, first.criteria["relevance"].score) == (False, 3)  # 3 < 4
+    assert labels[rows[1]["id"]].note == "unsure about this one" and labels[rows[1]["id"]].empty
+    assert "generation" in first.prompt_hashes and first.via == "csv"
+    # The same file again stores nothing new.
+    again = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert "imported 0 labels" in again.output and "2 unchanged" in again.output
+    assert len((built_run / LABELS_FILE).read_text().splitlines()) == 2
