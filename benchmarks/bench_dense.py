@@ -35,6 +35,7 @@ It also times building each dense index against loading it back from the saved c
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import pydoc
 import random
@@ -42,15 +43,20 @@ import re
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from qagen.evaluate.metrics.evidence import locate_evidence
+from qagen.evaluate.metrics.evidence_hits import ReferenceEvidence
+from qagen.evaluate.metrics.retrieval import Span
 from qagen.evaluate.metrics.statistics import mean_ci, paired_test
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.report import P_RESAMPLES, format_p_value
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
 from qagen.evaluate.systems.embeddings import EmbeddingsModel
 from qagen.evaluate.systems.retrievers import Retriever, make_retriever
+from qagen.generation.replies import parse_factoid_qa
 
 MODULES = (
     "json csv shutil pathlib re string textwrap datetime calendar math statistics random fractions itertools "
@@ -89,6 +95,15 @@ SYNONYMS = {
 TEMPLATES = ("How do I {}?", "Which function lets me {}?", "Is there a way to {}?", "What can I use to {}?")
 RETRIEVER_NAMES = ("bm25", "dense", "hybrid")
 _WORD = re.compile(r"[A-Za-z]+")
+# SmolLM2 labels its question `Question:` where qagen's protocol asks for `Factoid question:`.
+_QUESTION_LABEL = re.compile(r"^([ \t*]*)Question[ \t]*\**[ \t]*:", re.IGNORECASE | re.MULTILINE)
+
+
+class Probe(NamedTuple):
+    """A question to retrieve for, and the rule that says whether a retrieved chunk answers it."""
+
+    text: str
+    holds: Callable[[RetrievedContext], bool]
 
 
 class Question(NamedTuple):
@@ -106,7 +121,8 @@ def write_corpus(folder: Path) -> dict[str, str]:
     for module in MODULES:
         text = pydoc.render_doc(importlib.import_module(module), renderer=pydoc.plaintext)
         name = f"{module}.txt"
-        (folder / name).write_text(text, encoding="utf-8")
+        if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text:
+            (folder / name).write_text(text, encoding="utf-8")  # kept as it is: a build's corpus stays unchanged
         texts[name] = (folder / name).read_text(encoding="utf-8")  # as the loader will read it
     return texts
 
@@ -160,18 +176,73 @@ def is_hit(context: RetrievedContext, question: Question) -> bool:
     return overlap * 2 >= question.end - question.start
 
 
+def written_probes(questions: list[Question], variant: str) -> list[Probe]:
+    """The written questions of one variant (`reworded`, `verbatim`), judged by `is_hit`."""
+    return [Probe(getattr(question, variant), functools.partial(_is_hit_of, question)) for question in questions]
+
+
+def _is_hit_of(question: Question, context: RetrievedContext) -> bool:
+    return is_hit(context, question)
+
+
+class LlmDrafts(NamedTuple):
+    probes: list[Probe]
+    candidates: int  # sampled chunks of the build
+    read: int  # with a question and an answer in the generator's reply
+    examples: list[tuple[str, str]]  # (question, answer)
+
+
+def llm_drafts(run: Path, texts: dict[str, str]) -> LlmDrafts:
+    """The drafts of a `qagen build` run on this corpus (its `candidates/`), each with the place of its
+    answer in its chunk (qagen's evidence rule): drafts whose answer is nowhere in the chunk are left
+    out, as `qagen evaluate` gives them no chunk-level value."""
+    from datasets import load_from_disk
+
+    rows = load_from_disk(str(run / "candidates"))
+    probes, examples, read = [], [], 0
+    for row in rows:
+        source, start, end, chunk = row["source_doc"], row["start_index"], row["end_index"], row["context"]
+        if texts.get(source, "")[start:end] != chunk:
+            raise SystemExit(f"{run} was built on another corpus: its chunk of {source} at {start} differs.")
+        question, answer = row["question"], row["answer"]
+        if question is None and row["generation_raw"]:
+            parsed = parse_factoid_qa(_QUESTION_LABEL.sub(r"\1Factoid question:", row["generation_raw"]))
+            question, answer = parsed.question, parsed.answer
+        if question is None or answer is None:
+            continue
+        read += 1
+        evidence = locate_evidence(answer, chunk)
+        if not evidence.spans:
+            continue
+        reference = ReferenceEvidence(chunk, evidence, Span(source, start, end), source)
+
+        def holds(context: RetrievedContext, reference: ReferenceEvidence = reference) -> bool:
+            place = None
+            if context.source is not None and context.start_index is not None and context.end_index is not None:
+                place = Span(context.source, context.start_index, context.end_index)
+            return reference.holds(context.text, place, context.source)
+
+        probes.append(Probe(question, holds))
+        examples.append((question, answer))
+    return LlmDrafts(probes, len(rows), read, examples)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--chunk-sizes", default="500,1000,2000")
     parser.add_argument("--ks", default="1,3,5")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-seq-lengths", default="model", help="word pieces the dense model reads: model,512")
+    parser.add_argument("--corpus", type=Path, help="write the corpus here and keep it (for `qagen build`)")
+    parser.add_argument("--drafts", type=Path, help="a `qagen build` run on --corpus: its drafts as questions")
     args = parser.parse_args()
     chunk_sizes = [int(size) for size in args.chunk_sizes.split(",")]
     ks = [int(k) for k in args.ks.split(",")]
+    limits = [None if limit == "model" else int(limit) for limit in args.max_seq_lengths.split(",")]
     with tempfile.TemporaryDirectory() as scratch:
-        corpus, indexes = Path(scratch, "pydocs"), Path(scratch, "indexes")
-        corpus.mkdir()
+        corpus, indexes = args.corpus or Path(scratch, "pydocs"), Path(scratch, "indexes")
+        corpus.mkdir(parents=True, exist_ok=True)
         texts = write_corpus(corpus)
         questions = make_questions(texts, args.questions, args.seed)
         size = sum(len(text) for text in texts.values())
@@ -180,60 +251,86 @@ def main() -> None:
             print(
                 f"  evidence:  {question.evidence}\n  reworded:  {question.reworded}\n  verbatim: {question.verbatim}"
             )
-        model = EmbeddingsModel("local")
+        sets = {variant: written_probes(questions, variant) for variant in ("reworded", "verbatim")}
+        if args.drafts:
+            drafts = llm_drafts(args.drafts, texts)
+            sets["llm"] = drafts.probes
+            print(f"llm drafts: {drafts.candidates} sampled chunks, {drafts.read} drafts read, "
+                  f"{len(drafts.probes)} with their answer found in their chunk")  # fmt: skip
+            for asked, answer in drafts.examples[:5]:
+                print(f"  question: {asked}\n  answer:   {answer}")
+        models = {limit: EmbeddingsModel("local", max_seq_length=limit) for limit in limits}
+        names = ["bm25"] + [f"{name}{_suffix(limit, limits)}" for limit in limits for name in ("dense", "hybrid")]
         rows: dict[tuple[str, int, str], dict[int, list[float]]] = {}
         for chunk_size in chunk_sizes:
             chunks = CorpusChunks(corpus, chunk_size=chunk_size, progress=False)
             retrievers: dict[str, Retriever] = {}
-            for name in RETRIEVER_NAMES:
-                retrievers[name] = make_retriever(
+            for label in names:
+                name = label.split("-")[0]
+                model = models[_limit_of(label, limits)]
+                retrievers[label] = make_retriever(
                     name, chunks, embeddings=model, index_dir=indexes, dense_index_dir=indexes
                 )
                 started = time.perf_counter()
-                retrievers[name].build()
+                retrievers[label].build()
                 if name == "dense":
                     built = time.perf_counter() - started
                     clear_memory()  # as a re-run in a new process: the saved index is loaded
-                    retrievers[name] = make_retriever(name, chunks, embeddings=model, dense_index_dir=indexes)
+                    retrievers[label] = make_retriever(name, chunks, embeddings=model, dense_index_dir=indexes)
                     started = time.perf_counter()
-                    retrievers[name].build()
+                    retrievers[label].build()
                     loaded = time.perf_counter() - started
-                    count = len(retrievers[name].contexts())
-                    print(f"chunk {chunk_size}: {count} chunks; dense index built in {built:.1f} s, "
-                          f"loaded back in {loaded:.3f} s")  # fmt: skip
-            for variant in ("reworded", "verbatim"):
-                for name, retriever in retrievers.items():
+                    count = len(retrievers[label].contexts())
+                    print(f"chunk {chunk_size}: {count} chunks; {label} index built in {built:.1f} s, "
+                          f"loaded back in {loaded:.3f} s", flush=True)  # fmt: skip
+            for set_name, probes in sets.items():
+                for label, retriever in retrievers.items():
                     hits: dict[int, list[float]] = {k: [] for k in ks}
-                    for question in questions:
-                        found = [s.context for s in retriever.search(getattr(question, variant), max(ks))]
+                    for probe in probes:
+                        found = [s.context for s in retriever.search(probe.text, max(ks))]
                         for k in ks:
-                            hits[k].append(float(any(is_hit(context, question) for context in found[:k])))
-                    rows[(variant, chunk_size, name)] = hits
-        print_tables(rows, chunk_sizes, ks)
+                            hits[k].append(float(any(probe.holds(context) for context in found[:k])))
+                    rows[(set_name, chunk_size, label)] = hits
+        print_tables(rows, list(sets), names, chunk_sizes, ks)
+
+
+def _suffix(limit: int | None, limits: list[int | None]) -> str:
+    """`dense` alone when one limit is measured; `dense-256`... `dense-512` when several are."""
+    if len(limits) == 1:
+        return ""
+    return f"-{limit}" if limit is not None else "-model"
+
+
+def _limit_of(label: str, limits: list[int | None]) -> int | None:
+    return next((limit for limit in limits if label.endswith(_suffix(limit, limits))), limits[0])
 
 
 def print_tables(
-    rows: dict[tuple[str, int, str], dict[int, list[float]]], chunk_sizes: list[int], ks: list[int]
+    rows: dict[tuple[str, int, str], dict[int, list[float]]],
+    sets: list[str],
+    names: list[str],
+    chunk_sizes: list[int],
+    ks: list[int],
 ) -> None:
-    for variant in ("reworded", "verbatim"):
-        print(f"\n{variant} questions: hit@k, mean [95% bootstrap interval]")
-        print(f"{'chunk':>6} {'retriever':<8} " + " ".join(f"{'hit@' + str(k):<21}" for k in ks))
+    for set_name in sets:
+        print(f"\n{set_name} questions: hit@k, mean [95% bootstrap interval]")
+        print(f"{'chunk':>6} {'retriever':<12} " + " ".join(f"{'hit@' + str(k):<21}" for k in ks))
         for chunk_size in chunk_sizes:
-            for name in RETRIEVER_NAMES:
-                hits = rows[(variant, chunk_size, name)]
+            for name in names:
+                hits = rows[(set_name, chunk_size, name)]
                 cells = []
                 for k in ks:
                     ci = mean_ci(hits[k])
                     cells.append(f"{ci.mean:.3f} [{ci.low:.3f}, {ci.high:.3f}]")
-                print(f"{chunk_size:>6} {name:<8} " + " ".join(f"{cell:<21}" for cell in cells))
-        k = ks[-1]
-        print(f"  paired vs bm25, hit@{k}: difference [95% interval], p (sign-flip test)")
-        for chunk_size in chunk_sizes:
-            base = rows[(variant, chunk_size, "bm25")][k]
-            for name in ("dense", "hybrid"):
-                result = paired_test(rows[(variant, chunk_size, name)][k], base, n_resamples=P_RESAMPLES)
-                print(f"{chunk_size:>6} {name + ' - bm25':<15} {result.mean_diff:+.3f} "
-                      f"[{result.low:+.3f}, {result.high:+.3f}]  p {format_p_value(result.p_value, result.n)}")  # fmt: skip
+                print(f"{chunk_size:>6} {name:<12} " + " ".join(f"{cell:<21}" for cell in cells))
+        print("  paired vs bm25: difference [95% interval], p (sign-flip test)")
+        for k in (ks[0], ks[-1]):
+            for chunk_size in chunk_sizes:
+                base = rows[(set_name, chunk_size, "bm25")][k]
+                for name in names[1:]:
+                    result = paired_test(rows[(set_name, chunk_size, name)][k], base, n_resamples=P_RESAMPLES)
+                    print(f"  hit@{k} {chunk_size:>6} {name + ' - bm25':<19} {result.mean_diff:+.3f} "
+                          f"[{result.low:+.3f}, {result.high:+.3f}]  p {format_p_value(result.p_value, result.n)}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -9,6 +9,14 @@ Names a user gives (`EmbeddingsModel`):
   `OPENAI_BASE_URL`) the server and key are used as for the chat models.
 
 torch and sentence-transformers are imported only when a local model is first used.
+
+How much of a chunk a local model reads: its own `max_seq_length` unless one is given. For
+all-MiniLM-L6-v2 that is 256 word pieces (about 1,000 characters of English prose; fewer of code
+and API docs), although its position embeddings reach 512. The default stays the model's own: the
+model was fine-tuned on pairs of at most 128 word pieces, so past 256 it reads text it was never
+trained to summarise, and on the Python-docs benchmark (`benchmarks/bench_dense.py`, README "Dense
+and hybrid retrieval") 512 did not make dense retrieval beat BM25 at any chunk size; a caller with
+long chunks can pass `max_seq_length` (up to the model's position limit) and measure.
 """
 
 from __future__ import annotations
@@ -58,9 +66,10 @@ class SentenceTransformerEmbeddings(Embeddings):
     """A sentence-transformers model saved in `path`, as LangChain `Embeddings`: unit-length vectors,
     the model loaded on first use, from disk only (no Hub lookup, so it works with HF_HUB_OFFLINE=1)."""
 
-    def __init__(self, path: Path, *, batch_size: int = 32) -> None:
+    def __init__(self, path: Path, *, batch_size: int = 32, max_seq_length: int | None = None) -> None:
         self.path = path
         self.batch_size = batch_size
+        self.max_seq_length = max_seq_length  # None: the model's own (its sentence_bert_config.json)
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -72,6 +81,8 @@ class SentenceTransformerEmbeddings(Embeddings):
                     self._model = sentence_transformers.SentenceTransformer(str(self.path), local_files_only=True)
                 except (OSError, ValueError) as exc:
                     raise ConfigError(f"Cannot load the sentence-transformers model in {self.path}: {exc}") from exc
+                if self.max_seq_length is not None:
+                    self._model.max_seq_length = self.max_seq_length
             return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -117,10 +128,13 @@ class EmbeddingsModel:
     """An embeddings model named as a user names it (`local`, a folder, `provider:model`), with
     what the vectors depend on (`identity`, for cache keys) and a short `label` for names."""
 
-    def __init__(self, spec: str, *, server: ModelSettings | None = None) -> None:
+    def __init__(self, spec: str, *, server: ModelSettings | None = None, max_seq_length: int | None = None) -> None:
         self.spec = spec.strip()
         self.server = server
         self.path = _local_path(self.spec)
+        if max_seq_length is not None and self.path is None:
+            raise ConfigError(f"A word-piece limit applies to local models only, not to '{self.spec}'.")
+        self.max_seq_length = max_seq_length
         self._embeddings: Embeddings | None = None
 
     @property
@@ -138,7 +152,9 @@ class EmbeddingsModel:
         the server it is asked on (its address only: never a key). The same text and identity give
         the same vector."""
         if self.path is not None:
-            return f"sentence-transformers {self.label} {_folder_digest(self.path)}"
+            # A limit other than the model's own reads more or less of each chunk: other vectors.
+            limit = f" max_seq_length {self.max_seq_length}" if self.max_seq_length is not None else ""
+            return f"sentence-transformers {self.label} {_folder_digest(self.path)}{limit}"
         base_url = (self.server.base_url if self.server else None) or os.environ.get("OPENAI_BASE_URL")
         server = split_server_url(base_url).address if self.spec.startswith("openai:") and base_url else None
         return f"{self.spec} at {server or 'the provider default'}"
@@ -147,7 +163,7 @@ class EmbeddingsModel:
         """The LangChain model (a local model is loaded on its first text)."""
         if self._embeddings is None:
             if self.path is not None:
-                self._embeddings = SentenceTransformerEmbeddings(self.path)
+                self._embeddings = SentenceTransformerEmbeddings(self.path, max_seq_length=self.max_seq_length)
             else:
                 self._embeddings = langchain_embeddings(self.spec, self.server)
         return self._embeddings
