@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import json
 import pydoc
 import random
 import re
@@ -47,16 +48,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from qagen.evaluate.metrics.evidence import locate_evidence
-from qagen.evaluate.metrics.evidence_hits import ReferenceEvidence
-from qagen.evaluate.metrics.retrieval import Span
 from qagen.evaluate.metrics.statistics import mean_ci, paired_test
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.report import P_RESAMPLES, format_p_value
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
 from qagen.evaluate.systems.embeddings import EmbeddingsModel
 from qagen.evaluate.systems.retrievers import Retriever, make_retriever
-from qagen.generation.replies import parse_factoid_qa
 
 MODULES = (
     "json csv shutil pathlib re string textwrap datetime calendar math statistics random fractions itertools "
@@ -95,8 +92,11 @@ SYNONYMS = {
 TEMPLATES = ("How do I {}?", "Which function lets me {}?", "Is there a way to {}?", "What can I use to {}?")
 RETRIEVER_NAMES = ("bm25", "dense", "hybrid")
 _WORD = re.compile(r"[A-Za-z]+")
-# SmolLM2 labels its question `Question:` where qagen's protocol asks for `Factoid question:`.
-_QUESTION_LABEL = re.compile(r"^([ \t*]*)Question[ \t]*\**[ \t]*:", re.IGNORECASE | re.MULTILINE)
+# A draft's question label: qagen's `Factoid question:`, SmolLM2's `Question:`, `The factoid question is:`.
+_DRAFT_QUESTION = re.compile(
+    r"^[ \t*]*(?:the[ \t]+)?(?:factoid[ \t]+)?question(?:[ \t]+is)?[ \t]*\**[ \t]*:", re.I | re.M
+)
+_ANSWER_LINE = re.compile(r"^[ \t*]*Answer[ \t]*\**[ \t]*:", re.IGNORECASE | re.MULTILINE)
 
 
 class Probe(NamedTuple):
@@ -187,44 +187,46 @@ def _is_hit_of(question: Question, context: RetrievedContext) -> bool:
 
 class LlmDrafts(NamedTuple):
     probes: list[Probe]
+    chunk_size: int  # the build's
     candidates: int  # sampled chunks of the build
-    read: int  # with a question and an answer in the generator's reply
-    examples: list[tuple[str, str]]  # (question, answer)
+    skipped: Counter[str]  # replies with no usable question, by why
+    examples: list[str]
+
+
+def draft_question(reply: str) -> str | None:
+    """The question of a generator's reply, whether labelled `Factoid question:` (qagen's protocol) or
+    `Question:` (SmolLM2's habit), with or without an answer after it: retrieval needs the question
+    only. None when there is no labelled question, or what follows the label is no question of its
+    own (the template echoed, or the chunk copied: it must end with "?" and quote no tag)."""
+    label = _DRAFT_QUESTION.search(reply)
+    if label is None:
+        return None
+    text = _ANSWER_LINE.split(reply[label.end() :], 1)[0].strip().strip('*"').strip()
+    if not text.endswith("?") or "(your" in text.lower() or "context" in text.lower() or len(text) > 300:
+        return None
+    return " ".join(text.split())
 
 
 def llm_drafts(run: Path, texts: dict[str, str]) -> LlmDrafts:
-    """The drafts of a `qagen build` run on this corpus (its `candidates/`), each with the place of its
-    answer in its chunk (qagen's evidence rule): drafts whose answer is nowhere in the chunk are left
-    out, as `qagen evaluate` gives them no chunk-level value."""
+    """The questions drafted in a `qagen build` run on this corpus (its `candidates/`: every sampled
+    chunk), each judged by the bench's rule with the chunk it was drafted from as its evidence."""
     from datasets import load_from_disk
 
+    chunk_size = int(json.loads((run / "run.json").read_text(encoding="utf-8"))["config"]["chunking"]["chunk_size"])
     rows = load_from_disk(str(run / "candidates"))
-    probes, examples, read = [], [], 0
+    probes, examples, skipped = [], [], Counter[str]()
     for row in rows:
-        source, start, end, chunk = row["source_doc"], row["start_index"], row["end_index"], row["context"]
-        if texts.get(source, "")[start:end] != chunk:
+        source, start, end = row["source_doc"], row["start_index"], row["end_index"]
+        if texts.get(source, "")[start:end] != row["context"]:
             raise SystemExit(f"{run} was built on another corpus: its chunk of {source} at {start} differs.")
-        question, answer = row["question"], row["answer"]
-        if question is None and row["generation_raw"]:
-            parsed = parse_factoid_qa(_QUESTION_LABEL.sub(r"\1Factoid question:", row["generation_raw"]))
-            question, answer = parsed.question, parsed.answer
-        if question is None or answer is None:
+        asked = row["question"] or draft_question(row["generation_raw"] or "")
+        if asked is None:
+            skipped["no question" if row["generation_raw"] else "no reply"] += 1
             continue
-        read += 1
-        evidence = locate_evidence(answer, chunk)
-        if not evidence.spans:
-            continue
-        reference = ReferenceEvidence(chunk, evidence, Span(source, start, end), source)
-
-        def holds(context: RetrievedContext, reference: ReferenceEvidence = reference) -> bool:
-            place = None
-            if context.source is not None and context.start_index is not None and context.end_index is not None:
-                place = Span(context.source, context.start_index, context.end_index)
-            return reference.holds(context.text, place, context.source)
-
-        probes.append(Probe(question, holds))
-        examples.append((question, answer))
-    return LlmDrafts(probes, len(rows), read, examples)
+        evidence = Question(source, start, end, row["context"], asked, asked)
+        probes.append(Probe(asked, functools.partial(_is_hit_of, evidence)))
+        examples.append(asked)
+    return LlmDrafts(probes, chunk_size, len(rows), skipped, examples)
 
 
 def main() -> None:
@@ -252,13 +254,17 @@ def main() -> None:
                 f"  evidence:  {question.evidence}\n  reworded:  {question.reworded}\n  verbatim: {question.verbatim}"
             )
         sets = {variant: written_probes(questions, variant) for variant in ("reworded", "verbatim")}
+        # The drafts' evidence is a whole chunk of the build: a smaller chunk holds half of it only
+        # when it lies wholly inside, so they are scored at the build's chunk size and larger ones.
+        set_sizes = {name: chunk_sizes for name in sets}
         if args.drafts:
             drafts = llm_drafts(args.drafts, texts)
             sets["llm"] = drafts.probes
-            print(f"llm drafts: {drafts.candidates} sampled chunks, {drafts.read} drafts read, "
-                  f"{len(drafts.probes)} with their answer found in their chunk")  # fmt: skip
-            for asked, answer in drafts.examples[:5]:
-                print(f"  question: {asked}\n  answer:   {answer}")
+            set_sizes["llm"] = [size for size in chunk_sizes if size >= drafts.chunk_size]
+            print(f"llm drafts: {drafts.candidates} sampled chunks of {drafts.chunk_size} characters, "
+                  f"{len(drafts.probes)} questions; skipped: {dict(drafts.skipped)}")  # fmt: skip
+            for asked in drafts.examples[:8]:
+                print(f"  llm: {asked}")
         models = {limit: EmbeddingsModel("local", max_seq_length=limit) for limit in limits}
         names = ["bm25"] + [f"{name}{_suffix(limit, limits)}" for limit in limits for name in ("dense", "hybrid")]
         rows: dict[tuple[str, int, str], dict[int, list[float]]] = {}
@@ -284,6 +290,8 @@ def main() -> None:
                     print(f"chunk {chunk_size}: {count} chunks; {label} index built in {built:.1f} s, "
                           f"loaded back in {loaded:.3f} s", flush=True)  # fmt: skip
             for set_name, probes in sets.items():
+                if chunk_size not in set_sizes[set_name]:
+                    continue
                 for label, retriever in retrievers.items():
                     hits: dict[int, list[float]] = {k: [] for k in ks}
                     for probe in probes:
@@ -291,7 +299,7 @@ def main() -> None:
                         for k in ks:
                             hits[k].append(float(any(probe.holds(context) for context in found[:k])))
                     rows[(set_name, chunk_size, label)] = hits
-        print_tables(rows, list(sets), names, chunk_sizes, ks)
+        print_tables(rows, set_sizes, names, ks)
 
 
 def _suffix(limit: int | None, limits: list[int | None]) -> str:
@@ -307,12 +315,11 @@ def _limit_of(label: str, limits: list[int | None]) -> int | None:
 
 def print_tables(
     rows: dict[tuple[str, int, str], dict[int, list[float]]],
-    sets: list[str],
+    set_sizes: dict[str, list[int]],
     names: list[str],
-    chunk_sizes: list[int],
     ks: list[int],
 ) -> None:
-    for set_name in sets:
+    for set_name, chunk_sizes in set_sizes.items():
         print(f"\n{set_name} questions: hit@k, mean [95% bootstrap interval]")
         print(f"{'chunk':>6} {'retriever':<12} " + " ".join(f"{'hit@' + str(k):<21}" for k in ks))
         for chunk_size in chunk_sizes:
