@@ -16,7 +16,12 @@ import pytest
 
 from qagen.errors import ConfigError, CorpusError
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
-from qagen.evaluate.systems.embeddings import DENSE_EXTRA, EmbeddingsModel
+from qagen.evaluate.systems.embeddings import (
+    DENSE_EXTRA,
+    LOCAL_MAX_SEQ_LENGTH,
+    EmbeddingsModel,
+    SentenceTransformerEmbeddings,
+)
 from qagen.evaluate.systems.retrievers import HybridRetriever, Retriever, make_retriever
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.client import ModelSettings
@@ -218,3 +223,29 @@ def test_local_minilm_finds_a_paraphrased_question_offline(tmp_path: Path, monke
     found = retriever.search("Why does the bread dough get bigger?", 4)
     assert found[0].context.source == "bread.md"
     assert len(model.embeddings().embed_query("x")) == 384
+
+
+def test_the_bundled_model_reads_512_word_pieces_and_the_limit_is_part_of_the_vectors_identity(
+    tmp_path: Path,
+) -> None:
+    """all-MiniLM-L6-v2 ships with a 256 limit (half of a 2,000-character chunk); qagen reads 512,
+    which its position embeddings allow (bench_dense.py measured the gain). Another limit gives other
+    vectors, so it must give another cache identity; a remote model has no such limit."""
+    require_dense(*DENSE_MODULES)
+    model = EmbeddingsModel("local")
+    assert model.max_seq_length == LOCAL_MAX_SEQ_LENGTH == 512
+    assert model.identity.endswith("max_seq_length 512")
+    shorter = EmbeddingsModel("local", max_seq_length=256)
+    assert shorter.identity != model.identity and shorter.identity.endswith("max_seq_length 256")
+    loaded = model.embeddings()
+    assert isinstance(loaded, SentenceTransformerEmbeddings) and loaded.model().max_seq_length == 512
+    # Text past 256 word pieces changes the vector at 512 and not at 256: the limit is really applied.
+    head = "Tides rise and fall twice a day along most coasts. " * 30  # well over 256 word pieces
+    tails = (" The harbour master logs every ship.", " Volcanic islands form over hot spots.")
+    long_vectors = [np.array(loaded.embed_query(head + tail)) for tail in tails]
+    short_model = shorter.embeddings()
+    short_vectors = [np.array(short_model.embed_query(head + tail)) for tail in tails]
+    assert np.allclose(short_vectors[0], short_vectors[1])
+    assert not np.allclose(long_vectors[0], long_vectors[1])
+    with pytest.raises(ConfigError, match="local models only"):
+        EmbeddingsModel("openai:text-embedding-3-small", max_seq_length=512)
