@@ -24,6 +24,7 @@ from qagen.llm.backends import DEFAULT_KEY_ENV, ChatBackend, MalformedCompletion
 from qagen.llm.server_url import has_credentials
 from qagen.llm.task import Outcome, Request
 from qagen.redaction import redact, redact_url
+from qagen.runs.concurrency import despite_interrupt, interrupted
 
 __all__ = ["CallStats", "LLMClient", "ModelSettings", "build_backend"]
 
@@ -178,11 +179,15 @@ class LLMClient:
         async with self._slots:
             if self._rate_limiter is not None:
                 await self._rate_limiter.aacquire()
+            if interrupted():  # the run is being stopped: a request not sent yet is not sent
+                raise asyncio.CancelledError
             self.stats.calls += 1
             number = next(self._call_numbers)
             self._started[number] = time.monotonic()
             try:
-                reply = await self.backend.reply(request)
+                # A request on the wire at a Ctrl-C is paid for: its reply, if it comes within the
+                # grace, is returned and recorded, so a re-run does not ask it again.
+                reply = await despite_interrupt(self.backend.reply(request))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every provider raises its own types; each is classified below

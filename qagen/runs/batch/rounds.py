@@ -18,7 +18,7 @@ from qagen.errors import LLMUnavailableError
 from qagen.redaction import redact
 from qagen.runs.batch.api import CHAT_URL, BatchAPI, BatchState
 from qagen.runs.batch.journal import FINAL_STATES, Journal, JournalBatch
-from qagen.runs.batch.results import LineOutcome, outcome_of
+from qagen.runs.batch.results import LineOutcome, outcome_of, read_results
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Round:
         for batch, state in zip(batches, states, strict=True):
             if batch.results is None:
                 await self._download(batch, state)
-            lines = {str(line.get("custom_id")): line for line in self.journal.results_of(batch)}
+            lines = read_results(self.journal.results_of(batch), set(batch.custom_ids)).lines
             for custom_id in batch.custom_ids:
                 if custom_id in ids:
                     outcomes[custom_id] = outcome_of(lines.get(custom_id), state.id, state.status)
