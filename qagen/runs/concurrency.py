@@ -16,7 +16,7 @@ T = TypeVar("T")
 
 INTERRUPT_GRACE_SECONDS = 5.0
 """How long work under way at an interrupt is waited for: a call the server is answering, a
-blocking `--rag` function. A second Ctrl-C cuts it short."""
+blocking RAG function of the user's. A second Ctrl-C cuts it short."""
 
 
 def interrupted() -> bool:

@@ -176,4 +176,4 @@ def test_a_server_without_a_batch_api_is_told_so_not_to_rerun(corpus: Path, tmp_
         server.shutdown()
         server.server_close()
     assert "has no Batch API (it answered 404 when asked to upload a batch input file)" in line, line
-    assert "run without `--batch`" in line and "re-run" not in line
+    assert "run without --batch" in line and "re-run" not in line

@@ -162,8 +162,8 @@ class Round:
 class RemoteStepError(LLMUnavailableError):
     """A remote step of batch mode failed (after the client's retries); `status` is its HTTP status."""
 
-    def __init__(self, message: str, status: int | None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, status: int | None, *, settings: tuple[str, ...] = ()) -> None:
+        super().__init__(message, settings=settings)
         self.status = status
 
 
@@ -182,14 +182,16 @@ async def _remote(call: Any, what: str, where: str) -> Any:
             " is the server running and is `base_url` right? The batches submitted so far are recorded in the "
             "output directory: re-run the same command once it answers.",
             None,
+            settings=("base_url",),
         ) from None
     except openai.APIError as exc:
         status = getattr(exc, "status_code", None)
         if status in _NO_BATCH_API_STATUSES and what in _BATCH_API_STEPS:
             raise RemoteStepError(
-                f"{where} has no Batch API (it answered {status} when asked to {what}); run without `--batch`, "
+                f"{where} has no Batch API (it answered {status} when asked to {what}); run without `batch`, "
                 "or export the requests for an offline batch runner (`qagen batch export`).",
                 status,
+                settings=("batch",),
             ) from None
         raise RemoteStepError(
             f"Could not {what} ({redact(type(exc).__name__ + ': ' + ' '.join(str(exc).split()))[:200]}); the batches "
