@@ -76,11 +76,10 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
 
 def _did_you_mean(dotted: str, command: Command) -> str:
     """The closest known key, the command's own first, as the end of a sentence."""
-    ranked = [key for key in CONFIG_KEYS if command in key.commands] + [
-        key for key in CONFIG_KEYS if command not in key.commands
-    ]
+    own = KEYS_FOR[command]
+    ranked = [*own, *(key for key in CONFIG_KEYS if key not in own)]
     close: list[str] = []
-    for keys in (ranked[: len(KEYS_FOR[command])], ranked[len(KEYS_FOR[command]) :]):
+    for keys in (own, ranked[len(own) :]):
         close = close or difflib.get_close_matches(dotted, [key.dotted for key in keys], n=1, cutoff=0.6)
     if not close:
         # A key in the wrong table (`chunk_size` at the top, `[generator] min_score`): its own name says where.
@@ -96,8 +95,8 @@ def _did_you_mean(dotted: str, command: Command) -> str:
 
 
 def _checked(path: Path, key: ConfigKey, value: Any) -> Any:
-    """`value` as its option takes it: its type checked by pydantic (strictly: "8" is no number), its
-    range and choices by the option's own type, so a key and its flag refuse the same values."""
+    """`value` as its option takes it (a list as a comma list), its type checked by pydantic strictly:
+    "8" is no number. Ranges and choices are the option's own (`_in_range`)."""
     try:
         typed = TypeAdapter(key.type).validate_python(value, strict=True)
     except ValidationError as exc:
@@ -109,8 +108,9 @@ def _checked(path: Path, key: ConfigKey, value: Any) -> Any:
 
 
 def _in_range(path: Path, key: ConfigKey, command: Command, typed: Any) -> Any:
-    """`typed`, checked by its option's own type (ranges, choices, files that must exist): for the keys
-    of the command run only, as a file named by a key of the other may not exist yet."""
+    """`typed`, checked by its option's own type and callback (ranges, choices, files that must exist,
+    key variables), so a key and its flag refuse the same values. Only for the keys of the command
+    run: a file named by a key of the other command may not exist yet."""
     option = key.option(command)
     ctx = click.Context(click_command(command))
     try:
