@@ -82,17 +82,19 @@ def notebook_loop(corpus_run: Path, base_url: str, drafts: int) -> tuple[float, 
 
 def pass_rates(run: Path) -> list[float]:
     """Observed pass rate of each critic, in the order asked, among the drafts it was asked about."""
-    from qagen.config import CRITIC_ORDER
+    from qagen.critics import CRITICS
 
-    asked = {c: 0 for c in CRITIC_ORDER}
-    passed = {c: 0 for c in CRITIC_ORDER}
+    order = [spec.name for spec in CRITICS.asked()]
+
+    asked = dict.fromkeys(order, 0)
+    passed = dict.fromkeys(order, 0)
     for line in (run / "critiques.jsonl").read_text().splitlines():
         record = json.loads(line)
         if record["score"] is None:
             continue
         asked[record["criterion"]] += 1
         passed[record["criterion"]] += record["score"] >= 4
-    return [passed[c] / asked[c] if asked[c] else 0.0 for c in CRITIC_ORDER]
+    return [passed[c] / asked[c] if asked[c] else 0.0 for c in order]
 
 
 def chunking(corpus: Path, work: Path) -> tuple[float, float, int]:

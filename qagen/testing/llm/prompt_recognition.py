@@ -4,8 +4,9 @@ Prompt kinds, decided from the text of the last user message:
 
 - ``judge``: contains ``[RESULT]`` and ``###Response to evaluate:`` (Prometheus-style judge);
   the instruction and the response under evaluation are read from their sections.
-- ``critique``: contains ``Total rating:``; the criterion comes from the phrase of the default
-  critique prompts (``unknown`` if none matches), and the rated question is read from it.
+- ``critique``: contains ``Total rating:``; the criterion is the registered critic
+  (`qagen.critics.CRITICS`) whose prompt's own instruction line it holds (`critic_phrases`;
+  ``unknown`` if none matches), and the rated question is read from it.
 - ``generation``: contains ``Factoid question:`` and ``Context:``; the chunk is read from it.
 - the evaluator's RAGAS-style and grader prompts (``ragas_*``, ``grader``), recognised by how their
   prompt files begin (`qagen.testing.llm.eval_replies`, which documents each protocol).
@@ -22,17 +23,34 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from qagen.critics import CRITICS, default_prompt
 from qagen.testing.llm.eval_replies import EvalKind, EvalPrompt, classify_eval_prompt
 from qagen.testing.llm.rerank import LISTWISE_OPENING
 
 PromptKind = Literal["generation", "critique", "judge", "rerank", "answer"] | EvalKind
 
-# The sentence of each default critique prompt that names its criterion.
-CRITERION_PHRASES: dict[str, str] = {
-    "groundedness": "how well one can answer the given question unambiguously with the given context",
-    "relevance": "how useful this question can be to",
-    "standalone": "how context-independent this question is",
-}
+_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+_MIN_PHRASE = 12
+"""The shortest instruction text that names a critic: shorter ones could occur in any prompt."""
+
+
+def critic_phrases() -> dict[str, str]:
+    """Each registered critic, by the phrase that tells its prompt from the others':
+    the text before the first placeholder of the first line no other critic's prompt has (the line
+    that says what it rates). Read from the registry and the prompt files on every call, so a critic
+    registered while the stand-in runs is recognised."""
+    lines = {
+        spec.name: [line.strip() for line in default_prompt(spec).text.splitlines() if line.strip()] for spec in CRITICS
+    }
+    phrases: dict[str, str] = {}
+    for name, own in lines.items():
+        others = {line for other, their in lines.items() if other != name for line in their}
+        for line in own:
+            phrase = _PLACEHOLDER.split(line)[0].strip()
+            if line not in others and len(phrase) >= _MIN_PHRASE:
+                phrases[name] = phrase
+                break
+    return phrases
 
 
 @dataclass(frozen=True)
@@ -145,7 +163,7 @@ def classify_prompt(text: str) -> PromptInfo:
             response=_unwrap(_section(text, "###Response to evaluate:", "###Reference Answer")),
         )
     if kind == "critique":
-        phrases = {c: text.find(p) for c, p in CRITERION_PHRASES.items() if p in text}
+        phrases = {c: text.find(p) for c, p in critic_phrases().items() if p in text}
         criterion = min(phrases, key=phrases.__getitem__) if phrases else "unknown"
         return PromptInfo(kind="critique", text=text, criterion=criterion, question=extract_question(text))
     if kind == "generation":
