@@ -1,6 +1,8 @@
-"""Test helpers that ship with qagen: local stand-ins for an OpenAI-compatible LLM server (`llm/`)
-and for the Hugging Face Hub (`hub/`), and a generated corpus.
+"""Test stand-ins, kept beside the tests and out of the qagen wheel: local servers for an
+OpenAI-compatible LLM (`llm/`) and for the Hugging Face Hub (`hub/`), and a generated corpus.
 
-Import `qagen.testing.llm.server` explicitly; these packages import nothing so that
-`python -m qagen.testing.llm.server` does not find the module already imported.
+They use only the standard library, so CI starts the LLM stand-in before qagen is installed:
+`python -m standins.llm.server` from the repository's root. Import `standins.llm.server`
+explicitly; these packages import nothing so that `python -m` does not find the module already
+imported.
 """

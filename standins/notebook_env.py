@@ -10,7 +10,7 @@ first cell runs; the notebook itself stays exactly what a user runs.
 
 By hand (writes the executed copy, outputs included, for a look at what users will see)::
 
-    python -m qagen.testing.notebook_env notebooks/rag_evaluation.ipynb --out /tmp/executed.ipynb
+    python -m standins.notebook_env notebooks/rag_evaluation.ipynb --out /tmp/executed.ipynb
 
 Needs `nbclient`, `nbformat` and `ipykernel` (development dependencies).
 """
@@ -50,11 +50,16 @@ CELL_TIMEOUT = 120.0
 # stand-ins, and a user's cache would hand back datasets seen before.
 _SCRUBBED_PREFIXES = ("OPENAI_", "HF_", "HUGGINGFACE_", "QAGEN_", "ANTHROPIC_", "TIKTOKEN_")
 _GUARD_FILE = "00-qagen-loopback-guard.py"
+# The kernel's own import path stays the user's: standins/ is not installed, so the guard loads this
+# file by its path rather than by module name.
 _GUARD_SOURCE = """\
-# Written by qagen.testing.notebook_env: this kernel may only connect to loopback addresses.
-from qagen.testing.notebook_env import block_non_loopback
+# Written by standins.notebook_env: this kernel may only connect to loopback addresses.
+import importlib.util
 
-block_non_loopback()
+_spec = importlib.util.spec_from_file_location("_qagen_loopback_guard", {module_path!r})
+_guard = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_guard)
+_guard.block_non_loopback()
 """
 
 
@@ -92,7 +97,7 @@ def write_loopback_guard(ipython_dir: Path) -> Path:
     startup = ipython_dir / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     path = startup / _GUARD_FILE
-    path.write_text(_GUARD_SOURCE, encoding="utf-8")
+    path.write_text(_GUARD_SOURCE.format(module_path=str(Path(__file__).resolve())), encoding="utf-8")
     return ipython_dir
 
 
@@ -172,7 +177,7 @@ def _nbformat() -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m qagen.testing.notebook_env",
+        prog="python -m standins.notebook_env",
         description="Execute a notebook against a stand-in LLM and a stand-in Hub on 127.0.0.1.",
     )
     parser.add_argument("notebook", type=Path, help="the .ipynb to execute (only read)")
@@ -186,8 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Start both stand-ins, execute the notebook in a scratch directory, write the executed copy."""
     from nbclient.exceptions import CellExecutionError
 
-    from qagen.testing.hub.server import StandInHub
-    from qagen.testing.llm.server import StandInLLM
+    from standins.hub.server import StandInHub
+    from standins.llm.server import StandInLLM
 
     args = build_parser().parse_args(argv)
     notebook = args.notebook.resolve()

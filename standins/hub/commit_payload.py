@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from qagen.testing.hub.model import JSON, HubError, StoredFile, git_blob_oid, lfs_pointer
+from standins.hub.model import JSON, HubError, StoredFile, git_blob_oid, lfs_pointer
 
 
 @dataclass(frozen=True)

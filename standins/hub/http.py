@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from qagen.testing.hub.model import JSON, HubError
+from standins.hub.model import JSON, HubError
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import secrets
 from dataclasses import dataclass, field
 from math import ceil
 
-from qagen.testing.hub.model import JSON, HubError, Repo
-from qagen.testing.hub.store import HubStore
+from standins.hub.model import JSON, HubError, Repo
+from standins.hub.store import HubStore
 
 _OID = re.compile(r"^[0-9a-f]{64}$")
 TICKET_PREFIX = "/_stand_in/lfs/"

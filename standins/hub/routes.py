@@ -7,12 +7,12 @@ import re
 import sys
 import threading
 
-from qagen.testing.hub import views
-from qagen.testing.hub.commit_payload import parse_commit_payload
-from qagen.testing.hub.http import Request, RequestRecord, Response
-from qagen.testing.hub.lfs import TICKET_PREFIX, LfsUploads
-from qagen.testing.hub.model import DEFAULT_BRANCH, JSON, HubError, Repo, RepoKey
-from qagen.testing.hub.store import HubStore
+from standins.hub import views
+from standins.hub.commit_payload import parse_commit_payload
+from standins.hub.http import Request, RequestRecord, Response
+from standins.hub.lfs import TICKET_PREFIX, LfsUploads
+from standins.hub.model import DEFAULT_BRANCH, JSON, HubError, Repo, RepoKey
+from standins.hub.store import HubStore
 
 _PLURAL = {"models": "model", "datasets": "dataset", "spaces": "space"}
 _URL_PREFIX = {"model": "", "dataset": "datasets/", "space": "spaces/"}

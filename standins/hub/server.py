@@ -18,7 +18,7 @@ and, for `load_dataset`, set `datasets.config.USE_PARQUET_EXPORT = False` (other
 
 From a shell (serves until SIGTERM / Ctrl-C)::
 
-    python -m qagen.testing.hub.server --port 8001 --token hf_xxx:alice
+    python -m standins.hub.server --port 8001 --token hf_xxx:alice
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from types import FrameType, TracebackType
 
-from qagen.testing.hub import views
-from qagen.testing.hub.commit_payload import AddFile, AddLfsFile, Operation
-from qagen.testing.hub.http import HubHTTPServer, RequestRecord
-from qagen.testing.hub.lfs import LfsUploads
-from qagen.testing.hub.model import DEFAULT_BRANCH, Repo
-from qagen.testing.hub.routes import HubApp
-from qagen.testing.hub.store import HubStore
+from standins.hub import views
+from standins.hub.commit_payload import AddFile, AddLfsFile, Operation
+from standins.hub.http import HubHTTPServer, RequestRecord
+from standins.hub.lfs import LfsUploads
+from standins.hub.model import DEFAULT_BRANCH, Repo
+from standins.hub.routes import HubApp
+from standins.hub.store import HubStore
 
 __all__ = ["HubCommit", "RequestRecord", "StandInHub", "main"]
 
@@ -230,7 +230,7 @@ def _pairs(values: Sequence[str], flag: str) -> list[tuple[str, str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m qagen.testing.hub.server",
+        prog="python -m standins.hub.server",
         description="Serve an in-memory stand-in for the Hugging Face Hub API on loopback. "
         "Clients need HF_ENDPOINT=<url> and HF_HUB_DISABLE_XET=1.",
     )

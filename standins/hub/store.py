@@ -8,8 +8,8 @@ import threading
 import time
 from collections.abc import Collection, Iterator, Mapping, Sequence
 
-from qagen.testing.hub.commit_payload import Operation, apply_operation
-from qagen.testing.hub.model import (
+from standins.hub.commit_payload import Operation, apply_operation
+from standins.hub.model import (
     DEFAULT_BRANCH,
     INITIAL_GITATTRIBUTES,
     JSON,

@@ -7,8 +7,8 @@ import hashlib
 import re
 from typing import Any
 
-from qagen.testing.hub.model import JSON, Commit, HubError, Repo, StoredFile, hub_date
-from qagen.testing.hub.store import HubStore
+from standins.hub.model import JSON, Commit, HubError, Repo, StoredFile, hub_date
+from standins.hub.store import HubStore
 
 # Same threshold as the real Hub: anything this big goes to LFS whatever its name.
 LFS_SIZE_THRESHOLD = 10 * 1024 * 1024

@@ -26,11 +26,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from qagen.testing.llm.faults import AttemptCounter
-from qagen.testing.llm.knobs import Knobs
-from qagen.testing.llm.log import RequestLog, new_entry
-from qagen.testing.llm.outcomes import unit_interval
-from qagen.testing.llm.payloads import completion, error_body
+from standins.llm.faults import AttemptCounter
+from standins.llm.knobs import Knobs
+from standins.llm.log import RequestLog, new_entry
+from standins.llm.outcomes import unit_interval
+from standins.llm.payloads import completion, error_body
 
 FILES_PATH = "/v1/files"
 BATCHES_PATH = "/v1/batches"
@@ -56,7 +56,7 @@ def answer_line(
     line: dict[str, Any], knobs: Knobs, attempts: AttemptCounter, log: RequestLog, *, fail: bool
 ) -> dict[str, Any]:
     """The output (or error) line answering one input line, logged as method `BATCH`."""
-    from qagen.testing.llm.routes import answer, describe  # routes imports this module
+    from standins.llm.routes import answer, describe  # routes imports this module
 
     custom_id = line.get("custom_id")
     body = line.get("body")

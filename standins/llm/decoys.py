@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from qagen.testing.llm.outcomes import unit_interval
-from qagen.testing.llm.replies import Reply, rating_reply
+from standins.llm.outcomes import unit_interval
+from standins.llm.replies import Reply, rating_reply
 
 DECOY_ANSWER = "A first guess, which the final answer replaces."
 """The answer of the decoy pair (generation) and the decoy answer (RAG answer prompts)."""

@@ -1,6 +1,6 @@
 """What the stand-in LLM says to the evaluator's RAGAS-style and LangSmith-style grader prompts.
 
-A sibling of `qagen.testing.llm.replies` (which dispatches here): recognise one of the prompt files
+A sibling of `standins.llm.replies` (which dispatches here): recognise one of the prompt files
 `prompts/ragas_*.txt` and `prompts/grader_*.txt` from the text of the user message, read the data
 between its tags, and answer in that prompt's protocol. Replies are pure functions of the prompt
 text (sha256 only), so a test can check every value the evaluator computes against what the

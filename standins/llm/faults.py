@@ -9,7 +9,7 @@
   is down for minutes; ``configure(fault_rate=0)`` is the provider recovering.
 
 `AttemptCounter` decides; `fault_error` is the OpenAI-shaped answer of a ``429`` or ``500``. The
-``drop`` and ``timeout`` faults are carried out by `qagen.testing.llm.routes`.
+``drop`` and ``timeout`` faults are carried out by `standins.llm.routes`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from qagen.testing.llm.outcomes import unit_interval
-from qagen.testing.llm.payloads import error_body
+from standins.llm.outcomes import unit_interval
+from standins.llm.payloads import error_body
 
 FAULT_KINDS: tuple[str, ...] = ("429", "500", "drop", "timeout")
 

@@ -3,7 +3,7 @@
 The OpenAI client (httpx) reuses connections, so every response carries an exact Content-Length,
 request bodies are read completely (`Transfer-Encoding: chunked` included), and stopping the server
 also cuts the idle pooled connections (`close_connections`). What a request is answered is decided
-by the server's app (`qagen.testing.llm.routes.StandInApp`); a bug there is answered by the app's
+by the server's app (`standins.llm.routes.StandInApp`); a bug there is answered by the app's
 `crashed`, never passed off as a dropped connection.
 """
 
@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 # The stand-in's one logger, named after the module users start it from.
-_logger = logging.getLogger("qagen.testing.llm.server")
+_logger = logging.getLogger("standins.llm.server")
 
 HOST = "127.0.0.1"  # never anything else: the stand-in must not be reachable from outside
 

@@ -11,10 +11,10 @@ import dataclasses
 import math
 from collections.abc import Mapping
 
-from qagen.testing.llm.faults import FAULT_KINDS
-from qagen.testing.llm.replies import ReplyPolicy
-from qagen.testing.llm.rerank import RERANK_REPLIES
-from qagen.testing.llm.shaping import ShapePolicy
+from standins.llm.faults import FAULT_KINDS
+from standins.llm.replies import ReplyPolicy
+from standins.llm.rerank import RERANK_REPLIES
+from standins.llm.shaping import ShapePolicy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,13 +31,13 @@ class Knobs:
     echo_key: bool = False
     record_credentials: bool = False
     models: tuple[str, ...] | None = None
-    # The Batch API's behaviour (`qagen.testing.llm.batches`).
+    # The Batch API's behaviour (`standins.llm.batches`).
     batch_polls: int = 0
     batch_failure_rate: float = 0.0
     batch_expire: int = 0
     batch_drop_polls: int = 0
     batch_line_status: int = 0
-    # The shape of `/rerank` replies (`qagen.testing.llm.rerank`): "results" (vLLM) or "list" (TEI).
+    # The shape of `/rerank` replies (`standins.llm.rerank`): "results" (vLLM) or "list" (TEI).
     rerank_reply: str = "results"
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
     shaping: ShapePolicy = dataclasses.field(default_factory=ShapePolicy)

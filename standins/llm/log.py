@@ -31,7 +31,7 @@ class LogEntry(TypedDict):
     malformed: str | None
     fault: str | None
     reply: str | None  # the message's content as sent (None: no reply, or `content: null`)
-    # How the reply was sent (`qagen.testing.llm.shaping`); None for requests not answered by a reply.
+    # How the reply was sent (`standins.llm.shaping`); None for requests not answered by a reply.
     finish_reason: str | None  # "stop" or "length"
     thinking: str | None  # "inline", "reasoning_content", "unterminated", or None
     reasoning_content: str | None  # the message's reasoning_content as sent

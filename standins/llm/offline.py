@@ -2,7 +2,7 @@
 `python -m vllm.entrypoints.openai.run_batch -i requests.jsonl -o results.jsonl` does with a real
 model, with the stand-in's replies (the same function as its online endpoint and batches).
 
-    python -m qagen.testing.llm.offline -i requests.jsonl -o results.jsonl
+    python -m standins.llm.offline -i requests.jsonl -o results.jsonl
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from qagen.testing.llm.batches import answer_line
-from qagen.testing.llm.faults import AttemptCounter
-from qagen.testing.llm.knobs import Knobs
-from qagen.testing.llm.log import RequestLog
+from standins.llm.batches import answer_line
+from standins.llm.faults import AttemptCounter
+from standins.llm.knobs import Knobs
+from standins.llm.log import RequestLog
 
 
 def answer_requests(requests: Path, results: Path, knobs: Knobs | None = None, log: RequestLog | None = None) -> int:
@@ -36,7 +36,7 @@ def answer_requests(requests: Path, results: Path, knobs: Knobs | None = None, l
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m qagen.testing.llm.offline", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m standins.llm.offline", description=__doc__.split("\n\n")[0])
     parser.add_argument("-i", "--input", type=Path, required=True, help="Requests JSONL (Batch API input format).")
     parser.add_argument(
         "-o", "--output", type=Path, required=True, help="Results JSONL to write (Batch API output format)."

@@ -3,7 +3,7 @@
 Everything here is a pure function of its arguments, so the same prompt always gets the same
 decision, in any process, on any machine (only `hashlib`, never Python's salted `hash()`). Tests can
 therefore compute the expected outcome (`score_for`, `judge_score`, `factoid_for`) without looking
-at the server; `qagen.testing.llm.replies` writes these decisions into replies.
+at the server; `standins.llm.replies` writes these decisions into replies.
 """
 
 from __future__ import annotations

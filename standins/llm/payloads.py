@@ -1,7 +1,7 @@
 """The OpenAI-shaped JSON the stand-in LLM reads and sends: chat messages, completions, errors, models.
 
-Usage figures count about four characters per token (`qagen.testing.llm.shaping.tokens`), the same
-rule that cuts a reply short at the request's `max_tokens` (`qagen.testing.llm.shaping.shape`).
+Usage figures count about four characters per token (`standins.llm.shaping.tokens`), the same
+rule that cuts a reply short at the request's `max_tokens` (`standins.llm.shaping.shape`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from qagen.testing.llm.shaping import Shaped, tokens
+from standins.llm.shaping import Shaped, tokens
 
 DEFAULT_MODEL = "stand-in"
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})

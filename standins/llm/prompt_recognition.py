@@ -8,8 +8,8 @@ Prompt kinds, decided from the text of the last user message:
   critique prompts (``unknown`` if none matches), and the rated question is read from it.
 - ``generation``: contains ``Factoid question:`` and ``Context:``; the chunk is read from it.
 - the evaluator's RAGAS-style and grader prompts (``ragas_*``, ``grader``), recognised by how their
-  prompt files begin (`qagen.testing.llm.eval_replies`, which documents each protocol).
-- ``rerank``: qagen's listwise rerank prompt, told by its opening (`qagen.testing.llm.rerank`).
+  prompt files begin (`standins.llm.eval_replies`, which documents each protocol).
+- ``rerank``: qagen's listwise rerank prompt, told by its opening (`standins.llm.rerank`).
 - ``answer``: anything else (e.g. a RAG reader prompt).
 
 When several markers occur (a chunk may quote a prompt template), the earliest one wins, since
@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from qagen.testing.llm.eval_replies import EvalKind, EvalPrompt, classify_eval_prompt
-from qagen.testing.llm.rerank import LISTWISE_OPENING
+from standins.llm.eval_replies import EvalKind, EvalPrompt, classify_eval_prompt
+from standins.llm.rerank import LISTWISE_OPENING
 
 PromptKind = Literal["generation", "critique", "judge", "rerank", "answer"] | EvalKind
 

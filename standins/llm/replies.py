@@ -1,14 +1,14 @@
 """What the stand-in LLM says: the reply to a recognised prompt, well-formed or malformed on purpose.
 
-The prompt is recognised by `qagen.testing.llm.prompt_recognition`, and what the reply decides (ratings,
-scores, drafted questions) comes from `qagen.testing.llm.outcomes`, so the same request always gets
+The prompt is recognised by `standins.llm.prompt_recognition`, and what the reply decides (ratings,
+scores, drafted questions) comes from `standins.llm.outcomes`, so the same request always gets
 the same reply, in any process, on any machine. Replies by prompt kind:
 
 - ``judge``: ``Feedback: ... [RESULT] N`` with ``N = judge_score(instruction, response)``.
 - ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
 - ``generation``: ``Factoid question: {q}`` then ``Answer: {a}`` (`factoid_for`).
-- the evaluator's RAGAS-style and grader prompts: answered by `qagen.testing.llm.eval_replies`.
-- ``rerank``: the passages' identifiers by word overlap with the question (`qagen.testing.llm.rerank`).
+- the evaluator's RAGAS-style and grader prompts: answered by `standins.llm.eval_replies`.
+- ``rerank``: the passages' identifiers by word overlap with the question (`standins.llm.rerank`).
 - ``answer``: a short plain answer.
 """
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from qagen.testing.llm.eval_replies import EVAL_KINDS, eval_reply, truncate
-from qagen.testing.llm.outcomes import (
+from standins.llm.eval_replies import EVAL_KINDS, eval_reply, truncate
+from standins.llm.outcomes import (
     DEFAULT_PASS_RATE,
     factoid_for,
     first_sentence,
@@ -26,8 +26,8 @@ from qagen.testing.llm.outcomes import (
     score_for,
     unit_interval,
 )
-from qagen.testing.llm.prompt_recognition import PromptInfo, PromptKind, classify_prompt
-from qagen.testing.llm.rerank import listwise_reply
+from standins.llm.prompt_recognition import PromptInfo, PromptKind, classify_prompt
+from standins.llm.rerank import listwise_reply
 
 ScorePolicy = Callable[[str, str], int]
 """`(criterion, question) -> rating`; any int may be returned (0 or 7 test range checks)."""

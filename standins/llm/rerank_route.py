@@ -1,5 +1,5 @@
 """The stand-in's `POST /rerank` (and `/v1/rerank`): the key, the fault knobs and the latency as for
-chat requests, then the reply of `qagen.testing.llm.rerank.rerank_payload`, logged with kind `rerank`."""
+chat requests, then the reply of `standins.llm.rerank.rerank_payload`, logged with kind `rerank`."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import json
 import time
 from typing import TYPE_CHECKING
 
-from qagen.testing.llm.faults import fault_error
-from qagen.testing.llm.http import send
-from qagen.testing.llm.log import LogEntry
-from qagen.testing.llm.rerank import rerank_payload
+from standins.llm.faults import fault_error
+from standins.llm.http import send
+from standins.llm.log import LogEntry
+from standins.llm.rerank import rerank_payload
 
 if TYPE_CHECKING:
-    from qagen.testing.llm.http import LLMRequestHandler
-    from qagen.testing.llm.knobs import Knobs
-    from qagen.testing.llm.routes import StandInApp
+    from standins.llm.http import LLMRequestHandler
+    from standins.llm.knobs import Knobs
+    from standins.llm.routes import StandInApp
 
 
 def serve_rerank(

@@ -1,7 +1,7 @@
 """What the stand-in LLM answers: chat completions, the model list, OpenAI-shaped errors and faults.
 
-`StandInApp` is the app of `qagen.testing.llm.http.LLMHTTPServer`: it reads each request, checks it
-as OpenAI does (key, model, body), counts its attempt (`qagen.testing.llm.faults`), and answers with
+`StandInApp` is the app of `standins.llm.http.LLMHTTPServer`: it reads each request, checks it
+as OpenAI does (key, model, body), counts its attempt (`standins.llm.faults`), and answers with
 `make_reply`'s reply, sent as `shape` says (reasoning, cut-offs, padding, the request's token limit),
 after the `latency` knob, or with the injected fault. Every request is logged before its answer goes
 out, so once a client has its answer, the log already has it.
@@ -17,13 +17,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from qagen.testing.llm.batches import DROP, Answer, BatchAPI
-from qagen.testing.llm.embeddings import EMBEDDINGS_PATHS, embeddings_reply, embeddings_request_error
-from qagen.testing.llm.faults import AttemptCounter, fault_error
-from qagen.testing.llm.http import LLMRequestHandler, read_body, send, sent_key
-from qagen.testing.llm.knobs import Knobs
-from qagen.testing.llm.log import LogEntry, RequestLog, new_entry
-from qagen.testing.llm.payloads import (
+from standins.llm.batches import DROP, Answer, BatchAPI
+from standins.llm.embeddings import EMBEDDINGS_PATHS, embeddings_reply, embeddings_request_error
+from standins.llm.faults import AttemptCounter, fault_error
+from standins.llm.http import LLMRequestHandler, read_body, send, sent_key
+from standins.llm.knobs import Knobs
+from standins.llm.log import LogEntry, RequestLog, new_entry
+from standins.llm.payloads import (
     CHAT_PATHS,
     DEFAULT_MODEL,
     MODELS_PATHS,
@@ -33,10 +33,10 @@ from qagen.testing.llm.payloads import (
     model_object,
     prompt_text,
 )
-from qagen.testing.llm.replies import Reply, make_reply
-from qagen.testing.llm.rerank import RERANK_PATHS
-from qagen.testing.llm.rerank_route import serve_rerank
-from qagen.testing.llm.shaping import Shaped, shape, token_limit
+from standins.llm.replies import Reply, make_reply
+from standins.llm.rerank import RERANK_PATHS
+from standins.llm.rerank_route import serve_rerank
+from standins.llm.shaping import Shaped, shape, token_limit
 
 
 def answer(request: dict[str, Any], knobs: Knobs, sha: str, reply_number: int) -> tuple[Reply, Shaped]:

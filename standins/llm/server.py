@@ -2,33 +2,33 @@
 
 There is no real LLM on the test machines, so the product's real `langchain-openai` client talks
 to this server on 127.0.0.1 instead. It answers qagen's prompts deterministically (see
-`qagen.testing.llm.replies`) and can misbehave on purpose, reproducibly (`qagen.testing.llm.routes`
-answers the requests, `qagen.testing.llm.http` is the HTTP plumbing):
+`standins.llm.replies`) and can misbehave on purpose, reproducibly (`standins.llm.routes`
+answers the requests, `standins.llm.http` is the HTTP plumbing):
 
 - ``latency``: seconds per reply, slept in the request's own thread (no lock held), so many
   concurrent requests overlap like they do against a real provider;
 - ``fault_rate``, ``fault_kinds``, ``fault_attempts``, ``timeout_sleep``, ``retry_after``: that
   share of request bodies fails its first attempt(s) with a 429, a 500, a dropped connection or a
-  timeout, reproducibly (`qagen.testing.llm.faults`); a retrying client ends with the same answers;
+  timeout, reproducibly (`standins.llm.faults`); a retrying client ends with the same answers;
 - ``malformed_rate``, ``format_variety``, ``generation_format_variety``, ``duplicate_rate``,
   ``pass_rate``, ``score_policy``, ``judge_policy``: what the replies say (`ReplyPolicy`);
 - ``think_rate``, ``think_tag``, ``reasoning_content_rate``, ``truncate_rate``,
   ``unterminated_think_rate``, ``huge_reply_bytes``, ``huge_rate``: how they are sent, as reasoning
-  models and length-limited servers send them (`ShapePolicy`, `qagen.testing.llm.shaping`); the
+  models and length-limited servers send them (`ShapePolicy`, `standins.llm.shaping`); the
   request's ``max_tokens`` / ``max_completion_tokens`` is always honoured;
 - ``batch_polls``, ``batch_failure_rate``, ``batch_expire``, ``batch_drop_polls``,
-  ``batch_line_status``: the Batch API (`/v1/files`, `/v1/batches`; `qagen.testing.llm.batches`):
+  ``batch_line_status``: the Batch API (`/v1/files`, `/v1/batches`; `standins.llm.batches`):
   slow batches, error lines, expired batches, connections lost while polling, every line a 401,
   403 or 404;
 - ``rerank_reply``: the shape of ``/rerank`` replies, vLLM's ``results`` or TEI's ``list``
-  (`qagen.testing.llm.rerank`, which also answers the listwise rerank prompt);
+  (`standins.llm.rerank`, which also answers the listwise rerank prompt);
 - ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors;
   with ``echo_key`` the 401, 429 and 500 messages quote the key they were sent, unmasked (OpenAI
   quotes a masked key), so tests can check that no error body carries a key through to the user;
   with ``record_credentials`` each log entry keeps the request's query string and Authorization
   header (``query``, ``authorization``), so tests can check that a key reached the server.
 
-``/v1/embeddings`` answers with deterministic hashed-bag-of-words vectors (`qagen.testing.llm.embeddings`),
+``/v1/embeddings`` answers with deterministic hashed-bag-of-words vectors (`standins.llm.embeddings`),
 logged with kind ``embeddings``, so dense retrieval through an OpenAI-compatible server is tested
 offline; the fault and reply knobs are the chat endpoint's and do not apply to it.
 
@@ -40,7 +40,7 @@ kind ``crash``, so it can never pass for an injected fault.
     with StandInLLM(latency=0.0, pass_rate=0.8) as llm:
         model = ChatOpenAI(model="stand-in", base_url=llm.base_url, api_key="k")
 
-    python -m qagen.testing.llm.server --port 8000 --latency 0.2 --fault-rate 0.15 --log r.jsonl
+    python -m standins.llm.server --port 8000 --latency 0.2 --fault-rate 0.15 --log r.jsonl
 """
 
 from __future__ import annotations
@@ -55,16 +55,16 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any
 
-from qagen.testing.llm.faults import FAULT_KINDS
-from qagen.testing.llm.http import HOST, LLMHTTPServer
-from qagen.testing.llm.knobs import KNOB_FIELDS, REPLY_FIELDS, SHAPE_FIELDS, Knobs
-from qagen.testing.llm.log import LogEntry
-from qagen.testing.llm.outcomes import DEFAULT_PASS_RATE, DUPLICATE_QUESTION, factoid_for, judge_score, score_for
-from qagen.testing.llm.payloads import DEFAULT_MODEL
-from qagen.testing.llm.replies import JudgePolicy, ReplyPolicy, ScorePolicy
-from qagen.testing.llm.routes import StandInApp
-from qagen.testing.llm.server_args import build_parser
-from qagen.testing.llm.shaping import ShapePolicy
+from standins.llm.faults import FAULT_KINDS
+from standins.llm.http import HOST, LLMHTTPServer
+from standins.llm.knobs import KNOB_FIELDS, REPLY_FIELDS, SHAPE_FIELDS, Knobs
+from standins.llm.log import LogEntry
+from standins.llm.outcomes import DEFAULT_PASS_RATE, DUPLICATE_QUESTION, factoid_for, judge_score, score_for
+from standins.llm.payloads import DEFAULT_MODEL
+from standins.llm.replies import JudgePolicy, ReplyPolicy, ScorePolicy
+from standins.llm.routes import StandInApp
+from standins.llm.server_args import build_parser
+from standins.llm.shaping import ShapePolicy
 
 if TYPE_CHECKING:
     from langchain_openai import ChatOpenAI
@@ -291,7 +291,7 @@ class StandInLLM:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Serve until SIGTERM or SIGINT, then exit 0 (options: `qagen.testing.llm.server_args`)."""
+    """Serve until SIGTERM or SIGINT, then exit 0 (options: `standins.llm.server_args`)."""
     args = build_parser().parse_args(argv)
     try:
         server = StandInLLM(

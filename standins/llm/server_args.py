@@ -1,6 +1,6 @@
-"""The command line of ``python -m qagen.testing.llm.server``: its options and how they are read.
+"""The command line of ``python -m standins.llm.server``: its options and how they are read.
 
-`qagen.testing.llm.server.main` parses them and serves until SIGTERM or SIGINT.
+`standins.llm.server.main` parses them and serves until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from qagen.testing.llm.faults import FAULT_KINDS
-from qagen.testing.llm.outcomes import DEFAULT_PASS_RATE
-from qagen.testing.llm.shaping import THINK_TAGS
+from standins.llm.faults import FAULT_KINDS
+from standins.llm.outcomes import DEFAULT_PASS_RATE
+from standins.llm.shaping import THINK_TAGS
 
 
 def _rate(text: str) -> float:
@@ -43,9 +43,9 @@ def _names(text: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line of ``python -m qagen.testing.llm.server``."""
+    """The command line of ``python -m standins.llm.server``."""
     parser = argparse.ArgumentParser(
-        prog="python -m qagen.testing.llm.server",
+        prog="python -m standins.llm.server",
         description="Serve a deterministic stand-in OpenAI-compatible LLM on 127.0.0.1.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )

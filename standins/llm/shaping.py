@@ -1,12 +1,12 @@
 """How the stand-in LLM sends a reply once it is chosen: reasoning, cut-offs, padding, the token limit.
 
-`qagen.testing.llm.replies` decides what a reply says; `shape` decides how it goes out, as reasoning
+`standins.llm.replies` decides what a reply says; `shape` decides how it goes out, as reasoning
 models and length-limited servers send it. Each knob is a share of replies, chosen by hash, and
 every one is off by default (then `shape` sends the reply as it is):
 
 - ``think_rate``: the reply is preceded by its reasoning, inline: ``<think>\\n...\\n</think>\\n``
   (``think_tag="thinking"``: ``<thinking>...</thinking>``). The reasoning holds decoys
-  (`qagen.testing.llm.decoys`): a draft verdict or question that the reply then contradicts.
+  (`standins.llm.decoys`): a draft verdict or question that the reply then contradicts.
 - ``reasoning_content_rate``: the same reasoning, without tags, in the message's
   ``reasoning_content`` field (vLLM with a reasoning parser); ``content`` holds only the reply.
   Takes precedence over ``think_rate``.
@@ -39,9 +39,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from qagen.testing.llm.decoys import Decoy, reasoning_for
-from qagen.testing.llm.outcomes import unit_interval
-from qagen.testing.llm.replies import Reply
+from standins.llm.decoys import Decoy, reasoning_for
+from standins.llm.outcomes import unit_interval
+from standins.llm.replies import Reply
 
 THINK_TAGS: tuple[str, ...] = ("think", "thinking")
 Thinking = Literal["inline", "reasoning_content", "unterminated"]

@@ -20,7 +20,7 @@ from qagen.evaluate.stamp import STAMP_FILE, question_settled
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.failures import Failure, FailureKind
 from qagen.llm.client import ModelSettings
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 QUESTIONS = 12
 

@@ -33,8 +33,8 @@ from qagen.evaluate.judges.ragas_parsing import (
 from qagen.evaluate.testset import load_testset
 from qagen.llm.client import ModelSettings
 from qagen.llm.untrusted import neutralize, passages
-from qagen.testing.llm.prompt_recognition import classify_prompt
-from qagen.testing.llm.replies import MALFORMED_KINDS, ReplyPolicy, make_reply
+from standins.llm.prompt_recognition import classify_prompt
+from standins.llm.replies import MALFORMED_KINDS, ReplyPolicy, make_reply
 
 # --------------------------------------------------------------------------- metric selection
 

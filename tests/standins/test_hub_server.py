@@ -26,7 +26,7 @@ from huggingface_hub import (
 )
 from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
 
-from qagen.testing.hub.server import StandInHub
+from standins.hub.server import StandInHub
 
 TOKEN = "hf_test_token"
 BOB_TOKEN = "hf_bob_token"  # the session `hub` fixture (conftest) knows both tokens
@@ -283,7 +283,7 @@ def test_a_new_hub_on_the_same_port_serves_pooled_connections() -> None:
 
 def test_cli_announces_its_url_and_stops_on_sigterm() -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "qagen.testing.hub.server", "--port", "0", "--token", "hf_cli:carol"],
+        [sys.executable, "-m", "standins.hub.server", "--port", "0", "--token", "hf_cli:carol"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,

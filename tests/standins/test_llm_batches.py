@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import openai
 
-from qagen.testing.llm.offline import answer_requests
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.offline import answer_requests
+from standins.llm.server import StandInLLM
 
 DRAFT = "Your task is to write a factoid question and an answer given a context.\nContext: {text}\nOutput:::"
 

@@ -8,8 +8,8 @@ import openai
 import pytest
 from langchain_openai import OpenAIEmbeddings
 
-from qagen.testing.llm.embeddings import DIMENSIONS, embedding
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.embeddings import DIMENSIONS, embedding
+from standins.llm.server import StandInLLM
 
 
 def cosine(a: list[float], b: list[float]) -> float:

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from qagen.testing.llm.rerank import listwise_reply, overlap, ranking
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.rerank import listwise_reply, overlap, ranking
+from standins.llm.server import StandInLLM
 
 QUERY = "Who kept the logbook?"
 DOCS = ["The museum.", "The keeper kept a logbook.", "A logbook was kept."]

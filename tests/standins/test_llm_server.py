@@ -24,9 +24,9 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 import qagen
-from qagen.testing.llm.outcomes import DUPLICATE_QUESTION, factoid_for, first_sentence
-from qagen.testing.llm.prompt_recognition import classify_prompt, extract_context, extract_question
-from qagen.testing.llm.replies import (
+from standins.llm.outcomes import DUPLICATE_QUESTION, factoid_for, first_sentence
+from standins.llm.prompt_recognition import classify_prompt, extract_context, extract_question
+from standins.llm.replies import (
     FALLBACK_ANSWER,
     GENERATION_FORMATS,
     MALFORMED_KINDS,
@@ -34,7 +34,7 @@ from qagen.testing.llm.replies import (
     REFUSAL,
     rating_reply,
 )
-from qagen.testing.llm.server import FAULT_KINDS, StandInLLM, judge_score, score_for
+from standins.llm.server import FAULT_KINDS, StandInLLM, judge_score, score_for
 
 REPO = Path(qagen.__file__).resolve().parent.parent
 PROMPTS = REPO / "prompts"
@@ -597,7 +597,7 @@ def _swallow(call: Any) -> None:
 def test_cli_serves_until_signalled(tmp_path: Path, stop_signal: signal.Signals) -> None:
     log_path = tmp_path / "cli.jsonl"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "qagen.testing.llm.server", "--port", "0", "--format-variety", "0"]
+    command = [sys.executable, "-m", "standins.llm.server", "--port", "0", "--format-variety", "0"]
     command += ["--latency", "0.01", "--pass-rate", "relevance=1.0", "--api-key", "test-key", "--log", str(log_path)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as process:
         _serve_one_critique(process, stop_signal)
@@ -629,7 +629,7 @@ def _serve_one_critique(process: subprocess.Popen[str], stop_signal: signal.Sign
 def test_cli_rejects_bad_knobs() -> None:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     result = subprocess.run(
-        [sys.executable, "-m", "qagen.testing.llm.server", "--fault-rate", "2"],
+        [sys.executable, "-m", "standins.llm.server", "--fault-rate", "2"],
         capture_output=True,
         text=True,
         env=env,

@@ -1,4 +1,4 @@
-"""How the stand-in LLM sends its replies (`qagen.testing.llm.shaping`), through real HTTP: reasoning
+"""How the stand-in LLM sends its replies (`standins.llm.shaping`), through real HTTP: reasoning
 inline or in `reasoning_content` (with decoys), replies cut short, unclosed reasoning, huge replies,
 and the request's token limit; each checked in the JSON sent and in the request log."""
 
@@ -22,12 +22,12 @@ import openai
 import pytest
 
 import qagen
-from qagen.testing.llm.decoys import DECOY_ANSWER, reasoning_for
-from qagen.testing.llm.log import LogEntry
-from qagen.testing.llm.outcomes import factoid_for, judge_score, score_for
-from qagen.testing.llm.replies import MALFORMED_KINDS, Reply
-from qagen.testing.llm.server import StandInLLM
-from qagen.testing.llm.server_args import build_parser
+from standins.llm.decoys import DECOY_ANSWER, reasoning_for
+from standins.llm.log import LogEntry
+from standins.llm.outcomes import factoid_for, judge_score, score_for
+from standins.llm.replies import MALFORMED_KINDS, Reply
+from standins.llm.server import StandInLLM
+from standins.llm.server_args import build_parser
 
 REPO = Path(qagen.__file__).resolve().parent.parent
 PROMPTS = REPO / "prompts"
@@ -500,7 +500,7 @@ def test_decoys_differ_from_every_kind_of_real_reply() -> None:
 def test_the_cli_serves_shaped_replies(tmp_path: Path) -> None:
     log_path = tmp_path / "cli.jsonl"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "qagen.testing.llm.server", "--port", "0", "--log", str(log_path)]
+    command = [sys.executable, "-m", "standins.llm.server", "--port", "0", "--log", str(log_path)]
     command += ["--think-rate", "1", "--think-tag", "thinking", "--huge-reply-bytes", "4000"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as process:
         try:

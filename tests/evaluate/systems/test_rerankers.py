@@ -20,8 +20,8 @@ from qagen.failures import Failure, FailureKind
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.task import Outcome, Request
 from qagen.runs.executor import drive
-from qagen.testing.llm.rerank import ranking
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.rerank import ranking
+from standins.llm.server import StandInLLM
 
 QUESTION = "Who kept the logbook of passing ships?"
 TEXTS = [

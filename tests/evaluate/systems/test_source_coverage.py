@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from qagen.cli.app import main
 from qagen.evaluate.api import bm25_baseline, evaluate
 from qagen.evaluate.input_checks import normalize_source, source_coverage
-from qagen.testing.corpus import write_corpus
+from standins.corpus import write_corpus
 
 
 @pytest.mark.parametrize(
