@@ -111,6 +111,16 @@ def llm() -> Iterator[Any]:
         yield server
 
 
+@pytest.fixture()
+def fake_llm() -> Any:
+    """The stand-in LLM's replies without its server (`tests/fake_llm.py`): `fake_llm.client()` is a
+    ready model for any role, `fake_llm.log` the requests it answered. Tests of the transport,
+    faults, batches, the CLI or whole runs use `llm`, the HTTP stand-in."""
+    from fake_llm import FakeLLM
+
+    return FakeLLM()
+
+
 @pytest.fixture(scope="session")
 def hub(hub_port: int) -> Iterator[Any]:
     """The stand-in Hub where `HF_ENDPOINT` points, shared by the session (one server per port).
