@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import TypeAdapter, ValidationError
 
-from qagen.cli.config_keys import CONFIG_KEYS, KEYS_BY_NAME, SECTION_HELP, Command, ConfigKey, click_command
+from qagen.cli.config_keys import ANY_NAME, CONFIG_KEYS, KEYS_BY_NAME, SECTION_HELP, Command, ConfigKey, click_command
 
 # The keys each command reads.
 KEYS_FOR: dict[Command, tuple[ConfigKey, ...]] = {
@@ -55,12 +55,17 @@ def read_config(path: Path, command: Command) -> dict[str, Any]:
         raise ConfigFileError(f"{path} cannot be read: {exc}.") from exc
     values: dict[str, Any] = {}
     for dotted, value in _flatten(document):
-        key = KEYS_BY_NAME.get(dotted)
+        section, _, name = dotted.rpartition(".")
+        key = KEYS_BY_NAME.get(dotted) or KEYS_BY_NAME.get(f"{section}.{ANY_NAME}")
         if key is None:
             raise ConfigFileError(f"{path}: unknown key `{dotted}`{_did_you_mean(dotted, command)}")
         checked = _checked(path, key, value)
+        if key.any_name:
+            # Which names exist is the library's to say (a critic of the run's own is named in the run).
+            checked = (f"{name}={checked}",)
         if command in key.commands:
-            values[key.param] = _in_range(path, key, command, checked)
+            checked = _in_range(path, key, command, checked)
+            values[key.param] = (*values.get(key.param, ()), *checked) if key.any_name else checked
     return values
 
 
@@ -114,7 +119,11 @@ def _in_range(path: Path, key: ConfigKey, command: Command, typed: Any) -> Any:
     option = key.option(command)
     ctx = click.Context(click_command(command))
     try:
-        converted = option.type.convert(typed, option, ctx)
+        converted = (
+            tuple(option.type.convert(item, option, ctx) for item in typed)
+            if getattr(option, "multiple", False)
+            else option.type.convert(typed, option, ctx)
+        )
         if option.callback is not None:
             option.callback(ctx, option, converted)
     except click.BadParameter as exc:
@@ -197,7 +206,9 @@ def starter_file() -> str:
             lines += ["", *_wrap(SECTION_HELP[section]), f"[{section}]"]
         default = key.default()
         lines += _wrap(key.describe())
-        if default is None:
+        if key.any_name:
+            lines.append(f"# <name> = {_toml(key.example)}    # {_note(key)}")
+        elif default is None:
             lines.append(f"# {key.name} = {_toml(key.example)}    # {_note(key)}")
         else:
             lines.append(f"{key.name} = {_toml(default)}")
@@ -243,7 +254,9 @@ def reference_markdown() -> str:
         default = key.default()
         shown = f"`{_toml(default)}`" if default is not None else _note(key)
         help_text = key.describe().replace("|", "\\|")
-        lines.append(f"| `{key.name}` | `{_flag(key)}` | {shown} | {help_text} |")
+        name = "`<name>`" if key.any_name else f"`{key.name}`"
+        flag = f"{_flag(key)} NAME=SCORE" if key.any_name else _flag(key)
+        lines.append(f"| {name} | `{flag}` | {shown} | {help_text} |")
     return "\n".join(lines) + "\n"
 
 

@@ -18,10 +18,13 @@ import click
 from pydantic import BaseModel
 
 from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+from qagen.critics import CRITICS
 from qagen.llm.backends import ModelSettings
-from qagen.records import CRITERIA
 
 Command = Literal["build", "evaluate"]
+ANY_NAME = "*"
+"""The name of a key that stands for any name in its table, such as a critic's in `filter.min_scores`:
+its option takes each as `NAME=VALUE`."""
 BUILD: tuple[Command, ...] = ("build",)
 EVALUATE: tuple[Command, ...] = ("evaluate",)
 BOTH: tuple[Command, ...] = ("build", "evaluate")
@@ -51,6 +54,10 @@ class ConfigKey:
     """Where the value comes from when the key is absent, when that is another setting, not a default."""
     example: Any = None
     """A value to show, commented out, in the starter file, for a key with no default."""
+
+    @property
+    def any_name(self) -> bool:
+        return self.name == ANY_NAME
 
     @property
     def dotted(self) -> str:
@@ -84,7 +91,7 @@ class ConfigKey:
         if callable(value):
             value = value()
         if not isinstance(value, str | int | float | bool):
-            return None  # click's marker of an option with no default
+            return None  # click's marker of an option with no default, or a repeatable option's ()
         if self.comma_list and isinstance(value, str):
             kind = int if "int" in str(self.type) else str
             return [kind(part) for part in value.split(",") if part.strip()]
@@ -165,6 +172,15 @@ def _build_keys() -> list[ConfigKey]:
         ConfigKey(
             "build", "prompts_dir", "prompts_dir", BUILD, setting=(BuildConfig, "prompts_dir"), example="my-prompts"
         ),
+        ConfigKey(
+            "build",
+            "critics",
+            "critics",
+            BUILD,
+            setting=(BuildConfig, "critics"),
+            value_type=list[str],
+            example=["specificity"],
+        ),
     ]
     filtering = [
         ConfigKey("filter", name, name, BUILD, setting=(BuildConfig, name))
@@ -173,16 +189,31 @@ def _build_keys() -> list[ConfigKey]:
     thresholds = [
         ConfigKey(
             "filter.min_scores",
-            criterion,
-            f"min_{criterion}",
+            spec.name,
+            f"min_{spec.name}",
             BUILD,
             value_type=int,
-            help=f"Keep a draft only when the {criterion} critic scores it at least this (1-5).",
+            help=f"Keep a draft when the {spec.name} critic ({spec.help}) scores it at least this (1-5)"
+            + ("." if spec.threshold is None else f"; its default: {spec.threshold}."),
+            inherits="filter.min_score" if spec.threshold is None else None,
+            example=spec.threshold or 4,
+        )
+        for spec in CRITICS
+    ]
+    # A critic of the run's own has no option of its own: its threshold is one `--min-critic NAME=SCORE`.
+    thresholds.append(
+        ConfigKey(
+            "filter.min_scores",
+            ANY_NAME,
+            "min_critic",
+            BUILD,
+            value_type=int,
+            help="A critic of your own (`build.critics`), by its name: keep a draft when it scores at least this "
+            "(1-5).",
             inherits="filter.min_score",
             example=4,
         )
-        for criterion in CRITERIA
-    ]
+    )
     budget = [
         ConfigKey("budget", name, name, BUILD, setting=(BuildConfig, name), example=example)
         for name, example in (

@@ -187,11 +187,7 @@ chunk_size = 400
         ("[chunking]\nchunk_sise = 400\n", "`chunking.chunk_sise`", "`chunking.chunk_size`"),
         ("chunk_size = 400\n", "`chunk_size`", "`chunking.chunk_size`"),
         ('[generater]\nspec = "openai:x"\n', "`generater.spec`", "`generator.spec`"),
-        (
-            "[filter.min_scores]\ngroundednes = 5\n",
-            "`filter.min_scores.groundednes`",
-            "`filter.min_scores.groundedness`",
-        ),
+        ("[filter]\nmin_scor = 3\n", "`filter.min_scor`", "`filter.min_score`"),
     ],
 )
 def test_an_unknown_key_is_named_with_the_closest_known_one(
@@ -202,6 +198,39 @@ def test_an_unknown_key_is_named_with_the_closest_known_one(
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert f"{config}: unknown key {named}; did you mean {suggested}?" in " ".join(result.output.split())
     assert not (tmp_path / "run").exists()
+
+
+def test_min_scores_takes_any_critic_and_the_library_names_the_unknown_ones(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "critique_specificity.txt").write_text(
+        "Rate {question}.\nAnswer:::\nEvaluation: (why)\nTotal rating: (1-5)\n", encoding="utf-8"
+    )
+    config = _write(
+        tmp_path / "q.toml",
+        f'[build]\ncritics = ["specificity"]\nprompts_dir = "{prompts}"\n'
+        "[filter.min_scores]\ngroundedness = 5\nspecificity = 3\n",
+    )
+    resolved = _resolved("--config", config, "docs", "--out", "run")
+    assert resolved.critics == ("specificity",)
+    assert resolved.min_scores == {"groundedness": 5, "specificity": 3}
+    # The same as its flags.
+    flags = [
+        "--critic",
+        "specificity",
+        "--prompts",
+        prompts,
+        "--min-groundedness",
+        "5",
+        "--min-critic",
+        "specificity=3",
+    ]
+    assert _resolved("docs", "--out", "run", *flags) == resolved
+
+    typo = _write(tmp_path / "typo.toml", "[filter.min_scores]\ngroundednes = 5\n")
+    result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", typo)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "names groundednes, which is no critic of this build; the critics are groundedness" in result.output
 
 
 def test_a_key_with_nothing_close_points_to_the_list_of_keys(tmp_path: Path) -> None:
@@ -246,7 +275,8 @@ def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, mo
     assert written == starter_file()
     tomllib.loads(written)
     for key in CONFIG_KEYS:  # every key is there, set to its default or shown commented out
-        line = f"{key.name} = " if key.default() is not None else f"# {key.name} = "
+        name = "<name>" if key.any_name else key.name
+        line = f"{name} = " if key.default() is not None else f"# {name} = "
         section = written.split(f"\n[{key.section}]\n", 1)[1].split("\n[", 1)[0]
         assert line in section, key.dotted
     for command in ("build", "evaluate"):
@@ -313,7 +343,8 @@ def test_every_key_is_documented() -> None:
     page = DOCS.read_text(encoding="utf-8")
     assert page == reference_markdown(), "regenerate it: python -m qagen.cli.config_file > docs/configuration.md"
     for key in CONFIG_KEYS:
-        assert f"| `{key.name}` |" in page.split(f"## `[{key.section}]`", 1)[1]
+        name = "<name>" if key.any_name else key.name
+        assert f"| `{name}` |" in page.split(f"## `[{key.section}]`", 1)[1]
 
 
 def test_a_key_set_by_a_library_field_has_the_field_default() -> None:
@@ -325,4 +356,5 @@ def test_a_key_set_by_a_library_field_has_the_field_default() -> None:
         field = model.model_fields[name]
         if field.is_required():
             continue
-        assert key.default() == field.get_default(call_default_factory=True), key.dotted
+        default = field.get_default(call_default_factory=True)
+        assert key.default() == (None if default == () else default), key.dotted  # an empty list: not set
