@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from qagen.runs.batch.results import read_results
-from qagen.testing.llm.offline import answer_requests
+from standins.llm.offline import answer_requests
 
 MODEL = ("--model", "openai:stand-in", "--n-generations", "8")
 NOT_A_COMPLETION = {"object": "list", "data": []}

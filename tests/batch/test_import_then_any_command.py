@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.testing.llm.offline import answer_requests
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.offline import answer_requests
+from standins.llm.server import StandInLLM
 
 SETTINGS = ("--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40")
 MODEL = ("--model", "openai:stand-in", "--n-generations", "8")

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 from tests.batch.test_batch_build import build_args
 
 # A shell starts background jobs with SIGINT ignored; the child takes Python's usual handler, as at a terminal.
