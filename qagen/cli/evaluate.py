@@ -14,6 +14,7 @@ from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+from qagen.evaluate.judges.registry import metrics_help
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.runs.batch.executor import BatchesRunningError
 
@@ -38,6 +39,14 @@ def _int_list(value: str, name: str) -> list[int]:
     if not numbers or min(numbers) < 1:
         raise ConfigError(f"{name} must be at least 1, got '{value}'.")
     return numbers
+
+
+class _MetricsOption(click.Option):
+    """`--metrics`, whose help lists the metrics registered when it is shown (`metrics_help`)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = f"{metrics_help()} Without --embeddings, the groups ragas and all leave answer_relevancy out."
+        return super().get_help_record(ctx)
 
 
 @click.command()
@@ -145,9 +154,10 @@ def _int_list(value: str, name: str) -> list[int]:
 )
 @click.option(
     "--metrics",
+    cls=_MetricsOption,
     default="correctness,retrieval,text",
     show_default=True,
-    help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all. Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note).",
+    help="",  # the registry's, when help is shown (`_MetricsOption`)
 )
 @click.option(
     "--embeddings",
