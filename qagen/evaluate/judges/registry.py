@@ -1,7 +1,7 @@
 """The evaluator's LLM metrics, each declared once (`MetricSpec` in `LLM_METRICS`), and their judges as tasks.
 
 The registry is what everything else reads: `metric_groups()` (the `metrics` groups, `all`
-included), the `--metrics` help (`metrics_help`), the summary's judges and their prompt hashes, the
+included), the CLI's help of the metrics option, the summary's judges and their prompt hashes, the
 review's list of judges that say "correct", and the stand-in LLM's grader layouts. A new metric is
 one `register_metric(MetricSpec(...))`, or `register_grader(name, help=..., prompt_folder=...)` for a
 boolean grader that is two prompt files (`grader_<name>_system.txt`, `grader_<name>.txt`).
@@ -64,7 +64,6 @@ __all__ = [
     "JudgeTask",
     "MetricSpec",
     "metric_groups",
-    "metrics_help",
     "register_grader",
     "register_metric",
 ]
@@ -101,7 +100,7 @@ class MetricSpec:
     group: str
     """The group `metrics` names it by with its kin (`ragas`, `graders`; `correctness` is its own)."""
     help: str
-    """What it measures, in a few words (the `--metrics` help)."""
+    """What it measures, in a few words (the CLI's help lists it)."""
     value_range: tuple[float, float] = (0.0, 1.0)
     """Where its values lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
     reviewable: bool = False
@@ -300,21 +299,6 @@ def metric_groups() -> dict[str, tuple[str, ...]]:
             groups[spec.group] = (*groups.get(spec.group, ()), spec.name)
     groups[ALL] = (*LLM_METRICS, *DETERMINISTIC_GROUPS)
     return groups
-
-
-def metrics_help() -> str:
-    """The `--metrics` help: every LLM metric with what it measures, by group, then the other groups."""
-    by_group: dict[str, list[str]] = {}
-    for spec in LLM_METRICS.values():
-        by_group.setdefault(spec.group, []).append(
-            f"{spec.name}: {spec.help}" if spec.name != spec.group else spec.name
-        )
-    singles = [f"{group} ({LLM_METRICS[group].help})" for group, names in by_group.items() if names == [group]]
-    parts = [*singles, *(f"{group} ({'; '.join(names)})" for group, names in by_group.items() if names != [group])]
-    return (
-        f"Comma list of metrics or groups: {'; '.join(parts)}; retrieval (hit@k, MRR, NDCG); text (ROUGE-L "
-        f"recall, token F1); {ALL}."
-    )
 
 
 class JudgeTask(Task[JudgeInput, JudgementRecord]):
