@@ -25,8 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+# The stand-in servers sit at the repository's root (standins/), outside the installed package;
+# appended, so qagen itself still comes from the install or PYTHONPATH.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 

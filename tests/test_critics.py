@@ -12,7 +12,7 @@ from qagen.critics import CRITICS, register_critic
 from qagen.errors import ConfigError
 from qagen.generation.tasks import BuildTasks
 from qagen.records import CandidateRow, DatasetRow
-from qagen.testing.llm.prompt_recognition import classify_prompt
+from standins.llm.prompt_recognition import classify_prompt
 
 CLARITY = """You will be given a question.
 Your task is to rate how clearly worded this question is, from 1 (garbled) to 5 (crystal clear).

@@ -20,7 +20,7 @@ from qagen.cli.app import main
 from qagen.critics import CRITICS
 from qagen.llm.prompts import load_prompt
 from qagen.review.items import draft_items
-from qagen.testing.hub.server import StandInHub
+from standins.hub.server import StandInHub
 
 TOKEN = "hf_test_token"  # alice on the session `hub`
 COOKBOOK = ("groundedness", "relevance", "standalone")

@@ -22,8 +22,8 @@ from qagen.generation.write import row_columns, row_features
 from qagen.llm.backends import ModelSettings
 from qagen.records import CandidateRow, Critique, DatasetRow, Draft
 from qagen.runs.rundir import RunDir
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 BUILT, DRAFTED_ONLY, SAMPLED = 300, 340, 360
 """Chunks built whole; then drafted without critics; then sampled with no draft at all."""
