@@ -4,7 +4,8 @@ written, against the local stand-ins.
 Placeholders a newcomer would replace are replaced here the same way: their documents folder
 (`docs/`, `path/to/your/docs`) is a copy of `examples/corpus`, a local server's URL is the stand-in
 LLM's, OpenAI's URL that of a second stand-in, `my-org/my-testset` is a fresh repo on the stand-in
-Hub, and `my_rag` / the endpoint are tiny RAG systems. Each fenced block runs in a directory of its
+Hub, `my_rag` / the endpoint are tiny RAG systems, and `my_prompts` / `my_plugin/prompts` hold the
+prompts of a new critic and a new grader. Each fenced block runs in a directory of its
 own that already holds a built `run`. No command may reach a host other than 127.0.0.1. A block that
 shows output rather than a command is fenced as `text` or with no language, and is not run.
 """
@@ -27,6 +28,9 @@ from typing import Any
 import pytest
 
 from tests.evaluate.systems.test_dense import DENSE_MODULES, require_dense
+from tests.evaluate.test_new_metric import SYSTEM as CONCISE_SYSTEM
+from tests.evaluate.test_new_metric import USER as CONCISE_USER
+from tests.test_fourth_critic import SPECIFICITY
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -128,6 +132,12 @@ def readme_env(llm: Any, api_llm: Any, hub: Any, endpoint: str, tmp_path: Path) 
     shutil.copytree(ROOT / "examples" / "corpus", template / "docs")
     shutil.copytree(ROOT / "examples" / "corpus", template / "path" / "to" / "your" / "docs")
     (template / "my_rag.py").write_text(MY_RAG, encoding="utf-8")
+    # The prompt folders of docs/extending.md: its critic and its grader, as the tests of each write them.
+    for folder in (template / "my_prompts", template / "my_plugin" / "prompts"):
+        folder.mkdir(parents=True)
+        (folder / "critique_specificity.txt").write_text(SPECIFICITY, encoding="utf-8")
+    (template / "my_plugin" / "prompts" / "grader_concise_system.txt").write_text(CONCISE_SYSTEM, encoding="utf-8")
+    (template / "my_plugin" / "prompts" / "grader_concise.txt").write_text(CONCISE_USER, encoding="utf-8")
     build = [sys.executable, "-m", "qagen", "build", "docs/", "--out", "run", "-q"]  # the README's defaults
     subprocess.run(build, cwd=template, env=env, check=True, capture_output=True)
     questions = [json.loads(line) for line in _dataset_questions(template / "run")]
