@@ -393,7 +393,7 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
 @click.argument("eval_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option(
     "--chart",
-    "chart_path",
+    "chart",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
     help="Also write a bar chart of the runs to this PNG file (needs matplotlib: pip install 'qagen[plot]').",
@@ -403,11 +403,11 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
 )
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path, dir_okay=False), default=None, hidden=True)
 @friendly_errors
-def report(eval_dirs: tuple[Path, ...], chart_path: Path | None, metric: str | None, plot_path: Path | None) -> None:
+def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, plot_path: Path | None) -> None:
     """Compare evaluation directories: metrics with 95% intervals and paired tests; a bar chart with --chart."""
     from qagen.evaluate.report import report as compare
 
-    chart = chart_path or plot_path  # --plot: the option's name before --chart, still accepted
+    chart = chart or plot_path  # --plot: the option's name before --chart, still accepted
     if metric is not None and chart is None:
         raise click.UsageError("--metric chooses the chart's metric: give --chart PATH too.")
     compared = compare(eval_dirs, chart=chart, metric=metric)
