@@ -23,6 +23,8 @@ UNDECIDED_STAGES: tuple[str, ...] = ("generation", "critique")
 
 
 class Record(BaseModel):
+    """The base of every record qagen stores or hands out: frozen, and no field it does not declare."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

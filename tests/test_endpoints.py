@@ -150,9 +150,9 @@ def test_evaluate_from_python_with_a_reader_and_a_judge_on_different_servers(
         judge=ModelSettings(spec=MODEL, base_url=b.base_url, api_key_env="B_KEY"),
         progress=False,
     )
-    assert summary["answered"] > 0 and summary["judges"]["correctness"]["judged"] == summary["answered"]
-    assert kinds(a, since) == {"answer": summary["answered"]}
-    assert kinds(b) == {"judge": summary["answered"]}
+    assert summary.answered > 0 and summary.judges["correctness"].judged == summary.answered
+    assert kinds(a, since) == {"answer": summary.answered}
+    assert kinds(b) == {"judge": summary.answered}
     no_key_in(tmp_path / "eval")
 
 

@@ -16,6 +16,7 @@ from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.input_checks import check_inputs
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed, metric_groups
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
+from qagen.evaluate.records import EvalSummary
 from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.stamp import EvalStamp
 from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the baseline with any retriever
@@ -102,7 +103,7 @@ def evaluate(
     on_note: Callable[[str], None] = _print_note,
     on_warning: Callable[[str], None] = _print_warning,
     batch: BatchOptions | None = None,
-) -> dict[str, Any]:
+) -> EvalSummary:
     """Run `system` over the test set's questions, judge and score the answers; return the summary.
 
     `testset` is a `TestSet`, or what `load_testset` reads: a qagen run directory, a saved
@@ -163,7 +164,7 @@ def evaluate(
         models["judge"] = judge
     if reader is not None:
         models["reader"] = reader
-    summary: dict[str, Any] = {}
+    summaries: list[EvalSummary] = []  # the one summary `main` makes or finds
 
     async def main() -> None:
         clients = Clients.connect(models, limits)
@@ -193,7 +194,7 @@ def evaluate(
             stamp = EvalStamp.of(evaluation, about)
             stored = stamp.settled_summary()
             if stored is not None:
-                summary.update(stored)  # nothing changed since a run that left nothing to do
+                summaries.append(stored)  # nothing changed since a run that left nothing to do
                 return
             stamp.clear()
             executor = (
@@ -202,7 +203,7 @@ def evaluate(
                 else batch_executor(_with_system_reader(clients, target), out, batch)
             )
             await evaluation.run(executor, progress=progress, system_slots=limits.concurrency)
-            summary.update(evaluation.write_results(**about))
+            summaries.append(evaluation.write_results(**about))
             executor.clients.check_failure_rates()
             if evaluation.settled:
                 stamp.write()
@@ -212,6 +213,7 @@ def evaluate(
             await clients.aclose()
 
     run_coroutine(main())
+    summary = summaries[0]
     _raise_if_nothing_succeeded(summary, out)
     return summary
 
@@ -224,23 +226,23 @@ def _with_system_reader(clients: Clients, system: Any) -> Clients:
     return clients
 
 
-def _raise_if_nothing_succeeded(summary: dict[str, Any], out: Path) -> None:
+def _raise_if_nothing_succeeded(summary: EvalSummary, out: Path) -> None:
     """An evaluation that answered no question, or whose judge could read no verdict, measured
     nothing: one sentence on why (results and summary are written first, to look at)."""
-    questions, answered = summary["questions"], summary["answered"]
+    questions, answered = summary.questions, summary.answered
     if questions and not answered:
-        reasons = summary["failed_by_reason"]
+        reasons = summary.failed_by_reason
         commonest = max(reasons, key=reasons.__getitem__) if reasons else "unknown"
         raise NothingUsableError(
             f"None of the {questions} questions was answered (mostly {commonest}); "
             f"every row is in {out / 'results.jsonl'}."
         )
-    for metric, counts in summary["judges"].items():
-        if counts["judged"] == 0 and counts["failed"] > 0:
-            failures = counts["failures"]
+    for metric, counts in summary.judges.items():
+        if counts.judged == 0 and counts.failed > 0:
+            failures = counts.failures
             commonest = max(failures, key=failures.__getitem__)
             raise NothingUsableError(
-                f"The {metric} judge could read none of the {counts['failed']} verdicts it was asked for "
+                f"The {metric} judge could read none of the {counts.failed} verdicts it was asked for "
                 f"(mostly {commonest}; e.g. {_example_reply(out, metric, commonest)!r}); "
                 f"every reply is in {out / 'results.jsonl'}."
             )

@@ -27,7 +27,7 @@ from qagen.generation.ledger import Ledger
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import omitted_columns
-from qagen.records import CandidateRow, Chunk, DatasetRow
+from qagen.records import BuildSummary, CandidateRow, Chunk, DatasetRow
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -47,7 +47,7 @@ class NoDraft(NamedTuple):
 
 
 class Outputs(NamedTuple):
-    summary: dict[str, Any]
+    summary: BuildSummary
     up_to_date: bool
     """Nothing changed since the outputs were written: they were left as they are."""
     no_draft: NoDraft | None
@@ -114,8 +114,8 @@ def write_outputs(
     finally:
         ledger.close()
     funnel = assembler.funnel()
-    summary = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids)).model_dump(mode="json")
-    write_json_atomic(run.summary_file, summary)
+    summary = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids))
+    write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:
         # Not when nothing could be drafted: the next run says so again instead of standing by it.
@@ -124,16 +124,16 @@ def write_outputs(
     return Outputs(summary, up_to_date=False, no_draft=no_draft)
 
 
-def settled_summary(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> dict[str, Any] | None:
+def settled_summary(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> BuildSummary | None:
     """The stored summary when a build has nothing to do: the outputs are up to date and the LLM
     stage that preceded them left nothing to redo; else None."""
     stamp = _holding_stamp(run, _made_from(config, run, tasks))
     return _stored_summary(run) if stamp is not None and stamp.get("settled") is True else None
 
 
-def _stored_summary(run: RunDir) -> dict[str, Any]:
-    summary: dict[str, Any] = json.loads(run.summary_file.read_text(encoding="utf-8"))
-    return summary
+def _stored_summary(run: RunDir) -> BuildSummary:
+    # Stamped outputs were written by this qagen version (the stamp says so): its summary reads back.
+    return BuildSummary.model_validate_json(run.summary_file.read_bytes())
 
 
 def _holding_stamp(run: RunDir, made_from: dict[str, Any]) -> dict[str, Any] | None:

@@ -25,7 +25,7 @@ from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
-from qagen.records import Chunk, SkippedInput
+from qagen.records import BuildSummary, Chunk, SkippedInput
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
@@ -194,7 +194,7 @@ async def _warm_up_once_replies_come(clients: Clients) -> None:
 
 
 # --- outputs ------------------------------------------------------------------------------------
-def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> dict[str, Any]:
+def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> BuildSummary:
     """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
     return write_outputs_and_say(config, run, tasks, sample).summary
 
@@ -218,13 +218,19 @@ def write_outputs_and_say(
 # --- the whole build ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BuildResult:
+    """What `build` returns: where the run is, its summary (`summary.json`), and whether a spending
+    cap stopped it."""
+
     run_dir: Path
-    summary: dict[str, Any]
+    """The run directory: `dataset/`, `candidates/`, `summary.json` and every record."""
+    summary: BuildSummary
+    """The corpus, the funnel (`summary.funnel.kept`...), models, prompts and usage."""
     stopped_by_budget: str | None = None
     """None when the build finished; else which cap stopped it (re-run with a higher cap to go on)."""
 
     @property
     def table(self) -> str:
+        """The funnel as the `qagen build` command prints it."""
         return funnel_table(self.summary)
 
 

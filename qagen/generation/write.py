@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from qagen.failures import is_call_failure_reason
 from qagen.generation.arrow_rows import RowWriter, column_features
-from qagen.records import CandidateRow, DatasetRow
+from qagen.records import BatchSpend, BuildSummary, CandidateRow, DatasetRow, Funnel
 
 EXTRA_CRITICS = "extra_critics"
 """The column of the critics beyond the cookbook's three: written only when a build has such critics."""
@@ -45,43 +45,36 @@ def save_rows(rows: Iterable[DatasetRow], target: Path, *, candidates: bool, ext
             writer.add(row.model_dump())
 
 
-def funnel_table(summary: dict[str, Any]) -> str:
+def funnel_table(summary: BuildSummary) -> str:
     """The funnel as a readable table (printed at the end of a build, and by `qagen filter`)."""
-    funnel = summary["funnel"]
-    corpus = summary["corpus"]
+    funnel, corpus = summary.funnel, summary.corpus
+    rejected_by = {str(criterion): count for criterion, count in funnel.rejected_by.items()}
     lines: list[tuple[str, str]] = [
-        ("documents", str(corpus["documents"])),
-        ("inputs skipped", _with_reasons(corpus["skipped"], corpus["skipped_by_reason"])),
-        ("chunks", f"{corpus['chunks']} (identical chunks dropped: {corpus['duplicate_chunks']})"),
+        ("documents", str(corpus.documents)),
+        ("inputs skipped", _with_reasons(corpus.skipped, corpus.skipped_by_reason)),
+        ("chunks", f"{corpus.chunks} (identical chunks dropped: {corpus.duplicate_chunks})"),
         ("sampled chunks", _sampled(funnel)),
-        ("drafted", str(funnel["drafted"])),
-        (
-            "generation failed",
-            _with_reasons(sum(funnel["generation_failed"].values()), funnel["generation_failed"]),
-        ),
-        (
-            "critique failed",
-            _with_reasons(sum(funnel["critique_failed"].values()), funnel["critique_failed"]),
-        ),
-        ("undecided", _with_reasons(sum(funnel.get("undecided", {}).values()), funnel.get("undecided", {}))),
-        ("rejected by critics", _with_reasons(funnel["rejected"], funnel["rejected_by"])),
-        ("too long", str(funnel.get("too_long", 0))),
-        ("near-duplicates", str(funnel["duplicates"])),
-        ("kept", str(funnel["kept"])),
+        ("drafted", str(funnel.drafted)),
+        ("generation failed", _with_reasons(sum(funnel.generation_failed.values()), funnel.generation_failed)),
+        ("critique failed", _with_reasons(sum(funnel.critique_failed.values()), funnel.critique_failed)),
+        ("undecided", _with_reasons(sum(funnel.undecided.values()), funnel.undecided)),
+        ("rejected by critics", _with_reasons(funnel.rejected, rejected_by)),
+        ("too long", str(funnel.too_long)),
+        ("near-duplicates", str(funnel.duplicates)),
+        ("kept", str(funnel.kept)),
     ]
-    usage = summary.get("usage", {})
-    for stage, numbers in usage.items():
-        cost = f", ${numbers['cost_usd']:.4f}" if numbers.get("cost_usd") is not None else ""
-        tokens = f"{numbers['input_tokens']:,} in / {numbers['output_tokens']:,} out tokens{cost}"
-        lines.append((f"{stage} calls", f"{numbers['calls']} ({tokens})"))
-        batched = summary.get("batch", {}).get(stage)
+    for stage, usage in (("generation", summary.usage.generation), ("critique", summary.usage.critique)):
+        cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
+        tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens{cost}"
+        lines.append((f"{stage} calls", f"{usage.calls} ({tokens})"))
+        batched = summary.batch.get(stage)
         if batched:
             lines.append((f"{stage} in batches", _batch_words(batched)))
     width = max(len(label) for label, _ in lines)
     table = [f"  {label:<{width}}  {value}" for label, value in lines]
     # The commonest failure of each stage, with its first case: what there is to fix.
-    examples = funnel.get("failure_examples", {})
-    for stage, failed in (("generation", funnel["generation_failed"]), ("critique", funnel["critique_failed"])):
+    examples = funnel.failure_examples
+    for stage, failed in (("generation", funnel.generation_failed), ("critique", funnel.critique_failed)):
         if failed:
             commonest = max(failed, key=failed.__getitem__)
             if commonest in examples:
@@ -96,20 +89,19 @@ def funnel_table(summary: dict[str, Any]) -> str:
     return "\n".join(table)
 
 
-def _batch_words(batched: dict[str, Any]) -> str:
+def _batch_words(batched: BatchSpend) -> str:
     """The calls answered in batches, at batch prices and at the online prices they saved against."""
-    calls, cost, online = batched["calls"], batched["cost_usd"], batched["online_cost_usd"]
+    calls, cost, online = batched.calls, batched.cost_usd, batched.online_cost_usd
     if cost is None or online is None:
         return f"{calls} calls, at half the online price (price unknown)"
     return f"{calls} calls, ${cost:.4f} at batch prices instead of ${online:.4f} online (saved ${online - cost:.4f})"
 
 
-def _sampled(funnel: dict[str, Any]) -> str:
+def _sampled(funnel: Funnel) -> str:
     """The sample size, and the size asked for when the corpus had fewer chunks."""
-    sampled, requested = funnel["sampled"], funnel.get("requested")
-    if requested is not None and requested > sampled:
-        return f"{sampled} (all of them: {requested} were asked for)"
-    return str(sampled)
+    if funnel.requested is not None and funnel.requested > funnel.sampled:
+        return f"{funnel.sampled} (all of them: {funnel.requested} were asked for)"
+    return str(funnel.sampled)
 
 
 def _with_reasons(total: int, reasons: dict[str, int]) -> str:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from qagen.cli.app import main
 from qagen.errors import QagenError
-from qagen.evaluate.report import EvalRun, chart_metric, comparison_table, format_p_value, load_runs
+from qagen.evaluate.report import EvalRun, chart_metric, comparison_table, format_p_value, load_runs, report
 
 # --------------------------------------------------------------------------- report
 
@@ -109,6 +109,21 @@ def test_paired_p_value_of_many_questions_carries_its_error(tmp_path: Path) -> N
     line = next(line for line in table.splitlines() if line.startswith("token_f1") and " - " in line)
     assert re.search(r" (0\.\d+ ± 0\.\d+|< 0\.0003) +30$", line), line
     assert "shown ± its standard error" in table
+
+
+def test_report_from_python_returns_the_paired_differences_it_prints(tmp_path: Path) -> None:
+    rows_a = [{"id": str(i), "token_f1": 0.5} for i in range(6)]
+    rows_b = [{"id": str(i), "token_f1": 0.5 + 0.1 * (i % 2)} for i in range(1, 6)]
+    a = _run(tmp_path / "a", {"token_f1": 0.5}, rows_a)
+    b = _run(tmp_path / "b", {"token_f1": 0.56}, rows_b)
+    compared = report([a, str(b)], chart=tmp_path / "chart.png")
+    assert [run.label for run in compared.runs] == ["a", "b"]
+    [difference] = compared.paired
+    assert (difference.metric, difference.run, difference.baseline) == ("token_f1", "b", "a")
+    assert difference.test.n == 5 and difference.test.mean_diff == pytest.approx(0.3 / 5)  # ids 1, 3, 5 gained 0.1
+    assert f"{difference.test.mean_diff:+.3f} [" in compared.table and " b - a " in compared.table
+    assert compared.table == comparison_table(load_runs([a, b]))
+    assert compared.chart == tmp_path / "chart.png" and compared.chart.read_bytes().startswith(b"\x89PNG")
 
 
 # --------------------------------------------------------------------------- qagen report

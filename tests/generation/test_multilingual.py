@@ -511,7 +511,7 @@ def test_evaluating_bm25_on_a_chinese_test_set(builds: Builds, fresh_bm25_memory
         progress=False,
     )
     kept = len(rows(built.run, "dataset"))
-    assert summary["questions"] == summary["answered"] == kept
+    assert summary.questions == summary.answered == kept
     # Questions drafted from Chinese chunks find their own document among the top 3.
-    assert summary["metrics"]["hit@3"]["mean"] == 1.0
-    assert summary["metrics"]["correctness"]["n"] == kept
+    assert summary.metrics["hit@3"].mean == 1.0
+    assert summary.metrics["correctness"].n == kept
