@@ -1,8 +1,9 @@
 """The last stage of a build: the records, filtered, into `dataset/`, `candidates/` and `summary.json`.
 
 Streaming: the sampled chunks are taken in sampling order, each one's draft and critiques read
-back from the logs (`Ledger`), its candidate row made and written at once (`RowWriter`, a batch of
-rows at a time), so memory does not grow with the sample beyond the ledger's small states.
+back from the logs (`Ledger`), its candidate row made and handed to `save_outputs` at once (which
+streams rows to disk a batch at a time), so memory does not grow with the sample beyond the ledger's
+small states.
 
 Skipped when nothing changed: `outputs.stamp.json` records what the outputs were made from (the
 size and modification time of the record logs and the chunk files, the settings, the prompts'
@@ -16,17 +17,18 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from qagen import __version__
 from qagen.config import BuildConfig
-from qagen.generation.arrow_rows import DATA_FILE, RowWriter
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
-from qagen.records import CandidateRow, Chunk, DatasetRow
+from qagen.generation.write import DATA_FILE, save_outputs
+from qagen.records import Chunk
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -97,15 +99,16 @@ def write_outputs(
     assembler = Assembler(config, tasks, len(sample))
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
+
+    def candidates() -> Iterator[dict[str, Any]]:
+        for chunk in sample:
+            row = assembler.candidate(chunk, ledger.drafts, ledger.critiques).model_dump()
+            failures.add(row)
+            sample_ids.add(row["id"])
+            yield row
+
     try:
-        with RowWriter(run.dataset_dir, DatasetRow) as kept, RowWriter(run.candidates_dir, CandidateRow) as rows:
-            for chunk in sample:
-                row = assembler.candidate(chunk, ledger.drafts, ledger.critiques).model_dump()
-                rows.add(row)
-                if row["status"] == "kept":
-                    kept.add(row)
-                failures.add(row)
-                sample_ids.add(row["id"])
+        save_outputs(candidates(), run.dataset_dir, run.candidates_dir)
     finally:
         ledger.close()
     funnel = assembler.funnel()

@@ -2,32 +2,108 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import shutil
+import types
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from qagen.generation.arrow_rows import RowWriter, column_dtypes
 from qagen.records import CandidateRow, DatasetRow
+from qagen.runs.store import writing
+
+DATA_FILE = "data-00000-of-00001.arrow"
+"""The one data file `save_to_disk(..., num_shards=1)` writes in each output folder."""
+
+
+def warm_up() -> None:
+    """Import `datasets` (about a second of CPU), so the final write starts at once."""
+    import datasets  # noqa: F401
 
 
 def row_features(row_type: type[BaseModel]) -> Any:
     """The `datasets.Features` of a row model: its fields in order, typed from their annotations.
 
     Explicit types, so a column that happens to be all null (say, no failures) keeps its type;
-    read from the model, so the columns and their types have one source.
+    read from the model, so the columns and their types have one source. `int` and `int | None`
+    are int64; `str`, `str | None` and a Literal of strings are string.
     """
     from datasets import Features, Value
 
-    return Features({name: Value(dtype) for name, dtype in column_dtypes(row_type).items()})
+    return Features({name: Value(_dtype(name, info.annotation)) for name, info in row_type.model_fields.items()})
 
 
-def save_rows(rows: Iterable[DatasetRow], target: Path, *, candidates: bool) -> None:
-    """Write rows as a `datasets` directory at `target` (see `RowWriter`)."""
-    with RowWriter(target, CandidateRow if candidates else DatasetRow) as writer:
-        for row in rows:
-            writer.add(row.model_dump())
+def _dtype(name: str, annotation: Any) -> str:
+    kinds = [annotation]
+    if get_origin(annotation) in (Union, types.UnionType):
+        kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
+    if kinds == [int]:
+        return "int64"
+    if kinds == [str]:
+        return "string"
+    if len(kinds) == 1 and get_origin(kinds[0]) is Literal and all(isinstance(v, str) for v in get_args(kinds[0])):
+        return "string"
+    raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
+
+
+def save_outputs(candidates: Iterable[dict[str, Any]], dataset_dir: Path, candidates_dir: Path) -> None:
+    """Every candidate row (`CandidateRow.model_dump()`) to `candidates_dir`, the kept ones with the
+    dataset columns only to `dataset_dir`, as `datasets` directories (`load_from_disk` reads them).
+
+    The rows are streamed (`datasets`' `ArrowWriter`, a batch at a time, into a scratch folder
+    beside the outputs), so a build never holds them all. Each output is then saved to a temporary
+    folder and swapped in: readers never see half a dataset, and a failed write leaves the previous one.
+    """
+    from datasets import Dataset
+    from datasets.arrow_writer import ArrowWriter
+
+    scratch = candidates_dir.with_name(f".{candidates_dir.name}.scratch")
+    columns = list(DatasetRow.model_fields)
+    every_file, kept_file = str(scratch / "candidates.arrow"), str(scratch / "dataset.arrow")
+    with writing(candidates_dir), _quiet_datasets():
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        try:
+            with (
+                ArrowWriter(features=row_features(CandidateRow), path=every_file) as every,
+                ArrowWriter(features=row_features(DatasetRow), path=kept_file) as kept,
+            ):
+                for row in candidates:
+                    every.write(row)
+                    if row["status"] == "kept":
+                        kept.write({column: row[column] for column in columns})
+                every.finalize()
+                kept.finalize()
+            _save(Dataset.from_file(every_file, split="train"), candidates_dir)
+            _save(Dataset.from_file(kept_file, split="train"), dataset_dir)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _save(dataset: Any, target: Path) -> None:
+    temporary = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(temporary, ignore_errors=True)
+    dataset.save_to_disk(str(temporary), num_shards=1)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(temporary, target)
+
+
+@contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """No progress bars of `datasets` while it writes: the build prints its own progress."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            enable_progress_bars()
 
 
 def funnel_table(summary: dict[str, Any]) -> str:

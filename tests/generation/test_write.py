@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from datasets import Dataset, Value, load_from_disk
+from datasets import Value, load_from_disk
 from pydantic import BaseModel
 
-from qagen.generation.write import row_features, save_rows
+from qagen.generation.write import DATA_FILE, row_features, save_outputs
 from qagen.records import CandidateRow, DatasetRow
 
 COOKBOOK = [
@@ -61,28 +62,70 @@ def test_a_field_with_no_dataset_type_is_refused() -> None:
         row_features(Scored)
 
 
+def _save(rows: list[CandidateRow], folder: Path) -> None:
+    save_outputs((row.model_dump() for row in rows), folder / "dataset", folder / "candidates")
+
+
 def test_saved_rows_load_back_with_the_model_columns(tmp_path: Path) -> None:
     failed = _candidate(
         id="d2", status="failed", reason="generation:refusal", question=None, answer=None,
         groundedness_score=None, relevance_score=None, standalone_score=None,
     )  # fmt: skip
     candidates = [_candidate(), failed]
-    save_rows(candidates, tmp_path / "candidates", candidates=True)
-    save_rows([candidates[0].dataset_row()], tmp_path / "dataset", candidates=False)
+    _save(candidates, tmp_path)
 
     loaded = load_from_disk(str(tmp_path / "candidates"))
     assert loaded.column_names == list(CandidateRow.model_fields)
+    assert loaded.features == row_features(CandidateRow)
     assert list(loaded) == [row.model_dump() for row in candidates]
     dataset = load_from_disk(str(tmp_path / "dataset"))
     assert dataset.column_names == list(DatasetRow.model_fields)
+    assert dataset.features == row_features(DatasetRow)
     assert list(dataset) == [candidates[0].dataset_row().model_dump()]
 
 
 def test_an_empty_set_keeps_its_columns_and_types(tmp_path: Path) -> None:
-    save_rows([], tmp_path / "dataset", candidates=False)
-    loaded = load_from_disk(str(tmp_path / "dataset"))
-    assert loaded.num_rows == 0
-    assert loaded.features == row_features(DatasetRow)
+    _save([], tmp_path)
+    for name, row_type in (("dataset", DatasetRow), ("candidates", CandidateRow)):
+        loaded = load_from_disk(str(tmp_path / name))
+        assert loaded.num_rows == 0
+        assert loaded.features == row_features(row_type)
+
+
+@pytest.mark.parametrize("count", [3, 2500])
+def test_every_candidate_and_only_the_kept_rows_are_written_in_one_data_file(tmp_path: Path, count: int) -> None:
+    failed = _candidate(
+        status="failed", reason="generation:refusal", question=None, answer=None, groundedness_score=None,
+        relevance_score=None, standalone_score=None, groundedness_eval=None, generation_raw="I can't.",
+    )  # fmt: skip
+    rows = [(failed if i % 3 else _candidate()).model_copy(update={"id": f"d{i}"}) for i in range(count)]
+    _save(rows, tmp_path)
+    for name in ("dataset", "candidates"):
+        assert sorted(path.name for path in (tmp_path / name).iterdir()) == [
+            DATA_FILE, "dataset_info.json", "state.json",
+        ]  # fmt: skip
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["candidates", "dataset"]  # no scratch left
+    assert list(load_from_disk(str(tmp_path / "candidates"))) == [row.model_dump() for row in rows]
+    kept = [row.dataset_row().model_dump() for row in rows if row.status == "kept"]
+    assert list(load_from_disk(str(tmp_path / "dataset"))) == kept
+    # `dataset_info.json` as `save_to_disk` writes it for rows of these features, nothing more.
+    info = json.loads((tmp_path / "dataset" / "dataset_info.json").read_text())
+    assert info == {"citation": "", "description": "", "features": row_features(DatasetRow).to_dict(),
+                    "homepage": "", "license": ""}  # fmt: skip
+
+
+def test_a_failed_write_leaves_the_previous_outputs(tmp_path: Path) -> None:
+    _save([_candidate()], tmp_path)
+
+    def breaking() -> Iterator[dict[str, object]]:
+        yield _candidate(id="new").model_dump()
+        raise RuntimeError("the ledger broke")
+
+    with pytest.raises(RuntimeError, match="ledger broke"):
+        save_outputs(breaking(), tmp_path / "dataset", tmp_path / "candidates")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["candidates", "dataset"]
+    assert load_from_disk(str(tmp_path / "candidates"))["id"] == ["d1"]
+    assert load_from_disk(str(tmp_path / "dataset"))["id"] == ["d1"]
 
 
 def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> None:
@@ -90,31 +133,3 @@ def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> Non
     row = candidate.dataset_row()
     assert type(row) is DatasetRow
     assert row.model_dump() == candidate.model_dump(include=set(DatasetRow.model_fields))
-
-
-@pytest.mark.parametrize("count", [0, 3, 700])
-def test_written_directories_are_those_of_save_to_disk(tmp_path: Path, count: int) -> None:
-    """Byte for byte, but for the fingerprint: the rows, the schema with its features, the metadata."""
-    failed = _candidate(
-        status="failed", reason="generation:refusal", question=None, answer=None, groundedness_score=None,
-        relevance_score=None, standalone_score=None, groundedness_eval=None, generation_raw="I can't.",
-    )  # fmt: skip
-    rows = [(failed if i % 3 else _candidate()).model_copy(update={"id": f"d{i}"}) for i in range(count)]
-    save_rows(rows, tmp_path / "streamed", candidates=True)
-    data = {column: [row.model_dump()[column] for row in rows] for column in CandidateRow.model_fields}
-    Dataset.from_dict(data, features=row_features(CandidateRow), split="train").save_to_disk(
-        str(tmp_path / "saved"), num_shards=1
-    )
-    for name in ("data-00000-of-00001.arrow", "dataset_info.json"):
-        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes(), name
-    streamed, saved = (json.loads((tmp_path / d / "state.json").read_text()) for d in ("streamed", "saved"))
-    assert streamed.pop("_fingerprint") != saved.pop("_fingerprint") and streamed == saved
-    assert list(load_from_disk(str(tmp_path / "streamed"))) == [row.model_dump() for row in rows]
-
-
-def test_equal_rows_give_equal_fingerprints(tmp_path: Path) -> None:
-    save_rows([_candidate()], tmp_path / "a", candidates=True)
-    save_rows([_candidate()], tmp_path / "b", candidates=True)
-    save_rows([_candidate(id="other")], tmp_path / "c", candidates=True)
-    a, b, c = (json.loads((tmp_path / d / "state.json").read_text())["_fingerprint"] for d in "abc")
-    assert a == b != c
