@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from qagen.evaluate.metrics.evidence import Evidence
 from qagen.failures import Failure
@@ -66,17 +66,6 @@ class JudgeVerdict(BaseModel):
         default_factory=dict, description="Metric-specific parts (statements, verdicts...)."
     )
     usage: Usage = Usage()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_reason(cls, data: Any) -> Any:
-        # Verdicts written before `Failure` existed kept a `reason` string.
-        if isinstance(data, dict) and "reason" in data:
-            data = dict(data)
-            reason = data.pop("reason")
-            if reason:
-                data["failure"] = Failure.from_reason(reason)
-        return data
 
     @property
     def reason(self) -> str:
