@@ -114,3 +114,8 @@ class Failure(BaseModel):
         if not self.is_call_failure:
             return self.kind.value
         return _CALL_PREFIX if self.kind is FailureKind.API_ERROR else f"{_CALL_PREFIX}:{self.kind.value}"
+
+
+def is_call_failure_reason(reason: str) -> bool:
+    """Whether a stored reason string (`Failure.reason`) is a call that got no reply: asked again on resume."""
+    return reason.partition(":")[0] == _CALL_PREFIX

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.evaluate_grid import GridPoint, dense_index_notes, grid_points, split_list
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+from qagen.evaluate.judges.registry import ALL, LLM_METRICS
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.runs.batch.executor import BatchesRunningError
 
@@ -40,8 +42,49 @@ def _int_list(value: str, name: str) -> list[int]:
     return numbers
 
 
-@click.command()
+def metrics_help() -> str:
+    """The `--metrics` help: every LLM metric with what it measures, by group, then the other groups."""
+    by_group: dict[str, list[str]] = {}
+    for spec in LLM_METRICS.values():
+        by_group.setdefault(spec.group, []).append(
+            f"{spec.name}: {spec.help}" if spec.name != spec.group else spec.name
+        )
+    singles = [f"{group} ({LLM_METRICS[group].help})" for group, names in by_group.items() if names == [group]]
+    parts = [*singles, *(f"{group} ({'; '.join(names)})" for group, names in by_group.items() if names != [group])]
+    return (
+        f"Comma list of metrics or groups: {'; '.join(parts)}; retrieval (hit@k, MRR, NDCG); text (ROUGE-L "
+        f"recall, token F1); {ALL}."
+    )
+
+
+def metrics_option_help() -> str:
+    return f"{metrics_help()} Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note)."
+
+
+class _MetricsOption(click.Option):
+    """`--metrics`, whose help lists the metrics registered when it is shown (one registered after
+    the CLI was imported too)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = metrics_option_help()
+        return super().get_help_record(ctx)
+
+
+# The options `qagen evaluate --help` lists: those set most often. Every other option keeps working and
+# is a key of the config file (docs/configuration.md lists them all, with their flags).
+EVALUATE_SHOWN = (
+    "config", "out", "answers", "rag_callable", "endpoint", "baseline", "corpus", "chunk_size", "k_values", "rerank",
+    "model", "judge_model", "base_url", "metrics", "embeddings", "concurrency", "batch", "quiet",
+)  # fmt: skip
+
+
+@click.command(
+    epilog="More settings (each model's server, key and output cap, the test set's columns, the reranker's "
+    "candidates, retries) are keys of a --config file, each with a flag of its own: `qagen init` writes a starter "
+    "file explaining every one; docs/configuration.md lists them with their flags."
+)
 @click.argument("dataset")
+@config_option("evaluate")
 @click.option(
     "--out",
     "-o",
@@ -145,9 +188,10 @@ def _int_list(value: str, name: str) -> list[int]:
 )
 @click.option(
     "--metrics",
+    cls=_MetricsOption,
     default="correctness,retrieval,text",
     show_default=True,
-    help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all. Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note).",
+    help=metrics_option_help(),
 )
 @click.option(
     "--embeddings",
@@ -382,6 +426,9 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
         rerank_top=options["rerank_top"],
         rerank_url=options["rerank_url"],
     )
+
+
+show_only(evaluate, EVALUATE_SHOWN)
 
 
 @click.command()

@@ -28,7 +28,7 @@ from qagen.generation.ledger import Ledger
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
-from qagen.records import Chunk
+from qagen.records import CandidateRow, Chunk
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -62,11 +62,11 @@ class _GenerationFailures:
         self.count: Counter[str] = Counter()
         self.first: dict[str, tuple[str, str | None]] = {}
 
-    def add(self, row: dict[str, Any]) -> None:
-        reason = row["reason"]
+    def add(self, candidate: CandidateRow) -> None:
+        reason = candidate.reason
         if reason.startswith(_GENERATION):
             self.count[reason] += 1
-            self.first.setdefault(reason, (row["source_doc"], row["generation_raw"]))
+            self.first.setdefault(reason, (candidate.source_doc, candidate.generation_raw))
 
     def commonest(self, candidates: int) -> NoDraft:
         reason, times = self.count.most_common(1)[0]
@@ -100,15 +100,16 @@ def write_outputs(
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
 
-    def candidates() -> Iterator[dict[str, Any]]:
+    def candidates() -> Iterator[CandidateRow]:
         for chunk in sample:
-            row = assembler.candidate(chunk, ledger.drafts, ledger.critiques).model_dump()
-            failures.add(row)
-            sample_ids.add(row["id"])
-            yield row
+            candidate = assembler.candidate(chunk, ledger.drafts, ledger.critiques)
+            failures.add(candidate)
+            sample_ids.add(candidate.id)
+            yield candidate
 
     try:
-        save_outputs(candidates(), run.dataset_dir, run.candidates_dir)
+        extra_critics = any(not spec.own_columns for spec in config.critic_specs())
+        save_outputs(candidates(), run.dataset_dir, run.candidates_dir, extra_critics=extra_critics)
     finally:
         ledger.close()
     funnel = assembler.funnel()

@@ -5,18 +5,25 @@ from __future__ import annotations
 import os
 import shutil
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
+from qagen.failures import is_call_failure_reason
 from qagen.records import CandidateRow, DatasetRow
 from qagen.runs.store import writing
 
 DATA_FILE = "data-00000-of-00001.arrow"
 """The one data file `save_to_disk(..., num_shards=1)` writes in each output folder."""
+
+EXTRA_CRITICS = "extra_critics"
+"""The column of the critics beyond the cookbook's three: written only when a build has such critics."""
+
+Feature = dict[str, Any]
+"""A column's `datasets` feature as `Features.to_dict()` writes it (`{"dtype": "string", "_type": "Value"}`)."""
 
 
 def warm_up() -> None:
@@ -24,34 +31,64 @@ def warm_up() -> None:
     import datasets  # noqa: F401
 
 
-def row_features(row_type: type[BaseModel]) -> Any:
+def omitted_columns(extra_critics: bool) -> tuple[str, ...]:
+    """The row model's columns a build leaves out: `extra_critics` when it has no critic beyond the three."""
+    return () if extra_critics else (EXTRA_CRITICS,)
+
+
+def row_columns(row_type: type[BaseModel], *, extra_critics: bool = False) -> list[str]:
+    """The columns a build writes of a row model, in order (see `omitted_columns`)."""
+    return [name for name in row_type.model_fields if name not in omitted_columns(extra_critics)]
+
+
+def row_features(row_type: type[BaseModel], *, extra_critics: bool = False) -> Any:
     """The `datasets.Features` of a row model: its fields in order, typed from their annotations.
 
     Explicit types, so a column that happens to be all null (say, no failures) keeps its type;
-    read from the model, so the columns and their types have one source. `int` and `int | None`
-    are int64; `str`, `str | None` and a Literal of strings are string.
+    read from the model, so the columns and their types have one source.
     """
-    from datasets import Features, Value
+    from datasets import Features
 
-    return Features({name: Value(_dtype(name, info.annotation)) for name, info in row_type.model_fields.items()})
+    return Features.from_dict(column_features(row_type, omitted_columns(extra_critics)))
 
 
-def _dtype(name: str, annotation: Any) -> str:
+def column_features(row_type: type[BaseModel], omit: Collection[str] = ()) -> dict[str, Feature]:
+    """Each column of a row model, in order, with its `datasets` feature (`omit`: columns left out)."""
+    return {
+        name: dataset_feature(name, info.annotation) for name, info in row_type.model_fields.items() if name not in omit
+    }
+
+
+def dataset_feature(name: str, annotation: Any) -> Feature:
+    """The `datasets` feature of a row field: `int` and `int | None` are int64; `str`, `str | None` and
+    a Literal of strings are string (so a column that happens to be all null keeps its type); a tuple
+    of records is a list of structs, one field per record field."""
     kinds = [annotation]
     if get_origin(annotation) in (Union, types.UnionType):
         kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
     if kinds == [int]:
-        return "int64"
+        return _value("int64")
     if kinds == [str]:
-        return "string"
+        return _value("string")
     if len(kinds) == 1 and get_origin(kinds[0]) is Literal and all(isinstance(v, str) for v in get_args(kinds[0])):
-        return "string"
+        return _value("string")
+    if len(kinds) == 1 and get_origin(kinds[0]) is tuple:
+        item, *rest = get_args(kinds[0])
+        if rest == [Ellipsis] and isinstance(item, type) and issubclass(item, BaseModel):
+            return {"feature": column_features(item), "_type": "List"}
     raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
 
 
-def save_outputs(candidates: Iterable[dict[str, Any]], dataset_dir: Path, candidates_dir: Path) -> None:
-    """Every candidate row (`CandidateRow.model_dump()`) to `candidates_dir`, the kept ones with the
-    dataset columns only to `dataset_dir`, as `datasets` directories (`load_from_disk` reads them).
+def _value(dtype: str) -> Feature:
+    return {"dtype": dtype, "_type": "Value"}
+
+
+def save_outputs(
+    candidates: Iterable[CandidateRow], dataset_dir: Path, candidates_dir: Path, *, extra_critics: bool = False
+) -> None:
+    """Every candidate to `candidates_dir`, the kept ones as dataset rows (`CandidateRow.dataset_row`)
+    to `dataset_dir`, as `datasets` directories (`load_from_disk` reads them); `extra_critics`: the
+    build has critics beyond the three, so the rows have that column (see `omitted_columns`).
 
     The rows are streamed (`datasets`' `ArrowWriter`, a batch at a time, into a scratch folder
     beside the outputs), so a build never holds them all. Each output is then saved to a temporary
@@ -61,20 +98,21 @@ def save_outputs(candidates: Iterable[dict[str, Any]], dataset_dir: Path, candid
     from datasets.arrow_writer import ArrowWriter
 
     scratch = candidates_dir.with_name(f".{candidates_dir.name}.scratch")
-    columns = list(DatasetRow.model_fields)
+    every_columns = row_columns(CandidateRow, extra_critics=extra_critics)
+    kept_columns = row_columns(DatasetRow, extra_critics=extra_critics)
     every_file, kept_file = str(scratch / "candidates.arrow"), str(scratch / "dataset.arrow")
     with writing(candidates_dir), _quiet_datasets():
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
         try:
             with (
-                ArrowWriter(features=row_features(CandidateRow), path=every_file) as every,
-                ArrowWriter(features=row_features(DatasetRow), path=kept_file) as kept,
+                ArrowWriter(features=row_features(CandidateRow, extra_critics=extra_critics), path=every_file) as every,
+                ArrowWriter(features=row_features(DatasetRow, extra_critics=extra_critics), path=kept_file) as kept,
             ):
-                for row in candidates:
-                    every.write(row)
-                    if row["status"] == "kept":
-                        kept.write({column: row[column] for column in columns})
+                for candidate in candidates:
+                    every.write(candidate.model_dump(include=set(every_columns)))
+                    if candidate.status == "kept":
+                        kept.write(candidate.dataset_row().model_dump(include=set(kept_columns)))
                 every.finalize()
                 kept.finalize()
             _save(Dataset.from_file(every_file, split="train"), candidates_dir)
@@ -147,6 +185,13 @@ def funnel_table(summary: dict[str, Any]) -> str:
             commonest = max(failed, key=failed.__getitem__)
             if commonest in examples:
                 table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
+        # Calls that got no reply (an error line, an expired batch, a timeout) are asked again by a re-run.
+        unanswered = sum(count for reason, count in failed.items() if is_call_failure_reason(reason))
+        if unanswered:
+            table.append(
+                f"  {unanswered} {stage} call{'s' if unanswered != 1 else ''} got no reply: "
+                "re-run the same command to ask them again"
+            )
     return "\n".join(table)
 
 

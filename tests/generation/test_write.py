@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from datasets import Value, load_from_disk
+from datasets import Dataset, Value, load_from_disk
 from pydantic import BaseModel
 
-from qagen.generation.write import DATA_FILE, row_features, save_outputs
-from qagen.records import CandidateRow, DatasetRow
+from qagen.generation.write import DATA_FILE, row_columns, row_features, save_outputs
+from qagen.records import CandidateRow, CriticReply, DatasetRow
 
 COOKBOOK = [
     "context", "question", "answer", "source_doc",
@@ -34,24 +34,38 @@ def _candidate(**changes: object) -> CandidateRow:
     return row.model_copy(update=changes)
 
 
+def _save(rows: list[CandidateRow], folder: Path, *, extra_critics: bool = False) -> None:
+    save_outputs(rows, folder / "dataset", folder / "candidates", extra_critics=extra_critics)
+
+
 def test_the_cookbook_columns_come_first_then_provenance_then_the_candidate_columns() -> None:
-    dataset = list(DatasetRow.model_fields)
+    dataset = row_columns(DatasetRow)
     assert dataset[:10] == COOKBOOK
     assert dataset[10:] == [
         "id", "chunk_id", "start_index", "end_index", "generator_model", "critic_model",
         "qa_prompt_hash", "groundedness_prompt_hash", "relevance_prompt_hash", "standalone_prompt_hash",
     ]  # fmt: skip
-    assert list(CandidateRow.model_fields) == [
+    assert row_columns(CandidateRow) == [
         *dataset, "status", "reason", "generation_raw", "groundedness_raw", "relevance_raw", "standalone_raw",
     ]  # fmt: skip
+    # Critics beyond the cookbook's three: one column after the cookbook's, in both sets.
+    assert row_columns(DatasetRow, extra_critics=True) == [*COOKBOOK, "extra_critics", *dataset[10:]]
+    assert row_columns(CandidateRow, extra_critics=True) == [
+        *row_columns(DatasetRow, extra_critics=True),
+        *row_columns(CandidateRow)[len(dataset) :],
+    ]
 
 
 @pytest.mark.parametrize("row_type", [DatasetRow, CandidateRow])
 def test_features_are_the_model_fields_in_order_typed_from_their_annotations(row_type: type[BaseModel]) -> None:
     features = row_features(row_type)
-    assert list(features) == list(row_type.model_fields)
+    assert list(features) == row_columns(row_type)
     for name, value in features.items():
         assert value == Value("int64" if name in INTEGER_COLUMNS else "string"), name
+    # The critics beyond the three: a list of one struct per critic, its fields typed as the record's.
+    verdict = row_features(row_type, extra_critics=True)["extra_critics"].feature
+    expected = ["name", "score", "eval", "prompt_hash", *(["raw"] if row_type is CandidateRow else [])]
+    assert list(verdict) == expected and verdict["score"] == Value("int64") and verdict["eval"] == Value("string")
 
 
 def test_a_field_with_no_dataset_type_is_refused() -> None:
@@ -62,26 +76,32 @@ def test_a_field_with_no_dataset_type_is_refused() -> None:
         row_features(Scored)
 
 
-def _save(rows: list[CandidateRow], folder: Path) -> None:
-    save_outputs((row.model_dump() for row in rows), folder / "dataset", folder / "candidates")
-
-
 def test_saved_rows_load_back_with_the_model_columns(tmp_path: Path) -> None:
     failed = _candidate(
         id="d2", status="failed", reason="generation:refusal", question=None, answer=None,
         groundedness_score=None, relevance_score=None, standalone_score=None,
     )  # fmt: skip
     candidates = [_candidate(), failed]
-    _save(candidates, tmp_path)
+    _save(candidates, tmp_path)  # the first is kept, the second not
 
     loaded = load_from_disk(str(tmp_path / "candidates"))
-    assert loaded.column_names == list(CandidateRow.model_fields)
-    assert loaded.features == row_features(CandidateRow)
-    assert list(loaded) == [row.model_dump() for row in candidates]
+    assert loaded.column_names == row_columns(CandidateRow)
+    assert list(loaded) == [row.model_dump(exclude={"extra_critics"}) for row in candidates]
     dataset = load_from_disk(str(tmp_path / "dataset"))
-    assert dataset.column_names == list(DatasetRow.model_fields)
-    assert dataset.features == row_features(DatasetRow)
-    assert list(dataset) == [candidates[0].dataset_row().model_dump()]
+    assert dataset.column_names == row_columns(DatasetRow)
+    assert list(dataset) == [candidates[0].dataset_row().model_dump(exclude={"extra_critics"})]
+
+
+def test_a_critic_beyond_the_three_is_one_entry_of_extra_critics(tmp_path: Path) -> None:
+    verdict = CriticReply(name="specificity", score=2, eval="Vague.", prompt_hash="p", raw="Evaluation: Vague.")
+    candidate = _candidate(extra_critics=(verdict,))
+    _save([candidate], tmp_path, extra_critics=True)
+    (row,) = load_from_disk(str(tmp_path / "candidates"))
+    assert row["extra_critics"] == [verdict.model_dump()]
+    (kept,) = load_from_disk(str(tmp_path / "dataset"))
+    # The dataset has the verdict without the reply, as it has `<name>_score` without `<name>_raw`.
+    assert kept["extra_critics"] == [{"name": "specificity", "score": 2, "eval": "Vague.", "prompt_hash": "p"}]
+    assert kept == candidate.dataset_row().model_dump(mode="json")
 
 
 def test_an_empty_set_keeps_its_columns_and_types(tmp_path: Path) -> None:
@@ -92,33 +112,59 @@ def test_an_empty_set_keeps_its_columns_and_types(tmp_path: Path) -> None:
         assert loaded.features == row_features(row_type)
 
 
-@pytest.mark.parametrize("count", [3, 2500])
-def test_every_candidate_and_only_the_kept_rows_are_written_in_one_data_file(tmp_path: Path, count: int) -> None:
+def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> None:
+    candidate = _candidate()
+    row = candidate.dataset_row()
+    assert type(row) is DatasetRow
+    assert row.model_dump() == candidate.model_dump(include=set(DatasetRow.model_fields))
+
+
+@pytest.mark.parametrize("extra_critics", [False, True])
+def test_written_directories_with_or_without_extra_critics_are_those_of_save_to_disk(
+    tmp_path: Path, extra_critics: bool
+) -> None:
+    """Byte for byte, but for the fingerprint, with the list-of-structs column too."""
+    verdict = CriticReply(name="specificity", score=None, eval=None, prompt_hash="p", raw=None)
+    rows = [_candidate(id=f"d{i}", extra_critics=(verdict,) * (i % 2)) for i in range(3)]
+    _save(rows, tmp_path / "streamed", extra_critics=extra_critics)
+    columns = row_columns(CandidateRow, extra_critics=extra_critics)
+    data = {column: [row.model_dump()[column] for row in rows] for column in columns}
+    features = row_features(CandidateRow, extra_critics=extra_critics)
+    Dataset.from_dict(data, features=features, split="train").save_to_disk(str(tmp_path / "saved"), num_shards=1)
+    for name in (DATA_FILE, "dataset_info.json"):
+        assert (tmp_path / "streamed" / "candidates" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes()
+
+
+@pytest.mark.parametrize("count", [0, 3, 2500])
+def test_written_directories_are_those_of_save_to_disk(tmp_path: Path, count: int) -> None:
+    """The rows, the features and the metadata of `save_to_disk`, but for the fingerprint; only the kept rows in
+    `dataset/`, and no scratch folder left."""
     failed = _candidate(
         status="failed", reason="generation:refusal", question=None, answer=None, groundedness_score=None,
         relevance_score=None, standalone_score=None, groundedness_eval=None, generation_raw="I can't.",
     )  # fmt: skip
     rows = [(failed if i % 3 else _candidate()).model_copy(update={"id": f"d{i}"}) for i in range(count)]
-    _save(rows, tmp_path)
-    for name in ("dataset", "candidates"):
-        assert sorted(path.name for path in (tmp_path / name).iterdir()) == [
-            DATA_FILE, "dataset_info.json", "state.json",
-        ]  # fmt: skip
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["candidates", "dataset"]  # no scratch left
-    assert list(load_from_disk(str(tmp_path / "candidates"))) == [row.model_dump() for row in rows]
-    kept = [row.dataset_row().model_dump() for row in rows if row.status == "kept"]
-    assert list(load_from_disk(str(tmp_path / "dataset"))) == kept
-    # `dataset_info.json` as `save_to_disk` writes it for rows of these features, nothing more.
-    info = json.loads((tmp_path / "dataset" / "dataset_info.json").read_text())
-    assert info == {"citation": "", "description": "", "features": row_features(DatasetRow).to_dict(),
-                    "homepage": "", "license": ""}  # fmt: skip
+    _save(rows, tmp_path / "streamed")
+    data = {column: [row.model_dump()[column] for row in rows] for column in row_columns(CandidateRow)}
+    Dataset.from_dict(data, features=row_features(CandidateRow), split="train").save_to_disk(
+        str(tmp_path / "saved"), num_shards=1
+    )
+    streamed = tmp_path / "streamed" / "candidates"
+    assert sorted(path.name for path in streamed.iterdir()) == [DATA_FILE, "dataset_info.json", "state.json"]
+    assert (streamed / "dataset_info.json").read_bytes() == (tmp_path / "saved" / "dataset_info.json").read_bytes()
+    assert list(load_from_disk(str(streamed))) == list(load_from_disk(str(tmp_path / "saved")))
+    new, old = (json.loads((folder / "state.json").read_text()) for folder in (streamed, tmp_path / "saved"))
+    assert {**new, "_fingerprint": ""} == {**old, "_fingerprint": ""}
+    assert sorted(path.name for path in (tmp_path / "streamed").iterdir()) == ["candidates", "dataset"]  # no scratch
+    kept = [row.dataset_row().model_dump(exclude={"extra_critics"}) for row in rows if row.status == "kept"]
+    assert list(load_from_disk(str(tmp_path / "streamed" / "dataset"))) == kept
 
 
 def test_a_failed_write_leaves_the_previous_outputs(tmp_path: Path) -> None:
     _save([_candidate()], tmp_path)
 
-    def breaking() -> Iterator[dict[str, object]]:
-        yield _candidate(id="new").model_dump()
+    def breaking() -> Iterator[CandidateRow]:
+        yield _candidate(id="new")
         raise RuntimeError("the ledger broke")
 
     with pytest.raises(RuntimeError, match="ledger broke"):
@@ -126,10 +172,3 @@ def test_a_failed_write_leaves_the_previous_outputs(tmp_path: Path) -> None:
     assert sorted(path.name for path in tmp_path.iterdir()) == ["candidates", "dataset"]
     assert load_from_disk(str(tmp_path / "candidates"))["id"] == ["d1"]
     assert load_from_disk(str(tmp_path / "dataset"))["id"] == ["d1"]
-
-
-def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> None:
-    candidate = _candidate()
-    row = candidate.dataset_row()
-    assert type(row) is DatasetRow
-    assert row.model_dump() == candidate.model_dump(include=set(DatasetRow.model_fields))
