@@ -14,7 +14,8 @@ a row, two in three kept) and writes them as a build does:
   streamed, no `datasets` import);
 - `from_list`: every row held in a list, then `Dataset.from_list(...).save_to_disk(...)` per set
   (`datasets` the plain way, for its memory);
-- `rows only`: the rows made and dropped (what every measure above includes).
+- `rows only`: the rows made (as the `CandidateRow` records the build's filter hands the writer)
+  and dropped: what every measure above includes.
 
 Printed per size and measure (median of `--repeat` runs): the child's wall time from start to exit
 (interpreter, imports and the write), the time of the write alone (imports included: a build pays
@@ -47,7 +48,7 @@ rng = random.Random(1)
 words = "the of harbour lighthouse glacier council measured recorded built during after northern century".split()
 pool = [" ".join(rng.choice(words) for _ in range(400)) for _ in range(64)]
 
-def rows():
+def dicts():
     for i in range(count):
         text = pool[i % 64]
         kept = i % 3 != 2
@@ -64,17 +65,24 @@ def rows():
             "standalone_raw": text[800:1200],
         }
 
+
+from qagen.records import CandidateRow, DatasetRow
+
+
+def rows():
+    # What the build's filter hands the writer: one CandidateRow per sampled chunk.
+    return (CandidateRow.model_validate(row) for row in dicts())
+
+
 write_started = time.perf_counter()
 if method == "rows":
     for row in rows():
         pass
 elif method == "from_list":
     from datasets import Dataset
-    from qagen.generation.write import row_features
-    from qagen.records import CandidateRow, DatasetRow
-    every = list(rows())
-    columns = list(DatasetRow.model_fields)
-    kept = [{c: row[c] for c in columns} for row in every if row["status"] == "kept"]
+    from qagen.generation.write import row_columns, row_features
+    every = [row.model_dump(include=set(row_columns(CandidateRow))) for row in rows()]
+    kept = [{c: row[c] for c in row_columns(DatasetRow)} for row in every if row["status"] == "kept"]
     Dataset.from_list(every, features=row_features(CandidateRow)).save_to_disk(str(out / "candidates"), num_shards=1)
     Dataset.from_list(kept, features=row_features(DatasetRow)).save_to_disk(str(out / "dataset"), num_shards=1)
 else:
@@ -85,9 +93,15 @@ else:
         save_outputs(rows(), out / "dataset", out / "candidates")
         method = "datasets ArrowWriter"
     else:
-        from qagen.records import CandidateRow, DatasetRow
-        with RowWriter(out / "dataset", DatasetRow) as kept, RowWriter(out / "candidates", CandidateRow) as every:
-            for row in rows():
+        try:  # the columns a build without extra critics leaves out, where the tree has them
+            from qagen.generation.write import omitted_columns
+            omit = omitted_columns(False)
+        except ImportError:
+            omit = ()
+        with RowWriter(out / "dataset", DatasetRow, *([omit] if omit else [])) as kept, \
+                RowWriter(out / "candidates", CandidateRow, *([omit] if omit else [])) as every:
+            for candidate in rows():
+                row = candidate.model_dump()
                 every.add(row)
                 if row["status"] == "kept":
                     kept.add(row)
