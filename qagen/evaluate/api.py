@@ -21,11 +21,9 @@ from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.stamp import EvalStamp
 from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the baseline with any retriever
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
-from qagen.evaluate.systems.protocol import RagSystem, ReaderSystem, SystemFactory
-from qagen.evaluate.systems.rerank.base import Reranker
-from qagen.evaluate.systems.rerank.specs import make_reranker, parse_rerank
+from qagen.evaluate.systems.protocol import ReaderSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
-from qagen.llm.client import LLMClient, ModelSettings
+from qagen.llm.client import ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.task import Role
 from qagen.runs.batch.executor import batch_executor
@@ -110,7 +108,7 @@ def evaluate(
     dataset, a Hub dataset id, or a .jsonl/.csv file with question and reference-answer columns.
     `system` is a RAG system (an object with `name` and `async answer(question) -> RagOutput`), any
     callable `question -> str | {answer, contexts, sources}` (sync or async), a LangChain Runnable,
-    or a `SystemFactory` that builds the system with the reader's client (e.g. `bm25_baseline(...)`).
+    or a `SystemFactory` that builds the system with the reader's client (e.g. `rag_baseline(...)`).
     `judge` and `reader` are each a spec (`openai:gpt-4o-mini`), a `ModelSettings` (base URL,
     timeout, retries), a LangChain chat model, or a ready `LLMClient`. Reader and judge calls share
     one bound, `concurrency`, and one `rpm` limit.
@@ -258,38 +256,6 @@ def _example_reply(out: Path, metric: str, reason: str) -> str:
                 text = raw[-1] if isinstance(raw, list) and raw else raw
                 return " ".join(str(text or "").split())[:160]
     return ""
-
-
-def bm25_baseline(
-    corpus: Path | str,
-    *,
-    chunk_size: int = 2000,
-    k: int = 7,
-    progress: bool = True,
-    rerank: str | Reranker | None = None,
-    rerank_url: str | None = None,
-    **options: Any,
-) -> SystemFactory:
-    """The bundled baseline as a system for `evaluate` (give `reader=` there): BM25 over `corpus`
-    chunked like `qagen build`, top `k` chunks, answered by the reader with the notebook's prompt.
-    `rerank` reorders the retrieved candidates (`rerank_top` of them) before the reader reads the
-    top `k`: `cross-encoder:PATH`, `endpoint:MODEL` (served at `rerank_url`, else the reader's
-    server), `reader` (the reader model, listwise), `none`, or a `Reranker`.
-    `options` go to `BM25Baseline` (chunk_overlap, length_unit, index_dir, rerank_top...)."""
-    if isinstance(rerank, str):
-        parse_rerank(rerank)  # a misspelt reranker fails now, before any work
-
-    def build(reader: LLMClient | None) -> RagSystem:
-        from qagen.evaluate.systems.baseline import BM25Baseline
-
-        if reader is None:
-            raise ConfigError("The BM25 baseline needs a reader model (`reader`).", settings=("reader",))
-        reranker = make_reranker(rerank, reader.settings, rerank_url=rerank_url)
-        return BM25Baseline(
-            corpus, reader=reader, chunk_size=chunk_size, k=k, progress=progress, reranker=reranker, **options
-        )
-
-    return SystemFactory(build)
 
 
 def _record_settings(

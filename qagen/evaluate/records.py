@@ -59,17 +59,6 @@ class JudgeVerdict(Record):
     )
     usage: Usage = Field(default=Usage(), description="Tokens of every judge call behind this verdict.")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_reason(cls, data: Any) -> Any:
-        # Verdicts written before `Failure` existed kept a `reason` string.
-        if isinstance(data, dict) and "reason" in data:
-            data = dict(data)
-            reason = data.pop("reason")
-            if reason:
-                data["failure"] = Failure.from_reason(reason)
-        return data
-
     @property
     def reason(self) -> str:
         """The user-facing reason string; empty when there is a value."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy.typing as npt
 
 from qagen.errors import ConfigError, QagenError
 from qagen.evaluate.metrics.statistics import PairedResult, paired_test
-from qagen.evaluate.results import UNDEFINED, current_name, row_column, row_value, summary_value
+from qagen.evaluate.results import UNDEFINED, row_column, summary_value
 
 P_RESAMPLES = 10_000
 """Random sign patterns behind a paired test's p-value when there are more than this many patterns
@@ -50,7 +51,7 @@ class EvalRun:
         try:
             summary = json.loads(summary_file.read_text(encoding="utf-8"))
             k = summary.get("k")
-            summary["metrics"] = {current_name(name, k): stats for name, stats in summary["metrics"].items()}
+            _refuse_earlier_names(path, summary["metrics"])
             ids, values = _read_scores(results_file, {name: row_column(name, k) for name in summary["metrics"]})
         except ValueError as exc:
             raise QagenError(f"{path} holds an unreadable summary.json or results.jsonl ({exc}).") from exc
@@ -64,6 +65,20 @@ class EvalRun:
             return {}
         pairs = zip(self.question_ids, column.tolist(), strict=True)
         return {question: value for question, value in pairs if not math.isnan(value)}
+
+
+_EARLIER_NAMES = re.compile(r"mrr|chunk_.*")
+"""Metric names of evaluations made by qagen before its first release (`mrr` without its cutoff, the
+`chunk_*` metrics that the `evidence_*` ones replaced)."""
+
+
+def _refuse_earlier_names(path: Path, metrics: dict[str, Any]) -> None:
+    earlier = sorted(name for name in metrics if _EARLIER_NAMES.fullmatch(name))
+    if earlier:
+        raise QagenError(
+            f"{path} was written by an earlier qagen (its metrics {', '.join(earlier)} are no longer made); "
+            "run `qagen evaluate` again into a new `out` directory to compare it."
+        )
 
 
 def _read_scores(results: Path, columns: dict[str, str]) -> tuple[list[str], dict[str, list[float]]]:
@@ -80,7 +95,7 @@ def _read_scores(results: Path, columns: dict[str, str]) -> tuple[list[str], dic
                 raise ValueError(f"line {number} of results.jsonl is not a results row with an id")
             ids.append(row["id"])
             for name, column in columns.items():
-                value = row_value(row, column)
+                value = row.get(column)
                 values[name].append(math.nan if value is None else summary_value(column, float(value)))
     return ids, values
 

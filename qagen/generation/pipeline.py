@@ -13,7 +13,6 @@ from tqdm import tqdm
 
 from qagen.config import BuildConfig
 from qagen.errors import CorpusError, NothingUsableError
-from qagen.generation.arrow_rows import warm_up
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
@@ -22,7 +21,7 @@ from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.generation.sample import ChunkRef, sampling_order, take
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
-from qagen.generation.write import funnel_table
+from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
 from qagen.records import BuildSummary, Chunk, SkippedInput
@@ -181,7 +180,7 @@ def run_llm_stages(
 
 
 async def _warm_up_once_replies_come(clients: Clients) -> None:
-    """Import what the final write needs (`arrow_rows.warm_up`) while the LLM stage waits on the network.
+    """Import what the final write needs (`write.warm_up`) while the LLM stage waits on the network.
 
     About half a second of CPU; once the first reply is in, the first calls are all out and the
     stage mostly waits, so the final write starts at once. Started any earlier, the imports hold

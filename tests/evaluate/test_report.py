@@ -1,5 +1,5 @@
-"""`qagen report` and `comparison_table`: labels, names old and new, paired tests and their p-values,
-and a chart only when asked."""
+"""`qagen report` and `comparison_table`: labels, paired tests and their p-values, and a chart only
+when asked."""
 
 from __future__ import annotations
 
@@ -52,37 +52,13 @@ def test_report_labels_chart_metric_and_paired_rows(tmp_path: Path) -> None:
     assert chart_metric([only_mrr]) == "mrr@7"
 
 
-def test_report_reads_results_written_when_mrr_had_no_cutoff_in_its_name(tmp_path: Path) -> None:
-    # Before the rename a summary said `mrr` / `chunk_mrr` and rows `reciprocal_rank`; the values
-    # were MRR@k all along, so they are read as `mrr@7`, and paired with a run written since.
-    old_rows = [{"id": str(i), "reciprocal_rank": 1 / (1 + i), "chunk_reciprocal_rank": 0.5} for i in range(4)]
-    old = _run(tmp_path / "old", {"mrr": 0.52, "chunk_mrr": 0.5}, old_rows)
-    new_rows = [{"id": str(i), "reciprocal_rank@k": 1.0, "chunk_reciprocal_rank@k": 1.0} for i in range(4)]
-    new = _run(tmp_path / "new", {"mrr@7": 1.0, "chunk_mrr@7": 1.0}, new_rows)
-    runs = load_runs([old, new])
-    assert list(runs[0].summary["metrics"]) == ["mrr@7", "chunk_mrr@7"]
-    assert runs[0].values("mrr@7") == {str(i): 1 / (1 + i) for i in range(4)}
-    assert runs[0].values("chunk_mrr@7") == {str(i): 0.5 for i in range(4)}
-    table = comparison_table(runs)
-    assert not any(line.split()[0] in ("mrr", "chunk_mrr") for line in table.splitlines() if line.strip())
-    paired = {line.split()[0]: line for line in table.splitlines() if "new - old" in line}
-    assert paired["mrr@7"].endswith(" 4") and paired["chunk_mrr@7"].endswith(" 4")
-
-
-def test_chunk_metrics_of_the_rule_before_evidence_are_read_under_their_own_names(tmp_path: Path) -> None:
-    # Results written when a chunk hit meant covering half of the reference chunk (`chunk_hit@7`...)
-    # still load and show, but are never paired with the evidence metrics: they measured another thing.
-    old_rows = [{"id": str(i), "chunk_hit@k": 0.0, "chunk_reciprocal_rank@k": 0.0} for i in range(4)]
-    old = _run(tmp_path / "old", {"chunk_hit@7": 0.0, "chunk_mrr@7": 0.0}, old_rows)
-    new_rows = [{"id": str(i), "evidence_hit@k": 1.0, "evidence_reciprocal_rank@k": 0.5} for i in range(4)]
-    new = _run(tmp_path / "new", {"evidence_hit@7": 1.0, "evidence_mrr@7": 0.5}, new_rows)
-    runs = load_runs([old, new])
-    assert runs[0].values("chunk_mrr@7") == {str(i): 0.0 for i in range(4)}
-    assert runs[1].values("evidence_mrr@7") == {str(i): 0.5 for i in range(4)}
-    table = comparison_table(runs)
-    shown = {line.split()[0] for line in table.splitlines() if line.strip()}
-    assert {"chunk_hit@7", "chunk_mrr@7", "evidence_hit@7", "evidence_mrr@7"} <= shown
-    assert not any("new - old" in line for line in table.splitlines())  # no metric the two runs share
+@pytest.mark.parametrize("earlier", ["mrr", "chunk_mrr@7", "chunk_hit@7"])
+def test_results_of_an_earlier_qagen_are_refused_with_the_way_forward(tmp_path: Path, earlier: str) -> None:
+    old = _run(tmp_path / "old", {earlier: 0.5}, [{"id": "1", "reciprocal_rank": 0.5}])
+    with pytest.raises(
+        QagenError, match=rf"{old} was written by an earlier qagen \(its metrics {earlier} .*new `out` directory"
+    ):
+        load_runs([old])
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.evaluate.api import bm25_baseline, evaluate
+from qagen.evaluate.api import evaluate, rag_baseline
 from qagen.evaluate.input_checks import normalize_source, source_coverage
 from standins.corpus import write_corpus
 
@@ -77,7 +77,7 @@ def test_evaluate_warns_before_scoring_and_keeps_the_warning(fake_llm: Any, tmp_
     warnings: list[str] = []
     stats = evaluate(
         testset,
-        bm25_baseline(corpus, chunk_size=400, progress=False),
+        rag_baseline(corpus, chunk_size=400, progress=False),
         tmp_path / "eval",
         metrics=["retrieval"],
         reader=fake_llm.client(),
