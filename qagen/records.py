@@ -111,6 +111,10 @@ class Draft(TaskOutput):
     prompt_hash: str
     question: str | None = None
     answer: str | None = None
+    evidence: str | None = Field(
+        default=None,
+        description="The sentence of the chunk the reply quoted as the answer's evidence; None when it quoted none.",
+    )
 
 
 class Critique(TaskOutput):
