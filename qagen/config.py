@@ -93,6 +93,31 @@ class BuildConfig(BaseModel):
     dedup_threshold: float = Field(
         default=0.9, description="Word-set Jaccard at which two questions are near-duplicates."
     )
+    free_checks: tuple[str, ...] | None = Field(
+        default=None,
+        description="The free checks (`qagen.generation.checks.rules.FREE_CHECKS`, by name) that reject a draft "
+        "before any critic; None: the ones on by default (`FreeCheck.default_on`).",
+    )
+    check_evidence: bool = Field(
+        default=True,
+        description="Reject a draft whose quoted evidence (or, without a quote, whose answer) is not in its chunk "
+        "as `evidence_not_found`, before any critic.",
+    )
+    max_copied_share: float | None = Field(
+        default=None,
+        description="Reject a draft as `too_close` when more than this share of its question's content words are "
+        "its chunk's (None: no bound).",
+    )
+    dedup_embeddings: str | None = Field(
+        default="local",
+        description="Embeddings model that finds questions asking the same thing in other words (`local`: the "
+        "dense extra's bundled all-MiniLM-L6-v2, offline; a folder or `provider:model`); None, or `local` without "
+        "the dense extra: the lexical rule only.",
+    )
+    semantic_dedup_threshold: float = Field(
+        default=0.8,
+        description="Cosine similarity at which two questions ask the same thing (with `dedup_embeddings`).",
+    )
     concurrency: int = 16
     max_failure_rate: float = 0.5
     max_tokens: int | None = Field(default=None, description="Stop once the run has spent this many tokens.")
@@ -122,7 +147,28 @@ class BuildConfig(BaseModel):
             raise ConfigError(
                 f"`dedup_threshold` must be in (0, 1], got {self.dedup_threshold}.", settings=("dedup_threshold",)
             )
+        if self.free_checks is not None:
+            from qagen.generation.checks.rules import FREE_CHECK_NAMES
+
+            unknown = sorted(set(self.free_checks) - set(FREE_CHECK_NAMES))
+            if unknown:
+                raise ConfigError(
+                    f"Unknown free check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_NAMES)}.",
+                    settings=("free_checks",),
+                )
+        shares = {"max_copied_share": self.max_copied_share, "semantic_dedup_threshold": self.semantic_dedup_threshold}
+        for name, share in shares.items():
+            if share is not None and not 0 < share <= 1:
+                raise ConfigError(f"`{name}` must be in (0, 1], got {share}.", settings=(name,))
         return self
+
+    def enabled_checks(self) -> frozenset[str]:
+        """The names of the free checks this build makes."""
+        from qagen.generation.checks.rules import FREE_CHECKS
+
+        if self.free_checks is not None:
+            return frozenset(self.free_checks)
+        return frozenset(check.name for check in FREE_CHECKS if check.default_on)
 
     def too_long(self, draft: Draft) -> str | None:
         """Why a parsed draft is too long to be a factoid, or None (see `generation.draft.too_long`)."""

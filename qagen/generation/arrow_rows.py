@@ -36,13 +36,16 @@ def warm_up() -> None:
 
 
 def dataset_dtype(name: str, annotation: Any) -> str:
-    """The `datasets` dtype of a row field: `int` and `int | None` are int64; `str`, `str | None` and
-    a Literal of strings are string (so a column that happens to be all null keeps its type)."""
+    """The `datasets` dtype of a row field: `int` and `int | None` are int64, `float` and `float | None`
+    float64; `str`, `str | None` and a Literal of strings are string (so a column that happens to be
+    all null keeps its type)."""
     kinds = [annotation]
     if get_origin(annotation) in (Union, types.UnionType):
         kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
     if kinds == [int]:
         return "int64"
+    if kinds == [float]:
+        return "float64"
     if kinds == [str]:
         return "string"
     if len(kinds) == 1 and get_origin(kinds[0]) is Literal and all(isinstance(v, str) for v in get_args(kinds[0])):
@@ -73,7 +76,7 @@ class RowWriter:
     def __enter__(self) -> RowWriter:
         import pyarrow as pa
 
-        types_ = {"string": pa.string(), "int64": pa.int64()}
+        types_ = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64()}
         # As datasets' ArrowWriter makes it: the features, as `DatasetInfo` dumps them, in the metadata.
         info = json.dumps({"info": {"features": self._features()}})
         fields = [pa.field(name, types_[dtype]) for name, dtype in self.dtypes.items()]

@@ -13,9 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import Field
 
-from qagen.records import Record
+from qagen.records import Coverage, Distribution, Duplicates, Easiness, TestSetProfile
 
 DEFAULT_QUESTION_TYPE = "factoid"
 """The type of a row without a `question_type` column (every draft of the default prompt)."""
@@ -24,75 +23,14 @@ COPIED_SHARE_BINS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
 KEPT_PER_DOCUMENT_BINS: tuple[tuple[int, int | None], ...] = ((0, 0), (1, 1), (2, 2), (3, 5), (6, None))
 
 
-class Distribution(Record):
-    """A numeric column's spread (all None with no value)."""
-
-    count: int = Field(description="Values counted.")
-    mean: float | None = Field(description="Their mean.")
-    minimum: float | None = Field(description="The least value.")
-    p25: float | None = Field(description="The 25th percentile (linear interpolation).")
-    median: float | None = Field(description="The median.")
-    p75: float | None = Field(description="The 75th percentile.")
-    maximum: float | None = Field(description="The greatest value.")
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Distribution:
-        if not values:
-            return cls(count=0, mean=None, minimum=None, p25=None, median=None, p75=None, maximum=None)
-        array = np.asarray(values, dtype=np.float64)
-        low, p25, median, p75, high = (round(float(v), 4) for v in np.percentile(array, [0, 25, 50, 75, 100]))
-        return cls(
-            count=len(values), mean=round(float(array.mean()), 4), minimum=low, p25=p25, median=median, p75=p75, maximum=high
-        )
-
-
-class Coverage(Record):
-    """How much of the corpus the kept questions cover."""
-
-    documents: int = Field(description="Documents with at least one chunk.")
-    documents_sampled: int = Field(description="Documents with at least one sampled chunk.")
-    documents_with_kept: int = Field(description="Documents with at least one kept question.")
-    chunks: int = Field(description="Chunks of the corpus.")
-    chunks_sampled: int = Field(description="Chunks sampled.")
-    chunks_with_kept: int = Field(description="Chunks with at least one kept question.")
-    kept_per_document: dict[str, int] = Field(
-        description="Documents by how many kept questions they have (`0`, `1`, `2`, `3-5`, `6+`)."
-    )
-
-
-class Easiness(Record):
-    """How easy the kept questions are for retrieval (`qagen.generation.checks.easiness`)."""
-
-    copied_share: Distribution = Field(description="Share of each question's content words found in its chunk.")
-    copied_share_bins: dict[str, int] = Field(description="Kept questions by copied share (`0-0.2` ... `0.8-1`).")
-    bm25_rank: Distribution = Field(description="Rank of each question's own chunk by BM25 over the corpus.")
-    ranked_first: int = Field(description="Kept questions whose own chunk BM25 ranks first.")
-    ranked_first_share: float | None = Field(description="Their share of the kept questions ranked.")
-    ranked_top5_share: float | None = Field(description="Share of the kept questions whose chunk ranks 1-5.")
-
-
-class Duplicates(Record):
-    """The questions dropped as duplicates of an earlier kept one."""
-
-    lexical: int = Field(description="By the word-overlap rule (`dedup_threshold`).")
-    semantic: int = Field(description="By meaning, with embeddings (`dedup_embeddings`).")
-    semantic_model: str | None = Field(description="The embeddings model; None when the lexical rule was used alone.")
-    lexical_only_because: str | None = Field(description="Why the lexical rule was used alone; None when it was not.")
-
-
-class TestSetProfile(Record):
-    """What a build kept, described."""
-
-    question_types: dict[str, int] = Field(description="Kept questions by type.")
-    coverage: Coverage = Field(description="Documents and chunks covered.")
-    easiness: Easiness = Field(description="How easy the kept questions are for retrieval.")
-    question_chars: Distribution = Field(description="Length of the kept questions, in characters.")
-    answer_chars: Distribution = Field(description="Length of the kept answers, in characters.")
-    critic_scores: dict[str, dict[str, int]] = Field(
-        description="Each critic's scores over every draft it rated (kept or not): score -> drafts."
-    )
-    duplicates: Duplicates = Field(description="The duplicates removed.")
-    checks: dict[str, int] = Field(description="Drafts the free checks rejected before any critic, by reason.")
+def distribution(values: Sequence[float]) -> Distribution:
+    """The spread of `values` (all None when there is none)."""
+    if not values:
+        return Distribution(count=0, mean=None, minimum=None, p25=None, median=None, p75=None, maximum=None)
+    array = np.asarray(values, dtype=np.float64)
+    low, p25, median, p75, high = (round(float(v), 4) for v in np.percentile(array, [0, 25, 50, 75, 100]))
+    mean = round(float(array.mean()), 4)
+    return Distribution(count=len(values), mean=mean, minimum=low, p25=p25, median=median, p75=p75, maximum=high)
 
 
 def _bin(value: float) -> str:
@@ -172,17 +110,18 @@ class ProfileCounter:
                 kept_per_document={name: per_document.get(name, 0) for name in bins},
             ),
             easiness=Easiness(
-                copied_share=Distribution.of(self.copied),
+                copied_share=distribution(self.copied),
                 copied_share_bins={_bin(high): copied_bins.get(_bin(high), 0) for high in COPIED_SHARE_BINS},
-                bm25_rank=Distribution.of(self.ranks),
+                bm25_rank=distribution(self.ranks),
                 ranked_first=first,
                 ranked_first_share=round(first / ranked, 4) if ranked else None,
                 ranked_top5_share=round(sum(1 for rank in self.ranks if rank <= 5) / ranked, 4) if ranked else None,
             ),
-            question_chars=Distribution.of(self.question_chars),
-            answer_chars=Distribution.of(self.answer_chars),
+            question_chars=distribution(self.question_chars),
+            answer_chars=distribution(self.answer_chars),
             critic_scores={
-                critic: {str(score): counts.get(score, 0) for score in range(1, 6)} for critic, counts in self.scores.items()
+                critic: {str(score): counts.get(score, 0) for score in range(1, 6)}
+                for critic, counts in self.scores.items()
             },
             duplicates=duplicates,
             checks=dict(sorted(self.checks.items())),

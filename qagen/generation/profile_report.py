@@ -75,7 +75,8 @@ def profile_tables(profile: Mapping[str, Any]) -> str:
         else f"| by meaning | not checked: {duplicates['lexical_only_because']} |"
     )
     parts.append(
-        f"| duplicates removed | count |\n|---|---|\n| same words (lexical rule) | {duplicates['lexical']} |\n{semantic}"
+        "| duplicates removed | count |\n|---|---|\n"
+        f"| same words (lexical rule) | {duplicates['lexical']} |\n{semantic}"
     )
     checks = "\n".join(f"| {reason} | {count} |" for reason, count in profile["checks"].items()) or "| (none) | 0 |"
     parts.append(f"| rejected by a free check, before any critic | drafts |\n|---|---|\n{checks}")

@@ -44,16 +44,28 @@ class SemanticDuplicates:
 
     def first_seen(self, item_id: str) -> str | None:
         """Register the item's question; the id of the earlier kept question it duplicates, or None."""
-        vector = self._vectors[item_id]
+        earlier = self.match(item_id)
+        if earlier is None:
+            self.keep(item_id)
+        return earlier
+
+    def match(self, item_id: str) -> str | None:
+        """The id of the most similar earlier kept question at or above the threshold, or None;
+        registers nothing (`keep` does)."""
         count = len(self._kept_ids)
-        if count:
-            similarities = self._kept[:count] @ vector
-            best = int(np.argmax(similarities))
-            if similarities[best] >= self.threshold:
-                return self._kept_ids[best]
-        self._kept[count] = vector
+        if not count:
+            return None
+        similarities = self._kept[:count] @ self._vectors[item_id]
+        best = int(np.argmax(similarities))
+        return self._kept_ids[best] if similarities[best] >= self.threshold else None
+
+    def keep(self, item_id: str) -> None:
+        """Register a kept question."""
+        count = len(self._kept_ids)
+        if count == self._kept.shape[0]:
+            self._kept = np.concatenate([self._kept, np.zeros_like(self._kept)])
+        self._kept[count] = self._vectors[item_id]
         self._kept_ids.append(item_id)
-        return None
 
 
 class SemanticDedup(NamedTuple):

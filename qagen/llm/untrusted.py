@@ -39,8 +39,8 @@ _DATA_TAG = re.compile(rf"<(?=[ \t]*/?[ \t]*(?:{'|'.join(sorted(DATA_TAGS))})\b)
 _DOUBLE_BRACKET = re.compile(r"\[\[(?=[ \t]*[-+]?\d)")
 # The reply labels the parsers read, both families':
 # - critics and generator: `Total rating:`, `Evaluation:`, `Factoid question:`, `Answer:`, and the
-#   `Answer:::` / `Output:::` / `Feedback:::` block markers, the generator's `Evidence:`, plus the prompts' own `Question:` and
-#   `Context:` labels;
+#   `Answer:::` / `Output:::` / `Feedback:::` block markers, the generator's `Evidence:`, plus the
+#   prompts' own `Question:` and `Context:` labels;
 # - judges: `Grade:`, `Verdict:`, `Noncommittal:`, `Rating:`, `Score:`, `Statements:`,
 #   `Questions:`, `Relevant sentences:`.
 # Each parser's label regex allows only `*`, spaces and tabs between the words and the colon (a

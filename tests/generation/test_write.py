@@ -17,7 +17,12 @@ COOKBOOK = [
     "groundedness_score", "groundedness_eval", "relevance_score", "relevance_eval",
     "standalone_score", "standalone_eval",
 ]  # fmt: skip
-INTEGER_COLUMNS = {"groundedness_score", "relevance_score", "standalone_score", "start_index", "end_index"}
+INTEGER_COLUMNS = {
+    "groundedness_score", "relevance_score", "standalone_score", "start_index", "end_index", "evidence_start",
+    "evidence_end", "bm25_rank",
+}  # fmt: skip
+FLOAT_COLUMNS = {"copied_share"}
+QUALITY_COLUMNS = ["evidence_quote", "evidence_start", "evidence_end", "evidence_match", "copied_share", "bm25_rank"]
 
 
 def _candidate(**changes: object) -> CandidateRow:
@@ -39,6 +44,7 @@ def test_the_cookbook_columns_come_first_then_provenance_then_the_candidate_colu
     assert dataset[10:] == [
         "id", "chunk_id", "start_index", "end_index", "generator_model", "critic_model",
         "qa_prompt_hash", "groundedness_prompt_hash", "relevance_prompt_hash", "standalone_prompt_hash",
+        *QUALITY_COLUMNS,
     ]  # fmt: skip
     assert list(CandidateRow.model_fields) == [
         *dataset, "status", "reason", "generation_raw", "groundedness_raw", "relevance_raw", "standalone_raw",
@@ -50,12 +56,13 @@ def test_features_are_the_model_fields_in_order_typed_from_their_annotations(row
     features = row_features(row_type)
     assert list(features) == list(row_type.model_fields)
     for name, value in features.items():
-        assert value == Value("int64" if name in INTEGER_COLUMNS else "string"), name
+        dtype = "int64" if name in INTEGER_COLUMNS else "float64" if name in FLOAT_COLUMNS else "string"
+        assert value == Value(dtype), name
 
 
 def test_a_field_with_no_dataset_type_is_refused() -> None:
     class Scored(BaseModel):
-        score: float
+        score: complex
 
     with pytest.raises(TypeError, match="score"):
         row_features(Scored)

@@ -10,10 +10,6 @@ from __future__ import annotations
 
 from functools import cache
 
-from bm25s import stopwords as bm25s_stopwords
-
-from qagen.evaluate.systems.bm25_index import tokenize
-
 _STOPWORD_LISTS = (
     "STOPWORDS_EN_PLUS",
     "STOPWORDS_FRENCH",
@@ -28,6 +24,9 @@ _STOPWORD_LISTS = (
 @cache
 def stopwords() -> frozenset[str]:
     """The merged stopword lists, case-folded."""
+    # Imported here: the CLI names the checks (`checks.rules`) without loading bm25s.
+    from bm25s import stopwords as bm25s_stopwords
+
     words: set[str] = set()
     for name in _STOPWORD_LISTS:
         words.update(word.casefold() for word in getattr(bm25s_stopwords, name))
@@ -36,5 +35,7 @@ def stopwords() -> frozenset[str]:
 
 def content_words(text: str) -> list[str]:
     """The text's tokens, in order, without stopwords."""
+    from qagen.evaluate.systems.bm25_index import tokenize
+
     drop = stopwords()
     return [token for token in tokenize(text) if token not in drop]

@@ -27,7 +27,8 @@ def test_an_exact_quote_is_placed_at_its_offsets() -> None:
 @pytest.mark.parametrize(
     "quote",
     [
-        "The git gc command packs loose objects into a single packfile to save space.",  # backticks dropped, line joined
+        # backticks dropped, the line break joined
+        "The git gc command packs loose objects into a single packfile to save space.",
         "the `git gc` command packs loose objects into a single packfile to save space",  # case, period
     ],
 )
