@@ -15,8 +15,8 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from qagen.evaluate.systems.corpus_chunks import clear_memory
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 from tests.evaluate.systems.test_dense import DENSE_MODULES, require_dense
 
 QUESTIONS = [
