@@ -138,8 +138,8 @@ def write_outputs(
         semantic_model=dedup.model.label if dedup.model is not None else None,
         lexical_only_because=dedup.lexical_only_because,
     )
-    summary = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids))
-    summary = summary.model_copy(update={"profile": profile.result(duplicates)}).model_dump(mode="json")
+    summarised = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids))
+    summary = summarised.model_copy(update={"profile": profile.result(duplicates)}).model_dump(mode="json")
     write_json_atomic(run.summary_file, summary)
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:

@@ -163,6 +163,7 @@ class Reply:
     format: str | None = None
     malformed: str | None = None
     finish_reason: str = "stop"
+    question: str | None = None  # critique: the question rated
 
 
 def rating_reply(criterion: str, score: int, fmt: str) -> str:
@@ -293,6 +294,7 @@ def _malformed(info: PromptInfo, good: Reply, which: str, request_key: str) -> R
         format=None,
         malformed=which,
         finish_reason=finish_reason,
+        question=good.question,
     )
 
 
@@ -309,7 +311,9 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
         criterion = info.criterion or "unknown"
         score = policy.score(criterion, info.question or "")
         fmt = _variant(RATING_FORMATS, policy.format_variety, request_key)
-        good = Reply(rating_reply(criterion, score, fmt), "critique", "critique", criterion, score, fmt)
+        good = Reply(
+            rating_reply(criterion, score, fmt), "critique", "critique", criterion, score, fmt, question=info.question
+        )
     elif info.kind == "generation":
         good = _draft(info, policy, request_key)
     elif info.kind == "judge":
