@@ -5,6 +5,7 @@ The same tables are printed by `qagen report RUN` and written into the dataset c
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,10 @@ def _share(part: int, whole: int) -> str:
 def _number(value: float | None, digits: int = 2) -> str:
     if value is None:
         return "-"
-    return f"{value:.{digits}f}".rstrip("0").rstrip(".") if isinstance(value, float) else str(value)
+    if not isinstance(value, float):
+        return str(value)
+    text = f"{value:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def _spread(distribution: Mapping[str, Any], digits: int = 2) -> str:
@@ -81,6 +85,28 @@ def profile_tables(profile: Mapping[str, Any]) -> str:
     checks = "\n".join(f"| {reason} | {count} |" for reason, count in profile["checks"].items()) or "| (none) | 0 |"
     parts.append(f"| rejected by a free check, before any critic | drafts |\n|---|---|\n{checks}")
     return f"{kept} kept questions.\n\n" + "\n\n".join(parts)
+
+
+PROFILE_FILE = "profile.md"
+"""Where `qagen report RUN` writes the profile in the run directory."""
+
+
+def build_summary(run: Path) -> Mapping[str, Any] | None:
+    """The build's `summary.json` when `run` is a build's run directory; None for anything else
+    (an evaluation directory has a summary too, without a funnel)."""
+    try:
+        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) and "funnel" in summary else None
+
+
+def write_profile(run: Path, summary: Mapping[str, Any]) -> tuple[str, Path]:
+    """The profile's tables, also written to the run's `profile.md`."""
+    tables = profile_tables(require_profile(summary, run))
+    target = run / PROFILE_FILE
+    target.write_text(f"# Test-set profile of {run.resolve().name}\n\n{tables}\n", encoding="utf-8")
+    return tables, target
 
 
 def require_profile(summary: Mapping[str, Any], where: Path) -> Mapping[str, Any]:

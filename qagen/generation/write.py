@@ -65,7 +65,12 @@ def funnel_table(summary: dict[str, Any]) -> str:
         ("undecided", _with_reasons(sum(funnel.get("undecided", {}).values()), funnel.get("undecided", {}))),
         ("rejected by critics", _with_reasons(funnel["rejected"], funnel["rejected_by"])),
         ("too long", str(funnel.get("too_long", 0))),
+        (
+            "free checks",
+            _with_reasons(sum(funnel.get("checks_rejected", {}).values()), funnel.get("checks_rejected", {})),
+        ),
         ("near-duplicates", str(funnel["duplicates"])),
+        ("same meaning", str(funnel.get("semantic_duplicates", 0))),
         ("kept", str(funnel["kept"])),
     ]
     usage = summary.get("usage", {})
