@@ -186,13 +186,18 @@ class BuildConfig(BaseModel):
             unknown = sorted(set(self.free_checks) - set(FREE_CHECK_NAMES))
             if unknown:
                 raise ConfigError(
-                    f"Unknown free check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_NAMES)}.",
+                    f"`free_checks` names no check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_NAMES)}.",
                     settings=("free_checks",),
                 )
-        shares = {"max_copied_share": self.max_copied_share, "semantic_dedup_threshold": self.semantic_dedup_threshold}
-        for name, share in shares.items():
-            if share is not None and not 0 < share <= 1:
-                raise ConfigError(f"`{name}` must be in (0, 1], got {share}.", settings=(name,))
+        if self.max_copied_share is not None and not 0 < self.max_copied_share <= 1:
+            raise ConfigError(
+                f"`max_copied_share` must be in (0, 1], got {self.max_copied_share}.", settings=("max_copied_share",)
+            )
+        if not 0 < self.semantic_dedup_threshold <= 1:
+            raise ConfigError(
+                f"`semantic_dedup_threshold` must be in (0, 1], got {self.semantic_dedup_threshold}.",
+                settings=("semantic_dedup_threshold",),
+            )
         return self
 
     def enabled_checks(self) -> frozenset[str]:

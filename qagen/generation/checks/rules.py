@@ -12,8 +12,8 @@ Spanish, Italian, Portuguese) and all of them are tried on every draft: the patt
 enough that one language's phrase does not occur in another's questions.
 
 Whether a check is on unless the user says otherwise (`default_on`) was decided on the reviewed
-drafts (`benchmarks/bench_quality.py --replay`, the README's "Free checks" table): a check that
-rejected a draft the reviewer kept ships off.
+drafts (the replay mode of `benchmarks/bench_quality.py`, the README's table under "Checks before
+the critics"): a check that rejected a draft the reviewer kept ships off.
 """
 
 from __future__ import annotations
