@@ -214,7 +214,7 @@ def _build_keys() -> list[ConfigKey]:
             "semantic_dedup_threshold",
             BUILD,
             setting=(BuildConfig, "semantic_dedup_threshold"),
-        ),  # fmt: skip
+        ),
     ]
     thresholds = [
         ConfigKey(

@@ -105,7 +105,8 @@ def write_outputs(
     documents: Counter[str] = Counter()
     ranker = ChunkRanker(_counted(run.iter_chunks(), documents))
     dedup = load_semantic_dedup(config.dedup_embeddings)
-    if dedup.lexical_only_because is not None:
+    if dedup.lexical_only_because is not None and config.dedup_embeddings is not None:
+        # Said when embeddings were asked for and cannot be used, not when they were turned off.
         _say(f"Duplicates by meaning are not looked for, {dedup.lexical_only_because}: the lexical rule only.")
     semantic = None
     if dedup.model is not None:
