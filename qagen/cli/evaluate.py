@@ -15,6 +15,7 @@ from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+from qagen.evaluate.judges.registry import ALL, LLM_METRICS
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.runs.batch.executor import BatchesRunningError
 
@@ -39,6 +40,34 @@ def _int_list(value: str, name: str) -> list[int]:
     if not numbers or min(numbers) < 1:
         raise ConfigError(f"{name} must be at least 1, got '{value}'.")
     return numbers
+
+
+def metrics_help() -> str:
+    """The `--metrics` help: every LLM metric with what it measures, by group, then the other groups."""
+    by_group: dict[str, list[str]] = {}
+    for spec in LLM_METRICS.values():
+        by_group.setdefault(spec.group, []).append(
+            f"{spec.name}: {spec.help}" if spec.name != spec.group else spec.name
+        )
+    singles = [f"{group} ({LLM_METRICS[group].help})" for group, names in by_group.items() if names == [group]]
+    parts = [*singles, *(f"{group} ({'; '.join(names)})" for group, names in by_group.items() if names != [group])]
+    return (
+        f"Comma list of metrics or groups: {'; '.join(parts)}; retrieval (hit@k, MRR, NDCG); text (ROUGE-L "
+        f"recall, token F1); {ALL}."
+    )
+
+
+def metrics_option_help() -> str:
+    return f"{metrics_help()} Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note)."
+
+
+class _MetricsOption(click.Option):
+    """`--metrics`, whose help lists the metrics registered when it is shown (one registered after
+    the CLI was imported too)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = metrics_option_help()
+        return super().get_help_record(ctx)
 
 
 # The options `qagen evaluate --help` lists: those set most often. Every other option keeps working and
@@ -159,9 +188,10 @@ EVALUATE_SHOWN = (
 )
 @click.option(
     "--metrics",
+    cls=_MetricsOption,
     default="correctness,retrieval,text",
     show_default=True,
-    help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all. Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note).",
+    help=metrics_option_help(),
 )
 @click.option(
     "--embeddings",

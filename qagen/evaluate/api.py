@@ -14,7 +14,7 @@ from langchain_core.runnables import Runnable
 from qagen import __version__
 from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.input_checks import check_inputs
-from qagen.evaluate.judges.registry import LLM_METRICS, Embed
+from qagen.evaluate.judges.registry import LLM_METRICS, Embed, metric_groups
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.stamp import EvalStamp
@@ -28,17 +28,13 @@ from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.task import Role
 from qagen.runs.batch.executor import batch_executor
+from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.store import write_json_atomic
 
 DEFAULT_METRICS = ("correctness", "retrieval", "text")
-METRIC_GROUPS = {
-    "ragas": ("faithfulness", "answer_relevancy", "context_precision", "context_recall", "context_relevance"),
-    "graders": ("correct", "relevant", "grounded", "retrieval_relevant"),
-}
-METRIC_GROUPS["all"] = ("correctness", *METRIC_GROUPS["ragas"], *METRIC_GROUPS["graders"], *DETERMINISTIC_GROUPS)
 
 
 def _print_note(note: str) -> None:
@@ -58,6 +54,7 @@ def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> t
     """
     chosen: list[str] = []
     notes: list[str] = []
+    groups = metric_groups()  # read now: a metric registered after import is in its group and `all`
     for raw in names:
         name = raw.strip()
         if not name:
@@ -67,9 +64,9 @@ def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> t
                 "answer_relevancy compares embeddings: give an embeddings model with `embeddings`.",
                 settings=("embeddings",),
             )
-        for part in METRIC_GROUPS.get(name, (name,)):
+        for part in groups.get(name, (name,)):
             if part not in LLM_METRICS and part not in DETERMINISTIC_GROUPS:
-                known = sorted([*LLM_METRICS, *DETERMINISTIC_GROUPS, *METRIC_GROUPS])
+                known = sorted([*LLM_METRICS, *DETERMINISTIC_GROUPS, *groups])
                 raise ConfigError(f"Unknown metric '{part}'; choose from {', '.join(known)}.")
             if part == "answer_relevancy" and not embeddings:
                 note = f"answer_relevancy left out of '{name}': it needs an embeddings model (`embeddings`)."
@@ -200,7 +197,7 @@ def evaluate(
                 return
             stamp.clear()
             executor = (
-                Executor(clients, workers=limits.concurrency)
+                Executor(clients, workers=limits.concurrency, answers=Journal(out))
                 if batch is None
                 else batch_executor(_with_system_reader(clients, target), out, batch)
             )

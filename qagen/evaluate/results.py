@@ -29,7 +29,6 @@ from qagen.evaluate.records import (
     ResultRow,
     ResultsSummary,
 )
-from qagen.llm.prompts import load_prompt
 
 MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
 """Metrics made of several judge calls (statements then verdicts; one call per context)."""
@@ -183,7 +182,7 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
             failures=failures,
             not_judged={reason: n for reason, n in sorted(reasons.items()) if reason in NOT_JUDGED},
             undefined={reason: n for reason, n in sorted(reasons.items()) if reason in UNDEFINED},
-            prompts={name: load_prompt(name).hash for name in LLM_METRICS[metric].prompts},
+            prompts={prompt.name: prompt.hash for prompt in LLM_METRICS[metric].load_prompts()},
         )
     # Said only where it matters: the system reports contexts, and some metric reads them.
     reads_contexts = bool(groups) or any(LLM_METRICS[metric].needs_contexts for metric in llm_metrics)
