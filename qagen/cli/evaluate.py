@@ -355,6 +355,7 @@ def _rerank_names(specs: list[RerankSpec]) -> dict[RerankSpec, str]:
 
 
 def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, progress: bool, out: Path) -> Any:
+    from qagen.call_policy import CallPolicy
     from qagen.evaluate.api import rag_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
     from qagen.evaluate.systems.callable import CallableSystem
@@ -362,10 +363,14 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
 
     if options["answers"]:
         return AnswersFileSystem(options["answers"])
+    # --timeout and --max-retries reach the system under test as they reach the models.
+    policy = CallPolicy(timeout=options["timeout"], max_retries=options["max_retries"])
     if options["rag_callable"]:
-        return CallableSystem.from_spec(options["rag_callable"], interrupt_grace=options["interrupt_grace"])
+        return CallableSystem.from_spec(
+            options["rag_callable"], interrupt_grace=options["interrupt_grace"], policy=policy
+        )
     if options["endpoint"]:
-        return EndpointSystem(options["endpoint"])
+        return EndpointSystem(options["endpoint"], policy=policy)
     # Indexes are kept in the evaluation directory (shared by a grid's runs): a re-run, or another
     # k over the same chunks, reuses them until the corpus, the chunking or the model changes.
     # openai:... embeddings are asked on the reader's server, with its key.

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 
+from qagen.call_policy import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.llm.completions import MalformedCompletionError as MalformedCompletionError
 from qagen.llm.completions import chat_body as chat_body
@@ -55,8 +56,10 @@ class ModelSettings(BaseModel):
     temperature: float | None = None
     max_output_tokens: int | None = None
     """Cap on tokens per reply; None means `DEFAULT_MAX_OUTPUT_TOKENS` (see `output_cap`)."""
-    timeout: float = 120.0
-    max_retries: int = 6
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds to wait for one reply (`qagen.call_policy`)."""
+    max_retries: int = DEFAULT_MAX_RETRIES
+    """Retries of a call that may pass on another try (`qagen.call_policy`)."""
     rpm: float | None = None
     api_key_env: str | None = None
     """The name of the environment variable that holds this model's key (never the key itself:
