@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.evaluate.systems.test_dense import DENSE_MODULES, require_dense
+from tests.extras import DENSE_MODULES, require_dense
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -17,7 +17,7 @@ from qagen.cli.app import main
 from qagen.evaluate.systems.corpus_chunks import clear_memory
 from qagen.testing.corpus import write_corpus
 from qagen.testing.llm.server import StandInLLM
-from tests.evaluate.systems.test_dense import DENSE_MODULES, require_dense
+from tests.extras import DENSE_MODULES, require_dense
 
 QUESTIONS = [
     ("What did the xylophonist from the northern harbour play for the workers?", "Music.", "zz keyword.md"),

@@ -157,9 +157,13 @@ def test_a_rag_function_gets_the_timeout_and_retries_asked_for(
     assert took < 20, took
 
 
-def test_a_rag_function_that_raises_is_not_retried(testset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_rag_function_that_raises_is_not_retried(
+    testset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls = tmp_path / "calls.log"
-    spec = rag_module(tmp_path, monkeypatch, f"open({str(calls)!r}, 'a').write(question + '\\n'); raise ValueError('no')")
+    spec = rag_module(
+        tmp_path, monkeypatch, f"open({str(calls)!r}, 'a').write(question + '\\n'); raise ValueError('no')"
+    )
     result = evaluate(testset, tmp_path / "eval", "--rag", spec, "--metrics", "text", "--max-retries", "3")
     assert result.exit_code == 1 and "(mostly system_error: ValueError)" in result.output
     assert [row["answer_error"] for row in rows(tmp_path / "eval")] == ["system_error: ValueError: no"] * 2

