@@ -1,10 +1,10 @@
 """How long qagen waits for one reply and how often it asks again: the one policy every client reads.
 
 The models (generator, critics, judges, the baseline's reader, embeddings and reranker servers:
-`qagen.llm.backends.ModelSettings` takes its defaults from here) and the RAG system under test (`--endpoint`,
-`--rag`: `qagen.evaluate.systems.endpoint`, `qagen.evaluate.systems.callable`) all take `--timeout`
-and `--max-retries` from one `CallPolicy`, so a user who asks for 3 seconds and no retry gets that
-from every part of the run, not the defaults of whichever client was built without them.
+`qagen.llm.backends.ModelSettings` takes its defaults from here) and the RAG system under test (an
+HTTP endpoint or a Python function: `qagen.evaluate.systems.endpoint`, `qagen.evaluate.systems.callable`)
+all take `timeout` and `max_retries` from one policy, so a user who asks for 3 seconds and no retry
+gets that from every part of the run, not the defaults of whichever client was built without them.
 """
 
 from __future__ import annotations

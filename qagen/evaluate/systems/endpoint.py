@@ -32,7 +32,7 @@ class EndpointSystem:
 
     Waits `policy.timeout` seconds for a reply and retries 429, 5xx, timeouts and dropped connections
     up to `policy.max_retries` times, with exponential backoff (`CallPolicy.delay`) or the server's
-    `Retry-After`: the same `--timeout` and `--max-retries` as every other client. A question that
+    `Retry-After`: the same timeout and retries as every other client. A question that
     still fails is recorded (`rate_limited`, `server_error: ...`, `timeout`, `connection_error`,
     `http_error: ...`, `bad_response: ...`). Raises `QagenError` only when the endpoint cannot be
     used at all: refused connections on every attempt, or 401/403/404/405, before any good reply.
