@@ -25,8 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+# The stand-in servers sit at the repository's root (standins/), outside the installed package;
+# appended, so qagen itself still comes from the install or PYTHONPATH.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 PYTHON_DOCS = Path("/usr/share/doc/python3.11/html/_sources")
 
@@ -82,17 +86,19 @@ def notebook_loop(corpus_run: Path, base_url: str, drafts: int) -> tuple[float, 
 
 def pass_rates(run: Path) -> list[float]:
     """Observed pass rate of each critic, in the order asked, among the drafts it was asked about."""
-    from qagen.config import CRITIC_ORDER
+    from qagen.critics import CRITICS
 
-    asked = {c: 0 for c in CRITIC_ORDER}
-    passed = {c: 0 for c in CRITIC_ORDER}
+    order = [spec.name for spec in CRITICS.asked()]
+
+    asked = dict.fromkeys(order, 0)
+    passed = dict.fromkeys(order, 0)
     for line in (run / "critiques.jsonl").read_text().splitlines():
         record = json.loads(line)
         if record["score"] is None:
             continue
         asked[record["criterion"]] += 1
         passed[record["criterion"]] += record["score"] >= 4
-    return [passed[c] / asked[c] if asked[c] else 0.0 for c in CRITIC_ORDER]
+    return [passed[c] / asked[c] if asked[c] else 0.0 for c in order]
 
 
 def chunking(corpus: Path, work: Path) -> tuple[float, float, int]:

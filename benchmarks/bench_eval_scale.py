@@ -32,7 +32,11 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from qagen.testing.llm.server import StandInLLM
+# The stand-in servers sit at the repository's root (standins/), outside the installed package;
+# appended, so qagen itself still comes from the install or PYTHONPATH.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from standins.llm.server import StandInLLM
 
 WORDS = (
     "lighthouse glacier violin volcano compass telescope bicycle windmill harbour station museum archive council "

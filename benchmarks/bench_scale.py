@@ -115,9 +115,10 @@ def corpus_for(work: Path, drafts: int) -> Path:
 def stand_in(latency: float, work: Path, log: Path | None = None) -> Iterator[str]:
     """The stand-in LLM in a process of its own (each request logged to `log`); yields its base URL."""
     port_file = work / f"port-{time.monotonic_ns()}"
-    command = [sys.executable, "-m", "qagen.testing.llm.server", "--port", "0", "--port-file", str(port_file),
+    command = [sys.executable, "-m", "standins.llm.server", "--port", "0", "--port-file", str(port_file),
                "--latency", str(latency), *(["--log", str(log)] if log else [])]  # fmt: skip
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    # From the repository's root, where `python -m` finds standins/ (it is not installed).
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
     try:
         while not port_file.exists():
             if server.poll() is not None:

@@ -36,8 +36,9 @@ PROMPT = "Write one factoid question and its answer from this context.\n\nContex
 def stand_in() -> Iterator[str]:
     """The stand-in LLM in a process of its own; yields its base URL."""
     port_file = Path(tempfile.mkdtemp(prefix="qagen-transport-")) / "port"
-    command = [sys.executable, "-m", "qagen.testing.llm.server", "--port", "0", "--port-file", str(port_file)]
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+    command = [sys.executable, "-m", "standins.llm.server", "--port", "0", "--port-file", str(port_file)]
+    # From the repository's root, where `python -m` finds standins/ (it is not installed).
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
     try:
         while not port_file.exists():
             if server.poll() is not None:

@@ -1,7 +1,7 @@
 """qagen: a vetted synthetic question/answer test set for RAG, from your own corpus.
 
-The public API is imported lazily, so `python -m qagen.testing.llm.server` and the `qagen` command's
-help start without loading LangChain or `datasets`.
+The public API is imported lazily, so the `qagen` command's help starts without loading LangChain
+or `datasets`.
 """
 
 from __future__ import annotations

@@ -7,17 +7,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from qagen.critics import CRITICS, CriticName, CriticRegistry, CriticSpec
 from qagen.errors import ConfigError
 from qagen.generation.chunk import LengthUnit
 from qagen.llm.backends import ModelSettings
 from qagen.llm.clients import CallLimits
-from qagen.records import CRITERIA, Criterion, Draft
+from qagen.records import Draft
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 DEFAULT_AUDIENCE = "people looking for information in this document collection"
-# Cheapest critics first: the two that see only the question come before the one that also reads
-# the whole chunk, so a draft rejected early costs the fewest input tokens.
-CRITIC_ORDER: tuple[Criterion, ...] = ("standalone", "relevance", "groundedness")
 
 BuildRole = Literal["generator", "critic"]
 """The models of a build: the generator drafts, the critics rate."""
@@ -31,9 +29,13 @@ class CorpusSettings(BaseModel):
 
     path: str | None = Field(default=None, description="A file or folder of documents or tables.")
     hf_dataset: str | None = Field(default=None, description="A saved dataset directory or a Hub dataset id.")
-    split: str = "train"
-    text_column: str = "text"
-    source_column: str | None = None
+    split: str = Field(default="train", description="The split of `hf_dataset` to read.")
+    text_column: str = Field(
+        default="text", description="The column holding the text, in tables (.jsonl, .csv, .parquet) and datasets."
+    )
+    source_column: str | None = Field(
+        default=None, description="The column naming each row's source document (None: file name and row number)."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> CorpusSettings:
@@ -52,10 +54,12 @@ or 12 tokens). Smaller chunks give questions about single words or letters, each
 class ChunkSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    chunk_size: int = 2000
-    chunk_overlap: int = 200
-    length_unit: LengthUnit = "characters"
-    encoding: str = "cl100k_base"
+    chunk_size: int = Field(default=2000, description="The longest chunk, in `length_unit`s (the notebook's 2000).")
+    chunk_overlap: int = Field(default=200, description="How much consecutive chunks overlap, in `length_unit`s.")
+    length_unit: LengthUnit = Field(
+        default="characters", description="Measure chunk length in `characters` or in tiktoken `tokens`."
+    )
+    encoding: str = Field(default="cl100k_base", description="The tiktoken encoding, when `length_unit` is tokens.")
 
     @model_validator(mode="after")
     def _big_enough(self) -> ChunkSettings:
@@ -77,12 +81,24 @@ class BuildConfig(BaseModel):
     corpus: CorpusSettings
     chunking: ChunkSettings = ChunkSettings()
     n_generations: int | None = Field(default=None, description="Draft from this many chunks (None: all).")
-    seed: int = 42
-    generator: ModelSettings = ModelSettings(spec=DEFAULT_MODEL)
-    critic: ModelSettings = ModelSettings(spec=DEFAULT_MODEL)
-    audience: str = DEFAULT_AUDIENCE
-    min_score: int = 4
-    min_scores: dict[Criterion, int] = Field(default_factory=dict, description="Per-criterion overrides.")
+    seed: int = Field(default=42, description="Seed of the chunk sample: the same seed picks the same chunks.")
+    generator: ModelSettings = Field(
+        default=ModelSettings(spec=DEFAULT_MODEL), description="The model that drafts a question per chunk."
+    )
+    critic: ModelSettings = Field(default=ModelSettings(spec=DEFAULT_MODEL), description="The model of the critics.")
+    audience: str = Field(
+        default=DEFAULT_AUDIENCE,
+        description="Who the questions should be useful to: the relevance critic rates usefulness to them.",
+    )
+    min_score: int = Field(default=4, description="Keep a draft when every critic scores it at least this (1-5).")
+    min_scores: dict[CriticName, int] = Field(
+        default_factory=dict, description="Per-critic minimum scores, overriding `min_score` and a critic's default."
+    )
+    critics: tuple[CriticName, ...] = Field(
+        default=(),
+        description="Critics of your own beyond the registered ones (`qagen.critics`), each the prompt file "
+        "`critique_<name>.txt` in `prompts_dir`; asked after the registered ones, in this order.",
+    )
     max_answer_chars: int = Field(
         default=300, description="A draft with a longer answer is rejected as `answer_too_long` (the notebook's 300)."
     )
@@ -93,8 +109,11 @@ class BuildConfig(BaseModel):
     dedup_threshold: float = Field(
         default=0.9, description="Word-set Jaccard at which two questions are near-duplicates."
     )
-    concurrency: int = 16
-    max_failure_rate: float = 0.5
+    concurrency: int = Field(default=16, description="LLM calls in flight at once, all models together.")
+    max_failure_rate: float = Field(
+        default=0.5,
+        description="Stop when more than this share of calls fails even after retries (checked after 20 calls).",
+    )
     max_tokens: int | None = Field(default=None, description="Stop once the run has spent this many tokens.")
     max_cost: float | None = Field(default=None, description="Stop once the run has spent this many dollars.")
     price_input: float | None = Field(
@@ -111,6 +130,20 @@ class BuildConfig(BaseModel):
     def _check(self) -> BuildConfig:
         scores: dict[str, int] = {"min_score": self.min_score}
         scores.update({str(criterion): value for criterion, value in self.min_scores.items()})
+        if self.critics and self.prompts_dir is None:
+            raise ConfigError(
+                f"`critics` names {', '.join(self.critics)}, prompt files of your own: give the folder holding "
+                f"{', '.join(f'critique_{name}.txt' for name in self.critics)} as `prompts_dir`.",
+                settings=("critics", "prompts_dir"),
+            )
+        registry = self.critic_registry()  # refuses an own critic named as a registered one
+        unknown = sorted(set(self.min_scores) - set(registry.names()))
+        if unknown:
+            raise ConfigError(
+                f"`min_scores` names {', '.join(unknown)}, which is no critic of this build; the critics are "
+                f"{', '.join(registry.names())}.",
+                settings=("min_scores",),
+            )
         for name, score in scores.items():
             if not 1 <= score <= 5:
                 raise ConfigError(f"Minimum scores are on the 1-5 scale; {name}={score} is not.")
@@ -130,16 +163,28 @@ class BuildConfig(BaseModel):
 
         return too_long(draft, self.max_question_chars, self.max_answer_chars)
 
+    def critic_registry(self) -> CriticRegistry:
+        """Every critic of this build: the registered ones (`qagen.critics.CRITICS`) and its own."""
+        return CRITICS.with_own(self.critics)
+
+    def critic_specs(self) -> tuple[CriticSpec, ...]:
+        """This build's critics in declaration order (columns, funnel, summary)."""
+        return tuple(self.critic_registry())
+
     def threshold(self, criterion: str) -> int:
-        overrides: dict[str, int] = {str(name): score for name, score in self.min_scores.items()}
-        return overrides.get(criterion, self.min_score)
+        """The minimum score of one critic: `min_scores`, else the critic's default, else `min_score`."""
+        if criterion in self.min_scores:
+            return self.min_scores[criterion]
+        default = self.critic_registry().get(criterion).threshold
+        return self.min_score if default is None else default
 
     def call_limits(self) -> CallLimits:
         """How fast the build may call its models (`rpm` is set alike on both models)."""
         return CallLimits(concurrency=self.concurrency, rpm=self.generator.rpm, max_failure_rate=self.max_failure_rate)
 
-    def thresholds(self) -> dict[Criterion, int]:
-        return {criterion: self.threshold(criterion) for criterion in CRITERIA}
+    def thresholds(self) -> dict[str, int]:
+        """Every critic's minimum score, in declaration order."""
+        return {spec.name: self.threshold(spec.name) for spec in self.critic_specs()}
 
     def fingerprint(
         self, prompt_hashes: dict[str, str | None], *, llm: bool | Collection[BuildRole] = True

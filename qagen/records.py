@@ -11,10 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from qagen.critics import CriticName
 from qagen.failures import Failure
 
-Criterion = Literal["groundedness", "relevance", "standalone"]
-CRITERIA: tuple[Criterion, ...] = ("groundedness", "relevance", "standalone")
+Criterion = CriticName
+"""A critic's name (the critics are `qagen.critics.CRITICS` and a build's own)."""
 
 CandidateStatus = Literal["kept", "rejected", "failed", "undecided"]
 """What became of a sampled chunk: `undecided` when a call it needs was never made (not a failure)."""
@@ -124,6 +125,21 @@ class Critique(TaskOutput):
 
 
 # --- what a build writes ------------------------------------------------------------------------
+class CriticVerdict(Record):
+    """A critic's verdict in `extra_critics`: one beyond the cookbook's three, which have columns of their own."""
+
+    name: str = Field(description="The critic's name.")
+    score: int | None = Field(description="Its 1-5 rating; None when not rated.")
+    eval: str | None = Field(description="Its rationale.")
+    prompt_hash: str = Field(description="Hash of its prompt text.")
+
+
+class CriticReply(CriticVerdict):
+    """A critic's verdict in the candidates' `extra_critics`, with its reply verbatim."""
+
+    raw: str | None = Field(description="The critic's reply, verbatim (None when it was not asked).")
+
+
 class DatasetRow(Record):
     """One kept question: a row of `dataset/`.
 
@@ -141,6 +157,12 @@ class DatasetRow(Record):
     relevance_eval: str | None = Field(description="The relevance critic's rationale.")
     standalone_score: int | None = Field(description="The standalone critic's 1-5 rating; None when not rated.")
     standalone_eval: str | None = Field(description="The standalone critic's rationale.")
+    extra_critics: tuple[CriticVerdict, ...] = Field(
+        default=(),
+        description="The verdicts of the build's critics beyond the cookbook's three, in the order they are "
+        "declared (`qagen.critics`). The column is written only when the build has such critics, so a set "
+        "made with the three alone has the cookbook's columns and no other critic column.",
+    )
     id: str = Field(description="The draft's id: a hash of the chunk, the generation prompt and the generator model.")
     chunk_id: str = Field(description="The chunk's id (a content hash).")
     start_index: int = Field(
@@ -163,6 +185,11 @@ class CandidateRow(DatasetRow):
     its fate, and every model reply verbatim, so a rejection or a failure can be checked by eye.
     """
 
+    extra_critics: tuple[CriticReply, ...] = Field(
+        default=(),
+        description="The verdicts of the critics beyond the cookbook's three, each with its reply verbatim "
+        "(written only when the build has such critics).",
+    )
     status: CandidateStatus = Field(
         description="kept; rejected (by a critic, as too long, or as a duplicate); failed (a call or its reply "
         "failed); or undecided (a call it needs was never made: no draft yet, or a critic not asked yet)."
@@ -179,7 +206,9 @@ class CandidateRow(DatasetRow):
 
     def dataset_row(self) -> DatasetRow:
         """The row as `dataset/` holds it: the dataset columns only."""
-        return DatasetRow.model_validate(self.model_dump(include=set(DatasetRow.model_fields)))
+        row = self.model_dump(include=set(DatasetRow.model_fields))
+        row["extra_critics"] = [{k: v for k, v in c.items() if k != "raw"} for c in row["extra_critics"]]
+        return DatasetRow.model_validate(row)
 
 
 class Funnel(Record):
@@ -213,7 +242,7 @@ class Funnel(Record):
     )
     rejected: int = Field(description="Drafts some critic rated below its threshold.")
     rejected_by: dict[Criterion, int] = Field(
-        description="Rejections by criterion, every criterion listed (a draft two critics reject counts twice)."
+        description="Rejections by critic, every critic of the build listed (a draft two critics reject counts twice)."
     )
     critic_calls_skipped: int = Field(description="Critic calls not made because the draft was already rejected.")
     duplicates: int = Field(description="Drafts dropped as near-duplicates of an earlier one.")
@@ -285,7 +314,7 @@ class BuildSummary(Record):
     qagen_version: str = Field(description="The qagen version that wrote the summary.")
     corpus: CorpusSummary = Field(description="What chunking found.")
     funnel: Funnel = Field(description="Every count from sampled chunks to kept questions.")
-    thresholds: dict[Criterion, int] = Field(description="The minimum score each critic asks for.")
+    thresholds: dict[Criterion, int] = Field(description="The minimum score each critic of the build asks for.")
     models: BuildModels = Field(description="The generator and critic models.")
     prompts: dict[str, str] = Field(description="Each prompt's name and the first 12 characters of its hash.")
     usage: BuildUsage = Field(description="Calls, tokens and cost, per LLM stage.")

@@ -97,7 +97,7 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     yield
 
 
-from qagen.testing.corpus import write_corpus  # noqa: E402
+from standins.corpus import write_corpus  # noqa: E402
 
 
 @pytest.fixture()
@@ -109,10 +109,20 @@ def corpus(tmp_path: Path) -> Path:
 @pytest.fixture()
 def llm() -> Iterator[Any]:
     """A fresh stand-in OpenAI-compatible server on 127.0.0.1."""
-    from qagen.testing.llm.server import StandInLLM
+    from standins.llm.server import StandInLLM
 
     with StandInLLM() as server:
         yield server
+
+
+@pytest.fixture()
+def fake_llm() -> Any:
+    """The stand-in LLM's replies without its server (`tests/fake_llm.py`): `fake_llm.client()` is a
+    ready model for any role, `fake_llm.log` the requests it answered. Tests of the transport,
+    faults, batches, the CLI or whole runs use `llm`, the HTTP stand-in."""
+    from fake_llm import FakeLLM
+
+    return FakeLLM()
 
 
 @pytest.fixture(scope="session")
@@ -122,7 +132,7 @@ def hub(hub_port: int) -> Iterator[Any]:
     Tokens: `hf_test_token` is alice, `hf_bob_token` is bob. Tests use unique repo ids, since
     both Hub libraries fall back to cached copies of a repo id they have seen.
     """
-    from qagen.testing.hub.server import StandInHub
+    from standins.hub.server import StandInHub
 
     with StandInHub(port=hub_port, tokens={"hf_test_token": "alice", "hf_bob_token": "bob"}) as server:
         yield server

@@ -22,7 +22,7 @@ from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.evaluate.api import bm25_baseline, evaluate
 from qagen.llm.backends import LangChainBackend, ModelSettings, build_backend
 from qagen.redaction import redact
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 KEY_A = "key-of-server-A-PLANTED-a1"
 KEY_B = "key-of-server-B-PLANTED-b2"

@@ -21,8 +21,8 @@ from click.testing import CliRunner
 from datasets import load_from_disk
 
 from qagen.cli.app import main
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 GOLDEN = Path(__file__).parent / "golden" / "build_and_evaluate.json"
 

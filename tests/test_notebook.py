@@ -2,7 +2,7 @@
 
 The notebook is executed unchanged, in a kernel of its own (nbclient), pointed at the stand-in LLM
 and the session's stand-in Hub by environment variables only, exactly the way a user points it at
-OpenAI or a local server; see `qagen.testing.notebook_env`.
+OpenAI or a local server; see `standins.notebook_env`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from conftest import EXECUTED_NOTEBOOKS
 
-from qagen.testing.hub.server import StandInHub
-from qagen.testing.llm.server import StandInLLM
+from standins.hub.server import StandInHub
+from standins.llm.server import StandInLLM
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = REPO_ROOT / "notebooks" / "rag_evaluation.ipynb"
@@ -80,7 +80,7 @@ def stdout_of(notebook: Any) -> str:
 def test_notebook_runs_against_the_stand_ins(hub: StandInHub, llm: StandInLLM, tmp_path: Path) -> None:
     pytest.importorskip("nbclient", reason="the notebook test needs nbclient, nbformat and ipykernel (dev extra)")
     pytest.importorskip("ipykernel", reason="the notebook test needs nbclient, nbformat and ipykernel (dev extra)")
-    from qagen.testing.notebook_env import execute_notebook, kernel_environment
+    from standins.notebook_env import execute_notebook, kernel_environment
 
     work = tmp_path / "work"
     work.mkdir()
@@ -139,7 +139,7 @@ def test_the_notebook_kernel_may_only_connect_to_loopback(tmp_path: Path) -> Non
     pytest.importorskip("nbformat", reason="the notebook test needs nbformat (dev extra)")
     pytest.importorskip("nbclient", reason="the notebook test needs nbclient (dev extra)")
     pytest.importorskip("ipykernel", reason="the notebook test needs ipykernel (dev extra)")
-    from qagen.testing.notebook_env import execute_notebook, kernel_environment
+    from standins.notebook_env import execute_notebook, kernel_environment
 
     cells = [
         # Checked first: without the guard the next cell would really send a packet.

@@ -83,7 +83,7 @@ def endpoint() -> Iterator[str]:
 @pytest.fixture()
 def api_llm() -> Iterator[Any]:
     """The stand-in for OpenAI's API, where the README sends the critics and judges of its mixed set-ups."""
-    from qagen.testing.llm.server import StandInLLM
+    from standins.llm.server import StandInLLM
 
     with StandInLLM() as server:
         yield server

@@ -26,9 +26,9 @@ from qagen.evaluate.systems.endpoint import EndpointSystem
 from qagen.llm.server_url import ServerURL, split_server_url
 from qagen.publish.push import push_run
 from qagen.redaction import redact, redact_url
-from qagen.testing.hub.server import StandInHub
-from qagen.testing.llm.log import LogEntry
-from qagen.testing.llm.server import StandInLLM
+from standins.hub.server import StandInHub
+from standins.llm.log import LogEntry
+from standins.llm.server import StandInLLM
 
 OPENAI_KEY = "sk-test-PLANTED-0penai5ecret77aa"
 LOCAL_KEY = "PLANTEDlocaltoken4411zz"  # the shape of no known key: a vLLM or LiteLLM token

@@ -20,14 +20,14 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from qagen.cli.options import THRESHOLD_OPTIONS
 from qagen.config import BUILD_ROLES, DEFAULT_MODEL, BuildConfig, BuildRole
 from qagen.llm.backends import ModelSettings
 
 PER_INVOCATION = frozenset(
     {
-        "min_score", "min_groundedness", "min_relevance", "min_standalone", "max_answer_chars",
-        "max_question_chars", "all_critics", "dedup_threshold", "concurrency", "rpm", "max_retries", "timeout",
-        "max_failure_rate", "max_tokens", "max_cost",
+        *THRESHOLD_OPTIONS, "max_answer_chars", "max_question_chars", "all_critics", "dedup_threshold",
+        "concurrency", "rpm", "max_retries", "timeout", "max_failure_rate", "max_tokens", "max_cost",
     }
 )  # fmt: skip
 # The `BuildConfig` fields of the per-invocation options, and of each model's.
@@ -137,7 +137,11 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
             nested[key] = str(Path(value).resolve()) if value is not None else None
         elif key in _TOP_KEYS:
             nested[key] = value
-        elif key[4:] in {"groundedness", "relevance", "standalone"}:
+        elif key == "critics":
+            nested[key] = list(value)
+        elif key == "min_critic":  # `--min-critic NAME=SCORE`, parsed by its option
+            nested.setdefault("min_scores", {}).update(value or {})
+        elif key in THRESHOLD_OPTIONS:  # a critic's own: `min_<critic>`
             if value is not None:
                 nested.setdefault("min_scores", {})[key[4:]] = value
         else:

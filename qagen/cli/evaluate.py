@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.evaluate_grid import GridPoint, grid_points, index_notes, split_list
 from qagen.cli.flags import in_cli_terms
@@ -36,8 +37,21 @@ def _int_list(value: str, name: str) -> list[int]:
     return numbers
 
 
-@click.command()
+# The options `qagen evaluate --help` lists: those set most often. Every other option keeps working and
+# is a key of the config file (docs/configuration.md lists them all, with their flags).
+EVALUATE_SHOWN = (
+    "config", "out", "answers", "rag_callable", "endpoint", "baseline", "corpus", "chunk_size", "k_values", "rerank",
+    "model", "judge_model", "base_url", "metrics", "embeddings", "concurrency", "batch", "quiet",
+)  # fmt: skip
+
+
+@click.command(
+    epilog="More settings (each model's server, key and output cap, the test set's columns, the reranker's "
+    "candidates, retries) are keys of a --config file, each with a flag of its own: `qagen init` writes a starter "
+    "file explaining every one; docs/configuration.md lists them with their flags."
+)
 @click.argument("dataset")
+@config_option("evaluate")
 @click.option(
     "--out",
     "-o",
@@ -393,6 +407,9 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
         rerank_top=options["rerank_top"],
         rerank_url=options["rerank_url"],
     )
+
+
+show_only(evaluate, EVALUATE_SHOWN)
 
 
 @click.command()

@@ -23,6 +23,7 @@ _RENAMED: dict[str, str] = {
     "reader": "--model",  # `evaluate(reader=...)`: the CLI's --model is the baseline's reader
     "generator": "--model",  # `BuildConfig.generator`
     "critic": "--critic-model",  # `BuildConfig.critic`
+    "min_scores": "--min-critic",  # `BuildConfig.min_scores`: any critic's threshold, as NAME=SCORE
 }
 # A setting given one value that a flag stands for as a whole (a flag that turns a setting off).
 _VALUED: dict[str, str] = {

@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 import click
 
 from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL, MIN_CHUNK_SIZE
+from qagen.critics import CRITICS, CriticSpec, check_name
+from qagen.errors import QagenError
 from qagen.llm.backends import is_variable_name
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,7 +99,7 @@ def critic_model_options(*, stage: bool) -> Callable[[F], F]:
     """The critics' model and server; each falls back to the generator's when not given."""
     inherit = "[default: the run's; on a run not critiqued yet, the generator's]" if stage else ""
     return option_group(
-        click.option("--critic-model", default=None, help=f"Model of the three critics {inherit or '[default: --model]'}."),
+        click.option("--critic-model", default=None, help=f"Model of the critics {inherit or '[default: --model]'}."),
         click.option("--critic-base-url", envvar="QAGEN_CRITIC_BASE_URL", default=None, help=f"URL of the critics' server {inherit or '[default: --base-url]'} [env: QAGEN_CRITIC_BASE_URL]."),
         click.option("--critic-api-key-env", metavar="VAR", default=None, callback=variable_name, help=f"Name of the environment variable holding the critics' key {inherit or '[default: --api-key-env]'}."),
         click.option("--critic-temperature", type=float, default=None, help=f"The critics' own sampling temperature {inherit or '[default: --temperature]'}."),
@@ -113,9 +115,26 @@ def audience_option(*, stage: bool) -> Callable[[F], F]:
     )  # fmt: skip
 
 
+def _critic_names(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    try:
+        return tuple(check_name(name) for name in value)
+    except QagenError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def prompts_option(*, stage: bool) -> Callable[[F], F]:
+    bundled = ", ".join(
+        ["qa_generation.txt", *(f"{spec.prompt}.txt" for spec in CRITICS if spec.prompt_folder is None)]
+    )
     return option_group(
-        click.option("--prompts", "prompts_dir", metavar="DIR", type=click.Path(file_okay=False), default=None, help=f"Folder of your own prompt files, named as the bundled ones (qa_generation.txt, critique_groundedness.txt, critique_relevance.txt, critique_standalone.txt), with the same placeholders; each file found replaces the bundled prompt, the others stay {_default(stage, '[default: the bundled prompts]')}."),
+        click.option("--prompts", "prompts_dir", metavar="DIR", type=click.Path(file_okay=False), default=None, help=f"Folder of your own prompt files, named as the bundled ones ({bundled}), with the same placeholders; each file found replaces the bundled prompt, the others stay {_default(stage, '[default: the bundled prompts]')}."),
+    )  # fmt: skip
+
+
+def own_critics_option(*, stage: bool) -> Callable[[F], F]:
+    """Critics of the run's own, each a prompt file in --prompts (`BuildConfig.critics`)."""
+    return option_group(
+        click.option("--critic", "critics", metavar="NAME", multiple=True, callback=_critic_names, help=f"A critic of your own, repeatable: the prompt file critique_NAME.txt in --prompts, in the critics' protocol (Evaluation: ... Total rating: N), reading {{question}} and any of {{context}}, {{audience}}; asked after the others, kept at --min-score {_default(stage, '[default: none]')}."),
     )  # fmt: skip
 
 
@@ -130,14 +149,43 @@ _CALL_OPTIONS = (
 # How fast a command may call its models: the same for every command and shared by all its models.
 call_options = option_group(*_CALL_OPTIONS)
 all_critics_option = option_group(
-    click.option("--all-critics", is_flag=True, default=False, help="Ask all three critics even after one has rejected a draft (full rationales, more calls)."),
+    click.option("--all-critics", is_flag=True, default=False, help="Ask every critic even after one has rejected a draft (full rationales, more calls)."),
 )  # fmt: skip
+
+
+def _threshold_option(spec: CriticSpec) -> Callable[[F], F]:
+    default = "--min-score" if spec.threshold is None else str(spec.threshold)
+    return click.option(
+        f"--min-{spec.name.replace('_', '-')}",
+        f"min_{spec.name}",
+        type=click.IntRange(1, 5),
+        default=None,
+        help=f"Keep a draft when the {spec.name} critic ({spec.help}) scores at least this [default: {default}].",
+    )
+
+
+def _critic_thresholds(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict[str, int] | None:
+    """`--min-critic NAME=SCORE ...` as {NAME: SCORE} (None when not given)."""
+    thresholds: dict[str, int] = {}
+    for given in value:
+        name, _, score = given.partition("=")
+        if not score.strip().isdigit() or not 1 <= int(score) <= 5:
+            raise click.BadParameter(f"{given!r}: write NAME=SCORE with a score 1-5, e.g. specificity=4.")
+        try:
+            thresholds[check_name(name.strip())] = int(score)
+        except QagenError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return thresholds or None
+
+
+THRESHOLD_OPTIONS: tuple[str, ...] = ("min_score", *(f"min_{spec.name}" for spec in CRITICS), "min_critic")
+"""The options that set a critic's threshold: `--min-score`, one per registered critic, and
+`--min-critic NAME=SCORE` for any critic (a run's own ones have no option of their own)."""
 # Which drafts are kept; in `critique` they also decide which critics are asked (a low score stops them).
 threshold_options = option_group(
     click.option("--min-score", type=click.IntRange(1, 5), default=4, show_default=True, help="Keep a draft when every critic's score is at least this."),
-    click.option("--min-groundedness", type=click.IntRange(1, 5), default=None, help="Override --min-score for groundedness."),
-    click.option("--min-relevance", type=click.IntRange(1, 5), default=None, help="Override --min-score for relevance."),
-    click.option("--min-standalone", type=click.IntRange(1, 5), default=None, help="Override --min-score for standalone."),
+    *(_threshold_option(spec) for spec in CRITICS),
+    click.option("--min-critic", "min_critic", metavar="NAME=SCORE", multiple=True, callback=_critic_thresholds, help="Keep a draft when the critic NAME scores at least SCORE, for any critic, your own (--critic) included; repeatable."),
     click.option("--max-answer-chars", type=click.IntRange(min=1), default=300, show_default=True, help="A draft with a longer answer is no factoid: rejected as answer_too_long, not critiqued (the notebook's limit)."),
     click.option("--max-question-chars", type=click.IntRange(min=1), default=500, show_default=True, help="A draft with a longer question is rejected as question_too_long, not critiqued."),
 )  # fmt: skip
@@ -182,7 +230,7 @@ output_options = option_group(
 BUILD_OPTIONS = option_group(
     corpus_options, chunk_options, sample_options(stage=False), generator_options(stage=False),
     critic_model_options(stage=False), call_options, audience_option(stage=False), all_critics_option,
-    threshold_options, dedup_option, prompts_option(stage=False), cap_options, price_options(stage=False),
+    threshold_options, dedup_option, prompts_option(stage=False), own_critics_option(stage=False), cap_options, price_options(stage=False),
     dry_run_option,
 )  # fmt: skip
 CHUNK_OPTIONS = option_group(corpus_options, chunk_options)
@@ -191,8 +239,8 @@ GENERATE_OPTIONS = option_group(
     cap_options, price_options(stage=True),
 )  # fmt: skip
 CRITIQUE_OPTIONS = option_group(
-    critic_model_options(stage=True), audience_option(stage=True), prompts_option(stage=True), call_options,
-    all_critics_option, threshold_options, cap_options, price_options(stage=True),
+    critic_model_options(stage=True), audience_option(stage=True), prompts_option(stage=True),
+    own_critics_option(stage=True), call_options, all_critics_option, threshold_options, cap_options, price_options(stage=True),
 )  # fmt: skip
 FILTER_OPTIONS = option_group(threshold_options, dedup_option)
 

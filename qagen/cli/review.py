@@ -192,15 +192,17 @@ def agreement(directory: Path, as_json: bool) -> None:
 
 
 def filter_command(directory: Path, settings: dict[str, int | float]) -> str:
-    """The `qagen filter` command that filters with exactly `settings`: the three thresholds always
-    (a filter's thresholds are its own, never the run's), the other settings where they differ from
-    the defaults."""
+    """The `qagen filter` command that filters with exactly `settings`: every critic's threshold always
+    (a filter's thresholds are its own, never the run's; a critic with no option of its own by
+    `--min-critic NAME=SCORE`), the other settings where they differ from the defaults."""
     from qagen.config import BuildConfig
 
     flags = setting_flags()
     parts = ["qagen", "filter", shlex.quote(str(directory))]
     for name, value in settings.items():
         default = BuildConfig.model_fields[name].default if name in BuildConfig.model_fields else None
-        if name.startswith("min_") or value != default:
+        if name.startswith("min_") and name not in flags:
+            parts += [flags["min_critic"], shlex.quote(f"{name[4:]}={value}")]
+        elif name.startswith("min_") or value != default:
             parts += [flags[name], str(value)]
     return " ".join(parts)

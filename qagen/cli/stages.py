@@ -21,6 +21,7 @@ from qagen.cli.options import (
     CRITIQUE_OPTIONS,
     FILTER_OPTIONS,
     GENERATE_OPTIONS,
+    THRESHOLD_OPTIONS,
     output_options,
     update_corpus_option,
 )
@@ -30,14 +31,7 @@ from qagen.errors import QagenError
 _RUN_DIR = click.Path(path_type=Path, exists=True, file_okay=False)
 # The options that decide which drafts pass: a critique that is to decide the drafts a re-filter
 # left undecided must be asked with the same ones.
-_DECIDING = (
-    "min_score",
-    "min_groundedness",
-    "min_relevance",
-    "min_standalone",
-    "max_answer_chars",
-    "max_question_chars",
-)
+_DECIDING = (*THRESHOLD_OPTIONS, "max_answer_chars", "max_question_chars")
 
 
 @click.command()
@@ -119,7 +113,7 @@ def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) 
 @click.pass_context
 @friendly_errors
 def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
-    """Rate the drafts of RUN_DIR with the three critics (stage 3); a low score stops a draft's critics."""
+    """Rate the drafts of RUN_DIR with the critics (stage 3); a low score stops a draft's critics."""
     _stage(run_dir, ctx, options, role="critic", quiet=quiet)
     click.echo(f"critiques saved in {run_dir / 'critiques.jsonl'}; next: qagen filter {run_dir}")
 

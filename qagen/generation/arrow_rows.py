@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import types
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, Union, get_args, get_origin
 
@@ -35,24 +36,48 @@ def warm_up() -> None:
     pa.array([""], type=pa.string())
 
 
-def dataset_dtype(name: str, annotation: Any) -> str:
-    """The `datasets` dtype of a row field: `int` and `int | None` are int64; `str`, `str | None` and
-    a Literal of strings are string (so a column that happens to be all null keeps its type)."""
+Feature = dict[str, Any]
+"""A column's `datasets` feature as `Features.to_dict()` writes it (`{"dtype": "string", "_type": "Value"}`)."""
+
+
+def dataset_feature(name: str, annotation: Any) -> Feature:
+    """The `datasets` feature of a row field: `int` and `int | None` are int64; `str`, `str | None` and
+    a Literal of strings are string (so a column that happens to be all null keeps its type); a tuple
+    of records is a list of structs, one field per record field."""
     kinds = [annotation]
     if get_origin(annotation) in (Union, types.UnionType):
         kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
     if kinds == [int]:
-        return "int64"
+        return _value("int64")
     if kinds == [str]:
-        return "string"
+        return _value("string")
     if len(kinds) == 1 and get_origin(kinds[0]) is Literal and all(isinstance(v, str) for v in get_args(kinds[0])):
-        return "string"
+        return _value("string")
+    if len(kinds) == 1 and get_origin(kinds[0]) is tuple:
+        item, *rest = get_args(kinds[0])
+        if rest == [Ellipsis] and isinstance(item, type) and issubclass(item, BaseModel):
+            return {"feature": column_features(item), "_type": "List"}
     raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
 
 
-def column_dtypes(row_type: type[BaseModel]) -> dict[str, str]:
-    """Each column of a row model, in order, with its `datasets` dtype."""
-    return {name: dataset_dtype(name, info.annotation) for name, info in row_type.model_fields.items()}
+def _value(dtype: str) -> Feature:
+    return {"dtype": dtype, "_type": "Value"}
+
+
+def column_features(row_type: type[BaseModel], omit: Collection[str] = ()) -> dict[str, Feature]:
+    """Each column of a row model, in order, with its `datasets` feature (`omit`: columns left out)."""
+    return {
+        name: dataset_feature(name, info.annotation) for name, info in row_type.model_fields.items() if name not in omit
+    }
+
+
+def arrow_type(feature: Feature) -> Any:
+    """The pyarrow type `datasets` stores a feature as."""
+    import pyarrow as pa
+
+    if feature["_type"] == "List":
+        return pa.list_(pa.struct([pa.field(name, arrow_type(item)) for name, item in feature["feature"].items()]))
+    return {"string": pa.string(), "int64": pa.int64()}[feature["dtype"]]
 
 
 class RowWriter:
@@ -63,20 +88,19 @@ class RowWriter:
     fingerprint in `state.json` is the data file's sha256, so equal rows give equal directories.
     """
 
-    def __init__(self, target: Path, row_type: type[BaseModel]) -> None:
+    def __init__(self, target: Path, row_type: type[BaseModel], omit: Collection[str] = ()) -> None:
         self.target = target
-        self.dtypes = column_dtypes(row_type)
+        self.features = column_features(row_type, omit)
         self.temporary = target.with_name(f".{target.name}.tmp")
-        self._batch: dict[str, list[Any]] = {column: [] for column in self.dtypes}
+        self._batch: dict[str, list[Any]] = {column: [] for column in self.features}
         self.rows = 0
 
     def __enter__(self) -> RowWriter:
         import pyarrow as pa
 
-        types_ = {"string": pa.string(), "int64": pa.int64()}
         # As datasets' ArrowWriter makes it: the features, as `DatasetInfo` dumps them, in the metadata.
-        info = json.dumps({"info": {"features": self._features()}})
-        fields = [pa.field(name, types_[dtype]) for name, dtype in self.dtypes.items()]
+        info = json.dumps({"info": {"features": self.features}})
+        fields = [pa.field(name, arrow_type(feature)) for name, feature in self.features.items()]
         self._schema = pa.schema(fields, metadata={"huggingface": info})
         with writing(self.target):  # a full disk names the folder and what to do
             if self.temporary.exists():
@@ -106,7 +130,7 @@ class RowWriter:
         ]
         with writing(self.target):
             self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self._schema))
-        self._batch = {column: [] for column in self.dtypes}
+        self._batch = {column: [] for column in self.features}
 
     def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         try:
@@ -125,9 +149,6 @@ class RowWriter:
                 shutil.rmtree(self.target)
             os.replace(self.temporary, self.target)
 
-    def _features(self) -> dict[str, dict[str, str]]:
-        return {name: {"dtype": dtype, "_type": "Value"} for name, dtype in self.dtypes.items()}
-
     def _write_metadata(self, fingerprint: str) -> None:
         """`state.json` and `dataset_info.json` as `save_to_disk` writes them for a dataset made by
         `Dataset.from_dict(..., features=..., split="train")`."""
@@ -142,7 +163,7 @@ class RowWriter:
         }
         (self.temporary / "state.json").write_text(json.dumps(state, indent=2, sort_keys=True), encoding="utf-8")
         # `DatasetInfo` as `datasets.utils.py_utils.asdict` dumps it (fields at their default left out).
-        info = {"citation": "", "description": "", "features": self._features(), "homepage": "", "license": ""}
+        info = {"citation": "", "description": "", "features": self.features, "homepage": "", "license": ""}
         (self.temporary / "dataset_info.json").write_text(json.dumps(info, indent=2), encoding="utf-8")
 
 

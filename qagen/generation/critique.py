@@ -4,7 +4,7 @@ A critic is a prompt file plus a `CriticTask`: what the critic sees is decided b
 placeholders, so the resume key cannot miss an input. `{question}` is the drafted question and
 `{context}` its chunk (both untrusted, neutralised, between the prompt's data tags); any other
 placeholder is a setting of the run (`{audience}`), given in `settings`, which goes in as written
-and into the key. Adding a critic is one prompt file and one `CriticTask(...)`.
+and into the key. Which critics a build asks, in which order, is the registry's (`qagen.critics`).
 """
 
 from __future__ import annotations
@@ -12,20 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from qagen.critics import CRITICS, default_prompt
 from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import parse_rating
-from qagen.llm.prompts import Prompt, load_prompt
+from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
 from qagen.llm.untrusted import neutralize
 from qagen.records import Chunk, Critique, Draft, Usage
 from qagen.runs.store import record_key
-
-CRITIC_PROMPTS: dict[str, str] = {
-    "groundedness": "critique_groundedness",
-    "relevance": "critique_relevance",
-    "standalone": "critique_standalone",
-}
-"""The default critics' prompt files, by criterion."""
 
 
 class Drafted(NamedTuple):
@@ -51,8 +45,8 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
 
     @classmethod
     def default(cls, criterion: str, model: str, *, audience: str) -> CriticTask:
-        """One of the three default critics, with its prompt file."""
-        return cls(criterion, model, load_prompt(CRITIC_PROMPTS[criterion]), {"audience": audience})
+        """A registered critic, with its prompt file as it ships."""
+        return cls(criterion, model, default_prompt(CRITICS.get(criterion)), {"audience": audience})
 
     def key(self, item: Drafted) -> str:
         settings = "\x00".join(self.settings[name] for name in sorted(self.settings))

@@ -11,11 +11,11 @@ from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.tasks import BuildTasks
 from qagen.records import (
-    CRITERIA,
     UNDECIDED_STAGES,
     CandidateRow,
     CandidateStatus,
     Chunk,
+    CriticReply,
     Critique,
     DatasetRow,
     Draft,
@@ -32,6 +32,7 @@ NOT_ASKED = "not_asked"
 class _Counts:
     """The funnel's counters while the candidates are assembled; `Funnel` is the finished count."""
 
+    critics: tuple[str, ...] = ()
     requested: int | None = None
     sampled: int = 0
     drafted: int = 0
@@ -65,8 +66,8 @@ class _Counts:
             undecided={stage: self.undecided[stage] for stage in UNDECIDED_STAGES},
             undecided_calls={stage: self.undecided_calls[stage] for stage in UNDECIDED_STAGES},
             rejected=self.rejected,
-            # Every criterion, zeros included: a reader can index it without checking.
-            rejected_by={c: self.rejected_by.get(c, 0) for c in CRITERIA},
+            # Every critic, zeros included: a reader can index it without checking.
+            rejected_by={c: self.rejected_by.get(c, 0) for c in self.critics},
             critic_calls_skipped=self.critic_calls_skipped,
             duplicates=self.duplicates,
             too_long=self.too_long,
@@ -103,7 +104,8 @@ class Assembler:
     def __init__(self, config: BuildConfig, tasks: BuildTasks, sampled: int) -> None:
         self.config = config
         self.tasks = tasks
-        self.counts = _Counts(requested=config.n_generations, sampled=sampled)
+        critics = tuple(spec.name for spec in config.critic_specs())
+        self.counts = _Counts(critics=critics, requested=config.n_generations, sampled=sampled)
         self.dedup = NearDuplicateFilter(config.dedup_threshold)
 
     def candidate(self, chunk: Chunk, drafts: Records[Draft], critiques: Records[Critique]) -> CandidateRow:
@@ -213,34 +215,40 @@ def _candidate(
     # A failed draft's reply is kept (it shows what went wrong); its question and answer are not.
     usable = draft if draft is not None and draft.ok else None
     found = fate.critiques
-    grounded, relevant, standalone = found.get("groundedness"), found.get("relevance"), found.get("standalone")
-    return CandidateRow(
-        context=chunk.text,
-        question=usable.question if usable else None,
-        answer=usable.answer if usable else None,
-        source_doc=chunk.source,
-        groundedness_score=_score(grounded),
-        groundedness_eval=grounded.rationale if grounded else None,
-        relevance_score=_score(relevant),
-        relevance_eval=relevant.rationale if relevant else None,
-        standalone_score=_score(standalone),
-        standalone_eval=standalone.rationale if standalone else None,
-        id=did,
-        chunk_id=chunk.id,
-        start_index=chunk.start_index,
-        end_index=chunk.end_index,
-        generator_model=config.generator.spec,
-        critic_model=config.critic.spec,
-        qa_prompt_hash=tasks.draft.prompt.hash,
-        groundedness_prompt_hash=tasks.critic("groundedness").prompt.hash,
-        relevance_prompt_hash=tasks.critic("relevance").prompt.hash,
-        standalone_prompt_hash=tasks.critic("standalone").prompt.hash,
-        status=fate.status,
-        reason=fate.reason,
-        generation_raw=draft.raw if draft else None,
-        groundedness_raw=grounded.raw if grounded else None,
-        relevance_raw=relevant.raw if relevant else None,
-        standalone_raw=standalone.raw if standalone else None,
+    columns: dict[str, object] = {}
+    extra: list[CriticReply] = []
+    for spec in config.critic_specs():
+        critique, prompt_hash = found.get(spec.name), tasks.critic(spec.name).prompt.hash
+        score = _score(critique)
+        rationale, raw = (critique.rationale, critique.raw) if critique else (None, None)
+        if spec.own_columns:
+            columns |= {
+                f"{spec.name}_score": score,
+                f"{spec.name}_eval": rationale,
+                f"{spec.name}_prompt_hash": prompt_hash,
+                f"{spec.name}_raw": raw,
+            }
+        else:
+            extra.append(CriticReply(name=spec.name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw))
+    return CandidateRow.model_validate(
+        {
+            "context": chunk.text,
+            "question": usable.question if usable else None,
+            "answer": usable.answer if usable else None,
+            "source_doc": chunk.source,
+            "id": did,
+            "chunk_id": chunk.id,
+            "start_index": chunk.start_index,
+            "end_index": chunk.end_index,
+            "generator_model": config.generator.spec,
+            "critic_model": config.critic.spec,
+            "qa_prompt_hash": tasks.draft.prompt.hash,
+            "status": fate.status,
+            "reason": fate.reason,
+            "generation_raw": draft.raw if draft else None,
+            "extra_critics": tuple(extra),
+            **columns,
+        }
     )
 
 

@@ -26,6 +26,7 @@ from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
+from qagen.generation.write import omitted_columns
 from qagen.records import CandidateRow, Chunk, DatasetRow
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
@@ -98,12 +99,16 @@ def write_outputs(
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
     try:
-        with RowWriter(run.dataset_dir, DatasetRow) as kept, RowWriter(run.candidates_dir, CandidateRow) as rows:
+        omit = omitted_columns(any(not spec.own_columns for spec in config.critic_specs()))
+        with (
+            RowWriter(run.dataset_dir, DatasetRow, omit) as kept,
+            RowWriter(run.candidates_dir, CandidateRow, omit) as rows,
+        ):
             for chunk in sample:
                 row = assembler.candidate(chunk, ledger.drafts, ledger.critiques).model_dump()
                 rows.add(row)
                 if row["status"] == "kept":
-                    kept.add(row)
+                    kept.add(row)  # a struct's fields beyond the dataset's (a critic's reply) are left out
                 failures.add(row)
                 sample_ids.add(row["id"])
     finally:

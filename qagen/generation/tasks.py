@@ -14,8 +14,9 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
-from qagen.config import BUILD_ROLES, CRITIC_ORDER, BuildConfig, BuildRole
-from qagen.generation.critique import CRITIC_PROMPTS, CriticTask, Drafted
+from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
+from qagen.critics import check_prompt
+from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import QA_PROMPT, DraftTask
 from qagen.generation.ledger import Ledger
 from qagen.llm.cost import Budget, price_for
@@ -33,12 +34,20 @@ class BuildTasks:
 
     @classmethod
     def for_config(cls, config: BuildConfig) -> BuildTasks:
-        """The build's tasks, with the prompts of `config.prompts_dir` replacing the bundled ones."""
-        names = [QA_PROMPT, *(CRITIC_PROMPTS[criterion] for criterion in CRITIC_ORDER)]
-        prompts = load_prompts(names, Path(config.prompts_dir) if config.prompts_dir else None)
+        """The build's tasks (its critics: `config.critic_registry()`, in the order they are asked), with
+        the prompts of `config.prompts_dir` replacing the bundled ones."""
+        specs = config.critic_registry().asked()
+        prompts = load_prompts(
+            [QA_PROMPT, *(spec.prompt for spec in specs if not spec.from_prompts_dir)],
+            Path(config.prompts_dir) if config.prompts_dir else None,
+            own=[spec.prompt for spec in specs if spec.from_prompts_dir],
+            defaults_in={spec.prompt: Path(spec.prompt_folder) for spec in specs if spec.prompt_folder},
+        )
+        for spec in specs:
+            check_prompt(spec, prompts[spec.prompt])
         critics = tuple(
-            CriticTask(criterion, config.critic.spec, prompts[CRITIC_PROMPTS[criterion]], {"audience": config.audience})
-            for criterion in CRITIC_ORDER
+            CriticTask(spec.name, config.critic.spec, prompts[spec.prompt], {"audience": config.audience})
+            for spec in specs
         )
         return cls(DraftTask(config.generator.spec, prompts[QA_PROMPT]), critics)
 

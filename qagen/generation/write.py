@@ -8,24 +8,38 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from qagen.generation.arrow_rows import RowWriter, column_dtypes
+from qagen.generation.arrow_rows import RowWriter, column_features
 from qagen.records import CandidateRow, DatasetRow
 
+EXTRA_CRITICS = "extra_critics"
+"""The column of the critics beyond the cookbook's three: written only when a build has such critics."""
 
-def row_features(row_type: type[BaseModel]) -> Any:
+
+def omitted_columns(extra_critics: bool) -> tuple[str, ...]:
+    """The row model's columns a build leaves out: `extra_critics` when it has no critic beyond the three."""
+    return () if extra_critics else (EXTRA_CRITICS,)
+
+
+def row_columns(row_type: type[BaseModel], *, extra_critics: bool = False) -> list[str]:
+    """The columns a build writes of a row model, in order (see `omitted_columns`)."""
+    return [name for name in row_type.model_fields if name not in omitted_columns(extra_critics)]
+
+
+def row_features(row_type: type[BaseModel], *, extra_critics: bool = False) -> Any:
     """The `datasets.Features` of a row model: its fields in order, typed from their annotations.
 
     Explicit types, so a column that happens to be all null (say, no failures) keeps its type;
     read from the model, so the columns and their types have one source.
     """
-    from datasets import Features, Value
+    from datasets import Features
 
-    return Features({name: Value(dtype) for name, dtype in column_dtypes(row_type).items()})
+    return Features.from_dict(column_features(row_type, omitted_columns(extra_critics)))
 
 
-def save_rows(rows: Iterable[DatasetRow], target: Path, *, candidates: bool) -> None:
+def save_rows(rows: Iterable[DatasetRow], target: Path, *, candidates: bool, extra_critics: bool = False) -> None:
     """Write rows as a `datasets` directory at `target` (see `RowWriter`)."""
-    with RowWriter(target, CandidateRow if candidates else DatasetRow) as writer:
+    row_type = CandidateRow if candidates else DatasetRow
+    with RowWriter(target, row_type, omitted_columns(extra_critics)) as writer:
         for row in rows:
             writer.add(row.model_dump())
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -76,8 +76,16 @@ def load_prompt(name: str, folder: Path | None = None) -> Prompt:
     return Prompt(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
-def load_prompts(names: Iterable[str], folder: Path | None = None) -> dict[str, Prompt]:
-    """The prompts `names`, each from `folder` when it holds `<name>.txt`, else the bundled one.
+def load_prompts(
+    names: Iterable[str],
+    folder: Path | None = None,
+    *,
+    own: Iterable[str] = (),
+    defaults_in: Mapping[str, Path] | None = None,
+) -> dict[str, Prompt]:
+    """The prompts `names`, each from `folder` when it holds `<name>.txt`, else the bundled one (or the
+    one in `defaults_in[name]`, for a prompt that ships outside qagen, a registered critic's), and the
+    prompts `own`, which only `folder` has (a critic of your own: its user checks its placeholders).
 
     A file in `folder` that is none of `names` is refused (a typo would otherwise leave the bundled
     prompt in use without a word), and so is a replacement whose placeholders are not the bundled
@@ -85,15 +93,28 @@ def load_prompts(names: Iterable[str], folder: Path | None = None) -> dict[str, 
     filled. Files are read on every call, never cached: an edited prompt is a new prompt, with a new
     hash.
     """
-    wanted = list(names)
-    bundled = {name: load_prompt(name) for name in wanted}
+    wanted, own_names = list(names), list(own)
+    bundled = {name: load_prompt(name, (defaults_in or {}).get(name)) for name in wanted}
     if folder is None:
+        if own_names:
+            raise ConfigError(
+                f"The prompts {', '.join(own_names)} are your own: give the folder holding them as `prompts_dir`.",
+                settings=("prompts_dir",),
+            )
         return bundled
-    replacements = _replacements(folder, wanted)
+    replacements = _replacements(folder, [*wanted, *own_names])
+    absent = [f"{name}.txt" for name in own_names if name not in replacements]
+    if absent:
+        raise ConfigError(
+            f"`prompts_dir` {folder} has no {', '.join(absent)}, the prompt of a critic of your own; add the file "
+            "or take the critic's name out of `critics`.",
+            settings=("prompts_dir", "critics"),
+        )
     prompts = dict(bundled)
     for name, path in replacements.items():
         prompt = _read(name, path)
-        _check_placeholders(prompt, bundled[name], path)
+        if name in bundled:
+            _check_placeholders(prompt, bundled[name], path)
         prompts[name] = prompt
     return prompts
 

@@ -16,6 +16,7 @@ from typing import Any
 from huggingface_hub import DatasetCard, DatasetCardData
 
 from qagen import __version__
+from qagen.critics import CRITICS
 from qagen.redaction import redact
 
 MARKER_TAG = "qagen"
@@ -135,16 +136,32 @@ def _body(content: CardContent) -> str:
     return "\n\n".join(sections) + "\n"
 
 
+def _critics(summary: Mapping[str, Any]) -> tuple[str, bool]:
+    """The run's critics as a sentence (`qagen.critics`: each with what it rates), and whether any of
+    them is beyond the cookbook's three (its verdicts are then in `extra_critics`)."""
+    names = list(summary.get("thresholds", {})) or [spec.name for spec in CRITICS]
+    own = [name for name in names if name not in CRITICS]
+    registry = CRITICS.with_own(own)
+    described = [f"{name} ({registry.get(name).help})" for name in names]
+    listed = ", ".join(described[:-1]) + f" and {described[-1]}" if len(described) > 1 else described[0]
+    extra = any(not registry.get(name).own_columns for name in names)
+    return f"{len(names)} LLM critics rated each draft from 1 to 5 for {listed}", extra
+
+
 def _intro(content: CardContent) -> str:
     name = content.repo_id.split("/")[-1]
+    critics, extra = _critics(content.summary)
+    extra_columns = (
+        "; the critics beyond the cookbook's three in `extra_critics`, a list of `{name, score, eval, prompt_hash}`"
+        if extra
+        else ""
+    )
     return f"""# {name}
 
 A synthetic question/answer test set for evaluating retrieval-augmented generation (RAG) systems,
 made with qagen from a document collection. An LLM drafted one factoid question and answer per
-sampled chunk of the documents; three LLM critics rated each draft from 1 to 5 for groundedness
-(answerable from the chunk), relevance (useful to the intended audience) and standalone-ness (clear
-without the chunk); a draft is kept when every score reaches its threshold and it is not a
-near-duplicate of an earlier question.
+sampled chunk of the documents; {critics}; a draft is kept when every score reaches its threshold
+and it is not a near-duplicate of an earlier question.
 
 | config | rows | what |
 |---|---|---|
@@ -153,7 +170,7 @@ near-duplicate of an earlier question.
 
 Columns: `context`, `question`, `answer`, `source_doc`, and for each critic `<criterion>_score` and
 `<criterion>_eval` (its rationale), as in the Hugging Face
-[RAG evaluation cookbook](https://huggingface.co/learn/cookbook/rag_evaluation); then provenance:
+[RAG evaluation cookbook](https://huggingface.co/learn/cookbook/rag_evaluation){extra_columns}; then provenance:
 `id`, `chunk_id`, `start_index` / `end_index` (character offsets of the context in `source_doc`),
 the generator and critic models and the hash of every prompt."""
 

@@ -27,7 +27,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from qagen.config import CRITIC_ORDER
 from qagen.errors import QagenError
 from qagen.records import CandidateRow, Criterion
 from qagen.review.eval_answers import is_eval_dir, judge_says_correct, judges_present, read_answers
@@ -113,7 +112,7 @@ def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
     labels = [label for label in given if drafts.get(label.item_id) is not None]
     rows = {label.item_id: row for label in labels if (row := drafts.get(label.item_id)) is not None}
     measures: dict[str, Measure] = {}
-    for criterion in CRITIC_ORDER:
+    for criterion in drafts.asked():
         verdicts = [(label, passed) for label in labels if (passed := _passed(label, criterion)) is not None]
         if not verdicts:
             continue

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from qagen.config import BuildConfig
 from qagen.errors import QagenError
-from qagen.records import CRITERIA, Critique, Record
+from qagen.records import Critique, Record
 from qagen.review.eval_answers import judge_says_correct
 from qagen.runs.rundir import RunDir
 
@@ -148,7 +148,9 @@ def draft_items(run_dir: Path, ids: Sequence[str]) -> list[ReviewItem]:
         if chunk is None:
             raise QagenError(f"{run_dir} has no chunk {draft.chunk_id} for draft {draft_id}; its chunks.jsonl changed.")
         spans, match = answer_spans(chunk.text, draft.answer)
-        verdicts = [_critic_verdict(name, critiques.get((draft_id, name)), config) for name in CRITERIA]
+        verdicts = [
+            _critic_verdict(spec.name, critiques.get((draft_id, spec.name)), config) for spec in config.critic_specs()
+        ]
         hashes = {"generation": draft.prompt_hash}
         hashes.update({name: found.prompt_hash for (d, name), found in critiques.items() if d == draft_id})
         items.append(

@@ -6,12 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from qagen.config import CRITIC_ORDER, BuildConfig
+from qagen.config import BuildConfig
+from qagen.critics import CRITICS
 from qagen.errors import QagenError
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import BuildTasks
-from qagen.records import CRITERIA, CandidateRow, Criterion
+from qagen.records import CandidateRow, Criterion
 from qagen.runs.rundir import RunDir
 
 
@@ -35,19 +36,29 @@ class RunDrafts:
         """The criteria whose critic rated the draft below the run's threshold, in the order they are asked."""
         return [
             criterion
-            for criterion in CRITIC_ORDER
+            for criterion in self.asked()
             if (score := critic_score(row, criterion)) is not None and score < self.config.threshold(criterion)
         ]
 
     def missing_scores(self, row: CandidateRow) -> list[Criterion]:
         """The criteria with no critic score for a drafted question (never asked, or the critic failed)."""
-        return [criterion for criterion in CRITERIA if critic_score(row, criterion) is None]
+        return [criterion for criterion in self.critics() if critic_score(row, criterion) is None]
+
+    def critics(self) -> list[Criterion]:
+        """The run's critics, in declaration order (`BuildConfig.critic_specs`)."""
+        return [spec.name for spec in self.config.critic_specs()]
+
+    def asked(self) -> list[Criterion]:
+        """The run's critics, in the order they are asked."""
+        return [critic.criterion for critic in self.tasks.critics]
 
 
 def critic_score(row: CandidateRow, criterion: str) -> int | None:
-    """The critic's 1-5 score of a candidate row; None when there is none."""
-    score: int | None = getattr(row, f"{criterion}_score")
-    return score
+    """The critic's 1-5 score of a candidate row, from its own column or `extra_critics`; None when there is none."""
+    if criterion in CRITICS and CRITICS.get(criterion).own_columns:
+        score: int | None = getattr(row, f"{criterion}_score")
+        return score
+    return next((verdict.score for verdict in row.extra_critics if verdict.name == criterion), None)
 
 
 def read_run_drafts(run_dir: Path, config: BuildConfig | None = None) -> RunDrafts:

@@ -25,7 +25,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from qagen.config import CRITIC_ORDER
 from qagen.errors import ConfigError, QagenError
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
 from qagen.runs.store import write_json_atomic
@@ -113,7 +112,7 @@ def draw(pools: dict[str, list[str]], size: int, seed: int, *, half: str) -> Rev
 def strata(drafts: RunDrafts) -> dict[str, list[str]]:
     """The reviewable drafts' ids by stratum (`kept` first, then the criteria in the order they are
     asked); strata with no draft are left out."""
-    pools: dict[str, list[str]] = {KEPT: [], **{rejected_stratum(c): [] for c in CRITIC_ORDER}}
+    pools: dict[str, list[str]] = {KEPT: [], **{rejected_stratum(c): [] for c in drafts.asked()}}
     for row in drafts.rows:
         if row.status == "kept":
             pools[KEPT].append(row.id)

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from qagen.critics import CRITICS
 from qagen.errors import QagenError
 from qagen.review.eval_answers import answer_sample, is_eval_dir
 from qagen.review.items import ReviewItem, answer_items, draft_items
@@ -37,7 +38,7 @@ def open_items(
     answers), in review order, and the run's critic thresholds (none for answers).
 
     For a run, the critics the early stop skipped are asked for the sampled drafts first, so every
-    item shows all three verdicts once answered (saying how many calls before the first, or
+    item shows every critic's verdict once answered (saying how many calls before the first, or
     refusing with `allow_calls=False`: `qagen.review.skipped`).
     """
     if is_eval_dir(directory):
@@ -67,6 +68,9 @@ class ReviewSession:
         self.kind = items[0].kind if items else "draft"
         self.reviewer = _reviewer(reviewer)
         self.thresholds = dict(thresholds or {})
+        # The page lists the run's critics as the registry declares them (a run's own ones from their files).
+        registry = CRITICS.with_own([name for name in self.thresholds if name not in CRITICS])
+        self.critics = [{"name": spec.name, "help": spec.help} for spec in map(registry.get, self.thresholds)]
         self.saved = 0
         """Labels saved in this session (the command's closing count)."""
         self._store = LabelStore(directory)
@@ -93,6 +97,7 @@ class ReviewSession:
             "labelled": len(labelled),
             "position": position,
             "thresholds": self.thresholds,
+            "critics": self.critics,
         }
 
     def item(self, index: int, reviewer: str | None) -> dict[str, Any]:
@@ -141,6 +146,10 @@ class ReviewSession:
         criteria = payload.get("criteria") or {}
         if not isinstance(criteria, dict):
             raise LabelRejected("The criteria must be an object of criterion -> {pass, score}.")
+        known = [critic["name"] for critic in self.critics]
+        unknown = [name for name in criteria if name not in known]
+        if unknown:
+            raise LabelRejected(f"This run has no critic {unknown[0]!r}; its critics are {', '.join(known)}.")
         try:
             # Strictly: "yes" is no boolean and "4" no score, whatever a lax reading would make of them.
             label = Label.model_validate(

@@ -2,7 +2,7 @@
 
 A draft one critic rejects is not shown to the critics after it (a build saves those calls), so a
 rejected draft often has one or two scores. Agreement per criterion needs every labelled draft's
-three scores, so the missing critics are asked here: through the run's own critic client, the same
+score from every critic, so the missing critics are asked here: through the run's own critic client, the same
 tasks and the executor, stored in `critiques.jsonl` like every other critique (a later build or
 filter reads them, and no call is ever paid twice). How many calls go out is said before the first
 one; with `allow_calls=False` they are refused instead.

@@ -1,10 +1,12 @@
 """Labels through a spreadsheet: the sample exported as CSV with empty label columns, imported back.
 
 A run directory's CSV has `id, question, answer, chunk` (the chunk is the context a reviewer needs)
-and the label columns `groundedness, relevance, standalone` (`pass` / `fail`, or a score 1-5,
-which passes at the run's threshold for that criterion, as the critic's does), `keep` (`yes` /
-`no`), `note` and `reviewer`. An evaluation directory's has `id, question, reference, answer` and
-`correct` (`yes` / `no`), `note`, `reviewer`. An empty cell is "not labelled", never a fail.
+and a label column per critic of the run, `groundedness, relevance, standalone` and any other
+(`pass` / `fail`, or a score 1-5, which passes at the run's threshold for that criterion, as the
+critic's does), `keep` (`yes` / `no`), `note` and `reviewer`. The critics' own verdicts are not in
+it, so they cannot anchor the reviewer's (the review page shows them once an item is labelled). An
+evaluation directory's has `id, question, reference, answer` and `correct` (`yes` / `no`), `note`,
+`reviewer`. An empty cell is "not labelled", never a fail.
 
 An import is checked whole before anything is stored: an unknown id, column or value stops it with
 the line and how to fix it, and nothing of that file is stored. The labels go to `labels.jsonl`
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import NamedTuple, TextIO
 
 from qagen.errors import QagenError
-from qagen.records import CRITERIA, Criterion
+from qagen.records import Criterion
 from qagen.review.eval_answers import AnswerRow, answer_sample, is_eval_dir, read_answers
 from qagen.review.labels import CriterionLabel, Label, LabelKey, LabelKind, LabelStore
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
@@ -32,9 +34,7 @@ from qagen.review.sample import DEFAULT_SIZE, review_sample
 from qagen.review.skipped import ask_skipped_critics
 from qagen.runs.store import writing
 
-DRAFT_LABELS: tuple[str, ...] = (*CRITERIA, "keep", "note", "reviewer")
 ANSWER_LABELS: tuple[str, ...] = ("correct", "note", "reviewer")
-DRAFT_COLUMNS: tuple[str, ...] = ("id", "question", "answer", "chunk", *DRAFT_LABELS)
 ANSWER_COLUMNS: tuple[str, ...] = ("id", "question", "reference", "answer", *ANSWER_LABELS)
 _ENCODING = "utf-8-sig"
 _MAX_PROBLEMS = 5
@@ -91,8 +91,17 @@ def export_csv(
                 f"{directory / 'review_sample.json'} to draw the sample again."
             )
         rows.append({"id": row.id, "question": row.question or "", "answer": row.answer or "", "chunk": row.context})
-    _write(path, DRAFT_COLUMNS, rows)
+    _write(path, _draft_columns(drafts), rows)
     return Exported(path, len(rows), calls)
+
+
+def _draft_labels(drafts: RunDrafts) -> tuple[str, ...]:
+    """A run's label columns: one per critic of the run, in declaration order, then the decision."""
+    return (*drafts.critics(), "keep", "note", "reviewer")
+
+
+def _draft_columns(drafts: RunDrafts) -> tuple[str, ...]:
+    return ("id", "question", "answer", "chunk", *_draft_labels(drafts))
 
 
 def _answer_cells(row: AnswerRow) -> dict[str, str]:
@@ -113,6 +122,7 @@ class _Reader(NamedTuple):
     kind: LabelKind
     columns: tuple[str, ...]
     labels: tuple[str, ...]
+    criteria: tuple[str, ...]
     known: Callable[[str], bool]
     threshold: Callable[[str], int]
     prompt_hashes: dict[str, str]
@@ -136,11 +146,17 @@ def _reader_for(directory: Path) -> _Reader:
     if is_eval_dir(directory):
         answers = read_answers(directory)
         return _Reader(
-            "answer", ANSWER_COLUMNS, ANSWER_LABELS, answers.__contains__, _no_threshold, _judge_hashes(directory)
+            "answer", ANSWER_COLUMNS, ANSWER_LABELS, (), answers.__contains__, _no_threshold, _judge_hashes(directory)
         )
     drafts = read_run_drafts(directory)
     return _Reader(
-        "draft", DRAFT_COLUMNS, DRAFT_LABELS, _draft_known(drafts), drafts.config.threshold, _draft_hashes(drafts)
+        "draft",
+        _draft_columns(drafts),
+        _draft_labels(drafts),
+        tuple(drafts.critics()),
+        _draft_known(drafts),
+        drafts.config.threshold,
+        _draft_hashes(drafts),
     )
 
 
@@ -260,7 +276,7 @@ def _row_label(
     criteria: dict[Criterion, CriterionLabel] = {}
     keep = correct = None
     if reader.kind == "draft":
-        for criterion in CRITERIA:
+        for criterion in reader.criteria:
             try:
                 verdict = _criterion(cell(criterion), reader.threshold(criterion))
             except ValueError:

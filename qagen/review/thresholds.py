@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel, Field
 
-from qagen.records import CRITERIA
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
 
 if TYPE_CHECKING:
@@ -126,7 +125,7 @@ def recommend(drafts: RunDrafts, measures: Mapping[str, Measure], *, predict: bo
             )
         fits[criterion] = fit
     thresholds: dict[str, int] = {
-        criterion: changed.get(criterion, drafts.config.threshold(criterion)) for criterion in CRITERIA
+        criterion: changed.get(criterion, drafts.config.threshold(criterion)) for criterion in drafts.critics()
     }
     kept_then = undecided_then = None
     if changed:
@@ -140,7 +139,7 @@ def filter_settings(drafts: RunDrafts, thresholds: Mapping[str, int]) -> dict[st
     """Every setting that decides which drafts a filter keeps, with `thresholds` for the critics: a filter
     given all of them keeps what `recommend` predicts, whatever its defaults are."""
     config = drafts.config
-    settings: dict[str, int | float] = {f"min_{criterion}": thresholds[criterion] for criterion in CRITERIA}
+    settings: dict[str, int | float] = {f"min_{criterion}": thresholds[criterion] for criterion in drafts.critics()}
     settings.update(
         max_answer_chars=config.max_answer_chars,
         max_question_chars=config.max_question_chars,

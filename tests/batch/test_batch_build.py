@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from datasets import load_from_disk
 
 from qagen.cli.app import main
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 
 def build_args(llm: StandInLLM, corpus: Path, out: Path, *extra: str, n: int = 40) -> list[str]:

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 # Every judge, faithfulness (statements, then verdicts) and context precision (one call per context) included.
 METRICS = "correctness,faithfulness,context_precision,context_recall,context_relevance,graders,retrieval,text"

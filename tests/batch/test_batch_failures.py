@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 from tests.batch.test_batch_build import build_args
 
 BATCH = ("--batch", "--batch-poll", "0.01")

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from qagen.runs.batch.journal import Journal
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 from tests.batch.test_batch_build import PRICES, build_args, journal, rows
 
 BATCH = ("--batch", "--batch-poll", "0.01")

@@ -17,7 +17,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 from tests.batch.test_batch_build import build_args, journal, rows
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.testing.llm.offline import answer_requests
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.offline import answer_requests
+from standins.llm.server import StandInLLM
 from tests.batch.test_batch_build import build_args, rows
 
 

@@ -114,7 +114,7 @@ def test_per_invocation_settings_take_their_default_and_run_settings_stay(tmp_pa
 def test_each_per_invocation_option_shows_the_librarys_default() -> None:
     """What `--help` shows is what a stage command applies: the click default is the library's."""
     config, model = BuildConfig(corpus=CorpusSettings(path="x")), ModelSettings(spec="m")
-    names = {"min_groundedness", "min_relevance", "min_standalone"}  # overrides: none by default
+    names = {"min_groundedness", "min_relevance", "min_standalone", "min_critic"}  # overrides: none by default
     for command in ("build", "generate", "critique", "filter"):
         for parameter in main.commands[command].params:
             if parameter.name in PER_INVOCATION and parameter.name not in names:
@@ -132,12 +132,13 @@ OWN_OPTIONS = {
                  "--max-output-tokens", "--prompts", "--concurrency", "--rpm", "--max-retries", "--timeout",
                  "--max-failure-rate", "--max-tokens", "--max-cost", "--price-input", "--price-output", "--quiet"},
     "critique": {"--critic-model", "--critic-base-url", "--critic-api-key-env", "--critic-temperature",
-                 "--critic-max-output-tokens", "--audience", "--prompts", "--concurrency", "--rpm", "--max-retries",
-                 "--timeout", "--max-failure-rate", "--all-critics", "--min-score", "--min-groundedness",
-                 "--min-relevance", "--min-standalone", "--max-answer-chars", "--max-question-chars",
+                 "--critic-max-output-tokens", "--audience", "--prompts", "--critic", "--concurrency", "--rpm",
+                 "--max-retries", "--timeout", "--max-failure-rate", "--all-critics", "--min-score",
+                 "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic", "--max-answer-chars",
+                 "--max-question-chars",
                  "--max-tokens", "--max-cost", "--price-input", "--price-output", "--quiet"},
-    "filter": {"--min-score", "--min-groundedness", "--min-relevance", "--min-standalone", "--max-answer-chars",
-               "--max-question-chars", "--dedup-threshold"},
+    "filter": {"--min-score", "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic",
+               "--max-answer-chars", "--max-question-chars", "--dedup-threshold"},
 }  # fmt: skip
 
 

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 
 class Built(NamedTuple):

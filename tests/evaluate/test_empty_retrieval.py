@@ -14,7 +14,6 @@ from qagen.cli.app import main
 from qagen.evaluate.api import evaluate
 from qagen.evaluate.metrics.scoring import EVIDENCE_COLUMNS
 from qagen.evaluate.report import comparison_table, load_runs
-from qagen.llm.client import ModelSettings
 
 
 def _testset(path: Path, n: int) -> Path:
@@ -72,7 +71,7 @@ CONTEXT_METRICS = ("context_precision", "context_recall", "context_relevance", "
 
 
 def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_paired_test(
-    llm: Any, tmp_path: Path
+    fake_llm: Any, tmp_path: Path
 ) -> None:
     testset = tmp_path / "set.jsonl"
     testset.write_text(
@@ -100,7 +99,7 @@ def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_pair
     metrics = ["ragas", "grounded", "retrieval_relevant"]
     options: dict[str, Any] = {
         "metrics": metrics,
-        "judge": ModelSettings(spec="openai:stand-in", base_url=llm.base_url),
+        "judge": fake_llm.client(),
         "progress": False,
         "concurrency": 1,
     }
@@ -143,13 +142,13 @@ def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_pair
     assert "n=5, 1 no_statements" in faithfulness_line
 
     # A system that never reports contexts is not judged on them, and no call is made for them.
-    calls = len(llm.log)
+    calls = len(fake_llm.log)
     plain_stats = evaluate(testset, plain, tmp_path / "plain", **options)
     for metric in (*CONTEXT_METRICS, "faithfulness"):
         assert plain_stats["judges"][metric]["not_judged"] == {"no_contexts": 6}
         assert plain_stats["metrics"][metric]["mean"] is None
     assert plain_stats["retrieved_nothing"] == 0
-    assert not llm.log[calls:]
+    assert not fake_llm.log[calls:]
 
 
 def test_the_cli_says_what_retrieved_nothing_and_what_had_no_statements(llm: Any, tmp_path: Path) -> None:

@@ -23,8 +23,8 @@ from qagen.evaluate.stamp import STAMP_FILE
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems.callable import CallableSystem
 from qagen.evaluate.testset import load_testset
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 # --------------------------------------------------------------------------- results read line by line
 

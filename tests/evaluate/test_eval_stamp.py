@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from fake_llm import FakeLLM
 
 from qagen.cli.app import main
 from qagen.evaluate import results as results_module
@@ -20,7 +22,8 @@ from qagen.evaluate.stamp import STAMP_FILE, question_settled
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.failures import Failure, FailureKind
 from qagen.llm.client import ModelSettings
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.log import LogEntry
+from standins.llm.server import StandInLLM
 
 QUESTIONS = 12
 
@@ -57,25 +60,27 @@ def scored(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 class Setup:
-    def __init__(self, tmp: Path, llm: StandInLLM) -> None:
+    """An evaluation of an answers file by `judge`, whose requests `log` lists."""
+
+    def __init__(self, tmp: Path, judge: Any, log: Callable[[], list[LogEntry]]) -> None:
         self.testset = _testset(tmp / "set.jsonl")
         self.answers = _answers(tmp / "answers.jsonl")
         self.out = tmp / "eval"
-        self.llm = llm
+        self.judge = judge
+        self.log = log
 
     def evaluate(self, **options: Any) -> dict[str, Any]:
-        judge = ModelSettings(spec="openai:stand-in", base_url=self.llm.base_url, max_retries=0)
-        settings: dict[str, Any] = {"metrics": ["correctness", "retrieval", "text"], "judge": judge}
+        settings: dict[str, Any] = {"metrics": ["correctness", "retrieval", "text"], "judge": self.judge}
         settings.update(progress=False, concurrency=1, **options)
         return evaluate(self.testset, AnswersFileSystem(self.answers), self.out, **settings)
 
     def calls(self) -> int:
-        return sum(entry["method"] == "POST" for entry in self.llm.log)
+        return sum(entry["method"] == "POST" for entry in self.log())
 
 
 @pytest.fixture
-def setup(tmp_path: Path, llm: StandInLLM) -> Setup:
-    return Setup(tmp_path, llm)
+def setup(tmp_path: Path, fake_llm: FakeLLM) -> Setup:
+    return Setup(tmp_path, fake_llm.client(), lambda: fake_llm.log)
 
 
 def test_a_rerun_with_nothing_changed_makes_no_call_and_scores_nothing(setup: Setup, scored: list[str]) -> None:
@@ -128,7 +133,8 @@ def test_another_metric_set_or_k_takes_the_full_path(setup: Setup, scored: list[
 
 def test_a_run_with_failed_calls_to_redo_is_not_stamped(tmp_path: Path, scored: list[str]) -> None:
     with StandInLLM(fault_rate=0.3, fault_kinds=("500",), fault_attempts=1000) as llm:
-        setup = Setup(tmp_path, llm)
+        judge = ModelSettings(spec="openai:stand-in", base_url=llm.base_url, max_retries=0)
+        setup = Setup(tmp_path, judge, lambda: llm.log)
         setup.evaluate()
         judges = json.loads((setup.out / "summary.json").read_text())["judges"]["correctness"]
         assert judges["failures"] == {"api_error:server_error": judges["failed"]} and judges["failed"] > 0

@@ -18,8 +18,8 @@ from click.testing import CliRunner, Result
 from qagen.cli.app import main
 from qagen.evaluate.systems.corpus_chunks import clear_memory
 from qagen.evaluate.systems.index_cache import index_cache_dir
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 from tests.extras import DENSE_MODULES, require_dense
 
 QUESTIONS = [

@@ -28,9 +28,9 @@ from qagen.evaluate.api import evaluate
 from qagen.evaluate.systems.index_cache import index_cache_dir
 from qagen.evaluate.testset import load_testset
 from qagen.llm.client import ModelSettings
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.outcomes import first_sentence
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.outcomes import first_sentence
+from standins.llm.server import StandInLLM
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -33,8 +33,8 @@ from qagen.evaluate.judges.ragas_parsing import (
 from qagen.evaluate.testset import load_testset
 from qagen.llm.client import ModelSettings
 from qagen.llm.untrusted import neutralize, passages
-from qagen.testing.llm.prompt_recognition import classify_prompt
-from qagen.testing.llm.replies import MALFORMED_KINDS, ReplyPolicy, make_reply
+from standins.llm.prompt_recognition import classify_prompt
+from standins.llm.replies import MALFORMED_KINDS, ReplyPolicy, make_reply
 
 # --------------------------------------------------------------------------- metric selection
 
@@ -215,8 +215,8 @@ def _testset(path: Path, n: int) -> Path:
     return path
 
 
-def test_unreadable_verdicts_are_counted_by_reason_never_scored(llm: Any, tmp_path: Path) -> None:
-    llm.configure(malformed_rate=0.5)
+def test_unreadable_verdicts_are_counted_by_reason_never_scored(fake_llm: Any, tmp_path: Path) -> None:
+    fake_llm.configure(malformed_rate=0.5)
     testset = _testset(tmp_path / "set.jsonl", 30)
     questions = [f"What is item {i}?" for i in range(30)]
     answers = _answers_file(tmp_path / "answers.jsonl", questions[:26])  # four are not answered
@@ -227,11 +227,11 @@ def test_unreadable_verdicts_are_counted_by_reason_never_scored(llm: Any, tmp_pa
         AnswersFileSystem(answers),
         tmp_path / "eval",
         metrics=["correctness", "grounded"],
-        judge=ModelSettings(spec="openai:stand-in", base_url=llm.base_url),
+        judge=fake_llm.client(),
         progress=False,
     )
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
-    said = {e["reply"]: e for e in llm.log}
+    said = {e["reply"]: e for e in fake_llm.log}
     assert (stats["answered"], stats["failed"], stats["failed_by_reason"]) == (26, 4, {"not_in_answers_file": 4})
     for metric in ("correctness", "grounded"):
         reasons = Counter(row[f"{metric}_reason"] for row in rows if row[metric] is None)
@@ -272,23 +272,23 @@ def test_failed_judge_calls_are_retried_on_the_next_run(llm: Any, tmp_path: Path
     }  # fmt: skip
 
 
-def test_an_edited_answers_file_is_judged_afresh(llm: Any, tmp_path: Path) -> None:
+def test_an_edited_answers_file_is_judged_afresh(fake_llm: Any, tmp_path: Path) -> None:
     testset = _testset(tmp_path / "set.jsonl", 4)
     questions = [f"What is item {i}?" for i in range(4)]
     answers = _answers_file(tmp_path / "answers.jsonl", questions)
-    judge = ModelSettings(spec="openai:stand-in", base_url=llm.base_url)
+    judge = fake_llm.client()
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
     evaluate(
         testset, AnswersFileSystem(answers), tmp_path / "eval", metrics=["correctness"], judge=judge, progress=False
     )
-    calls = len(llm.log)
+    calls = len(fake_llm.log)
     lines = answers.read_text().splitlines()
     lines[0] = json.dumps({"question": questions[0], "answer": "Something else entirely."})
     answers.write_text("\n".join(lines) + "\n")
     evaluate(
         testset, AnswersFileSystem(answers), tmp_path / "eval", metrics=["correctness"], judge=judge, progress=False
     )
-    assert len(llm.log) - calls == 1
+    assert len(fake_llm.log) - calls == 1
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
     assert rows[0]["generated_answer"] == "Something else entirely."

@@ -14,7 +14,7 @@ from datasets import load_from_disk
 
 from qagen.cli.app import main
 from qagen.evaluate.metrics.evidence import normalise
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 SIZES = (500, 1000, 2000)
 K = 3

@@ -18,8 +18,8 @@ from click.testing import CliRunner, Result
 from qagen.cli.app import main
 from qagen.evaluate.systems.corpus_chunks import clear_memory
 from qagen.evaluate.systems.index_cache import cache_home, index_cache_dir
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 QUESTION = {"question": "Where did the council move the archive to?", "answer": "To the museum.", "source_doc": "a.md"}
 

@@ -10,7 +10,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 
 def _run(llm: StandInLLM, corpus: Path, tmp_path: Path) -> list[dict[str, Any]]:

@@ -20,10 +20,10 @@ from qagen.evaluate.systems.rerank.base import RerankRecord
 from qagen.evaluate.systems.rerank.specs import RerankSpec
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.client import LLMClient, ModelSettings
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.outcomes import first_sentence
-from qagen.testing.llm.rerank import ranking
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.outcomes import first_sentence
+from standins.llm.rerank import ranking
+from standins.llm.server import StandInLLM
 from tests.extras import require_dense
 
 CHUNK = "400"

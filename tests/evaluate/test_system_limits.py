@@ -23,7 +23,7 @@ from click.testing import CliRunner, Result
 import qagen.llm.backends as backends
 from qagen.cli.app import main
 from qagen.output_cap import MAX_REPLY_CHARS
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 QUESTIONS = ["When was the lighthouse built?", "Who keeps the glacier records?"]
 HUGE = 2_000_000

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 
 def _build(llm: StandInLLM, corpus: Path, out: Path, *extra: str) -> tuple[int, str, float]:

@@ -19,7 +19,7 @@ from click.testing import CliRunner, Result
 from datasets import load_from_disk
 
 from qagen.cli.app import main
-from qagen.testing.llm.server import FAULT_KINDS, StandInLLM
+from standins.llm.server import FAULT_KINDS, StandInLLM
 
 KEY = "sk-test-PLANTED-faults-5e1d9a77c2"
 PERSISTENT = 1_000_000  # `fault_attempts` beyond any retry count: the fault never clears by itself

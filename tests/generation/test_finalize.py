@@ -18,12 +18,12 @@ from qagen.generation.filter import assemble
 from qagen.generation.finalize import STAMP_FILE
 from qagen.generation.pipeline import build, finalize, load_sample, run_llm_stages
 from qagen.generation.tasks import BuildTasks
-from qagen.generation.write import row_features
+from qagen.generation.write import row_columns, row_features
 from qagen.llm.backends import ModelSettings
 from qagen.records import CandidateRow, Critique, DatasetRow, Draft
 from qagen.runs.rundir import RunDir
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 BUILT, DRAFTED_ONLY, SAMPLED = 300, 340, 360
 """Chunks built whole; then drafted without critics; then sampled with no draft at all."""
@@ -64,7 +64,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Buil
 def _save_as_before(rows: list[DatasetRow], target: Path, row_type: type[DatasetRow]) -> None:
     """The writer finalize used before it streamed (qagen 0.x `save_rows`), verbatim."""
     dumped = [row.model_dump() for row in rows]
-    data = {column: [row[column] for row in dumped] for column in row_type.model_fields}
+    data = {column: [row[column] for row in dumped] for column in row_columns(row_type)}
     dataset = Dataset.from_dict(data, features=row_features(row_type), split="train")
     dataset.save_to_disk(str(target), num_shards=1)
 

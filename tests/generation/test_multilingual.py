@@ -38,10 +38,10 @@ from qagen.llm.prompts import load_prompt
 from qagen.publish.language import detect_languages, text_language
 from qagen.publish.push import push_run
 from qagen.records import Document
-from qagen.testing.hub.server import StandInHub
-from qagen.testing.llm import replies as llm_replies
-from qagen.testing.llm import routes as llm_routes
-from qagen.testing.llm.server import StandInLLM
+from standins.hub.server import StandInHub
+from standins.llm import replies as llm_replies
+from standins.llm import routes as llm_routes
+from standins.llm.server import StandInLLM
 
 NBSP = "\u00a0"  # French puts a no-break space inside guillemets and before : ; ? !
 

@@ -1,6 +1,6 @@
-"""Adding a critic is one prompt file and one task definition: here a fourth critic, written in a
-temporary folder, runs through the build's own flow, executor and record store, with no HTTP server
-(the models are a ready `LLMClient` on a scripted backend)."""
+"""Adding a critic is one prompt file and its name in the settings (`BuildConfig.critics`): here a
+fourth critic, written in a temporary folder, runs through the build's own flow, executor and record
+store, with no HTTP server (the models are a ready `LLMClient` on a scripted backend)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,12 @@ import asyncio
 from pathlib import Path
 
 from qagen.config import BuildConfig, CorpusSettings
-from qagen.generation.critique import CriticTask, Drafted
+from qagen.generation.critique import Drafted
 from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import BuildFlow, BuildTasks
 from qagen.llm.backends import ModelSettings
 from qagen.llm.client import LLMClient
 from qagen.llm.clients import CallLimits, Clients
-from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Reply, Request
 from qagen.records import Chunk, Critique, Draft, Usage
 from qagen.runs.executor import Executor
@@ -83,18 +82,27 @@ def _run(tasks: BuildTasks, config: BuildConfig, folder: Path, backend: Scripted
     return critiques_log
 
 
-def test_a_fourth_critic_is_one_prompt_file_and_one_task(tmp_path: Path) -> None:
-    (tmp_path / "critique_specificity.txt").write_text(SPECIFICITY_PROMPT, encoding="utf-8")
-    specificity = CriticTask("specificity", "scripted:critic", load_prompt("critique_specificity", tmp_path))
+def test_a_fourth_critic_is_one_prompt_file_and_its_name(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "critique_specificity.txt").write_text(SPECIFICITY_PROMPT, encoding="utf-8")
 
-    config = BuildConfig(corpus=CorpusSettings(path=str(tmp_path)))
+    corpus = CorpusSettings(path=str(tmp_path))
+    config = BuildConfig(corpus=corpus, critic=ModelSettings(spec="scripted:critic"))
     defaults = BuildTasks.for_config(config)
     # A run with the three default critics, then the same run resumed with the fourth one added.
     first = ScriptedBackend()
     _run(defaults, config, tmp_path, first)
     assert len(first.prompts) == 3 * 4  # per chunk: the draft and three critics
     resumed = ScriptedBackend()
-    critiques_log = _run(BuildTasks(defaults.draft, (*defaults.critics, specificity)), config, tmp_path, resumed)
+    with_fourth = config.model_copy(update={"critics": ("specificity",), "prompts_dir": str(prompts)})
+    tasks = BuildTasks.for_config(with_fourth)
+    # Asked last: after the registered critics, whatever they read.
+    assert [critic.criterion for critic in tasks.critics] == ["standalone", "relevance", "groundedness", "specificity"]
+    specificity = tasks.critic("specificity")
+    # The default critics are the same tasks, with the same keys: nothing of theirs is asked again.
+    assert [c.prompt.sha256 for c in tasks.critics[:3]] == [c.prompt.sha256 for c in defaults.critics]
+    critiques_log = _run(tasks, with_fourth, tmp_path, resumed)
     # Nothing was asked twice: only the new critic, once per draft.
     assert len(resumed.prompts) == 3 and all("Rate how specific" in p for p in resumed.prompts)
     verdicts = [c for c in critiques_log.load().values() if c.criterion == "specificity"]
@@ -104,7 +112,7 @@ def test_a_fourth_critic_is_one_prompt_file_and_one_task(tmp_path: Path) -> None
     assert all("What colour is the sky?" in p and "is blue in the morning" in p for p in resumed.prompts)
     # Its key is exact: the same draft with another prompt text is another verdict.
     draft = next(iter(RecordLog(tmp_path / "drafts.jsonl", Draft).load().values()))
-    (tmp_path / "critique_specificity.txt").write_text(SPECIFICITY_PROMPT + "\n", encoding="utf-8")
-    edited = CriticTask("specificity", "scripted:critic", load_prompt.__wrapped__("critique_specificity", tmp_path))
+    (prompts / "critique_specificity.txt").write_text(SPECIFICITY_PROMPT + "\n", encoding="utf-8")
+    edited = BuildTasks.for_config(with_fourth).critic("specificity")
     item = Drafted(draft, _chunks()[0])
     assert specificity.key(item) != edited.key(item)

@@ -17,7 +17,7 @@ from qagen.cli.app import main
 from qagen.llm.normalise import MAX_REPLY_CHARS
 from qagen.records import Critique, Draft
 from qagen.runs.store import RecordLog
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 
 def _build(llm: StandInLLM, corpus: Path, out: Path, *extra: str) -> None:

@@ -25,9 +25,9 @@ from qagen.evaluate.judges.ragas_parsing import parse_verdicts
 from qagen.generation.replies import parse_factoid_qa, parse_rating
 from qagen.records import Critique, Draft
 from qagen.runs.store import RecordLog
-from qagen.testing.llm import replies as llm_replies
-from qagen.testing.llm import routes as llm_routes
-from qagen.testing.llm.server import StandInLLM
+from standins.llm import replies as llm_replies
+from standins.llm import routes as llm_routes
+from standins.llm.server import StandInLLM
 
 # --------------------------------------------------------------------------- properties
 

@@ -9,8 +9,8 @@ import pytest
 from datasets import Dataset, Value, load_from_disk
 from pydantic import BaseModel
 
-from qagen.generation.write import row_features, save_rows
-from qagen.records import CandidateRow, DatasetRow
+from qagen.generation.write import row_columns, row_features, save_rows
+from qagen.records import CandidateRow, CriticReply, DatasetRow
 
 COOKBOOK = [
     "context", "question", "answer", "source_doc",
@@ -34,23 +34,33 @@ def _candidate(**changes: object) -> CandidateRow:
 
 
 def test_the_cookbook_columns_come_first_then_provenance_then_the_candidate_columns() -> None:
-    dataset = list(DatasetRow.model_fields)
+    dataset = row_columns(DatasetRow)
     assert dataset[:10] == COOKBOOK
     assert dataset[10:] == [
         "id", "chunk_id", "start_index", "end_index", "generator_model", "critic_model",
         "qa_prompt_hash", "groundedness_prompt_hash", "relevance_prompt_hash", "standalone_prompt_hash",
     ]  # fmt: skip
-    assert list(CandidateRow.model_fields) == [
+    assert row_columns(CandidateRow) == [
         *dataset, "status", "reason", "generation_raw", "groundedness_raw", "relevance_raw", "standalone_raw",
     ]  # fmt: skip
+    # Critics beyond the cookbook's three: one column after the cookbook's, in both sets.
+    assert row_columns(DatasetRow, extra_critics=True) == [*COOKBOOK, "extra_critics", *dataset[10:]]
+    assert row_columns(CandidateRow, extra_critics=True) == [
+        *row_columns(DatasetRow, extra_critics=True),
+        *row_columns(CandidateRow)[len(dataset) :],
+    ]
 
 
 @pytest.mark.parametrize("row_type", [DatasetRow, CandidateRow])
 def test_features_are_the_model_fields_in_order_typed_from_their_annotations(row_type: type[BaseModel]) -> None:
     features = row_features(row_type)
-    assert list(features) == list(row_type.model_fields)
+    assert list(features) == row_columns(row_type)
     for name, value in features.items():
         assert value == Value("int64" if name in INTEGER_COLUMNS else "string"), name
+    # The critics beyond the three: a list of one struct per critic, its fields typed as the record's.
+    verdict = row_features(row_type, extra_critics=True)["extra_critics"].feature
+    expected = ["name", "score", "eval", "prompt_hash", *(["raw"] if row_type is CandidateRow else [])]
+    assert list(verdict) == expected and verdict["score"] == Value("int64") and verdict["eval"] == Value("string")
 
 
 def test_a_field_with_no_dataset_type_is_refused() -> None:
@@ -71,11 +81,24 @@ def test_saved_rows_load_back_with_the_model_columns(tmp_path: Path) -> None:
     save_rows([candidates[0].dataset_row()], tmp_path / "dataset", candidates=False)
 
     loaded = load_from_disk(str(tmp_path / "candidates"))
-    assert loaded.column_names == list(CandidateRow.model_fields)
-    assert list(loaded) == [row.model_dump() for row in candidates]
+    assert loaded.column_names == row_columns(CandidateRow)
+    assert list(loaded) == [row.model_dump(exclude={"extra_critics"}) for row in candidates]
     dataset = load_from_disk(str(tmp_path / "dataset"))
-    assert dataset.column_names == list(DatasetRow.model_fields)
-    assert list(dataset) == [candidates[0].dataset_row().model_dump()]
+    assert dataset.column_names == row_columns(DatasetRow)
+    assert list(dataset) == [candidates[0].dataset_row().model_dump(exclude={"extra_critics"})]
+
+
+def test_a_critic_beyond_the_three_is_one_entry_of_extra_critics(tmp_path: Path) -> None:
+    verdict = CriticReply(name="specificity", score=2, eval="Vague.", prompt_hash="p", raw="Evaluation: Vague.")
+    candidate = _candidate(extra_critics=(verdict,))
+    save_rows([candidate], tmp_path / "candidates", candidates=True, extra_critics=True)
+    save_rows([candidate.dataset_row()], tmp_path / "dataset", candidates=False, extra_critics=True)
+    (row,) = load_from_disk(str(tmp_path / "candidates"))
+    assert row["extra_critics"] == [verdict.model_dump()]
+    (kept,) = load_from_disk(str(tmp_path / "dataset"))
+    # The dataset has the verdict without the reply, as it has `<name>_score` without `<name>_raw`.
+    assert kept["extra_critics"] == [{"name": "specificity", "score": 2, "eval": "Vague.", "prompt_hash": "p"}]
+    assert kept == candidate.dataset_row().model_dump(mode="json")
 
 
 def test_an_empty_set_keeps_its_columns_and_types(tmp_path: Path) -> None:
@@ -92,6 +115,22 @@ def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> Non
     assert row.model_dump() == candidate.model_dump(include=set(DatasetRow.model_fields))
 
 
+@pytest.mark.parametrize("extra_critics", [False, True])
+def test_written_directories_with_or_without_extra_critics_are_those_of_save_to_disk(
+    tmp_path: Path, extra_critics: bool
+) -> None:
+    """Byte for byte, but for the fingerprint, with the list-of-structs column too."""
+    verdict = CriticReply(name="specificity", score=None, eval=None, prompt_hash="p", raw=None)
+    rows = [_candidate(id=f"d{i}", extra_critics=(verdict,) * (i % 2)) for i in range(3)]
+    save_rows(rows, tmp_path / "streamed", candidates=True, extra_critics=extra_critics)
+    columns = row_columns(CandidateRow, extra_critics=extra_critics)
+    data = {column: [row.model_dump()[column] for row in rows] for column in columns}
+    features = row_features(CandidateRow, extra_critics=extra_critics)
+    Dataset.from_dict(data, features=features, split="train").save_to_disk(str(tmp_path / "saved"), num_shards=1)
+    for name in ("data-00000-of-00001.arrow", "dataset_info.json"):
+        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes(), name
+
+
 @pytest.mark.parametrize("count", [0, 3, 700])
 def test_written_directories_are_those_of_save_to_disk(tmp_path: Path, count: int) -> None:
     """Byte for byte, but for the fingerprint: the rows, the schema with its features, the metadata."""
@@ -101,7 +140,7 @@ def test_written_directories_are_those_of_save_to_disk(tmp_path: Path, count: in
     )  # fmt: skip
     rows = [(failed if i % 3 else _candidate()).model_copy(update={"id": f"d{i}"}) for i in range(count)]
     save_rows(rows, tmp_path / "streamed", candidates=True)
-    data = {column: [row.model_dump()[column] for row in rows] for column in CandidateRow.model_fields}
+    data = {column: [row.model_dump()[column] for row in rows] for column in row_columns(CandidateRow)}
     Dataset.from_dict(data, features=row_features(CandidateRow), split="train").save_to_disk(
         str(tmp_path / "saved"), num_shards=1
     )
@@ -109,7 +148,9 @@ def test_written_directories_are_those_of_save_to_disk(tmp_path: Path, count: in
         assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes(), name
     streamed, saved = (json.loads((tmp_path / d / "state.json").read_text()) for d in ("streamed", "saved"))
     assert streamed.pop("_fingerprint") != saved.pop("_fingerprint") and streamed == saved
-    assert list(load_from_disk(str(tmp_path / "streamed"))) == [row.model_dump() for row in rows]
+    assert list(load_from_disk(str(tmp_path / "streamed"))) == [
+        row.model_dump(exclude={"extra_critics"}) for row in rows
+    ]
 
 
 def test_equal_rows_give_equal_fingerprints(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ from qagen.llm.transport import (
     retry_delay,
     should_retry,
 )
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 
 def _causes(exc: BaseException) -> Iterator[BaseException]:

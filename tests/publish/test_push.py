@@ -24,9 +24,9 @@ from qagen.cli.app import main
 from qagen.cli.push import push
 from qagen.llm.prompts import prompts_dir
 from qagen.publish.push import push_run
-from qagen.testing.corpus import write_corpus
-from qagen.testing.hub.routes import HubApp
-from qagen.testing.hub.server import StandInHub
+from standins.corpus import write_corpus
+from standins.hub.routes import HubApp
+from standins.hub.server import StandInHub
 
 TOKEN = "hf_test_token"  # alice on the session `hub`
 BOB_TOKEN = "hf_bob_token"

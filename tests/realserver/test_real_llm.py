@@ -38,9 +38,9 @@ from qagen.failures import FailureKind
 from qagen.generation.replies import verdict_blocks
 from qagen.records import Critique, Draft, TaskOutput
 from qagen.runs.store import RecordLog
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
 from realserver.llama import MODEL_ALIAS, Exchange, RealServer, RecordingProxy
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 pytestmark = [pytest.mark.real_llm, pytest.mark.slow]
 

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 
 class Reviewed(NamedTuple):

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from qagen.critics import CRITICS
 from qagen.review.server import ReviewServer
 from qagen.review.session import ReviewSession, open_items
 from tests.review.page_fixtures import Reviewed, build_and_evaluate, critiques_by_draft, labels
@@ -205,7 +206,9 @@ def test_untrusted_text_is_shown_as_text_and_never_runs(browser: Any, tmp_path: 
         kind="draft", id="d" * 20, source=HOSTILE, question=f"What is {HOSTILE}?", answer="<B>42</B>", chunk=chunk,
         spans=spans, match=match, verdicts=[verdict], prompt_hashes={"generation": "0" * 12},
     )  # fmt: skip
-    with ReviewServer(ReviewSession(tmp_path, [item], reviewer="ana")).start() as server:
+    # The run's critics and thresholds, as `open_items` gives them: the page lists those critics.
+    thresholds = dict.fromkeys(CRITICS.names(), 4)
+    with ReviewServer(ReviewSession(tmp_path, [item], reviewer="ana", thresholds=thresholds)).start() as server:
         browser.get(server.url)
         _at_item(browser, 1)
         assert browser.find_element(By.ID, "chunk").text == chunk

@@ -20,7 +20,7 @@ from qagen.errors import CorpusChangedError
 from qagen.generation.load.fingerprint import CorpusChanges, CorpusFingerprint, InputDigest, compare
 from qagen.generation.pipeline import chunk_stage
 from qagen.runs.rundir import RunDir
-from qagen.testing.corpus import write_corpus
+from standins.corpus import write_corpus
 
 CHUNKING = ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7", "-q"]
 

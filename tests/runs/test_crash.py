@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 from datasets import load_from_disk
 
 from qagen.cli.app import main
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 CONCURRENCY = 8
 ENV = {**os.environ, "OPENAI_API_KEY": "test-key"}

@@ -20,7 +20,7 @@ from qagen.records import Chunk, Draft, Usage
 from qagen.runs import executor as executor_module
 from qagen.runs.executor import Executor
 from qagen.runs.store import RecordLog
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 CHUNK = Chunk(id="c1", source="a.txt", text="The sky is blue.", start_index=0, end_index=16)
 

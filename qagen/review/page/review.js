@@ -3,11 +3,8 @@
 // textContent (never as HTML), so nothing in it can run or change the page.
 "use strict";
 
-const CRITERIA = [
-  ["groundedness", "the answer is in the chunk, unambiguously"],
-  ["relevance", "useful to the people who will ask it"],
-  ["standalone", "makes sense without the chunk"],
-];
+// The run's critics ({name, help}, in the registry's order) come with the session: GET /api/state.
+const critics = () => view.session.critics;
 const REVIEWER_KEY = "qagen-review-reviewer";
 
 const view = {
@@ -157,7 +154,7 @@ function highlighted(target, text, spans) {
 function renderForm() {
   const table = $("criteria");
   table.replaceChildren();
-  CRITERIA.forEach(([name, help], position) => {
+  critics().forEach(({ name, help }, position) => {
     const given = view.form.criteria[name];
     const row = el("tr", { class: position === view.selected ? "selected" : "", "data-criterion": name });
     row.append(el("th", {}, el("kbd", { text: String(position + 1) }), ` ${name}`, el("div", { class: "muted", text: help })));
@@ -225,26 +222,26 @@ function changed() {
 
 function setPass(name, value) {
   view.form.criteria[name] = { pass: value, score: null };
-  view.selected = CRITERIA.findIndex(([criterion]) => criterion === name);
+  view.selected = critics().findIndex((critic) => critic.name === name);
   changed();
 }
 
 function togglePass(position) {
-  const [name] = CRITERIA[position];
+  const { name } = critics()[position];
   const given = view.form.criteria[name];
   setPass(name, given ? !given.pass : true);
 }
 
 // A score decides pass or fail at the run's threshold for the criterion, as the critics' do.
 function setScore(name, score) {
-  const threshold = view.session.thresholds[name] ?? 4;
+  const threshold = view.session.thresholds[name];
   view.form.criteria[name] = { pass: score >= threshold, score };
-  view.selected = CRITERIA.findIndex(([criterion]) => criterion === name);
+  view.selected = critics().findIndex((critic) => critic.name === name);
   changed();
 }
 
 function clearCriterion() {
-  delete view.form.criteria[CRITERIA[view.selected][0]];
+  delete view.form.criteria[critics()[view.selected].name];
   changed();
 }
 
@@ -315,11 +312,13 @@ function onKey(event) {
   const drafts = view.item.kind === "draft";
   const digit = /^Digit([0-9])$/.exec(event.code);
   let handled = true;
-  if (drafts && digit && event.shiftKey && digit[1] >= "1" && digit[1] <= "5") setScore(CRITERIA[view.selected][0], Number(digit[1]));
-  else if (drafts && !event.shiftKey && ["1", "2", "3"].includes(event.key)) togglePass(Number(event.key) - 1);
+  const count = drafts ? critics().length : 0;
+  const position = Number(event.key) - 1; // a critic's key: 1 to 9, in the order shown
+  if (drafts && digit && event.shiftKey && digit[1] >= "1" && digit[1] <= "5") setScore(critics()[view.selected].name, Number(digit[1]));
+  else if (drafts && !event.shiftKey && /^[1-9]$/.test(event.key) && position < count) togglePass(position);
   else if (drafts && event.key === "0") clearCriterion();
-  else if (drafts && event.key === "ArrowUp") { view.selected = (view.selected + 2) % 3; renderForm(); }
-  else if (drafts && event.key === "ArrowDown") { view.selected = (view.selected + 1) % 3; renderForm(); }
+  else if (drafts && event.key === "ArrowUp") { view.selected = (view.selected + count - 1) % count; renderForm(); }
+  else if (drafts && event.key === "ArrowDown") { view.selected = (view.selected + 1) % count; renderForm(); }
   else if (drafts && event.key === "k") setDecision("keep", true);
   else if (drafts && event.key === "r") setDecision("keep", false);
   else if (!drafts && event.key === "c") setDecision("correct", true);

@@ -47,9 +47,9 @@ from qagen.llm.task import Outcome, Reply, Request
 from qagen.llm.untrusted import DATA_TAGS, PASSAGE_SEPARATOR, neutralize
 from qagen.records import Usage
 from qagen.runs.executor import drive_steps
-from qagen.testing.llm.outcomes import judge_score
-from qagen.testing.llm.prompt_recognition import classify_prompt
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.outcomes import judge_score
+from standins.llm.prompt_recognition import classify_prompt
+from standins.llm.server import StandInLLM
 
 Scripted = str | Failure
 MODEL = "fake:judge"

@@ -24,9 +24,9 @@ from qagen.llm.backends import LangChainBackend
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Outcome, Request
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.outcomes import first_sentence
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.outcomes import first_sentence
+from standins.llm.server import StandInLLM
 
 KEYWORD_DOC = (
     "The lighthouse keeper kept a logbook of passing ships.\n\n"

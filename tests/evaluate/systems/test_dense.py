@@ -23,9 +23,9 @@ from qagen.evaluate.systems.embeddings import (
 from qagen.evaluate.systems.retrievers import HybridRetriever, Retriever, make_retriever
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.client import ModelSettings
-from qagen.testing.corpus import write_corpus
-from qagen.testing.llm.embeddings import embedding
-from qagen.testing.llm.server import StandInLLM
+from standins.corpus import write_corpus
+from standins.llm.embeddings import embedding
+from standins.llm.server import StandInLLM
 from tests.extras import DENSE_MODULES, require_dense
 
 KEYWORD_DOC = (

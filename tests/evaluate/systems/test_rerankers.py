@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fake_llm import FakeLLM
 
 from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.evaluate.records import RetrievedContext
@@ -17,11 +18,11 @@ from qagen.evaluate.systems.rerank.endpoint import EndpointReranker, parse_reran
 from qagen.evaluate.systems.rerank.listwise import ListwiseReranker
 from qagen.evaluate.systems.rerank.specs import RerankSpec, parse_rerank, reranker_for
 from qagen.failures import Failure, FailureKind
-from qagen.llm.client import LLMClient, ModelSettings
+from qagen.llm.client import ModelSettings
 from qagen.llm.task import Outcome, Request
 from qagen.runs.executor import drive
-from qagen.testing.llm.rerank import ranking
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.rerank import ranking
+from standins.llm.server import StandInLLM
 
 QUESTION = "Who kept the logbook of passing ships?"
 TEXTS = [
@@ -144,9 +145,9 @@ def test_what_every_endpoint_call_would_meet_stops_the_run(llm: StandInLLM) -> N
         _rerank(EndpointReranker("bge", down, max_retries=0))
 
 
-def test_the_listwise_reranker_asks_the_reader_once_and_follows_its_order(llm: StandInLLM) -> None:
+def test_the_listwise_reranker_asks_the_reader_once_and_follows_its_order(fake_llm: FakeLLM) -> None:
     async def main() -> tuple[list[RerankedContext] | Failure, int]:
-        reader = LLMClient.connect(ModelSettings(spec="openai:stand-in", base_url=llm.base_url))
+        reader = fake_llm.client()
         try:
             top = await rerank(ListwiseReranker(reader.settings.spec), QUESTION, CANDIDATES, 3, reader.complete)
             return top, reader.stats.calls
@@ -158,15 +159,15 @@ def test_the_listwise_reranker_asks_the_reader_once_and_follows_its_order(llm: S
     assert [context.text for context, _ in top] == [TEXTS[i] for i in EXPECTED[:3]]
     assert [score for _, score in top] == [None, None, None]  # an order, no scores
     assert calls == 1
-    [entry] = [e for e in llm.log if e["path"] == "/v1/chat/completions"]
+    [entry] = [e for e in fake_llm.log if e["path"] == "/v1/chat/completions"]
     assert entry["kind"] == "rerank" and entry["reply"] == " > ".join(f"[{i + 1}]" for i in EXPECTED)
 
 
-def test_a_listwise_reply_that_cannot_be_read_leaves_a_failure(llm: StandInLLM) -> None:
-    llm.configure(malformed_rate=1.0)  # empty replies and refusals
+def test_a_listwise_reply_that_cannot_be_read_leaves_a_failure(fake_llm: FakeLLM) -> None:
+    fake_llm.configure(malformed_rate=1.0)  # empty replies and refusals
 
     async def main() -> list[RerankedContext] | Failure:
-        reader = LLMClient.connect(ModelSettings(spec="openai:stand-in", base_url=llm.base_url))
+        reader = fake_llm.client()
         try:
             return await rerank(ListwiseReranker("openai:stand-in"), QUESTION, CANDIDATES, 3, reader.complete)
         finally:

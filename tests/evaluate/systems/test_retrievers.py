@@ -25,7 +25,7 @@ from qagen.evaluate.systems.retrievers import (
 )
 from qagen.llm.backends import LangChainBackend
 from qagen.llm.client import LLMClient, ModelSettings
-from qagen.testing.corpus import write_corpus
+from standins.corpus import write_corpus
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from qagen.cli.app import main
 from qagen.evaluate.api import bm25_baseline, evaluate
 from qagen.evaluate.input_checks import normalize_source, source_coverage
-from qagen.testing.corpus import write_corpus
+from standins.corpus import write_corpus
 
 
 @pytest.mark.parametrize(
@@ -70,7 +70,7 @@ def _testset(path: Path, sources: list[str]) -> Path:
     return path
 
 
-def test_evaluate_warns_before_scoring_and_keeps_the_warning(llm: Any, tmp_path: Path) -> None:
+def test_evaluate_warns_before_scoring_and_keeps_the_warning(fake_llm: Any, tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpus", documents=4)
     names = sorted(p.name for p in corpus.iterdir())
     testset = _testset(tmp_path / "set.jsonl", [names[0], names[1], "gone.md"])
@@ -80,7 +80,7 @@ def test_evaluate_warns_before_scoring_and_keeps_the_warning(llm: Any, tmp_path:
         bm25_baseline(corpus, chunk_size=400, progress=False),
         tmp_path / "eval",
         metrics=["retrieval"],
-        reader=_reader(llm),
+        reader=fake_llm.client(),
         progress=False,
         on_warning=warnings.append,
     )
@@ -92,12 +92,6 @@ def test_evaluate_warns_before_scoring_and_keeps_the_warning(llm: Any, tmp_path:
     assert stats["corpus_sources"] == {"test_set_sources": 3, "missing": 1, "missing_examples": ["gone.md"]}
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
     assert rows[2]["source_doc"] == "gone.md" and rows[2]["hit@k"] == 0.0  # what the warning announced
-
-
-def _reader(llm: Any) -> Any:
-    from qagen.llm.client import ModelSettings
-
-    return ModelSettings(spec="openai:stand-in", base_url=llm.base_url)
 
 
 def test_cli_warns_when_the_corpus_holds_none_of_the_sources(llm: Any, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from qagen.testing.llm.server import StandInLLM
+from standins.llm.server import StandInLLM
 
 GOOD = "The {} lighthouse was built in the northern harbour by engineers who measured the tides for years."
 CSV_WITHOUT_TEXT = "title,body\nA,the text is in the body column\n"

@@ -1,0 +1,251 @@
+"""The critics, each declared once, as data: the registry everything else reads.
+
+A critic is a `CriticSpec` (its name, prompt file, place in the early-stop chain, default
+threshold, help text and whether it has dataset columns of its own) plus its prompt file, whose
+placeholders say what it reads: `{question}` (always), `{context}` (the chunk) and the run's
+settings in `CRITIC_SETTINGS` (`{audience}`). Records, settings, the filter, the summary, the card,
+the review tools, the CLI's threshold options and the stand-in LLM all read `CRITICS` (or a run's
+`BuildConfig.critic_specs()`, which adds the run's own critics to it) instead of listing names.
+
+Two ways to add a critic, both first-class (asked, filtered on, and reported everywhere):
+
+- in Python: `register_critic("specificity", help=..., prompt_folder=FOLDER)` with
+  `FOLDER/critique_specificity.txt`, before the build (asked in every build from then on);
+- from a prompt file alone: `critique_<name>.txt` in the run's prompts folder and the name in
+  `BuildConfig.critics`; `from_prompt_file` makes its spec.
+
+The cookbook's three critics have columns of their own (`<name>_score`, `<name>_eval`, ... : the
+cookbook's published schema); every other critic's verdict goes to the one `extra_critics` column.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from qagen.errors import ConfigError
+from qagen.llm.prompts import Prompt, load_prompt
+
+CRITIC_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+CriticName = Annotated[str, StringConstraints(pattern=CRITIC_NAME_PATTERN)]
+"""A critic's name: lower-case letters, digits and `_`, as it appears in columns and options."""
+
+CRITIC_INPUTS = frozenset({"question", "context"})
+"""What a critic's prompt may read of the draft: the question (required) and its chunk."""
+CRITIC_SETTINGS = frozenset({"audience"})
+"""The run's settings a critic's prompt may read (`BuildConfig` fields of the same name)."""
+
+_FIRST_ORDER_AFTER = 10
+"""The gap between the positions of critics registered one after the other (room to slot one in)."""
+
+
+class CriticSpec(BaseModel):
+    """One critic, as everything that asks it, filters on it or shows it reads it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: CriticName = Field(description="The critic's name: its columns, its threshold's option, the funnel.")
+    prompt: str = Field(description="The prompt file's name, without `.txt` (bundled, or in the run's prompts folder).")
+    order: int = Field(
+        description="Its place in the early-stop chain: lower is asked first (the cheapest critics first, so a "
+        "draft rejected early costs the fewest tokens), and a low score stops the critics after it."
+    )
+    help: str = Field(description="What the critic rates, in a line: the CLI's help and the review page show it.")
+    threshold: int | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        description="Its default minimum score; None: the build's `min_score`. `min_scores` overrides either.",
+    )
+    own_columns: bool = Field(
+        default=False,
+        description="It has dataset columns of its own (`<name>_score`, `<name>_eval`, `<name>_prompt_hash`, and "
+        "`<name>_raw` in candidates): the cookbook's three only, whose schema is published. Others go to "
+        "`extra_critics`.",
+    )
+    prompt_folder: str | None = Field(
+        default=None,
+        description="The folder of its prompt file when it is not one of qagen's bundled prompts (a critic "
+        "registered in Python with a prompt file of its own); a run's `prompts_dir` may still replace it.",
+    )
+    from_prompts_dir: bool = Field(
+        default=False,
+        description="Its prompt file is in the run's prompts folder alone: a critic of the run's own "
+        "(`BuildConfig.critics`).",
+    )
+
+
+def check_prompt(spec: CriticSpec, prompt: Prompt) -> None:
+    """Refuse a critic prompt that reads nothing to rate, or something no critic is given."""
+    unknown = sorted(prompt.variables - CRITIC_INPUTS - CRITIC_SETTINGS)
+    if "question" not in prompt.variables or unknown:
+        readable = ", ".join(f"{{{name}}}" for name in sorted(CRITIC_INPUTS | CRITIC_SETTINGS))
+        problem = f"has unknown placeholders {unknown}" if unknown else "lacks {question}"
+        raise ConfigError(
+            f"The prompt {prompt.name}.txt of the critic {spec.name} {problem}; a critic's prompt reads {{question}} "
+            f"and may read any of {readable}.",
+        )
+
+
+class CriticRegistry:
+    """The critics by name, in the order they were declared (the order of columns, funnel and
+    summary); `asked()` gives them in the order they are asked."""
+
+    def __init__(self, specs: Iterable[CriticSpec] = ()) -> None:
+        self._specs: dict[str, CriticSpec] = {}
+        # A run's registry is asked for every threshold: made once per registry state and set of own critics.
+        self._with_own: dict[tuple[str, ...], CriticRegistry] = {}
+        for spec in specs:
+            self.add(spec)
+
+    def add(self, spec: CriticSpec) -> CriticSpec:
+        if spec.name in self._specs:
+            raise ConfigError(f"A critic named {spec.name} is registered already; give yours another name.")
+        self._specs[spec.name] = spec
+        self._with_own.clear()
+        return spec
+
+    def remove(self, name: str) -> None:
+        """Unregister a critic (the cookbook's three stay: the dataset's columns are theirs)."""
+        spec = self.get(name)
+        if spec.own_columns:
+            raise ConfigError(f"The critic {name} is one of the cookbook's three; it cannot be removed.")
+        del self._specs[name]
+        self._with_own.clear()
+
+    def get(self, name: str) -> CriticSpec:
+        try:
+            return self._specs[name]
+        except KeyError:
+            known = ", ".join(self.names())
+            raise ConfigError(f"There is no critic named {name!r}; the critics are {known}.") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[CriticSpec]:
+        return iter(self._specs.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+    def asked(self) -> tuple[CriticSpec, ...]:
+        """In the order they are asked (`order`, then declaration)."""
+        return tuple(sorted(self._specs.values(), key=lambda spec: spec.order))
+
+    def next_order(self) -> int:
+        """A place after every critic registered."""
+        return max((spec.order for spec in self._specs.values()), default=0) + _FIRST_ORDER_AFTER
+
+    def with_own(self, names: Iterable[str]) -> CriticRegistry:
+        """This registry plus critics from prompt files alone (`from_prompt_file`), asked last, in that order."""
+        key = tuple(names)
+        if key not in self._with_own:
+            run = CriticRegistry(self)
+            for name in key:
+                run.add(from_prompt_file(name, order=run.next_order()))
+            self._with_own[key] = run
+        return self._with_own[key]
+
+
+CRITICS = CriticRegistry(
+    (
+        # Cheapest first: the two that see only the question come before the one that also reads the
+        # whole chunk, so a draft rejected early costs the fewest input tokens.
+        CriticSpec(
+            name="groundedness",
+            prompt="critique_groundedness",
+            order=30,
+            help="the answer is in the chunk, unambiguously",
+            own_columns=True,
+        ),
+        CriticSpec(
+            name="relevance",
+            prompt="critique_relevance",
+            order=20,
+            help="useful to the people who will ask it (the audience)",
+            own_columns=True,
+        ),
+        CriticSpec(
+            name="standalone",
+            prompt="critique_standalone",
+            order=10,
+            help="makes sense without the chunk",
+            own_columns=True,
+        ),
+    )
+)
+"""Every registered critic: the cookbook's three, and those `register_critic` adds."""
+
+
+def register_critic(
+    name: str,
+    *,
+    help: str,
+    prompt: str | None = None,
+    prompt_folder: Path | str | None = None,
+    order: int | None = None,
+    threshold: int | None = None,
+) -> CriticSpec:
+    """Add a critic to every build from now on: its prompt is the file `prompt` (default
+    `critique_<name>`) in `prompt_folder` (default: qagen's bundled prompts), asked at `order`
+    (default: after every critic registered), its threshold `threshold` (default: the build's
+    `min_score`). Its verdicts go to `extra_critics`."""
+    return CRITICS.add(
+        CriticSpec(
+            name=name,
+            prompt=prompt or f"critique_{name}",
+            prompt_folder=None if prompt_folder is None else str(Path(prompt_folder).resolve()),
+            order=CRITICS.next_order() if order is None else order,
+            help=help,
+            threshold=threshold,
+        )
+    )
+
+
+def from_prompt_file(name: str, *, order: int) -> CriticSpec:
+    """The spec of a critic that is a prompt file alone (`critique_<name>.txt` in the prompts folder):
+    asked at `order`, its threshold the build's."""
+    return CriticSpec(
+        name=name,
+        prompt=f"critique_{name}",
+        order=order,
+        help=f"your own critic (critique_{name}.txt)",
+        from_prompts_dir=True,
+    )
+
+
+def default_prompt(spec: CriticSpec) -> Prompt:
+    """A registered critic's prompt as it ships (bundled, or in its `prompt_folder`), before a run's
+    `prompts_dir` replaces it."""
+    if spec.from_prompts_dir:
+        raise ConfigError(f"The critic {spec.name} is a prompt file of a run's own; it has no default prompt.")
+    return load_prompt(spec.prompt, Path(spec.prompt_folder) if spec.prompt_folder else None)
+
+
+def cookbook_critics() -> tuple[CriticSpec, ...]:
+    """The critics with columns of their own, in column order."""
+    return tuple(spec for spec in CRITICS if spec.own_columns)
+
+
+def help_line(spec: CriticSpec) -> str:
+    """A critic's help with its name, for option help and error messages."""
+    return f"{spec.name} ({spec.help})"
+
+
+_NAME = re.compile(CRITIC_NAME_PATTERN)
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise ConfigError(
+            f"{name!r} is no critic name: use lower-case letters, digits and _ (it names columns and options)."
+        )
+    return name

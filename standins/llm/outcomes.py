@@ -1,0 +1,95 @@
+"""What the stand-in LLM decides: ratings, judge scores, drafted questions, hash-chosen shares.
+
+Everything here is a pure function of its arguments, so the same prompt always gets the same
+decision, in any process, on any machine (only `hashlib`, never Python's salted `hash()`). Tests can
+therefore compute the expected outcome (`score_for`, `judge_score`, `factoid_for`) without looking
+at the server; `standins.llm.replies` writes these decisions into replies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+DEFAULT_PASS_RATE = 0.8
+
+DUPLICATE_QUESTION = "Which port does the qagen stand-in service listen on by default?"
+"""The question sent for the `duplicate_rate` share of contexts (so de-duplication is exercised)."""
+
+# Words that never make a question's topic: function words, and the words the standalone critic
+# punishes ("the passage", "the context", ...), which a generated question must not contain.
+_STOPWORDS = frozenset(
+    word
+    for line in (
+        "the and for are was were with that this these those from into onto over under than then",
+        "there their they them you your our its has have had not but can could would should may",
+        "might will shall does did done been being also such very more most some any each other",
+        "which what when where who whom whose why how all both only own same just about above",
+        "below after before again further once here out off per via use used using one two three",
+        "passage passages context contexts document documents text texts mentioned according",
+    )
+    for word in line.split()
+)
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def unit_interval(*parts: str) -> float:
+    """A deterministic number in [0, 1) from `parts` (sha256, identical in every process)."""
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def score_for(criterion: str, question: str, pass_rate: float = DEFAULT_PASS_RATE) -> int:
+    """The rating (1-5) the stand-in critic gives `question` on `criterion`.
+
+    From sha256 of ``criterion + "\\n" + question.strip()``: with probability `pass_rate` (over
+    questions) the rating is 4 or 5, otherwise 1, 2 or 3. Two independent parts of the digest
+    decide pass/fail and the value, so raising `pass_rate` only ever turns failures into passes.
+    """
+    digest = hashlib.sha256(f"{criterion}\n{question.strip()}".encode()).digest()
+    passes = int.from_bytes(digest[:8], "big") / 2.0**64 < pass_rate
+    pick = int.from_bytes(digest[8:12], "big")
+    return 4 + pick % 2 if passes else 1 + pick % 3
+
+
+def judge_score(question: str, response: str) -> int:
+    """The score (1-5) the stand-in judge gives `response` to `question`: sha256, uniform."""
+    digest = hashlib.sha256(f"judge\n{question.strip()}\n{response.strip()}".encode()).digest()
+    return 1 + int.from_bytes(digest[:4], "big") % 5
+
+
+def first_sentence(text: str, limit: int = 200) -> str:
+    """The first sentence of the first non-empty line, at most `limit` chars (cut at a word).
+
+    The result is always a verbatim substring of `text`, so an answer is a true span of its chunk.
+    """
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    end = _SENTENCE_END.search(line)
+    sentence = line[: end.end()] if end else line
+    if len(sentence) > limit:
+        cut = sentence.rfind(" ", 0, limit + 1)
+        sentence = sentence[: cut if cut > 0 else limit].rstrip()
+    return sentence
+
+
+def factoid_for(context: str, duplicate_rate: float = 0.0) -> tuple[str, str]:
+    """The (question, answer) the stand-in generator drafts for `context`.
+
+    The question names up to three content words of the context and a 10-hex-digit digest of it,
+    so distinct contexts get distinct questions; the `duplicate_rate` share of contexts (by hash)
+    get `DUPLICATE_QUESTION` instead. The answer is `first_sentence(context)`.
+    """
+    digest = hashlib.sha256(context.encode("utf-8")).hexdigest()
+    answer = first_sentence(context) or "Nothing is stated."
+    if unit_interval("duplicate", digest) < duplicate_rate:
+        return DUPLICATE_QUESTION, answer
+    words: list[str] = []
+    for match in _WORD.finditer(context):
+        word = match.group(0).lower()
+        if word not in _STOPWORDS and word not in words:
+            words.append(word)
+            if len(words) == 3:
+                break
+    topic = " ".join(words) if words else "this subject"
+    return f"Which fact about {topic} is recorded under ref {digest[:10]}?", answer

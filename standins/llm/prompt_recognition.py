@@ -1,0 +1,189 @@
+"""Which of qagen's prompts the stand-in LLM was sent, and the parts of it its reply depends on.
+
+Prompt kinds, decided from the text of the last user message:
+
+- ``judge``: contains ``[RESULT]`` and ``###Response to evaluate:`` (Prometheus-style judge);
+  the instruction and the response under evaluation are read from their sections.
+- ``critique``: contains ``Total rating:``; the criterion is the registered critic
+  (`qagen.critics.CRITICS`) whose prompt's own instruction line it holds (`critic_phrases`;
+  ``unknown`` if none matches), and the rated question is read from it.
+- ``generation``: contains ``Factoid question:`` and ``Context:``; the chunk is read from it.
+- the evaluator's RAGAS-style and grader prompts (``ragas_*``, ``grader``), recognised by how their
+  prompt files begin (`standins.llm.eval_replies`, which documents each protocol).
+- ``rerank``: qagen's listwise rerank prompt, told by its opening (`standins.llm.rerank`).
+- ``answer``: anything else (e.g. a RAG reader prompt).
+
+When several markers occur (a chunk may quote a prompt template), the earliest one wins, since
+every template states its instructions before the material it embeds (`classify_prompt`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from standins.llm.eval_replies import EvalKind, EvalPrompt, classify_eval_prompt
+from standins.llm.rerank import LISTWISE_OPENING
+
+PromptKind = Literal["generation", "critique", "judge", "rerank", "answer"] | EvalKind
+
+_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+_MIN_PHRASE = 12
+"""The shortest instruction text that names a critic: shorter ones could occur in any prompt."""
+
+
+_BUNDLED_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
+"""qagen's prompt files in the repository, read when qagen itself cannot be imported."""
+
+
+def _critic_prompt_texts() -> dict[str, str]:
+    """Each critic's prompt text by name: from qagen's registry when qagen and its dependencies are
+    installed (so a critic registered in Python while the stand-in runs is seen), else from the
+    repository's `prompts/critique_*.txt` (CI starts the stand-in before anything is installed)."""
+    if importlib.util.find_spec("pydantic") is None:
+        files = _BUNDLED_PROMPTS.glob("critique_*.txt")
+        return {path.stem.removeprefix("critique_"): path.read_text() for path in files}
+    from qagen.critics import CRITICS, default_prompt
+
+    return {spec.name: default_prompt(spec).text for spec in CRITICS}
+
+
+def critic_phrases() -> dict[str, str]:
+    """Each registered critic, by the phrase that tells its prompt from the others':
+    the text before the first placeholder of the first line no other critic's prompt has (the line
+    that says what it rates). Read on every call, so a critic registered while the stand-in runs is
+    recognised."""
+    lines = {
+        name: [line.strip() for line in text.splitlines() if line.strip()]
+        for name, text in _critic_prompt_texts().items()
+    }
+    phrases: dict[str, str] = {}
+    for name, own in lines.items():
+        others = {line for other, their in lines.items() if other != name for line in their}
+        for line in own:
+            phrase = _PLACEHOLDER.split(line)[0].strip()
+            if line not in others and len(phrase) >= _MIN_PHRASE:
+                phrases[name] = phrase
+                break
+    return phrases
+
+
+@dataclass(frozen=True)
+class PromptInfo:
+    """What the stand-in understood from a prompt."""
+
+    kind: PromptKind
+    text: str
+    criterion: str | None = None
+    question: str | None = None  # critique: the rated question; judge: the instruction
+    context: str | None = None  # generation: the chunk
+    response: str | None = None  # judge: the response under evaluation
+    evaluation: EvalPrompt | None = None  # ragas_* and grader: what `eval_replies` read from the prompt
+
+
+def _line_labels(label: str, text: str) -> list[re.Match[str]]:
+    return list(re.finditer(rf"^[ \t]*{re.escape(label)}[ \t]*", text, re.MULTILINE))
+
+
+def extract_context(text: str) -> str:
+    """The chunk inside a QA-generation prompt.
+
+    Starts after the first line-initial ``Context:`` that follows the template's
+    ``Factoid question:`` instructions (so a chunk holding its own ``Context:`` lines is kept
+    whole), falling back to the last ``Context:`` line; ends at the final ``Output:::``, or at the
+    closing ``</context>`` data tag before it.
+    """
+    labels = _line_labels("Context:", text)
+    if not labels:
+        return ""
+    instructions = text.find("Factoid question:")
+    after = [m for m in labels if m.start() > instructions] if instructions >= 0 else []
+    begin = (after[0] if after else labels[-1]).end()
+    end = text.rfind("Output:::")
+    body = text[begin : end if end >= begin else len(text)].strip()
+    return body.removesuffix("</context>").rstrip()
+
+
+def extract_question(text: str) -> str:
+    """The question inside a critique prompt.
+
+    The first line-initial ``Question:`` after the template's ``Total rating:`` instructions
+    (so a groundedness context holding FAQ-style ``Question:`` lines cannot be mistaken for it),
+    falling back to the last ``Question:`` line; ends at a blank line, ``Context:``,
+    ``Answer:::`` or the closing ``</question>`` data tag.
+    """
+    labels = _line_labels("Question:", text)
+    if not labels:
+        return ""
+    instructions = _line_labels("Total rating:", text)
+    after = [m for m in labels if instructions and m.start() > instructions[0].start()]
+    rest = text[(after[0] if after else labels[-1]).end() :]
+    stop = re.search(r"\n[ \t]*\n|\n[ \t]*Context:|\n[ \t]*Answer:::|\n[ \t]*</question>", rest)
+    return rest[: stop.start() if stop else len(rest)].strip()
+
+
+def _section(text: str, start_label: str, end_label: str) -> str:
+    begin = text.find(start_label)
+    if begin < 0:
+        return ""
+    begin += len(start_label)
+    end = text.find(end_label, begin)
+    if end < 0:
+        nxt = text.find("\n###", begin)
+        end = nxt if nxt >= 0 else len(text)
+    return text[begin:end].strip()
+
+
+_WRAPPED = re.compile(r"\A<(?P<tag>[a-z_]+)>\n?(?P<body>.*?)\n?</(?P=tag)>\Z", re.DOTALL)
+
+
+def _unwrap(section: str) -> str:
+    """The text inside the judge prompt's data tags (`<question>...</question>`), or the section as is."""
+    match = _WRAPPED.match(section.strip())
+    return match.group("body").strip() if match else section
+
+
+def classify_prompt(text: str) -> PromptInfo:
+    """Recognise the prompt kind and pull out the parts the reply depends on.
+
+    Embedded material (a chunk, a question, retrieved documents) may quote any prompt, even these
+    templates: the cookbook a corpus may hold prints them all. Every template puts its
+    instructions first, so the kind is the one whose marker appears earliest, and markers inside
+    a RAG prompt's retrieved documents do not count. The evaluator's prompts are told by how they
+    begin, which no other template shares.
+    """
+    if LISTWISE_OPENING.match(text):
+        return PromptInfo(kind="rerank", text=text)
+    evaluation = classify_eval_prompt(text)
+    if evaluation is not None:
+        return PromptInfo(kind=evaluation.kind, text=text, criterion=evaluation.criterion, evaluation=evaluation)
+    documents = [p for p in (text.find("Extracted documents"), text.find("Document 0:::")) if p >= 0]
+    limit = min(documents, default=len(text))
+    found: dict[PromptKind, int] = {}
+    judge = text.find("[RESULT]", 0, limit)
+    if judge >= 0 and "###Response to evaluate:" in text[judge:]:
+        found["judge"] = judge
+    critique = text.find("Total rating:", 0, limit)
+    if critique >= 0:
+        found["critique"] = critique
+    generation = text.find("Factoid question:", 0, limit)
+    if generation >= 0 and "Context:" in text[generation:]:
+        found["generation"] = generation
+    kind: PromptKind = min(found, key=found.__getitem__) if found else "answer"
+    if kind == "judge":
+        return PromptInfo(
+            kind="judge",
+            text=text,
+            question=_unwrap(_section(text, "###The instruction to evaluate:", "###Response to evaluate:")),
+            response=_unwrap(_section(text, "###Response to evaluate:", "###Reference Answer")),
+        )
+    if kind == "critique":
+        phrases = {c: text.find(p) for c, p in critic_phrases().items() if p in text}
+        criterion = min(phrases, key=phrases.__getitem__) if phrases else "unknown"
+        return PromptInfo(kind="critique", text=text, criterion=criterion, question=extract_question(text))
+    if kind == "generation":
+        return PromptInfo(kind="generation", text=text, context=extract_context(text))
+    return PromptInfo(kind="answer", text=text)

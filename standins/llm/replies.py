@@ -1,0 +1,285 @@
+"""What the stand-in LLM says: the reply to a recognised prompt, well-formed or malformed on purpose.
+
+The prompt is recognised by `standins.llm.prompt_recognition`, and what the reply decides (ratings,
+scores, drafted questions) comes from `standins.llm.outcomes`, so the same request always gets
+the same reply, in any process, on any machine. Replies by prompt kind:
+
+- ``judge``: ``Feedback: ... [RESULT] N`` with ``N = judge_score(instruction, response)``.
+- ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
+- ``generation``: ``Factoid question: {q}`` then ``Answer: {a}`` (`factoid_for`).
+- the evaluator's RAGAS-style and grader prompts: answered by `standins.llm.eval_replies`.
+- ``rerank``: the passages' identifiers by word overlap with the question (`standins.llm.rerank`).
+- ``answer``: a short plain answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from standins.llm.eval_replies import EVAL_KINDS, eval_reply, truncate
+from standins.llm.outcomes import (
+    DEFAULT_PASS_RATE,
+    factoid_for,
+    first_sentence,
+    judge_score,
+    score_for,
+    unit_interval,
+)
+from standins.llm.prompt_recognition import PromptInfo, PromptKind, classify_prompt
+from standins.llm.rerank import listwise_reply
+
+ScorePolicy = Callable[[str, str], int]
+"""`(criterion, question) -> rating`; any int may be returned (0 or 7 test range checks)."""
+JudgePolicy = Callable[[str, str], int]
+"""`(instruction, response) -> score`."""
+
+REFUSAL = "I'm sorry, but I can't help with that."
+FALLBACK_ANSWER = "The stand-in model has no specific answer to that."
+
+# Critique reply formats seen from real models; "canonical" is the prompt's own protocol.
+RATING_FORMATS: tuple[str, ...] = (
+    "canonical",  # Evaluation: ...\nTotal rating: 4
+    "bold",  # **Evaluation:** ...\n\n**Total rating:** 4
+    "slash_five",  # Total rating: 4/5
+    "decimal",  # Total rating: 4.0
+    "next_line",  # Total rating:\n4
+    "labelled",  # Total rating: 4 (Good)
+    "runaway",  # Mixtral: the verdict, then invented "Feedback:::" blocks with other ratings
+)
+GENERATION_FORMATS: tuple[str, ...] = ("canonical", "bold", "echo_marker", "blank_line")
+JUDGE_FORMATS: tuple[str, ...] = ("canonical", "newline", "slash_five")
+
+# Malformed replies that make sense for each prompt kind (a rating of 0 or 7 needs a rating).
+MALFORMED_KINDS: dict[PromptKind, tuple[str, ...]] = {
+    "critique": ("empty", "refusal", "truncated", "out_of_range", "no_rating"),
+    "judge": ("empty", "refusal", "truncated", "out_of_range", "no_rating"),
+    "generation": ("empty", "refusal", "truncated", "no_structure"),
+    "answer": ("empty", "refusal"),
+    "rerank": ("empty", "refusal"),
+    **dict.fromkeys(EVAL_KINDS, ("empty", "refusal", "truncated")),
+}
+
+_LABELS = {1: "Very poor", 2: "Poor", 3: "Fair", 4: "Good", 5: "Excellent"}
+# No digits in rationales: a rating parser must find the number after "Total rating:", and a
+# stray digit in the canonical format would make a lenient parser look right by accident.
+_RATIONALES: dict[str, dict[int, str]] = {
+    "groundedness": {
+        5: "The context states the answer directly and unambiguously.",
+        4: "The context contains the answer, with a little room for interpretation.",
+        3: "The context only partly supports an answer to the question.",
+        2: "The context touches the topic but does not settle the answer.",
+        1: "The context does not hold the information needed to answer.",
+    },
+    "relevance": {
+        5: "This question is highly useful to practitioners of the field.",
+        4: "This question is useful to most practitioners.",
+        3: "This question is of moderate use to practitioners.",
+        2: "This question is of little practical use.",
+        1: "This question is not useful to practitioners at all.",
+    },
+    "standalone": {
+        5: "The question makes complete sense by itself.",
+        4: "The question is clear by itself given access to documentation.",
+        3: "The question is somewhat understandable on its own.",
+        2: "The question leans on a setting that is not given.",
+        1: "The question cannot be understood without further information.",
+    },
+}
+_GENERIC_RATIONALE = {
+    5: "Excellent on this criterion.",
+    4: "Good on this criterion.",
+    3: "Acceptable on this criterion.",
+    2: "Weak on this criterion.",
+    1: "Poor on this criterion.",
+}
+_FEEDBACK = {
+    5: "The response is completely correct, accurate, and factual.",
+    4: "The response is mostly correct, accurate, and factual.",
+    3: "The response is somewhat correct, accurate, and factual.",
+    2: "The response is mostly incorrect, inaccurate, or not factual.",
+    1: "The response is completely incorrect, inaccurate, or not factual.",
+}
+
+
+def _choose(options: tuple[str, ...], *parts: str) -> str:
+    return options[int(unit_interval(*parts) * len(options))]
+
+
+@dataclass(frozen=True)
+class ReplyPolicy:
+    """The knobs that shape replies (all fractions are shares of requests, chosen by hash)."""
+
+    pass_rate: float | Mapping[str, float] = DEFAULT_PASS_RATE
+    format_variety: float = 0.0
+    generation_format_variety: float = 0.0
+    duplicate_rate: float = 0.0
+    malformed_rate: float = 0.0
+    score_policy: ScorePolicy | None = None
+    judge_policy: JudgePolicy | None = None
+
+    def pass_rate_for(self, criterion: str) -> float:
+        """The pass rate of one critic (a criterion missing from a mapping gets the default)."""
+        if isinstance(self.pass_rate, Mapping):
+            return float(self.pass_rate.get(criterion, DEFAULT_PASS_RATE))
+        return float(self.pass_rate)
+
+    def score(self, criterion: str, question: str) -> int:
+        """The critic's rating: the caller's `score_policy`, else `score_for`."""
+        if self.score_policy is not None:
+            return int(self.score_policy(criterion, question))
+        return score_for(criterion, question, self.pass_rate_for(criterion))
+
+    def judge(self, question: str, response: str) -> int:
+        """The judge's score: the caller's `judge_policy`, else `judge_score`."""
+        if self.judge_policy is not None:
+            return int(self.judge_policy(question, response))
+        return judge_score(question, response)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A reply and what it is, for the request log."""
+
+    content: str
+    kind: str  # the prompt kind, or "malformed"
+    prompt: PromptKind
+    criterion: str | None = None
+    score: int | None = None
+    format: str | None = None
+    malformed: str | None = None
+    finish_reason: str = "stop"
+
+
+def rating_reply(criterion: str, score: int, fmt: str) -> str:
+    """A critic's reply giving `score` in format `fmt` (one of `RATING_FORMATS`)."""
+    why = _RATIONALES.get(criterion, _GENERIC_RATIONALE).get(score, "No further remarks.")
+    if fmt == "bold":
+        return f"**Evaluation:** {why}\n\n**Total rating:** {score}"
+    if fmt == "slash_five":
+        return f"Evaluation: {why}\nTotal rating: {score}/5"
+    if fmt == "decimal":
+        return f"Evaluation: {why}\nTotal rating: {score}.0"
+    if fmt == "next_line":
+        return f"Evaluation: {why}\nTotal rating:\n{score}"
+    if fmt == "labelled":
+        return f"Evaluation: {why}\n\nTotal rating: {score} ({_LABELS.get(score, 'Unrated')})"
+    if fmt == "runaway":
+        other = 1 + score % 5  # always a different, valid rating: only the first block counts
+        other_why = _RATIONALES.get(criterion, _GENERIC_RATIONALE)[other]
+        return (
+            f"Evaluation: {why}\nTotal rating:  {score}\n\n\n"
+            f"Feedback:::\nEvaluation:  {other_why}\nTotal rating:  {other}"
+        )
+    return f"Evaluation: {why}\nTotal rating: {score}"
+
+
+def _generation_reply(question: str, answer: str, fmt: str) -> str:
+    if fmt == "bold":
+        return f"**Factoid question:** {question}\n**Answer:** {answer}"
+    if fmt == "echo_marker":
+        return f"Output:::\nFactoid question: {question}\nAnswer: {answer}"
+    if fmt == "blank_line":
+        return f"Factoid question: {question}\n\nAnswer: {answer}"
+    return f"Factoid question: {question}\nAnswer: {answer}"
+
+
+def _judge_reply(score: int, fmt: str) -> str:
+    feedback = _FEEDBACK.get(score, "The response was assessed against the rubric.")
+    if fmt == "newline":
+        return f"Feedback: {feedback}\n[RESULT] {score}"
+    if fmt == "slash_five":
+        return f"Feedback: {feedback} [RESULT] {score}/5"
+    return f"Feedback: {feedback} [RESULT] {score}"
+
+
+def _rag_answer(text: str) -> str:
+    marker = text.find("Document 0:::")
+    if marker < 0:
+        return FALLBACK_ANSWER
+    document = text[marker + len("Document 0:::") :]
+    following = document.find("Document 1:::")
+    return first_sentence(document[: following if following >= 0 else len(document)]) or (FALLBACK_ANSWER)
+
+
+def _variant(options: tuple[str, ...], share: float, request_key: str) -> str:
+    if unit_interval("format", request_key) < share:
+        return _choose(options[1:], "format-kind", request_key)
+    return options[0]
+
+
+def _malformed(info: PromptInfo, good: Reply, which: str, request_key: str) -> Reply:
+    """A broken variant of `good`: what a real model sometimes sends instead of the protocol."""
+    content = ""
+    finish_reason = "stop"
+    score: int | None = None
+    if which == "refusal":
+        content = REFUSAL
+    elif which == "truncated":
+        # Cut off by the token limit just before the verdict: the label is there, the value is not.
+        finish_reason = "length"
+        if info.kind == "critique":
+            content = good.content.split("Total rating:")[0] + "Total rating:"
+        elif info.evaluation is not None:
+            content = truncate(info.evaluation.kind, good.content)
+        elif info.kind == "judge":
+            content = good.content.split("[RESULT]")[0].rstrip()
+        else:
+            content = good.content.split("Answer:")[0].rstrip()
+    elif which == "out_of_range":
+        score = 0 if unit_interval("out-of-range", request_key) < 0.5 else 7
+        if info.kind == "critique":
+            content = rating_reply(good.criterion or "unknown", score, "canonical")
+        else:
+            content = f"Feedback: {_FEEDBACK[3]} [RESULT] {score}"
+    elif which == "no_rating":
+        head = good.content.split("Total rating:")[0].split("[RESULT]")[0].strip()
+        content = f"{head} Overall, I would call it reasonably good."
+    elif which == "no_structure":
+        question, answer = factoid_for(info.context or "")
+        content = f"A good question here would be: {question} The answer is: {answer}"
+    return Reply(
+        content=content,
+        kind="malformed",
+        prompt=info.kind,
+        criterion=info.criterion,
+        score=score,
+        format=None,
+        malformed=which,
+        finish_reason=finish_reason,
+    )
+
+
+def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: ReplyPolicy | None = None) -> Reply:
+    """The reply to prompt `text`.
+
+    `request_key` (the sha256 of the request body) chooses the format variant; `reply_number` (the
+    n-th answered attempt of that body) joins it in choosing malformed replies, so re-asking the
+    same prompt can get a well-formed reply, as with a real model sampling at temperature > 0.
+    """
+    policy = policy or ReplyPolicy()
+    info = classify_prompt(text)
+    if info.kind == "critique":
+        criterion = info.criterion or "unknown"
+        score = policy.score(criterion, info.question or "")
+        fmt = _variant(RATING_FORMATS, policy.format_variety, request_key)
+        good = Reply(rating_reply(criterion, score, fmt), "critique", "critique", criterion, score, fmt)
+    elif info.kind == "generation":
+        question, answer = factoid_for(info.context or "", policy.duplicate_rate)
+        fmt = _variant(GENERATION_FORMATS, policy.generation_format_variety, request_key)
+        good = Reply(_generation_reply(question, answer, fmt), "generation", "generation", format=fmt)
+    elif info.kind == "judge":
+        score = policy.judge(info.question or "", info.response or "")
+        fmt = _variant(JUDGE_FORMATS, policy.format_variety, request_key)
+        good = Reply(_judge_reply(score, fmt), "judge", "judge", score=score, format=fmt)
+    elif info.kind == "rerank":
+        good = Reply(listwise_reply(text) or "", "rerank", "rerank", format="canonical")
+    elif info.evaluation is not None:
+        said = eval_reply(info.evaluation)
+        good = Reply(said.content, info.kind, info.kind, info.criterion, said.score, "canonical")
+    else:
+        good = Reply(_rag_answer(text), "answer", "answer", format="plain")
+    if unit_interval("malformed", request_key, str(reply_number)) < policy.malformed_rate:
+        which = _choose(MALFORMED_KINDS[info.kind], "malformed-kind", request_key, str(reply_number))
+        return _malformed(info, good, which, request_key)
+    return good

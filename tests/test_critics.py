@@ -1,0 +1,87 @@
+"""The critic registry (`qagen.critics`): declared once, read by the build, the settings and the stand-in."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from qagen.config import BuildConfig, CorpusSettings
+from qagen.critics import CRITICS, register_critic
+from qagen.errors import ConfigError
+from qagen.generation.tasks import BuildTasks
+from qagen.records import CandidateRow, DatasetRow
+from standins.llm.prompt_recognition import classify_prompt
+
+CLARITY = """You will be given a question.
+Your task is to rate how clearly worded this question is, from 1 (garbled) to 5 (crystal clear).
+
+Answer:::
+Evaluation: (your rationale for the rating, as a text)
+Total rating: (your rating, as a number between 1 and 5)
+
+<question>
+Question: {question}
+</question>
+
+Answer:::"""
+
+
+@pytest.fixture()
+def clarity(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "critique_clarity.txt").write_text(CLARITY, encoding="utf-8")
+    register_critic("clarity", help="worded clearly", prompt_folder=tmp_path, threshold=3)
+    yield tmp_path
+    CRITICS.remove("clarity")
+
+
+def _config(**fields: object) -> BuildConfig:
+    return BuildConfig.model_validate({"corpus": CorpusSettings(path="x"), **fields})
+
+
+def test_the_cookbook_critics_are_declared_once_with_their_columns() -> None:
+    assert CRITICS.names() == ("groundedness", "relevance", "standalone")
+    # Cheapest first: the two that read only the question before the one that reads the chunk.
+    assert [spec.name for spec in CRITICS.asked()] == ["standalone", "relevance", "groundedness"]
+    for spec in CRITICS:
+        assert spec.own_columns
+        assert {f"{spec.name}_score", f"{spec.name}_eval", f"{spec.name}_prompt_hash"} <= set(DatasetRow.model_fields)
+        assert f"{spec.name}_raw" in CandidateRow.model_fields
+    assert _config().thresholds() == {"groundedness": 4, "relevance": 4, "standalone": 4}
+
+
+def test_a_critic_registered_in_python_is_asked_last_with_its_threshold_and_recognised(clarity: Path) -> None:
+    config = _config(min_score=4)
+    tasks = BuildTasks.for_config(config)
+    assert [task.criterion for task in tasks.critics] == ["standalone", "relevance", "groundedness", "clarity"]
+    assert config.thresholds()["clarity"] == 3  # its own default, not min_score
+    assert _config(min_scores={"clarity": 5}).threshold("clarity") == 5
+    # The stand-in LLM tells its prompt from the others' by the registry alone.
+    prompt = tasks.critic("clarity").prompt.render(question="What is the tide?")
+    info = classify_prompt(prompt)
+    assert (info.kind, info.criterion, info.question) == ("critique", "clarity", "What is the tide?")
+    other = tasks.critic("standalone").prompt.render(question="What is the tide?")
+    assert classify_prompt(other).criterion == "standalone"
+
+
+def test_a_name_taken_or_unknown_and_a_prompt_reading_nothing_are_refused(tmp_path: Path, clarity: Path) -> None:
+    with pytest.raises(ConfigError, match="registered already"):
+        register_critic("clarity", help="again")
+    with pytest.raises(ConfigError, match="`min_scores` names beauty"):
+        _config(min_scores={"beauty": 3})
+    with pytest.raises(ConfigError, match="`prompts_dir`"):
+        _config(critics=["specificity"])
+    with pytest.raises(ConfigError, match="registered already"):
+        _config(critics=["clarity"], prompts_dir=str(tmp_path))
+    folder = tmp_path / "own"
+    folder.mkdir()
+    (folder / "critique_vague.txt").write_text("Rate it. Total rating:", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"critique_vague.txt of the critic vague lacks \{question\}"):
+        BuildTasks.for_config(_config(critics=["vague"], prompts_dir=str(folder)))
+    (folder / "critique_vague.txt").write_text("Rate {question} by {answer}. Total rating:", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"vague has unknown placeholders \['answer'\]"):
+        BuildTasks.for_config(_config(critics=["vague"], prompts_dir=str(folder)))
+    (folder / "critique_vague.txt").unlink()
+    with pytest.raises(ConfigError, match=r"has no critique_missing\.txt"):
+        BuildTasks.for_config(_config(critics=["missing"], prompts_dir=str(folder)))
