@@ -124,3 +124,8 @@ class Failure(BaseModel):
         if prefix == _CALL_PREFIX:
             return cls.of(FailureKind(kind or _CALL_PREFIX), detail)
         return cls.of(_LEGACY_NAMES.get(reason) or FailureKind(reason), detail)
+
+
+def is_call_failure_reason(reason: str) -> bool:
+    """Whether a stored reason string (`Failure.reason`) is a call that got no reply: asked again on resume."""
+    return reason.partition(":")[0] == _CALL_PREFIX

@@ -29,6 +29,7 @@ from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.task import Role
 from qagen.runs.batch.executor import batch_executor
+from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
@@ -203,7 +204,7 @@ def evaluate(
                 return
             stamp.clear()
             executor = (
-                Executor(clients, workers=limits.concurrency)
+                Executor(clients, workers=limits.concurrency, answers=Journal(out))
                 if batch is None
                 else batch_executor(_with_system_reader(clients, target), out, batch)
             )

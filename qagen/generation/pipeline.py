@@ -28,6 +28,7 @@ from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
 from qagen.records import Chunk, SkippedInput
 from qagen.runs.batch.executor import batch_executor
+from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
@@ -156,7 +157,13 @@ def run_llm_stages(
             with ledger.appending():
                 budget = make_budget(config, ledger.spent(), batch=batch is not None)
                 executor = (
-                    Executor(clients, workers=config.concurrency, budget=budget, lookahead=_LOOKAHEAD)
+                    Executor(
+                        clients,
+                        workers=config.concurrency,
+                        budget=budget,
+                        lookahead=_LOOKAHEAD,
+                        answers=Journal(run.root),
+                    )
                     if batch is None
                     else batch_executor(clients, run.root, batch, budget=budget)
                 )

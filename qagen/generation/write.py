@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from qagen.failures import is_call_failure_reason
 from qagen.generation.arrow_rows import RowWriter, column_features
 from qagen.records import CandidateRow, DatasetRow
 
@@ -85,6 +86,13 @@ def funnel_table(summary: dict[str, Any]) -> str:
             commonest = max(failed, key=failed.__getitem__)
             if commonest in examples:
                 table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
+        # Calls that got no reply (an error line, an expired batch, a timeout) are asked again by a re-run.
+        unanswered = sum(count for reason, count in failed.items() if is_call_failure_reason(reason))
+        if unanswered:
+            table.append(
+                f"  {unanswered} {stage} call{'s' if unanswered != 1 else ''} got no reply: "
+                "re-run the same command to ask them again"
+            )
     return "\n".join(table)
 
 
