@@ -19,8 +19,9 @@ from qagen.llm.task import Outcome, Request
 from tests.extras import require_dense
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(autouse=True, scope="module")
 def _needs_sentence_transformers() -> None:
+    # Module-scoped, so that it runs before `tiny_model` (module-scoped too) imports torch.
     require_dense("sentence_transformers")
 
 
