@@ -119,9 +119,7 @@ def build(
             err=True,
         )
         sys.exit(3)
-    click.echo(
-        f"\nkept {result.summary['funnel']['kept']} questions: {out / 'dataset'} (every draft: {out / 'candidates'})"
-    )
+    click.echo(f"\nkept {result.summary.funnel.kept} questions: {out / 'dataset'} (every draft: {out / 'candidates'})")
     if push_repo:
         from qagen.publish.push import push_run
 

@@ -22,9 +22,9 @@ Kinds (each named after its prompt file) and the logged `score`:
 - ``ragas_context_recall``: a verdict per numbered reference sentence; score = number of Yes.
 - ``ragas_context_relevance``: context sentences copied verbatim, one per line, or
   ``Insufficient Information``; score = number of distinct sentences copied.
-- ``grader`` (criterion ``correct``, ``relevant``, ``grounded`` or ``retrieval_relevant``, told
-  apart by the sections of the user message): ``Explanation: ...`` then ``Grade: true|false``;
-  score = 1 for true, 0 for false.
+- ``grader`` (criterion: the registered grader, ``correct``, ``relevant``, ``grounded``,
+  ``retrieval_relevant`` or one registered later, told apart by the sections of the user message:
+  `grader_layouts`): ``Explanation: ...`` then ``Grade: true|false``; score = 1 for true, 0 for false.
 """
 
 from __future__ import annotations
@@ -71,14 +71,6 @@ _OPENINGS: tuple[tuple[re.Pattern[str], EvalKind], ...] = (
     (re.compile(r"Given a question, a context and the numbered sentences of a reference"), "ragas_context_recall"),
     (re.compile(r"Please extract relevant sentences from the provided context"), "ragas_context_relevance"),
 )
-# The graders' user messages are only labelled data sections (the instructions are the system
-# message, which the stand-in does not see); the labels in order tell the four apart.
-_GRADER_LAYOUTS: dict[tuple[str, ...], str] = {
-    ("QUESTION", "GROUND TRUTH ANSWER", "STUDENT ANSWER"): "correct",
-    ("QUESTION", "STUDENT ANSWER"): "relevant",
-    ("FACTS", "STUDENT ANSWER"): "grounded",
-    ("FACTS", "QUESTION"): "retrieval_relevant",
-}
 _GRADER_SECTION = re.compile(r"(?P<label>[A-Z][A-Z ]*[A-Z]):\n<(?P<tag>[a-z_]+)>\n(?P<body>.*?)\n</(?P=tag)>\s*", re.S)
 # Untrusted data reaches the prompts neutralised, so a closing data tag inside it is `&lt;/...>`:
 # the first line that is exactly the closing tag ends the block.
@@ -102,6 +94,7 @@ _GRADER_EXPLANATIONS: dict[str, tuple[str, str]] = {
     ),
     "retrieval_relevant": ("The facts are unrelated to the question.", "The facts share keywords with the question."),
 }
+_GENERIC_EXPLANATION = ("The grader's condition does not hold.", "The grader's condition holds.")
 _QUESTION_TEMPLATES = (
     "What does the text say about {topic}?",
     "Which fact is given about {topic}?",
@@ -157,8 +150,32 @@ def classify_eval_prompt(text: str) -> EvalPrompt | None:
         labels.append(section.group("label"))
         blocks[section.group("tag")] = section.group("body")
         position = section.end()
-    criterion = _GRADER_LAYOUTS.get(tuple(labels)) if position == len(text) else None
+    criterion = grader_layouts().get(tuple(labels)) if position == len(text) else None
     return EvalPrompt("grader", criterion, blocks) if criterion else None
+
+
+def _sections(text: str) -> tuple[str, ...] | None:
+    """The labels of a text made of labelled data sections only, in order; None for any other text."""
+    labels: list[str] = []
+    position = 0
+    while (section := _GRADER_SECTION.match(text, position)) is not None:
+        labels.append(section.group("label"))
+        position = section.end()
+    return tuple(labels) if labels and position == len(text) else None
+
+
+def grader_layouts() -> dict[tuple[str, ...], str]:
+    """The registered graders (`qagen.evaluate.judges.registry.LLM_METRICS`), by the labels of their
+    user message's data sections: the instructions are the system message, which the stand-in does
+    not see, so the labels in order tell the graders apart. Read from the registry on every call, so
+    a grader registered while the stand-in runs is recognised."""
+    from qagen.evaluate.judges.registry import LLM_METRICS  # the evaluator's, only when a grader is asked
+
+    layouts: dict[tuple[str, ...], str] = {}
+    for name, spec in LLM_METRICS.items():
+        if len(spec.prompts) == 2 and (labels := _sections(spec.load_prompts()[-1].text.strip())) is not None:
+            layouts.setdefault(labels, name)
+    return layouts
 
 
 def _verdict_lines(items: list[str], context: str, salt: str) -> tuple[str, int]:
@@ -209,7 +226,7 @@ def eval_reply(prompt: EvalPrompt) -> EvalReply:
     grade = (
         _share("grade", prompt.criterion or "", *(f"{tag}={body}" for tag, body in sorted(blocks.items()))) < GRADE_RATE
     )
-    why = _GRADER_EXPLANATIONS[prompt.criterion or ""][grade]
+    why = _GRADER_EXPLANATIONS.get(prompt.criterion or "", _GENERIC_EXPLANATION)[grade]
     return EvalReply(f"Explanation: {why}\nGrade: {'true' if grade else 'false'}", int(grade))
 
 
