@@ -37,7 +37,13 @@ class DraftTask(SingleCallTask[Chunk, Draft]):
         parsed = parse_factoid_qa(reply.text)
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
         return self._record(
-            item, failure, reply=reply, raw=reply.verbatim, question=parsed.question, answer=parsed.answer
+            item,
+            failure,
+            reply=reply,
+            raw=reply.verbatim,
+            question=parsed.question,
+            answer=parsed.answer,
+            evidence=parsed.evidence,
         )
 
     def failed(self, item: Chunk, failure: Failure, reply: Reply | None = None) -> Draft:
@@ -53,6 +59,7 @@ class DraftTask(SingleCallTask[Chunk, Draft]):
         reply: Reply | None,
         question: str | None = None,
         answer: str | None = None,
+        evidence: str | None = None,
     ) -> Draft:
         return Draft(
             id=self.key(item),
@@ -62,6 +69,7 @@ class DraftTask(SingleCallTask[Chunk, Draft]):
             failure=failure,
             question=question if failure is None else None,
             answer=answer if failure is None else None,
+            evidence=evidence if failure is None else None,
             raw=raw,
             reasoning=reply.reasoning if reply else None,
             usage=reply.usage if reply else Usage(),

@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
+from qagen.generation.checks.easiness import ChunkRanker, copied_share
+from qagen.generation.checks.evidence import EvidencePlacement
+from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
+from qagen.generation.semantic_dedup import SemanticDuplicates
 from qagen.generation.tasks import BuildTasks
 from qagen.records import (
     UNDECIDED_STAGES,
@@ -44,7 +48,9 @@ class _Counts:
     rejected_by: Counter[str] = field(default_factory=Counter)
     critic_calls_skipped: int = 0
     duplicates: int = 0
+    semantic_duplicates: int = 0
     too_long: int = 0
+    checks_rejected: Counter[str] = field(default_factory=Counter)
     kept: int = 0
     examples: dict[str, str] = field(default_factory=dict)
 
@@ -71,6 +77,8 @@ class _Counts:
             critic_calls_skipped=self.critic_calls_skipped,
             duplicates=self.duplicates,
             too_long=self.too_long,
+            checks_rejected=dict(sorted(self.checks_rejected.items())),
+            semantic_duplicates=self.semantic_duplicates,
             kept=self.kept,
             failure_examples=dict(sorted(self.examples.items())),
         )
@@ -91,6 +99,20 @@ class _Fate(NamedTuple):
     critiques: dict[str, Critique]
 
 
+class _Quality(NamedTuple):
+    """What the checks that cost no call found of a usable draft (`checks.precheck`, `checks.easiness`)."""
+
+    evidence: EvidencePlacement | None
+    copied_share: float | None
+    bm25_rank: int | None
+
+
+_NOT_MEASURED = _Quality(None, None, None)
+
+TOO_LONG_REASONS = frozenset({"question_too_long", "answer_too_long"})
+"""The precheck reasons counted as `too_long` in the funnel; the others go to `checks_rejected`."""
+
+
 class Records(Protocol[RecordT_co]):
     """Records by id: a dict, or an index that reads them from the log when asked."""
 
@@ -101,17 +123,33 @@ class Assembler:
     """Candidate rows one sampled chunk at a time, in sampling order (so "keep the first" is
     stable), counting the funnel as it goes; `funnel()` once every chunk has had its row."""
 
-    def __init__(self, config: BuildConfig, tasks: BuildTasks, sampled: int) -> None:
+    def __init__(
+        self,
+        config: BuildConfig,
+        tasks: BuildTasks,
+        sampled: int,
+        *,
+        ranker: ChunkRanker | None = None,
+        semantic: SemanticDuplicates | None = None,
+    ) -> None:
+        """`ranker`: BM25 over the corpus, for each draft's `bm25_rank` (None: not ranked);
+        `semantic`: the questions' embeddings, for duplicates by meaning (None: the lexical rule only)."""
         self.config = config
         self.tasks = tasks
         critics = tuple(spec.name for spec in config.critic_specs())
         self.counts = _Counts(critics=critics, requested=config.n_generations, sampled=sampled)
         self.dedup = NearDuplicateFilter(config.dedup_threshold)
+        self.ranker = ranker
+        self.semantic = semantic
+        self.last_check_reason: str | None = None
+        """The free check that rejected the last candidate's draft (None: none did), for the profile."""
 
     def candidate(self, chunk: Chunk, drafts: Records[Draft], critiques: Records[Critique]) -> CandidateRow:
         config, tasks, counts = self.config, self.tasks, self.counts
         did = tasks.draft.key(chunk)
         draft = drafts.get(did)
+        quality = _NOT_MEASURED
+        self.last_check_reason = None
         if draft is None:
             # Never asked, not failed: the next `generate` (or build) drafts it.
             fate = _Fate("undecided", f"generation:{NOT_ASKED}", {})
@@ -120,14 +158,25 @@ class Assembler:
         elif not draft.ok:
             fate = _Fate("failed", f"generation:{draft.reason}", {})
             counts.failed(counts.generation_failed, draft.reason, chunk, draft.raw)
-        elif (too_long := config.too_long(draft)) is not None:
-            counts.drafted += 1
-            counts.too_long += 1
-            fate = _Fate("rejected", too_long, {})
         else:
             counts.drafted += 1
-            fate = _judge(Drafted(draft, chunk), critiques, config, tasks, counts, self.dedup)
-        return _candidate(chunk, did, draft, fate, config, tasks)
+            checked = precheck(draft, chunk, config)
+            quality = self._quality(draft, chunk, checked.evidence)
+            if checked.reason in TOO_LONG_REASONS:
+                counts.too_long += 1
+                fate = _Fate("rejected", checked.reason, {})
+            elif checked.reason is not None:
+                counts.checks_rejected[checked.reason] += 1
+                self.last_check_reason = checked.reason
+                fate = _Fate("rejected", checked.reason, {})
+            else:
+                fate = _judge(Drafted(draft, chunk), critiques, config, tasks, counts, self.dedup, self.semantic)
+        return _candidate(chunk, did, draft, fate, config, tasks, quality)
+
+    def _quality(self, draft: Draft, chunk: Chunk, evidence: EvidencePlacement | None) -> _Quality:
+        question = draft.question or ""
+        rank = self.ranker.rank(question, chunk.id) if self.ranker is not None else None
+        return _Quality(evidence, copied_share(question, chunk.text), rank)
 
     def funnel(self) -> Funnel:
         return self.counts.funnel()
@@ -139,10 +188,13 @@ def assemble(
     critiques: Records[Critique],
     config: BuildConfig,
     tasks: BuildTasks,
+    *,
+    ranker: ChunkRanker | None = None,
+    semantic: SemanticDuplicates | None = None,
 ) -> Assembly:
     """Candidate rows for every sampled chunk, in sampling order, all in memory (`Assembler` makes
-    them one at a time)."""
-    assembler = Assembler(config, tasks, len(sample))
+    them one at a time; `ranker` and `semantic` as it takes them)."""
+    assembler = Assembler(config, tasks, len(sample), ranker=ranker, semantic=semantic)
     candidates = [assembler.candidate(chunk, drafts, critiques) for chunk in sample]
     return Assembly(
         candidates=candidates,
@@ -158,6 +210,7 @@ def _judge(
     tasks: BuildTasks,
     counts: _Counts,
     dedup: NearDuplicateFilter,
+    semantic: SemanticDuplicates | None,
 ) -> _Fate:
     """The draft's status and reason from its critiques.
 
@@ -196,10 +249,17 @@ def _judge(
         counts.undecided["critique"] += 1
         counts.undecided_calls["critique"] += len(missing)
         return _Fate("undecided", "; ".join(f"critique:{criterion}:{NOT_ASKED}" for criterion in missing), found)
-    earlier = dedup.first_seen(draft.question or "", draft.id)
+    question = draft.question or ""
+    earlier = dedup.match(question)
     if earlier is not None:
         counts.duplicates += 1
         return _Fate("rejected", f"duplicate_of:{earlier}", found)
+    if semantic is not None and (earlier := semantic.match(draft.id)) is not None:
+        counts.semantic_duplicates += 1
+        return _Fate("rejected", f"same_meaning_as:{earlier}", found)
+    dedup.keep(question, draft.id)
+    if semantic is not None:
+        semantic.keep(draft.id)
     counts.kept += 1
     return _Fate("kept", "", found)
 
@@ -211,6 +271,7 @@ def _candidate(
     fate: _Fate,
     config: BuildConfig,
     tasks: BuildTasks,
+    quality: _Quality,
 ) -> CandidateRow:
     # A failed draft's reply is kept (it shows what went wrong); its question and answer are not.
     usable = draft if draft is not None and draft.ok else None
@@ -246,10 +307,21 @@ def _candidate(
             "status": fate.status,
             "reason": fate.reason,
             "generation_raw": draft.raw if draft else None,
+            "evidence_quote": usable.evidence if usable else None,
+            "evidence_start": _in_document(chunk, evidence.start) if (evidence := quality.evidence) else None,
+            "evidence_end": _in_document(chunk, evidence.end) if evidence else None,
+            "evidence_match": evidence.match if evidence else None,
+            "copied_share": None if quality.copied_share is None else round(quality.copied_share, 4),
+            "bm25_rank": quality.bm25_rank,
             "extra_critics": tuple(extra),
             **columns,
         }
     )
+
+
+def _in_document(chunk: Chunk, offset: int | None) -> int | None:
+    """An offset in the chunk as an offset in its document."""
+    return None if offset is None else chunk.start_index + offset
 
 
 def _score(critique: Critique | None) -> int | None:

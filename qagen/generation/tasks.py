@@ -1,7 +1,8 @@
 """The LLM work of a build: its tasks (one draft task, the critics in the order they are asked) and
 the one place their dependencies are stated (`BuildFlow`).
 
-The dependencies: a chunk's critics are asked after its draft, and only when the draft parsed;
+The dependencies: a chunk's critics are asked after its draft, and only when the draft parsed and
+passed the checks that cost no call (`qagen.generation.checks.precheck`);
 cheapest first (the two that read only the question before the one that also reads the chunk);
 a low score stops the critics after it (unless `all_critics`), and so does a critic call that
 failed, which is redone on the next run together with the critics after it, in order, exactly as
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
 from qagen.critics import check_prompt
+from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import QA_PROMPT, DraftTask
 from qagen.generation.ledger import Ledger
@@ -99,8 +101,10 @@ class BuildFlow:
             if self.generate
             else self.drafts.get(self.tasks.draft.key(chunk))
         )
-        if not self.critique or draft is None or not draft.ok or self.config.too_long(draft):
-            return  # a draft that is no factoid (see `BuildConfig.too_long`) costs no critic
+        if not self.critique or draft is None or not draft.ok:
+            return
+        if precheck(draft, chunk, self.config).reason is not None:
+            return  # a draft a free check rejects (`checks.precheck`) costs no critic
         for critic in self.tasks.critics:
             verdict = await self.executor.run(critic, Drafted(draft, chunk), self.critiques)
             if self._stops_the_critics(verdict):

@@ -80,6 +80,7 @@ class PromptInfo:
     criterion: str | None = None
     question: str | None = None  # critique: the rated question; judge: the instruction
     context: str | None = None  # generation: the chunk
+    asks_evidence: bool = False  # generation: the prompt asks for the evidence sentence (`Evidence:`)
     response: str | None = None  # judge: the response under evaluation
     evaluation: EvalPrompt | None = None  # ragas_* and grader: what `eval_replies` read from the prompt
 
@@ -185,5 +186,6 @@ def classify_prompt(text: str) -> PromptInfo:
         criterion = min(phrases, key=phrases.__getitem__) if phrases else "unknown"
         return PromptInfo(kind="critique", text=text, criterion=criterion, question=extract_question(text))
     if kind == "generation":
-        return PromptInfo(kind="generation", text=text, context=extract_context(text))
+        asks = _line_labels("Evidence:", text[generation : text.find("Context:", generation)])
+        return PromptInfo(kind="generation", text=text, context=extract_context(text), asks_evidence=bool(asks))
     return PromptInfo(kind="answer", text=text)
