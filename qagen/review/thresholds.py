@@ -3,8 +3,8 @@
 For each criterion, the critic's verdicts at every threshold 1-5 are compared with the people's
 labels; the threshold with the highest kappa fits best (on ties the stricter, higher one, which
 keeps fewer questions for the same agreement). It is recommended when it beats the run's own
-threshold, on at least `MIN_LABELS` labels, and agrees with people better than chance (the lower
-end of its kappa's 95% bootstrap interval above 0). Otherwise no threshold is recommended and the
+threshold, on at least `MIN_LABELS` labels, and agrees with people better than chance (a kappa
+above 0 whose 95% bootstrap interval does not reach below 0). Otherwise no threshold is recommended and the
 fit says why (`ThresholdFit.withheld`): a kappa from 4 labels, or a rise from -0.10 to 0.00 on
 labels no threshold matches, is no reason to move one. What it would do is computed, not estimated: the run's
 candidates are made again from its records with the new threshold, exactly as `qagen filter` makes
@@ -75,7 +75,10 @@ def _withheld(fit: ThresholdFit, labels: int) -> str | None:
             f"{MIN_LABELS} are needed): label more drafts with `qagen review`"
         )
     best = fit.kappas.get(fit.best)
-    if best is None or fit.best_low is None or fit.best_low <= 0:
+    # Below 0, not at it: resamples that happen to hold no rejection by the critic give a kappa of exactly
+    # 0, so a clear agreement with few rejections can have its interval end at 0.00; chance-level labels
+    # reach below it.
+    if best is None or best <= 0 or fit.best_low is None or fit.best_low < 0:
         interval = "" if fit.best_low is None else f", 95% interval from {fit.best_low:.2f}"
         return (
             f"no threshold agrees with your reviewers better than chance (the best, {fit.best}, has kappa "
