@@ -43,7 +43,7 @@ Feature = dict[str, Any]
 def dataset_feature(name: str, annotation: Any) -> Feature:
     """The `datasets` feature of a row field: `int` and `int | None` are int64; `str`, `str | None` and
     a Literal of strings are string (so a column that happens to be all null keeps its type); a tuple
-    of records is a list of structs, one field per record field."""
+    of records is a list of structs, one field per record field; a tuple of str or int a list of them."""
     kinds = [annotation]
     if get_origin(annotation) in (Union, types.UnionType):
         kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
@@ -57,6 +57,8 @@ def dataset_feature(name: str, annotation: Any) -> Feature:
         item, *rest = get_args(kinds[0])
         if rest == [Ellipsis] and isinstance(item, type) and issubclass(item, BaseModel):
             return {"feature": column_features(item), "_type": "List"}
+        if rest == [Ellipsis] and item in (str, int):
+            return {"feature": dataset_feature(name, item), "_type": "List"}
     raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
 
 
@@ -76,7 +78,10 @@ def arrow_type(feature: Feature) -> Any:
     import pyarrow as pa
 
     if feature["_type"] == "List":
-        return pa.list_(pa.struct([pa.field(name, arrow_type(item)) for name, item in feature["feature"].items()]))
+        item = feature["feature"]
+        if item.get("_type") == "Value":
+            return pa.list_(arrow_type(item))
+        return pa.list_(pa.struct([pa.field(name, arrow_type(part)) for name, part in item.items()]))
     return {"string": pa.string(), "int64": pa.int64()}[feature["dtype"]]
 
 

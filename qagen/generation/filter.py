@@ -1,4 +1,5 @@
-"""Turn drafts and critiques into candidate rows with a status and a reason, in sampling order."""
+"""Turn drafts and critiques into candidate rows with a status and a reason, in sampling order,
+counting the funnel as a whole and per question type."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
+from qagen.critics import rejection
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
-from qagen.generation.tasks import BuildTasks
+from qagen.generation.sample import Sample
+from qagen.generation.tasks import BuildTasks, TypeTasks
+from qagen.question_types.overlap import copied_share
 from qagen.records import (
     UNDECIDED_STAGES,
     CandidateRow,
@@ -20,12 +24,47 @@ from qagen.records import (
     DatasetRow,
     Draft,
     Funnel,
+    Passages,
+    TypeFunnel,
 )
 
 RecordT_co = TypeVar("RecordT_co", covariant=True)
 
 NOT_ASKED = "not_asked"
 """The reason of an undecided row's stage: the call was never made (`generation:not_asked`)."""
+
+
+@dataclass
+class _TypeCounts:
+    """One question type's counters (`TypeFunnel` is the finished count)."""
+
+    share: int
+    requested: int | None
+    sampled: int = 0
+    short: int = 0
+    drafted: int = 0
+    generation_failed: int = 0
+    critique_failed: int = 0
+    undecided: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    kept: int = 0
+    copied: list[float] = field(default_factory=list)
+
+    def finished(self) -> TypeFunnel:
+        return TypeFunnel(
+            share=self.share,
+            requested=self.requested,
+            sampled=self.sampled,
+            short=self.short,
+            drafted=self.drafted,
+            generation_failed=self.generation_failed,
+            critique_failed=self.critique_failed,
+            undecided=self.undecided,
+            rejected=sum(self.rejected.values()),
+            rejected_by=dict(sorted(self.rejected.items())),
+            kept=self.kept,
+            kept_copied_share=sum(self.copied) / len(self.copied) if self.copied else None,
+        )
 
 
 @dataclass
@@ -47,6 +86,7 @@ class _Counts:
     too_long: int = 0
     kept: int = 0
     examples: dict[str, str] = field(default_factory=dict)
+    types: dict[str, _TypeCounts] = field(default_factory=dict)
 
     def failed(self, counter: Counter[str], reason: str, chunk: Chunk, raw: str | None) -> None:
         """Count a failure, and keep its first case as the reason's example."""
@@ -75,20 +115,27 @@ class _Counts:
             failure_examples=dict(sorted(self.examples.items())),
         )
 
+    def by_type(self) -> dict[str, TypeFunnel]:
+        return {name: counts.finished() for name, counts in self.types.items()}
+
 
 @dataclass(frozen=True)
 class Assembly:
     candidates: list[CandidateRow]
     kept: list[DatasetRow]
     funnel: Funnel
+    by_type: dict[str, TypeFunnel]
 
 
 class _Fate(NamedTuple):
-    """What became of one sampled chunk, and the critiques of its draft that were found."""
+    """What became of one sampled item, and the critiques of its draft that were found."""
 
     status: CandidateStatus
     reason: str
     critiques: dict[str, Critique]
+    rejected_as: tuple[str, ...] = ()
+    """A rejected draft's reasons as the type's funnel counts them: each rejecting critic (or what it
+    rejects as: `single_hop`), or `duplicate`."""
 
 
 class Records(Protocol[RecordT_co]):
@@ -101,53 +148,80 @@ class Assembler:
     """Candidate rows one sampled chunk at a time, in sampling order (so "keep the first" is
     stable), counting the funnel as it goes; `funnel()` once every chunk has had its row."""
 
-    def __init__(self, config: BuildConfig, tasks: BuildTasks, sampled: int) -> None:
+    def __init__(self, config: BuildConfig, tasks: BuildTasks, sample: Sample) -> None:
         self.config = config
         self.tasks = tasks
         critics = tuple(spec.name for spec in config.critic_specs())
-        self.counts = _Counts(critics=critics, requested=config.n_generations, sampled=sampled)
+        self.counts = _Counts(critics=critics, requested=config.n_generations, sampled=len(sample))
+        for name, share in config.question_types.items():
+            self.counts.types[name] = _TypeCounts(
+                share=share, requested=sample.requested.get(name), short=sample.short.get(name, 0)
+            )
         self.dedup = NearDuplicateFilter(config.dedup_threshold)
 
-    def candidate(self, chunk: Chunk, drafts: Records[Draft], critiques: Records[Critique]) -> CandidateRow:
-        config, tasks, counts = self.config, self.tasks, self.counts
-        did = tasks.draft.key(chunk)
+    def candidate(self, item: Passages, drafts: Records[Draft], critiques: Records[Critique]) -> CandidateRow:
+        config, tasks, counts = self.config, self.tasks.of(item), self.counts
+        of_type = counts.types[item.question_type]
+        of_type.sampled += 1
+        did = tasks.draft.key(item)
         draft = drafts.get(did)
         if draft is None:
             # Never asked, not failed: the next `generate` (or build) drafts it.
             fate = _Fate("undecided", f"generation:{NOT_ASKED}", {})
             counts.undecided["generation"] += 1
             counts.undecided_calls["generation"] += 1
+            of_type.undecided += 1
         elif not draft.ok:
             fate = _Fate("failed", f"generation:{draft.reason}", {})
-            counts.failed(counts.generation_failed, draft.reason, chunk, draft.raw)
-        elif (too_long := config.too_long(draft)) is not None:
+            counts.failed(counts.generation_failed, draft.reason, item.first, draft.raw)
+            of_type.generation_failed += 1
+        elif (too_long := config.too_long(draft) or tasks.check(draft, item)) is not None:
+            # Too long for a factoid, or turned down by the type's own free check (no critic asked).
             counts.drafted += 1
-            counts.too_long += 1
+            counts.too_long += config.too_long(draft) is not None
+            of_type.drafted += 1
+            of_type.rejected[too_long] += 1
             fate = _Fate("rejected", too_long, {})
         else:
             counts.drafted += 1
-            fate = _judge(Drafted(draft, chunk), critiques, config, tasks, counts, self.dedup)
-        return _candidate(chunk, did, draft, fate, config, tasks)
+            of_type.drafted += 1
+            fate = _judge(self.tasks.drafted(draft, item), critiques, config, tasks, counts, self.dedup)
+            if fate.status == "kept":
+                of_type.kept += 1
+                if (share := copied_share(draft.question or "", item.first.text)) is not None:
+                    of_type.copied.append(share)
+            elif fate.status == "rejected":
+                of_type.rejected.update(fate.rejected_as)
+            elif fate.status == "failed":
+                of_type.critique_failed += 1
+            else:
+                of_type.undecided += 1
+        return _candidate(item, did, draft, fate, config, tasks)
 
     def funnel(self) -> Funnel:
         return self.counts.funnel()
 
+    def by_type(self) -> dict[str, TypeFunnel]:
+        """The funnel of each question type of the build, in the order of its `question_types`."""
+        return self.counts.by_type()
+
 
 def assemble(
-    sample: list[Chunk],
+    sample: Sample,
     drafts: Records[Draft],
     critiques: Records[Critique],
     config: BuildConfig,
     tasks: BuildTasks,
 ) -> Assembly:
-    """Candidate rows for every sampled chunk, in sampling order, all in memory (`Assembler` makes
+    """Candidate rows for every sampled item, in sampling order, all in memory (`Assembler` makes
     them one at a time)."""
-    assembler = Assembler(config, tasks, len(sample))
-    candidates = [assembler.candidate(chunk, drafts, critiques) for chunk in sample]
+    assembler = Assembler(config, tasks, sample)
+    candidates = [assembler.candidate(item, drafts, critiques) for item in sample]
     return Assembly(
         candidates=candidates,
         kept=[row.dataset_row() for row in candidates if row.status == "kept"],
         funnel=assembler.funnel(),
+        by_type=assembler.by_type(),
     )
 
 
@@ -155,7 +229,7 @@ def _judge(
     drafted: Drafted,
     critiques: Records[Critique],
     config: BuildConfig,
-    tasks: BuildTasks,
+    tasks: TypeTasks,
     counts: _Counts,
     dedup: NearDuplicateFilter,
 ) -> _Fate:
@@ -168,6 +242,7 @@ def _judge(
     draft = drafted.draft
     found: dict[str, Critique] = {}
     rejections: list[str] = []
+    rejected_as: list[str] = []
     failures: list[tuple[str, Critique]] = []  # (`criterion:reason`, as the funnel counts them; the critique)
     missing: list[str] = []
     for critic in tasks.critics:  # in the order they are asked
@@ -181,16 +256,18 @@ def _judge(
             failures.append((f"{criterion}:{critique.reason}", critique))
             continue
         if critique.score < config.threshold(criterion):
-            rejections.append(f"{criterion}={critique.score}<{config.threshold(criterion)}")
+            spec = config.critic_registry().get(criterion)
+            rejections.append(rejection(spec, critique.score, config.threshold(criterion)))
+            rejected_as.append(spec.rejects_as or criterion)
             counts.rejected_by[criterion] += 1
     if rejections:
         counts.rejected += 1
         counts.critic_calls_skipped += len(missing)
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
-        return _Fate("rejected", "; ".join(rejections) + skipped, found)
+        return _Fate("rejected", "; ".join(rejections) + skipped, found, tuple(rejected_as))
     if failures:
         failure, critique = failures[0]
-        counts.failed(counts.critique_failed, failure, drafted.chunk, critique.raw)
+        counts.failed(counts.critique_failed, failure, drafted.passages.first, critique.raw)
         return _Fate("failed", f"critique:{failure}", found)
     if missing:
         counts.undecided["critique"] += 1
@@ -199,18 +276,18 @@ def _judge(
     earlier = dedup.first_seen(draft.question or "", draft.id)
     if earlier is not None:
         counts.duplicates += 1
-        return _Fate("rejected", f"duplicate_of:{earlier}", found)
+        return _Fate("rejected", f"duplicate_of:{earlier}", found, ("duplicate",))
     counts.kept += 1
     return _Fate("kept", "", found)
 
 
 def _candidate(
-    chunk: Chunk,
+    item: Passages,
     did: str,
     draft: Draft | None,
     fate: _Fate,
     config: BuildConfig,
-    tasks: BuildTasks,
+    tasks: TypeTasks,
 ) -> CandidateRow:
     # A failed draft's reply is kept (it shows what went wrong); its question and answer are not.
     usable = draft if draft is not None and draft.ok else None
@@ -218,7 +295,9 @@ def _candidate(
     columns: dict[str, object] = {}
     extra: list[CriticReply] = []
     for spec in config.critic_specs():
-        critique, prompt_hash = found.get(spec.name), tasks.critic(spec.name).prompt.hash
+        task = tasks.critic(spec.name)
+        prompt_hash = task.prompt.hash if task is not None else None
+        critique = found.get(spec.name)
         score = _score(critique)
         rationale, raw = (critique.rationale, critique.raw) if critique else (None, None)
         if spec.own_columns:
@@ -228,8 +307,9 @@ def _candidate(
                 f"{spec.name}_prompt_hash": prompt_hash,
                 f"{spec.name}_raw": raw,
             }
-        else:
+        elif prompt_hash is not None:  # a critic that does not vet this type has no verdict to show
             extra.append(CriticReply(name=spec.name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw))
+    chunk = item.first
     return CandidateRow.model_validate(
         {
             "context": chunk.text,
@@ -243,6 +323,12 @@ def _candidate(
             "generator_model": config.generator.spec,
             "critic_model": config.critic.spec,
             "qa_prompt_hash": tasks.draft.prompt.hash,
+            "question_type": item.question_type,
+            "contexts": tuple(passage.text for passage in item.chunks),
+            "source_docs": tuple(passage.source for passage in item.chunks),
+            "chunk_ids": item.chunk_ids,
+            "start_indices": tuple(passage.start_index for passage in item.chunks),
+            "end_indices": tuple(passage.end_index for passage in item.chunks),
             "status": fate.status,
             "reason": fate.reason,
             "generation_raw": draft.raw if draft else None,

@@ -24,10 +24,11 @@ from qagen.config import BuildConfig
 from qagen.generation.arrow_rows import DATA_FILE, RowWriter
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
+from qagen.generation.sample import Sample
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import omitted_columns
-from qagen.records import CandidateRow, Chunk, DatasetRow
+from qagen.records import CandidateRow, DatasetRow
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -77,7 +78,7 @@ def write_outputs(
     config: BuildConfig,
     run: RunDir,
     tasks: BuildTasks,
-    sample: list[Chunk],
+    sample: Sample,
     ledger: Ledger | None = None,
     *,
     settled: bool = False,
@@ -95,17 +96,17 @@ def write_outputs(
         return Outputs(_stored_summary(run), up_to_date=True, no_draft=None)
     ledger = ledger or Ledger(run.drafts, run.critiques)
     ledger.scan()
-    assembler = Assembler(config, tasks, len(sample))
+    assembler = Assembler(config, tasks, sample)
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
     try:
-        omit = omitted_columns(any(not spec.own_columns for spec in config.critic_specs()))
+        omit = omitted_columns(any(not spec.own_columns for spec in config.critic_specs()), config.mixed)
         with (
             RowWriter(run.dataset_dir, DatasetRow, omit) as kept,
             RowWriter(run.candidates_dir, CandidateRow, omit) as rows,
         ):
-            for chunk in sample:
-                row = assembler.candidate(chunk, ledger.drafts, ledger.critiques).model_dump()
+            for item in sample:
+                row = assembler.candidate(item, ledger.drafts, ledger.critiques).model_dump()
                 rows.add(row)
                 if row["status"] == "kept":
                     kept.add(row)  # a struct's fields beyond the dataset's (a critic's reply) are left out
@@ -114,7 +115,8 @@ def write_outputs(
     finally:
         ledger.close()
     funnel = assembler.funnel()
-    summary = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids)).model_dump(mode="json")
+    paid = ledger.paid_for(sample_ids)
+    summary = summarise_build(config, run, tasks, funnel, paid, assembler.by_type()).model_dump(mode="json")
     write_json_atomic(run.summary_file, summary)
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:

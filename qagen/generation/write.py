@@ -9,23 +9,24 @@ from typing import Any
 from pydantic import BaseModel
 
 from qagen.generation.arrow_rows import RowWriter, column_features
-from qagen.records import CandidateRow, DatasetRow
+from qagen.records import PASSAGE_COLUMNS, CandidateRow, DatasetRow
 
 EXTRA_CRITICS = "extra_critics"
 """The column of the critics beyond the cookbook's three: written only when a build has such critics."""
 
 
-def omitted_columns(extra_critics: bool) -> tuple[str, ...]:
-    """The row model's columns a build leaves out: `extra_critics` when it has no critic beyond the three."""
-    return () if extra_critics else (EXTRA_CRITICS,)
+def omitted_columns(extra_critics: bool, mixed: bool = False) -> tuple[str, ...]:
+    """The row model's columns a build leaves out: `extra_critics` when it has no critic beyond the three,
+    and `question_type` with the passages' columns when it drafts factoids alone (`BuildConfig.mixed`)."""
+    return (*(() if extra_critics else (EXTRA_CRITICS,)), *(() if mixed else PASSAGE_COLUMNS))
 
 
-def row_columns(row_type: type[BaseModel], *, extra_critics: bool = False) -> list[str]:
+def row_columns(row_type: type[BaseModel], *, extra_critics: bool = False, mixed: bool = False) -> list[str]:
     """The columns a build writes of a row model, in order (see `omitted_columns`)."""
-    return [name for name in row_type.model_fields if name not in omitted_columns(extra_critics)]
+    return [name for name in row_type.model_fields if name not in omitted_columns(extra_critics, mixed)]
 
 
-def row_features(row_type: type[BaseModel], *, extra_critics: bool = False) -> Any:
+def row_features(row_type: type[BaseModel], *, extra_critics: bool = False, mixed: bool = False) -> Any:
     """The `datasets.Features` of a row model: its fields in order, typed from their annotations.
 
     Explicit types, so a column that happens to be all null (say, no failures) keeps its type;
@@ -33,13 +34,15 @@ def row_features(row_type: type[BaseModel], *, extra_critics: bool = False) -> A
     """
     from datasets import Features
 
-    return Features.from_dict(column_features(row_type, omitted_columns(extra_critics)))
+    return Features.from_dict(column_features(row_type, omitted_columns(extra_critics, mixed)))
 
 
-def save_rows(rows: Iterable[DatasetRow], target: Path, *, candidates: bool, extra_critics: bool = False) -> None:
+def save_rows(
+    rows: Iterable[DatasetRow], target: Path, *, candidates: bool, extra_critics: bool = False, mixed: bool = False
+) -> None:
     """Write rows as a `datasets` directory at `target` (see `RowWriter`)."""
     row_type = CandidateRow if candidates else DatasetRow
-    with RowWriter(target, row_type, omitted_columns(extra_critics)) as writer:
+    with RowWriter(target, row_type, omitted_columns(extra_critics, mixed)) as writer:
         for row in rows:
             writer.add(row.model_dump())
 

@@ -171,8 +171,18 @@ def _draft_known(drafts: RunDrafts) -> Callable[[str], bool]:
 
 
 def _draft_hashes(drafts: RunDrafts) -> dict[str, str]:
-    hashes = {"generation": drafts.tasks.draft.prompt.sha256}
-    hashes.update({critic.criterion: critic.prompt.sha256 for critic in drafts.tasks.critics})
+    """Each prompt's hash: `generation` and the critics' names for the build's first question type
+    (a build of factoids: its only one), `generation:<type>` and `<critic>:<prompt>` for the others'."""
+    hashes: dict[str, str] = {}
+    for position, tasks in enumerate(drafts.tasks.types.values()):
+        hashes["generation" if position == 0 else f"generation:{tasks.spec.name}"] = tasks.draft.prompt.sha256
+        for critic in tasks.critics:
+            key = (
+                critic.criterion
+                if hashes.get(critic.criterion, critic.prompt.sha256) == critic.prompt.sha256
+                else (f"{critic.criterion}:{critic.prompt.name}")
+            )
+            hashes[key] = critic.prompt.sha256
     return hashes
 
 
