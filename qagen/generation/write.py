@@ -79,6 +79,10 @@ def funnel_table(summary: dict[str, Any]) -> str:
         batched = summary.get("batch", {}).get(stage)
         if batched:
             lines.append((f"{stage} in batches", _batch_words(batched)))
+    types = summary.get("question_types", {})
+    if len(types) > 1 or set(types) - {"factoid"}:
+        for name, counts in types.items():
+            lines.append((f"{name} ({counts['share']}%)", _type_words(counts)))
     width = max(len(label) for label, _ in lines)
     table = [f"  {label:<{width}}  {value}" for label, value in lines]
     # The commonest failure of each stage, with its first case: what there is to fix.
@@ -89,6 +93,18 @@ def funnel_table(summary: dict[str, Any]) -> str:
             if commonest in examples:
                 table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
     return "\n".join(table)
+
+
+def _type_words(counts: dict[str, Any]) -> str:
+    """One question type's line: asked, sampled, drafted, rejected by reason, kept."""
+    asked = "one per chunk" if counts["requested"] is None else str(counts["requested"])
+    short = f", {counts['short']} the corpus had no passages for" if counts["short"] else ""
+    rejected = _with_reasons(counts["rejected"], counts["rejected_by"])
+    failed = counts["generation_failed"] + counts["critique_failed"]
+    return (
+        f"asked {asked}{short}, sampled {counts['sampled']}, drafted {counts['drafted']}, failed {failed}, "
+        f"rejected {rejected}, kept {counts['kept']}"
+    )
 
 
 def _batch_words(batched: dict[str, Any]) -> str:

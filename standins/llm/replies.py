@@ -6,7 +6,7 @@ the same reply, in any process, on any machine. Replies by prompt kind:
 
 - ``judge``: ``Feedback: ... [RESULT] N`` with ``N = judge_score(instruction, response)``.
 - ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
-- ``generation``: ``Factoid question: {q}`` then ``Answer: {a}`` (`factoid_for`).
+- ``generation``: ``<Label>: {q}`` then ``Answer: {a}`` (`draft_for`; `factoid_for` for ``Factoid question``).
 - the evaluator's RAGAS-style and grader prompts: answered by `standins.llm.eval_replies`.
 - ``rerank``: the passages' identifiers by word overlap with the question (`standins.llm.rerank`).
 - ``answer``: a short plain answer.
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from standins.llm.eval_replies import EVAL_KINDS, eval_reply, truncate
 from standins.llm.outcomes import (
     DEFAULT_PASS_RATE,
-    factoid_for,
+    FACTOID_LABEL,
+    draft_for,
     first_sentence,
     judge_score,
     score_for,
@@ -174,14 +175,14 @@ def rating_reply(criterion: str, score: int, fmt: str) -> str:
     return f"Evaluation: {why}\nTotal rating: {score}"
 
 
-def _generation_reply(question: str, answer: str, fmt: str) -> str:
+def _generation_reply(question: str, answer: str, fmt: str, label: str = FACTOID_LABEL) -> str:
     if fmt == "bold":
-        return f"**Factoid question:** {question}\n**Answer:** {answer}"
+        return f"**{label}:** {question}\n**Answer:** {answer}"
     if fmt == "echo_marker":
-        return f"Output:::\nFactoid question: {question}\nAnswer: {answer}"
+        return f"Output:::\n{label}: {question}\nAnswer: {answer}"
     if fmt == "blank_line":
-        return f"Factoid question: {question}\n\nAnswer: {answer}"
-    return f"Factoid question: {question}\nAnswer: {answer}"
+        return f"{label}: {question}\n\nAnswer: {answer}"
+    return f"{label}: {question}\nAnswer: {answer}"
 
 
 def _judge_reply(score: int, fmt: str) -> str:
@@ -236,7 +237,7 @@ def _malformed(info: PromptInfo, good: Reply, which: str, request_key: str) -> R
         head = good.content.split("Total rating:")[0].split("[RESULT]")[0].strip()
         content = f"{head} Overall, I would call it reasonably good."
     elif which == "no_structure":
-        question, answer = factoid_for(info.context or "")
+        question, answer = draft_for(info.label or FACTOID_LABEL, info.passages or (info.context or "",))
         content = f"A good question here would be: {question} The answer is: {answer}"
     return Reply(
         content=content,
@@ -265,9 +266,10 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
         fmt = _variant(RATING_FORMATS, policy.format_variety, request_key)
         good = Reply(rating_reply(criterion, score, fmt), "critique", "critique", criterion, score, fmt)
     elif info.kind == "generation":
-        question, answer = factoid_for(info.context or "", policy.duplicate_rate)
+        label = info.label or FACTOID_LABEL
+        question, answer = draft_for(label, info.passages or (info.context or "",), policy.duplicate_rate)
         fmt = _variant(GENERATION_FORMATS, policy.generation_format_variety, request_key)
-        good = Reply(_generation_reply(question, answer, fmt), "generation", "generation", format=fmt)
+        good = Reply(_generation_reply(question, answer, fmt, label), "generation", "generation", format=fmt)
     elif info.kind == "judge":
         score = policy.judge(info.question or "", info.response or "")
         fmt = _variant(JUDGE_FORMATS, policy.format_variety, request_key)
