@@ -25,6 +25,16 @@ class EvalItem(BaseModel):
     context: str | None = Field(default=None, description="The chunk the question was drafted from.")
     start_index: int | None = Field(default=None, description="The chunk's character offset in source_doc.")
     end_index: int | None = None
+    question_type: str | None = Field(
+        default=None,
+        description="The question's type (`qagen.question_types`): how its answers are scored; None when the "
+        "test set names no types (a factoid).",
+    )
+    source_docs: tuple[str, ...] = Field(
+        default=(),
+        description="The documents of every passage the question needs (a multi-hop question's two); empty when "
+        "it has one passage (`source_doc`).",
+    )
 
 
 class RetrievedContext(BaseModel):
@@ -161,6 +171,11 @@ class ResultRow(Record):
     retrieved_docs: list[str] = Field(description="The texts of the contexts the system retrieved, best first.")
     retrieved_sources: list[str | None] = Field(description="Their sources, where the system reports them.")
     test_settings: str = Field(description="The system's name.")
+    question_type: str | None = Field(
+        default=None,
+        description="The question's type, for a test set that names types (`question_type` column); the column "
+        "is left out for one that does not.",
+    )
     evidence: Evidence | None = Field(
         default=None,
         description="Where the reference answer is written in the question's chunk, which the chunk-level "
@@ -181,6 +196,8 @@ class ResultRow(Record):
     @model_serializer(mode="wrap")
     def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
+        if data.get("question_type") is None:
+            data.pop("question_type", None)
         data.update(data.pop("scores", {}))
         for metric, cell in data.pop("judged", {}).items():
             data[metric] = cell["value"]
@@ -252,6 +269,15 @@ class ResultsSummary(Record):
     failed: int = Field(description="Questions the system failed to answer.")
     failed_by_reason: dict[str, int] = Field(description="Those failures by their first two levels of reason.")
     judges: dict[str, JudgeCounts] = Field(description="Per LLM metric, what its judge did.")
+    question_types: dict[str, int] = Field(
+        default_factory=dict,
+        description="Questions per question type, for a test set that names types (empty for one that does not).",
+    )
+    by_type: dict[str, dict[str, MetricStats]] = Field(
+        default_factory=dict,
+        description="Per question type, every metric's mean and interval over that type's questions (as `metrics` "
+        "over all of them); empty for a test set that names no types.",
+    )
 
 
 class EvalUsage(Record):

@@ -16,6 +16,7 @@ from qagen.question_types.registry import (
     draft_counts,
     parse_shares,
     register_question_type,
+    scoring_of,
 )
 from qagen.question_types.spec import PassagePicker, Picked, PickedPassages, QuestionTypeSpec, TypeCritic
 
@@ -32,4 +33,5 @@ __all__ = [
     "draft_counts",
     "parse_shares",
     "register_question_type",
+    "scoring_of",
 ]

@@ -60,6 +60,11 @@ QUESTION_TYPES = QuestionTypeRegistry(
 """Every question type."""
 
 
+def scoring_of(question_type: str | None) -> str:
+    """How the evaluator scores a question of this type (`QuestionTypeSpec.scoring`); None: the default type."""
+    return QUESTION_TYPES.get(question_type or DEFAULT_TYPE).scoring
+
+
 def register_question_type(spec: QuestionTypeSpec) -> QuestionTypeSpec:
     """Add a question type to every build and evaluation from now on."""
     return QUESTION_TYPES.add(spec)

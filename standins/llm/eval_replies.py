@@ -22,9 +22,10 @@ Kinds (each named after its prompt file) and the logged `score`:
 - ``ragas_context_recall``: a verdict per numbered reference sentence; score = number of Yes.
 - ``ragas_context_relevance``: context sentences copied verbatim, one per line, or
   ``Insufficient Information``; score = number of distinct sentences copied.
-- ``grader`` (criterion ``correct``, ``relevant``, ``grounded`` or ``retrieval_relevant``, told
-  apart by the sections of the user message): ``Explanation: ...`` then ``Grade: true|false``;
-  score = 1 for true, 0 for false.
+- ``grader`` (criterion ``correct``, ``relevant``, ``grounded``, ``retrieval_relevant`` or
+  ``abstention``, told apart by the sections of the user message): ``Explanation: ...`` then
+  ``Grade: true|false``; score = 1 for true, 0 for false. The abstention verdict is read from the
+  answer (true when it says the documents do not hold the answer), the others drawn by hash.
 """
 
 from __future__ import annotations
@@ -78,7 +79,16 @@ _GRADER_LAYOUTS: dict[tuple[str, ...], str] = {
     ("QUESTION", "STUDENT ANSWER"): "relevant",
     ("FACTS", "STUDENT ANSWER"): "grounded",
     ("FACTS", "QUESTION"): "retrieval_relevant",
+    ("QUESTION", "ANSWER"): "abstention",
 }
+# The abstention judge's verdict is read from the answer, not drawn by hash: an answer that says the
+# documents do not hold it declines; any other commits (the stand-in's own RAG answers never decline).
+_DECLINES = re.compile(
+    r"\b(?:I don['’]t know|I do not know|no (?:information|mention)|not (?:mentioned|provided|given|stated|"
+    r"specified|available)|do(?:es)? not (?:say|mention|answer|contain|provide|specify)|cannot be "
+    r"(?:answered|determined|deduced))\b",
+    re.I,
+)
 _GRADER_SECTION = re.compile(r"(?P<label>[A-Z][A-Z ]*[A-Z]):\n<(?P<tag>[a-z_]+)>\n(?P<body>.*?)\n</(?P=tag)>\s*", re.S)
 # Untrusted data reaches the prompts neutralised, so a closing data tag inside it is `&lt;/...>`:
 # the first line that is exactly the closing tag ends the block.
@@ -101,6 +111,7 @@ _GRADER_EXPLANATIONS: dict[str, tuple[str, str]] = {
         "Every claim of the student answer is in the facts.",
     ),
     "retrieval_relevant": ("The facts are unrelated to the question.", "The facts share keywords with the question."),
+    "abstention": ("The answer commits to an answer.", "The answer says the documents do not answer it."),
 }
 _QUESTION_TEMPLATES = (
     "What does the text say about {topic}?",
@@ -206,9 +217,11 @@ def eval_reply(prompt: EvalPrompt) -> EvalReply:
         if not chosen:
             return EvalReply("Relevant sentences: Insufficient Information", 0)
         return EvalReply("Relevant sentences:\n" + "\n".join(chosen), len(chosen))
-    grade = (
-        _share("grade", prompt.criterion or "", *(f"{tag}={body}" for tag, body in sorted(blocks.items()))) < GRADE_RATE
-    )
+    if prompt.criterion == "abstention":
+        grade = _DECLINES.search(blocks.get("answer", "")) is not None
+    else:
+        texts = (f"{tag}={body}" for tag, body in sorted(blocks.items()))
+        grade = _share("grade", prompt.criterion or "", *texts) < GRADE_RATE
     why = _GRADER_EXPLANATIONS[prompt.criterion or ""][grade]
     return EvalReply(f"Explanation: {why}\nGrade: {'true' if grade else 'false'}", int(grade))
 

@@ -10,6 +10,8 @@ judge's calls, raw replies are kept in call order, and the hashes of the prompts
 - RAGAS metrics (`ragas`): faithfulness, answer_relevancy, context_precision, context_recall,
   context_relevance.
 - Boolean graders (`graders`): correct, relevant, grounded, retrieval_relevant.
+- `abstention`: whether the system declined to answer a question its documents do not answer
+  (only the questions of a type scored by abstention: `unanswerable`).
 
 Untrusted text (question, answer, reference, contexts) reaches a prompt only neutralised
 (`qagen.llm.untrusted.neutralize`) and between the data tags of the prompt file, which tell the
@@ -24,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from qagen.evaluate.judges.abstention import ABSTENTION_PROMPT, ABSTENTION_SYSTEM, judge_abstention
 from qagen.evaluate.judges.correctness import CORRECTNESS_PROMPT, CORRECTNESS_SYSTEM, judge_correctness
 from qagen.evaluate.judges.graders import grade_correct, grade_grounded, grade_relevant, grade_retrieval_relevant
 from qagen.evaluate.judges.ragas import (
@@ -38,9 +41,13 @@ from qagen.evaluate.judges.transcript import JudgeStep
 from qagen.evaluate.records import EvalItem, JudgementRecord
 from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Ask, Compute, Done, Role, Step, Task
+from qagen.question_types import scoring_of
 from qagen.runs.store import record_key
 
-__all__ = ["LLM_METRICS", "Embed", "JudgeInput", "JudgeTask", "MetricSpec"]
+__all__ = ["LLM_METRICS", "NOT_ITS_TYPE", "Embed", "JudgeInput", "JudgeTask", "MetricSpec"]
+
+NOT_ITS_TYPE = "not_its_question_type"
+"""A metric's reason for no value on a question of a type it does not score (abstention on a factoid)."""
 
 
 class JudgeInput(NamedTuple):
@@ -73,6 +80,13 @@ class MetricSpec:
     """The prompt files it uses (their hashes identify the judge together with the model)."""
     value_range: tuple[float, float] = (0.0, 1.0)
     """Where its values lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
+    scoring: str | None = None
+    """The questions it judges: those of the question types scored this way (`QuestionTypeSpec.scoring`:
+    `abstention`); None: every question. The others get no value, with the reason `NOT_ITS_TYPE`."""
+
+    def judges(self, item: EvalItem) -> bool:
+        """Whether it judges this question (its type is scored the way it scores)."""
+        return self.scoring is None or scoring_of(item.question_type) == self.scoring
 
 
 def _spec(name: str, contexts: bool, reference: bool, start: MetricStart, *prompts: str) -> MetricSpec:
@@ -160,6 +174,15 @@ LLM_METRICS: dict[str, MetricSpec] = {
             lambda j, model, embed: grade_retrieval_relevant(j.item.question, list(j.contexts), model),
             "grader_retrieval_relevant_system",
             "grader_retrieval_relevant",
+        ),
+        MetricSpec(
+            "abstention",
+            needs_contexts=False,
+            needs_reference=False,
+            needs_embeddings=False,
+            start=lambda j, model, embed: judge_abstention(j.item.question, j.answer, model),
+            prompts=(ABSTENTION_SYSTEM, ABSTENTION_PROMPT),
+            scoring="abstention",
         ),
     )
 }
