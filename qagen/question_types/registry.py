@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from qagen.errors import ConfigError
 from qagen.question_types.factoid import FACTOID
 from qagen.question_types.multi_hop import MULTI_HOP
+from qagen.question_types.reworded import REWORDED
 from qagen.question_types.spec import QuestionTypeSpec
 from qagen.question_types.unanswerable import UNANSWERABLE
 
@@ -56,6 +57,7 @@ QUESTION_TYPES = QuestionTypeRegistry(
     FACTOID,
     MULTI_HOP,
     UNANSWERABLE,
+    REWORDED,
 )
 """Every question type."""
 
