@@ -84,7 +84,7 @@ _GRADER_LAYOUTS: dict[tuple[str, ...], str] = {
 # The abstention judge's verdict is read from the answer, not drawn by hash: an answer that says the
 # documents do not hold it declines; any other commits (the stand-in's own RAG answers never decline).
 _DECLINES = re.compile(
-    r"\b(?:I don['’]t know|I do not know|no (?:information|mention)|not (?:mentioned|provided|given|stated|"
+    r"\b(?:I don['’]t know|I do not know|there (?:is|are) no|no (?:information|mention)|not (?:mentioned|provided|given|stated|"
     r"specified|available)|do(?:es)? not (?:say|mention|answer|contain|provide|specify)|cannot be "
     r"(?:answered|determined|deduced))\b",
     re.I,
