@@ -30,9 +30,13 @@ class CorpusSettings(BaseModel):
 
     path: str | None = Field(default=None, description="A file or folder of documents or tables.")
     hf_dataset: str | None = Field(default=None, description="A saved dataset directory or a Hub dataset id.")
-    split: str = "train"
-    text_column: str = "text"
-    source_column: str | None = None
+    split: str = Field(default="train", description="The split of `hf_dataset` to read.")
+    text_column: str = Field(
+        default="text", description="The column holding the text, in tables (.jsonl, .csv, .parquet) and datasets."
+    )
+    source_column: str | None = Field(
+        default=None, description="The column naming each row's source document (None: file name and row number)."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> CorpusSettings:
@@ -51,10 +55,12 @@ or 12 tokens). Smaller chunks give questions about single words or letters, each
 class ChunkSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    chunk_size: int = 2000
-    chunk_overlap: int = 200
-    length_unit: LengthUnit = "characters"
-    encoding: str = "cl100k_base"
+    chunk_size: int = Field(default=2000, description="The longest chunk, in `length_unit`s (the notebook's 2000).")
+    chunk_overlap: int = Field(default=200, description="How much consecutive chunks overlap, in `length_unit`s.")
+    length_unit: LengthUnit = Field(
+        default="characters", description="Measure chunk length in `characters` or in tiktoken `tokens`."
+    )
+    encoding: str = Field(default="cl100k_base", description="The tiktoken encoding, when `length_unit` is tokens.")
 
     @model_validator(mode="after")
     def _big_enough(self) -> ChunkSettings:
@@ -76,11 +82,16 @@ class BuildConfig(BaseModel):
     corpus: CorpusSettings
     chunking: ChunkSettings = ChunkSettings()
     n_generations: int | None = Field(default=None, description="Draft from this many chunks (None: all).")
-    seed: int = 42
-    generator: ModelSettings = ModelSettings(spec=DEFAULT_MODEL)
-    critic: ModelSettings = ModelSettings(spec=DEFAULT_MODEL)
-    audience: str = DEFAULT_AUDIENCE
-    min_score: int = 4
+    seed: int = Field(default=42, description="Seed of the chunk sample: the same seed picks the same chunks.")
+    generator: ModelSettings = Field(
+        default=ModelSettings(spec=DEFAULT_MODEL), description="The model that drafts a question per chunk."
+    )
+    critic: ModelSettings = Field(default=ModelSettings(spec=DEFAULT_MODEL), description="The model of the critics.")
+    audience: str = Field(
+        default=DEFAULT_AUDIENCE,
+        description="Who the questions should be useful to: the relevance critic rates usefulness to them.",
+    )
+    min_score: int = Field(default=4, description="Keep a draft when every critic scores it at least this (1-5).")
     min_scores: dict[CriticName, int] = Field(
         default_factory=dict, description="Per-critic minimum scores, overriding `min_score` and a critic's default."
     )
@@ -104,8 +115,11 @@ class BuildConfig(BaseModel):
     dedup_threshold: float = Field(
         default=0.9, description="Word-set Jaccard at which two questions are near-duplicates."
     )
-    concurrency: int = 16
-    max_failure_rate: float = 0.5
+    concurrency: int = Field(default=16, description="LLM calls in flight at once, all models together.")
+    max_failure_rate: float = Field(
+        default=0.5,
+        description="Stop when more than this share of calls fails even after retries (checked after 20 calls).",
+    )
     max_tokens: int | None = Field(default=None, description="Stop once the run has spent this many tokens.")
     max_cost: float | None = Field(default=None, description="Stop once the run has spent this many dollars.")
     price_input: float | None = Field(

@@ -87,8 +87,6 @@ CALL_FAILURES = frozenset(
 """Kinds where no reply came back: retried on resume, and not paid for."""
 
 _CALL_PREFIX = "api_error"
-# Names a kind had in records written before the kinds were one enum.
-_LEGACY_NAMES = {"non_integer_score": FailureKind.NON_INTEGER}
 
 
 class Failure(BaseModel):
@@ -117,10 +115,7 @@ class Failure(BaseModel):
             return self.kind.value
         return _CALL_PREFIX if self.kind is FailureKind.API_ERROR else f"{_CALL_PREFIX}:{self.kind.value}"
 
-    @classmethod
-    def from_reason(cls, reason: str, detail: str = "") -> Failure:
-        """The failure a stored `reason` string stands for (records written before `Failure` existed)."""
-        prefix, _, kind = reason.partition(":")
-        if prefix == _CALL_PREFIX:
-            return cls.of(FailureKind(kind or _CALL_PREFIX), detail)
-        return cls.of(_LEGACY_NAMES.get(reason) or FailureKind(reason), detail)
+
+def is_call_failure_reason(reason: str) -> bool:
+    """Whether a stored reason string (`Failure.reason`) is a call that got no reply: asked again on resume."""
+    return reason.partition(":")[0] == _CALL_PREFIX

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from qagen.critics import CriticName
 from qagen.failures import Failure
@@ -23,6 +23,8 @@ UNDECIDED_STAGES: tuple[str, ...] = ("generation", "critique")
 
 
 class Record(BaseModel):
+    """The base of every record qagen stores or hands out: frozen, and no field it does not declare."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -91,19 +93,6 @@ class Usage(Record):
     output_tokens: int = 0
 
 
-def _from_status_and_reason(data: Any) -> Any:
-    """Records written before `Failure` existed kept `status` and a `reason` string: read them as a
-    failure, so a run directory made by an earlier qagen still resumes."""
-    if isinstance(data, dict) and "status" in data:
-        data = dict(data)
-        status, reason = data.pop("status"), data.pop("reason", "")
-        if status != "ok":
-            failure = Failure.from_reason(reason)
-            # A failed call kept its (redacted) error in `raw`, as it still does.
-            data["failure"] = Failure.from_reason(reason, data.get("raw") or "") if failure.retryable else failure
-    return data
-
-
 class TaskOutput(Record):
     """What every LLM task's record has: its key, the model, the raw reply, usage, and any failure."""
 
@@ -119,8 +108,6 @@ class TaskOutput(Record):
         default=None,
         description="The model's thinking, set apart from the reply (never read for a verdict).",
     )
-
-    _legacy = model_validator(mode="before")(_from_status_and_reason)
 
     @property
     def ok(self) -> bool:

@@ -19,7 +19,7 @@ from qagen.cli.app import main
 from qagen.cli.build_settings import config_from_options
 from qagen.config import BuildConfig, CorpusSettings
 from qagen.errors import ConfigError, LLMUnavailableError
-from qagen.evaluate.api import bm25_baseline, evaluate
+from qagen.evaluate.api import evaluate, rag_baseline
 from qagen.llm.backends import LangChainBackend, ModelSettings, build_backend
 from qagen.redaction import redact
 from standins.llm.server import StandInLLM
@@ -144,15 +144,15 @@ def test_evaluate_from_python_with_a_reader_and_a_judge_on_different_servers(
     monkeypatch.setenv("OPENAI_API_KEY", KEY_A)
     summary = evaluate(
         tmp_path / "run",
-        bm25_baseline(corpus, chunk_size=400, k=3, progress=False),
+        rag_baseline(corpus, chunk_size=400, k=3, progress=False),
         tmp_path / "eval",
         reader=ModelSettings(spec=MODEL, base_url=a.base_url),
         judge=ModelSettings(spec=MODEL, base_url=b.base_url, api_key_env="B_KEY"),
         progress=False,
     )
-    assert summary["answered"] > 0 and summary["judges"]["correctness"]["judged"] == summary["answered"]
-    assert kinds(a, since) == {"answer": summary["answered"]}
-    assert kinds(b) == {"judge": summary["answered"]}
+    assert summary.answered > 0 and summary.judges["correctness"].judged == summary.answered
+    assert kinds(a, since) == {"answer": summary.answered}
+    assert kinds(b) == {"judge": summary.answered}
     no_key_in(tmp_path / "eval")
 
 

@@ -1,4 +1,5 @@
-"""The wheel holds the library and its prompts, and none of the test stand-ins.
+"""The wheel holds the library and its prompts, and none of the test stand-ins; installed on its
+own, its public API imports.
 
 The wheel is built in-process by the project's own build backend (hatchling, as `pip wheel .`
 would), from this checkout, so the test sees exactly the file selection of `pyproject.toml`.
@@ -6,6 +7,9 @@ would), from this checkout, so the test sees exactly the file selection of `pypr
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -40,3 +44,32 @@ def test_the_wheel_holds_no_stand_in(wheel: Path) -> None:
     # By content: no stand-in module under any other name either.
     copies = {name for name, data in shipped.items() if data.strip() and data in stand_ins.values()}
     assert copies == set()
+
+
+# Run with only the installed wheel's qagen on the path (its dependencies come from this environment).
+PUBLIC_API = """
+import sys
+import qagen
+assert qagen.__file__.startswith(sys.argv[1]), qagen.__file__
+qagen.build; qagen.evaluate; qagen.push; qagen.report; qagen.rag_baseline
+print(qagen.__version__)
+"""
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_exports_the_public_api(wheel: Path, tmp_path: Path) -> None:
+    # `pip install qagen` installs the wheel, not the checkout: a module missing from it fails here.
+    target, elsewhere = tmp_path / "site", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    install = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)]
+    installed = subprocess.run([*install, "-q"], capture_output=True, text=True, timeout=300, check=False)
+    assert installed.returncode == 0, installed.stderr
+    env = {**os.environ, "PYTHONPATH": str(target)}  # the checkout is neither on the path nor the cwd
+    done = subprocess.run(
+        [sys.executable, "-c", PUBLIC_API, str(target)], cwd=elsewhere, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    import qagen
+
+    assert done.stdout.strip() == qagen.__version__

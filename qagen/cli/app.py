@@ -12,6 +12,7 @@ import click
 
 from qagen import __version__
 from qagen.cli.build_settings import config_from_options
+from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import BUILD_OPTIONS, batch_from_options, batch_options, output_options, update_corpus_option
@@ -24,6 +25,7 @@ def main() -> None:
 
     \b
     qagen build docs/ --out run --n-generations 200     # everything, resumable
+    qagen init && qagen build --config qagen.toml        # the settings in a file
     qagen chunk / generate / critique / filter           # one stage at a time on a run directory
     qagen evaluate run --baseline bm25 --corpus docs/ --out eval
 
@@ -41,8 +43,20 @@ def main() -> None:
     """
 
 
-@main.command()
+# The options `qagen build --help` lists: those set most often. Every other option keeps working and
+# is a key of the config file (docs/configuration.md lists them all, with their flags).
+BUILD_SHOWN = (
+    "config", "out", "hf_dataset", "model", "base_url", "critic_model", "n_generations", "chunk_size", "seed",
+    "audience", "min_score", "concurrency", "max_cost", "batch", "dry_run", "update_corpus", "push_repo", "public",
+    "quiet",
+)  # fmt: skip
+
+
+@main.command(epilog="More settings (each model's server, key and temperature, chunking, thresholds, retries, caps, "
+    "prices) are keys of a --config file, each with a flag of its own: `qagen init` writes a starter file "
+    "explaining every one; docs/configuration.md lists them with their flags.")  # fmt: skip
 @click.argument("corpus", required=False, type=click.Path(path_type=Path))
+@config_option("build")
 @click.option(
     "--out",
     "-o",
@@ -105,14 +119,15 @@ def build(
             err=True,
         )
         sys.exit(3)
-    click.echo(
-        f"\nkept {result.summary['funnel']['kept']} questions: {out / 'dataset'} (every draft: {out / 'candidates'})"
-    )
+    click.echo(f"\nkept {result.summary.funnel.kept} questions: {out / 'dataset'} (every draft: {out / 'candidates'})")
     if push_repo:
         from qagen.publish.push import push_run
 
         pushed = push_run(out, push_repo, private=not public)
         click.echo(f"pushed to {pushed.url} ({'private' if pushed.private else 'public'})")
+
+
+show_only(build, BUILD_SHOWN)
 
 
 def run() -> None:
@@ -141,6 +156,7 @@ def _register_commands() -> None:
     """Commands defined in their own modules (they import their heavy parts only when run)."""
     from qagen.cli.batch import batch, status
     from qagen.cli.evaluate import evaluate, report
+    from qagen.cli.init import init
     from qagen.cli.push import push
     from qagen.cli.review import agreement, review
     from qagen.cli.stages import chunk, critique, filter_command, generate
@@ -151,6 +167,7 @@ def _register_commands() -> None:
     main.add_command(report)
     main.add_command(review)
     main.add_command(agreement)
+    main.add_command(init)
 
 
 _register_commands()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -18,6 +18,9 @@ from qagen.cli.options import (
     sample_options,
     threshold_options,
 )
+
+if TYPE_CHECKING:
+    from qagen.runs.batch.offline import Imported
 
 
 @click.group()
@@ -76,20 +79,48 @@ def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: A
 @click.argument("results", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @friendly_errors
 def import_command(run_dir: Path, results: Path) -> None:
-    """Read a batch runner's RESULTS file (Batch API output format) into RUN_DIR."""
-    from qagen.runs.batch.offline import import_results
+    """Read a batch runner's RESULTS file (Batch API output format) into RUN_DIR, and record its answers."""
+    from qagen.runs.batch.offline import export_requests, import_results
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()
-    with RunDir(run_dir).locked():
+    with RunDir(run_dir).locked() as run:
         imported = import_results(run_dir, results)
+        # The answers become records now (so `filter` and `status` see them), and the next round is counted.
+        left = export_requests(run.stored_config(), run_dir, None)
+    click.echo(_import_report(imported, results))
+    if left == 0:
+        click.echo(f"nothing left to request: run `qagen filter {run_dir}` to write the dataset")
+    else:
+        click.echo(f"next: `qagen batch export {run_dir}` ({left} requests)")
+
+
+def _import_report(imported: Imported, results: Path) -> str:
+    """What an import counted: answers, and apart, what it ignored and what is asked again."""
     if not imported.new:
-        click.echo(f"{results} was imported before; nothing changed")
-        return
-    click.echo(
-        f"{imported.answered} answers imported ({imported.errors} errors: asked again by the next export); "
-        f"next: `qagen batch export {run_dir}`"
-    )
+        return f"{results} was imported before; nothing changed"
+    asked_again = [
+        (imported.errors, "error line", "error lines"),
+        (imported.malformed, "reply that is no chat completion", "replies that are no chat completion"),
+        (imported.missing, "request with no line", "requests with no line"),
+    ]
+    ignored = [
+        (imported.answered_before, "answer imported before", "answers imported before"),
+        (imported.duplicates, "second line for a request", "second lines for a request"),
+        (imported.unknown, "line for no request of the export", "lines for no request of the export"),
+    ]
+    report = f"{imported.answered} answers imported for {imported.requests} exported requests"
+    again = _counted(asked_again)
+    if again:
+        report += f"; {again}: asked again by the next export"
+    skipped = _counted(ignored)
+    if skipped:
+        report += f"; ignored: {skipped}"
+    return report
+
+
+def _counted(parts: list[tuple[int, str, str]]) -> str:
+    return ", ".join(f"{count} {one if count == 1 else many}" for count, one, many in parts if count)
 
 
 @click.command()

@@ -8,16 +8,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.evaluate_grid import GridPoint, dense_index_notes, grid_points, split_list
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
+from qagen.evaluate.judges.registry import ALL, LLM_METRICS
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.runs.batch.executor import BatchesRunningError
 
 if TYPE_CHECKING:
+    from qagen.evaluate.records import EvalSummary
     from qagen.evaluate.systems.rerank.specs import RerankSpec
 
 # The settings the evaluator's notes name (`select_metrics`).
@@ -40,8 +43,49 @@ def _int_list(value: str, name: str) -> list[int]:
     return numbers
 
 
-@click.command()
+def metrics_help() -> str:
+    """The `--metrics` help: every LLM metric with what it measures, by group, then the other groups."""
+    by_group: dict[str, list[str]] = {}
+    for spec in LLM_METRICS.values():
+        by_group.setdefault(spec.group, []).append(
+            f"{spec.name}: {spec.help}" if spec.name != spec.group else spec.name
+        )
+    singles = [f"{group} ({LLM_METRICS[group].help})" for group, names in by_group.items() if names == [group]]
+    parts = [*singles, *(f"{group} ({'; '.join(names)})" for group, names in by_group.items() if names != [group])]
+    return (
+        f"Comma list of metrics or groups: {'; '.join(parts)}; retrieval (hit@k, MRR, NDCG); text (ROUGE-L "
+        f"recall, token F1); {ALL}."
+    )
+
+
+def metrics_option_help() -> str:
+    return f"{metrics_help()} Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note)."
+
+
+class _MetricsOption(click.Option):
+    """`--metrics`, whose help lists the metrics registered when it is shown (one registered after
+    the CLI was imported too)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = metrics_option_help()
+        return super().get_help_record(ctx)
+
+
+# The options `qagen evaluate --help` lists: those set most often. Every other option keeps working and
+# is a key of the config file (docs/configuration.md lists them all, with their flags).
+EVALUATE_SHOWN = (
+    "config", "out", "answers", "rag_callable", "endpoint", "baseline", "corpus", "chunk_size", "k_values", "rerank",
+    "model", "judge_model", "base_url", "metrics", "embeddings", "concurrency", "batch", "quiet",
+)  # fmt: skip
+
+
+@click.command(
+    epilog="More settings (each model's server, key and output cap, the test set's columns, the reranker's "
+    "candidates, retries) are keys of a --config file, each with a flag of its own: `qagen init` writes a starter "
+    "file explaining every one; docs/configuration.md lists them with their flags."
+)
 @click.argument("dataset")
+@config_option("evaluate")
 @click.option(
     "--out",
     "-o",
@@ -145,9 +189,10 @@ def _int_list(value: str, name: str) -> list[int]:
 )
 @click.option(
     "--metrics",
+    cls=_MetricsOption,
     default="correctness,retrieval,text",
     show_default=True,
-    help="Comma list: correctness, faithfulness, answer_relevancy, context_precision, context_recall, context_relevance, correct, relevant, grounded, retrieval_relevant; groups ragas, graders, retrieval (hit@k, MRR, NDCG), text (ROUGE-L recall, token F1), all. Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note).",
+    help=metrics_option_help(),
 )
 @click.option(
     "--embeddings",
@@ -308,29 +353,33 @@ def _print_warning(warning: str, shown: set[str]) -> None:
         click.echo(f"warning: {in_cli_terms(warning, WARNING_SETTINGS)}", err=True)
 
 
-def _outcome(target: Path, summary: dict[str, Any]) -> str:
+def _outcome(target: Path, summary: EvalSummary) -> str:
     """What happened to the questions and the judges, in a few lines (the counts of summary.json)."""
-    lines = [f"{target}: {summary['answered']}/{summary['questions']} questions answered"]
-    if summary["failed_by_reason"]:
-        reasons = ", ".join(f"{reason}: {n}" for reason, n in summary["failed_by_reason"].items())
+    lines = [f"{target}: {summary.answered}/{summary.questions} questions answered"]
+    if summary.failed_by_reason:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in summary.failed_by_reason.items())
         lines.append(f"  not answered: {reasons}")
-    if summary["retrieved_nothing"]:
+    if summary.retrieved_nothing:
         lines.append(
-            f"  {summary['retrieved_nothing']} rows retrieved nothing: scored 0 on the retrieval metrics, as ragas does"
+            f"  {summary.retrieved_nothing} rows retrieved nothing: scored 0 on the retrieval metrics, as ragas does"
         )
-    for metric, counts in summary["judges"].items():
-        parts = [f"{counts['judged']} judged"]
-        if counts["undefined"]:
-            parts += [f"{n} {reason} (no value, as in ragas)" for reason, n in counts["undefined"].items()]
-        if counts["failed"]:
-            reasons = ", ".join(f"{reason}: {n}" for reason, n in counts["failures"].items())
-            parts.append(f"{counts['failed']} judge failures ({reasons})")
+    for metric, counts in summary.judges.items():
+        parts = [f"{counts.judged} judged"]
+        if counts.undefined:
+            parts += [f"{n} {reason} (no value, as in ragas)" for reason, n in counts.undefined.items()]
+        if counts.failed:
+            reasons = ", ".join(f"{reason}: {n}" for reason, n in counts.failures.items())
+            parts.append(f"{counts.failed} judge failures ({reasons})")
         if len(parts) > 1:
             lines.append(f"  {metric}: {', '.join(parts)}")
-    for role, spend in summary.get("batch", {}).items():
-        cost, online = spend["cost_usd"], spend["online_cost_usd"]
-        price = f"${cost:.4f} at batch prices instead of ${online:.4f} online" if cost is not None else "price unknown"
-        lines.append(f"  {role} calls in batches: {spend['calls']} ({price})")
+    for role, spend in summary.batch.items():
+        cost, online = spend.cost_usd, spend.online_cost_usd
+        price = (
+            f"${cost:.4f} at batch prices instead of ${online:.4f} online"
+            if cost is not None and online is not None
+            else "price unknown"
+        )
+        lines.append(f"  {role} calls in batches: {spend.calls} ({price})")
     return "\n".join(lines)
 
 
@@ -384,11 +433,14 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
     )
 
 
+show_only(evaluate, EVALUATE_SHOWN)
+
+
 @click.command()
 @click.argument("eval_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option(
     "--chart",
-    "chart_path",
+    "chart",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
     help="Also write a bar chart of the runs to this PNG file (needs matplotlib: pip install 'qagen[plot]').",
@@ -398,16 +450,14 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
 )
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path, dir_okay=False), default=None, hidden=True)
 @friendly_errors
-def report(eval_dirs: tuple[Path, ...], chart_path: Path | None, metric: str | None, plot_path: Path | None) -> None:
+def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, plot_path: Path | None) -> None:
     """Compare evaluation directories: metrics with 95% intervals and paired tests; a bar chart with --chart."""
-    from qagen.evaluate.report import bar_chart, chart_metric, comparison_table, load_runs, require_matplotlib
+    from qagen.evaluate.report import report as compare
 
-    chart = chart_path or plot_path  # --plot: the option's name before --chart, still accepted
+    chart = chart or plot_path  # --plot: the option's name before --chart, still accepted
     if metric is not None and chart is None:
         raise click.UsageError("--metric chooses the chart's metric: give --chart PATH too.")
-    if chart is not None:
-        require_matplotlib()
-    runs = load_runs(list(eval_dirs))
-    click.echo(comparison_table(runs))
-    if chart is not None:
-        click.echo(f"\nchart: {bar_chart(runs, metric or chart_metric(runs), chart)}")
+    compared = compare(eval_dirs, chart=chart, metric=metric)
+    click.echo(compared.table)
+    if compared.chart is not None:
+        click.echo(f"\nchart: {compared.chart}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -27,6 +27,9 @@ from qagen.cli.options import (
 )
 from qagen.config import BuildRole
 from qagen.errors import QagenError
+
+if TYPE_CHECKING:
+    from qagen.records import Funnel
 
 _RUN_DIR = click.Path(path_type=Path, exists=True, file_okay=False)
 # The options that decide which drafts pass: a critique that is to decide the drafts a re-filter
@@ -149,13 +152,13 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
         for name in _DECIDING
         if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
     )
-    for note in undecided_notes(summary["funnel"], run_dir, deciding):
+    for note in undecided_notes(summary.funnel, run_dir, deciding):
         click.echo(note)
 
 
-def undecided_notes(funnel: dict[str, Any], run_dir: Path, options: str = "") -> list[str]:
+def undecided_notes(funnel: Funnel, run_dir: Path, options: str = "") -> list[str]:
     """One sentence per stage with undecided chunks: what they wait for, and the command that decides them."""
-    undecided, calls = funnel.get("undecided", {}), funnel.get("undecided_calls", {})
+    undecided, calls = funnel.undecided, funnel.undecided_calls
     given = f" {options}" if options else ""
     notes: list[str] = []
     if undecided.get("generation"):

@@ -15,32 +15,27 @@ from langchain_core.runnables import Runnable
 from qagen import __version__
 from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.input_checks import check_inputs
-from qagen.evaluate.judges.registry import LLM_METRICS, Embed
+from qagen.evaluate.judges.registry import LLM_METRICS, Embed, metric_groups
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
+from qagen.evaluate.records import EvalSummary
 from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.stamp import EvalStamp
 from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the baseline with any retriever
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
-from qagen.evaluate.systems.protocol import RagSystem, ReaderSystem, SystemFactory
-from qagen.evaluate.systems.rerank.base import Reranker
-from qagen.evaluate.systems.rerank.specs import make_reranker, parse_rerank
+from qagen.evaluate.systems.protocol import ReaderSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
-from qagen.llm.client import LLMClient, ModelSettings
+from qagen.llm.client import ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.task import Role
 from qagen.question_types import scoring_of
 from qagen.runs.batch.executor import batch_executor
+from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.store import write_json_atomic
 
 DEFAULT_METRICS = ("correctness", "retrieval", "text")
-METRIC_GROUPS = {
-    "ragas": ("faithfulness", "answer_relevancy", "context_precision", "context_recall", "context_relevance"),
-    "graders": ("correct", "relevant", "grounded", "retrieval_relevant"),
-}
-METRIC_GROUPS["all"] = ("correctness", *METRIC_GROUPS["ragas"], *METRIC_GROUPS["graders"], *DETERMINISTIC_GROUPS)
 
 
 def _print_note(note: str) -> None:
@@ -60,6 +55,7 @@ def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> t
     """
     chosen: list[str] = []
     notes: list[str] = []
+    groups = metric_groups()  # read now: a metric registered after import is in its group and `all`
     for raw in names:
         name = raw.strip()
         if not name:
@@ -69,9 +65,9 @@ def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> t
                 "answer_relevancy compares embeddings: give an embeddings model with `embeddings`.",
                 settings=("embeddings",),
             )
-        for part in METRIC_GROUPS.get(name, (name,)):
+        for part in groups.get(name, (name,)):
             if part not in LLM_METRICS and part not in DETERMINISTIC_GROUPS:
-                known = sorted([*LLM_METRICS, *DETERMINISTIC_GROUPS, *METRIC_GROUPS])
+                known = sorted([*LLM_METRICS, *DETERMINISTIC_GROUPS, *groups])
                 raise ConfigError(f"Unknown metric '{part}'; choose from {', '.join(known)}.")
             if part == "answer_relevancy" and not embeddings:
                 note = f"answer_relevancy left out of '{name}': it needs an embeddings model (`embeddings`)."
@@ -126,14 +122,14 @@ def evaluate(
     on_note: Callable[[str], None] = _print_note,
     on_warning: Callable[[str], None] = _print_warning,
     batch: BatchOptions | None = None,
-) -> dict[str, Any]:
+) -> EvalSummary:
     """Run `system` over the test set's questions, judge and score the answers; return the summary.
 
     `testset` is a `TestSet`, or what `load_testset` reads: a qagen run directory, a saved
     dataset, a Hub dataset id, or a .jsonl/.csv file with question and reference-answer columns.
     `system` is a RAG system (an object with `name` and `async answer(question) -> RagOutput`), any
     callable `question -> str | {answer, contexts, sources}` (sync or async), a LangChain Runnable,
-    or a `SystemFactory` that builds the system with the reader's client (e.g. `bm25_baseline(...)`).
+    or a `SystemFactory` that builds the system with the reader's client (e.g. `rag_baseline(...)`).
     `judge` and `reader` are each a spec (`openai:gpt-4o-mini`), a `ModelSettings` (base URL,
     timeout, retries), a LangChain chat model, or a ready `LLMClient`. Reader and judge calls share
     one bound, `concurrency`, and one `rpm` limit.
@@ -190,7 +186,7 @@ def evaluate(
         models["judge"] = judge
     if reader is not None:
         models["reader"] = reader
-    summary: dict[str, Any] = {}
+    summaries: list[EvalSummary] = []  # the one summary `main` makes or finds
 
     async def main() -> None:
         clients = Clients.connect(models, limits)
@@ -220,16 +216,16 @@ def evaluate(
             stamp = EvalStamp.of(evaluation, about)
             stored = stamp.settled_summary()
             if stored is not None:
-                summary.update(stored)  # nothing changed since a run that left nothing to do
+                summaries.append(stored)  # nothing changed since a run that left nothing to do
                 return
             stamp.clear()
             executor = (
-                Executor(clients, workers=limits.concurrency)
+                Executor(clients, workers=limits.concurrency, answers=Journal(out))
                 if batch is None
                 else batch_executor(_with_system_reader(clients, target), out, batch)
             )
             await evaluation.run(executor, progress=progress, system_slots=limits.concurrency)
-            summary.update(evaluation.write_results(**about))
+            summaries.append(evaluation.write_results(**about))
             executor.clients.check_failure_rates()
             if evaluation.settled:
                 stamp.write()
@@ -239,6 +235,7 @@ def evaluate(
             await clients.aclose()
 
     run_coroutine(main())
+    summary = summaries[0]
     _raise_if_nothing_succeeded(summary, out)
     return summary
 
@@ -251,23 +248,23 @@ def _with_system_reader(clients: Clients, system: Any) -> Clients:
     return clients
 
 
-def _raise_if_nothing_succeeded(summary: dict[str, Any], out: Path) -> None:
+def _raise_if_nothing_succeeded(summary: EvalSummary, out: Path) -> None:
     """An evaluation that answered no question, or whose judge could read no verdict, measured
     nothing: one sentence on why (results and summary are written first, to look at)."""
-    questions, answered = summary["questions"], summary["answered"]
+    questions, answered = summary.questions, summary.answered
     if questions and not answered:
-        reasons = summary["failed_by_reason"]
+        reasons = summary.failed_by_reason
         commonest = max(reasons, key=reasons.__getitem__) if reasons else "unknown"
         raise NothingUsableError(
             f"None of the {questions} questions was answered (mostly {commonest}); "
             f"every row is in {out / 'results.jsonl'}."
         )
-    for metric, counts in summary["judges"].items():
-        if counts["judged"] == 0 and counts["failed"] > 0:
-            failures = counts["failures"]
+    for metric, counts in summary.judges.items():
+        if counts.judged == 0 and counts.failed > 0:
+            failures = counts.failures
             commonest = max(failures, key=failures.__getitem__)
             raise NothingUsableError(
-                f"The {metric} judge could read none of the {counts['failed']} verdicts it was asked for "
+                f"The {metric} judge could read none of the {counts.failed} verdicts it was asked for "
                 f"(mostly {commonest}; e.g. {_example_reply(out, metric, commonest)!r}); "
                 f"every reply is in {out / 'results.jsonl'}."
             )
@@ -283,38 +280,6 @@ def _example_reply(out: Path, metric: str, reason: str) -> str:
                 text = raw[-1] if isinstance(raw, list) and raw else raw
                 return " ".join(str(text or "").split())[:160]
     return ""
-
-
-def bm25_baseline(
-    corpus: Path | str,
-    *,
-    chunk_size: int = 2000,
-    k: int = 7,
-    progress: bool = True,
-    rerank: str | Reranker | None = None,
-    rerank_url: str | None = None,
-    **options: Any,
-) -> SystemFactory:
-    """The bundled baseline as a system for `evaluate` (give `reader=` there): BM25 over `corpus`
-    chunked like `qagen build`, top `k` chunks, answered by the reader with the notebook's prompt.
-    `rerank` reorders the retrieved candidates (`rerank_top` of them) before the reader reads the
-    top `k`: `cross-encoder:PATH`, `endpoint:MODEL` (served at `rerank_url`, else the reader's
-    server), `reader` (the reader model, listwise), `none`, or a `Reranker`.
-    `options` go to `BM25Baseline` (chunk_overlap, length_unit, index_dir, rerank_top...)."""
-    if isinstance(rerank, str):
-        parse_rerank(rerank)  # a misspelt reranker fails now, before any work
-
-    def build(reader: LLMClient | None) -> RagSystem:
-        from qagen.evaluate.systems.baseline import BM25Baseline
-
-        if reader is None:
-            raise ConfigError("The BM25 baseline needs a reader model (`reader`).", settings=("reader",))
-        reranker = make_reranker(rerank, reader.settings, rerank_url=rerank_url)
-        return BM25Baseline(
-            corpus, reader=reader, chunk_size=chunk_size, k=k, progress=progress, reranker=reranker, **options
-        )
-
-    return SystemFactory(build)
 
 
 def _record_settings(

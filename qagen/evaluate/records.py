@@ -6,25 +6,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from qagen.evaluate.metrics.evidence import Evidence
 from qagen.failures import Failure
 from qagen.records import BatchSpend, Record, Usage
 
 
-class EvalItem(BaseModel):
+class EvalItem(Record):
     """One question of a test set, with what is known about where its answer lives."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     id: str = Field(description="Stable id: the dataset's `id` column, else a hash of the question.")
-    question: str
+    question: str = Field(description="The question.")
     true_answer: str = Field(description="The reference answer.")
     source_doc: str | None = Field(default=None, description="The document the question was drafted from.")
     context: str | None = Field(default=None, description="The chunk the question was drafted from.")
     start_index: int | None = Field(default=None, description="The chunk's character offset in source_doc.")
-    end_index: int | None = None
+    end_index: int | None = Field(default=None, description="start_index + the chunk's length.")
     question_type: str | None = Field(
         default=None,
         description="The question's type (`qagen.question_types`): how its answers are scored; None when the "
@@ -37,56 +35,39 @@ class EvalItem(BaseModel):
     )
 
 
-class RetrievedContext(BaseModel):
+class RetrievedContext(Record):
     """A passage the RAG system retrieved, with its source and offsets when the system knows them."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    text: str
-    source: str | None = None
-    start_index: int | None = None
-    end_index: int | None = None
+    text: str = Field(description="The passage's text.")
+    source: str | None = Field(default=None, description="Its document, when the system reports it.")
+    start_index: int | None = Field(default=None, description="Its character offset in that document, when known.")
+    end_index: int | None = Field(default=None, description="start_index + the passage's length, when known.")
 
 
-class RagOutput(BaseModel):
+class RagOutput(Record):
     """What the RAG system under test answered, and what it retrieved (best first)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     answer: str | None = Field(description="None when the system failed to answer (see `error`).")
-    contexts: list[RetrievedContext] = Field(default_factory=list)
+    contexts: list[RetrievedContext] = Field(default_factory=list, description="The retrieved passages, best first.")
     error: str = Field(default="", description="Why there is no answer; empty when there is one.")
-    usage: Usage = Usage()
+    usage: Usage = Field(default=Usage(), description="Tokens the system reported for this answer.")
 
     def retrieved_nothing(self, k: int) -> bool:
         """The system answered, and none of its top `k` contexts holds any text."""
         return self.answer is not None and not any(context.text.strip() for context in self.contexts[:k])
 
 
-class JudgeVerdict(BaseModel):
+class JudgeVerdict(Record):
     """One LLM judge's reading of one answer: a value, or a recorded failure with the raw reply."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    metric: str
+    metric: str = Field(description="The metric the judge scored.")
     value: float | None = Field(description="The metric's value (raw score for 1-5 judges); None when it failed.")
     failure: Failure | None = Field(default=None, description="Why there is no value; None when there is one.")
     raw: list[str] = Field(default_factory=list, description="Every judge reply this verdict was read from.")
     detail: dict[str, object] = Field(
         default_factory=dict, description="Metric-specific parts (statements, verdicts...)."
     )
-    usage: Usage = Usage()
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_reason(cls, data: Any) -> Any:
-        # Verdicts written before `Failure` existed kept a `reason` string.
-        if isinstance(data, dict) and "reason" in data:
-            data = dict(data)
-            reason = data.pop("reason")
-            if reason:
-                data["failure"] = Failure.from_reason(reason)
-        return data
+    usage: Usage = Field(default=Usage(), description="Tokens of every judge call behind this verdict.")
 
     @property
     def reason(self) -> str:
@@ -94,26 +75,22 @@ class JudgeVerdict(BaseModel):
         return self.failure.reason if self.failure is not None else ""
 
 
-class AnswerRecord(BaseModel):
+class AnswerRecord(Record):
     """The RAG system's output for one question, as stored in `answers.jsonl`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     id: str = Field(description="Hash of the question and the system's identity (its name and settings).")
-    item_id: str
-    system: str
-    output: RagOutput
+    item_id: str = Field(description="The question's id (`EvalItem.id`).")
+    system: str = Field(description="The system's name.")
+    output: RagOutput = Field(description="What the system answered and retrieved.")
 
 
-class JudgementRecord(BaseModel):
+class JudgementRecord(Record):
     """One judge's verdict on one answer, as stored in `judgements.jsonl`."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     id: str = Field(description="`JudgeTask.key`: the answer, contexts, reference, metric, model and prompts.")
-    item_id: str
-    judge_model: str
-    verdict: JudgeVerdict
+    item_id: str = Field(description="The question's id (`EvalItem.id`).")
+    judge_model: str = Field(description="Model spec of the judge.")
+    verdict: JudgeVerdict = Field(description="What the judge made of the answer.")
 
     @property
     def failure(self) -> Failure | None:
@@ -287,19 +264,23 @@ class EvalUsage(Record):
     judge: Usage = Field(description="Tokens the judges used.")
 
 
-class EvalSummary(Record):
-    """An evaluation's `summary.json`.
+class EvalSummary(ResultsSummary):
+    """An evaluation's `summary.json`, and what `qagen.evaluate` returns: the metrics and counts of
+    the results rows (`ResultsSummary`'s fields: `summary.metrics["correctness"].mean`,
+    `summary.answered`...), with what was evaluated, how, and what it used.
 
-    Written flat: `about` (what the caller records: the models, the system's settings, notes)
-    after `testset`, then `scores`' fields, then the skipped rows and the usage. Like
-    `ResultRow`, the flat form is for the file only.
+    Written flat, in the order `system`, `judge_model`, `testset`, then `about`'s entries, then the
+    metrics and counts, the skipped rows, the usage and the batch spend; `model_validate` reads that
+    flat form back (a key that is no field belongs to `about`).
     """
 
     system: str = Field(description="The system's name.")
     judge_model: str | None = Field(description="Model spec of the judge; None when no LLM metric was asked.")
     testset: str = Field(description="Where the questions came from.")
-    about: dict[str, Any] = Field(description="What the caller recorded about the run, as it gave it.")
-    scores: ResultsSummary = Field(description="The metrics and counts computed from the results rows.")
+    about: dict[str, Any] = Field(
+        description="What the caller recorded about the run (models, the system's settings, notes, warnings), "
+        "as it gave it."
+    )
     skipped_rows: list[SkippedRow] = Field(description="Test set rows that could not be used.")
     usage: EvalUsage = Field(description="Tokens used, by the system and by the judges.")
     batch: dict[str, BatchSpend] = Field(
@@ -308,12 +289,25 @@ class EvalSummary(Record):
         "judges: their cost at batch prices and at online prices. Empty when every call was made online.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "about" not in data:
+            fields = cls.model_fields
+            about = {key: value for key, value in data.items() if key not in fields}
+            data = {key: value for key, value in data.items() if key in fields} | {"about": about}
+        return data
+
     @model_serializer(mode="wrap")
     def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
         flat: dict[str, Any] = {}
-        for name, value in handler(self).items():
-            if name in ("about", "scores"):
+        for name in ("system", "judge_model", "testset", "about", *ResultsSummary.model_fields):
+            if name not in data:
+                continue
+            value = data.pop(name)
+            if name == "about":
                 flat.update(value)
             else:
                 flat[name] = value
-        return flat
+        return flat | data  # then the skipped rows, the usage and the batch spend

@@ -5,17 +5,18 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from qagen.errors import QagenError
-from qagen.evaluate.metrics.statistics import paired_test
-from qagen.evaluate.results import UNDEFINED, current_name, row_column, row_value, summary_value
+from qagen.errors import ConfigError, QagenError
+from qagen.evaluate.metrics.statistics import PairedResult, paired_test
+from qagen.evaluate.results import UNDEFINED, row_column, summary_value
 
 P_RESAMPLES = 10_000
 """Random sign patterns behind a paired test's p-value when there are more than this many patterns
@@ -50,7 +51,7 @@ class EvalRun:
         try:
             summary = json.loads(summary_file.read_text(encoding="utf-8"))
             k = summary.get("k")
-            summary["metrics"] = {current_name(name, k): stats for name, stats in summary["metrics"].items()}
+            _refuse_earlier_names(path, summary["metrics"])
             ids, values = _read_scores(results_file, {name: row_column(name, k) for name in summary["metrics"]})
         except ValueError as exc:
             raise QagenError(f"{path} holds an unreadable summary.json or results.jsonl ({exc}).") from exc
@@ -64,6 +65,20 @@ class EvalRun:
             return {}
         pairs = zip(self.question_ids, column.tolist(), strict=True)
         return {question: value for question, value in pairs if not math.isnan(value)}
+
+
+_EARLIER_NAMES = re.compile(r"mrr|chunk_.*")
+"""Metric names of evaluations made by qagen before its first release (`mrr` without its cutoff, the
+`chunk_*` metrics that the `evidence_*` ones replaced)."""
+
+
+def _refuse_earlier_names(path: Path, metrics: dict[str, Any]) -> None:
+    earlier = sorted(name for name in metrics if _EARLIER_NAMES.fullmatch(name))
+    if earlier:
+        raise QagenError(
+            f"{path} was written by an earlier qagen (its metrics {', '.join(earlier)} are no longer made); "
+            "run `qagen evaluate` again into a new `out` directory to compare it."
+        )
 
 
 def _read_scores(results: Path, columns: dict[str, str]) -> tuple[list[str], dict[str, list[float]]]:
@@ -80,7 +95,7 @@ def _read_scores(results: Path, columns: dict[str, str]) -> tuple[list[str], dic
                 raise ValueError(f"line {number} of results.jsonl is not a results row with an id")
             ids.append(row["id"])
             for name, column in columns.items():
-                value = row_value(row, column)
+                value = row.get(column)
                 values[name].append(math.nan if value is None else summary_value(column, float(value)))
     return ids, values
 
@@ -102,58 +117,85 @@ def chart_metric(runs: list[EvalRun]) -> str:
     return "correctness" if "correctness" in names else names[0]
 
 
-def comparison_table(runs: list[EvalRun]) -> str:
-    """Metrics as rows, runs as columns: mean [95% interval], the questions it is over (n) and those
-    without a value; then paired differences vs the first run, and what the counts hold.
+class PairedDifference(NamedTuple):
+    """One metric of one run minus the same metric of the first run, question by question."""
 
-    The paired test compares the runs question by question, on the question ids both have a value
-    for (see `statistics.paired_test`); metrics with fewer than two shared questions are left out.
+    metric: str
+    run: str
+    """The run's label."""
+    baseline: str
+    """The first run's label."""
+    test: PairedResult
+    """The mean difference, its 95% interval, the sign-flip test's p-value and the shared questions."""
+
+
+def paired_differences(runs: Sequence[EvalRun]) -> list[PairedDifference]:
+    """Every metric of every run after the first against the first, on the question ids both have a
+    value for (see `statistics.paired_test`); metrics with fewer than two shared questions are left out."""
+    differences: list[PairedDifference] = []
+    if len(runs) < 2:
+        return differences
+    base = runs[0]
+    for metric in _metrics(runs):
+        first = base.values(metric)
+        for other in runs[1:]:
+            second = other.values(metric)
+            shared = sorted(first.keys() & second.keys())
+            if len(shared) < 2:
+                continue
+            test = paired_test([second[i] for i in shared], [first[i] for i in shared], n_resamples=P_RESAMPLES)
+            differences.append(PairedDifference(metric, other.label, base.label, test))
+    return differences
+
+
+def _metrics(runs: Sequence[EvalRun]) -> list[str]:
+    """Every summary metric of the runs, in the order they first appear."""
+    return list(dict.fromkeys(name for run in runs for name in run.summary["metrics"]))
+
+
+def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference] | None = None) -> str:
+    """Metrics as rows, runs as columns: mean [95% interval], the questions it is over (n) and those
+    without a value; then the paired differences vs the first run (`paired_differences`, computed
+    here unless given), and what the counts hold.
+
     Its p-value is shown to the precision its Monte Carlo error allows (`format_p_value`).
     """
-    metrics = list(dict.fromkeys(name for run in runs for name in run.summary["metrics"]))
     header = ["metric", *(run.label for run in runs)]
     lines = [header]
-    for metric in metrics:
+    for metric in _metrics(runs):
         lines.append([metric, *(_cell(run.summary["metrics"].get(metric)) for run in runs)])
     text = _format(lines)
     per_type = _per_type(runs)
     if per_type:
         text += "\n\nper question type:\n" + per_type
-    if len(runs) > 1:
-        paired = [["metric", "runs", "mean diff [95% CI]", "p", "shared"]]
-        base = runs[0]
-        for metric in metrics:
-            first = base.values(metric)
-            for other in runs[1:]:
-                second = other.values(metric)
-                shared = sorted(first.keys() & second.keys())
-                if len(shared) < 2:
-                    continue
-                result = paired_test([second[i] for i in shared], [first[i] for i in shared], n_resamples=P_RESAMPLES)
-                paired.append(
-                    [
-                        metric,
-                        f"{other.label} - {base.label}",
-                        f"{result.mean_diff:+.3f} [{result.low:+.3f}, {result.high:+.3f}]",
-                        format_p_value(result.p_value, result.n),
-                        str(result.n),
-                    ]
-                )
-        if len(paired) > 1:
-            text += "\n\npaired on shared questions:\n" + _format(paired)
-            text += (
-                f"\np: two-sided sign-flip test; exact up to {P_RESAMPLES:,} sign patterns "
-                f"({int(math.log2(P_RESAMPLES))} questions), "
-                f"beyond that estimated from {P_RESAMPLES:,} random ones, shown ± its standard error, "
-                "or as a bound when no random pattern reached the observed difference."
+    differences = paired_differences(runs) if paired is None else paired
+    if differences:
+        rows = [["metric", "runs", "mean diff [95% CI]", "p", "shared"]]
+        for difference in differences:
+            test = difference.test
+            rows.append(
+                [
+                    difference.metric,
+                    f"{difference.run} - {difference.baseline}",
+                    f"{test.mean_diff:+.3f} [{test.low:+.3f}, {test.high:+.3f}]",
+                    format_p_value(test.p_value, test.n),
+                    str(test.n),
+                ]
             )
+        text += "\n\npaired on shared questions:\n" + _format(rows)
+        text += (
+            f"\np: two-sided sign-flip test; exact up to {P_RESAMPLES:,} sign patterns "
+            f"({int(math.log2(P_RESAMPLES))} questions), "
+            f"beyond that estimated from {P_RESAMPLES:,} random ones, shown ± its standard error, "
+            "or as a bound when no random pattern reached the observed difference."
+        )
     notes = list(_notes(runs))
     if notes:
         text += "\n\n" + "\n".join(notes)
     return text
 
 
-def _per_type(runs: list[EvalRun]) -> str:
+def _per_type(runs: Sequence[EvalRun]) -> str:
     """Every metric's mean and interval per question type (a test set that names types), types in
     the order the runs list them, metrics in the summary's order; a metric without a value for a
     type (abstention on factoids, retrieval on unanswerable questions) is left out of its rows."""
@@ -172,6 +214,36 @@ def _per_type(runs: list[EvalRun]) -> str:
     return _format(lines)
 
 
+@dataclass(frozen=True)
+class Report:
+    """What `report` returns: the runs compared, their paired differences, the table `qagen report`
+    prints, and the chart when one was asked for."""
+
+    runs: tuple[EvalRun, ...]
+    """The evaluation directories, in the order given (the first is the one the others are paired with)."""
+    paired: tuple[PairedDifference, ...]
+    """Each later run minus the first, per metric with at least two shared questions."""
+    table: str
+    """The comparison as text (`comparison_table`)."""
+    chart: Path | None = None
+    """The bar chart written; None when none was asked for."""
+
+
+def report(eval_dirs: Sequence[Path | str], *, chart: Path | str | None = None, metric: str | None = None) -> Report:
+    """Compare evaluation directories (each `qagen evaluate`'s `out`): metrics with 95% intervals,
+    paired tests against the first, and with `chart` a bar chart of `metric` (default: correctness,
+    else the first metric with values) written there as PNG (needs matplotlib: `qagen[plot]`).
+    """
+    if metric is not None and chart is None:
+        raise ConfigError("`metric` chooses the chart's metric: give `chart` too.", settings=("metric", "chart"))
+    if chart is not None:
+        require_matplotlib()  # before any work
+    runs = load_runs([Path(path) for path in eval_dirs])
+    paired = paired_differences(runs)
+    written = bar_chart(runs, metric or chart_metric(runs), Path(chart)) if chart is not None else None
+    return Report(tuple(runs), tuple(paired), comparison_table(runs, paired), written)
+
+
 def _cell(stats: dict[str, Any] | None) -> str:
     """`mean [low, high] n=N`, then the questions without a value: those its definition leaves
     undefined (faithfulness of an answer without statements) apart from the rest."""
@@ -186,7 +258,7 @@ def _cell(stats: dict[str, Any] | None) -> str:
     return cell + (f", {unscored} unscored" if unscored else "")
 
 
-def _notes(runs: list[EvalRun]) -> Iterator[str]:
+def _notes(runs: Sequence[EvalRun]) -> Iterator[str]:
     """Per run: the questions that retrieved nothing, and why questions have no value, by metric."""
     for run in runs:
         nothing = run.summary.get("retrieved_nothing", 0)

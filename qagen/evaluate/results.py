@@ -7,7 +7,6 @@ field descriptions say what every column means.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from qagen.evaluate.judges.correctness import normalise_correctness
 from qagen.evaluate.judges.registry import LLM_METRICS, NOT_ITS_TYPE
@@ -32,7 +31,6 @@ from qagen.evaluate.records import (
     ResultRow,
     ResultsSummary,
 )
-from qagen.llm.prompts import load_prompt
 from qagen.question_types import scoring_of
 
 MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
@@ -50,19 +48,7 @@ UNDEFINED = frozenset({"no_statements"})
 """Reasons a judged metric has no value by its definition, which are no failure of the judge either:
 an answer with no statement ("I don't know") has no faithfulness (ragas: NaN, left out of means)."""
 
-_SUMMARY_NAMES = {
-    "reciprocal_rank@k": "mrr@k",
-    "evidence_reciprocal_rank@k": "evidence_mrr@k",
-    # Results written before the chunk-level metrics asked for the answer's evidence (`chunk_hit@7`...:
-    # a chunk had to cover half of the reference chunk) keep their names when read: they measured
-    # something else, so they are shown as they are and never paired with `evidence_*`.
-    "chunk_reciprocal_rank@k": "chunk_mrr@k",
-}
-# What results written before every retrieval metric named its cutoff called them. The values
-# were MRR@k all along (the reciprocal rank over the top k), so reading them under the new name
-# changes no number.
-_LEGACY_SUMMARY_NAMES = {"mrr": "mrr@k", "chunk_mrr": "chunk_mrr@k"}
-_LEGACY_COLUMNS = {"reciprocal_rank@k": "reciprocal_rank", "chunk_reciprocal_rank@k": "chunk_reciprocal_rank"}
+_SUMMARY_NAMES = {"reciprocal_rank@k": "mrr@k", "evidence_reciprocal_rank@k": "evidence_mrr@k"}
 
 
 def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
@@ -74,17 +60,6 @@ def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
 def summary_name(column: str, k: int) -> str:
     """The summary's name of a row column: `reciprocal_rank@k` is `mrr@7`, `hit@k` is `hit@7`."""
     return _SUMMARY_NAMES.get(column, column).replace("@k", f"@{k}")
-
-
-def current_name(name: str, k: int | None) -> str:
-    """A summary metric's name as written now: an older summary's `mrr` is `mrr@7` at k = 7."""
-    legacy = _LEGACY_SUMMARY_NAMES.get(name)
-    return legacy.replace("@k", f"@{k}") if legacy is not None and k is not None else name
-
-
-def row_value(row: dict[str, Any], column: str) -> Any:
-    """A results row's (JSON) value of `column`, also from a row written under its older name."""
-    return row[column] if column in row else row.get(_LEGACY_COLUMNS.get(column, column))
 
 
 def row_column(name: str, k: int | None) -> str:
@@ -192,7 +167,7 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
             failures=failures,
             not_judged={reason: n for reason, n in sorted(reasons.items()) if reason in NOT_JUDGED},
             undefined={reason: n for reason, n in sorted(reasons.items()) if reason in UNDEFINED},
-            prompts={name: load_prompt(name).hash for name in LLM_METRICS[metric].prompts},
+            prompts={prompt.name: prompt.hash for prompt in LLM_METRICS[metric].load_prompts()},
         )
     # Said only where it matters: the system reports contexts, and some metric reads them.
     reads_contexts = bool(groups) or any(LLM_METRICS[metric].needs_contexts for metric in llm_metrics)

@@ -293,9 +293,9 @@ class Evaluation:
 
         return await system.retrieve_for(item.question, run=run)
 
-    def write_results(self, **about: Any) -> dict[str, Any]:
+    def write_results(self, **about: Any) -> EvalSummary:
         """Rewrite `results.jsonl` in test-set order (unless `run` wrote it so, every row final) and
-        write `summary.json`; return the summary.
+        write `summary.json`; return the summary, as `EvalSummary.model_validate` reads it from there.
 
         `about` (the models, the settings, notes) goes into the summary as it is.
         """
@@ -343,12 +343,13 @@ class Evaluation:
                 for row in rows:
                     handle.write(_jsonl(row))
             temporary.replace(self.out / "results.jsonl")
+        scores = summarise(rows, k=self.k, llm_metrics=self.llm_metrics, groups=self.groups)
         summary = EvalSummary(
+            **dict(scores),
             system=self.system.name,
             judge_model=self.judge_model,
             testset=self.testset.origin,
             about=about,
-            scores=summarise(rows, k=self.k, llm_metrics=self.llm_metrics, groups=self.groups),
             skipped_rows=self.testset.skipped,
             usage=EvalUsage(system=system_usage, judge=judge_usage),
             batch={
@@ -358,7 +359,8 @@ class Evaluation:
             },
         ).model_dump(mode="json")
         write_json_atomic(self.out / "summary.json", summary)
-        return summary
+        # Read back from its JSON form, so a re-run that returns the stored summary returns an equal one.
+        return EvalSummary.model_validate(summary)
 
     def _model_of(self, role: str) -> str | None:
         """The model spec of the system's reader (the baseline's) or of the judges."""

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from qagen import __version__
 from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.evaluate.metrics.scoring import Reported
-from qagen.evaluate.records import JudgeVerdict, RagOutput
+from qagen.evaluate.records import EvalSummary, JudgeVerdict, RagOutput
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.testset import TestSet
 from qagen.runs.store import write_json_atomic
@@ -90,17 +90,17 @@ class EvalStamp:
     def path(self) -> Path:
         return self.out / STAMP_FILE
 
-    def settled_summary(self) -> dict[str, Any] | None:
+    def settled_summary(self) -> EvalSummary | None:
         """The stored summary when the stamp holds (nothing changed since a settled run); else None."""
         try:
             stamp = json.loads(self.path.read_text(encoding="utf-8"))
             wanted = {"made_from": self.made_from, "outputs": self._outputs()}
             if not isinstance(stamp, dict) or any(stamp.get(key) != value for key, value in wanted.items()):
                 return None
-            summary = json.loads((self.out / "summary.json").read_text(encoding="utf-8"))
+            # A summary that is no `EvalSummary` (edited by hand) is a ValueError: scored again.
+            return EvalSummary.model_validate_json((self.out / "summary.json").read_bytes())
         except (OSError, ValueError):
             return None
-        return summary if isinstance(summary, dict) else None
 
     def clear(self) -> None:
         """Remove the stamp (before a run that will change what it vouches for)."""

@@ -1,8 +1,9 @@
 """The last stage of a build: the records, filtered, into `dataset/`, `candidates/` and `summary.json`.
 
 Streaming: the sampled chunks are taken in sampling order, each one's draft and critiques read
-back from the logs (`Ledger`), its candidate row made and written at once (`RowWriter`, a batch of
-rows at a time), so memory does not grow with the sample beyond the ledger's small states.
+back from the logs (`Ledger`), its candidate row made and handed to `save_outputs` at once (which
+streams rows to disk a batch at a time), so memory does not grow with the sample beyond the ledger's
+small states.
 
 Skipped when nothing changed: `outputs.stamp.json` records what the outputs were made from (the
 size and modification time of the record logs and the chunk files, the settings, the prompts'
@@ -16,19 +17,19 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from qagen import __version__
 from qagen.config import BuildConfig
-from qagen.generation.arrow_rows import DATA_FILE, RowWriter
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.sample import Sample
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
-from qagen.generation.write import omitted_columns
-from qagen.records import CandidateRow, DatasetRow
+from qagen.generation.write import DATA_FILE, save_outputs
+from qagen.records import BuildSummary, CandidateRow
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -48,7 +49,7 @@ class NoDraft(NamedTuple):
 
 
 class Outputs(NamedTuple):
-    summary: dict[str, Any]
+    summary: BuildSummary
     up_to_date: bool
     """Nothing changed since the outputs were written: they were left as they are."""
     no_draft: NoDraft | None
@@ -62,11 +63,11 @@ class _GenerationFailures:
         self.count: Counter[str] = Counter()
         self.first: dict[str, tuple[str, str | None]] = {}
 
-    def add(self, row: dict[str, Any]) -> None:
-        reason = row["reason"]
+    def add(self, candidate: CandidateRow) -> None:
+        reason = candidate.reason
         if reason.startswith(_GENERATION):
             self.count[reason] += 1
-            self.first.setdefault(reason, (row["source_doc"], row["generation_raw"]))
+            self.first.setdefault(reason, (candidate.source_doc, candidate.generation_raw))
 
     def commonest(self, candidates: int) -> NoDraft:
         reason, times = self.count.most_common(1)[0]
@@ -99,25 +100,22 @@ def write_outputs(
     assembler = Assembler(config, tasks, sample)
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
+
+    def candidates() -> Iterator[CandidateRow]:
+        for item in sample:
+            candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
+            failures.add(candidate)
+            sample_ids.add(candidate.id)
+            yield candidate
+
     try:
-        omit = omitted_columns(any(not spec.own_columns for spec in config.critic_specs()), config.mixed)
-        with (
-            RowWriter(run.dataset_dir, DatasetRow, omit) as kept,
-            RowWriter(run.candidates_dir, CandidateRow, omit) as rows,
-        ):
-            for item in sample:
-                row = assembler.candidate(item, ledger.drafts, ledger.critiques).model_dump()
-                rows.add(row)
-                if row["status"] == "kept":
-                    kept.add(row)  # a struct's fields beyond the dataset's (a critic's reply) are left out
-                failures.add(row)
-                sample_ids.add(row["id"])
+        extra_critics = any(not spec.own_columns for spec in config.critic_specs())
+        save_outputs(candidates(), run.dataset_dir, run.candidates_dir, extra_critics=extra_critics, mixed=config.mixed)
     finally:
         ledger.close()
     funnel = assembler.funnel()
-    paid = ledger.paid_for(sample_ids)
-    summary = summarise_build(config, run, tasks, funnel, paid, assembler.by_type()).model_dump(mode="json")
-    write_json_atomic(run.summary_file, summary)
+    summary = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids), assembler.by_type())
+    write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:
         # Not when nothing could be drafted: the next run says so again instead of standing by it.
@@ -126,16 +124,16 @@ def write_outputs(
     return Outputs(summary, up_to_date=False, no_draft=no_draft)
 
 
-def settled_summary(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> dict[str, Any] | None:
+def settled_summary(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> BuildSummary | None:
     """The stored summary when a build has nothing to do: the outputs are up to date and the LLM
     stage that preceded them left nothing to redo; else None."""
     stamp = _holding_stamp(run, _made_from(config, run, tasks))
     return _stored_summary(run) if stamp is not None and stamp.get("settled") is True else None
 
 
-def _stored_summary(run: RunDir) -> dict[str, Any]:
-    summary: dict[str, Any] = json.loads(run.summary_file.read_text(encoding="utf-8"))
-    return summary
+def _stored_summary(run: RunDir) -> BuildSummary:
+    # Stamped outputs were written by this qagen version (the stamp says so): its summary reads back.
+    return BuildSummary.model_validate_json(run.summary_file.read_bytes())
 
 
 def _holding_stamp(run: RunDir, made_from: dict[str, Any]) -> dict[str, Any] | None:

@@ -13,7 +13,6 @@ from tqdm import tqdm
 
 from qagen.config import BuildConfig
 from qagen.errors import CorpusError, NothingUsableError
-from qagen.generation.arrow_rows import warm_up
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
@@ -22,12 +21,13 @@ from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.generation.sample import Sample
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
-from qagen.generation.write import funnel_table
+from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
 from qagen.question_types import QUESTION_TYPES, draft_counts
-from qagen.records import Passages, SkippedInput
+from qagen.records import BuildSummary, Passages, SkippedInput
 from qagen.runs.batch.executor import batch_executor
+from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
@@ -167,7 +167,13 @@ def run_llm_stages(
             with ledger.appending():
                 budget = make_budget(config, ledger.spent(), batch=batch is not None)
                 executor = (
-                    Executor(clients, workers=config.concurrency, budget=budget, lookahead=_LOOKAHEAD)
+                    Executor(
+                        clients,
+                        workers=config.concurrency,
+                        budget=budget,
+                        lookahead=_LOOKAHEAD,
+                        answers=Journal(run.root),
+                    )
                     if batch is None
                     else batch_executor(clients, run.root, batch, budget=budget)
                 )
@@ -186,7 +192,7 @@ def run_llm_stages(
 
 
 async def _warm_up_once_replies_come(clients: Clients) -> None:
-    """Import what the final write needs (`arrow_rows.warm_up`) while the LLM stage waits on the network.
+    """Import what the final write needs (`write.warm_up`) while the LLM stage waits on the network.
 
     About half a second of CPU; once the first reply is in, the first calls are all out and the
     stage mostly waits, so the final write starts at once. Started any earlier, the imports hold
@@ -199,7 +205,7 @@ async def _warm_up_once_replies_come(clients: Clients) -> None:
 
 
 # --- outputs ------------------------------------------------------------------------------------
-def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: Sample) -> dict[str, Any]:
+def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: Sample) -> BuildSummary:
     """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
     return write_outputs_and_say(config, run, tasks, sample).summary
 
@@ -223,13 +229,19 @@ def write_outputs_and_say(
 # --- the whole build ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class BuildResult:
+    """What `build` returns: where the run is, its summary (`summary.json`), and whether a spending
+    cap stopped it."""
+
     run_dir: Path
-    summary: dict[str, Any]
+    """The run directory: `dataset/`, `candidates/`, `summary.json` and every record."""
+    summary: BuildSummary
+    """The corpus, the funnel (`summary.funnel.kept`...), models, prompts and usage."""
     stopped_by_budget: str | None = None
     """None when the build finished; else which cap stopped it (re-run with a higher cap to go on)."""
 
     @property
     def table(self) -> str:
+        """The funnel as the `qagen build` command prints it."""
         return funnel_table(self.summary)
 
 

@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import shutil
+import types
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from qagen.generation.arrow_rows import RowWriter, column_features
-from qagen.records import PASSAGE_COLUMNS, CandidateRow, DatasetRow
+from qagen.failures import is_call_failure_reason
+from qagen.records import PASSAGE_COLUMNS, BatchSpend, BuildSummary, CandidateRow, DatasetRow, Funnel, TypeFunnel
+from qagen.runs.store import writing
+
+DATA_FILE = "data-00000-of-00001.arrow"
+"""The one data file `save_to_disk(..., num_shards=1)` writes in each output folder."""
 
 EXTRA_CRITICS = "extra_critics"
 """The column of the critics beyond the cookbook's three: written only when a build has such critics."""
+
+Feature = dict[str, Any]
+"""A column's `datasets` feature as `Features.to_dict()` writes it (`{"dtype": "string", "_type": "Value"}`)."""
+
+
+def warm_up() -> None:
+    """Import `datasets` (about a second of CPU), so the final write starts at once."""
+    import datasets  # noqa: F401
 
 
 def omitted_columns(extra_critics: bool, mixed: bool = False) -> tuple[str, ...]:
@@ -37,90 +53,180 @@ def row_features(row_type: type[BaseModel], *, extra_critics: bool = False, mixe
     return Features.from_dict(column_features(row_type, omitted_columns(extra_critics, mixed)))
 
 
-def save_rows(
-    rows: Iterable[DatasetRow], target: Path, *, candidates: bool, extra_critics: bool = False, mixed: bool = False
+def column_features(row_type: type[BaseModel], omit: Collection[str] = ()) -> dict[str, Feature]:
+    """Each column of a row model, in order, with its `datasets` feature (`omit`: columns left out)."""
+    return {
+        name: dataset_feature(name, info.annotation) for name, info in row_type.model_fields.items() if name not in omit
+    }
+
+
+def dataset_feature(name: str, annotation: Any) -> Feature:
+    """The `datasets` feature of a row field: `int` and `int | None` are int64; `str`, `str | None` and
+    a Literal of strings are string (so a column that happens to be all null keeps its type); a tuple
+    of records is a list of structs, one field per record field; a tuple of str or int a list of them."""
+    kinds = [annotation]
+    if get_origin(annotation) in (Union, types.UnionType):
+        kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
+    if kinds == [int]:
+        return _value("int64")
+    if kinds == [str]:
+        return _value("string")
+    if len(kinds) == 1 and get_origin(kinds[0]) is Literal and all(isinstance(v, str) for v in get_args(kinds[0])):
+        return _value("string")
+    if len(kinds) == 1 and get_origin(kinds[0]) is tuple:
+        item, *rest = get_args(kinds[0])
+        if rest == [Ellipsis] and isinstance(item, type) and issubclass(item, BaseModel):
+            return {"feature": column_features(item), "_type": "List"}
+        if rest == [Ellipsis] and item in (str, int):
+            return {"feature": dataset_feature(name, item), "_type": "List"}
+    raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
+
+
+def _value(dtype: str) -> Feature:
+    return {"dtype": dtype, "_type": "Value"}
+
+
+def save_outputs(
+    candidates: Iterable[CandidateRow],
+    dataset_dir: Path,
+    candidates_dir: Path,
+    *,
+    extra_critics: bool = False,
+    mixed: bool = False,
 ) -> None:
-    """Write rows as a `datasets` directory at `target` (see `RowWriter`)."""
-    row_type = CandidateRow if candidates else DatasetRow
-    with RowWriter(target, row_type, omitted_columns(extra_critics, mixed)) as writer:
-        for row in rows:
-            writer.add(row.model_dump())
+    """Every candidate to `candidates_dir`, the kept ones as dataset rows (`CandidateRow.dataset_row`)
+    to `dataset_dir`, as `datasets` directories (`load_from_disk` reads them); `extra_critics`: the
+    build has critics beyond the three, so the rows have that column; `mixed`: it drafts several
+    question types, so the rows have `question_type` and the passages' columns (see `omitted_columns`).
+
+    The rows are streamed (`datasets`' `ArrowWriter`, a batch at a time, into a scratch folder
+    beside the outputs), so a build never holds them all. Each output is then saved to a temporary
+    folder and swapped in: readers never see half a dataset, and a failed write leaves the previous one.
+    """
+    from datasets import Dataset
+    from datasets.arrow_writer import ArrowWriter
+
+    scratch = candidates_dir.with_name(f".{candidates_dir.name}.scratch")
+    every_columns = row_columns(CandidateRow, extra_critics=extra_critics, mixed=mixed)
+    kept_columns = row_columns(DatasetRow, extra_critics=extra_critics, mixed=mixed)
+    every_file, kept_file = str(scratch / "candidates.arrow"), str(scratch / "dataset.arrow")
+    columns = {"extra_critics": extra_critics, "mixed": mixed}
+    with writing(candidates_dir), _quiet_datasets():
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        try:
+            with (
+                ArrowWriter(features=row_features(CandidateRow, **columns), path=every_file) as every,
+                ArrowWriter(features=row_features(DatasetRow, **columns), path=kept_file) as kept,
+            ):
+                for candidate in candidates:
+                    every.write(candidate.model_dump(include=set(every_columns)))
+                    if candidate.status == "kept":
+                        kept.write(candidate.dataset_row().model_dump(include=set(kept_columns)))
+                every.finalize()
+                kept.finalize()
+            _save(Dataset.from_file(every_file, split="train"), candidates_dir)
+            _save(Dataset.from_file(kept_file, split="train"), dataset_dir)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
-def funnel_table(summary: dict[str, Any]) -> str:
+def _save(dataset: Any, target: Path) -> None:
+    temporary = target.with_name(f".{target.name}.tmp")
+    shutil.rmtree(temporary, ignore_errors=True)
+    dataset.save_to_disk(str(temporary), num_shards=1)
+    if target.exists():
+        shutil.rmtree(target)
+    os.replace(temporary, target)
+
+
+@contextmanager
+def _quiet_datasets() -> Iterator[None]:
+    """No progress bars of `datasets` while it writes: the build prints its own progress."""
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    was_disabled = are_progress_bars_disabled()
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        if not was_disabled:
+            enable_progress_bars()
+
+
+def funnel_table(summary: BuildSummary) -> str:
     """The funnel as a readable table (printed at the end of a build, and by `qagen filter`)."""
-    funnel = summary["funnel"]
-    corpus = summary["corpus"]
+    funnel, corpus = summary.funnel, summary.corpus
+    rejected_by = {str(criterion): count for criterion, count in funnel.rejected_by.items()}
     lines: list[tuple[str, str]] = [
-        ("documents", str(corpus["documents"])),
-        ("inputs skipped", _with_reasons(corpus["skipped"], corpus["skipped_by_reason"])),
-        ("chunks", f"{corpus['chunks']} (identical chunks dropped: {corpus['duplicate_chunks']})"),
+        ("documents", str(corpus.documents)),
+        ("inputs skipped", _with_reasons(corpus.skipped, corpus.skipped_by_reason)),
+        ("chunks", f"{corpus.chunks} (identical chunks dropped: {corpus.duplicate_chunks})"),
         ("sampled chunks", _sampled(funnel)),
-        ("drafted", str(funnel["drafted"])),
-        (
-            "generation failed",
-            _with_reasons(sum(funnel["generation_failed"].values()), funnel["generation_failed"]),
-        ),
-        (
-            "critique failed",
-            _with_reasons(sum(funnel["critique_failed"].values()), funnel["critique_failed"]),
-        ),
-        ("undecided", _with_reasons(sum(funnel.get("undecided", {}).values()), funnel.get("undecided", {}))),
-        ("rejected by critics", _with_reasons(funnel["rejected"], funnel["rejected_by"])),
-        ("too long", str(funnel.get("too_long", 0))),
-        ("near-duplicates", str(funnel["duplicates"])),
-        ("kept", str(funnel["kept"])),
+        ("drafted", str(funnel.drafted)),
+        ("generation failed", _with_reasons(sum(funnel.generation_failed.values()), funnel.generation_failed)),
+        ("critique failed", _with_reasons(sum(funnel.critique_failed.values()), funnel.critique_failed)),
+        ("undecided", _with_reasons(sum(funnel.undecided.values()), funnel.undecided)),
+        ("rejected by critics", _with_reasons(funnel.rejected, rejected_by)),
+        ("too long", str(funnel.too_long)),
+        ("near-duplicates", str(funnel.duplicates)),
+        ("kept", str(funnel.kept)),
     ]
-    usage = summary.get("usage", {})
-    for stage, numbers in usage.items():
-        cost = f", ${numbers['cost_usd']:.4f}" if numbers.get("cost_usd") is not None else ""
-        tokens = f"{numbers['input_tokens']:,} in / {numbers['output_tokens']:,} out tokens{cost}"
-        lines.append((f"{stage} calls", f"{numbers['calls']} ({tokens})"))
-        batched = summary.get("batch", {}).get(stage)
+    for stage, usage in (("generation", summary.usage.generation), ("critique", summary.usage.critique)):
+        cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
+        tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens{cost}"
+        lines.append((f"{stage} calls", f"{usage.calls} ({tokens})"))
+        batched = summary.batch.get(stage)
         if batched:
             lines.append((f"{stage} in batches", _batch_words(batched)))
-    types = summary.get("question_types", {})
-    if len(types) > 1 or set(types) - {"factoid"}:
+    types = summary.question_types
+    if set(types) - {"factoid"}:
         for name, counts in types.items():
-            lines.append((f"{name} ({counts['share']}%)", _type_words(counts)))
+            lines.append((f"{name} ({counts.share}%)", _type_words(counts)))
     width = max(len(label) for label, _ in lines)
     table = [f"  {label:<{width}}  {value}" for label, value in lines]
     # The commonest failure of each stage, with its first case: what there is to fix.
-    examples = funnel.get("failure_examples", {})
-    for stage, failed in (("generation", funnel["generation_failed"]), ("critique", funnel["critique_failed"])):
+    examples = funnel.failure_examples
+    for stage, failed in (("generation", funnel.generation_failed), ("critique", funnel.critique_failed)):
         if failed:
             commonest = max(failed, key=failed.__getitem__)
             if commonest in examples:
                 table.append(f"  {stage} failed mostly with {commonest}, e.g. {examples[commonest]}")
+        # Calls that got no reply (an error line, an expired batch, a timeout) are asked again by a re-run.
+        unanswered = sum(count for reason, count in failed.items() if is_call_failure_reason(reason))
+        if unanswered:
+            table.append(
+                f"  {unanswered} {stage} call{'s' if unanswered != 1 else ''} got no reply: "
+                "re-run the same command to ask them again"
+            )
     return "\n".join(table)
 
 
-def _type_words(counts: dict[str, Any]) -> str:
+def _type_words(counts: TypeFunnel) -> str:
     """One question type's line: asked, sampled, drafted, rejected by reason, kept."""
-    asked = "one per chunk" if counts["requested"] is None else str(counts["requested"])
-    short = f", {counts['short']} the corpus had no passages for" if counts["short"] else ""
-    rejected = _with_reasons(counts["rejected"], counts["rejected_by"])
-    failed = counts["generation_failed"] + counts["critique_failed"]
+    asked = "one per chunk" if counts.requested is None else str(counts.requested)
+    short = f", {counts.short} the corpus had no passages for" if counts.short else ""
+    rejected = _with_reasons(counts.rejected, counts.rejected_by)
+    failed = counts.generation_failed + counts.critique_failed
     return (
-        f"asked {asked}{short}, sampled {counts['sampled']}, drafted {counts['drafted']}, failed {failed}, "
-        f"rejected {rejected}, kept {counts['kept']}"
+        f"asked {asked}{short}, sampled {counts.sampled}, drafted {counts.drafted}, failed {failed}, "
+        f"rejected {rejected}, kept {counts.kept}"
     )
 
 
-def _batch_words(batched: dict[str, Any]) -> str:
+def _batch_words(batched: BatchSpend) -> str:
     """The calls answered in batches, at batch prices and at the online prices they saved against."""
-    calls, cost, online = batched["calls"], batched["cost_usd"], batched["online_cost_usd"]
+    calls, cost, online = batched.calls, batched.cost_usd, batched.online_cost_usd
     if cost is None or online is None:
         return f"{calls} calls, at half the online price (price unknown)"
     return f"{calls} calls, ${cost:.4f} at batch prices instead of ${online:.4f} online (saved ${online - cost:.4f})"
 
 
-def _sampled(funnel: dict[str, Any]) -> str:
+def _sampled(funnel: Funnel) -> str:
     """The sample size, and the size asked for when the corpus had fewer chunks."""
-    sampled, requested = funnel["sampled"], funnel.get("requested")
-    if requested is not None and requested > sampled:
-        return f"{sampled} (all of them: {requested} were asked for)"
-    return str(sampled)
+    if funnel.requested is not None and funnel.requested > funnel.sampled:
+        return f"{funnel.sampled} (all of them: {funnel.requested} were asked for)"
+    return str(funnel.sampled)
 
 
 def _with_reasons(total: int, reasons: dict[str, int]) -> str:

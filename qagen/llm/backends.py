@@ -48,16 +48,25 @@ takes well under 300, and 2048 leaves room for a reasoning model's thinking befo
 class ModelSettings(BaseModel):
     """How to reach one model."""
 
-    model_config = ConfigDict(frozen=True)
+    # The docstrings are the fields' descriptions: the config file's documentation is generated from them.
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     spec: str
+    """The model, as LangChain's `provider:model` (such as openai:gpt-4o-mini)."""
     base_url: str | None = None
+    """URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI), such as
+    http://localhost:8000/v1 (None: the provider's own, or OPENAI_BASE_URL)."""
     temperature: float | None = None
+    """Sampling temperature (None: the model's own)."""
     max_output_tokens: int | None = None
-    """Cap on tokens per reply; None means `DEFAULT_MAX_OUTPUT_TOKENS` (see `output_cap`)."""
+    """Cap on tokens per reply; a reply cut at the cap is recorded as truncated (None: 2048, room for a
+    reasoning model's thinking; see `DEFAULT_MAX_OUTPUT_TOKENS`)."""
     timeout: float = 120.0
+    """Seconds to wait for one reply."""
     max_retries: int = 6
+    """Retries per call on 429, 5xx, timeouts and dropped connections, with backoff honouring Retry-After."""
     rpm: float | None = None
+    """Requests-per-minute limit (None: none)."""
     api_key_env: str | None = None
     """The name of the environment variable that holds this model's key (never the key itself:
     settings are saved in run.json and summary.json). None: the provider's own variable

@@ -24,6 +24,7 @@ from qagen.llm.backends import DEFAULT_KEY_ENV, ChatBackend, MalformedCompletion
 from qagen.llm.server_url import has_credentials
 from qagen.llm.task import Outcome, Request
 from qagen.redaction import redact, redact_url
+from qagen.runs.concurrency import despite_interrupt, interrupted
 
 __all__ = ["CallStats", "LLMClient", "ModelSettings", "build_backend"]
 
@@ -82,10 +83,16 @@ def _causes(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-_NO_REPLY = "no reply in time"
+NO_REPLY = "no reply in time"
 
 
-def _connection_problem(exc: BaseException) -> str:
+def server_name(settings: ModelSettings) -> str:
+    """Where a model's calls go, as messages name it (its URL without credentials)."""
+    base = settings.base_url or os.environ.get("OPENAI_BASE_URL")
+    return redact_url(base) or f"the {settings.provider} API"
+
+
+def connection_problem(exc: BaseException) -> str:
     """What went wrong on the wire, in words, from the innermost cause that tells.
 
     The outer type does not: a refused connection, an unknown host and a dropped connection all
@@ -104,7 +111,7 @@ def _connection_problem(exc: BaseException) -> str:
         if names & {"ServerDisconnectedError", "RemoteProtocolError", "ClientOSError"}:
             return "the server closed the connection without a reply"
         if names & {"ReadTimeout", "SocketTimeoutError", "ServerTimeoutError"}:
-            return _NO_REPLY
+            return NO_REPLY
     return type(exc).__name__
 
 
@@ -157,8 +164,7 @@ class LLMClient:
 
     @property
     def where(self) -> str:
-        base = self.settings.base_url or os.environ.get("OPENAI_BASE_URL")
-        return redact_url(base) or f"the {self.settings.provider} API"
+        return server_name(self.settings)
 
     def _rejected_key(self) -> LLMUnavailableError:
         """The 401 error, naming where the rejected key came from: the URL's user-info replaces the
@@ -178,11 +184,15 @@ class LLMClient:
         async with self._slots:
             if self._rate_limiter is not None:
                 await self._rate_limiter.aacquire()
+            if interrupted():  # the run is being stopped: a request not sent yet is not sent
+                raise asyncio.CancelledError
             self.stats.calls += 1
             number = next(self._call_numbers)
             self._started[number] = time.monotonic()
             try:
-                reply = await self.backend.reply(request)
+                # A request on the wire at a Ctrl-C is paid for: its reply, if it comes within the
+                # grace, is returned and recorded, so a re-run does not ask it again.
+                reply = await despite_interrupt(self.backend.reply(request))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - every provider raises its own types; each is classified below
@@ -232,8 +242,8 @@ class LLMClient:
         connection = _is_connection_error(exc)
         if connection and self.stats.succeeded == 0:
             tried = f"Cannot reach {self.where} after {self.settings.max_retries} retries"
-            problem = _connection_problem(exc)
-            if problem == _NO_REPLY:
+            problem = connection_problem(exc)
+            if problem == NO_REPLY:
                 raise LLMUnavailableError(
                     f"{tried} (no reply within `timeout`); is the server running and is `base_url` right?",
                     settings=("timeout", "base_url"),

@@ -16,14 +16,20 @@ from typing import Any, NamedTuple
 
 from qagen.errors import QagenError
 from qagen.evaluate.judges.correctness import normalise_correctness
+from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.review.sample import ReviewSample, draw, stored_or_drawn
 
 RESULTS_FILE = "results.jsonl"
 CORRECTNESS = "correctness"
-BOOLEAN_GRADERS: tuple[str, ...] = ("correct", "relevant", "grounded", "retrieval_relevant")
-"""The LangSmith-style graders; `correct` compares with the reference as people do, the others
-(relevance, groundedness) are reported against the same labels for what they are worth."""
-JUDGES: tuple[str, ...] = (CORRECTNESS, *BOOLEAN_GRADERS)
+
+
+def judges() -> tuple[str, ...]:
+    """The judges whose value is a verdict on the answer (`MetricSpec.reviewable`), from the registry:
+    the correctness judge and the boolean graders; `correct` compares with the reference as people
+    do, the others (relevance, groundedness) are reported against the same labels for what they are worth."""
+    return tuple(name for name, spec in LLM_METRICS.items() if spec.reviewable)
+
+
 JUDGED_CORRECT = "judged:correct"
 JUDGED_WRONG = "judged:wrong"
 ANSWERED = "answered"
@@ -68,7 +74,7 @@ def read_answers(eval_dir: Path) -> dict[str, AnswerRow]:
 def _row(data: Any, path: Path, number: int) -> AnswerRow:
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         raise ValueError(f"line {number} is not a results row")
-    verdicts = {judge: _number(data.get(judge)) for judge in JUDGES if judge in data}
+    verdicts = {judge: _number(data.get(judge)) for judge in judges() if judge in data}
     return AnswerRow(
         id=data["id"],
         question=str(data.get("question", "")),
@@ -88,8 +94,8 @@ def judge_says_correct(judge: str, value: float) -> bool:
 
 
 def judges_present(rows: dict[str, AnswerRow]) -> list[str]:
-    """The judges with a verdict on some answer, in `JUDGES` order."""
-    return [judge for judge in JUDGES if any(row.verdicts.get(judge) is not None for row in rows.values())]
+    """The judges with a verdict on some answer, in the registry's order."""
+    return [judge for judge in judges() if any(row.verdicts.get(judge) is not None for row in rows.values())]
 
 
 def answer_sample(eval_dir: Path, size: int, seed: int) -> ReviewSample:

@@ -7,9 +7,9 @@ own rates of "yes": `(p_o - p_e) / (1 - p_e)`, with `p_o` the share of items the
 undefined (None) when both raters say the same thing of every item (`p_e = 1`).
 
 The interval is a percentile bootstrap over items: an item labelled by several people is drawn with
-all its labels (they are not independent). The resamples are `random.Random(seed)`'s
-(`qagen.evaluate.metrics.resampling`, as the evaluation's intervals), so the same labels give the
-same interval everywhere.
+all its labels (they are not independent). The resamples are drawn as the evaluation's intervals
+draw theirs (`resampled_positions` of numpy's `default_rng(seed)`), so the same labels give the
+same interval.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from qagen.evaluate.metrics.resampling import BLOCK_DRAWS, MersenneStream
+from qagen.evaluate.metrics.statistics import resampled_positions
 
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -118,7 +118,7 @@ def _interval(pairs: Sequence[Pair], items: list[str], seed: int, resamples: int
     for pair in pairs:
         per_item[position[pair.item_id], _cell(pair)] += 1
     kappas: list[npt.NDArray[np.float64]] = []
-    for picks in MersenneStream(seed).resamples(resamples, len(items), max(1, BLOCK_DRAWS // len(items))):
+    for picks in resampled_positions(np.random.default_rng(seed), resamples, len(items)):
         kappas.append(_kappas(per_item[picks].sum(axis=1)))
     values = np.concatenate(kappas)
     defined = values[~np.isnan(values)]

@@ -25,6 +25,7 @@ from qagen.generation.tasks import make_budget
 from qagen.llm.clients import Clients
 from qagen.records import CandidateRow, Chunk, Passages
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
+from qagen.runs.batch.journal import Journal
 from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
@@ -113,7 +114,9 @@ def _ask(drafts: RunDrafts, ledger: Ledger, calls: list[SkippedCall], *, progres
         try:
             with ledger.appending():
                 budget = make_budget(config, ledger.spent())
-                executor = Executor(clients, workers=config.concurrency, budget=budget)
+                executor = Executor(
+                    clients, workers=config.concurrency, budget=budget, answers=Journal(drafts.run.root)
+                )
 
                 async def ask(call: SkippedCall) -> None:
                     await executor.run(call.critic, call.drafted, ledger.critique_store)

@@ -1,11 +1,57 @@
-"""Running coroutines from synchronous code, and running workers together."""
+"""Running coroutines from synchronous code, running workers together, and the rule for work under
+way when the run is interrupted (Ctrl-C cancels the run's tasks): a call already sent, or a
+blocking user function already running, gets `INTERRUPT_GRACE_SECONDS` to come back, and what it
+brings is recorded, so a re-run does not pay for it again; nothing new starts (`interrupted`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+INTERRUPT_GRACE_SECONDS = 5.0
+"""How long work under way at an interrupt is waited for: a call the server is answering, a
+blocking RAG function of the user's. A second Ctrl-C cuts it short."""
+
+
+def interrupted() -> bool:
+    """Whether the current task is being cancelled (Ctrl-C): then it starts nothing new."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def settle_within(future: asyncio.Future[Any], grace: float) -> bool:
+    """Wait until `future` is done or `grace` seconds have passed; whether it is done.
+
+    Further cancellations (the event loop cancels every task again while it shuts down) do not
+    cut the wait short; a second Ctrl-C does, as `asyncio.run` raises KeyboardInterrupt then.
+    """
+    deadline = time.monotonic() + grace
+    while not future.done() and (left := deadline - time.monotonic()) > 0:
+        try:
+            await asyncio.wait({future}, timeout=left)
+        except asyncio.CancelledError:
+            continue
+    return future.done()
+
+
+async def despite_interrupt(work: Awaitable[T], grace: float = INTERRUPT_GRACE_SECONDS) -> T:
+    """The result of `work`; when the caller is cancelled meanwhile, `work` goes on for up to
+    `grace` seconds and its result (or exception) is the caller's, which then carries on as
+    cancelled (`interrupted()`); past the grace, `work` is cancelled and so is the caller."""
+    running = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(running)
+    except asyncio.CancelledError:
+        if not await settle_within(running, grace):
+            running.cancel()
+            raise
+    return running.result()
 
 
 async def run_all(jobs: Iterable[Callable[[], Awaitable[None]]]) -> None:

@@ -10,6 +10,8 @@
   after their draft, cheapest first, stop at the first rejection) with plain `await`s.
 - The spending cap is checked before every call; once it is reached no new call starts, the calls
   in flight finish and are saved, and `map` returns (`budget.reached` tells).
+- A request answered in a batch of the run (`answers`: its batch journal, an imported results
+  file included) is taken from there, never sent again: whichever command meets it next.
 
 This is the online strategy (async, bounded in flight). A batch strategy runs the same tasks:
 tasks never call a model themselves.
@@ -22,7 +24,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tqdm import tqdm
 
@@ -31,6 +33,9 @@ from qagen.llm.cost import Budget, BudgetReachedError
 from qagen.llm.retries import retry_count
 from qagen.llm.task import Compute, Done, Outcome, Reply, Request, Step, Task, TaskRecord
 from qagen.runs.concurrency import run_all
+
+if TYPE_CHECKING:
+    from qagen.runs.batch.journal import Journal
 
 _TICK_SECONDS = 1.0
 _LONG_WAIT_SECONDS = 10.0
@@ -85,40 +90,77 @@ def needs_call(record: TaskRecord | None) -> bool:
 class Executor:
     """Runs tasks on the clients of one run, within its spending cap."""
 
-    def __init__(self, clients: Clients, *, workers: int, budget: Budget | None = None, lookahead: int = 1) -> None:
+    def __init__(
+        self,
+        clients: Clients,
+        *,
+        workers: int,
+        budget: Budget | None = None,
+        lookahead: int = 1,
+        answers: Journal | None = None,
+    ) -> None:
         self.clients = clients
         self.workers = workers
         self.budget = budget
         self.lookahead = lookahead
         """Items `map` keeps under way per call slot (see `map`)."""
+        self.answers = answers
+        """The run's batch journal: requests answered in its batches are taken from there, not sent."""
         # While `map` runs with a lookahead: `workers` slots in the order calls ask for one, and
         # whether a call raised (the run is stopping, so the calls still waiting are not made).
         self._slots: asyncio.Semaphore | None = None
         self._halted = False
+        self._made: list[str] = []  # records made from batch answers, not yet in the journal
 
     async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: Store[RecordT]) -> RecordT:
         """The item's record: the stored one when finished, else made now and stored at once."""
         found = store.get(task.key(item))
         if found is not None and not needs_call(found):
             return found
-        record = await self.ask(task, item)
+        record, from_batches = await self.make(task, item)
         store.add(record)
+        if from_batches and not needs_call(record):  # one a later run makes again is not priced here
+            self.note_batched(record.id)
         return record
 
     async def ask(self, task: Task[ItemT, AnyRecordT], item: ItemT) -> AnyRecordT:
         """Make the item's record now (nothing stored): every call within the spending cap."""
+        record, _ = await self.make(task, item)
+        return record
+
+    async def make(self, task: Task[ItemT, AnyRecordT], item: ItemT) -> tuple[AnyRecordT, bool]:
+        """The item's record, and whether every reply it was made from came from a batch (so the
+        summaries price it at batch prices)."""
         client = self.clients[task.role]
+        sent: list[Request] = []
+        answered: list[Request] = []
 
         async def call(request: Request) -> Outcome:
-            async with self._slot():
-                if self.budget is not None:
-                    self.budget.check()
-                outcome = await client.complete(request)
+            outcome = self.answers.answer(client.settings, request) if self.answers is not None else None
+            if outcome is not None:
+                answered.append(request)
+            else:
+                async with self._slot():
+                    if self.budget is not None:
+                        self.budget.check()
+                    sent.append(request)
+                    outcome = await client.complete(request)
             if self.budget is not None and isinstance(outcome, Reply):
                 self.budget.add(client.settings.spec, outcome.usage.input_tokens, outcome.usage.output_tokens)
             return outcome
 
-        return await drive(task, item, call)
+        record = await drive(task, item, call)
+        return record, bool(answered) and not sent
+
+    def note_batched(self, record_id: str) -> None:
+        """Note a record made from batch answers: the summaries price it at batch prices."""
+        self._made.append(record_id)
+
+    def journal_made(self) -> None:
+        """Note the records made from batch answers in the journal (priced at batch prices)."""
+        if self.answers is not None:
+            self.answers.mark_batched(self._made)
+        self._made = []
 
     @asynccontextmanager
     async def _slot(self) -> AsyncIterator[None]:
@@ -192,6 +234,7 @@ class Executor:
             await run_all([worker for _ in range(max(1, min(self.workers * self.lookahead, len(items))))])
         finally:
             self._slots = None
+            self.journal_made()
             if ticking is not None:
                 ticking.cancel()
             bar.close()

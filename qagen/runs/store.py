@@ -144,7 +144,8 @@ class RecordLog(Generic[R]):
             where = ".".join(str(part) for part in first["loc"])
             what = (
                 f"is not a record this qagen version reads ({where}: {first['msg']}): it was edited, or written "
-                "by another qagen version (run.json names the one that started the run; that one can resume it)"
+                "by another qagen version (run.json names the one that started the run: that one can resume it, "
+                "or start again in a new `out`)"
             )
         message = (
             f"{self.path} line {number} {what}. To go on, delete that line (e.g. `sed -i '{number}d' {self.path}`) "

@@ -22,10 +22,11 @@ Kinds (each named after its prompt file) and the logged `score`:
 - ``ragas_context_recall``: a verdict per numbered reference sentence; score = number of Yes.
 - ``ragas_context_relevance``: context sentences copied verbatim, one per line, or
   ``Insufficient Information``; score = number of distinct sentences copied.
-- ``grader`` (criterion ``correct``, ``relevant``, ``grounded``, ``retrieval_relevant`` or
-  ``abstention``, told apart by the sections of the user message): ``Explanation: ...`` then
-  ``Grade: true|false``; score = 1 for true, 0 for false. The abstention verdict is read from the
-  answer (true when it says the documents do not hold the answer), the others drawn by hash.
+- ``grader`` (criterion: the registered grader, ``correct``, ``relevant``, ``grounded``,
+  ``retrieval_relevant`` or one registered later, told apart by the sections of the user message:
+  `grader_layouts`): ``Explanation: ...`` then ``Grade: true|false``; score = 1 for true, 0 for false.
+  The abstention judge's verdict is read from the answer (true when it says the documents do not
+  hold the answer), the others are drawn by hash.
 """
 
 from __future__ import annotations
@@ -72,20 +73,12 @@ _OPENINGS: tuple[tuple[re.Pattern[str], EvalKind], ...] = (
     (re.compile(r"Given a question, a context and the numbered sentences of a reference"), "ragas_context_recall"),
     (re.compile(r"Please extract relevant sentences from the provided context"), "ragas_context_relevance"),
 )
-# The graders' user messages are only labelled data sections (the instructions are the system
-# message, which the stand-in does not see); the labels in order tell the four apart.
-_GRADER_LAYOUTS: dict[tuple[str, ...], str] = {
-    ("QUESTION", "GROUND TRUTH ANSWER", "STUDENT ANSWER"): "correct",
-    ("QUESTION", "STUDENT ANSWER"): "relevant",
-    ("FACTS", "STUDENT ANSWER"): "grounded",
-    ("FACTS", "QUESTION"): "retrieval_relevant",
-    ("QUESTION", "ANSWER"): "abstention",
-}
 # The abstention judge's verdict is read from the answer, not drawn by hash: an answer that says the
 # documents do not hold it declines; any other commits (the stand-in's own RAG answers never decline).
 _DECLINES = re.compile(
-    r"\b(?:I don['’]t know|I do not know|there (?:is|are) no|no (?:information|mention)|not (?:mentioned|provided|given|stated|"
-    r"specified|available)|do(?:es)? not (?:say|mention|answer|contain|provide|specify)|cannot be "
+    r"\b(?:I don['’]t know|I do not know|there (?:is|are) no|no (?:information|mention)|"
+    r"not (?:mentioned|provided|given|stated|specified|available)|"
+    r"do(?:es)? not (?:say|mention|answer|contain|provide|specify)|cannot be "
     r"(?:answered|determined|deduced))\b",
     re.I,
 )
@@ -113,6 +106,7 @@ _GRADER_EXPLANATIONS: dict[str, tuple[str, str]] = {
     "retrieval_relevant": ("The facts are unrelated to the question.", "The facts share keywords with the question."),
     "abstention": ("The answer commits to an answer.", "The answer says the documents do not answer it."),
 }
+_GENERIC_EXPLANATION = ("The grader's condition does not hold.", "The grader's condition holds.")
 _QUESTION_TEMPLATES = (
     "What does the text say about {topic}?",
     "Which fact is given about {topic}?",
@@ -168,8 +162,32 @@ def classify_eval_prompt(text: str) -> EvalPrompt | None:
         labels.append(section.group("label"))
         blocks[section.group("tag")] = section.group("body")
         position = section.end()
-    criterion = _GRADER_LAYOUTS.get(tuple(labels)) if position == len(text) else None
+    criterion = grader_layouts().get(tuple(labels)) if position == len(text) else None
     return EvalPrompt("grader", criterion, blocks) if criterion else None
+
+
+def _sections(text: str) -> tuple[str, ...] | None:
+    """The labels of a text made of labelled data sections only, in order; None for any other text."""
+    labels: list[str] = []
+    position = 0
+    while (section := _GRADER_SECTION.match(text, position)) is not None:
+        labels.append(section.group("label"))
+        position = section.end()
+    return tuple(labels) if labels and position == len(text) else None
+
+
+def grader_layouts() -> dict[tuple[str, ...], str]:
+    """The registered graders (`qagen.evaluate.judges.registry.LLM_METRICS`), by the labels of their
+    user message's data sections: the instructions are the system message, which the stand-in does
+    not see, so the labels in order tell the graders apart. Read from the registry on every call, so
+    a grader registered while the stand-in runs is recognised."""
+    from qagen.evaluate.judges.registry import LLM_METRICS  # the evaluator's, only when a grader is asked
+
+    layouts: dict[tuple[str, ...], str] = {}
+    for name, spec in LLM_METRICS.items():
+        if len(spec.prompts) == 2 and (labels := _sections(spec.load_prompts()[-1].text.strip())) is not None:
+            layouts.setdefault(labels, name)
+    return layouts
 
 
 def _verdict_lines(items: list[str], context: str, salt: str) -> tuple[str, int]:
@@ -222,7 +240,7 @@ def eval_reply(prompt: EvalPrompt) -> EvalReply:
     else:
         texts = (f"{tag}={body}" for tag, body in sorted(blocks.items()))
         grade = _share("grade", prompt.criterion or "", *texts) < GRADE_RATE
-    why = _GRADER_EXPLANATIONS[prompt.criterion or ""][grade]
+    why = _GRADER_EXPLANATIONS.get(prompt.criterion or "", _GENERIC_EXPLANATION)[grade]
     return EvalReply(f"Explanation: {why}\nGrade: {'true' if grade else 'false'}", int(grade))
 
 

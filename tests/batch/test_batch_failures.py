@@ -5,8 +5,11 @@ end-of-run failure-rate check holds as online."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import re
+import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,68 @@ def test_the_failure_rate_is_checked_at_the_end_as_online(corpus: Path, tmp_path
     assert 0 < failed < calls < 40
     assert f"{failed} of {calls} calls to " in stopped and "more than --max-failure-rate 5%" in stopped
     assert len(drafts(out)) == 10  # every round's records are kept
+
+
+def test_expired_requests_are_told_to_be_asked_again_by_a_rerun(corpus: Path, tmp_path: Path) -> None:
+    with StandInLLM(batch_expire=1) as llm:
+        result = invoke(build_args(llm, corpus, tmp_path / "batch", *BATCH, n=8))
+    assert result.exit_code == 0, result.output
+    (failed,) = re.findall(r"generation failed +(\d+) \(api_error:batch_expired \d+\)", result.output)
+    assert int(failed) > 0
+    assert f"  {failed} generation calls got no reply: re-run the same command to ask them again" in result.output
+
+
+def build_args_for(corpus: Path, out: Path, *extra: str) -> list[str]:
+    with StandInLLM() as llm:
+        return build_args(llm, corpus, out, *extra)
+
+
+def _pointed_at(url: str, args: list[str]) -> list[str]:
+    args[args.index("--base-url") + 1] = url
+    return args
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_refused_connection_is_told_as_one_not_as_a_timeout(corpus: Path, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    args = _pointed_at(url, build_args_for(corpus, tmp_path / "batch", *BATCH, "--max-retries", "0"))
+    line = error_line(invoke(args))
+    assert f"cannot reach {url} (connection refused); is the server running" in line, line
+    assert "timed out" not in line.lower()
+
+
+class _NoBatchAPI(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible server with chat completions only (vLLM's or llama.cpp's online server)."""
+
+    def _not_found(self) -> None:
+        body = json.dumps({"error": {"message": "Not Found", "type": "not_found"}}).encode()
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _not_found
+
+    def log_message(self, *_: object) -> None:
+        """Quiet."""
+
+
+def test_a_server_without_a_batch_api_is_told_so_not_to_rerun(corpus: Path, tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _NoBatchAPI)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        args = _pointed_at(url, build_args_for(corpus, tmp_path / "batch", *BATCH))
+        line = error_line(invoke(args))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "has no Batch API (it answered 404 when asked to upload a batch input file)" in line, line
+    assert "run without --batch" in line and "re-run" not in line

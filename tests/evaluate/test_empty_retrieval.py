@@ -113,20 +113,20 @@ def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_pair
         (0.0, "no_contexts"), (0.0, "no_contexts"), (None, "no_statements")
     ]  # fmt: skip
     assert all(row[f"{metric}_reason"] == "" for row in rows[3:] for metric in (*CONTEXT_METRICS, "faithfulness"))
-    assert stats["retrieved_nothing"] == 3
-    faithfulness = stats["judges"]["faithfulness"]
-    assert (faithfulness["undefined"], faithfulness["failed"], faithfulness["retrieved_nothing"]) == (
+    assert stats.retrieved_nothing == 3
+    faithfulness = stats.judges["faithfulness"]
+    assert (faithfulness.undefined, faithfulness.failed, faithfulness.retrieved_nothing) == (
         {"no_statements": 1}, 0, 2
     )  # fmt: skip
-    assert stats["metrics"]["faithfulness"]["missing_by_reason"] == {"no_statements": 1}
+    assert stats.metrics["faithfulness"].missing_by_reason == {"no_statements": 1}
     lower = 0
     for metric in (*CONTEXT_METRICS, "faithfulness"):
         values = [row[metric] for row in rows if row[metric] is not None]
         judged_before = [row[metric] for row in rows[3:]]  # what the mean was over when these were "not judged"
-        summary = stats["metrics"][metric]
-        assert summary["mean"] == pytest.approx(sum(values) / len(values)) and summary["n"] == len(values)
-        assert summary["mean"] <= sum(judged_before) / 3
-        lower += summary["mean"] < sum(judged_before) / 3
+        summary = stats.metrics[metric]
+        assert summary.mean == pytest.approx(sum(values) / len(values)) and summary.n == len(values)
+        assert summary.mean <= sum(judged_before) / 3
+        lower += summary.mean < sum(judged_before) / 3
     assert lower >= 3  # the stand-in supported some of what was retrieved: retrieving nothing now costs
 
     evaluate(testset, always, tmp_path / "always", **options)
@@ -145,9 +145,9 @@ def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_pair
     calls = len(fake_llm.log)
     plain_stats = evaluate(testset, plain, tmp_path / "plain", **options)
     for metric in (*CONTEXT_METRICS, "faithfulness"):
-        assert plain_stats["judges"][metric]["not_judged"] == {"no_contexts": 6}
-        assert plain_stats["metrics"][metric]["mean"] is None
-    assert plain_stats["retrieved_nothing"] == 0
+        assert plain_stats.judges[metric].not_judged == {"no_contexts": 6}
+        assert plain_stats.metrics[metric].mean is None
+    assert plain_stats.retrieved_nothing == 0
     assert not fake_llm.log[calls:]
 
 

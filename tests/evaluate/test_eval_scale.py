@@ -156,7 +156,7 @@ def test_a_rerun_scores_each_question_once_and_writes_what_a_fresh_scoring_write
     written = (tmp_path / "eval" / "results.jsonl").stat().st_ino
     again = evaluate(testset, retriever, tmp_path / "eval", **options)
     assert len(scored) == 12
-    assert again["metrics"] == first["metrics"]
+    assert again.metrics == first.metrics
     assert (tmp_path / "eval" / "results.jsonl").read_text() == first_rows
     # ... and the rows the run wrote, final and in order, are not written a second time.
     assert (tmp_path / "eval" / "results.jsonl").stat().st_ino == written
@@ -166,7 +166,7 @@ def test_a_rerun_scores_each_question_once_and_writes_what_a_fresh_scoring_write
         tmp_path / "eval", load_testset(str(testset)), CallableSystem(retriever), ["retrieval", "text"], k=7
     )
     scored.clear()
-    assert fresh.write_results()["metrics"] == first["metrics"]
+    assert fresh.write_results().metrics == first.metrics
     assert len(scored) == 12
     assert (tmp_path / "eval" / "results.jsonl").read_text() == first_rows
 

@@ -17,7 +17,7 @@ from qagen.cli.app import main
 from qagen.evaluate import results as results_module
 from qagen.evaluate.api import evaluate
 from qagen.evaluate.metrics.scoring import Reported
-from qagen.evaluate.records import JudgeVerdict, RagOutput, RetrievedContext
+from qagen.evaluate.records import EvalSummary, JudgeVerdict, RagOutput, RetrievedContext
 from qagen.evaluate.stamp import STAMP_FILE, question_settled
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.failures import Failure, FailureKind
@@ -69,7 +69,7 @@ class Setup:
         self.judge = judge
         self.log = log
 
-    def evaluate(self, **options: Any) -> dict[str, Any]:
+    def evaluate(self, **options: Any) -> EvalSummary:
         settings: dict[str, Any] = {"metrics": ["correctness", "retrieval", "text"], "judge": self.judge}
         settings.update(progress=False, concurrency=1, **options)
         return evaluate(self.testset, AnswersFileSystem(self.answers), self.out, **settings)
@@ -118,7 +118,7 @@ def test_an_edited_test_set_takes_the_full_path(setup: Setup, scored: list[str])
     scored.clear()
     again = setup.evaluate()
     assert len(scored) == QUESTIONS and setup.calls() == 2 * QUESTIONS  # new references, new verdicts
-    assert again["metrics"]["token_f1"] != first["metrics"]["token_f1"]
+    assert again.metrics["token_f1"] != first.metrics["token_f1"]
 
 
 @pytest.mark.parametrize("change", [{"metrics": ["correctness", "retrieval"]}, {"k": 3}])
@@ -128,7 +128,7 @@ def test_another_metric_set_or_k_takes_the_full_path(setup: Setup, scored: list[
     again = setup.evaluate(**change)
     assert len(scored) == QUESTIONS
     assert again != first
-    assert set(again["metrics"]) != set(first["metrics"]) or again["k"] != first["k"]
+    assert set(again.metrics) != set(first.metrics) or again.k != first.k
 
 
 def test_a_run_with_failed_calls_to_redo_is_not_stamped(tmp_path: Path, scored: list[str]) -> None:
@@ -157,17 +157,17 @@ def test_a_system_that_failed_to_answer_is_asked_again_not_stamped(tmp_path: Pat
         return "Answer."
 
     options: dict[str, Any] = {"metrics": ["text"], "judge": None, "progress": False}
-    assert evaluate(testset, system, tmp_path / "eval", **options)["answered"] == 3
+    assert evaluate(testset, system, tmp_path / "eval", **options).answered == 3
     assert not (tmp_path / "eval" / STAMP_FILE).exists()
     down.clear()
-    assert evaluate(testset, system, tmp_path / "eval", **options)["answered"] == 4
+    assert evaluate(testset, system, tmp_path / "eval", **options).answered == 4
     assert (tmp_path / "eval" / STAMP_FILE).exists()
 
 
 def test_an_answers_file_without_some_answers_is_settled(setup: Setup, scored: list[str]) -> None:
     _answers(setup.answers, QUESTIONS - 2)  # the file says the same every time it is read
     first = setup.evaluate()
-    assert first["answered"] == QUESTIONS - 2 and (setup.out / STAMP_FILE).exists()
+    assert first.answered == QUESTIONS - 2 and (setup.out / STAMP_FILE).exists()
     scored.clear()
     assert setup.evaluate() == first and scored == []
 

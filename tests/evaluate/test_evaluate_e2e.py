@@ -301,7 +301,7 @@ def test_langchain_runnable_from_python(built: Built, tmp_path: Path) -> None:
         progress=False,
     )
     _check_fake_rag_rows(tmp_path / "eval", built.server, since)
-    assert stats == summary(tmp_path / "eval") and stats["answered"] == stats["questions"] > 0
+    assert stats.model_dump(mode="json") == summary(tmp_path / "eval") and stats.answered == stats.questions > 0
 
 
 # --------------------------------------------------------------------------- 5. grid and report
@@ -436,7 +436,7 @@ def test_answer_relevancy_with_embeddings_from_python(built: Built, tmp_path: Pa
     )
     said = sent(built.server, since)
     results = rows(tmp_path / "eval")
-    assert stats["judges"]["answer_relevancy"]["judged"] == len(results)
+    assert stats.judges["answer_relevancy"].judged == len(results)
     noncommittal = 0
     for row in results:
         entry = said[row["answer_relevancy_raw"]]

@@ -232,13 +232,13 @@ def test_unreadable_verdicts_are_counted_by_reason_never_scored(fake_llm: Any, t
     )
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
     said = {e["reply"]: e for e in fake_llm.log}
-    assert (stats["answered"], stats["failed"], stats["failed_by_reason"]) == (26, 4, {"not_in_answers_file": 4})
+    assert (stats.answered, stats.failed, stats.failed_by_reason) == (26, 4, {"not_in_answers_file": 4})
     for metric in ("correctness", "grounded"):
         reasons = Counter(row[f"{metric}_reason"] for row in rows if row[metric] is None)
-        judged = stats["judges"][metric]
-        assert judged["not_judged"] == {"no_answer": 4}
-        assert judged["failures"] == {r: n for r, n in reasons.items() if r != "no_answer"}
-        assert judged["failed"] > 0 and judged["judged"] + judged["failed"] == 26
+        judged = stats.judges[metric]
+        assert judged.not_judged == {"no_answer": 4}
+        assert judged.failures == {r: n for r, n in reasons.items() if r != "no_answer"}
+        assert judged.failed > 0 and judged.judged + judged.failed == 26
         for row in rows:
             raw = row[f"{metric}_raw"]
             if raw is None:
@@ -248,8 +248,8 @@ def test_unreadable_verdicts_are_counted_by_reason_never_scored(fake_llm: Any, t
             else:
                 assert row[metric] == said[raw]["score"]
     normalised = [(row["correctness"] - 1) / 4 for row in rows if row["correctness"] is not None]
-    assert stats["metrics"]["correctness"]["mean"] == pytest.approx(sum(normalised) / len(normalised))
-    assert stats["metrics"]["correctness"]["n"] == len(normalised)
+    assert stats.metrics["correctness"].mean == pytest.approx(sum(normalised) / len(normalised))
+    assert stats.metrics["correctness"].n == len(normalised)
 
 
 def test_failed_judge_calls_are_retried_on_the_next_run(llm: Any, tmp_path: Path) -> None:
@@ -261,12 +261,12 @@ def test_failed_judge_calls_are_retried_on_the_next_run(llm: Any, tmp_path: Path
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
     first = evaluate(testset, AnswersFileSystem(answers), tmp_path / "eval", **options)
-    failures = first["judges"]["correctness"]["failures"]
-    assert failures == {"api_error:server_error": first["judges"]["correctness"]["failed"]} and failures
+    failures = first.judges["correctness"].failures
+    assert failures == {"api_error:server_error": first.judges["correctness"].failed} and failures
     calls = len(llm.log)
     second = evaluate(testset, AnswersFileSystem(answers), tmp_path / "eval", **options)
-    assert len(llm.log) - calls == first["judges"]["correctness"]["failed"]  # only the failed calls again
-    assert second["judges"]["correctness"] | {"prompts": {}} == {
+    assert len(llm.log) - calls == first.judges["correctness"].failed  # only the failed calls again
+    assert second.judges["correctness"].model_dump() | {"prompts": {}} == {
         "judged": 20, "retrieved_nothing": 0, "failed": 0, "failures": {}, "not_judged": {}, "undefined": {},
         "prompts": {},
     }  # fmt: skip

@@ -224,4 +224,4 @@ def test_sync_functions_still_run_side_by_side(tmp_path: Path) -> None:
         return "A."
 
     stats = evaluate(testset, together, tmp_path / "eval", metrics=["text"], progress=False, concurrency=8)
-    assert stats["answered"] == 8
+    assert stats.answered == 8

@@ -66,15 +66,16 @@ def test_the_summary_writes_about_after_testset_and_the_scores_in_place() -> Non
         result_row(ITEM, OUTPUT, {"correctness": CORRECT}, system="bm25", k=7, groups=set(), run=Reported()),
     ]
     scores = summarise(rows, k=7, llm_metrics=["correctness"], groups=set())
-    summary = EvalSummary(
+    record = EvalSummary(
+        **dict(scores),
         system="bm25",
         judge_model="openai:judge",
         testset="set.jsonl",
         about={"reader_model": "openai:reader", "notes": []},
-        scores=scores,
         skipped_rows=[SkippedRow(row=3, reason="empty_question", content="{}")],
         usage=EvalUsage(system=Usage(input_tokens=1), judge=Usage()),
-    ).model_dump(mode="json")
+    )
+    summary = record.model_dump(mode="json")
     assert list(summary) == [
         "system", "judge_model", "testset", "reader_model", "notes",
         *ResultsSummary.model_fields, "skipped_rows", "usage", "batch",
@@ -86,6 +87,9 @@ def test_the_summary_writes_about_after_testset_and_the_scores_in_place() -> Non
     assert summary["skipped_rows"] == [{"row": 3, "reason": "empty_question", "content": "{}"}]
     assert summary["usage"]["system"] == {"input_tokens": 1, "output_tokens": 0}
     json.dumps(summary)  # plain JSON types only
+    # The flat form reads back as it was: what is no field goes back into `about`.
+    assert EvalSummary.model_validate(summary) == record
+    assert EvalSummary.model_validate(summary).about == {"reader_model": "openai:reader", "notes": []}
 
 
 def test_a_row_says_where_the_answer_was_found_and_the_summary_why_it_was_not() -> None:

@@ -1,5 +1,5 @@
-"""`qagen report` and `comparison_table`: labels, names old and new, paired tests and their p-values,
-and a chart only when asked."""
+"""`qagen report` and `comparison_table`: labels, paired tests and their p-values, and a chart only
+when asked."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from qagen.cli.app import main
 from qagen.errors import QagenError
-from qagen.evaluate.report import EvalRun, chart_metric, comparison_table, format_p_value, load_runs
+from qagen.evaluate.report import EvalRun, chart_metric, comparison_table, format_p_value, load_runs, report
 
 # --------------------------------------------------------------------------- report
 
@@ -52,37 +52,13 @@ def test_report_labels_chart_metric_and_paired_rows(tmp_path: Path) -> None:
     assert chart_metric([only_mrr]) == "mrr@7"
 
 
-def test_report_reads_results_written_when_mrr_had_no_cutoff_in_its_name(tmp_path: Path) -> None:
-    # Before the rename a summary said `mrr` / `chunk_mrr` and rows `reciprocal_rank`; the values
-    # were MRR@k all along, so they are read as `mrr@7`, and paired with a run written since.
-    old_rows = [{"id": str(i), "reciprocal_rank": 1 / (1 + i), "chunk_reciprocal_rank": 0.5} for i in range(4)]
-    old = _run(tmp_path / "old", {"mrr": 0.52, "chunk_mrr": 0.5}, old_rows)
-    new_rows = [{"id": str(i), "reciprocal_rank@k": 1.0, "chunk_reciprocal_rank@k": 1.0} for i in range(4)]
-    new = _run(tmp_path / "new", {"mrr@7": 1.0, "chunk_mrr@7": 1.0}, new_rows)
-    runs = load_runs([old, new])
-    assert list(runs[0].summary["metrics"]) == ["mrr@7", "chunk_mrr@7"]
-    assert runs[0].values("mrr@7") == {str(i): 1 / (1 + i) for i in range(4)}
-    assert runs[0].values("chunk_mrr@7") == {str(i): 0.5 for i in range(4)}
-    table = comparison_table(runs)
-    assert not any(line.split()[0] in ("mrr", "chunk_mrr") for line in table.splitlines() if line.strip())
-    paired = {line.split()[0]: line for line in table.splitlines() if "new - old" in line}
-    assert paired["mrr@7"].endswith(" 4") and paired["chunk_mrr@7"].endswith(" 4")
-
-
-def test_chunk_metrics_of_the_rule_before_evidence_are_read_under_their_own_names(tmp_path: Path) -> None:
-    # Results written when a chunk hit meant covering half of the reference chunk (`chunk_hit@7`...)
-    # still load and show, but are never paired with the evidence metrics: they measured another thing.
-    old_rows = [{"id": str(i), "chunk_hit@k": 0.0, "chunk_reciprocal_rank@k": 0.0} for i in range(4)]
-    old = _run(tmp_path / "old", {"chunk_hit@7": 0.0, "chunk_mrr@7": 0.0}, old_rows)
-    new_rows = [{"id": str(i), "evidence_hit@k": 1.0, "evidence_reciprocal_rank@k": 0.5} for i in range(4)]
-    new = _run(tmp_path / "new", {"evidence_hit@7": 1.0, "evidence_mrr@7": 0.5}, new_rows)
-    runs = load_runs([old, new])
-    assert runs[0].values("chunk_mrr@7") == {str(i): 0.0 for i in range(4)}
-    assert runs[1].values("evidence_mrr@7") == {str(i): 0.5 for i in range(4)}
-    table = comparison_table(runs)
-    shown = {line.split()[0] for line in table.splitlines() if line.strip()}
-    assert {"chunk_hit@7", "chunk_mrr@7", "evidence_hit@7", "evidence_mrr@7"} <= shown
-    assert not any("new - old" in line for line in table.splitlines())  # no metric the two runs share
+@pytest.mark.parametrize("earlier", ["mrr", "chunk_mrr@7", "chunk_hit@7"])
+def test_results_of_an_earlier_qagen_are_refused_with_the_way_forward(tmp_path: Path, earlier: str) -> None:
+    old = _run(tmp_path / "old", {earlier: 0.5}, [{"id": "1", "reciprocal_rank": 0.5}])
+    with pytest.raises(
+        QagenError, match=rf"{old} was written by an earlier qagen \(its metrics {earlier} .*new `out` directory"
+    ):
+        load_runs([old])
 
 
 @pytest.mark.parametrize(
@@ -109,6 +85,21 @@ def test_paired_p_value_of_many_questions_carries_its_error(tmp_path: Path) -> N
     line = next(line for line in table.splitlines() if line.startswith("token_f1") and " - " in line)
     assert re.search(r" (0\.\d+ ± 0\.\d+|< 0\.0003) +30$", line), line
     assert "shown ± its standard error" in table
+
+
+def test_report_from_python_returns_the_paired_differences_it_prints(tmp_path: Path) -> None:
+    rows_a = [{"id": str(i), "token_f1": 0.5} for i in range(6)]
+    rows_b = [{"id": str(i), "token_f1": 0.5 + 0.1 * (i % 2)} for i in range(1, 6)]
+    a = _run(tmp_path / "a", {"token_f1": 0.5}, rows_a)
+    b = _run(tmp_path / "b", {"token_f1": 0.56}, rows_b)
+    compared = report([a, str(b)], chart=tmp_path / "chart.png")
+    assert [run.label for run in compared.runs] == ["a", "b"]
+    [difference] = compared.paired
+    assert (difference.metric, difference.run, difference.baseline) == ("token_f1", "b", "a")
+    assert difference.test.n == 5 and difference.test.mean_diff == pytest.approx(0.3 / 5)  # ids 1, 3, 5 gained 0.1
+    assert f"{difference.test.mean_diff:+.3f} [" in compared.table and " b - a " in compared.table
+    assert compared.table == comparison_table(load_runs([a, b]))
+    assert compared.chart == tmp_path / "chart.png" and compared.chart.read_bytes().startswith(b"\x89PNG")
 
 
 # --------------------------------------------------------------------------- qagen report

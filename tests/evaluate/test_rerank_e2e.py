@@ -14,7 +14,8 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from qagen.cli.evaluate import _rerank_names
-from qagen.evaluate.systems.baseline import BM25Baseline
+from qagen.evaluate.systems.baseline import Baseline
+from qagen.evaluate.systems.bundled import rag_baseline
 from qagen.evaluate.systems.corpus_chunks import clear_memory
 from qagen.evaluate.systems.rerank.base import RerankRecord
 from qagen.evaluate.systems.rerank.specs import RerankSpec
@@ -86,7 +87,8 @@ def rerank_calls(server: StandInLLM, since: int = 0) -> list[str]:
 def candidates(setup: Setup, question: str) -> list[str]:
     """The retriever's top `TOP` chunks for `question`: what the reranker is given, in retrieval order."""
     reader = LLMClient.connect(ModelSettings(spec="openai:stand-in", base_url=setup.server.base_url))
-    baseline = BM25Baseline(setup.corpus, reader=reader, chunk_size=int(CHUNK), k=TOP, progress=False)
+    baseline = rag_baseline(setup.corpus, chunk_size=int(CHUNK), k=TOP, progress=False).build(reader)
+    assert isinstance(baseline, Baseline)
     return [context.text for context in baseline.retrieve(question)]
 
 

@@ -93,8 +93,9 @@ def test_streamed_outputs_equal_the_in_memory_path(built: tuple[Path, BuildConfi
     _save_as_before(before.candidates, tmp_path / "candidates-before", CandidateRow)
     _same_directory(run.dataset_dir, tmp_path / "dataset-before")
     _same_directory(run.candidates_dir, tmp_path / "candidates-before")
-    assert summary["funnel"] == before.funnel.model_dump(mode="json")
-    assert summary["usage"] == _usage_as_before(before.candidates, drafts, critiques, summary["usage"])
+    assert summary.funnel == before.funnel
+    usage = summary.usage.model_dump(mode="json")
+    assert usage == _usage_as_before(before.candidates, drafts, critiques, usage)
 
     # Every kind of row is in it, so the comparison covers them all.
     reasons = [row.reason for row in before.candidates]
@@ -181,8 +182,8 @@ def test_whatever_the_outputs_come_from_changing_rewrites_them(
     assert "nothing changed" not in capsys.readouterr().err
     rewritten = _written(run)
     assert all(rewritten.get(path) != mtime for path, mtime in written.items() if "summary" not in path)
-    assert json.loads(run.summary_file.read_text(encoding="utf-8")) == summary
-    assert summary["thresholds"]["groundedness"] == (5 if change == "threshold" else 4)
+    assert json.loads(run.summary_file.read_text(encoding="utf-8")) == summary.model_dump(mode="json")
+    assert summary.thresholds["groundedness"] == (5 if change == "threshold" else 4)
     # And now it stands.
     finalize(config, run, tasks, load_sample(config, run))
     assert "nothing changed: dataset is up to date" in capsys.readouterr().err

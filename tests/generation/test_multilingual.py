@@ -28,8 +28,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from qagen.cli.app import main
 from qagen.evaluate.api import evaluate
 from qagen.evaluate.systems import baseline as baseline_module
-from qagen.evaluate.systems.baseline import BM25Baseline
-from qagen.evaluate.systems.protocol import SystemFactory
+from qagen.evaluate.systems.baseline import Baseline
+from qagen.evaluate.systems.bundled import rag_baseline
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.backends import LangChainBackend
@@ -413,6 +413,13 @@ def fresh_bm25_memory() -> Iterator[None]:
     baseline_module._memory.clear()
 
 
+def bm25(corpus: Path, reader: LLMClient, *, chunk_size: int, k: int) -> Baseline:
+    """The bundled baseline with BM25 retrieval, as `rag_baseline` builds it for `evaluate`."""
+    system = rag_baseline(corpus, chunk_size=chunk_size, k=k, progress=False).build(reader)
+    assert isinstance(system, Baseline)
+    return system
+
+
 def no_reader() -> LLMClient:
     """A reader for tests that only retrieve (it has no reply to give)."""
     return LLMClient(LangChainBackend(GenericFakeChatModel(messages=iter([]))), ModelSettings(spec="fake:reader"))
@@ -431,7 +438,7 @@ def test_bm25_retrieves_chinese_text(
     fresh_bm25_memory: None, tmp_path: Path, question: str, source: str, words: str
 ) -> None:
     corpus = write_corpus(tmp_path / "zh", "zh")
-    baseline = BM25Baseline(corpus, reader=no_reader(), chunk_size=CHUNK_SIZES["zh"], k=3, progress=False)
+    baseline = bm25(corpus, no_reader(), chunk_size=CHUNK_SIZES["zh"], k=3)
     hits = baseline.retrieve(question)
     assert hits and hits[0].source == source and words in hits[0].text
     for hit in hits:
@@ -452,14 +459,14 @@ def test_bm25_case_folds_german_and_french(
     fresh_bm25_memory: None, tmp_path: Path, question: str, source: str, words: str
 ) -> None:
     corpus = write_corpus(tmp_path / "defr", "de", "fr")
-    baseline = BM25Baseline(corpus, reader=no_reader(), chunk_size=300, k=3, progress=False)
+    baseline = bm25(corpus, no_reader(), chunk_size=300, k=3)
     hits = baseline.retrieve(question)
     assert hits and hits[0].source == source and words in hits[0].text
 
 
 def test_bm25_finds_a_decomposed_query_like_a_composed_one(fresh_bm25_memory: None, tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "de", "de")
-    baseline = BM25Baseline(corpus, reader=no_reader(), chunk_size=300, k=1, progress=False)
+    baseline = bm25(corpus, no_reader(), chunk_size=300, k=1)
     composed = baseline.retrieve("Westtürme Kölner Höhe")
     decomposed = baseline.retrieve(unicodedata.normalize("NFD", "Westtürme Kölner Höhe"))
     assert [hit.text for hit in decomposed] == [hit.text for hit in composed]
@@ -475,7 +482,7 @@ def test_bm25_reader_gets_the_chinese_context_intact(builds: Builds, fresh_bm25_
     async def ask() -> Any:
         reader = LLMClient.connect(settings)
         try:
-            baseline = BM25Baseline(corpus, reader=reader, chunk_size=CHUNK_SIZES["zh"], k=2, progress=False)
+            baseline = bm25(corpus, reader, chunk_size=CHUNK_SIZES["zh"], k=2)
             return await baseline.answer("大熊猫每天吃什么？")
         finally:
             await reader.aclose()
@@ -496,13 +503,9 @@ def test_evaluating_bm25_on_a_chinese_test_set(builds: Builds, fresh_bm25_memory
     built = builds.runs["zh"]
     model = ModelSettings(spec="openai:stand-in", base_url=builds.llm.base_url)
 
-    def system(reader: LLMClient | None) -> BM25Baseline:
-        assert reader is not None  # `evaluate` hands the factory a client for `reader=`
-        return BM25Baseline(built.corpus, reader=reader, chunk_size=CHUNK_SIZES["zh"], k=3, progress=False)
-
     summary = evaluate(
         str(built.run),
-        SystemFactory(system),
+        rag_baseline(built.corpus, chunk_size=CHUNK_SIZES["zh"], k=3, progress=False),
         tmp_path / "eval",
         metrics=["correctness", "retrieval"],
         judge=model,
@@ -511,7 +514,7 @@ def test_evaluating_bm25_on_a_chinese_test_set(builds: Builds, fresh_bm25_memory
         progress=False,
     )
     kept = len(rows(built.run, "dataset"))
-    assert summary["questions"] == summary["answered"] == kept
+    assert summary.questions == summary.answered == kept
     # Questions drafted from Chinese chunks find their own document among the top 3.
-    assert summary["metrics"]["hit@3"]["mean"] == 1.0
-    assert summary["metrics"]["correctness"]["n"] == kept
+    assert summary.metrics["hit@3"].mean == 1.0
+    assert summary.metrics["correctness"].n == kept

@@ -225,3 +225,14 @@ def test_a_question_of_two_passages_hits_only_when_both_documents_are_retrieved(
     unanswerable = item.model_copy(update={"question_type": "unanswerable", "source_docs": ()})
     output = RagOutput(answer="A.", contexts=[RetrievedContext(text="t", source="a.txt")])
     assert deterministic_metrics(unanswerable, output, 3, {"retrieval"})["hit@k"] is None
+
+
+def test_the_shares_are_a_config_key_with_the_flags_checks(tmp_path: Path) -> None:
+    from qagen.cli.config_file import ConfigFileError, read_config
+
+    config = tmp_path / "qagen.toml"
+    config.write_text('[build]\nquestion_types = "factoid=50,reworded=50"\n', encoding="utf-8")
+    assert read_config(config, "build") == {"question_types": "factoid=50,reworded=50"}
+    config.write_text('[build]\nquestion_types = "factoid=50"\n', encoding="utf-8")
+    with pytest.raises(ConfigFileError, match=r"`build\.question_types` is not valid: .*adding up to 100"):
+        read_config(config, "build")

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from datasets import Dataset, List, Value, load_from_disk
 from pydantic import BaseModel
 
-from qagen.generation.write import row_columns, row_features, save_rows
+from qagen.generation.write import DATA_FILE, row_columns, row_features, save_outputs
 from qagen.records import PASSAGE_COLUMNS, CandidateRow, CriticReply, DatasetRow
 
 COOKBOOK = [
@@ -31,6 +32,10 @@ def _candidate(**changes: object) -> CandidateRow:
         standalone_raw=None,
     )  # fmt: skip
     return row.model_copy(update=changes)
+
+
+def _save(rows: list[CandidateRow], folder: Path, *, extra_critics: bool = False, mixed: bool = False) -> None:
+    save_outputs(rows, folder / "dataset", folder / "candidates", extra_critics=extra_critics, mixed=mixed)
 
 
 def test_the_cookbook_columns_come_first_then_provenance_then_the_candidate_columns() -> None:
@@ -77,8 +82,7 @@ def test_saved_rows_load_back_with_the_model_columns(tmp_path: Path) -> None:
         groundedness_score=None, relevance_score=None, standalone_score=None,
     )  # fmt: skip
     candidates = [_candidate(), failed]
-    save_rows(candidates, tmp_path / "candidates", candidates=True)
-    save_rows([candidates[0].dataset_row()], tmp_path / "dataset", candidates=False)
+    _save(candidates, tmp_path)  # the first is kept, the second not
 
     loaded = load_from_disk(str(tmp_path / "candidates"))
     assert loaded.column_names == row_columns(CandidateRow)
@@ -94,8 +98,7 @@ def test_a_build_of_several_types_writes_the_type_and_every_passage(tmp_path: Pa
         chunk_ids=("c1", "c2"), start_indices=(0, 10), end_indices=(14, 25),
     )  # fmt: skip
     assert row_columns(DatasetRow, mixed=True)[-len(PASSAGE_COLUMNS) :] == list(PASSAGE_COLUMNS)
-    save_rows([candidate], tmp_path / "candidates", candidates=True, mixed=True)
-    save_rows([candidate.dataset_row()], tmp_path / "dataset", candidates=False, mixed=True)
+    _save([candidate], tmp_path, mixed=True)
     for folder in ("candidates", "dataset"):
         (row,) = load_from_disk(str(tmp_path / folder))
         assert row["question_type"] == "multi_hop" and row["contexts"] == ["First passage.", "Second passage."]
@@ -107,8 +110,7 @@ def test_a_build_of_several_types_writes_the_type_and_every_passage(tmp_path: Pa
 def test_a_critic_beyond_the_three_is_one_entry_of_extra_critics(tmp_path: Path) -> None:
     verdict = CriticReply(name="specificity", score=2, eval="Vague.", prompt_hash="p", raw="Evaluation: Vague.")
     candidate = _candidate(extra_critics=(verdict,))
-    save_rows([candidate], tmp_path / "candidates", candidates=True, extra_critics=True)
-    save_rows([candidate.dataset_row()], tmp_path / "dataset", candidates=False, extra_critics=True)
+    _save([candidate], tmp_path, extra_critics=True)
     (row,) = load_from_disk(str(tmp_path / "candidates"))
     assert row["extra_critics"] == [verdict.model_dump()]
     (kept,) = load_from_disk(str(tmp_path / "dataset"))
@@ -118,10 +120,11 @@ def test_a_critic_beyond_the_three_is_one_entry_of_extra_critics(tmp_path: Path)
 
 
 def test_an_empty_set_keeps_its_columns_and_types(tmp_path: Path) -> None:
-    save_rows([], tmp_path / "dataset", candidates=False)
-    loaded = load_from_disk(str(tmp_path / "dataset"))
-    assert loaded.num_rows == 0
-    assert loaded.features == row_features(DatasetRow)
+    _save([], tmp_path)
+    for name, row_type in (("dataset", DatasetRow), ("candidates", CandidateRow)):
+        loaded = load_from_disk(str(tmp_path / name))
+        assert loaded.num_rows == 0
+        assert loaded.features == row_features(row_type)
 
 
 def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> None:
@@ -138,40 +141,53 @@ def test_written_directories_with_or_without_extra_critics_are_those_of_save_to_
     """Byte for byte, but for the fingerprint, with the list-of-structs column too."""
     verdict = CriticReply(name="specificity", score=None, eval=None, prompt_hash="p", raw=None)
     rows = [_candidate(id=f"d{i}", extra_critics=(verdict,) * (i % 2)) for i in range(3)]
-    save_rows(rows, tmp_path / "streamed", candidates=True, extra_critics=extra_critics)
+    _save(rows, tmp_path / "streamed", extra_critics=extra_critics)
     columns = row_columns(CandidateRow, extra_critics=extra_critics)
     data = {column: [row.model_dump()[column] for row in rows] for column in columns}
     features = row_features(CandidateRow, extra_critics=extra_critics)
     Dataset.from_dict(data, features=features, split="train").save_to_disk(str(tmp_path / "saved"), num_shards=1)
-    for name in ("data-00000-of-00001.arrow", "dataset_info.json"):
-        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes(), name
+    for name in (DATA_FILE, "dataset_info.json"):
+        assert (tmp_path / "streamed" / "candidates" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes()
 
 
-@pytest.mark.parametrize("count", [0, 3, 700])
+@pytest.mark.parametrize("count", [0, 3, 2500])
 def test_written_directories_are_those_of_save_to_disk(tmp_path: Path, count: int) -> None:
-    """Byte for byte, but for the fingerprint: the rows, the schema with its features, the metadata."""
+    """The rows, the features and the metadata of `save_to_disk`, but for the fingerprint; only the kept rows in
+    `dataset/`, and no scratch folder left."""
     failed = _candidate(
         status="failed", reason="generation:refusal", question=None, answer=None, groundedness_score=None,
         relevance_score=None, standalone_score=None, groundedness_eval=None, generation_raw="I can't.",
     )  # fmt: skip
     rows = [(failed if i % 3 else _candidate()).model_copy(update={"id": f"d{i}"}) for i in range(count)]
-    save_rows(rows, tmp_path / "streamed", candidates=True)
+    _save(rows, tmp_path / "streamed")
     data = {column: [row.model_dump()[column] for row in rows] for column in row_columns(CandidateRow)}
     Dataset.from_dict(data, features=row_features(CandidateRow), split="train").save_to_disk(
         str(tmp_path / "saved"), num_shards=1
     )
-    for name in ("data-00000-of-00001.arrow", "dataset_info.json"):
-        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes(), name
-    streamed, saved = (json.loads((tmp_path / d / "state.json").read_text()) for d in ("streamed", "saved"))
-    assert streamed.pop("_fingerprint") != saved.pop("_fingerprint") and streamed == saved
-    assert list(load_from_disk(str(tmp_path / "streamed"))) == [
-        row.model_dump(exclude={"extra_critics", *PASSAGE_COLUMNS}) for row in rows
+    streamed = tmp_path / "streamed" / "candidates"
+    assert sorted(path.name for path in streamed.iterdir()) == [DATA_FILE, "dataset_info.json", "state.json"]
+    assert (streamed / "dataset_info.json").read_bytes() == (tmp_path / "saved" / "dataset_info.json").read_bytes()
+    assert list(load_from_disk(str(streamed))) == list(load_from_disk(str(tmp_path / "saved")))
+    new, old = (json.loads((folder / "state.json").read_text()) for folder in (streamed, tmp_path / "saved"))
+    assert {**new, "_fingerprint": ""} == {**old, "_fingerprint": ""}
+    assert sorted(path.name for path in (tmp_path / "streamed").iterdir()) == ["candidates", "dataset"]  # no scratch
+    kept = [
+        row.dataset_row().model_dump(exclude={"extra_critics", *PASSAGE_COLUMNS})
+        for row in rows
+        if row.status == "kept"
     ]
+    assert list(load_from_disk(str(tmp_path / "streamed" / "dataset"))) == kept
 
 
-def test_equal_rows_give_equal_fingerprints(tmp_path: Path) -> None:
-    save_rows([_candidate()], tmp_path / "a", candidates=True)
-    save_rows([_candidate()], tmp_path / "b", candidates=True)
-    save_rows([_candidate(id="other")], tmp_path / "c", candidates=True)
-    a, b, c = (json.loads((tmp_path / d / "state.json").read_text())["_fingerprint"] for d in "abc")
-    assert a == b != c
+def test_a_failed_write_leaves_the_previous_outputs(tmp_path: Path) -> None:
+    _save([_candidate()], tmp_path)
+
+    def breaking() -> Iterator[CandidateRow]:
+        yield _candidate(id="new")
+        raise RuntimeError("the ledger broke")
+
+    with pytest.raises(RuntimeError, match="ledger broke"):
+        save_outputs(breaking(), tmp_path / "dataset", tmp_path / "candidates")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["candidates", "dataset"]
+    assert load_from_disk(str(tmp_path / "candidates"))["id"] == ["d1"]
+    assert load_from_disk(str(tmp_path / "dataset"))["id"] == ["d1"]

@@ -121,19 +121,13 @@ def test_record_keys_are_stable() -> None:
     assert record_key("a", "b") == record_key("a", "b") != record_key("ab", "")
 
 
-def test_records_of_an_earlier_qagen_read_their_reason_as_a_typed_failure(tmp_path: Path) -> None:
-    """Run directories written before `Failure` kept `status` and a `reason` string: they still resume."""
+def test_records_of_an_earlier_qagen_are_refused_with_the_way_forward(tmp_path: Path) -> None:
+    """Before `Failure`, records kept `status` and a `reason` string: such a run is not resumed."""
     path = tmp_path / "drafts.jsonl"
-    old = {"id": "d1", "chunk_id": "c1", "model": "m", "prompt_hash": "p", "usage": {}}
-    lines = [
-        {**old, "status": "failed", "reason": "api_error:rate_limited", "raw": "RateLimitError: 429"},
-        {**old, "id": "d2", "status": "failed", "reason": "refusal", "raw": "I cannot."},
-        {**old, "id": "d3", "status": "ok", "reason": "", "question": "q", "answer": "a", "raw": "..."},
-    ]
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    records = RecordLog(path, Draft).load()
-    assert records["d1"].failure == Failure.of(FailureKind.RATE_LIMITED, "RateLimitError: 429")
-    assert records["d1"].failure is not None and records["d1"].failure.retryable
-    assert records["d1"].reason == "api_error:rate_limited"
-    assert records["d2"].failure == Failure.of(FailureKind.REFUSAL) and records["d2"].reason == "refusal"
-    assert records["d3"].ok and records["d3"].question == "q"
+    old = {"id": "d1", "chunk_id": "c1", "model": "m", "prompt_hash": "p", "usage": {}, "raw": "I cannot."}
+    path.write_text(json.dumps({**old, "status": "failed", "reason": "refusal"}) + "\n", encoding="utf-8")
+    with pytest.raises(CorruptRecordError) as caught:
+        RecordLog(path, Draft).load()
+    message = str(caught.value)
+    assert message.startswith(f"{path} line 1 is not a record this qagen version reads (status: Extra inputs")
+    assert "or start again in a new `out`" in message

@@ -528,10 +528,11 @@ def test_async_burst_of_64() -> None:
     with StandInLLM(latency=0.2) as server:
         messages, elapsed = asyncio.run(run(chat(server, timeout=10)))
         assert len(server.requests_by_body()) == 65
+        # Overlap is counted by the server, not timed: a timing bound fails on a loaded machine.
+        assert server.max_in_flight >= 32, f"at most {server.max_in_flight} requests overlapped ({elapsed:.2f} s)"
     assert [int(RATING.findall(str(m.content))[0]) for m in messages] == [
         score_for("standalone", f"What does flag {i} do?") for i in range(64)
     ]
-    assert elapsed < 1.5, f"64 concurrent requests at 0.2 s took {elapsed:.2f} s"
 
 
 def test_log_file_is_jsonl_and_flushed_per_request(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from qagen.evaluate.judges.parsing import parse_grade
 from qagen.evaluate.judges.transcript import JudgeStep, Transcript
-from qagen.llm.prompts import load_prompt
+from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import user_request
 from qagen.llm.untrusted import neutralize, passages
 
@@ -31,9 +31,20 @@ def render_grader(name: str, **values: str) -> tuple[str, str]:
 
 
 def _grade(name: str, model: str, **values: str) -> JudgeStep:
+    return grade_with(name, model, load_prompt(f"grader_{name}_system"), load_prompt(f"grader_{name}"), **values)
+
+
+GRADER_INPUTS = ("question", "answer", "reference_answer", "facts")
+"""What a grader's prompt may read: the question, the answer, the reference answer and the
+retrieved contexts (`facts`); its placeholders say which (`prompt_grader`)."""
+
+
+def grade_with(name: str, model: str, system_prompt: Prompt, user_prompt: Prompt, **values: str) -> JudgeStep:
+    """One grader call with these prompts: `Explanation: ...` then `Grade: true|false`, read as 1.0 / 0.0."""
     t = Transcript(name, model)
-    t.note(f"grader_{name}_system", f"grader_{name}")
-    system, prompt = render_grader(name, **values)
+    t.note_prompts(system_prompt, user_prompt)
+    system = system_prompt.text.strip()
+    prompt = user_prompt.render(**{k: neutralize(v) for k, v in values.items()})
 
     def read(reply: str) -> JudgeStep:
         parsed = parse_grade(reply)
@@ -69,3 +80,11 @@ def grade_retrieval_relevant(question: str, contexts: list[str], model: str) -> 
     if not any(c.strip() for c in contexts):
         return Transcript("retrieval_relevant", model).done(0.0, retrieved_nothing=True)
     return _grade("retrieval_relevant", model, facts=passages(contexts), question=question)
+
+
+def grader_values(
+    user_prompt: Prompt, question: str, answer: str, reference: str, contexts: list[str]
+) -> dict[str, str]:
+    """What a grader prompt reads (its placeholders among `GRADER_INPUTS`), from the judged answer."""
+    available = {"question": question, "answer": answer, "reference_answer": reference, "facts": passages(contexts)}
+    return {name: available[name] for name in GRADER_INPUTS if name in user_prompt.variables}

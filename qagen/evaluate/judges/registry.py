@@ -1,4 +1,10 @@
-"""The evaluator's LLM judges as tasks, and the registry the runner picks them from by name.
+"""The evaluator's LLM metrics, each declared once (`MetricSpec` in `LLM_METRICS`), and their judges as tasks.
+
+The registry is what everything else reads: `metric_groups()` (the `metrics` groups, `all`
+included), the CLI's help of the metrics option, the summary's judges and their prompt hashes, the
+review's list of judges that say "correct", and the stand-in LLM's grader layouts. A new metric is
+one `register_metric(MetricSpec(...))`, or `register_grader(name, help=..., prompt_folder=...)` for a
+boolean grader that is two prompt files (`grader_<name>_system.txt`, `grader_<name>.txt`).
 
 Every judge is a pure state machine (`qagen.llm.task`) over a `JudgeInput` (the question, the
 answer, the reference and the contexts the judge sees) that ends with a `JudgeVerdict`: a value,
@@ -24,11 +30,21 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
+from qagen.errors import ConfigError
 from qagen.evaluate.judges.abstention import ABSTENTION_PROMPT, ABSTENTION_SYSTEM, judge_abstention
 from qagen.evaluate.judges.correctness import CORRECTNESS_PROMPT, CORRECTNESS_SYSTEM, judge_correctness
-from qagen.evaluate.judges.graders import grade_correct, grade_grounded, grade_relevant, grade_retrieval_relevant
+from qagen.evaluate.judges.graders import (
+    GRADER_INPUTS,
+    grade_correct,
+    grade_grounded,
+    grade_relevant,
+    grade_retrieval_relevant,
+    grade_with,
+    grader_values,
+)
 from qagen.evaluate.judges.ragas import (
     Embed,
     answer_relevancy,
@@ -38,13 +54,24 @@ from qagen.evaluate.judges.ragas import (
     faithfulness,
 )
 from qagen.evaluate.judges.transcript import JudgeStep
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.records import EvalItem, JudgementRecord
-from qagen.llm.prompts import load_prompt
+from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import Ask, Compute, Done, Role, Step, Task
 from qagen.question_types import scoring_of
 from qagen.runs.store import record_key
 
-__all__ = ["LLM_METRICS", "NOT_ITS_TYPE", "Embed", "JudgeInput", "JudgeTask", "MetricSpec"]
+__all__ = [
+    "LLM_METRICS",
+    "NOT_ITS_TYPE",
+    "Embed",
+    "JudgeInput",
+    "JudgeTask",
+    "MetricSpec",
+    "metric_groups",
+    "register_grader",
+    "register_metric",
+]
 
 NOT_ITS_TYPE = "not_its_question_type"
 """A metric's reason for no value on a question of a type it does not score (abstention on a factoid)."""
@@ -78,8 +105,18 @@ class MetricSpec:
     start: MetricStart
     prompts: tuple[str, ...]
     """The prompt files it uses (their hashes identify the judge together with the model)."""
+    group: str
+    """The group `metrics` names it by with its kin (`ragas`, `graders`; `correctness` is its own)."""
+    help: str
+    """What it measures, in a few words (the CLI's help lists it)."""
     value_range: tuple[float, float] = (0.0, 1.0)
     """Where its values lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
+    reviewable: bool = False
+    """Its value is a verdict on the answer (a grader's 1.0 / 0.0, correctness at its midpoint): the
+    review compares it with people's `correct` labels (`qagen.review.eval_answers`)."""
+    prompt_folder: str | None = None
+    """Where its prompt files are, when they are not qagen's bundled prompts (a registered metric's)."""
+
     scoring: str | None = None
     """The questions it judges: those of the question types scored this way (`QuestionTypeSpec.scoring`:
     `abstention`); None: every question. The others get no value, with the reason `NOT_ITS_TYPE`."""
@@ -88,9 +125,22 @@ class MetricSpec:
         """Whether it judges this question (its type is scored the way it scores)."""
         return self.scoring is None or scoring_of(item.question_type) == self.scoring
 
+    def load_prompts(self) -> tuple[Prompt, ...]:
+        folder = Path(self.prompt_folder) if self.prompt_folder else None
+        return tuple(load_prompt(name, folder) for name in self.prompts)
 
-def _spec(name: str, contexts: bool, reference: bool, start: MetricStart, *prompts: str) -> MetricSpec:
-    return MetricSpec(name, contexts, reference, False, start, prompts)
+
+def _spec(
+    name: str,
+    contexts: bool,
+    reference: bool,
+    start: MetricStart,
+    *prompts: str,
+    group: str,
+    help: str,
+    reviewable: bool = False,
+) -> MetricSpec:
+    return MetricSpec(name, contexts, reference, False, start, prompts, group=group, help=help, reviewable=reviewable)
 
 
 LLM_METRICS: dict[str, MetricSpec] = {
@@ -103,7 +153,10 @@ LLM_METRICS: dict[str, MetricSpec] = {
             needs_embeddings=False,
             start=lambda j, model, embed: judge_correctness(j.item.question, j.answer, j.item.true_answer, model),
             prompts=(CORRECTNESS_SYSTEM, CORRECTNESS_PROMPT),
+            group="correctness",
+            help="the cookbook's 1-5 rubric judge of the answer against the reference",
             value_range=(1.0, 5.0),
+            reviewable=True,
         ),
         _spec(
             "faithfulness",
@@ -112,6 +165,8 @@ LLM_METRICS: dict[str, MetricSpec] = {
             lambda j, model, embed: faithfulness(j.item.question, j.answer, list(j.contexts), model),
             "ragas_faithfulness_statements",
             "ragas_faithfulness_verdicts",
+            group="ragas",
+            help="share of the answer's statements the contexts support",
         ),
         MetricSpec(
             "answer_relevancy",
@@ -120,6 +175,8 @@ LLM_METRICS: dict[str, MetricSpec] = {
             needs_embeddings=True,
             start=lambda j, model, embed: answer_relevancy(j.item.question, j.answer, model, embed),
             prompts=("ragas_answer_relevancy",),
+            group="ragas",
+            help="how well questions drawn back from the answer match the question, by embeddings",
             value_range=(-1.0, 1.0),
         ),
         _spec(
@@ -128,6 +185,8 @@ LLM_METRICS: dict[str, MetricSpec] = {
             True,
             lambda j, model, embed: context_precision(j.item.question, j.item.true_answer, list(j.contexts), model),
             "ragas_context_precision",
+            group="ragas",
+            help="ranked usefulness of the contexts for the reference",
         ),
         _spec(
             "context_recall",
@@ -135,6 +194,8 @@ LLM_METRICS: dict[str, MetricSpec] = {
             True,
             lambda j, model, embed: context_recall(j.item.question, j.item.true_answer, list(j.contexts), model),
             "ragas_context_recall",
+            group="ragas",
+            help="share of the reference's sentences the contexts support",
         ),
         _spec(
             "context_relevance",
@@ -142,6 +203,8 @@ LLM_METRICS: dict[str, MetricSpec] = {
             False,
             lambda j, model, embed: context_relevance(j.item.question, list(j.contexts), model),
             "ragas_context_relevance",
+            group="ragas",
+            help="share of the contexts' sentences relevant to the question",
         ),
         _spec(
             "correct",
@@ -150,6 +213,9 @@ LLM_METRICS: dict[str, MetricSpec] = {
             lambda j, model, embed: grade_correct(j.item.question, j.answer, j.item.true_answer, model),
             "grader_correct_system",
             "grader_correct",
+            group="graders",
+            reviewable=True,
+            help="true when the answer agrees with the reference",
         ),
         _spec(
             "relevant",
@@ -158,6 +224,9 @@ LLM_METRICS: dict[str, MetricSpec] = {
             lambda j, model, embed: grade_relevant(j.item.question, j.answer, model),
             "grader_relevant_system",
             "grader_relevant",
+            group="graders",
+            reviewable=True,
+            help="true when the answer addresses the question",
         ),
         _spec(
             "grounded",
@@ -166,6 +235,9 @@ LLM_METRICS: dict[str, MetricSpec] = {
             lambda j, model, embed: grade_grounded(j.answer, list(j.contexts), model),
             "grader_grounded_system",
             "grader_grounded",
+            group="graders",
+            reviewable=True,
+            help="true when the answer says nothing the contexts do not",
         ),
         _spec(
             "retrieval_relevant",
@@ -174,6 +246,9 @@ LLM_METRICS: dict[str, MetricSpec] = {
             lambda j, model, embed: grade_retrieval_relevant(j.item.question, list(j.contexts), model),
             "grader_retrieval_relevant_system",
             "grader_retrieval_relevant",
+            group="graders",
+            reviewable=True,
+            help="true when the contexts relate to the question",
         ),
         MetricSpec(
             "abstention",
@@ -182,10 +257,75 @@ LLM_METRICS: dict[str, MetricSpec] = {
             needs_embeddings=False,
             start=lambda j, model, embed: judge_abstention(j.item.question, j.answer, model),
             prompts=(ABSTENTION_SYSTEM, ABSTENTION_PROMPT),
+            group="abstention",
+            help="unanswerable questions only: 1 when the system declines to answer, 0 when it answers anyway",
             scoring="abstention",
         ),
     )
 }
+
+
+ALL = "all"
+
+
+def register_metric(spec: MetricSpec) -> MetricSpec:
+    """Add an LLM metric to every evaluation from now on: `metrics` names it, or its group, or `all`."""
+    taken = {*LLM_METRICS, *DETERMINISTIC_GROUPS, ALL}
+    if spec.name in taken or spec.name in {s.group for s in LLM_METRICS.values() if s.group != s.name}:
+        raise ConfigError(f"A metric or group named {spec.name} exists already; give yours another name.")
+    LLM_METRICS[spec.name] = spec
+    return spec
+
+
+def unregister_metric(name: str) -> None:
+    """Take a registered metric out again (tests, or a plugin that replaces one)."""
+    LLM_METRICS.pop(name)
+
+
+def register_grader(name: str, *, help: str, prompt_folder: Path | str, group: str = "graders") -> MetricSpec:
+    """A boolean grader from two prompt files in `prompt_folder`: `grader_<name>_system.txt` (the
+    instructions) and `grader_<name>.txt` (the data, between tags), whose placeholders among
+    `GRADER_INPUTS` say what it reads; the reply is `Explanation: ...` then `Grade: true|false`."""
+    folder = Path(prompt_folder).resolve()
+    system, user = (load_prompt(f"grader_{name}_system", folder), load_prompt(f"grader_{name}", folder))
+    unknown = sorted(user.variables - set(GRADER_INPUTS))
+    if unknown or not user.variables:
+        raise ConfigError(
+            f"The prompt grader_{name}.txt reads {sorted(user.variables)}; a grader reads some of "
+            f"{', '.join(GRADER_INPUTS)} and nothing else."
+        )
+
+    def start(judged: JudgeInput, model: str, embed: Embed | None) -> JudgeStep:
+        values = grader_values(
+            user, judged.item.question, judged.answer, judged.item.true_answer, list(judged.contexts)
+        )
+        return grade_with(name, model, system, user, **values)
+
+    return register_metric(
+        MetricSpec(
+            name,
+            needs_contexts="facts" in user.variables,
+            needs_reference="reference_answer" in user.variables,
+            needs_embeddings=False,
+            start=start,
+            prompts=(system.name, user.name),
+            group=group,
+            help=help,
+            reviewable=True,
+            prompt_folder=str(folder),
+        )
+    )
+
+
+def metric_groups() -> dict[str, tuple[str, ...]]:
+    """The groups `metrics` accepts besides single names, from the registry: each LLM metric's group
+    (of more than the metric itself), then `all` (every LLM metric, then the deterministic groups)."""
+    groups: dict[str, tuple[str, ...]] = {}
+    for spec in LLM_METRICS.values():
+        if spec.group != spec.name:
+            groups[spec.group] = (*groups.get(spec.group, ()), spec.name)
+    groups[ALL] = (*LLM_METRICS, *DETERMINISTIC_GROUPS)
+    return groups
 
 
 class JudgeTask(Task[JudgeInput, JudgementRecord]):
@@ -198,7 +338,7 @@ class JudgeTask(Task[JudgeInput, JudgementRecord]):
         self.name = f"judge:{metric}"
         self.model = model
         self.embed = embed
-        self.prompts = tuple(load_prompt(name) for name in self.spec.prompts)
+        self.prompts = self.spec.load_prompts()
 
     def key(self, item: JudgeInput) -> str:
         # The verdict depends on what was judged (the answer and the contexts the judge saw, i.e.

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from qagen.evaluate.records import JudgeVerdict
 from qagen.failures import Failure, FailureKind
-from qagen.llm.prompts import load_prompt
+from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import Ask, Done, Outcome, Request, Step, add_usage, truncated
 from qagen.records import Usage
 
@@ -33,8 +33,12 @@ class Transcript:
 
     def note(self, *names: str) -> None:
         """Record the hashes of the prompts used (a changed prompt must never pass for the old one)."""
-        for name in names:
-            self.prompts[name] = load_prompt(name).hash
+        self.note_prompts(*(load_prompt(name) for name in names))
+
+    def note_prompts(self, *prompts: Prompt) -> None:
+        """`note`, for prompts loaded already (from a folder other than the bundled prompts)."""
+        for prompt in prompts:
+            self.prompts[prompt.name] = prompt.hash
 
     def record(self, outcome: Outcome) -> str | None:
         """Account for one call; the text to read, or None when there is none: the call failed, or

@@ -1,27 +1,25 @@
 """How sure a score is: bootstrap confidence intervals and a paired comparison of two runs.
 
-Deterministic: the randomness is the stream of `random.Random(seed)`, so the same inputs and seed
-give the same interval and p-value on every machine and Python version (`random.Random` with an
-int seed is stable across versions for `random()` and `getrandbits()`). Sums are `math.fsum`'s
-(correctly rounded), so a resampled mean does not depend on the order of the values.
-
-The resampling runs in numpy blocks (`resampling`) and gives, bit for bit, the numbers of the
-pure-Python loops it replaced: resample r is `rng.choices(values, k=n)` and sign pattern r is
-`rng.getrandbits(n)` of the same `random.Random(seed)`, in the same order.
+Deterministic: the randomness is numpy's `default_rng(seed)`, so the same inputs and seed give the
+same interval and p-value (numpy keeps a Generator's stream stable within a release line). The
+resamples are drawn a block of rows at a time, so memory stays ~50 MB whatever the number of
+questions.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
-from qagen.evaluate.metrics.resampling import BLOCK_DRAWS, ExactSums, MersenneStream
+__all__ = ["MeanCI", "PairedResult", "mean_ci", "paired_test", "resampled_positions"]
 
-__all__ = ["MeanCI", "PairedResult", "mean_ci", "paired_test"]
+BLOCK_DRAWS = 1 << 20
+"""Draws per block: resamples are made a block of rows at a time, so memory stays bounded whatever n is."""
 
 # Resampled statistics that equal the observed one in exact arithmetic can differ from it in the
 # last bits of a float; compare with this relative tolerance, as scipy.stats.permutation_test does.
@@ -76,37 +74,27 @@ def _mean(values: Sequence[float]) -> float:
     return math.fsum(values) / len(values)
 
 
-def _quantile(sorted_values: Sequence[float], q: float) -> float:
-    """The q-quantile of ascending `sorted_values`, interpolating linearly between order statistics.
-
-    With h = (N - 1) q:  x[floor(h)] + (h - floor(h)) (x[floor(h) + 1] - x[floor(h)]),
-    which is numpy's default (`method="linear"`, Hyndman & Fan type 7).
-    """
-    position = (len(sorted_values) - 1) * q
-    below = math.floor(position)
-    above = min(below + 1, len(sorted_values) - 1)
-    fraction = position - below
-    low_value = sorted_values[below]
-    return low_value + fraction * (sorted_values[above] - low_value)
+def resampled_positions(rng: np.random.Generator, count: int, n: int) -> Iterator[npt.NDArray[np.int64]]:
+    """`count` resamples of `range(n)` with replacement (one a row), a block of rows at a time."""
+    rows_per_block = max(1, BLOCK_DRAWS // n)
+    for done in range(0, count, rows_per_block):
+        yield rng.integers(0, n, size=(min(rows_per_block, count - done), n))
 
 
 def _bootstrap_interval(
-    values: Sequence[float], confidence: float, n_resamples: int, rng: MersenneStream
+    values: Sequence[float], confidence: float, n_resamples: int, rng: np.random.Generator
 ) -> tuple[float, float]:
     """Percentile bootstrap: the (1-c)/2 and (1+c)/2 quantiles of the means of resamples drawn with
-    replacement, each as large as `values`."""
+    replacement, each as large as `values` (quantiles interpolated linearly, numpy's default)."""
     n = len(values)
     if n == 1:
         # Every resample is the one value: the interval is a point (and carries no information).
         return values[0], values[0]
-    sums = ExactSums(np.array(values, dtype=np.float64))
-    rows_per_block = max(1, BLOCK_DRAWS // n)
-    means: list[float] = []
-    for picks in rng.resamples(n_resamples, n, rows_per_block):
-        means.extend(total / n for total in sums.of_choices(picks))
-    means.sort()
+    array = np.array(values, dtype=np.float64)
+    means = np.concatenate([array[picks].mean(axis=1) for picks in resampled_positions(rng, n_resamples, n)])
     tail = (1.0 - confidence) / 2.0
-    return _quantile(means, tail), _quantile(means, 1.0 - tail)
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return float(low), float(high)
 
 
 def mean_ci(
@@ -132,11 +120,11 @@ def mean_ci(
     data = _checked(values, "values")
     _check_confidence(confidence)
     _check_resamples(n_resamples)
-    low, high = _bootstrap_interval(data, confidence, n_resamples, MersenneStream(seed))
+    low, high = _bootstrap_interval(data, confidence, n_resamples, np.random.default_rng(seed))
     return MeanCI(mean=_mean(data), low=low, high=high, n=len(data))
 
 
-def _sign_flip_p_value(differences: Sequence[float], n_resamples: int, rng: MersenneStream) -> float:
+def _sign_flip_p_value(differences: Sequence[float], n_resamples: int, rng: np.random.Generator) -> float:
     """Two-sided p-value of the sign-flip (paired permutation) test of mean difference zero.
 
     Under the null hypothesis that runs A and B are exchangeable on each question, each difference
@@ -157,13 +145,15 @@ def _sign_flip_p_value(differences: Sequence[float], n_resamples: int, rng: Mers
             for signs in itertools.product((1.0, -1.0), repeat=n)
         )
         return hits / n_patterns
-    sums = ExactSums(np.array(differences, dtype=np.float64))
+    array = np.array(differences, dtype=np.float64)
+    total = float(array.sum())
     rows_per_block = max(1, BLOCK_DRAWS // n)
     hits = 0
     for done in range(0, n_resamples, rows_per_block):
-        # One random bit per question: 1 keeps the sign of the difference, 0 flips it.
-        patterns = rng.getrandbits(min(rows_per_block, n_resamples - done), n)
-        hits += sum(abs(flipped) >= threshold for flipped in sums.of_signs(patterns))
+        # One random bit per question: 1 keeps the sign of the difference, 0 flips it, so the
+        # flipped sum is 2 * (sum of the kept) - (sum of all).
+        kept = rng.integers(0, 2, size=(min(rows_per_block, n_resamples - done), n)).astype(np.float64)
+        hits += int(np.count_nonzero(np.abs(2.0 * (kept @ array) - total) >= threshold))
     return (1 + hits) / (1 + n_resamples)
 
 
@@ -199,7 +189,7 @@ def paired_test(
     _check_confidence(confidence)
     _check_resamples(n_resamples)
     differences = [x - y for x, y in zip(first, second, strict=True)]
-    rng = MersenneStream(seed)
+    rng = np.random.default_rng(seed)
     low, high = _bootstrap_interval(differences, confidence, n_resamples, rng)
     p_value = _sign_flip_p_value(differences, n_resamples, rng)
     return PairedResult(mean_diff=_mean(differences), low=low, high=high, p_value=p_value, n=len(differences))

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
-from pathlib import Path
 from typing import NamedTuple
 
 from qagen.errors import ConfigError
 from qagen.evaluate.records import RagOutput, RetrievedContext
-from qagen.evaluate.systems.bm25_index import BM25Index
-from qagen.evaluate.systems.corpus_chunks import CorpusChunks
 
 # The per-process index cache (`corpus_chunks.remember`), by its former name here, which tests clear.
 from qagen.evaluate.systems.corpus_chunks import _memory as _memory
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.evaluate.systems.rerank.base import RERANK_FAILED, Reranker, RerankItem, RerankRecord, RunRerank
-from qagen.evaluate.systems.retrievers import BM25Retriever, Retriever, ScoredContext
+from qagen.evaluate.systems.retrievers import Retriever, ScoredContext
 from qagen.failures import Failure
-from qagen.generation.chunk import LengthUnit
 from qagen.llm.client import LLMClient
 from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Done, Reply, Request, Role, SingleCallTask, Step, Task, add_usage, user_request
@@ -33,7 +29,7 @@ from qagen.records import Usage
 from qagen.runs.executor import drive
 from qagen.runs.store import record_key
 
-__all__ = ["BM25Baseline", "Baseline", "ReaderTask", "build_context"]
+__all__ = ["Baseline", "ReaderTask", "build_context"]
 
 
 def build_context(texts: Iterable[str]) -> str:
@@ -151,58 +147,6 @@ class Baseline:
         """Release the reranker's connections (a rerank endpoint's)."""
         if self.reranker is not None:
             await self.reranker.aclose()
-
-
-class BM25Baseline(Baseline):
-    """The baseline with BM25 retrieval over `corpus` (a path, or a Hugging Face dataset), chunked
-    like `qagen build`; with `index_dir` the index is saved there and reused while the corpus files
-    are unchanged (see `BM25Retriever`)."""
-
-    def __init__(
-        self,
-        corpus: Path | str | None,
-        *,
-        reader: LLMClient,
-        hf_dataset: str | None = None,
-        split: str = "train",
-        chunk_size: int = 2000,
-        chunk_overlap: int | None = None,
-        length_unit: LengthUnit = "characters",
-        encoding: str = "cl100k_base",
-        k: int = 7,
-        text_column: str = "text",
-        source_column: str | None = None,
-        index_dir: Path | None = None,
-        progress: bool = True,
-        reranker: Reranker | None = None,
-        rerank_top: int | None = None,
-    ) -> None:
-        chunks = CorpusChunks(
-            corpus,
-            hf_dataset=hf_dataset,
-            split=split,
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
-            length_unit=length_unit,
-            encoding=encoding,
-            text_column=text_column,
-            source_column=source_column,
-            progress=progress,
-        )
-        self.bm25 = BM25Retriever(chunks, index_dir=index_dir)
-        super().__init__(self.bm25, reader=reader, k=k, reranker=reranker, rerank_top=rerank_top)
-
-    def index_settings(self) -> dict[str, object]:
-        return self.bm25.index_settings()
-
-    def cache_key(self) -> str:
-        """sha256 of everything the index depends on, the corpus files' names, sizes and times included."""
-        return self.bm25.cache_key()
-
-    def build_index(self) -> BM25Index:  # type: ignore[override]
-        """The BM25 index: from this process's memory, else from `index_dir`, else built now (blocking)."""
-        super().build_index()
-        return self.bm25.index()
 
 
 class Retrieved(NamedTuple):

@@ -20,7 +20,6 @@ import inspect
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +30,7 @@ from qagen.evaluate.records import RagOutput
 from qagen.evaluate.systems.protocol import AnswerInterrupted
 from qagen.evaluate.systems.replies import BadReply, parse_reply
 from qagen.redaction import redact
+from qagen.runs.concurrency import INTERRUPT_GRACE_SECONDS, settle_within
 
 __all__ = ["DEFAULT_INTERRUPT_GRACE", "CallableSystem", "RagCallable", "load_callable"]
 
@@ -38,7 +38,7 @@ RagCallable = Callable[[str], Any] | Runnable[Any, Any]
 
 # Seconds a sync function still gets to return after Ctrl-C: enough for a call about to finish
 # (its answer is kept), short enough that the user is not left waiting on a hung one.
-DEFAULT_INTERRUPT_GRACE = 5.0
+DEFAULT_INTERRUPT_GRACE = INTERRUPT_GRACE_SECONDS
 
 
 def load_callable(spec: str) -> Any:
@@ -176,17 +176,9 @@ def _start_daemon_call(fn: Callable[[str], Any], question: str) -> asyncio.Futur
 
 
 async def _outcome_within(call: asyncio.Future[object], grace: float) -> RagOutput:
-    """What to record for an interrupted call: its output if it ends within `grace` seconds, else a failure.
-
-    Further cancellations (the event loop cancels every task again while it shuts down) do not
-    cut the grace period short; a second Ctrl-C does, as `asyncio.run` raises KeyboardInterrupt then.
-    """
-    deadline = time.monotonic() + grace
-    while not call.done() and (left := deadline - time.monotonic()) > 0:
-        try:
-            await asyncio.wait({call}, timeout=left)
-        except asyncio.CancelledError:
-            continue
+    """What to record for an interrupted call: its output if it ends within `grace` seconds, else a
+    failure (`settle_within`: the rule every call under way at an interrupt follows)."""
+    await settle_within(call, grace)
     if not call.done():
         return RagOutput(answer=None, error=f"interrupted: no reply within {grace:g} s of the interrupt")
     if call.exception() is not None:

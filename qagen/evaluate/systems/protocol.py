@@ -120,7 +120,7 @@ class AnswerInterrupted(asyncio.CancelledError):
 @dataclass(frozen=True)
 class SystemFactory:
     """A RAG system that `evaluate` builds itself, inside its event loop, with the reader's client
-    (from `reader=`, bound by the run's limits like the judge): e.g. `bm25_baseline(...)`, or
+    (from `reader=`, bound by the run's limits like the judge): e.g. `rag_baseline(...)`, or
     `SystemFactory(lambda reader: MySystem(reader))`."""
 
     build: Callable[[LLMClient | None], RagSystem]

@@ -7,6 +7,7 @@ from typing import Any, NamedTuple
 
 from qagen.errors import ConfigError
 from qagen.llm.backends import ModelSettings, openai_client
+from qagen.llm.client import server_name
 
 CHAT_URL = "/v1/chat/completions"
 COMPLETION_WINDOW = "24h"
@@ -62,6 +63,8 @@ class BatchAPI:
 
     def __init__(self, settings: ModelSettings) -> None:
         require_batchable(settings)
+        self.where = server_name(settings)
+        """The server, as messages name it."""
         self._client = openai_client(settings, connections=4)
 
     async def upload(self, name: str, content: bytes) -> str:

@@ -16,7 +16,6 @@ pays for no request twice. Records are stored by `Executor.run`, exactly as onli
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,10 +33,10 @@ from qagen.llm.clients import Clients
 from qagen.llm.cost import Budget, BudgetReachedError
 from qagen.llm.task import Outcome, Reply, Request, Task, TaskRecord
 from qagen.runs.batch.api import BatchAPI, endpoint_of, require_batchable
-from qagen.runs.batch.journal import Journal, request_id
+from qagen.runs.batch.journal import Journal, encode_body, request_id
 from qagen.runs.batch.results import LineOutcome, reply_of
 from qagen.runs.batch.rounds import BatchOptions, RemoteStepError, Round
-from qagen.runs.executor import Executor, Store, drive, needs_call
+from qagen.runs.executor import Executor, drive
 
 ItemT = TypeVar("ItemT")
 AnyRecordT = TypeVar("AnyRecordT")
@@ -68,18 +67,13 @@ class BatchesRunningError(Exception):
         )
 
 
-def encode_body(body: dict[str, object]) -> bytes:
-    """A request body as the `openai` client serialises it (compact, UTF-8, in key order)."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-
-
 class BatchExecutor(Executor):
     """Runs tasks in Batch API rounds; see the module's docstring."""
 
     def __init__(
         self, clients: Clients, journal: Journal, options: BatchOptions, *, budget: Budget | None = None
     ) -> None:
-        super().__init__(clients, workers=1, budget=budget)
+        super().__init__(clients, workers=1, budget=budget, answers=journal)
         self.journal = journal
         self.options = options
         self.rounds = 0
@@ -88,25 +82,9 @@ class BatchExecutor(Executor):
         self._blocked: Counter[int] = Counter()  # flow -> its calls still unanswered
         self._changed = asyncio.Event()
         self._say: Callable[[str], None] = lambda _: None
-        self._made: list[str] = []  # records made from batch results, not yet in the journal
         self._stop: ErrorBudgetExceededError | None = None
 
-    async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: Store[RecordT]) -> RecordT:
-        found = store.get(task.key(item))
-        record = await super().run(task, item, store)
-        if record is not found and not needs_call(record):  # one a later run makes again is left out
-            self.note_batched(record.id)
-        return record
-
-    def note_batched(self, record_id: str) -> None:
-        """Note a record made now from batch results: the summaries price it at batch prices."""
-        self._made.append(record_id)
-
-    def _journal_made(self) -> None:
-        self.journal.mark_batched(self._made)
-        self._made = []
-
-    async def ask(self, task: Task[ItemT, AnyRecordT], item: ItemT) -> AnyRecordT:
+    async def make(self, task: Task[ItemT, AnyRecordT], item: ItemT) -> tuple[AnyRecordT, bool]:
         client = self.clients[task.role]
 
         async def call(request: Request) -> Outcome:
@@ -124,7 +102,7 @@ class BatchExecutor(Executor):
             self._changed.set()
             return self._spent(client, await future)
 
-        return await drive(task, item, call)
+        return await drive(task, item, call), True
 
     def _spent(self, client: LLMClient, outcome: Outcome) -> Outcome:
         if self.budget is not None and isinstance(outcome, Reply):
@@ -174,7 +152,7 @@ class BatchExecutor(Executor):
                 running.cancel()
             await asyncio.gather(*flows, return_exceptions=True)
             bar.close()
-            self._journal_made()
+            self.journal_made()
         if errors:
             raise errors[0]
 
@@ -184,7 +162,7 @@ class BatchExecutor(Executor):
         return bool(self._queued) and self._live > 0 and len(+self._blocked) == self._live
 
     async def _round(self) -> None:
-        self._journal_made()  # the records of the rounds before, all stored by now (every flow waits)
+        self.journal_made()  # the records of the rounds before, all stored by now (every flow waits)
         queued, self._queued = self._queued, {}
         self.rounds += 1
         number = self.journal.rounds + 1

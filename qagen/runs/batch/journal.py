@@ -14,9 +14,12 @@ command after a crash, a Ctrl-C or a reboot never uploads or submits a request t
   offline runner (`qagen batch import`), which is cached the same way;
 - `batched`: the ids of the records made from batch results (once per round), so that summaries
   price them at batch prices, and the others, made online, at online prices.
+- `exported`: the custom_ids of the requests file `qagen batch export` wrote last, the requests an
+  imported results file is matched to.
 
 A custom_id is the sha256 of the request body (`request_id`): the same request in any run, round
-or machine has the same id, which is how results are matched to requests.
+or machine has the same id, which is how results are matched to requests (`read_results`). An
+answer in the cache is never asked for again, by any executor (`Journal.answer`).
 """
 
 from __future__ import annotations
@@ -28,7 +31,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from qagen.llm.completions import chat_body
+from qagen.llm.task import Outcome, Request
+from qagen.runs.batch.results import read_results, reply_of
+
+if TYPE_CHECKING:
+    from qagen.llm.backends import ModelSettings
 
 FINAL_STATES = frozenset({"completed", "expired", "failed", "cancelled"})
 
@@ -36,6 +46,11 @@ FINAL_STATES = frozenset({"completed", "expired", "failed", "cancelled"})
 def request_id(body: bytes) -> str:
     """The custom_id of a request: the sha256 of its body as sent."""
     return hashlib.sha256(body).hexdigest()
+
+
+def encode_body(body: dict[str, object]) -> bytes:
+    """A request body as the `openai` client serialises it (compact, UTF-8, in key order)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 @dataclass
@@ -70,6 +85,8 @@ class Journal:
         self.uploading: dict[str, tuple[str, int, list[str]]] = {}  # name -> endpoint, round, ids
         self.batched: set[str] = set()
         """The ids of the records made from batch results (paid at batch prices)."""
+        self.exported: list[str] | None = None
+        """The custom_ids of the last requests file `qagen batch export` wrote (None: none yet)."""
         self._results: dict[str, dict[str, Any]] | None = None
         for event in self._events():
             self._apply(event)
@@ -93,6 +110,8 @@ class Journal:
             self.batches.append(JournalBatch(event["file_id"], event["endpoint"], event["round"], event["custom_ids"]))
         elif kind == "batched":
             self.batched.update(event["ids"])
+        elif kind == "exported":
+            self.exported = event["custom_ids"]
         elif kind == "imported":
             local = JournalBatch(event["file_id"], "offline", event["round"], event["custom_ids"], event["batch_id"])
             local.status, local.results = "imported", event["results"]
@@ -122,19 +141,31 @@ class Journal:
         return max((batch.round for batch in self.batches), default=0)
 
     def result(self, custom_id: str) -> dict[str, Any] | None:
-        """The cached answer to a request: the response body of its successful output line, if any.
+        """The cached answer to a request: the chat-completion body of a result line, if any.
 
-        Error lines are not served from the cache: the run they came back in recorded them as
-        failures, and a later run asks again."""
+        Error lines and bodies that are no chat completion are not served from the cache: the run
+        they came back in recorded them as failures, and a later run asks again."""
         if self._results is None:
             self._results = {}
             for batch in self.batches:
                 if batch.results is not None:
-                    for line in _read_lines(self.root / batch.results):
-                        response = line.get("response") or {}
-                        if response.get("status_code") == 200 and isinstance(response.get("body"), dict):
-                            self._results[str(line.get("custom_id"))] = response["body"]
+                    answers = read_results(_read_lines(self.root / batch.results), set(batch.custom_ids)).answers
+                    for answered, body in answers.items():
+                        self._results.setdefault(answered, body)
         return self._results.get(custom_id)
+
+    @property
+    def has_results(self) -> bool:
+        """Whether any batch's results are cached here (else no request can be answered from here)."""
+        return any(batch.results is not None for batch in self.batches)
+
+    def answer(self, settings: ModelSettings, request: Request) -> Outcome | None:
+        """The outcome of a request already answered in a batch of this run (None: never answered):
+        whichever executor meets the request again takes it from here instead of paying for it twice."""
+        if not self.has_results:
+            return None
+        cached = self.result(request_id(encode_body(chat_body(settings, request))))
+        return None if cached is None else reply_of(cached)
 
     # --- writing ---------------------------------------------------------------------------------
     def write(self, event: dict[str, Any]) -> None:

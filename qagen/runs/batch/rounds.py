@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from qagen.errors import LLMUnavailableError
+from qagen.llm.client import NO_REPLY, connection_problem
 from qagen.redaction import redact
 from qagen.runs.batch.api import CHAT_URL, BatchAPI, BatchState
 from qagen.runs.batch.journal import FINAL_STATES, Journal, JournalBatch
-from qagen.runs.batch.results import LineOutcome, outcome_of
+from qagen.runs.batch.results import LineOutcome, outcome_of, read_results
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class Round:
         for batch, state in zip(batches, states, strict=True):
             if batch.results is None:
                 await self._download(batch, state)
-            lines = {str(line.get("custom_id")): line for line in self.journal.results_of(batch)}
+            lines = read_results(self.journal.results_of(batch), set(batch.custom_ids)).lines
             for custom_id in batch.custom_ids:
                 if custom_id in ids:
                     outcomes[custom_id] = outcome_of(lines.get(custom_id), state.id, state.status)
@@ -86,7 +87,7 @@ class Round:
     async def _upload(self, requests: Mapping[str, bytes], number: int) -> JournalBatch:
         name, content = input_file(requests)
         file_id = (
-            await _remote(self.api.find_upload(name), "list the uploaded files")
+            await _remote(self.api.find_upload(name), "list the uploaded files", self.api.where)
             if name in self.journal.uploading
             else None
         )
@@ -95,7 +96,7 @@ class Round:
             self.journal.write(
                 {"event": "uploading", "name": name, "endpoint": self.endpoint, "round": number, "custom_ids": ids}
             )
-            file_id = await _remote(self.api.upload(name, content), "upload a batch input file")
+            file_id = await _remote(self.api.upload(name, content), "upload a batch input file", self.api.where)
         self.journal.write(
             {"event": "uploaded", "name": name, "file_id": file_id, "endpoint": self.endpoint, "round": number,
              "custom_ids": list(requests)}
@@ -106,10 +107,14 @@ class Round:
         return batch
 
     async def _submit(self, batch: JournalBatch) -> None:
-        found = await _remote(self.api.find_batch(batch.file_id), "list the batches") if batch.submitting else None
+        found = (
+            await _remote(self.api.find_batch(batch.file_id), "list the batches", self.api.where)
+            if batch.submitting
+            else None
+        )
         if found is None:
             self.journal.write({"event": "submitting", "file_id": batch.file_id})
-            found = await _remote(self.api.submit(batch.file_id), "submit a batch")
+            found = await _remote(self.api.submit(batch.file_id), "submit a batch", self.api.where)
         self.journal.write(
             {"event": "submitted", "file_id": batch.file_id, "batch_id": found.id, "status": found.status}
         )
@@ -134,7 +139,9 @@ class Round:
         assert batch.batch_id is not None
         if batch.results is not None:  # finished and cached by an earlier run: no call needed
             return BatchState(batch.batch_id, batch.status, 0, 0, 0, None, None)
-        state: BatchState = await _remote(self.api.retrieve(batch.batch_id), f"poll batch {batch.batch_id}")
+        state: BatchState = await _remote(
+            self.api.retrieve(batch.batch_id), f"poll batch {batch.batch_id}", self.api.where
+        )
         if state.status != batch.status or state.counts != batch.counts:
             self.journal.write(
                 {"event": "state", "file_id": batch.file_id, "status": state.status, "counts": state.counts}
@@ -145,7 +152,9 @@ class Round:
         parts = []
         for file_id in (state.output_file_id, state.error_file_id):
             if file_id:
-                content = await _remote(self.api.content(file_id), f"download the results of batch {state.id}")
+                content = await _remote(
+                    self.api.content(file_id), f"download the results of batch {state.id}", self.api.where
+                )
                 parts.append(content if content.endswith(b"\n") or not content else content + b"\n")
         self.journal.cache(batch, f"{state.id}.jsonl", b"".join(parts))
 
@@ -153,21 +162,46 @@ class Round:
 class RemoteStepError(LLMUnavailableError):
     """A remote step of batch mode failed (after the client's retries); `status` is its HTTP status."""
 
-    def __init__(self, message: str, status: int | None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, status: int | None, *, settings: tuple[str, ...] = ()) -> None:
+        super().__init__(message, settings=settings)
         self.status = status
 
 
-async def _remote(call: Any, what: str) -> Any:
+async def _remote(call: Any, what: str, where: str) -> Any:
     """A remote step whose failure (after the client's retries) stops the run in one sentence;
     everything done so far is journalled, so re-running continues from there."""
     import openai
 
     try:
         return await call
+    except openai.APIConnectionError as exc:  # a timeout too: the cause tells which (a refused connection, ...)
+        problem = connection_problem(exc)
+        problem = "no reply within `timeout`" if problem == NO_REPLY else problem
+        raise RemoteStepError(
+            f"Could not {what}: cannot reach {where} ({problem});"
+            " is the server running and is `base_url` right? The batches submitted so far are recorded in the "
+            "output directory: re-run the same command once it answers.",
+            None,
+            settings=("base_url",),
+        ) from None
     except openai.APIError as exc:
+        status = getattr(exc, "status_code", None)
+        if status in _NO_BATCH_API_STATUSES and what in _BATCH_API_STEPS:
+            raise RemoteStepError(
+                f"{where} has no Batch API (it answered {status} when asked to {what}); run without `batch`, "
+                "or export the requests for an offline batch runner (`qagen batch export`).",
+                status,
+                settings=("batch",),
+            ) from None
         raise RemoteStepError(
             f"Could not {what} ({redact(type(exc).__name__ + ': ' + ' '.join(str(exc).split()))[:200]}); the batches "
             "submitted so far are recorded in the output directory: re-run the same command to continue.",
-            getattr(exc, "status_code", None),
+            status,
         ) from None
+
+
+_NO_BATCH_API_STATUSES = frozenset({404, 405, 501})
+"""Statuses of a server with no `/v1/files` or `/v1/batches` (vLLM's and llama.cpp's online servers)."""
+_BATCH_API_STEPS = frozenset(
+    {"upload a batch input file", "list the uploaded files", "submit a batch", "list the batches"}
+)

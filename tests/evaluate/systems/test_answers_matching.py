@@ -138,8 +138,8 @@ def test_evaluate_warns_and_records_the_unmatched_rows_in_the_summary(tmp_path: 
     stats = evaluate(testset, system, tmp_path / "eval", metrics=["text"], progress=False, on_warning=warnings.append)
     assert len(warnings) == 1 and warnings[0].startswith("2 of the 4 rows of the answers file answers.jsonl match no")
     assert "line 3: 'What is item 9?'; line 4: 'What is item 10?'" in warnings[0]
-    assert stats["warnings"] == warnings
-    assert stats["answers_file"] == {
+    assert stats.about["warnings"] == warnings
+    assert stats.about["answers_file"] == {
         "rows": 4,
         "matched_rows": 2,
         "unmatched_rows": 2,
@@ -152,7 +152,7 @@ def test_evaluate_warns_and_records_the_unmatched_rows_in_the_summary(tmp_path: 
     assert saved["warnings"] == warnings and saved["answers_file"]["unmatched_rows"] == 2
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
     assert [r["generated_answer"] for r in rows] == ["Ref 0.", "Ref 1.", None]  # the case-changed copies matched
-    assert (stats["answered"], stats["failed_by_reason"]) == (2, {"not_in_answers_file": 1})
+    assert (stats.answered, stats.failed_by_reason) == (2, {"not_in_answers_file": 1})
 
 
 def test_cli_shows_the_unmatched_rows(tmp_path: Path) -> None:

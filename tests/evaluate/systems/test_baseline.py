@@ -16,9 +16,11 @@ from qagen.errors import ConfigError, CorpusError
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems import retrievers as retrievers_module
-from qagen.evaluate.systems.baseline import BM25Baseline, build_context
-from qagen.evaluate.systems.bm25_index import tokenize
+from qagen.evaluate.systems.baseline import Baseline, build_context
+from qagen.evaluate.systems.bm25_index import BM25Index, tokenize
+from qagen.evaluate.systems.bundled import rag_baseline
 from qagen.evaluate.systems.protocol import RagSystem
+from qagen.evaluate.systems.retrievers import BM25Retriever
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.backends import LangChainBackend
 from qagen.llm.client import LLMClient, ModelSettings
@@ -73,6 +75,24 @@ def document_texts(corpus: Path) -> dict[str, str]:
     return {doc.source: doc.text for doc in iter_documents(corpus, report=CorpusReport())}
 
 
+def bm25(corpus: Path, *, reader: LLMClient, **options: Any) -> Baseline:
+    """The bundled baseline with BM25 retrieval, as `rag_baseline` builds it for `evaluate`."""
+    system = rag_baseline(corpus, **options).build(reader)
+    assert isinstance(system, Baseline) and isinstance(system.retriever, BM25Retriever)
+    return system
+
+
+def bm25_index(baseline: Baseline) -> BM25Index:
+    """The baseline's BM25 index: from memory, else from its `index_dir`, else built now."""
+    assert isinstance(baseline.retriever, BM25Retriever)
+    return baseline.retriever.index()
+
+
+def cache_key(baseline: Baseline) -> str:
+    assert isinstance(baseline.retriever, BM25Retriever)
+    return baseline.retriever.cache_key()
+
+
 # --------------------------------------------------------------------------- pieces
 
 
@@ -108,15 +128,15 @@ def test_prompts_render() -> None:
 
 
 def test_settings_name_and_default_overlap(tmp_path: Path) -> None:
-    baseline = BM25Baseline(tmp_path, reader=fake_reader())
+    baseline = bm25(tmp_path, reader=fake_reader())
     assert baseline.chunk_overlap == 200 and baseline.k == 7
     assert baseline.name == "bm25-k7-chunk2000-reader-1"
     assert isinstance(baseline, RagSystem)
-    assert BM25Baseline(tmp_path, reader=fake_reader(), chunk_size=500).chunk_overlap == 50
+    assert bm25(tmp_path, reader=fake_reader(), chunk_size=500).chunk_overlap == 50
     with pytest.raises(ConfigError, match=r"^`k` must be at least 1, got 0\.$"):
-        BM25Baseline(tmp_path, reader=fake_reader(), k=0)
+        bm25(tmp_path, reader=fake_reader(), k=0)
     with pytest.raises(ConfigError, match="`chunk_overlap` must be at least 0"):
-        BM25Baseline(tmp_path, reader=fake_reader(), chunk_size=100, chunk_overlap=100)
+        bm25(tmp_path, reader=fake_reader(), chunk_size=100, chunk_overlap=100)
 
 
 # --------------------------------------------------------------------------- retrieval
@@ -124,7 +144,7 @@ def test_settings_name_and_default_overlap(tmp_path: Path) -> None:
 
 def test_chunk_with_a_unique_keyword_ranks_first(tmp_path: Path) -> None:
     corpus = keyword_corpus(tmp_path)
-    baseline = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, progress=False)
+    baseline = bm25(corpus, reader=fake_reader(), chunk_size=400, progress=False)
     contexts = baseline.retrieve("What did the xylophonist play?")
     assert 1 <= len(contexts) <= 7
     assert "xylophonist" in contexts[0].text and contexts[0].source == "zz keyword.md"
@@ -134,7 +154,7 @@ def test_chunk_with_a_unique_keyword_ranks_first(tmp_path: Path) -> None:
 def test_offsets_point_into_the_source_documents(tmp_path: Path) -> None:
     corpus = keyword_corpus(tmp_path)
     texts = document_texts(corpus)
-    baseline = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, k=20, progress=False)
+    baseline = bm25(corpus, reader=fake_reader(), chunk_size=400, k=20, progress=False)
     contexts = baseline.retrieve("Which glacier report was recorded by engineers in the harbour?")
     assert len(contexts) == 20
     for context in contexts:
@@ -144,8 +164,8 @@ def test_offsets_point_into_the_source_documents(tmp_path: Path) -> None:
 
 def test_results_are_deterministic_and_ranked(tmp_path: Path) -> None:
     corpus = keyword_corpus(tmp_path)
-    first = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, progress=False)
-    index = first.build_index()
+    first = bm25(corpus, reader=fake_reader(), chunk_size=400, progress=False)
+    index = bm25_index(first)
     question = "the engineers measured the volcano"
     assert first.retrieve(question) == index.search(question, 7)
     scores = index.retriever.get_scores_from_ids(index.retriever.get_tokens_ids(tokenize(question)))
@@ -154,7 +174,7 @@ def test_results_are_deterministic_and_ranked(tmp_path: Path) -> None:
 
 
 def test_question_sharing_no_word_retrieves_nothing(tmp_path: Path) -> None:
-    baseline = BM25Baseline(keyword_corpus(tmp_path), reader=fake_reader(), chunk_size=400, progress=False)
+    baseline = bm25(keyword_corpus(tmp_path), reader=fake_reader(), chunk_size=400, progress=False)
     assert baseline.retrieve("Zzyzx qwerty?") == []
     assert baseline.retrieve("???") == []
 
@@ -170,7 +190,7 @@ def test_chinese_corpus(tmp_path: Path) -> None:
     }
     for name, text in documents.items():
         (corpus / name).write_text(text, encoding="utf-8")
-    baseline = BM25Baseline(corpus, reader=fake_reader(), chunk_size=200, k=2, progress=False)
+    baseline = bm25(corpus, reader=fake_reader(), chunk_size=200, k=2, progress=False)
     assert baseline.retrieve("大熊猫吃什么？")[0].source == "熊猫.txt"
     assert baseline.retrieve("龙井茶产于哪里？")[0].source == "茶.txt"
     top = baseline.retrieve("嘉峪关在长城的哪一端？")[0]
@@ -182,9 +202,9 @@ def test_empty_corpus_is_a_clear_error(tmp_path: Path) -> None:
     corpus.mkdir()
     (corpus / "a.txt").write_text("... --- !!!", encoding="utf-8")
     with pytest.raises(CorpusError, match="no words to index"):
-        BM25Baseline(corpus, reader=fake_reader(), progress=False).build_index()
+        bm25(corpus, reader=fake_reader(), progress=False).build_index()
     with pytest.raises(CorpusError, match="not found"):
-        BM25Baseline(tmp_path / "missing", reader=fake_reader(), progress=False).build_index()
+        bm25(tmp_path / "missing", reader=fake_reader(), progress=False).build_index()
 
 
 # --------------------------------------------------------------------------- caching
@@ -200,11 +220,11 @@ def test_index_is_built_once_per_corpus_setting(tmp_path: Path, monkeypatch: pyt
         return real(*args, **kwargs)
 
     monkeypatch.setattr(retrievers_module, "index_chunks", counting)
-    one = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, progress=False)
-    two = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, k=3, progress=False)
-    assert one.build_index() is two.build_index()
+    one = bm25(corpus, reader=fake_reader(), chunk_size=400, progress=False)
+    two = bm25(corpus, reader=fake_reader(), chunk_size=400, k=3, progress=False)
+    assert bm25_index(one) is bm25_index(two)
     assert len(built) == 1
-    BM25Baseline(corpus, reader=fake_reader(), chunk_size=300, progress=False).build_index()
+    bm25(corpus, reader=fake_reader(), chunk_size=300, progress=False).build_index()
     assert len(built) == 2
 
 
@@ -212,10 +232,10 @@ def test_index_on_disk_is_reused_until_the_corpus_changes(tmp_path: Path, monkey
     corpus = keyword_corpus(tmp_path)
     index_dir = tmp_path / "indexes"
     question = "What did the xylophonist play?"
-    first = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
+    first = bm25(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
     expected = first.retrieve(question)
     [saved] = list(index_dir.iterdir())
-    first_key = first.cache_key()
+    first_key = cache_key(first)
     assert json.loads((saved / "qagen_index.json").read_text())["key"] == first_key
 
     baseline_module._memory.clear()
@@ -224,32 +244,32 @@ def test_index_on_disk_is_reused_until_the_corpus_changes(tmp_path: Path, monkey
         raise AssertionError("the index should have been loaded from disk")
 
     monkeypatch.setattr(retrievers_module, "index_chunks", no_build)
-    again = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
+    again = bm25(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
     assert again.retrieve(question) == expected
 
     monkeypatch.undo()
     baseline_module._memory.clear()
     (corpus / "zz keyword.md").write_text(KEYWORD_DOC + "\n\nA new paragraph about a xylophonist's drum.", "utf-8")
-    changed = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
-    assert changed.cache_key() != first_key
+    changed = bm25(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
+    assert cache_key(changed) != first_key
     assert "drum" in changed.retrieve("drum")[0].text
     assert again.retrieve("drum") == []  # the instance built before the change keeps its index
     # The index of the corpus as it was can never be used again: it is replaced, not kept beside.
     [replaced] = list(index_dir.iterdir())
-    assert json.loads((replaced / "qagen_index.json").read_text())["key"] == changed.cache_key()
+    assert json.loads((replaced / "qagen_index.json").read_text())["key"] == cache_key(changed)
     # Other chunking is another index of the same corpus, still valid: kept.
-    BM25Baseline(corpus, reader=fake_reader(), chunk_size=300, index_dir=index_dir, progress=False).build_index()
+    bm25(corpus, reader=fake_reader(), chunk_size=300, index_dir=index_dir, progress=False).build_index()
     assert len(list(index_dir.iterdir())) == 2
 
 
 def test_damaged_index_on_disk_is_rebuilt(tmp_path: Path) -> None:
     corpus = keyword_corpus(tmp_path)
     index_dir = tmp_path / "indexes"
-    BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False).build_index()
+    bm25(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False).build_index()
     [saved] = list(index_dir.iterdir())
     (saved / "contexts.jsonl").write_text('{"text": "half a line', encoding="utf-8")
     baseline_module._memory.clear()
-    rebuilt = BM25Baseline(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
+    rebuilt = bm25(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
     assert "xylophonist" in rebuilt.retrieve("xylophonist")[0].text
 
 
@@ -258,7 +278,7 @@ def test_damaged_index_on_disk_is_rebuilt(tmp_path: Path) -> None:
 
 def test_answer_sends_the_notebook_prompt_with_the_system_part(tmp_path: Path) -> None:
     reader = fake_reader(["The xylophonist played for the workers (Document 0)."])
-    baseline = BM25Baseline(keyword_corpus(tmp_path), reader=reader, chunk_size=400, k=3, progress=False)
+    baseline = bm25(keyword_corpus(tmp_path), reader=reader, chunk_size=400, k=3, progress=False)
     output = asyncio.run(baseline.answer("What did the xylophonist play?"))
     assert output.answer == "The xylophonist played for the workers (Document 0)." and output.error == ""
     [(prompt, system)] = reader.prompts
@@ -276,7 +296,7 @@ def test_end_to_end_with_the_stand_in_llm(tmp_path: Path) -> None:
     async def answer_all(server: StandInLLM) -> list[Any]:
         settings = ModelSettings(spec="openai:stand-in", base_url=server.base_url)
         reader = LLMClient.connect(settings)
-        baseline = BM25Baseline(corpus, reader=reader, chunk_size=400, progress=False)
+        baseline = bm25(corpus, reader=reader, chunk_size=400, progress=False)
         try:
             return list(await asyncio.gather(*(baseline.answer(q) for q in questions)))
         finally:
@@ -299,7 +319,7 @@ def test_failed_reader_call_keeps_the_contexts(tmp_path: Path) -> None:
         settings = ModelSettings(spec="openai:stand-in", base_url=server.base_url, max_retries=0)
         reader = LLMClient.connect(settings)
         try:
-            return await BM25Baseline(corpus, reader=reader, chunk_size=400, progress=False).answer("xylophonist")
+            return await bm25(corpus, reader=reader, chunk_size=400, progress=False).answer("xylophonist")
         finally:
             await reader.aclose()
 
@@ -310,7 +330,7 @@ def test_failed_reader_call_keeps_the_contexts(tmp_path: Path) -> None:
 
 
 def test_empty_reply_is_a_failure(tmp_path: Path) -> None:
-    baseline = BM25Baseline(keyword_corpus(tmp_path), reader=fake_reader(["   "]), chunk_size=400, progress=False)
+    baseline = bm25(keyword_corpus(tmp_path), reader=fake_reader(["   "]), chunk_size=400, progress=False)
     output = asyncio.run(baseline.answer("xylophonist"))
     assert output.answer is None and output.error == "reader_failed: empty_reply"
     assert output.contexts and isinstance(output.contexts[0], RetrievedContext)

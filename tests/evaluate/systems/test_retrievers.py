@@ -11,7 +11,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from qagen.evaluate.records import RetrievedContext
-from qagen.evaluate.systems.baseline import Baseline, BM25Baseline
+from qagen.evaluate.systems.baseline import Baseline
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
 from qagen.evaluate.systems.rerank.base import RankedScores, RerankItem, ScoringTask
 from qagen.evaluate.systems.retrievers import (
@@ -137,7 +137,7 @@ def test_a_reranker_gets_rerank_top_candidates_and_the_reader_its_top_k(tmp_path
 
 def test_bm25_retriever_scores_are_bm25s_and_the_baseline_keeps_its_settings(tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpus", documents=4, paragraphs=3)
-    baseline = BM25Baseline(corpus, reader=reader(), chunk_size=300, k=3, progress=False)
+    baseline = Baseline(BM25Retriever(CorpusChunks(corpus, chunk_size=300, progress=False)), reader=reader(), k=3)
     retriever = BM25Retriever(CorpusChunks(corpus, chunk_size=300, progress=False))
     scored = retriever.search("glacier harbour engineers", 3)
     assert [s.context for s in scored] == baseline.retrieve("glacier harbour engineers")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
-from qagen.evaluate.api import bm25_baseline, evaluate
+from qagen.evaluate.api import evaluate, rag_baseline
 from qagen.evaluate.input_checks import normalize_source, source_coverage
 from standins.corpus import write_corpus
 
@@ -77,7 +77,7 @@ def test_evaluate_warns_before_scoring_and_keeps_the_warning(fake_llm: Any, tmp_
     warnings: list[str] = []
     stats = evaluate(
         testset,
-        bm25_baseline(corpus, chunk_size=400, progress=False),
+        rag_baseline(corpus, chunk_size=400, progress=False),
         tmp_path / "eval",
         metrics=["retrieval"],
         reader=fake_llm.client(),
@@ -88,8 +88,8 @@ def test_evaluate_warns_before_scoring_and_keeps_the_warning(fake_llm: Any, tmp_
         "1 of the test set's 3 source documents are not in the baseline's corpus (e.g. 'gone.md'), so their "
         "questions will score 0 on hit@k, MRR and NDCG."
     ]
-    assert stats["warnings"] == warnings
-    assert stats["corpus_sources"] == {"test_set_sources": 3, "missing": 1, "missing_examples": ["gone.md"]}
+    assert stats.about["warnings"] == warnings
+    assert stats.about["corpus_sources"] == {"test_set_sources": 3, "missing": 1, "missing_examples": ["gone.md"]}
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
     assert rows[2]["source_doc"] == "gone.md" and rows[2]["hit@k"] == 0.0  # what the warning announced
 

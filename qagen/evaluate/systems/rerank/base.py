@@ -17,12 +17,12 @@ import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from qagen.evaluate.records import RetrievedContext
 from qagen.failures import Failure
 from qagen.llm.task import Compute, Done, Role, Step, Task
-from qagen.records import Usage
+from qagen.records import Record, Usage
 from qagen.runs.executor import Call, drive
 from qagen.runs.store import record_key
 
@@ -61,10 +61,8 @@ class RerankItem(NamedTuple):
     candidates: tuple[RetrievedContext, ...]
 
 
-class RerankRecord(BaseModel):
+class RerankRecord(Record):
     """One reranking of one question's candidates, as stored in the evaluation's `reranks.jsonl`."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(description="`rerank_key`: the question, the candidates' texts and the reranker's settings.")
     reranker: str = Field(description="The reranker's name.")

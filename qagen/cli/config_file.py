@@ -1,0 +1,264 @@
+"""`--config qagen.toml`: a run's settings in a file; the starter file `qagen init` writes; its documentation.
+
+The file's keys (`qagen.cli.config_keys`) become the values of their options, as click's
+`default_map`: a flag on the command line (or its environment variable) wins over the file, and
+the file over the defaults. From there a key is its flag: the same checks, and the same place in
+the settings a run records. Paths in the file are read from the directory qagen runs in, as flags
+are (a value such as `evaluate.dataset` may be a Hub id, which no folder could be relative to).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from pydantic import TypeAdapter, ValidationError
+
+from qagen.cli.config_keys import ANY_NAME, CONFIG_KEYS, KEYS_BY_NAME, SECTION_HELP, Command, ConfigKey, click_command
+
+# The keys each command reads.
+KEYS_FOR: dict[Command, tuple[ConfigKey, ...]] = {
+    command: tuple(key for key in CONFIG_KEYS if command in key.commands) for command in ("build", "evaluate")
+}
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the package supports 3.10, where tomli is the same parser
+    import tomli as tomllib
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_CONFIG_NAME = "qagen.toml"
+DOCS_PAGE = "docs/configuration.md"
+
+
+class ConfigFileError(click.BadParameter):
+    """A config file that cannot be used: one sentence naming the file and the key."""
+
+
+def read_config(path: Path, command: Command) -> dict[str, Any]:
+    """The option values `path` gives `command`, by click parameter name (keys of other commands left out).
+
+    Raises `ConfigFileError` for a file that is no TOML, an unknown key (with the closest known one),
+    or a value of the wrong type or out of range.
+    """
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"{path} is not valid TOML: {exc}.") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigFileError(f"{path} cannot be read: {exc}.") from exc
+    values: dict[str, Any] = {}
+    for dotted, value in _flatten(document):
+        section, _, name = dotted.rpartition(".")
+        key = KEYS_BY_NAME.get(dotted) or KEYS_BY_NAME.get(f"{section}.{ANY_NAME}")
+        if key is None:
+            raise ConfigFileError(f"{path}: unknown key `{dotted}`{_did_you_mean(dotted, command)}")
+        checked = _checked(path, key, value)
+        if key.any_name:
+            # Which names exist is the library's to say (a critic of the run's own is named in the run).
+            checked = (f"{name}={checked}",)
+        if command in key.commands:
+            checked = _in_range(path, key, command, checked)
+            values[key.param] = (*values.get(key.param, ()), *checked) if key.any_name else checked
+    return values
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every value; a table inside a known section is a section of its own."""
+    for name, value in table.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(value, dict):
+            yield from _flatten(value, f"{dotted}.")
+        else:
+            yield dotted, value
+
+
+def _did_you_mean(dotted: str, command: Command) -> str:
+    """The closest known key, the command's own first, as the end of a sentence."""
+    own = KEYS_FOR[command]
+    ranked = [*own, *(key for key in CONFIG_KEYS if key not in own)]
+    close: list[str] = []
+    for keys in (own, ranked[len(own) :]):
+        close = close or difflib.get_close_matches(dotted, [key.dotted for key in keys], n=1, cutoff=0.6)
+    if not close:
+        # A key in the wrong table (`chunk_size` at the top, `[generator] min_score`): its own name says where.
+        leaf = dotted.rsplit(".", 1)[-1]
+        by_leaf: dict[str, str] = {}
+        for key in ranked:
+            by_leaf.setdefault(key.name, key.dotted)
+        near = difflib.get_close_matches(leaf, list(by_leaf), n=1, cutoff=0.75)
+        close = [by_leaf[near[0]]] if near else []
+    if close:
+        return f"; did you mean `{close[0]}`?"
+    return f" (every key is in `qagen init`'s starter file and {DOCS_PAGE})."
+
+
+def _checked(path: Path, key: ConfigKey, value: Any) -> Any:
+    """`value` as its option takes it (a list as a comma list), its type checked by pydantic strictly:
+    "8" is no number. Ranges and choices are the option's own (`_in_range`)."""
+    try:
+        typed = TypeAdapter(key.type).validate_python(value, strict=True)
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"]
+        raise ConfigFileError(f"{path}: `{key.dotted}` is not valid: {reason[0].lower()}{reason[1:]}.") from exc
+    if key.comma_list:
+        typed = ",".join(str(item) for item in (typed if isinstance(typed, list) else [typed]))
+    return typed
+
+
+def _in_range(path: Path, key: ConfigKey, command: Command, typed: Any) -> Any:
+    """`typed`, checked by its option's own type and callback (ranges, choices, files that must exist,
+    key variables), so a key and its flag refuse the same values. Only for the keys of the command
+    run: a file named by a key of the other command may not exist yet."""
+    option = key.option(command)
+    ctx = click.Context(click_command(command))
+    try:
+        converted = (
+            tuple(option.type.convert(item, option, ctx) for item in typed)
+            if getattr(option, "multiple", False)
+            else option.type.convert(typed, option, ctx)
+        )
+        if option.callback is not None:
+            option.callback(ctx, option, converted)
+    except click.BadParameter as exc:
+        # The value is not repeated: a key pasted as `api_key_env` would be shown.
+        raise ConfigFileError(f"{path}: `{key.dotted}` is not valid: {exc.message.rstrip('.')}.") from exc
+    return typed
+
+
+def config_option(command: Command) -> Callable[[F], F]:
+    """The `--config FILE` option of `command`: read first, so every other option can take its value from it."""
+
+    def load(ctx: click.Context, _param: click.Parameter, path: Path | None) -> None:
+        if path is not None:
+            ctx.default_map = {**(ctx.default_map or {}), **read_config(path, command)}
+
+    return click.option(
+        "--config",
+        "config",
+        type=click.Path(path_type=Path, exists=True, dir_okay=False),
+        is_eager=True,
+        expose_value=False,
+        callback=load,
+        help=f"A TOML file of settings (`qagen init` writes one, every key explained; {DOCS_PAGE} lists them); "
+        "flags on the command line win over it.",
+    )
+
+
+def show_only(command: click.Command, shown: tuple[str, ...]) -> None:
+    """List only `shown` in the command's `--help`; the other options keep working, and are config keys."""
+    names = {param.name for param in command.params}
+    missing = set(shown) - names
+    assert not missing, f"{command.name} has no option {sorted(missing)}"
+    for param in command.params:
+        if isinstance(param, click.Option) and param.name not in shown:
+            param.hidden = True
+
+
+# --- the starter file and the documentation -----------------------------------------------------------
+def _toml(value: Any) -> str:
+    """A value as TOML writes it (the few types a key holds; JSON's string escapes are TOML's too)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(item) for item in value) + "]"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def _note(key: ConfigKey) -> str:
+    """What the key is when absent."""
+    if key.inherits:
+        return f"not set: `{key.inherits}`"
+    return "not set"
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False)
+
+
+def starter_file() -> str:
+    """The commented `qagen.toml` that `qagen init` writes: every key, with its help and its default.
+
+    A key with a default is written with it, so the file reads back as the defaults; a key with none
+    (or one that follows another setting, such as the critics' model) is shown commented out.
+    """
+    lines = [
+        "# qagen settings: `qagen build --config qagen.toml` and `qagen evaluate --config qagen.toml`.",
+        "# Each key is the setting of the flag named beside it in " + DOCS_PAGE + "; a flag given on the command",
+        "# line wins over this file. Paths are read from the directory you run qagen in, as flags are.",
+        "# Each command reads its own tables and ignores the others: [calls] applies to both. A key shown",
+        "# commented out is not set (what its help calls None).",
+    ]
+    section = None
+    for key in CONFIG_KEYS:
+        if key.section != section:
+            section = key.section
+            lines += ["", *_wrap(SECTION_HELP[section]), f"[{section}]"]
+        default = key.default()
+        lines += _wrap(key.describe())
+        if key.any_name:
+            lines.append(f"# <name> = {_toml(key.example)}    # {_note(key)}")
+        elif default is None:
+            lines.append(f"# {key.name} = {_toml(key.example)}    # {_note(key)}")
+        else:
+            lines.append(f"{key.name} = {_toml(default)}")
+    return "\n".join(lines) + "\n"
+
+
+def _flag(key: ConfigKey) -> str:
+    option = key.option()
+    if isinstance(option, click.Argument):
+        return option.make_metavar(click.Context(click.Command(key.commands[0])))
+    return next(opt for opt in option.opts if opt.startswith("--"))
+
+
+def reference_markdown() -> str:
+    """docs/configuration.md: every key, its flag, its default and its help (a test keeps the page equal)."""
+    lines = [
+        "# Configuration file",
+        "",
+        "`qagen build --config qagen.toml` and `qagen evaluate --config qagen.toml` read their settings from",
+        "a TOML file; `qagen init` writes a starter file with every key below, its default and its help.",
+        "Every key is the setting of one flag: a flag given on the command line wins over the file (so does",
+        "its environment variable, such as `OPENAI_BASE_URL`), and the file wins over the defaults. Paths are",
+        "read from the directory qagen runs in, as flags are. Each command reads its own tables and ignores",
+        "the others, so one file serves both; `[calls]` applies to both. An unknown key is an error naming",
+        "the closest known one; a value of the wrong type or out of range is an error naming the key.",
+        "",
+        "The settings a build resolves (file, flags and defaults together) are recorded in the run",
+        "directory's `run.json`, as when they are all given as flags. `--help` lists the flags set most",
+        "often; every flag below keeps working. Secrets have no key: the keys name the environment",
+        "variables that hold them (`api_key_env`), and the Hub token is read from `HF_TOKEN`.",
+        "",
+        "This page is generated from the settings (`python -m qagen.cli.config_file`); a test keeps it so.",
+        "",
+        "Example: [examples/qagen.toml](../examples/qagen.toml).",
+    ]
+    section = None
+    for key in CONFIG_KEYS:
+        if key.section != section:
+            section = key.section
+            commands = " and ".join(f"`qagen {command}`" for command in key.commands)
+            lines += ["", f"## `[{section}]`", "", f"{SECTION_HELP[section]} Read by {commands}.", ""]
+            lines += ["| key | flag | default | what it sets |", "| --- | --- | --- | --- |"]
+        default = key.default()
+        shown = f"`{_toml(default)}`" if default is not None else _note(key)
+        help_text = key.describe().replace("|", "\\|")
+        name = "`<name>`" if key.any_name else f"`{key.name}`"
+        flag = f"{_flag(key)} NAME=SCORE" if key.any_name else _flag(key)
+        lines.append(f"| {name} | `{flag}` | {shown} | {help_text} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(reference_markdown())

@@ -1,0 +1,325 @@
+"""The keys of a `qagen.toml` config file: one entry per key, naming the library setting it sets and
+the option of `qagen build` / `qagen evaluate` that carries it.
+
+A key is named as the library names its setting (`chunking.chunk_size` is `ChunkSettings.chunk_size`),
+and its type and description are read from that pydantic field where there is one; the settings
+that live only in `qagen evaluate`'s arguments take the option's help. Loading a file
+(`qagen.cli.config_file`) turns each key into the value of its option, so a key and its flag are one
+setting: the same checks, the same defaults, the same place in the run's recorded settings.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import click
+from pydantic import BaseModel
+
+from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+from qagen.critics import CRITICS
+from qagen.llm.backends import ModelSettings
+
+Command = Literal["build", "evaluate"]
+ANY_NAME = "*"
+"""The name of a key that stands for any name in its table, such as a critic's in `filter.min_scores`:
+its option takes each as `NAME=VALUE`."""
+BUILD: tuple[Command, ...] = ("build",)
+EVALUATE: tuple[Command, ...] = ("evaluate",)
+BOTH: tuple[Command, ...] = ("build", "evaluate")
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One key of the config file."""
+
+    section: str
+    """The TOML table it sits in, dotted when nested (`filter.min_scores`)."""
+    name: str
+    """Its name in the table: the library setting's name."""
+    param: str
+    """The click parameter of each command in `commands` that carries it."""
+    commands: tuple[Command, ...]
+    """The commands that read it; the others ignore it, so one file serves both."""
+    setting: tuple[type[BaseModel], str] | None = None
+    """The pydantic field it sets: its type checks the value and its description documents the key."""
+    value_type: Any = None
+    """The type of a key with no pydantic field (or of a field stored differently, such as a dict entry)."""
+    help: str = ""
+    """Its help, instead of the pydantic field's description (or the option's help, for a key with neither)."""
+    comma_list: bool = False
+    """The option takes a comma-separated list (a grid); the key takes a TOML list, or one value."""
+    inherits: str | None = None
+    """Where the value comes from when the key is absent, when that is another setting, not a default."""
+    example: Any = None
+    """A value to show, commented out, in the starter file, for a key with no default."""
+
+    @property
+    def any_name(self) -> bool:
+        return self.name == ANY_NAME
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    @property
+    def type(self) -> Any:
+        if self.value_type is not None:
+            return self.value_type
+        assert self.setting is not None, f"{self.dotted} has neither a pydantic field nor a type"
+        model, name = self.setting
+        return model.model_fields[name].annotation
+
+    def option(self, command: Command | None = None) -> click.Parameter:
+        """The click parameter that carries the key on `command` (None: the first command that reads it)."""
+        return command_params(command or self.commands[0])[self.param]
+
+    def describe(self) -> str:
+        """One paragraph of help: the pydantic field's description, else `help`, else the option's help."""
+        text = self.help
+        if not text and self.setting is not None:
+            model, name = self.setting
+            text = model.model_fields[name].description or ""
+        if not text:
+            text = getattr(self.option(), "help", None) or ""
+        return " ".join(text.split())
+
+    def default(self) -> Any:
+        """The value the command uses when the key is absent (None: not set), as the key would hold it."""
+        value = self.option().default
+        if callable(value):
+            value = value()
+        if not isinstance(value, str | int | float | bool):
+            return None  # click's marker of an option with no default, or a repeatable option's ()
+        if self.comma_list and isinstance(value, str):
+            kind = int if "int" in str(self.type) else str
+            return [kind(part) for part in value.split(",") if part.strip()]
+        return value
+
+
+def click_command(command: Command) -> click.Command:
+    from qagen.cli.app import main  # here, not at the top: the commands import this module
+
+    return main.commands[command]
+
+
+@functools.cache
+def command_params(command: Command) -> dict[str, click.Parameter]:
+    return {param.name: param for param in click_command(command).params if param.name is not None}
+
+
+_MODEL_EXAMPLES: dict[str, Any] = {
+    "spec": "openai:gpt-4o-mini",
+    "base_url": "http://localhost:8000/v1",
+    "api_key_env": "OPENAI_API_KEY",
+    "temperature": 0.0,
+    "max_output_tokens": 2048,
+}
+
+
+def _model(
+    section: str, params: dict[str, str], commands: tuple[Command, ...], *, inherits: str | None
+) -> list[ConfigKey]:
+    """A role's model: `params` maps each of its `ModelSettings` fields that has an option to that option."""
+    return [
+        ConfigKey(
+            section,
+            name,
+            param,
+            commands,
+            setting=(ModelSettings, name),
+            inherits=inherits and f"{inherits}.{name}",
+            example=_MODEL_EXAMPLES[name],
+        )
+        for name, param in params.items()
+    ]
+
+
+# The options of each role's model. The evaluator's models have no temperature option: a verdict
+# stored under one temperature would be reused under another (its resume key leaves it out).
+_GENERATOR = {"spec": "model", "base_url": "base_url", "api_key_env": "api_key_env"}
+_GENERATOR |= {"temperature": "temperature", "max_output_tokens": "max_output_tokens"}
+_CRITIC = {field: f"critic_{param}" for field, param in _GENERATOR.items()}
+_CRITIC["spec"] = "critic_model"
+_READER = {field: param for field, param in _GENERATOR.items() if field != "temperature"}
+_JUDGE = {field: f"judge_{param}" for field, param in _READER.items()}
+_JUDGE["spec"] = "judge_model"
+
+
+def _build_keys() -> list[ConfigKey]:
+    corpus = [
+        ConfigKey("corpus", "path", "corpus", BUILD, setting=(CorpusSettings, "path"), example="docs"),
+        ConfigKey(
+            "corpus", "hf_dataset", "hf_dataset", BUILD, setting=(CorpusSettings, "hf_dataset"), example="org/name"
+        ),
+        *(
+            ConfigKey("corpus", name, name, BUILD, setting=(CorpusSettings, name), example="source")
+            for name in ("split", "text_column", "source_column")
+        ),
+    ]
+    chunking = [
+        ConfigKey("chunking", name, name, BUILD, setting=(ChunkSettings, name)) for name in ChunkSettings.model_fields
+    ]
+    run = [
+        ConfigKey("build", "out", "out", BUILD, value_type=str, example="run"),
+        ConfigKey(
+            "build", "n_generations", "n_generations", BUILD, setting=(BuildConfig, "n_generations"), example=200
+        ),
+        ConfigKey(
+            "build",
+            "question_types",
+            "question_types",
+            BUILD,
+            value_type=str,
+            help="The question types to draft and their shares of the drafts in percent, adding up to 100, as "
+            "`TYPE=PERCENT,...` (factoid, multi_hop, unanswerable, reworded: `qagen.question_types`); default "
+            "factoid=100.",
+            example="factoid=60,multi_hop=20,unanswerable=10,reworded=10",
+        ),
+        ConfigKey("build", "seed", "seed", BUILD, setting=(BuildConfig, "seed")),
+        ConfigKey("build", "audience", "audience", BUILD, setting=(BuildConfig, "audience")),
+        ConfigKey("build", "all_critics", "all_critics", BUILD, setting=(BuildConfig, "all_critics")),
+        ConfigKey(
+            "build", "prompts_dir", "prompts_dir", BUILD, setting=(BuildConfig, "prompts_dir"), example="my-prompts"
+        ),
+        ConfigKey(
+            "build",
+            "critics",
+            "critics",
+            BUILD,
+            setting=(BuildConfig, "critics"),
+            value_type=list[str],
+            example=["specificity"],
+        ),
+    ]
+    filtering = [
+        ConfigKey("filter", name, name, BUILD, setting=(BuildConfig, name))
+        for name in ("min_score", "max_answer_chars", "max_question_chars", "dedup_threshold")
+    ]
+    thresholds = [
+        ConfigKey(
+            "filter.min_scores",
+            spec.name,
+            f"min_{spec.name}",
+            BUILD,
+            value_type=int,
+            help=f"Keep a draft when the {spec.name} critic ({spec.help}) scores it at least this (1-5)"
+            + ("." if spec.threshold is None else f"; its default: {spec.threshold}."),
+            inherits="filter.min_score" if spec.threshold is None else None,
+            example=spec.threshold or 4,
+        )
+        for spec in CRITICS
+    ]
+    # A critic of the run's own has no option of its own: its threshold is one `--min-critic NAME=SCORE`.
+    thresholds.append(
+        ConfigKey(
+            "filter.min_scores",
+            ANY_NAME,
+            "min_critic",
+            BUILD,
+            value_type=int,
+            help="A critic of your own (`build.critics`), by its name: keep a draft when it scores at least this "
+            "(1-5).",
+            inherits="filter.min_score",
+            example=4,
+        )
+    )
+    budget = [
+        ConfigKey("budget", name, name, BUILD, setting=(BuildConfig, name), example=example)
+        for name, example in (
+            ("max_tokens", 1_000_000),
+            ("max_cost", 5.0),
+            ("price_input", 0.15),
+            ("price_output", 0.6),
+        )
+    ]
+    return [
+        *corpus,
+        *chunking,
+        *run,
+        *_model("generator", _GENERATOR, BUILD, inherits=None),
+        *_model("critic", _CRITIC, BUILD, inherits="generator"),
+        *filtering,
+        *thresholds,
+        *budget,
+    ]
+
+
+def _call_keys() -> list[ConfigKey]:
+    """How fast and how the calls go: one setting for every model of a command."""
+    return [
+        ConfigKey("calls", "concurrency", "concurrency", BOTH, setting=(BuildConfig, "concurrency")),
+        ConfigKey("calls", "rpm", "rpm", BOTH, setting=(ModelSettings, "rpm"), example=60.0),
+        ConfigKey("calls", "max_retries", "max_retries", BOTH, setting=(ModelSettings, "max_retries")),
+        ConfigKey("calls", "timeout", "timeout", BOTH, setting=(ModelSettings, "timeout")),
+        ConfigKey("calls", "max_failure_rate", "max_failure_rate", BOTH, setting=(BuildConfig, "max_failure_rate")),
+        ConfigKey("calls", "batch", "batch", BOTH, value_type=bool),
+        ConfigKey("calls", "batch_poll", "batch_poll", BOTH, value_type=float),
+    ]
+
+
+def _evaluate_keys() -> list[ConfigKey]:
+    def key(name: str, value_type: Any, param: str | None = None, **extra: Any) -> ConfigKey:
+        return ConfigKey("evaluate", name, param or name, EVALUATE, value_type=value_type, **extra)
+
+    return [
+        key(
+            "dataset",
+            str,
+            help="The test set: a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or "
+            ".csv file with question and reference-answer columns.",
+            example="run",
+        ),
+        key("out", str, example="eval"),
+        key("answers", str, example="answers.jsonl"),
+        key("rag", str, "rag_callable", example="my_rag:answer"),
+        key("endpoint", str, example="http://localhost:8080/ask"),
+        key("baseline", list[str] | str, comma_list=True, example=["bm25"]),
+        key("corpus", str, example="docs"),
+        key("chunk_size", list[int] | int, comma_list=True),
+        key("k", list[int] | int, "k_values", comma_list=True),
+        key("rerank", list[str] | str, comma_list=True),
+        key("rerank_top", int),
+        key("rerank_url", str, example="http://127.0.0.1:8080", inherits="reader.base_url"),
+        key("metrics", list[str] | str, comma_list=True),
+        key("embeddings", list[str] | str, comma_list=True, example=["local"]),
+        key("split", str),
+        key("question_column", str),
+        key("answer_column", str, example="answer"),
+        key("interrupt_grace", float),
+        *_model("reader", _READER, EVALUATE, inherits=None),
+        *_model("judge", _JUDGE, EVALUATE, inherits="reader"),
+    ]
+
+
+CONFIG_KEYS: tuple[ConfigKey, ...] = (*_build_keys(), *_call_keys(), *_evaluate_keys())
+"""Every key of the config file, in the order the starter file and the documentation show them."""
+KEYS_BY_NAME: dict[str, ConfigKey] = {key.dotted: key for key in CONFIG_KEYS}
+
+SECTION_HELP: dict[str, str] = {
+    "corpus": "The documents of `qagen build`: a `path`, or a Hugging Face dataset (`hf_dataset`).",
+    "chunking": "How `qagen build` cuts the documents into chunks.",
+    "build": "The rest of a build: where it goes, the sample, the audience, the prompts.",
+    "generator": "The model that drafts a question and its answer from each sampled chunk.",
+    "critic": "The model of the critics; each key not set is the generator's.",
+    "filter": "Which rated drafts `qagen build` keeps.",
+    "filter.min_scores": "A critic's own minimum score, instead of `filter.min_score`.",
+    "budget": "Spending caps of a build, and the prices they count with.",
+    "calls": "How the LLM calls go, for every model of `qagen build` and `qagen evaluate` alike.",
+    "evaluate": "`qagen evaluate`: the test set, the system under test, the baseline and the metrics.",
+    "reader": "`qagen evaluate`: the model that answers for the bundled baseline.",
+    "judge": "`qagen evaluate`: the model of the LLM judges; each key not set is the reader's.",
+}
+
+# Options that are no setting of a run, so no key: what to do this once, or where to show it.
+NOT_KEYS: dict[str, str] = {
+    "config": "names the file itself",
+    "dry_run": "an action: estimate instead of running",
+    "update_corpus": "an action: this once, accept a corpus that changed under the run",
+    "push_repo": "an action: publish the finished run (see `qagen push`)",
+    "public": "goes with the publishing action",
+    "no_wait": "an action: submit the batches and exit at once, this time",
+    "quiet": "how this invocation shows progress",
+    "token": "a secret: give it in HF_TOKEN (or your Hub login), never in a file",
+}

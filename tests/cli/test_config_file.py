@@ -1,0 +1,360 @@
+"""`--config qagen.toml`: a file gives the same run as its flags, flags win over it, its mistakes are
+named, `qagen init` writes every key, and `--help` lists only the options set most often."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+from datasets import load_from_disk
+
+from qagen.cli.app import main
+from qagen.cli.build_settings import config_from_options
+from qagen.cli.config_file import read_config, reference_markdown, starter_file, tomllib
+from qagen.cli.config_keys import CONFIG_KEYS, NOT_KEYS, command_params
+from qagen.cli.options import batch_from_options
+from qagen.config import BuildConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "qagen.toml"
+DOCS = ROOT / "docs" / "configuration.md"
+# examples/qagen.toml as flags (the README's quick start).
+EXAMPLE_FLAGS = [
+    "examples/corpus", "--out", "run", "--chunk-size", "400", "--chunk-overlap", "40", "--n-generations", "20",
+    "--seed", "7",
+]  # fmt: skip
+# The options of `build` that are no setting of the run (`build` itself takes them out).
+NOT_BUILD_SETTINGS = ("out", "quiet", "push_repo", "public", "dry_run", "update_corpus")
+
+
+def _invoke(*args: object) -> Result:
+    return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+
+
+def _resolved(*args: object) -> BuildConfig:
+    """The settings `qagen build ARGS` would run with, resolved as the command resolves them."""
+    command = main.commands["build"]
+    with command.make_context("build", [str(arg) for arg in args]) as ctx:
+        options = {name: value for name, value in ctx.params.items() if name not in NOT_BUILD_SETTINGS}
+        batch_from_options(options)
+        return config_from_options(ctx, options, stored=None)
+
+
+def _evaluate_params(*args: object) -> dict[str, Any]:
+    command = main.commands["evaluate"]
+    with command.make_context("evaluate", [str(arg) for arg in args]) as ctx:
+        return dict(ctx.params)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def in_example_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working directory holding the repository's examples/, as a newcomer's checkout does."""
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+# --- must-show: the file's run is its flags' run ----------------------------------------------------
+def test_example_config_gives_the_same_run_as_the_equivalent_flags(
+    llm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    runs: dict[str, Path] = {}
+    for name, args in {"file": ["--config", "examples/qagen.toml"], "flags": EXAMPLE_FLAGS}.items():
+        work = tmp_path / name
+        shutil.copytree(ROOT / "examples", work / "examples")
+        monkeypatch.chdir(work)
+        result = _invoke("build", *args, "-q")
+        assert result.exit_code == 0, result.output
+        runs[name] = work / "run"
+    by_file, by_flags = (json.loads((runs[name] / "run.json").read_text()) for name in ("file", "flags"))
+    assert by_file["fingerprint"] == by_flags["fingerprint"]
+    assert by_file["config"] == by_flags["config"]  # every resolved setting, recorded alike
+    # ... and that is the file's run, not two runs at the defaults.
+    assert by_file["config"]["chunking"]["chunk_size"] == 400 and by_file["config"]["n_generations"] == 20
+    assert by_file["config"]["corpus"]["path"] == "examples/corpus" and by_file["fingerprint"]["seed"] == 7
+    assert list(load_from_disk(str(runs["file"] / "candidates"))) == list(
+        load_from_disk(str(runs["flags"] / "candidates"))
+    )
+    assert max(llm.requests_by_body().values()) == 2  # each call once per run
+
+
+def test_example_config_is_valid_for_build_and_evaluate(in_example_checkout: Path) -> None:
+    assert read_config(EXAMPLE, "build")["chunk_size"] == 400
+    assert read_config(EXAMPLE, "evaluate")["baseline"] == "bm25"
+    params = _evaluate_params("--config", "examples/qagen.toml")
+    assert (params["dataset"], params["out"], params["corpus"]) == ("run", Path("eval"), Path("examples/corpus"))
+
+
+# --- flags win over the file, the file over the defaults ---------------------------------------------
+def test_a_flag_wins_over_the_file_and_the_file_over_the_defaults(tmp_path: Path) -> None:
+    config = _write(
+        tmp_path / "q.toml",
+        """
+[corpus]
+path = "docs"
+[chunking]
+chunk_size = 400
+chunk_overlap = 40
+[generator]
+spec = "openai:local"
+base_url = "http://127.0.0.1:9/v1"
+temperature = 0.3
+[critic]
+spec = "openai:critic"
+[filter]
+min_score = 3
+[filter.min_scores]
+groundedness = 5
+[calls]
+timeout = 30
+max_retries = 2
+""",
+    )
+    from_file = _resolved("--config", config, "--out", tmp_path / "run")
+    assert from_file.corpus.path == "docs"
+    assert (from_file.chunking.chunk_size, from_file.chunking.chunk_overlap) == (400, 40)
+    assert from_file.generator.spec == "openai:local" and from_file.generator.temperature == 0.3
+    # The critics' keys not set are the generator's, as with flags.
+    assert from_file.critic.spec == "openai:critic" and from_file.critic.base_url == "http://127.0.0.1:9/v1"
+    assert from_file.critic.temperature == 0.3 and from_file.critic.timeout == 30.0
+    assert from_file.thresholds() == {"groundedness": 5, "relevance": 3, "standalone": 3}
+    assert from_file.generator.max_retries == 2 and from_file.seed == 42  # a key not in the file: the default
+
+    flagged = _resolved(
+        "--config", config, "other", "--out", tmp_path / "run", "--chunk-size", "900", "--critic-model", "openai:x"
+    )
+    assert flagged.corpus.path == "other" and flagged.chunking.chunk_size == 900
+    assert flagged.chunking.chunk_overlap == 40 and flagged.critic.spec == "openai:x"
+
+
+def test_an_environment_variable_wins_over_the_file_as_documented(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = _write(tmp_path / "q.toml", '[generator]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
+    assert _resolved("--config", config, "docs", "--out", "run").generator.base_url == "http://127.0.0.1:8/v1"
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert _resolved("--config", config, "docs", "--out", "run").generator.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_evaluate_reads_its_tables_and_its_flags_win(tmp_path: Path) -> None:
+    config = _write(
+        tmp_path / "q.toml",
+        """
+[evaluate]
+dataset = "run"
+out = "eval"
+baseline = ["bm25", "dense"]
+k = [3, 7]
+metrics = "correctness"
+[reader]
+spec = "openai:reader"
+[judge]
+spec = "openai:judge"
+max_output_tokens = 512
+[chunking]
+chunk_size = 400
+""",
+    )
+    params = _evaluate_params("--config", config)
+    assert (params["baseline"], params["k_values"], params["metrics"]) == ("bm25,dense", "3,7", "correctness")
+    assert (params["model"], params["judge_model"], params["judge_max_output_tokens"]) == (
+        "openai:reader",
+        "openai:judge",
+        512,
+    )
+    assert params["chunk_size"] == "2000"  # the build's chunking is not the baseline's
+    flagged = _evaluate_params("--config", config, "other-run", "--k", "5", "--model", "openai:m")
+    assert (flagged["dataset"], flagged["k_values"], flagged["model"]) == ("other-run", "5", "openai:m")
+
+
+# --- mistakes in the file: one sentence naming the file and the key ---------------------------------
+@pytest.mark.parametrize(
+    ("text", "named", "suggested"),
+    [
+        ("[chunking]\nchunk_sise = 400\n", "`chunking.chunk_sise`", "`chunking.chunk_size`"),
+        ("chunk_size = 400\n", "`chunk_size`", "`chunking.chunk_size`"),
+        ('[generater]\nspec = "openai:x"\n', "`generater.spec`", "`generator.spec`"),
+        ("[filter]\nmin_scor = 3\n", "`filter.min_scor`", "`filter.min_score`"),
+    ],
+)
+def test_an_unknown_key_is_named_with_the_closest_known_one(
+    tmp_path: Path, text: str, named: str, suggested: str
+) -> None:
+    config = _write(tmp_path / "q.toml", text)
+    result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", config)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{config}: unknown key {named}; did you mean {suggested}?" in " ".join(result.output.split())
+    assert not (tmp_path / "run").exists()
+
+
+def test_min_scores_takes_any_critic_and_the_library_names_the_unknown_ones(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "critique_specificity.txt").write_text(
+        "Rate {question}.\nAnswer:::\nEvaluation: (why)\nTotal rating: (1-5)\n", encoding="utf-8"
+    )
+    config = _write(
+        tmp_path / "q.toml",
+        f'[build]\ncritics = ["specificity"]\nprompts_dir = "{prompts}"\n'
+        "[filter.min_scores]\ngroundedness = 5\nspecificity = 3\n",
+    )
+    resolved = _resolved("--config", config, "docs", "--out", "run")
+    assert resolved.critics == ("specificity",)
+    assert resolved.min_scores == {"groundedness": 5, "specificity": 3}
+    # The same as its flags.
+    flags = [
+        "--critic",
+        "specificity",
+        "--prompts",
+        prompts,
+        "--min-groundedness",
+        "5",
+        "--min-critic",
+        "specificity=3",
+    ]
+    assert _resolved("docs", "--out", "run", *flags) == resolved
+
+    typo = _write(tmp_path / "typo.toml", "[filter.min_scores]\ngroundednes = 5\n")
+    result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", typo)
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "names groundednes, which is no critic of this build; the critics are groundedness" in result.output
+
+
+def test_a_key_with_nothing_close_points_to_the_list_of_keys(tmp_path: Path) -> None:
+    config = _write(tmp_path / "q.toml", "[zzz]\nqqq = 1\n")
+    result = _invoke("evaluate", "run", "--out", "eval", "--config", config)
+    assert result.exit_code == 2 and "unknown key `zzz.qqq` (every key is in `qagen init`" in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[chunking]\nchunk_size = "400"\n', "`chunking.chunk_size` is not valid: input should be a valid integer."),
+        ("[filter]\nmin_score = 9\n", "`filter.min_score` is not valid: 9 is not in the range 1<=x<=5."),
+        ('[chunking]\nlength_unit = "words"\n', "`chunking.length_unit` is not valid: input should be 'characters' or"),
+        ("[calls]\nconcurrency = 0\n", "`calls.concurrency` is not valid: 0 is not in the range x>=1."),
+        ('[generator]\napi_key_env = "sk-abc 123"\n', "`generator.api_key_env` is not valid: give the name of the"),
+        ("[chunking\n", "is not valid TOML"),
+    ],
+)
+def test_a_wrong_value_is_named_by_file_and_key(tmp_path: Path, text: str, message: str) -> None:
+    config = _write(tmp_path / "q.toml", text)
+    result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", config)
+    assert result.exit_code in (1, 2) and "Traceback" not in result.output
+    assert str(config) in " ".join(result.output.split()) and message in " ".join(result.output.split())
+    assert "sk-abc" not in result.output
+
+
+def test_a_key_of_the_other_command_is_type_checked_but_its_files_need_not_exist(tmp_path: Path) -> None:
+    missing = _write(tmp_path / "q.toml", '[evaluate]\nanswers = "not-yet.jsonl"\n')
+    assert "answers" not in read_config(missing, "build")
+    wrong = _write(tmp_path / "w.toml", '[evaluate]\nk = ["three"]\n')
+    result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", wrong)
+    assert result.exit_code == 2 and "`evaluate.k" in result.output
+
+
+# --- qagen init ---------------------------------------------------------------------------------------
+def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = _invoke("init")
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "qagen.toml").read_text()
+    assert written == starter_file()
+    tomllib.loads(written)
+    for key in CONFIG_KEYS:  # every key is there, set to its default or shown commented out
+        name = "<name>" if key.any_name else key.name
+        line = f"{name} = " if key.default() is not None else f"# {name} = "
+        section = written.split(f"\n[{key.section}]\n", 1)[1].split("\n[", 1)[0]
+        assert line in section, key.dotted
+    for command in ("build", "evaluate"):
+        values = read_config(tmp_path / "qagen.toml", command)  # type: ignore[arg-type]
+        defaults = {key.param: key.default() for key in CONFIG_KEYS if command in key.commands}
+        expected = {param: value for param, value in defaults.items() if value is not None}
+        as_options = {param: value for param, value in values.items()}
+        assert {param: _listed(value) for param, value in as_options.items()} == {
+            param: _listed(value) for param, value in expected.items()
+        }
+    # A build from the starter file is a build at the defaults.
+    assert _resolved("--config", "qagen.toml", "docs", "--out", "run") == _resolved("docs", "--out", "run")
+    assert _evaluate_params("--config", "qagen.toml", "run", "--out", "e") == _evaluate_params("run", "--out", "e")
+
+
+def _listed(value: Any) -> Any:
+    # A list key reaches its option as the comma list the flag takes.
+    return ",".join(str(item) for item in value) if isinstance(value, list) else value
+
+
+def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+    target = _write(tmp_path / "mine.toml", "[chunking]\nchunk_size = 400\n")
+    refused = _invoke("init", target)
+    assert refused.exit_code == 1 and "exists; give --force" in refused.output
+    assert target.read_text() == "[chunking]\nchunk_size = 400\n"
+    assert _invoke("init", target, "--force").exit_code == 0
+    assert target.read_text() == starter_file()
+
+
+# --- --help lists the options set most often; every key is documented -------------------------------
+@pytest.mark.parametrize("command", ["build", "evaluate"])
+def test_help_lists_at_most_20_options(command: str) -> None:
+    cmd = main.commands[command]
+    listed = [param for param in cmd.get_params(click.Context(cmd)) if isinstance(param, click.Option)]
+    shown = [param for param in listed if not param.hidden]
+    assert len(shown) <= 20, [param.opts for param in shown]
+    help_text = _invoke(command, "--help").output
+    assert sum(1 for line in help_text.splitlines() if line.startswith(("  -", "  --"))) == len(shown)
+    flags = {opt for param in shown for opt in param.opts}
+    assert "--config" in flags and not flags & {"--critic-base-url", "--judge-base-url", "--chunk-overlap"}
+
+
+def test_hidden_options_keep_working_and_stay_listed_on_the_stage_commands(tmp_path: Path) -> None:
+    config = _resolved("docs", "--out", "run", "--chunk-overlap", "10", "--critic-base-url", "http://127.0.0.1:9/v1")
+    assert config.chunking.chunk_overlap == 10 and config.critic.base_url == "http://127.0.0.1:9/v1"
+    assert "--chunk-overlap" in _invoke("chunk", "--help").output
+    assert "--critic-base-url" in _invoke("critique", "--help").output
+
+
+@pytest.mark.parametrize("command", ["build", "evaluate"])
+def test_every_setting_with_a_flag_has_a_key(command: str) -> None:
+    keyed = {key.param for key in CONFIG_KEYS if command in key.commands}
+    unkeyed = set(command_params(command)) - keyed - set(NOT_KEYS)  # type: ignore[arg-type]
+    assert not unkeyed, f"options of `qagen {command}` with no config key (add them to config_keys): {unkeyed}"
+    assert not keyed - set(command_params(command))  # type: ignore[arg-type]
+
+
+def test_every_key_is_documented() -> None:
+    names = [key.dotted for key in CONFIG_KEYS]
+    assert len(names) == len(set(names))
+    for key in CONFIG_KEYS:
+        assert len(key.describe()) > 15, f"{key.dotted} has no help"
+        assert key.default() is not None or key.example is not None, f"{key.dotted}: give an example"
+    page = DOCS.read_text(encoding="utf-8")
+    assert page == reference_markdown(), "regenerate it: python -m qagen.cli.config_file > docs/configuration.md"
+    for key in CONFIG_KEYS:
+        name = "<name>" if key.any_name else key.name
+        assert f"| `{name}` |" in page.split(f"## `[{key.section}]`", 1)[1]
+
+
+def test_a_key_set_by_a_library_field_has_the_field_default() -> None:
+    """The option's default is what the key documents; it must be the library's own default."""
+    for key in CONFIG_KEYS:
+        if key.setting is None or key.inherits:
+            continue
+        model, name = key.setting
+        field = model.model_fields[name]
+        if field.is_required():
+            continue
+        default = field.get_default(call_default_factory=True)
+        assert key.default() == (None if default == () else default), key.dotted  # an empty list: not set
