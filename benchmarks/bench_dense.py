@@ -61,7 +61,7 @@ differences to BM25 are paired per question (qagen.evaluate.metrics.statistics, 
 the smallest and largest k.
 It also times building each dense index against loading it back from the saved copy (a re-run).
 
-Measured (2-core machine; the tables are in the README, "Dense and hybrid retrieval"):
+Measured (2-core machine; the tables are in docs/benchmarks.md, "Dense and hybrid retrieval"):
 - `python benchmarks/bench_dense.py` (4 min 48 s, before the corpus dropped pydoc's memory
   addresses): BM25 wins on `reworded` and `verbatim`; hit@5 at 1000 characters, reworded: bm25
   0.98, dense 0.85, hybrid 0.98; at 2000: 0.98, 0.72, 0.90.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from datasets import load_from_disk
 
-from qagen.question_types.overlap import copied_share
+from qagen.generation.checks.easiness import copied_share
 
 
 def main() -> None:

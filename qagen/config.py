@@ -115,6 +115,31 @@ class BuildConfig(BaseModel):
     dedup_threshold: float = Field(
         default=0.9, description="Word-set Jaccard at which two questions are near-duplicates."
     )
+    free_checks: tuple[str, ...] | None = Field(
+        default=None,
+        description="The free checks (`qagen.generation.checks.rules.FREE_CHECKS`, by name) that reject a draft "
+        "before any critic; None: the ones on by default (`FreeCheck.default_on`).",
+    )
+    check_evidence: bool = Field(
+        default=True,
+        description="Reject a draft whose quoted evidence (or, without a quote, whose answer) is not in its chunk "
+        "as `evidence_not_found`, before any critic.",
+    )
+    max_copied_share: float | None = Field(
+        default=None,
+        description="Reject a draft as `too_close` when more than this share of its question's content words are "
+        "its chunk's (None: no bound).",
+    )
+    dedup_embeddings: str | None = Field(
+        default="local",
+        description="Embeddings model that finds questions asking the same thing in other words (`local`: the "
+        "dense extra's bundled all-MiniLM-L6-v2, offline; a folder or `provider:model`); None, or `local` without "
+        "the dense extra: the lexical rule only.",
+    )
+    semantic_dedup_threshold: float = Field(
+        default=0.8,
+        description="Cosine similarity at which two questions ask the same thing (with `dedup_embeddings`).",
+    )
     concurrency: int = Field(default=16, description="LLM calls in flight at once, all models together.")
     max_failure_rate: float = Field(
         default=0.5,
@@ -162,7 +187,33 @@ class BuildConfig(BaseModel):
             raise ConfigError(
                 f"`dedup_threshold` must be in (0, 1], got {self.dedup_threshold}.", settings=("dedup_threshold",)
             )
+        if self.free_checks is not None:
+            from qagen.generation.checks.rules import FREE_CHECK_NAMES
+
+            unknown = sorted(set(self.free_checks) - set(FREE_CHECK_NAMES))
+            if unknown:
+                raise ConfigError(
+                    f"`free_checks` names no check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_NAMES)}.",
+                    settings=("free_checks",),
+                )
+        if self.max_copied_share is not None and not 0 < self.max_copied_share <= 1:
+            raise ConfigError(
+                f"`max_copied_share` must be in (0, 1], got {self.max_copied_share}.", settings=("max_copied_share",)
+            )
+        if not 0 < self.semantic_dedup_threshold <= 1:
+            raise ConfigError(
+                f"`semantic_dedup_threshold` must be in (0, 1], got {self.semantic_dedup_threshold}.",
+                settings=("semantic_dedup_threshold",),
+            )
         return self
+
+    def enabled_checks(self) -> frozenset[str]:
+        """The names of the free checks this build makes."""
+        from qagen.generation.checks.rules import FREE_CHECKS
+
+        if self.free_checks is not None:
+            return frozenset(self.free_checks)
+        return frozenset(check.name for check in FREE_CHECKS if check.default_on)
 
     def too_long(self, draft: Draft) -> str | None:
         """Why a parsed draft is too long to be a factoid, or None (see `generation.draft.too_long`)."""

@@ -126,6 +126,10 @@ class Draft(TaskOutput):
     prompt_hash: str
     question: str | None = None
     answer: str | None = None
+    evidence: str | None = Field(
+        default=None,
+        description="The sentence of the chunk the reply quoted as the answer's evidence; None when it quoted none.",
+    )
 
 
 class Critique(TaskOutput):
@@ -197,6 +201,32 @@ class DatasetRow(Record):
     standalone_prompt_hash: str | None = Field(
         description="Hash of the standalone critic's prompt text (None: the question's type is not rated on it)."
     )
+    evidence_quote: str | None = Field(
+        default=None,
+        description="The sentence the generator quoted as the answer's evidence (None: the reply quoted none).",
+    )
+    evidence_start: int | None = Field(
+        default=None,
+        description="Offset of the answer's evidence in the document's text, as the build placed it (the quote "
+        "found in the chunk, or without a quote the answer itself); None when not placed. The evaluator's "
+        "chunk-level metrics use it.",
+    )
+    evidence_end: int | None = Field(default=None, description="End offset (exclusive) of the evidence.")
+    evidence_match: str | None = Field(
+        default=None,
+        description="How the evidence was checked (`qagen.generation.checks.evidence`): quoted, answer_words, "
+        "not_found, no_words; None when not checked (no usable draft, or too long).",
+    )
+    copied_share: float | None = Field(
+        default=None,
+        description="Share of the question's content words found in its chunk (None: no usable draft, or no "
+        "content word).",
+    )
+    bm25_rank: int | None = Field(
+        default=None,
+        description="Rank of the question's own chunk among the corpus' chunks when the question is a BM25 query "
+        "(1: first; ties in its favour); None when not ranked.",
+    )
     question_type: str = Field(
         default="factoid",
         description="The question's type (`qagen.question_types`): factoid, multi_hop, unanswerable, reworded. "
@@ -235,8 +265,11 @@ class CandidateRow(DatasetRow):
     )
     reason: str = Field(
         description="Why it was not kept: `generation:<reason>`, `critique:<criterion>:<reason>`, "
-        "`<criterion>=<score><<threshold>` (joined by '; '), or `duplicate_of:<id>`; for undecided rows "
-        "`generation:not_asked` or `critique:<criterion>:not_asked` (joined by '; '); empty when kept."
+        "`<criterion>=<score><<threshold>` (joined by '; '), a free check's reason (`evidence_not_found`, "
+        "`question_points_at_source`, `answer_in_question`, `answer_not_grounded`, `too_close`: no critic asked), "
+        "`duplicate_of:<id>` (the same words) or `same_meaning_as:<id>` (the same question in other words); "
+        "for undecided rows `generation:not_asked` or `critique:<criterion>:not_asked` (joined by '; '); "
+        "empty when kept."
     )
     generation_raw: str | None = Field(description="The generator's reply, verbatim (None when no reply came).")
     groundedness_raw: str | None = Field(description="The groundedness critic's reply, verbatim.")
@@ -289,6 +322,15 @@ class Funnel(Record):
         default=0,
         description="Drafts rejected as no factoid: question or answer over the length limit (not critiqued).",
     )
+    checks_rejected: dict[str, int] = Field(
+        default_factory=dict,
+        description="Drafts rejected before any critic by a free check, by reason (`evidence_not_found`, "
+        "`question_points_at_source`, `answer_in_question`, `answer_not_grounded`, `too_close`; sorted).",
+    )
+    semantic_duplicates: int = Field(
+        default=0,
+        description="Drafts dropped as asking the same thing as an earlier one in other words (embeddings).",
+    )
     kept: int = Field(description="Questions in `dataset/`.")
     failure_examples: dict[str, str] = Field(
         default_factory=dict,
@@ -322,7 +364,7 @@ class TypeFunnel(Record):
     kept: int = Field(description="Its questions in `dataset/`.")
     kept_copied_share: float | None = Field(
         description="The mean share of a kept question's content words that its (first) passage spells out "
-        "(`qagen.question_types.overlap.copied_share`): how close the questions stay to the text's words. None "
+        "(`qagen.generation.checks.easiness.copied_share`): how close the questions stay to the text's words. None "
         "when none was kept."
     )
 
@@ -377,6 +419,68 @@ class BuildUsage(Record):
     critique: StageUsage = Field(description="The critics' calls.")
 
 
+# --- a test set's profile (`qagen.generation.profile` counts it) ------------------------------
+class Distribution(Record):
+    """A numeric column's spread (all None with no value)."""
+
+    count: int = Field(description="Values counted.")
+    mean: float | None = Field(description="Their mean.")
+    minimum: float | None = Field(description="The least value.")
+    p25: float | None = Field(description="The 25th percentile (linear interpolation).")
+    median: float | None = Field(description="The median.")
+    p75: float | None = Field(description="The 75th percentile.")
+    maximum: float | None = Field(description="The greatest value.")
+
+
+class Coverage(Record):
+    """How much of the corpus the kept questions cover."""
+
+    documents: int = Field(description="Documents with at least one chunk.")
+    documents_sampled: int = Field(description="Documents with at least one sampled chunk.")
+    documents_with_kept: int = Field(description="Documents with at least one kept question.")
+    chunks: int = Field(description="Chunks of the corpus.")
+    chunks_sampled: int = Field(description="Chunks sampled.")
+    chunks_with_kept: int = Field(description="Chunks with at least one kept question.")
+    kept_per_document: dict[str, int] = Field(
+        description="Documents by how many kept questions they have (`0`, `1`, `2`, `3-5`, `6+`)."
+    )
+
+
+class Easiness(Record):
+    """How easy the kept questions are for retrieval (`qagen.generation.checks.easiness`)."""
+
+    copied_share: Distribution = Field(description="Share of each question's content words found in its chunk.")
+    copied_share_bins: dict[str, int] = Field(description="Kept questions by copied share (`0-0.2` ... `0.8-1`).")
+    bm25_rank: Distribution = Field(description="Rank of each question's own chunk by BM25 over the corpus.")
+    ranked_first: int = Field(description="Kept questions whose own chunk BM25 ranks first.")
+    ranked_first_share: float | None = Field(description="Their share of the kept questions ranked.")
+    ranked_top5_share: float | None = Field(description="Share of the kept questions whose chunk ranks 1-5.")
+
+
+class Duplicates(Record):
+    """The questions dropped as duplicates of an earlier kept one."""
+
+    lexical: int = Field(description="By the word-overlap rule (`dedup_threshold`).")
+    semantic: int = Field(description="By meaning, with embeddings (`dedup_embeddings`).")
+    semantic_model: str | None = Field(description="The embeddings model; None when the lexical rule was used alone.")
+    lexical_only_because: str | None = Field(description="Why the lexical rule was used alone; None when it was not.")
+
+
+class TestSetProfile(Record):
+    """What a build kept, described."""
+
+    question_types: dict[str, int] = Field(description="Kept questions by type.")
+    coverage: Coverage = Field(description="Documents and chunks covered.")
+    easiness: Easiness = Field(description="How easy the kept questions are for retrieval.")
+    question_chars: Distribution = Field(description="Length of the kept questions, in characters.")
+    answer_chars: Distribution = Field(description="Length of the kept answers, in characters.")
+    critic_scores: dict[str, dict[str, int]] = Field(
+        description="Each critic's scores over every draft it rated (kept or not): score -> drafts."
+    )
+    duplicates: Duplicates = Field(description="The duplicates removed.")
+    checks: dict[str, int] = Field(description="Drafts the free checks rejected before any critic, by reason.")
+
+
 class BuildSummary(Record):
     """A build's `summary.json`: what went in, what came out, and what it cost."""
 
@@ -397,3 +501,6 @@ class BuildSummary(Record):
         "cost at batch prices and at online prices. Empty when every call was made online.",
     )
     settings: dict[str, Any] = Field(description="The build's settings, as `BuildConfig` dumps them to JSON.")
+    profile: TestSetProfile | None = Field(
+        default=None, description="What the build kept, described (`qagen.generation.profile`); `qagen report RUN`."
+    )

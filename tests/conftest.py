@@ -34,6 +34,9 @@ os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("OPENAI_API_KEY", None)
 os.environ.pop("OPENAI_BASE_URL", None)
+# Commands the tests run find duplicates by words only unless a test asks for embeddings: loading the
+# bundled embeddings model takes 10-15 s in every `qagen` process (library builds load it once).
+os.environ["QAGEN_DEDUP_EMBEDDINGS"] = "none"
 
 _real_connect = socket.socket.connect
 _real_connect_ex = socket.socket.connect_ex

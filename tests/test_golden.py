@@ -3,8 +3,11 @@ LLM give exactly the rows recorded in `tests/golden/build_and_evaluate.json`.
 
 The golden file was first written by the code before the task/executor redesign (issue 10), which
 changed no row; it was regenerated for issue 11's deliberate changes (cut-off replies `truncated`,
-the funnel's failure examples, `max_tokens` in every request) and once when the bootstrap intervals
-moved to numpy's `default_rng` (only the summary's interval bounds changed). Any change to a row, a reason
+the funnel's failure examples, `max_tokens` in every request), once when the bootstrap intervals
+moved to numpy's `default_rng` (only the summary's interval bounds changed), and for issue 23's (the
+generation prompt asks for the evidence sentence, so its hash and every request body changed; rows
+gained the evidence, copied-share and BM25-rank columns; the funnel counts free-check rejections and
+duplicates by meaning). Any change to a row, a reason
 string, an id or a count shows up here. Regenerate it only for a deliberate change of behaviour
 (`QAGEN_WRITE_GOLDEN=1 python -m pytest tests/test_golden.py`), and say so in the commit. A change
 to the request body alone (a new field) also changes it: the stand-in picks replies by hash.

@@ -1,10 +1,13 @@
-"""Every command and Python snippet in README.md runs as written, against the local stand-ins.
+"""Every command and Python snippet in README.md and the documentation pages (docs/*.md) runs as
+written, against the local stand-ins.
 
 Placeholders a newcomer would replace are replaced here the same way: their documents folder
 (`docs/`, `path/to/your/docs`) is a copy of `examples/corpus`, a local server's URL is the stand-in
 LLM's, OpenAI's URL that of a second stand-in, `my-org/my-testset` is a fresh repo on the stand-in
-Hub, and `my_rag` / the endpoint are tiny RAG systems. Each fenced block runs in a directory of its
-own that already holds a built `run`. No command may reach a host other than 127.0.0.1.
+Hub, `my_rag` / the endpoint are tiny RAG systems, and `my_prompts` / `my_plugin/prompts` hold the
+prompts of a new critic and a new grader. Each fenced block runs in a directory of its
+own that already holds a built `run`. No command may reach a host other than 127.0.0.1. A block that
+shows output rather than a command is fenced as `text` or with no language, and is not run.
 """
 
 from __future__ import annotations
@@ -25,9 +28,14 @@ from typing import Any
 import pytest
 
 from tests.evaluate.systems.test_dense import DENSE_MODULES, require_dense
+from tests.evaluate.test_new_metric import SYSTEM as CONCISE_SYSTEM
+from tests.evaluate.test_new_metric import USER as CONCISE_USER
+from tests.test_fourth_critic import SPECIFICITY
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+# The README and every page of the documentation site; a page added to docs/ is run with no change here.
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 # Lines that are not ours to run here: installing (CI does it), the test command itself, servers.
 SKIP = ("export ", "pip install", "python -m pytest", "vllm ", "ollama ", "llama-server")
@@ -41,8 +49,17 @@ def answer(question):
 """
 
 
-def _blocks(language: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(README.read_text(encoding="utf-8")) if lang == language]
+def _blocks(page: Path, language: str) -> list[str]:
+    return [body for lang, body in FENCE.findall(page.read_text(encoding="utf-8")) if lang == language]
+
+
+def _pages_with(language: str, dense: bool | None = None) -> list[Any]:
+    """The pages holding a `language` block (with or without a dense command, when `dense` says which)."""
+    return [
+        pytest.param(page, id=page.relative_to(ROOT).as_posix())
+        for page in PAGES
+        if any(dense is None or bool(DENSE_COMMAND.search(block)) == dense for block in _blocks(page, language))
+    ]
 
 
 def _commands(block: str) -> list[str]:
@@ -115,6 +132,12 @@ def readme_env(llm: Any, api_llm: Any, hub: Any, endpoint: str, tmp_path: Path) 
     shutil.copytree(ROOT / "examples" / "corpus", template / "docs")
     shutil.copytree(ROOT / "examples" / "corpus", template / "path" / "to" / "your" / "docs")
     (template / "my_rag.py").write_text(MY_RAG, encoding="utf-8")
+    # The prompt folders of docs/extending.md: its critic and its grader, as the tests of each write them.
+    for folder in (template / "my_prompts", template / "my_plugin" / "prompts"):
+        folder.mkdir(parents=True)
+        (folder / "critique_specificity.txt").write_text(SPECIFICITY, encoding="utf-8")
+    (template / "my_plugin" / "prompts" / "grader_concise_system.txt").write_text(CONCISE_SYSTEM, encoding="utf-8")
+    (template / "my_plugin" / "prompts" / "grader_concise.txt").write_text(CONCISE_USER, encoding="utf-8")
     build = [sys.executable, "-m", "qagen", "build", "docs/", "--out", "run", "-q"]  # the README's defaults
     subprocess.run(build, cwd=template, env=env, check=True, capture_output=True)
     questions = [json.loads(line) for line in _dataset_questions(template / "run")]
@@ -174,26 +197,43 @@ def _run_block(readme_env: dict[str, Any], index: int, block: str) -> int:
     return len(commands)
 
 
-def test_every_readme_shell_command_works(readme_env: dict[str, Any]) -> None:
-    blocks = _blocks("bash")
-    assert len(blocks) >= 6
-    ran = 0
-    for index, block in enumerate(blocks):
-        if not DENSE_COMMAND.search(block):
-            ran += _run_block(readme_env, index, block)
-    assert ran >= 12
+def test_the_pages_keep_every_command() -> None:
+    """Moving text between the README and the pages loses no command: the README held these many."""
+    shell = [command for page in PAGES for block in _blocks(page, "bash") for command in _commands(block)]
+    python = [snippet for page in PAGES for snippet in _blocks(page, "python")]
+    assert len(shell) >= 34
+    assert len(python) >= 4
+    assert any(DENSE_COMMAND.search(command) for command in shell)
+
+
+@pytest.mark.parametrize("page", _pages_with("bash", dense=False))
+def test_every_shell_command_works(readme_env: dict[str, Any], page: Path) -> None:
+    blocks = [block for block in _blocks(page, "bash") if not DENSE_COMMAND.search(block)]
+    commands = [command for block in blocks for command in _commands(block)]
+    ran = sum(_run_block(readme_env, index, block) for index, block in enumerate(blocks))
+    assert ran == len(commands)
     # The mixed set-ups sent their critics and judges to "OpenAI", and nothing else.
-    assert {entry["kind"] for entry in readme_env["api_llm"].log} == {"critique", "judge"}
+    sent_to_openai = {
+        kind
+        for flag, kind in (
+            ("--critic-base-url https://api.openai.com", "critique"),
+            ("--judge-base-url https://api.openai.com", "judge"),
+        )
+        if any(flag in command for command in commands)
+    }
+    assert {entry["kind"] for entry in readme_env["api_llm"].log} == sent_to_openai
 
 
-def test_every_readme_dense_command_works(readme_env: dict[str, Any]) -> None:
+@pytest.mark.parametrize("page", _pages_with("bash", dense=True))
+def test_every_dense_command_works(readme_env: dict[str, Any], page: Path) -> None:
     require_dense(*DENSE_MODULES)
-    blocks = [(index, block) for index, block in enumerate(_blocks("bash")) if DENSE_COMMAND.search(block)]
-    assert blocks
-    assert sum(_run_block(readme_env, index, block) for index, block in blocks) >= 3
+    blocks = [(index, block) for index, block in enumerate(_blocks(page, "bash")) if DENSE_COMMAND.search(block)]
+    ran = sum(_run_block(readme_env, index, block) for index, block in blocks)
+    assert ran == sum(len(_commands(block)) for _, block in blocks) > 0
 
 
-def test_every_readme_python_snippet_works(readme_env: dict[str, Any]) -> None:
+@pytest.mark.parametrize("page", _pages_with("python"))
+def test_every_python_snippet_works(readme_env: dict[str, Any], page: Path) -> None:
     # The Hub snippets read the repo that the README's `qagen push` would have made.
     work = _workdir(readme_env, "python-push")
     push = [sys.executable, "-m", "qagen", "push", "run", readme_env["repo"]]
@@ -204,8 +244,8 @@ def test_every_readme_python_snippet_works(readme_env: dict[str, Any]) -> None:
         "def my_rag_function(question):\n"
         "    return {'answer': 'x', 'contexts': ['Tides are the rise and fall of the sea.'], 'sources': ['tides.md']}\n"
     )
-    snippets = _blocks("python")
-    assert len(snippets) >= 3
+    snippets = _blocks(page, "python")
+    assert snippets
     for index, snippet in enumerate(snippets):
         work = _workdir(readme_env, f"python{index}")
         code = prelude + _substitute(snippet, readme_env).replace('Path("run")', 'Path("run-py")').replace(

@@ -28,12 +28,14 @@ PER_INVOCATION = frozenset(
     {
         *THRESHOLD_OPTIONS, "max_answer_chars", "max_question_chars", "all_critics", "dedup_threshold",
         "concurrency", "rpm", "max_retries", "timeout", "max_failure_rate", "max_tokens", "max_cost",
+        "free_checks", "check_evidence", "max_copied_share", "dedup_embeddings", "semantic_dedup_threshold",
     }
 )  # fmt: skip
 # The `BuildConfig` fields of the per-invocation options, and of each model's.
 _PER_INVOCATION_FIELDS = (
     "min_score", "min_scores", "max_answer_chars", "max_question_chars", "all_critics", "dedup_threshold",
-    "concurrency", "max_failure_rate", "max_tokens", "max_cost",
+    "concurrency", "max_failure_rate", "max_tokens", "max_cost", "free_checks", "check_evidence", "max_copied_share",
+    "dedup_embeddings", "semantic_dedup_threshold",
 )  # fmt: skip
 _PER_INVOCATION_MODEL_FIELDS = ("rpm", "max_retries", "timeout")
 
@@ -60,7 +62,8 @@ _CHUNK_KEYS = {"chunk_size", "chunk_overlap", "length_unit", "encoding"}
 _TOP_KEYS = {
     "n_generations", "seed", "audience", "min_score", "all_critics", "dedup_threshold", "max_answer_chars",
     "max_question_chars", "concurrency", "max_failure_rate", "max_tokens", "max_cost", "price_input",
-    "price_output",
+    "price_output", "free_checks", "check_evidence", "max_copied_share", "dedup_embeddings",
+    "semantic_dedup_threshold",
 }  # fmt: skip
 
 

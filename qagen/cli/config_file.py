@@ -242,7 +242,9 @@ def reference_markdown() -> str:
         "",
         "This page is generated from the settings (`python -m qagen.cli.config_file`); a test keeps it so.",
         "",
-        "Example: [examples/qagen.toml](../examples/qagen.toml).",
+        # A link to a file outside docs/ would not resolve on the documentation site (mkdocs --strict).
+        "Example: `examples/qagen.toml` in the repository, the first build of",
+        "[Getting started](index.md#a-first-test-set) as a file.",
     ]
     section = None
     for key in CONFIG_KEYS:

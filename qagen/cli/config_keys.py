@@ -197,6 +197,36 @@ def _build_keys() -> list[ConfigKey]:
         ConfigKey("filter", name, name, BUILD, setting=(BuildConfig, name))
         for name in ("min_score", "max_answer_chars", "max_question_chars", "dedup_threshold")
     ]
+    # What is checked before any critic (`qagen.generation.checks`), and duplicates by meaning.
+    filtering += [
+        ConfigKey(
+            "filter",
+            "free_checks",
+            "free_checks",
+            BUILD,
+            setting=(BuildConfig, "free_checks"),
+            value_type=list[str],
+            comma_list=True,
+            example=["source_pointing", "answer_in_question", "ungrounded_answer"],
+        ),
+        ConfigKey("filter", "check_evidence", "check_evidence", BUILD, setting=(BuildConfig, "check_evidence")),
+        ConfigKey(
+            "filter",
+            "max_copied_share",
+            "max_copied_share",
+            BUILD,
+            setting=(BuildConfig, "max_copied_share"),
+            example=0.9,
+        ),
+        ConfigKey("filter", "dedup_embeddings", "dedup_embeddings", BUILD, setting=(BuildConfig, "dedup_embeddings")),
+        ConfigKey(
+            "filter",
+            "semantic_dedup_threshold",
+            "semantic_dedup_threshold",
+            BUILD,
+            setting=(BuildConfig, "semantic_dedup_threshold"),
+        ),
+    ]
     thresholds = [
         ConfigKey(
             "filter.min_scores",

@@ -451,12 +451,35 @@ show_only(evaluate, EVALUATE_SHOWN)
 @click.option("--plot", "plot_path", type=click.Path(path_type=Path, dir_okay=False), default=None, hidden=True)
 @friendly_errors
 def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, plot_path: Path | None) -> None:
-    """Compare evaluation directories: metrics with 95% intervals and paired tests; a bar chart with --chart."""
+    """Compare evaluation directories: metrics with 95% intervals and paired tests; a bar chart with --chart.
+
+    Given one build's run directory instead (`qagen build --out RUN`), print the test set's profile
+    (question types, coverage, easiness, lengths, each critic's scores, duplicates removed, free-check
+    rejections), write it to RUN/profile.md, and with --chart a PNG of its distributions.
+    """
     from qagen.evaluate.report import report as compare
+    from qagen.evaluate.report import require_matplotlib
+    from qagen.generation.profile_report import build_summary, profile_chart, require_profile, write_profile
 
     chart = chart or plot_path  # --plot: the option's name before --chart, still accepted
     if metric is not None and chart is None:
         raise click.UsageError("--metric chooses the chart's metric: give --chart PATH too.")
+    builds = [(path, summary) for path in eval_dirs if (summary := build_summary(path)) is not None]
+    if builds:
+        if len(eval_dirs) > 1:
+            raise click.UsageError("Give one build run directory to profile, or evaluation directories to compare.")
+        if metric is not None:
+            raise click.UsageError("--metric chooses an evaluation chart's metric; a build's chart shows its profile.")
+        if chart is not None:
+            require_matplotlib()
+        run, summary = builds[0]
+        tables, written = write_profile(run, summary)
+        click.echo(tables)
+        click.echo(f"\nwritten: {written}")
+        if chart is not None:
+            profile = require_profile(summary, run)
+            click.echo(f"chart: {profile_chart(profile, chart, f'Test-set profile: {run.resolve().name}')}")
+        return
     compared = compare(eval_dirs, chart=chart, metric=metric)
     click.echo(compared.table)
     if compared.chart is not None:

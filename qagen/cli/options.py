@@ -20,6 +20,7 @@ import click
 from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL, MIN_CHUNK_SIZE
 from qagen.critics import CRITICS, CriticSpec, check_name
 from qagen.errors import QagenError
+from qagen.generation.checks.rules import FREE_CHECK_NAMES, FREE_CHECKS
 from qagen.llm.backends import is_variable_name
 from qagen.question_types import QUESTION_TYPES, check_shares, parse_shares
 
@@ -206,8 +207,34 @@ threshold_options = option_group(
     click.option("--max-answer-chars", type=click.IntRange(min=1), default=300, show_default=True, help="A draft with a longer answer is no factoid: rejected as answer_too_long, not critiqued (the notebook's limit)."),
     click.option("--max-question-chars", type=click.IntRange(min=1), default=500, show_default=True, help="A draft with a longer question is rejected as question_too_long, not critiqued."),
 )  # fmt: skip
+
+
+def _none_if_off(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    return None if value is None or value.strip().lower() in {"", "none", "off"} else value.strip()
+
+
+def _check_names(_ctx: click.Context, _param: click.Parameter, value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    if names in {("none",), ("off",)}:
+        return ()
+    unknown = [name for name in names if name not in FREE_CHECK_NAMES]
+    if unknown:
+        raise click.BadParameter(f"unknown check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_NAMES)}.")
+    return names
+
+
 dedup_option = option_group(
     click.option("--dedup-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True, help="Questions whose word sets overlap this much (Jaccard) are near-duplicates; the first in sampling order is kept."),
+    click.option("--dedup-embeddings", envvar="QAGEN_DEDUP_EMBEDDINGS", default="local", show_default=True, callback=_none_if_off, help="Embeddings model that finds questions asking the same thing in other words: local (the dense extra's bundled all-MiniLM-L6-v2, offline), a model folder, or provider:model; 'none' for the word-overlap rule only (also used when the dense extra is not installed) [env: QAGEN_DEDUP_EMBEDDINGS]."),
+    click.option("--semantic-dedup-threshold", type=click.FloatRange(0, 1, min_open=True), default=0.8, show_default=True, help="Cosine similarity of two questions' embeddings from which they ask the same thing; the first in sampling order is kept."),
+)  # fmt: skip
+# The checks a draft passes before any critic is asked (`qagen.generation.checks`): no call, no cost.
+check_options = option_group(
+    click.option("--free-checks", default=None, callback=_check_names, help=f"The free checks that reject a draft before any critic, comma-separated, or 'none': {', '.join(FREE_CHECK_NAMES)} [default: {', '.join(c.name for c in FREE_CHECKS if c.default_on)}]."),
+    click.option("--evidence-check/--no-evidence-check", "check_evidence", default=True, show_default=True, help="Reject a draft whose quoted evidence sentence (or, without one, whose answer) is not in its chunk, as evidence_not_found, before any critic."),
+    click.option("--max-copied-share", type=click.FloatRange(0, 1, min_open=True), default=None, help="Reject a draft as too_close when more than this share of its question's content words are its chunk's [default: no bound]."),
 )  # fmt: skip
 cap_options = option_group(
     click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Stop cleanly once the run directory has spent this many tokens (re-run with a higher cap to continue)."),
@@ -247,8 +274,8 @@ output_options = option_group(
 BUILD_OPTIONS = option_group(
     corpus_options, chunk_options, sample_options(stage=False), generator_options(stage=False),
     critic_model_options(stage=False), call_options, audience_option(stage=False), all_critics_option,
-    threshold_options, dedup_option, prompts_option(stage=False), own_critics_option(stage=False), cap_options, price_options(stage=False),
-    dry_run_option,
+    threshold_options, check_options, dedup_option, prompts_option(stage=False), own_critics_option(stage=False),
+    cap_options, price_options(stage=False), dry_run_option,
 )  # fmt: skip
 CHUNK_OPTIONS = option_group(corpus_options, chunk_options)
 GENERATE_OPTIONS = option_group(
@@ -257,9 +284,10 @@ GENERATE_OPTIONS = option_group(
 )  # fmt: skip
 CRITIQUE_OPTIONS = option_group(
     critic_model_options(stage=True), audience_option(stage=True), prompts_option(stage=True),
-    own_critics_option(stage=True), call_options, all_critics_option, threshold_options, cap_options, price_options(stage=True),
+    own_critics_option(stage=True), call_options, all_critics_option, threshold_options, check_options, cap_options,
+    price_options(stage=True),
 )  # fmt: skip
-FILTER_OPTIONS = option_group(threshold_options, dedup_option)
+FILTER_OPTIONS = option_group(threshold_options, check_options, dedup_option)
 
 
 def batch_from_options(options: dict[str, Any]) -> Any:

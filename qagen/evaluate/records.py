@@ -23,6 +23,12 @@ class EvalItem(Record):
     context: str | None = Field(default=None, description="The chunk the question was drafted from.")
     start_index: int | None = Field(default=None, description="The chunk's character offset in source_doc.")
     end_index: int | None = Field(default=None, description="start_index + the chunk's length.")
+    evidence_start: int | None = Field(
+        default=None,
+        description="Offset in source_doc of the answer's evidence as the build placed it (the dataset's "
+        "`evidence_start`); the chunk-level metrics use it instead of looking for the answer's words.",
+    )
+    evidence_end: int | None = Field(default=None, description="End offset (exclusive) of that evidence.")
     question_type: str | None = Field(
         default=None,
         description="The question's type (`qagen.question_types`): how its answers are scored; None when the "

@@ -177,6 +177,7 @@ def _from_rows(
             continue
         try:
             start_index, end_index = _offset(row.get("start_index")), _offset(row.get("end_index"))
+            evidence_start, evidence_end = _offset(row.get("evidence_start")), _offset(row.get("evidence_end"))
         except ValueError as exc:
             skipped.append(SkippedRow(row=number, reason=f"invalid_offsets: {exc}", content=content))
             continue
@@ -204,6 +205,8 @@ def _from_rows(
                 context=_optional_str(row.get("context")),
                 start_index=start_index,
                 end_index=end_index,
+                evidence_start=evidence_start,
+                evidence_end=evidence_end,
                 question_type=question_type,
                 source_docs=source_docs,
             )

@@ -1,6 +1,6 @@
 """Whether a test-set spec that names nothing on disk is a local path (a typo) or a Hub dataset id.
 
-`looks_local` is the rule (documented at it, and in the README's evaluation section);
+`looks_local` is the rule (documented at it, and in docs/evaluating.md);
 `did_you_mean` finds the existing path a typo was probably meant to be.
 """
 

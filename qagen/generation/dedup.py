@@ -92,18 +92,29 @@ class NearDuplicateFilter:
 
     def first_seen(self, question: str, item_id: str) -> str | None:
         """Register the question; return the id of the earlier near-duplicate, or None if it is new."""
+        earlier = self.match(question)
+        if earlier is None:
+            self.keep(question, item_id)
+        return earlier
+
+    def match(self, question: str) -> str | None:
+        """The id of the earlier kept near-duplicate of the question, or None; registers nothing
+        (`keep` does, so another rule may still drop a question this one lets through)."""
         words = question_words(question)
         if not words:
             # Two empty sets are identical (Jaccard 1.0); an empty set matches nothing else.
-            if self._first_empty is None:
-                self._first_empty = item_id
-                return None
             return self._first_empty
         earlier = self._earliest_match(words)
-        if earlier is not None:
-            return self._kept_ids[earlier]
+        return None if earlier is None else self._kept_ids[earlier]
+
+    def keep(self, question: str, item_id: str) -> None:
+        """Register a kept question (one `match` found no near-duplicate of)."""
+        words = question_words(question)
+        if not words:
+            if self._first_empty is None:
+                self._first_empty = item_id
+            return
         self._keep(words, item_id)
-        return None
 
     def _earliest_match(self, words: frozenset[str]) -> int | None:
         """The first kept set, by (size, order kept), that the pairwise test accepts."""

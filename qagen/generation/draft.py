@@ -58,7 +58,15 @@ class DraftTask(SingleCallTask[Passages, Draft]):
         answer = parsed.answer
         if answer is not None and self.question_type.reference_answer is not None:
             answer = self.question_type.reference_answer(answer)
-        return self._record(item, failure, reply=reply, raw=reply.verbatim, question=parsed.question, answer=answer)
+        return self._record(
+            item,
+            failure,
+            reply=reply,
+            raw=reply.verbatim,
+            question=parsed.question,
+            answer=answer,
+            evidence=parsed.evidence,
+        )
 
     def failed(self, item: Passages, failure: Failure, reply: Reply | None = None) -> Draft:
         # No reply: keep the (redacted) error in `raw`, so the candidate row shows what happened.
@@ -73,6 +81,7 @@ class DraftTask(SingleCallTask[Passages, Draft]):
         reply: Reply | None,
         question: str | None = None,
         answer: str | None = None,
+        evidence: str | None = None,
     ) -> Draft:
         return Draft(
             id=self.key(item),
@@ -82,6 +91,7 @@ class DraftTask(SingleCallTask[Passages, Draft]):
             failure=failure,
             question=question if failure is None else None,
             answer=answer if failure is None else None,
+            evidence=evidence if failure is None else None,
             raw=raw,
             reasoning=reply.reasoning if reply else None,
             usage=reply.usage if reply else Usage(),

@@ -9,11 +9,14 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
 from qagen.critics import rejection
+from qagen.generation.checks.easiness import ChunkRanker, copied_share
+from qagen.generation.checks.evidence import EvidencePlacement
+from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.sample import Sample
+from qagen.generation.semantic_dedup import SemanticDuplicates
 from qagen.generation.tasks import BuildTasks, TypeTasks
-from qagen.question_types.overlap import copied_share
 from qagen.records import (
     UNDECIDED_STAGES,
     CandidateRow,
@@ -83,7 +86,9 @@ class _Counts:
     rejected_by: Counter[str] = field(default_factory=Counter)
     critic_calls_skipped: int = 0
     duplicates: int = 0
+    semantic_duplicates: int = 0
     too_long: int = 0
+    checks_rejected: Counter[str] = field(default_factory=Counter)
     kept: int = 0
     examples: dict[str, str] = field(default_factory=dict)
     types: dict[str, _TypeCounts] = field(default_factory=dict)
@@ -111,6 +116,8 @@ class _Counts:
             critic_calls_skipped=self.critic_calls_skipped,
             duplicates=self.duplicates,
             too_long=self.too_long,
+            checks_rejected=dict(sorted(self.checks_rejected.items())),
+            semantic_duplicates=self.semantic_duplicates,
             kept=self.kept,
             failure_examples=dict(sorted(self.examples.items())),
         )
@@ -138,6 +145,29 @@ class _Fate(NamedTuple):
     rejects as: `single_hop`), or `duplicate`."""
 
 
+class _Quality(NamedTuple):
+    """What the checks that cost no call found of a usable draft (`checks.precheck`, `checks.easiness`)."""
+
+    evidence: EvidencePlacement | None
+    passage: Chunk | None
+    """The passage the evidence was placed in (a draft of several passages may quote any of them)."""
+    copied_share: float | None
+    bm25_rank: int | None
+
+    def in_document(self, first: Chunk, offset: int | None) -> int | None:
+        """An evidence offset as an offset in the first passage's document (`source_doc`, whose offsets
+        the columns give); None when the evidence is in another passage, or not placed."""
+        if offset is None or self.passage is None or self.passage.id != first.id:
+            return None
+        return first.start_index + offset
+
+
+_NOT_MEASURED = _Quality(None, None, None, None)
+
+TOO_LONG_REASONS = frozenset({"question_too_long", "answer_too_long"})
+"""The precheck reasons counted as `too_long` in the funnel; the others go to `checks_rejected`."""
+
+
 class Records(Protocol[RecordT_co]):
     """Records by id: a dict, or an index that reads them from the log when asked."""
 
@@ -148,7 +178,17 @@ class Assembler:
     """Candidate rows one sampled chunk at a time, in sampling order (so "keep the first" is
     stable), counting the funnel as it goes; `funnel()` once every chunk has had its row."""
 
-    def __init__(self, config: BuildConfig, tasks: BuildTasks, sample: Sample) -> None:
+    def __init__(
+        self,
+        config: BuildConfig,
+        tasks: BuildTasks,
+        sample: Sample,
+        *,
+        ranker: ChunkRanker | None = None,
+        semantic: SemanticDuplicates | None = None,
+    ) -> None:
+        """`ranker`: BM25 over the corpus, for each draft's `bm25_rank` (None: not ranked);
+        `semantic`: the questions' embeddings, for duplicates by meaning (None: the lexical rule only)."""
         self.config = config
         self.tasks = tasks
         critics = tuple(spec.name for spec in config.critic_specs())
@@ -158,6 +198,10 @@ class Assembler:
                 share=share, requested=sample.requested.get(name), short=sample.short.get(name, 0)
             )
         self.dedup = NearDuplicateFilter(config.dedup_threshold)
+        self.ranker = ranker
+        self.semantic = semantic
+        self.last_check_reason: str | None = None
+        """The free check that rejected the last candidate's draft (None: none did), for the profile."""
 
     def candidate(self, item: Passages, drafts: Records[Draft], critiques: Records[Critique]) -> CandidateRow:
         config, tasks, counts = self.config, self.tasks.of(item), self.counts
@@ -165,6 +209,8 @@ class Assembler:
         of_type.sampled += 1
         did = tasks.draft.key(item)
         draft = drafts.get(did)
+        quality = _NOT_MEASURED
+        self.last_check_reason = None
         if draft is None:
             # Never asked, not failed: the next `generate` (or build) drafts it.
             fate = _Fate("undecided", f"generation:{NOT_ASKED}", {})
@@ -175,28 +221,44 @@ class Assembler:
             fate = _Fate("failed", f"generation:{draft.reason}", {})
             counts.failed(counts.generation_failed, draft.reason, item.first, draft.raw)
             of_type.generation_failed += 1
-        elif (too_long := config.too_long(draft) or tasks.check(draft, item)) is not None:
-            # Too long for a factoid, or turned down by the type's own free check (no critic asked).
-            counts.drafted += 1
-            counts.too_long += config.too_long(draft) is not None
-            of_type.drafted += 1
-            of_type.rejected[too_long] += 1
-            fate = _Fate("rejected", too_long, {})
         else:
             counts.drafted += 1
             of_type.drafted += 1
-            fate = _judge(self.tasks.drafted(draft, item), critiques, config, tasks, counts, self.dedup)
-            if fate.status == "kept":
-                of_type.kept += 1
-                if (share := copied_share(draft.question or "", item.first.text)) is not None:
-                    of_type.copied.append(share)
-            elif fate.status == "rejected":
-                of_type.rejected.update(fate.rejected_as)
-            elif fate.status == "failed":
-                of_type.critique_failed += 1
+            checked = precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
+            quality = self._quality(draft, item, checked.evidence, checked.passage)
+            # The build's free checks, then the type's own: either rejects before any critic is asked.
+            reason = checked.reason or tasks.check(draft, item)
+            if reason in TOO_LONG_REASONS:
+                counts.too_long += 1
+            elif reason is not None:
+                counts.checks_rejected[reason] += 1
+                self.last_check_reason = reason
+            if reason is not None:
+                of_type.rejected[reason] += 1
+                fate = _Fate("rejected", reason, {})
             else:
-                of_type.undecided += 1
-        return _candidate(item, did, draft, fate, config, tasks)
+                drafted = self.tasks.drafted(draft, item)
+                fate = _judge(drafted, critiques, config, tasks, counts, self.dedup, self.semantic)
+                if fate.status == "kept":
+                    of_type.kept += 1
+                    if quality.copied_share is not None:
+                        of_type.copied.append(quality.copied_share)
+                elif fate.status == "rejected":
+                    of_type.rejected.update(fate.rejected_as)
+                elif fate.status == "failed":
+                    of_type.critique_failed += 1
+                else:
+                    of_type.undecided += 1
+        return _candidate(item, did, draft, fate, config, tasks, quality)
+
+    def _quality(
+        self, draft: Draft, item: Passages, evidence: EvidencePlacement | None, passage: Chunk | None
+    ) -> _Quality:
+        """The draft's evidence (placed in `passage`), how much of the question its first passage
+        spells out, and where BM25 ranks that passage for it."""
+        question, chunk = draft.question or "", item.first
+        rank = self.ranker.rank(question, chunk.id) if self.ranker is not None else None
+        return _Quality(evidence, passage or chunk, copied_share(question, chunk.text), rank)
 
     def funnel(self) -> Funnel:
         return self.counts.funnel()
@@ -212,10 +274,13 @@ def assemble(
     critiques: Records[Critique],
     config: BuildConfig,
     tasks: BuildTasks,
+    *,
+    ranker: ChunkRanker | None = None,
+    semantic: SemanticDuplicates | None = None,
 ) -> Assembly:
     """Candidate rows for every sampled item, in sampling order, all in memory (`Assembler` makes
-    them one at a time)."""
-    assembler = Assembler(config, tasks, sample)
+    them one at a time; `ranker` and `semantic` as it takes them)."""
+    assembler = Assembler(config, tasks, sample, ranker=ranker, semantic=semantic)
     candidates = [assembler.candidate(item, drafts, critiques) for item in sample]
     return Assembly(
         candidates=candidates,
@@ -232,6 +297,7 @@ def _judge(
     tasks: TypeTasks,
     counts: _Counts,
     dedup: NearDuplicateFilter,
+    semantic: SemanticDuplicates | None,
 ) -> _Fate:
     """The draft's status and reason from its critiques.
 
@@ -273,10 +339,17 @@ def _judge(
         counts.undecided["critique"] += 1
         counts.undecided_calls["critique"] += len(missing)
         return _Fate("undecided", "; ".join(f"critique:{criterion}:{NOT_ASKED}" for criterion in missing), found)
-    earlier = dedup.first_seen(draft.question or "", draft.id)
+    question = draft.question or ""
+    earlier = dedup.match(question)
     if earlier is not None:
         counts.duplicates += 1
         return _Fate("rejected", f"duplicate_of:{earlier}", found, ("duplicate",))
+    if semantic is not None and (earlier := semantic.match(draft.id)) is not None:
+        counts.semantic_duplicates += 1
+        return _Fate("rejected", f"same_meaning_as:{earlier}", found, ("same_meaning",))
+    dedup.keep(question, draft.id)
+    if semantic is not None:
+        semantic.keep(draft.id)
     counts.kept += 1
     return _Fate("kept", "", found)
 
@@ -288,6 +361,7 @@ def _candidate(
     fate: _Fate,
     config: BuildConfig,
     tasks: TypeTasks,
+    quality: _Quality,
 ) -> CandidateRow:
     # A failed draft's reply is kept (it shows what went wrong); its question and answer are not.
     usable = draft if draft is not None and draft.ok else None
@@ -332,6 +406,12 @@ def _candidate(
             "status": fate.status,
             "reason": fate.reason,
             "generation_raw": draft.raw if draft else None,
+            "evidence_quote": usable.evidence if usable else None,
+            "evidence_start": quality.in_document(chunk, evidence.start) if (evidence := quality.evidence) else None,
+            "evidence_end": quality.in_document(chunk, evidence.end) if evidence else None,
+            "evidence_match": evidence.match if evidence else None,
+            "copied_share": None if quality.copied_share is None else round(quality.copied_share, 4),
+            "bm25_rank": quality.bm25_rank,
             "extra_critics": tuple(extra),
             **columns,
         }

@@ -16,20 +16,26 @@ then a build with nothing changed skips that stage too (`settled_summary`).
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from tqdm import tqdm
+
 from qagen import __version__
 from qagen.config import BuildConfig
+from qagen.generation.checks.easiness import ChunkRanker
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
+from qagen.generation.profile import ProfileCounter
 from qagen.generation.sample import Sample
+from qagen.generation.semantic_dedup import SemanticDuplicates, load_semantic_dedup
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
-from qagen.records import BuildSummary, CandidateRow
+from qagen.records import BuildSummary, CandidateRow, Chunk, Duplicates
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -97,7 +103,18 @@ def write_outputs(
         return Outputs(_stored_summary(run), up_to_date=True, no_draft=None)
     ledger = ledger or Ledger(run.drafts, run.critiques)
     ledger.scan()
-    assembler = Assembler(config, tasks, sample)
+    documents: Counter[str] = Counter()
+    ranker = ChunkRanker(_counted(run.iter_chunks(), documents))
+    dedup = load_semantic_dedup(config.dedup_embeddings)
+    if dedup.lexical_only_because is not None and config.dedup_embeddings is not None:
+        # Said when embeddings were asked for and cannot be used, not when they were turned off.
+        _say(f"Duplicates by meaning are not looked for, {dedup.lexical_only_because}: the lexical rule only.")
+    semantic = None
+    if dedup.model is not None:
+        vectors = dedup.embed(_questions(sample, tasks, ledger))
+        semantic = SemanticDuplicates(vectors, config.semantic_dedup_threshold)
+    assembler = Assembler(config, tasks, sample, ranker=ranker, semantic=semantic)
+    profile = ProfileCounter([critic.criterion for critic in tasks.critics], documents)
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
 
@@ -105,6 +122,7 @@ def write_outputs(
         for item in sample:
             candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
             failures.add(candidate)
+            profile.add(candidate.model_dump(), assembler.last_check_reason)
             sample_ids.add(candidate.id)
             yield candidate
 
@@ -114,7 +132,14 @@ def write_outputs(
     finally:
         ledger.close()
     funnel = assembler.funnel()
-    summary = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids), assembler.by_type())
+    duplicates = Duplicates(
+        lexical=funnel.duplicates,
+        semantic=funnel.semantic_duplicates,
+        semantic_model=dedup.model.label if dedup.model is not None else None,
+        lexical_only_because=dedup.lexical_only_because,
+    )
+    summarised = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids), assembler.by_type())
+    summary = summarised.model_copy(update={"profile": profile.result(duplicates)})
     write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:
@@ -122,6 +147,27 @@ def write_outputs(
         written = {"made_from": made_from, "outputs": _file_stats(run, _outputs(run)), "settled": settled}
         write_json_atomic(_stamp_file(run), written)
     return Outputs(summary, up_to_date=False, no_draft=no_draft)
+
+
+def _counted(chunks: Iterable[Chunk], documents: Counter[str]) -> Iterator[tuple[str, str]]:
+    """Each chunk's id and text, counting its document's chunks on the way (one read of the file)."""
+    for chunk in chunks:
+        documents[chunk.source] += 1
+        yield chunk.id, chunk.text
+
+
+def _questions(sample: Sample, tasks: BuildTasks, ledger: Ledger) -> dict[str, str]:
+    """The question of every usable draft of the sample, by draft id (what duplicates by meaning embed)."""
+    questions: dict[str, str] = {}
+    for item in sample:
+        draft = ledger.drafts.get(tasks.draft_key(item))
+        if draft is not None and draft.ok and draft.question:
+            questions[draft.id] = draft.question
+    return questions
+
+
+def _say(message: str) -> None:
+    tqdm.write(message, file=sys.stderr)
 
 
 def settled_summary(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> BuildSummary | None:

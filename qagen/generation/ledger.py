@@ -36,6 +36,7 @@ class DraftState(NamedTuple):
     failure: Failure | None
     question: str | None
     answer: str | None
+    evidence: str | None
     input_tokens: int
     output_tokens: int
 
@@ -84,6 +85,7 @@ def _draft_state(draft: Draft) -> DraftState:
         failure=draft.failure,
         question=draft.question,
         answer=draft.answer,
+        evidence=draft.evidence,
         input_tokens=draft.usage.input_tokens,
         output_tokens=draft.usage.output_tokens,
     )

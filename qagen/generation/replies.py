@@ -43,7 +43,8 @@ _CONTINUATION_MARKER = re.compile(
 )
 # Placeholders of the prompts' answer templates; a block holding one is an echo of the template.
 _TEMPLATE_ECHO = re.compile(
-    r"\((?:your rationale|your rating|your [\w -]*question\)|your answer to the |in one sentence, why)",
+    r"\((?:your rationale|your rating|your [\w -]*question\)|your answer to the |in one sentence, why"
+    r"|the sentence of the context that holds)",
     re.IGNORECASE,
 )
 
@@ -68,6 +69,11 @@ def _question_label(label: str) -> re.Pattern[str]:
 
 
 _ANSWER_LABEL = re.compile(r"^[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::)[ \t]*\**", re.IGNORECASE | re.MULTILINE)
+# The evidence line the default prompt asks for after the answer (optional: older prompts and the
+# user's own do not ask for it); line-initial, like `Answer:`.
+_EVIDENCE_LABEL = re.compile(r"^[ \t]*\**[ \t]*Evidence[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE | re.MULTILINE)
+# Quotes a model puts around a copied sentence ("...", “...”, `...`), taken off the evidence.
+_QUOTES = "\"'“”‘’«»`"
 
 
 class ParsedRating(NamedTuple):
@@ -79,11 +85,13 @@ class ParsedRating(NamedTuple):
 
 
 class ParsedQA(NamedTuple):
-    """A drafted question and answer, or `reason` why the reply holds none."""
+    """A drafted question and answer (and the evidence sentence, when the reply quotes one), or
+    `reason` why the reply holds none."""
 
     question: str | None
     answer: str | None
     reason: Reason
+    evidence: str | None = None
 
 
 def verdict_blocks(reply: str) -> list[str]:
@@ -117,12 +125,14 @@ def _rationale_before(block: str, end: int) -> str | None:
 
 
 def parse_factoid_qa(reply: str) -> ParsedQA:
-    """Read `Factoid question: ... Answer: ...` from a generator's reply."""
+    """Read `Factoid question: ... Answer: ...` (and an optional `Evidence: ...` line after the
+    answer) from a generator's reply."""
     return parse_labelled_qa(reply, FACTOID_LABEL)
 
 
 def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
-    """Read `<label>: ... Answer: ...` from a generator's reply (`label`: a question type's)."""
+    """Read `<label>: ... Answer: ...` (and an optional `Evidence: ...` line after the answer) from a
+    generator's reply (`label`: a question type's)."""
     labelled = _question_label(label)
     for block in verdict_blocks(reply):
         question_label = labelled.search(block)
@@ -138,10 +148,15 @@ def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
         next_question = labelled.search(answer)
         if next_question is not None:
             answer = answer[: next_question.start()]
+        evidence: str | None = None
+        evidence_label = _EVIDENCE_LABEL.search(answer)
+        if evidence_label is not None:
+            evidence = answer[evidence_label.end() :].strip().strip("*").strip().strip(_QUOTES).strip() or None
+            answer = answer[: evidence_label.start()]
         answer = answer.strip()
         if not question:
             return ParsedQA(None, None, FailureKind.EMPTY_QUESTION)
         if not answer:
             return ParsedQA(None, None, FailureKind.EMPTY_ANSWER)
-        return ParsedQA(question, answer, "")
+        return ParsedQA(question, answer, "", evidence)
     return ParsedQA(None, None, no_verdict(reply))

@@ -1,10 +1,11 @@
-"""Choose which chunks to draft from: reproducible with a seed, spread across documents; and the
+"""Choose which chunks to draft from: reproducible with a seed, every document covered first; and the
 sample of a build, the passages of every draft of every question type."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
+from fractions import Fraction
 from typing import NamedTuple
 
 from qagen.records import Passages
@@ -20,14 +21,16 @@ class ChunkRef(NamedTuple):
 def sampling_order(chunks: Iterable[ChunkRef], seed: int) -> list[str]:
     """A permutation of all chunk ids; drafting from its first N chunks samples N chunks.
 
-    Round robin over documents: every round takes one not-yet-taken chunk from each document, in a
-    seeded order of documents, and each document's chunks come in a seeded order too. So a large
-    file cannot crowd out small ones (N chunks touch min(N, documents) documents), and because
-    the order is a fixed permutation, asking for more chunks later only extends the sample: a run
-    resumed with a larger `n_generations` keeps every draft it already paid for.
+    Coverage first: the first chunk of every document comes before the second chunk of any, so N
+    chunks touch min(N, documents) documents. After that, long documents weigh more: the k-th chunk
+    (k = 0, 1, ...) of a document of n chunks comes at k / n, so a document gets further chunks in
+    proportion to its length, and documents at the same point alternate in a seeded order. Each
+    document's chunks come in a seeded order too.
 
-    Only `random.Random(seed)` and sorted inputs are used, so the order is the same in every
-    process and on every platform.
+    Because the order is a fixed permutation, asking for more chunks later only extends the
+    sample: a run resumed with a larger `n_generations` keeps every draft it already paid for.
+    Only `random.Random(seed)`, exact fractions and sorted inputs are used, so the order is the
+    same in every process and on every platform.
     """
     by_source: dict[str, list[str]] = {}
     for ref in chunks:
@@ -35,18 +38,13 @@ def sampling_order(chunks: Iterable[ChunkRef], seed: int) -> list[str]:
     rng = random.Random(seed)
     sources = sorted(by_source)
     rng.shuffle(sources)
-    queues: list[list[str]] = []
-    for source in sources:
+    keyed: list[tuple[Fraction, int, str]] = []
+    for turn, source in enumerate(sources):
         ids = sorted(by_source[source])
         rng.shuffle(ids)
-        queues.append(ids)
-    order: list[str] = []
-    depth = 0
-    while queues:
-        queues = [queue for queue in queues if len(queue) > depth]
-        order.extend(queue[depth] for queue in queues)
-        depth += 1
-    return order
+        keyed.extend((Fraction(k, len(ids)), turn, chunk_id) for k, chunk_id in enumerate(ids))
+    keyed.sort()
+    return [chunk_id for _, _, chunk_id in keyed]
 
 
 def take(order: Sequence[str], n: int | None) -> list[str]:

@@ -1,11 +1,12 @@
 """The LLM work of a build: its tasks (per question type, one draft task and the critics in the
 order they are asked) and the one place their dependencies are stated (`BuildFlow`).
 
-The dependencies: a draft's critics are asked after it, and only when it parsed and passed its
-type's free check; cheapest first (the two that read only the question before those that also
-read the passages); a low score stops the critics after it (unless `all_critics`), and so does a
-critic call that failed, which is redone on the next run together with the critics after it, in
-order, exactly as in a run without the failure.
+The dependencies: a draft's critics are asked after it, and only when it parsed and passed the
+checks that cost no call (the build's, `qagen.generation.checks.precheck`, then its type's own);
+cheapest first (the two that read only the question before those that also read the passages); a
+low score stops the critics after it (unless `all_critics`), and so does a critic call that
+failed, which is redone on the next run together with the critics after it, in order, exactly as
+in a run without the failure.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
 from qagen.critics import check_prompt
+from qagen.generation.checks.precheck import precheck
 from qagen.generation.corpus_search import CorpusSearch
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
@@ -174,10 +176,12 @@ class BuildFlow:
             if self.generate
             else self.drafts.get(tasks.draft.key(item))
         )
-        if not self.critique or draft is None or not draft.ok or self.config.too_long(draft):
-            return  # a draft that is no factoid (see `BuildConfig.too_long`) costs no critic
+        if not self.critique or draft is None or not draft.ok:
+            return
+        if precheck(draft, item, self.config, answered=tasks.spec.answer_in_passages).reason is not None:
+            return  # a draft a free check rejects (`checks.precheck`) costs no critic
         if tasks.check(draft, item) is not None:
-            return  # nor does one its type's free check rejects
+            return  # nor does one its type's own free check rejects
         drafted = self.tasks.drafted(draft, item)
         for critic in tasks.critics:
             verdict = await self.executor.run(critic, drafted, self.critiques)

@@ -61,7 +61,8 @@ def column_features(row_type: type[BaseModel], omit: Collection[str] = ()) -> di
 
 
 def dataset_feature(name: str, annotation: Any) -> Feature:
-    """The `datasets` feature of a row field: `int` and `int | None` are int64; `str`, `str | None` and
+    """The `datasets` feature of a row field: `int` and `int | None` are int64, `float` and
+    `float | None` float64; `str`, `str | None` and
     a Literal of strings are string (so a column that happens to be all null keeps its type); a tuple
     of records is a list of structs, one field per record field; a tuple of str or int a list of them."""
     kinds = [annotation]
@@ -69,6 +70,8 @@ def dataset_feature(name: str, annotation: Any) -> Feature:
         kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
     if kinds == [int]:
         return _value("int64")
+    if kinds == [float]:
+        return _value("float64")
     if kinds == [str]:
         return _value("string")
     if len(kinds) == 1 and get_origin(kinds[0]) is Literal and all(isinstance(v, str) for v in get_args(kinds[0])):
@@ -169,7 +172,9 @@ def funnel_table(summary: BuildSummary) -> str:
         ("undecided", _with_reasons(sum(funnel.undecided.values()), funnel.undecided)),
         ("rejected by critics", _with_reasons(funnel.rejected, rejected_by)),
         ("too long", str(funnel.too_long)),
+        ("free checks", _with_reasons(sum(funnel.checks_rejected.values()), funnel.checks_rejected)),
         ("near-duplicates", str(funnel.duplicates)),
+        ("same meaning", str(funnel.semantic_duplicates)),
         ("kept", str(funnel.kept)),
     ]
     for stage, usage in (("generation", summary.usage.generation), ("critique", summary.usage.critique)):

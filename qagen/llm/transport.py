@@ -6,7 +6,7 @@ merges headers and query into new objects, parses the URL, and goes through an h
 layer over aiohttp, which costs about 0.9 ms of CPU per call on these machines against 0.25 ms for
 the same request sent on an aiohttp session directly. At 64 calls in flight to a fast server the
 event loop is the bottleneck of an I/O-bound build, so that difference is most of a build's CPU per
-call (see benchmarks/bench_scale.py and the README's Scale section).
+call (see benchmarks/bench_scale.py and docs/benchmarks.md).
 
 What stays the `openai` client's (DESIGN prefers its retries: this keeps its policy, not a new one):
 - Where requests go and what they carry: the client is still built (`backends.openai_client`, so

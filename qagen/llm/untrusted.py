@@ -39,8 +39,8 @@ _DATA_TAG = re.compile(rf"<(?=[ \t]*/?[ \t]*(?:{'|'.join(sorted(DATA_TAGS))})\b)
 _DOUBLE_BRACKET = re.compile(r"\[\[(?=[ \t]*[-+]?\d)")
 # The reply labels the parsers read, both families':
 # - critics and generator: `Total rating:`, `Evaluation:`, `Factoid question:`, `Answer:`, and the
-#   `Answer:::` / `Output:::` / `Feedback:::` block markers, plus the prompts' own `Question:` and
-#   `Context:` labels;
+#   `Answer:::` / `Output:::` / `Feedback:::` block markers, the generator's `Evidence:`, plus the
+#   prompts' own `Question:` and `Context:` labels;
 # - judges: `Grade:`, `Verdict:`, `Noncommittal:`, `Rating:`, `Score:`, `Statements:`,
 #   `Questions:`, `Relevant sentences:`.
 # Each parser's label regex allows only `*`, spaces and tabs between the words and the colon (a
@@ -48,7 +48,7 @@ _DOUBLE_BRACKET = re.compile(r"\[\[(?=[ \t]*[-+]?\d)")
 # too; "not preceded by a letter or digit" covers every prefix a parser allows (`**`, `#`, `_`,
 # `-`, a line start).
 _LABEL_WORDS = (
-    r"total[ \t]+rating|rating|evaluation|factoid[ \t]+question|questions?|answer|feedback|output|context"
+    r"total[ \t]+rating|rating|evaluation|factoid[ \t]+question|questions?|answer|evidence|feedback|output|context"
     r"|grade|verdict|noncommittal|score|statements|relevant[ \t]+sentences"
 )
 _LABEL_IN_DATA = re.compile(rf"(?<![^\W_])((?:{_LABEL_WORDS})[ \t*]*)[:：]+", re.IGNORECASE)

@@ -9,6 +9,7 @@ run's `summary.json`, passed through `public_summary` first, so nothing local le
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -83,6 +84,9 @@ def public_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
             model = settings.get(role)
             if isinstance(model, dict) and model.get("base_url"):
                 model["base_url"] = NOT_PUBLISHED
+        embeddings = settings.get("dedup_embeddings")
+        if isinstance(embeddings, str) and embeddings != "local" and not re.match(r"^[\w.-]+:(?![\\/])", embeddings):
+            settings["dedup_embeddings"] = NOT_PUBLISHED  # a local model's folder names a local path
         corpus = settings.get("corpus")
         if isinstance(corpus, dict):
             for key in ("path", "hf_dataset"):
@@ -126,6 +130,7 @@ def _body(content: CardContent) -> str:
     sections = [
         _intro(content),
         _funnel(summary),
+        *([_profile(summary)] if summary.get("profile") else []),
         *([content.agreement] if content.agreement else []),
         _models(summary),
         _settings(summary),
@@ -195,9 +200,11 @@ def _funnel(summary: Mapping[str, Any]) -> str:
         ("generation failed", _with_reasons(sum(generation_failed.values()), generation_failed)),
         ("critique failed", _with_reasons(sum(critique_failed.values()), critique_failed)),
         ("undecided (a call never made)", _with_reasons(sum(undecided.values()), undecided)),
+        ("rejected before any critic by a free check", _free_checks(funnel)),
         ("rejected by the critics", funnel.get("rejected")),
         *((f"rejected by {name}", count) for name, count in funnel.get("rejected_by", {}).items()),
         ("near-duplicates dropped", funnel.get("duplicates")),
+        ("same question in other words dropped", funnel.get("semantic_duplicates", 0)),
         ("**kept**", f"**{funnel.get('kept')}**"),
     ]
     table = "\n".join(f"| {label} | {value} |" for label, value in rows)
@@ -228,6 +235,23 @@ def _question_types(summary: Mapping[str, Any]) -> str:
         cells = [name, f"{counts.get('share')}%", asked, counts.get("drafted"), rejected, counts.get("kept")]
         lines.append("| " + " | ".join(str(cell) for cell in cells) + " |")
     return "\n".join(lines)
+
+
+def _free_checks(funnel: Mapping[str, Any]) -> str:
+    checks = funnel.get("checks_rejected", {})
+    return _with_reasons(sum(checks.values()), checks)
+
+
+def _profile(summary: Mapping[str, Any]) -> str:
+    """The test set's profile (`qagen report RUN` prints the same tables)."""
+    from qagen.generation.profile_report import profile_tables
+
+    return (
+        "## Profile\n\nWhat the set holds: question types, how much of the corpus it covers, how easy its "
+        "questions are for\nretrieval (the share of a question's content words found in its chunk; the rank of "
+        "its chunk when the\nquestion is a BM25 query over the corpus), lengths, each critic's scores and the "
+        f"duplicates removed.\n\n{profile_tables(summary['profile'])}"
+    )
 
 
 def _models(summary: Mapping[str, Any]) -> str:

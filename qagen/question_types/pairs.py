@@ -1,6 +1,6 @@
 """Pairs of chunks that share a specific term, found without a knowledge graph: rare shared words.
 
-A term is a content word (`overlap.content_words`) of at least `MIN_TERM_CHARACTERS`; it is rare
+A term is a content word (`qagen.generation.checks.words.content_words`) of at least `MIN_TERM_CHARACTERS`; it is rare
 when it occurs in at least two chunks and at most `MAX_TERM_SHARE` of them (and never in more than
 `MAX_TERM_CHUNKS`): a name, an option, a command, rather than a word every chunk uses. Two chunks
 are linked by the rare terms they share, weighted by inverse document frequency (`log(N / df)`, as
@@ -20,8 +20,8 @@ import math
 from collections import Counter
 from typing import NamedTuple
 
+from qagen.generation.checks.words import content_words
 from qagen.generation.sample import ChunkRef, sampling_order
-from qagen.question_types.overlap import content_words
 from qagen.question_types.pickers import type_seed
 from qagen.question_types.spec import ChunkSource, PassagePicker, Picked, PickedPassages
 

@@ -84,6 +84,9 @@ class QuestionTypeSpec:
     """A free check of its drafts before any critic (the reworded type's word-overlap bound)."""
     reference_answer: Callable[[str], str] | None = None
     """The reference answer made from the drafted one; None: the drafted answer as it is."""
+    answer_in_passages: bool = True
+    """Its answer is written in its passages: the build's free checks of the answer (its evidence in
+    a passage, the answer rules) apply. False (an unanswerable question): its question alone is checked."""
     scoring: Scoring = "answer"
     """How the evaluator scores its answers."""
 

@@ -35,5 +35,6 @@ UNANSWERABLE = QuestionTypeSpec(
     critics=(TypeCritic("relevance"), TypeCritic("standalone"), TypeCritic("not_in_corpus")),
     own_critics=(NOT_IN_CORPUS,),
     reference_answer=lambda drafted: ABSTENTION,
+    answer_in_passages=False,
     scoring="abstention",
 )

@@ -16,13 +16,14 @@ from pydantic import Field
 
 from qagen.config import BuildConfig
 from qagen.errors import QagenError
-from qagen.records import Critique, Record
+from qagen.generation.checks.evidence import place_quote
+from qagen.records import Critique, Draft, Record
 from qagen.review.eval_answers import judge_says_correct
 from qagen.review.run_drafts import read_run_drafts
 from qagen.runs.rundir import RunDir
 
 ItemKind = Literal["draft", "answer"]
-SpanMatch = Literal["exact", "loose", "none"]
+SpanMatch = Literal["evidence", "evidence_missing", "exact", "loose", "none"]
 
 
 class Span(Record):
@@ -65,8 +66,14 @@ class ReviewItem(Record):
         default_factory=list,
         description="The other passages of a draft made from several (a multi-hop question's second chunk).",
     )
-    spans: list[Span] = Field(default_factory=list, description="Where the answer occurs in the chunk.")
-    match: SpanMatch = Field(default="none", description="How the spans were found: exactly, loosely, not at all.")
+    spans: list[Span] = Field(
+        default_factory=list, description="Where the draft's quoted evidence, else its answer, is in the chunk."
+    )
+    match: SpanMatch = Field(
+        default="none",
+        description="What the spans are: the quoted evidence sentence as the build placed it (`evidence`); else the "
+        "answer, found exactly, loosely or not at all (`evidence_missing`: a quote the chunk does not hold).",
+    )
     reference: str | None = Field(default=None, description="The reference answer (`answer` items).")
     answer_error: str = Field(default="", description="Why the system gave no answer (`answer` items).")
     contexts: list[Context] = Field(default_factory=list, description="What the system retrieved, best first.")
@@ -155,7 +162,7 @@ def draft_items(run_dir: Path, ids: Sequence[str]) -> list[ReviewItem]:
         chunk = chunks.get(draft.chunk_id)
         if chunk is None:
             raise QagenError(f"{run_dir} has no chunk {draft.chunk_id} for draft {draft_id}; its chunks.jsonl changed.")
-        spans, match = answer_spans(chunk.text, draft.answer)
+        spans, match = _draft_spans(draft, chunk.text)
         # The critics of the draft's question type only: another type's critic never rates it.
         vetting = {task.criterion for task in rows.tasks.types[row.question_type].critics} if row else None
         verdicts = [
@@ -187,6 +194,17 @@ def draft_items(run_dir: Path, ids: Sequence[str]) -> list[ReviewItem]:
             )
         )
     return items
+
+
+def _draft_spans(draft: Draft, chunk: str) -> tuple[list[Span], SpanMatch]:
+    """The quoted evidence where the build places it (`checks.evidence`); else the answer's occurrences."""
+    if draft.evidence:
+        placed = place_quote(draft.evidence, chunk)
+        if placed.start is not None and placed.end is not None:
+            return [Span(start=placed.start, end=placed.end)], "evidence"
+        spans, _ = answer_spans(chunk, draft.answer)
+        return spans, "evidence_missing"
+    return answer_spans(chunk, draft.answer)
 
 
 def _critic_verdict(criterion: str, critique: Critique | None, config: BuildConfig) -> Verdict:

@@ -50,6 +50,8 @@ class Knobs:
             "format_variety": self.replies.format_variety,
             "generation_format_variety": self.replies.generation_format_variety,
             "duplicate_rate": self.replies.duplicate_rate,
+            "evidence_miss_rate": self.replies.evidence_miss_rate,
+            "rule_break_rate": self.replies.rule_break_rate,
             **self.shaping.rates(),
         }
         pass_rate = self.replies.pass_rate

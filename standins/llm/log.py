@@ -24,6 +24,7 @@ class LogEntry(TypedDict):
     kind: str  # generation/critique/judge/answer/rerank, malformed, fault, error, models
     prompt: str | None  # the recognised prompt kind, also for malformed replies
     criterion: str | None
+    question: str | None  # critique: the question rated (so a test can tell which drafts were critiqued)
     model: str | None
     status_code: int | None  # None: no response was sent (drop) or it was held back (timeout)
     score: int | None
@@ -57,6 +58,7 @@ def new_entry(method: str, path: str, body_sha256: str | None) -> LogEntry:
         kind="error",
         prompt=None,
         criterion=None,
+        question=None,
         model=None,
         status_code=None,
         score=None,

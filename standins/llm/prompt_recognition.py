@@ -93,6 +93,7 @@ class PromptInfo:
     context: str | None = None  # generation: the chunk (the first passage)
     label: str | None = None  # generation: the question's label (`Factoid question`, a type's)
     passages: tuple[str, ...] = ()  # generation: every passage (one, or each `Passage N:`)
+    asks_evidence: bool = False  # generation: the prompt asks for the evidence sentence (`Evidence:`)
     response: str | None = None  # judge: the response under evaluation
     evaluation: EvalPrompt | None = None  # ragas_* and grader: what `eval_replies` read from the prompt
 
@@ -218,5 +219,13 @@ def classify_prompt(text: str) -> PromptInfo:
         assert template is not None
         passages = extract_passages(text) or (extract_context(text),)
         label = template.group("label")
-        return PromptInfo(kind="generation", text=text, context=passages[0], label=label, passages=passages)
+        asks = _line_labels("Evidence:", text[template.start() : text.find("Context:", template.start())])
+        return PromptInfo(
+            kind="generation",
+            text=text,
+            context=passages[0],
+            label=label,
+            passages=passages,
+            asks_evidence=bool(asks),
+        )
     return PromptInfo(kind="answer", text=text)

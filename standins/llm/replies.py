@@ -6,7 +6,12 @@ the same reply, in any process, on any machine. Replies by prompt kind:
 
 - ``judge``: ``Feedback: ... [RESULT] N`` with ``N = judge_score(instruction, response)``.
 - ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
-- ``generation``: ``<Label>: {q}`` then ``Answer: {a}`` (`draft_for`; `factoid_for` for ``Factoid question``).
+- ``generation``: ``<Label>: {q}`` then ``Answer: {a}`` (`draft_for`, the label a question type's;
+  `factoid_for` for ``Factoid question``), then ``Evidence: {sentence}`` when the prompt asks for it:
+  the answer's sentence, copied; for the `evidence_miss_rate` share of contexts a sentence the chunk
+  does not hold (`MISSING_EVIDENCE`), and for the `rule_break_rate` share a factoid that breaks one
+  of the prompt's rules (`RULE_BREAKS`). With `recorded_drafts`, a context found there gets its
+  recorded reply instead.
 - the evaluator's RAGAS-style and grader prompts: answered by `standins.llm.eval_replies`.
 - ``rerank``: the passages' identifiers by word overlap with the question (`standins.llm.rerank`).
 - ``answer``: a short plain answer.
@@ -22,6 +27,7 @@ from standins.llm.outcomes import (
     DEFAULT_PASS_RATE,
     FACTOID_LABEL,
     draft_for,
+    factoid_for,
     first_sentence,
     judge_score,
     score_for,
@@ -36,6 +42,12 @@ JudgePolicy = Callable[[str, str], int]
 """`(instruction, response) -> score`."""
 
 REFUSAL = "I'm sorry, but I can't help with that."
+MISSING_EVIDENCE = "The stand-in wrote this sentence itself, and no chunk of the corpus holds it."
+"""The evidence quoted for the `evidence_miss_rate` share of contexts."""
+RULE_BREAKS: tuple[str, ...] = ("source_pointing", "answer_in_question", "ungrounded_answer")
+"""The rules a `rule_break_rate` draft breaks (one each, chosen by hash): its question points at
+its source, its answer is written in its question, or its answer says the context lacks it."""
+UNGROUNDED_ANSWER = "The context does not mention it; based on general knowledge, it is the default."
 FALLBACK_ANSWER = "The stand-in model has no specific answer to that."
 
 # Critique reply formats seen from real models; "canonical" is the prompt's own protocol.
@@ -116,6 +128,10 @@ class ReplyPolicy:
     generation_format_variety: float = 0.0
     duplicate_rate: float = 0.0
     malformed_rate: float = 0.0
+    evidence_miss_rate: float = 0.0
+    rule_break_rate: float = 0.0
+    recorded_drafts: Mapping[str, str] | None = None
+    """Recorded generation replies by context (whitespace runs as single spaces): replayed as they are."""
     score_policy: ScorePolicy | None = None
     judge_policy: JudgePolicy | None = None
 
@@ -150,6 +166,7 @@ class Reply:
     format: str | None = None
     malformed: str | None = None
     finish_reason: str = "stop"
+    question: str | None = None  # critique: the question rated
 
 
 def rating_reply(criterion: str, score: int, fmt: str) -> str:
@@ -175,14 +192,54 @@ def rating_reply(criterion: str, score: int, fmt: str) -> str:
     return f"Evaluation: {why}\nTotal rating: {score}"
 
 
-def _generation_reply(question: str, answer: str, fmt: str, label: str = FACTOID_LABEL) -> str:
+def _generation_reply(
+    question: str, answer: str, fmt: str, evidence: str | None = None, label: str = FACTOID_LABEL
+) -> str:
+    quoted = f"\nEvidence: {evidence}" if evidence is not None else ""
     if fmt == "bold":
-        return f"**{label}:** {question}\n**Answer:** {answer}"
+        return f"**{label}:** {question}\n**Answer:** {answer}" + quoted.replace("Evidence:", "**Evidence:**")
     if fmt == "echo_marker":
-        return f"Output:::\n{label}: {question}\nAnswer: {answer}"
+        return f"Output:::\n{label}: {question}\nAnswer: {answer}{quoted}"
     if fmt == "blank_line":
-        return f"{label}: {question}\n\nAnswer: {answer}"
-    return f"{label}: {question}\nAnswer: {answer}"
+        return f"{label}: {question}\n\nAnswer: {answer}{quoted}"
+    return f"{label}: {question}\nAnswer: {answer}{quoted}"
+
+
+def recorded_key(context: str) -> str:
+    """How `ReplyPolicy.recorded_drafts` is keyed: the context with its whitespace runs as single spaces."""
+    return " ".join(context.split())
+
+
+def _draft(info: PromptInfo, policy: ReplyPolicy, request_key: str) -> Reply:
+    """The generator's reply (see the module docstring)."""
+    context = info.context or ""
+    if policy.recorded_drafts is not None:
+        recorded = policy.recorded_drafts.get(recorded_key(context))
+        if recorded is not None:
+            return Reply(recorded, "generation", "generation", format="recorded")
+    label = info.label or FACTOID_LABEL
+    if label != FACTOID_LABEL:  # another question type's prompt: `draft_for`, no rule broken on purpose
+        question, answer = draft_for(label, info.passages or (context,), policy.duplicate_rate)
+        fmt = _variant(GENERATION_FORMATS, policy.generation_format_variety, request_key)
+        quote = answer if info.asks_evidence else None
+        return Reply(_generation_reply(question, answer, fmt, quote, label), "generation", "generation", format=fmt)
+    question, answer = factoid_for(context, policy.duplicate_rate)
+    evidence = answer if info.asks_evidence else None
+    digest = recorded_key(context)
+    kind = "generation"
+    if unit_interval("evidence-miss", digest) < policy.evidence_miss_rate:
+        evidence, kind = MISSING_EVIDENCE, "generation:evidence_miss"
+    elif unit_interval("rule-break", digest) < policy.rule_break_rate:
+        rule = _choose(RULE_BREAKS, "rule-kind", digest)
+        kind = f"generation:{rule}"
+        if rule == "source_pointing":
+            question = question.removesuffix("?") + " in the context?"
+        elif rule == "answer_in_question":
+            question = f"{question.removesuffix('?')} -- is it {answer}?"
+        else:
+            answer = UNGROUNDED_ANSWER
+    fmt = _variant(GENERATION_FORMATS, policy.generation_format_variety, request_key)
+    return Reply(_generation_reply(question, answer, fmt, evidence), kind, "generation", format=fmt)
 
 
 def _judge_reply(score: int, fmt: str) -> str:
@@ -248,6 +305,7 @@ def _malformed(info: PromptInfo, good: Reply, which: str, request_key: str) -> R
         format=None,
         malformed=which,
         finish_reason=finish_reason,
+        question=good.question,
     )
 
 
@@ -264,12 +322,11 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
         criterion = info.criterion or "unknown"
         score = policy.score(criterion, info.question or "")
         fmt = _variant(RATING_FORMATS, policy.format_variety, request_key)
-        good = Reply(rating_reply(criterion, score, fmt), "critique", "critique", criterion, score, fmt)
+        good = Reply(
+            rating_reply(criterion, score, fmt), "critique", "critique", criterion, score, fmt, question=info.question
+        )
     elif info.kind == "generation":
-        label = info.label or FACTOID_LABEL
-        question, answer = draft_for(label, info.passages or (info.context or "",), policy.duplicate_rate)
-        fmt = _variant(GENERATION_FORMATS, policy.generation_format_variety, request_key)
-        good = Reply(_generation_reply(question, answer, fmt, label), "generation", "generation", format=fmt)
+        good = _draft(info, policy, request_key)
     elif info.kind == "judge":
         score = policy.judge(info.question or "", info.response or "")
         fmt = _variant(JUDGE_FORMATS, policy.format_variety, request_key)

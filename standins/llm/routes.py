@@ -54,6 +54,7 @@ def describe(entry: LogEntry, reply: Reply, shaped: Shaped) -> None:
     entry["kind"] = reply.kind
     entry["prompt"] = reply.prompt
     entry["criterion"] = reply.criterion
+    entry["question"] = reply.question
     entry["score"] = reply.score
     entry["format"] = reply.format
     entry["malformed"] = reply.malformed

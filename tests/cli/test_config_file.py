@@ -23,7 +23,7 @@ from qagen.config import BuildConfig
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "qagen.toml"
 DOCS = ROOT / "docs" / "configuration.md"
-# examples/qagen.toml as flags (the README's quick start).
+# examples/qagen.toml as flags (the first build of docs/index.md).
 EXAMPLE_FLAGS = [
     "examples/corpus", "--out", "run", "--chunk-size", "400", "--chunk-overlap", "40", "--n-generations", "20",
     "--seed", "7",

@@ -135,10 +135,11 @@ OWN_OPTIONS = {
                  "--critic-max-output-tokens", "--audience", "--prompts", "--critic", "--concurrency", "--rpm",
                  "--max-retries", "--timeout", "--max-failure-rate", "--all-critics", "--min-score",
                  "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic", "--max-answer-chars",
-                 "--max-question-chars",
+                 "--max-question-chars", "--free-checks", "--evidence-check", "--max-copied-share",
                  "--max-tokens", "--max-cost", "--price-input", "--price-output", "--quiet"},
     "filter": {"--min-score", "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic",
-               "--max-answer-chars", "--max-question-chars", "--dedup-threshold"},
+               "--max-answer-chars", "--max-question-chars", "--dedup-threshold", "--free-checks",
+               "--evidence-check", "--max-copied-share", "--dedup-embeddings", "--semantic-dedup-threshold"},
 }  # fmt: skip
 
 

@@ -87,7 +87,8 @@ def test_a_grid_over_chunk_sizes_scores_retrieval_not_size(tmp_path: Path) -> No
         assert len(rows) >= 8
         old[size] = []
         for row in rows:
-            assert row["evidence"]["match"] == "exact"  # the stand-in's answers are spans of their chunks
+            # The set carries the build's evidence: the sentence the stand-in quoted, which is its answer.
+            assert row["evidence"]["match"] == "quoted"
             # Where the retrieved text holds the answer, the chunk counts, whatever its size; else not.
             answer = f" {normalise(row['true_answer'])} "
             holds_answer = any(answer in f" {normalise(text)} " for text in row["retrieved_docs"][:K])

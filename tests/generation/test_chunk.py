@@ -121,7 +121,7 @@ def test_offsets_of_a_crlf_file_index_its_newline_normalised_text(newline: str, 
     documents = list(iter_documents(tmp_path, report=CorpusReport()))
     chunks = list(chunk_documents(documents, make_splitter(chunk_size=300, chunk_overlap=30), ChunkStats()))
     assert len(chunks) > 3 and all("\r" not in chunk.text for chunk in chunks)
-    # What the README and `Chunk.start_index` promise: Python's default text reading finds each chunk ...
+    # What docs/result.md and `Chunk.start_index` promise: Python's default text reading finds each chunk ...
     normalised = (tmp_path / "windows.txt").read_text(encoding="utf-8")
     assert all(normalised[c.start_index : c.end_index] == c.text for c in chunks)
     # ... the raw text does not (past the first line end, every offset is shifted).

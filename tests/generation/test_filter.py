@@ -22,8 +22,9 @@ def _chunk(number: int) -> Passages:
 def _draft(item: Passages) -> Draft:
     key = TASKS.draft_key(item)
     question = f"When does the harbour of town {item.first.id} open?"
+    answer = item.first.text.split("opens ")[1]  # its chunk holds it: no free check rejects it
     return Draft(
-        id=key, chunk_id=item.first.id, model="m", prompt_hash="h", question=question, answer="At noon.", raw="raw"
+        id=key, chunk_id=item.first.id, model="m", prompt_hash="h", question=question, answer=answer, raw="raw"
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 from datasets import Dataset, load_from_disk
 
 from qagen.config import BuildConfig, CorpusSettings
+from qagen.generation.checks.easiness import ChunkRanker
 from qagen.generation.filter import assemble
 from qagen.generation.finalize import STAMP_FILE
 from qagen.generation.pipeline import build, finalize, load_sample, run_llm_stages
@@ -35,6 +36,7 @@ def _config(corpus: Path, base_url: str, n: int, **changes: Any) -> BuildConfig:
         "corpus": CorpusSettings(path=str(corpus)), "chunking": {"chunk_size": 400, "chunk_overlap": 40},
         "n_generations": n, "seed": 3, "generator": model, "critic": model, "max_answer_chars": 197,
         "concurrency": 8, "max_failure_rate": 1.0,
+        "dedup_embeddings": None,  # duplicates by meaning have their own test (test_semantic_dedup.py)
     }  # fmt: skip
     return BuildConfig.model_validate({**settings, **changes})
 
@@ -88,7 +90,8 @@ def test_streamed_outputs_equal_the_in_memory_path(built: tuple[Path, BuildConfi
 
     # Before: both logs loaded whole, every row in memory, then `Dataset.from_dict`.
     drafts, critiques = run.drafts.load(), run.critiques.load()
-    before = assemble(sample, drafts, critiques, config, tasks)
+    ranker = ChunkRanker((chunk.id, chunk.text) for chunk in run.iter_chunks())
+    before = assemble(sample, drafts, critiques, config, tasks, ranker=ranker)
     _save_as_before(before.kept, tmp_path / "dataset-before", DatasetRow)
     _save_as_before(before.candidates, tmp_path / "candidates-before", CandidateRow)
     _same_directory(run.dataset_dir, tmp_path / "dataset-before")

@@ -122,13 +122,18 @@ def test_a_2_mb_reply_never_reaches_the_run_directory_whole(llm: StandInLLM, cor
     drafts, critiques = _records(out)
     assert all(len(record.raw or "") < MAX_REPLY_CHARS + 200 for record in [*drafts, *critiques])
     assert any("[qagen: reply cut here" in (record.raw or "") for record in [*drafts, *critiques])
-    too_long = 0
+    runs_on = 0
     for row in load_from_disk(str(out / "candidates")):
         assert len(row["generation_raw"] or "") < MAX_REPLY_CHARS + 200
-        if len(row["answer"] or "") > 300:  # the cut reply's "answer" runs on: no factoid, not critiqued
-            too_long += 1
+        # The cut reply's last field runs on: the answer (no factoid), or the quoted evidence (no
+        # sentence of the chunk); either way rejected before any critic.
+        if len(row["answer"] or "") > 300:
+            runs_on += 1
             assert (row["status"], row["reason"], row["standalone_raw"]) == ("rejected", "answer_too_long", None)
-    assert too_long > 0
+        elif len(row["evidence_quote"] or "") > 1000:
+            runs_on += 1
+            assert (row["status"], row["reason"], row["standalone_raw"]) == ("rejected", "evidence_not_found", None)
+    assert runs_on > 0
     assert all(len(row["answer"]) <= 300 for row in load_from_disk(str(out / "dataset")))
     on_disk = sum(path.stat().st_size for path in out.rglob("*") if path.is_file())
     assert on_disk < 20 * MAX_REPLY_CHARS * 4  # about what the cut replies take, nowhere near 2 MB each

@@ -138,7 +138,7 @@ QA_TABLE = [
 @pytest.mark.parametrize(("reply", "question", "answer", "reason"), QA_TABLE)
 def test_factoid_table(reply: str, question: str | None, answer: str | None, reason: str) -> None:
     parsed = parse_factoid_qa(reply)
-    assert tuple(parsed) == (question, answer, reason)
+    assert (parsed.question, parsed.answer, parsed.reason, parsed.evidence) == (question, answer, reason, None)
     assert parsed.reason == "" or type(parsed.reason) is FailureKind
 
 

@@ -143,7 +143,17 @@ def test_every_malformed_reply_is_a_failed_record_with_its_reason_and_raw_reply(
             if raw is not None and not by_raw[raw].ok:
                 assert row[f"{criterion}_score"] is None  # never scored
                 assert row["status"] != "kept"
-    assert any(":out_of_range" in row["reason"] for row in candidates)
+    # A critic's out-of-range verdict fails the row (the first failed critic in the order they are
+    # asked gives the reason), unless a known rejection outranks it.
+    out_of_range = [
+        (row, criterion)
+        for row in candidates
+        for criterion in ("groundedness", "relevance", "standalone")
+        if row[f"{criterion}_raw"] is not None and by_raw[row[f"{criterion}_raw"]].reason == "out_of_range"
+    ]
+    assert out_of_range
+    for row, criterion in out_of_range:
+        assert row["reason"].startswith("critique:") or "<" in row["reason"], (criterion, row["reason"])
 
 
 def test_malformed_judge_and_reader_replies_are_failed_rows_in_the_evaluation(

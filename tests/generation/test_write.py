@@ -18,7 +18,12 @@ COOKBOOK = [
     "groundedness_score", "groundedness_eval", "relevance_score", "relevance_eval",
     "standalone_score", "standalone_eval",
 ]  # fmt: skip
-INTEGER_COLUMNS = {"groundedness_score", "relevance_score", "standalone_score", "start_index", "end_index"}
+INTEGER_COLUMNS = {
+    "groundedness_score", "relevance_score", "standalone_score", "start_index", "end_index", "evidence_start",
+    "evidence_end", "bm25_rank",
+}  # fmt: skip
+FLOAT_COLUMNS = {"copied_share"}
+QUALITY_COLUMNS = ["evidence_quote", "evidence_start", "evidence_end", "evidence_match", "copied_share", "bm25_rank"]
 
 
 def _candidate(**changes: object) -> CandidateRow:
@@ -44,6 +49,7 @@ def test_the_cookbook_columns_come_first_then_provenance_then_the_candidate_colu
     assert dataset[10:] == [
         "id", "chunk_id", "start_index", "end_index", "generator_model", "critic_model",
         "qa_prompt_hash", "groundedness_prompt_hash", "relevance_prompt_hash", "standalone_prompt_hash",
+        *QUALITY_COLUMNS,
     ]  # fmt: skip
     assert row_columns(CandidateRow) == [
         *dataset, "status", "reason", "generation_raw", "groundedness_raw", "relevance_raw", "standalone_raw",
@@ -61,7 +67,8 @@ def test_features_are_the_model_fields_in_order_typed_from_their_annotations(row
     features = row_features(row_type)
     assert list(features) == row_columns(row_type)
     for name, value in features.items():
-        assert value == Value("int64" if name in INTEGER_COLUMNS else "string"), name
+        dtype = "int64" if name in INTEGER_COLUMNS else "float64" if name in FLOAT_COLUMNS else "string"
+        assert value == Value(dtype), name
     # The critics beyond the three: a list of one struct per critic, its fields typed as the record's.
     verdict = row_features(row_type, extra_critics=True)["extra_critics"].feature
     expected = ["name", "score", "eval", "prompt_hash", *(["raw"] if row_type is CandidateRow else [])]
@@ -70,7 +77,7 @@ def test_features_are_the_model_fields_in_order_typed_from_their_annotations(row
 
 def test_a_field_with_no_dataset_type_is_refused() -> None:
     class Scored(BaseModel):
-        score: float
+        score: complex
 
     with pytest.raises(TypeError, match="score"):
         row_features(Scored)

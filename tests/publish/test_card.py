@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from qagen.publish.card import (
+    NOT_PUBLISHED,
     CardContent,
     PromptFile,
     configs_metadata,
@@ -149,6 +150,15 @@ def test_server_address_and_corpus_path_are_not_published() -> None:
     for leak in ("llm.corp.internal", "bob:pw", "acme-merger"):
         assert leak not in text
     assert "address is not published" in text
+
+
+def test_a_local_embeddings_folder_is_not_published() -> None:
+    for spec, shown in (
+        ("local", "local"), ("openai:text-embedding-3-small", "openai:text-embedding-3-small"),
+        ("/home/alice/models/minilm", NOT_PUBLISHED), ("local:/home/alice/m", NOT_PUBLISHED),
+    ):  # fmt: skip
+        summary = {**SUMMARY, "settings": {**SUMMARY["settings"], "dedup_embeddings": spec}}
+        assert public_summary(summary)["settings"]["dedup_embeddings"] == shown
 
 
 def test_secrets_in_free_text_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:

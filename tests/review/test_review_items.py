@@ -75,9 +75,9 @@ def test_draft_items_show_the_run_records_and_hold_back_the_critics(reviewed: Re
             chunk["text"],
             chunk["source"],
         )
-        # The stand-in's answers are sentences of their chunk: found exactly, at the right place.
-        assert item.match == "exact" and item.spans
-        assert all(chunk["text"][span.start : span.end] == draft["answer"] for span in item.spans)
+        # The stand-in quotes its answer's sentence as the evidence: highlighted where the build places it.
+        assert item.match == "evidence" and len(item.spans) == 1
+        assert all(chunk["text"][span.start : span.end] == draft["evidence"] == draft["answer"] for span in item.spans)
         assert item.prompt_hashes["generation"] == draft["prompt_hash"]
         for verdict in item.verdicts:
             critique = critiques[item.id].get(verdict.name)
@@ -126,3 +126,18 @@ def test_a_sample_from_another_run_is_refused_with_the_way_out(reviewed: Reviewe
 
     with pytest.raises(QagenError, match=r"delete review_sample\.json"):
         draft_items(reviewed.run, ["0" * 20])
+
+
+def test_a_quote_the_chunk_does_not_hold_is_said_and_the_answer_highlighted_instead() -> None:
+    from qagen.records import Draft
+    from qagen.review.items import Span, _draft_spans
+
+    chunk = "Tides rise twice a day. The Bay of Fundy has the highest tides."
+    quoted = Draft(id="d", chunk_id="c", model="m", prompt_hash="h", question="q", answer="Bay of Fundy")
+    assert _draft_spans(quoted.model_copy(update={"evidence": "The Bay of Fundy has the highest tides."}), chunk) == (
+        [Span(start=24, end=63)],
+        "evidence",
+    )
+    missing, match = _draft_spans(quoted.model_copy(update={"evidence": "Tides never rise in lakes at all."}), chunk)
+    assert match == "evidence_missing" and [chunk[s.start : s.end] for s in missing] == ["Bay of Fundy"]
+    assert _draft_spans(quoted, chunk)[1] == "exact"  # no quote: the answer, as before

@@ -228,7 +228,7 @@ SCREENSHOT = Path(__file__).parents[2] / "docs" / "images" / "review_page.png"
 
 
 def test_a_realistic_item_as_the_readme_shows_it(browser: Any, tmp_path: Path) -> None:
-    """The README's screenshot: a chunk of the bundled example corpus, answered, the critics shown.
+    """The screenshot of docs/review.md: a chunk of the bundled example corpus, answered, the critics shown.
     `QAGEN_WRITE_SCREENSHOT=1` writes it to docs/images/review_page.png; otherwise to a temp file."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys

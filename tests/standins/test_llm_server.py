@@ -39,7 +39,7 @@ from standins.llm.server import FAULT_KINDS, StandInLLM, judge_score, score_for
 REPO = Path(qagen.__file__).resolve().parent.parent
 PROMPTS = REPO / "prompts"
 CRITERIA = ("groundedness", "relevance", "standalone")
-QA_REPLY = re.compile(r"\AFactoid question: (?P<q>[^\n]+)\nAnswer: (?P<a>[^\n]+)\Z")
+QA_REPLY = re.compile(r"\AFactoid question: (?P<q>[^\n]+)\nAnswer: (?P<a>[^\n]+)(?:\nEvidence: (?P<e>[^\n]+))?\Z")
 # Tolerant on purpose: reads every format of RATING_FORMATS (first rating only).
 RATING = re.compile(r"Total rating:\**\s*(\d+)")
 
@@ -209,6 +209,7 @@ def test_generation_reply_parses_and_is_deterministic(llm: StandInLLM) -> None:
         assert match is not None, reply
         assert (match["q"], match["a"]) == factoid_for(context)
         assert match["a"] in context
+        assert match["e"] == match["a"]  # the prompt asks for the evidence: the answer's sentence, quoted
         questions.append(match["q"])
     assert len(set(questions)) == len(CONTEXTS)
     assert [ask(model, generation_prompt(c)) for c in CONTEXTS] == replies

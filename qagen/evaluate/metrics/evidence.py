@@ -21,6 +21,10 @@ never hold). `locate_evidence` looks for it in three steps; the first that finds
 In the first two steps every occurrence is evidence: nothing tells which one the question was
 drafted from, and keeping only the first would favour large chunks (which hold all of them).
 
+A test set made by qagen carries each question's evidence as the build placed it (the sentence the
+generator quoted, found in the chunk: `qagen.generation.checks.evidence`): its offsets are used as
+they are (`quoted`), and the three steps only serve sets without them.
+
 When no step finds it (a yes/no answer, a computed number, a translation, an answer with no letters
 or digits) the evidence is `not_found`, and the chunk-level metrics have no value for the question,
 for every system alike: falling back to the whole reference chunk would bring back the bias these
@@ -42,7 +46,7 @@ from qagen.records import Record
 
 __all__ = ["Evidence", "EvidenceMatch", "NormalisedText", "locate_evidence", "normalise", "normalise_with_tokens"]
 
-EvidenceMatch = Literal["exact", "normalised", "window", "not_found"]
+EvidenceMatch = Literal["quoted", "exact", "normalised", "window", "not_found"]
 
 # Window step: windows are WINDOW_FACTOR times the answer's length in words, and must share at least
 # this many of its words (and at least half of them).
@@ -54,8 +58,9 @@ class Evidence(Record):
     """Where the reference answer is written in its reference chunk (`context`)."""
 
     match: EvidenceMatch = Field(
-        description="How it was found: `exact`, `normalised` (case, accents, punctuation and spacing aside), "
-        "`window` (the part of the chunk sharing most of the answer's words), or `not_found`."
+        description="How it was found: `quoted` (the sentence the build placed when the question was drafted: "
+        "the dataset's `evidence_start`/`evidence_end`), `exact`, `normalised` (case, accents, punctuation and "
+        "spacing aside), `window` (the part of the chunk sharing most of the answer's words), or `not_found`."
     )
     spans: tuple[tuple[int, int], ...] = Field(
         description="Each place, as offsets into the chunk's text (`context[start:end]`); empty when not found."

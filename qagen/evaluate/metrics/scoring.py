@@ -76,8 +76,22 @@ def _span(context: RetrievedContext) -> Span | None:
 
 
 def question_evidence(item: EvalItem) -> Evidence | None:
-    """Where the question's reference answer is written in its chunk; None when the chunk's text is unknown."""
-    return locate_evidence(item.true_answer, item.context) if item.context else None
+    """Where the question's reference answer is written in its chunk: the evidence the build placed
+    when the set carries it, else the answer looked for in the chunk; None when the chunk's text is unknown."""
+    if not item.context:
+        return None
+    return placed_evidence(item) or locate_evidence(item.true_answer, item.context)
+
+
+def placed_evidence(item: EvalItem) -> Evidence | None:
+    """The evidence offsets the build stored (document offsets), as a span of the chunk; None when
+    the set has none, or they do not lie inside the chunk."""
+    if item.evidence_start is None or item.evidence_end is None or item.start_index is None or not item.context:
+        return None
+    start, end = item.evidence_start - item.start_index, item.evidence_end - item.start_index
+    if not 0 <= start < end <= len(item.context):
+        return None
+    return Evidence(match="quoted", spans=((start, end),))
 
 
 def _evidence_relevance(item: EvalItem, evidence: Evidence, contexts: list[RetrievedContext]) -> list[bool]:

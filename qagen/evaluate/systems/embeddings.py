@@ -16,7 +16,7 @@ How much of a chunk a local model reads (`max_seq_length`, in word pieces; the r
   prose and fewer of API docs: with the Python docs, 43% of 1,000-character chunks and 78% of
   2,000-character ones (qagen's default size) are longer, so at 256 the model ranks a chunk by its
   first half. It was fine-tuned on pairs of at most 128 word pieces, so reading more could have
-  blurred the vectors; measured instead (`benchmarks/bench_dense.py`, README "Dense and hybrid
+  blurred the vectors; measured instead (`benchmarks/bench_dense.py`, docs/benchmarks.md "Dense and hybrid
   retrieval"), 512 lifted dense hit@5 at 2,000 characters from 0.72 to 0.86-0.88 on the written
   questions (paired +0.14 and +0.16, p < 0.003), changed nothing at 500 (no chunk is longer than
   256), and nothing beyond noise at 1,000, at hit@1 or on the LLM-written questions. The cost is

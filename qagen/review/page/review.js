@@ -125,6 +125,8 @@ function renderDraft(item) {
     more.append(el("div", { class: "text", text: passage.text }));
   });
   $("match").textContent = {
+    evidence: "The sentence the generator quoted as its evidence is highlighted.",
+    evidence_missing: "The sentence the generator quoted as its evidence is not in the chunk (the answer is highlighted where it occurs).",
     exact: "The answer is highlighted where it occurs.",
     loose: "The answer occurs with other case or spacing (highlighted).",
     none: "The answer does not occur word for word in the chunk.",

@@ -45,7 +45,9 @@ RecordT = TypeVar("RecordT", bound=TaskRecord)
 _FLOW: ContextVar[int] = ContextVar("qagen_batch_flow", default=-1)
 _SETTLE_TICKS = 8
 """Event-loop turns given to a step's calls to queue themselves before a round is judged due."""
-_ASSUMED_OUTPUT_TOKENS = 100
+_ASSUMED_OUTPUT_TOKENS = 150
+"""Output tokens counted per request when a round is fitted under a spending cap: a draft's reply
+(question, answer and the quoted evidence sentence) runs to about 125 tokens, a critic's less."""
 _CHARS_PER_TOKEN = 4.0
 
 

@@ -1,0 +1,314 @@
+"""Test-set quality with a real model: the free checks, the critics and the set's profile, measured.
+
+    # Replay (no model, seconds): the reviewed drafts' recorded replies read again, every check
+    # measured against the reviewer's labels, the recorded critics' kappa with them.
+    python benchmarks/bench_quality.py --replay
+
+    # Live: a model behind llama.cpp's OpenAI-compatible server (the lead runs this).
+    python -m llama_cpp.server --model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --host 127.0.0.1 --port 8080 \\
+        --model_alias qwen --n_ctx 4096
+    python benchmarks/bench_quality.py --base-url http://127.0.0.1:8080/v1 --model openai:qwen --limit 40
+
+Live mode makes three measurements, each printed as a table:
+
+1. A small set built from a real corpus nobody here wrote (git's how-to pages from Debian's
+   git-doc package, HTML only, unless --corpus names another folder), every critic asked on every
+   draft and no free check (so each check can be compared with the critics), then filtered again
+   (no call) with the checks on, as a build makes them: the funnel, each critic's pass rate, the
+   evidence check's rejections and how often the groundedness critic failed the same drafts, the
+   easiness figures, and seconds and prompt tokens per kept question (of the measurement run, all
+   critics asked, and the critics' prompt tokens the checks would have saved).
+2. The reviewed drafts (`../shared/reference/data/gitdoc_drafts_reviewed.jsonl`) critiqued by the
+   live model: their recorded replies are replayed by the stand-in LLM as the generator, the live
+   model is the critic; each critic's Cohen's kappa (with its bootstrap interval) with the
+   reviewer's labels.
+3. The replay measurement below.
+
+Replay mode: each check's rejections on the reviewed drafts against the reviewer's labels
+(precision, recall, drafts the reviewer kept that it rejects: `qagen.review.check_precision`), the
+evidence check's agreement with the recorded groundedness critic, the recorded critics' kappa, and
+the easiness of the reviewed drafts among their own chunks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+# The stand-in servers sit at the repository's root (standins/), outside the installed package;
+# appended, so qagen itself still comes from the install or PYTHONPATH.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from datasets import Dataset, load_from_disk
+
+from qagen.config import BuildConfig, CorpusSettings
+from qagen.critics import CRITICS
+from qagen.generation.checks.easiness import ChunkRanker, copied_share
+from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND
+from qagen.generation.checks.rules import FREE_CHECKS
+from qagen.generation.pipeline import build, finalize, load_sample
+from qagen.generation.tasks import BuildTasks
+from qagen.llm.backends import ModelSettings
+from qagen.llm.untrusted import neutralize
+from qagen.review.check_precision import (
+    EVIDENCE_CHECK,
+    PASS_SCORE,
+    ReviewedDraft,
+    critic_agreement,
+    groundedness_agrees,
+    measure_checks,
+    read_reviewed,
+    rejections,
+)
+from qagen.review.kappa import Agreement, Pair, agreement
+from qagen.runs.rundir import RunDir
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+REVIEWED = REPOSITORY.parent / "shared" / "reference" / "data" / "gitdoc_drafts_reviewed.jsonl"
+GIT_HOWTO = Path("/usr/share/doc/git-doc/howto")
+CRITIC_NAMES = [spec.name for spec in CRITICS]
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else f"{part}/0"
+
+
+def _figure(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _kappa_line(name: str, found: Agreement) -> str:
+    interval = f"[{_figure(found.kappa_low)}, {_figure(found.kappa_high)}]"
+    return f"  {name:<14} n={found.n:<3} agreement {_figure(found.agreement)}  kappa {_figure(found.kappa)} {interval}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Replay: the reviewed drafts' recorded replies
+# --------------------------------------------------------------------------------------------------
+def replay(reviewed: Path, limit: int | None) -> None:
+    started = time.perf_counter()
+    drafts = read_reviewed(reviewed)[:limit]
+    print(f"Replay of {len(drafts)} reviewed drafts ({reviewed.name}), recorded replies read again, no model:\n")
+    print("Free checks against the reviewer's labels (a label fails below 4; `keep` for answer_in_question):")
+    print(f"  {'check':<20} {'label':<13} {'rejected':>8} {'precision':>9} {'recall':>11} {'kept by reviewer':>16}")
+    for measure in measure_checks(drafts):
+        recall = f"{_figure(measure.recall)} ({measure.true_rejections}/{measure.reviewer_fails})"
+        print(
+            f"  {measure.name:<20} {measure.label:<13} {measure.rejected:>8} {_figure(measure.precision):>9} "
+            f"{recall:>11} {measure.kept_rejected:>16}"
+        )
+    on = [draft for draft in drafts if _rejected_by_default_checks(draft)]
+    dropped_kept = sum(1 for draft in on if draft.review.get("keep") is True)
+    not_kept = sum(1 for draft in drafts if draft.review.get("keep") is False)
+    caught = len(on) - dropped_kept
+    print(
+        f"  all checks on by default, together: {len(on)} rejected, {caught} of them not kept by the reviewer; "
+        f"recall of the reviewer's {not_kept} rejections {_figure(caught / max(1, not_kept))}"
+    )
+    agreed, scored = groundedness_agrees(drafts)
+    print(
+        f"\nThe recorded groundedness critic also failed {_share(agreed, scored)} of the evidence check's rejections."
+    )
+    print(
+        "\nThe recorded critics against the reviewer (pass = score >= 4), Cohen's kappa with a 95% bootstrap interval:"
+    )
+    for name in CRITIC_NAMES:
+        print(_kappa_line(name, critic_agreement(drafts, name)))
+    print(_kappa_line("keep (all 3)", _keep_agreement(drafts)))
+    _replay_easiness(drafts)
+    print(f"\n{time.perf_counter() - started:.1f} s")
+
+
+def _rejected_by_default_checks(draft: ReviewedDraft) -> bool:
+    verdicts = rejections(draft)
+    on = {check.name for check in FREE_CHECKS if check.default_on} | {EVIDENCE_CHECK}
+    return any(verdicts[name] for name in on)
+
+
+def _keep_agreement(drafts: Sequence[ReviewedDraft]) -> Agreement:
+    pairs = [
+        Pair(draft.id, all((draft.critic_scores.get(name) or 0) >= PASS_SCORE for name in CRITIC_NAMES), bool(keep))
+        for draft in drafts
+        if (keep := draft.review.get("keep")) is not None
+    ]
+    return agreement(pairs)
+
+
+def _replay_easiness(drafts: Sequence[ReviewedDraft]) -> None:
+    ranker = ChunkRanker((draft.id, draft.chunk) for draft in drafts)
+    shares = [share for draft in drafts if (share := copied_share(draft.question, draft.chunk)) is not None]
+    ranks = [rank for draft in drafts if (rank := ranker.rank(draft.question, draft.id)) is not None]
+    first = sum(1 for rank in ranks if rank == 1)
+    median = sorted(shares)[len(shares) // 2] if shares else None
+    print(
+        f"\nEasiness among the {len(drafts)} reviewed chunks: median copied share {_figure(median)}, "
+        f"own chunk ranked first by BM25 {_share(first, len(ranks))}."
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Live: a real model
+# --------------------------------------------------------------------------------------------------
+def _howto_corpus(work: Path) -> Path:
+    """git's how-to pages, HTML only (the package has each page as .txt too, which would repeat it)."""
+    if not GIT_HOWTO.is_dir():
+        sys.exit(f"{GIT_HOWTO} is not there: apt-get install git-doc, or give --corpus FOLDER.")
+    corpus = work / "git-howto"
+    corpus.mkdir(parents=True, exist_ok=True)
+    for page in sorted(GIT_HOWTO.glob("*.html")):
+        shutil.copy(page, corpus / page.name)
+    return corpus
+
+
+def _model(args: argparse.Namespace) -> ModelSettings:
+    return ModelSettings(spec=args.model, base_url=args.base_url, timeout=args.timeout, max_output_tokens=512)
+
+
+def live_build(args: argparse.Namespace, work: Path) -> None:
+    corpus = args.corpus or _howto_corpus(work)
+    model = _model(args)
+    measured = BuildConfig(
+        corpus=CorpusSettings(path=str(corpus)), n_generations=args.limit, seed=args.seed, generator=model,
+        critic=model, concurrency=args.concurrency, all_critics=True, free_checks=(), check_evidence=False,
+        max_failure_rate=1.0,
+    )  # fmt: skip
+    out = work / "build"
+    started = time.perf_counter()
+    result = build(measured, out, progress=not args.quiet)
+    seconds = time.perf_counter() - started
+    every = {row["id"]: row for row in load_from_disk(str(out / "candidates"))}
+    # The same records filtered as a build filters them: the free checks on, no call.
+    checked = measured.model_copy(update={"free_checks": None, "check_evidence": True, "all_critics": False})
+    tasks = BuildTasks.for_config(checked)
+    with RunDir(out).locked() as run:
+        run.open(checked, tasks.prompt_hashes())
+        summary = finalize(checked, run, tasks, load_sample(checked, run))
+    rows = list(load_from_disk(str(out / "candidates")))
+    funnel, profile = summary["funnel"], summary["profile"]
+    print(f"\n1. A set built from {corpus} by {args.model}: {funnel['sampled']} drafts asked for.\n")
+    print("Funnel, the free checks on (as a build makes it):")
+    for key in ("sampled", "drafted", "generation_failed", "too_long", "checks_rejected", "rejected", "rejected_by"):
+        print(f"  {key:<18} {funnel[key]}")
+    print(f"  {'duplicates':<18} {funnel['duplicates']} by words, {funnel['semantic_duplicates']} by meaning")
+    print(f"  {'kept':<18} {funnel['kept']}")
+    print("\nEach critic's pass rate (score >= its threshold), every critic asked on every parsed draft:")
+    for name, threshold in result.summary["thresholds"].items():
+        scores = [row[f"{name}_score"] for row in every.values() if row.get(f"{name}_score") is not None]
+        print(f"  {name:<14} {_share(sum(1 for s in scores if s >= threshold), len(scores))}")
+    evidence = [row for row in rows if row["reason"] == EVIDENCE_NOT_FOUND]
+    grounded = [every[row["id"]]["groundedness_score"] for row in evidence]
+    failed = sum(1 for score in grounded if score is not None and score < PASS_SCORE)
+    rated = sum(1 for score in grounded if score is not None)
+    print(
+        f"\nEvidence check: {len(evidence)} drafts rejected as {EVIDENCE_NOT_FOUND} "
+        f"({Counter(row['evidence_quote'] is not None for row in evidence)[True]} with a quoted sentence); "
+        f"the groundedness critic failed {_share(failed, rated)} of them."
+    )
+    quoted = Counter(row["evidence_match"] for row in rows if row["evidence_match"])
+    print(f"Evidence found by: {dict(quoted)}")
+    easiness = profile["easiness"]
+    print(
+        f"\nEasiness of the kept questions: median copied share {_figure(easiness['copied_share']['median'])}, "
+        f"own chunk ranked first by BM25 {_share(easiness['ranked_first'], easiness['bm25_rank']['count'])}, "
+        f"in the top 5 {_figure(easiness['ranked_top5_share'])}."
+    )
+    kept = max(1, funnel["kept"])
+    usage = result.summary["usage"]
+    prompt_tokens = usage["generation"]["input_tokens"] + usage["critique"]["input_tokens"]
+    saved = _critic_tokens_of(out, {row["id"] for row in rows if row["reason"] in funnel["checks_rejected"]})
+    print(
+        f"\nPer kept question (measurement run: all critics asked on every draft): {seconds / kept:.1f} s, "
+        f"{prompt_tokens / kept:,.0f} prompt tokens; the checks would have saved {saved:,} critic prompt tokens "
+        f"({saved / max(1, usage['critique']['input_tokens']):.0%} of the critics')."
+    )
+
+
+def _critic_tokens_of(out: Path, draft_ids: set[str]) -> int:
+    total = 0
+    with (out / "critiques.jsonl").open(encoding="utf-8") as log:
+        for line in log:
+            record = json.loads(line)
+            if record.get("draft_id") in draft_ids:
+                total += int((record.get("usage") or {}).get("input_tokens", 0))
+    return total
+
+
+def live_critics(args: argparse.Namespace, work: Path, reviewed: Path) -> None:
+    """The reviewed drafts critiqued by the live model: the stand-in replays their recorded drafts."""
+    from standins.llm.replies import recorded_key
+    from standins.llm.server import StandInLLM
+
+    lines = [json.loads(line) for line in reviewed.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = lines[: args.limit]
+    corpus = work / "reviewed-chunks"
+    Dataset.from_dict({"text": [r["chunk"] for r in lines], "source": [r["id"] for r in lines]}).save_to_disk(
+        str(corpus)
+    )
+    recorded = {recorded_key(neutralize(r["chunk"])): r["generation_raw"] for r in lines}
+    out = work / "reviewed"
+    with StandInLLM() as replayer:
+        replayer.configure(recorded_drafts=recorded)
+        config = BuildConfig(
+            corpus=CorpusSettings(hf_dataset=str(corpus), source_column="source"),
+            chunking={"chunk_size": 2000, "chunk_overlap": 0},
+            generator=ModelSettings(spec="openai:recorded", base_url=replayer.base_url),
+            critic=_model(args), concurrency=args.concurrency, all_critics=True, free_checks=(),
+            check_evidence=False, dedup_embeddings=None, max_failure_rate=1.0,
+        )  # fmt: skip
+        build(config, out, progress=not args.quiet)
+    by_id = {draft.id: draft for draft in read_reviewed(reviewed)}
+    live: list[ReviewedDraft] = []
+    for row in load_from_disk(str(out / "candidates")):
+        draft = by_id.get(row["source_doc"])
+        if draft is not None:
+            scores = {name: row.get(f"{name}_score") for name in CRITIC_NAMES}
+            live.append(draft._replace(critic_scores=scores))
+    print(f"\n2. The {len(live)} reviewed drafts critiqued by {args.model} (pass = score >= 4), against the reviewer:")
+    for name in CRITIC_NAMES:
+        print(_kappa_line(name, critic_agreement(live, name)))
+    print(_kappa_line("keep (all 3)", _keep_agreement(live)))
+    agreed, scored = groundedness_agrees(live)
+    print(f"  the live groundedness critic failed {_share(agreed, scored)} of the evidence check's rejections")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--replay", action="store_true", help="measure on the reviewed drafts' recorded replies only")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server on 127.0.0.1 (llama.cpp's)")
+    parser.add_argument("--model", default="openai:qwen", help="the model's spec as qagen names it (openai:ALIAS)")
+    parser.add_argument("--limit", type=int, default=None, help="drafts: sampled chunks, and reviewed drafts used")
+    parser.add_argument("--corpus", type=Path, help="a folder of documents (default: git-doc's how-to pages)")
+    parser.add_argument("--reviewed", type=Path, default=REVIEWED, help="the reviewed drafts (JSON lines)")
+    parser.add_argument("--out", type=Path, help="keep the runs here (default: a temporary folder)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--concurrency", type=int, default=1, help="calls in flight (llama.cpp serves one at a time)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one reply")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    args = parser.parse_args()
+    if not args.reviewed.is_file():
+        sys.exit(f"The reviewed drafts are not at {args.reviewed}: give --reviewed PATH.")
+    if args.replay:
+        replay(args.reviewed, args.limit)
+        return
+    if not args.base_url:
+        sys.exit("Give --base-url of a model's server (or --replay to measure on the recorded replies).")
+    work = args.out or Path(tempfile.mkdtemp(prefix="bench-quality-"))
+    work.mkdir(parents=True, exist_ok=True)
+    if args.limit is None:
+        args.limit = 40
+    live_build(args, work)
+    live_critics(args, work, args.reviewed)
+    print("\n3. ", end="")
+    replay(args.reviewed, args.limit)
+    print(f"\nruns kept in {work}")
+
+
+if __name__ == "__main__":
+    main()

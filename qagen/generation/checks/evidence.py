@@ -1,0 +1,118 @@
+"""Where a draft's evidence lies in its chunk, found without an LLM call.
+
+The generation prompt asks for the sentence of the context that holds the answer, copied
+(`Evidence: ...`). `place_evidence` finds it in the chunk with rapidfuzz's best partial alignment
+(`fuzz.partial_ratio_alignment`: the window of the chunk closest to the quote by Indel distance),
+so a quote with its line breaks joined, a dropped backtick or another letter case is still found,
+and a sentence the chunk does not hold is not. The match keeps its offsets in the chunk.
+
+A reply without the evidence line (an older prompt, a prompt of the user's own) still gets a
+check: the answer's content words (`checks.words`) are looked for among the chunk's words, each
+exactly or by a close spelling (rapidfuzz `fuzz.ratio`), and at least half of them must be there.
+Its offsets are the answer's own place in the chunk when the evaluator's rule finds it
+(`qagen.evaluate.metrics.evidence.locate_evidence`), else none.
+
+What is not found is rejected as `evidence_not_found` before any critic is asked.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from rapidfuzz import fuzz, process
+
+from qagen.evaluate.metrics.evidence import locate_evidence
+from qagen.generation.checks.words import content_words
+from qagen.records import Record
+
+EVIDENCE_NOT_FOUND = "evidence_not_found"
+"""The rejection reason of a draft whose evidence (or answer) its chunk does not hold."""
+
+MIN_QUOTE_SCORE = 90.0
+"""Least `partial_ratio` (0-100) of a quote against the chunk: about one character in twenty may
+differ (joined lines, a dropped backtick), not a word of its own."""
+MIN_ANSWER_WORD_SHARE = 0.5
+"""Least share of the answer's content words found in the chunk, for replies without a quote."""
+MIN_WORD_RATIO = 85.0
+"""Least `fuzz.ratio` of two words counted as the same word (`tag`/`tags`, `checkout`/`checkouts`)."""
+_MIN_FUZZY_WORD = 4
+"""Shorter words must match exactly: at 3 letters one letter off is another word."""
+
+EvidenceMatch = Literal["quoted", "answer_words", "not_found", "no_words"]
+
+
+class EvidencePlacement(Record):
+    """Where the draft's evidence is in its chunk, and how it was found."""
+
+    match: EvidenceMatch = Field(
+        description="`quoted`: the quoted sentence found in the chunk; `answer_words`: no quote, the answer's "
+        "content words found; `not_found`: neither (the draft is rejected); `no_words`: no quote and an answer "
+        "with no word to look for (not checked)."
+    )
+    score: float | None = Field(
+        description="The quote's partial_ratio (0-100), or the share of the answer's content words found (0-1)."
+    )
+    start: int | None = Field(description="Offset of the evidence in the chunk's text; None when not placed.")
+    end: int | None = Field(description="End offset (exclusive) of the evidence in the chunk's text.")
+
+    @property
+    def found(self) -> bool:
+        """Whether the check passes (a draft with nothing to look for is not rejected)."""
+        return self.match != "not_found"
+
+
+def _foldable(text: str) -> str:
+    """`text` case-folded when that keeps every offset (`ß` -> `ss` would not), else as it is."""
+    folded = text.casefold()
+    return folded if len(folded) == len(text) else text
+
+
+def place_quote(quote: str, chunk: str) -> EvidencePlacement:
+    """The chunk's window closest to `quote`; `not_found` under `MIN_QUOTE_SCORE`."""
+    quote = quote.strip()
+    if not quote or not chunk:
+        return EvidencePlacement(match="not_found", score=0.0, start=None, end=None)
+    needle, haystack = _foldable(quote), _foldable(chunk)
+    if len(needle) != len(quote) or len(haystack) != len(chunk):
+        needle, haystack = quote, chunk  # fold both or neither
+    alignment = fuzz.partial_ratio_alignment(needle, haystack)
+    if alignment is None or alignment.score < MIN_QUOTE_SCORE:
+        score = alignment.score if alignment is not None else 0.0
+        return EvidencePlacement(match="not_found", score=round(score, 2), start=None, end=None)
+    if len(needle) > len(haystack):
+        # A quote longer than the chunk: the chunk is what was aligned, inside the quote.
+        return EvidencePlacement(match="quoted", score=round(alignment.score, 2), start=0, end=len(chunk))
+    return EvidencePlacement(
+        match="quoted", score=round(alignment.score, 2), start=alignment.dest_start, end=alignment.dest_end
+    )
+
+
+def place_answer(answer: str, chunk: str) -> EvidencePlacement:
+    """The answer's content words looked for in the chunk (see the module docstring)."""
+    wanted = list(dict.fromkeys(content_words(answer)))
+    if not wanted:
+        return EvidencePlacement(match="no_words", score=None, start=None, end=None)
+    chunk_words = set(content_words(chunk))
+    found = sum(1 for word in wanted if _word_in(word, chunk_words))
+    share = found / len(wanted)
+    if share < MIN_ANSWER_WORD_SHARE:
+        return EvidencePlacement(match="not_found", score=round(share, 4), start=None, end=None)
+    spans = locate_evidence(answer, chunk).spans
+    start, end = spans[0] if spans else (None, None)
+    return EvidencePlacement(match="answer_words", score=round(share, 4), start=start, end=end)
+
+
+def _word_in(word: str, words: set[str]) -> bool:
+    if word in words:
+        return True
+    if len(word) < _MIN_FUZZY_WORD:
+        return False
+    return process.extractOne(word, words, scorer=fuzz.ratio, score_cutoff=MIN_WORD_RATIO) is not None
+
+
+def place_evidence(quote: str | None, answer: str, chunk: str) -> EvidencePlacement:
+    """The draft's evidence in its chunk: its quote when the reply gave one, else its answer's words."""
+    if quote is not None and quote.strip():
+        return place_quote(quote, chunk)
+    return place_answer(answer, chunk)

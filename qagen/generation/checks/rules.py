@@ -1,0 +1,164 @@
+"""The rules the prompts already state, checked for free: each a named check with its own reason.
+
+- `source_pointing`: a question that points at its source ("in the context", "according to the
+  passage", "this manual page", "the author", "the situation described") is not standalone: the
+  person asking a search engine has no passage in front of them.
+- `answer_in_question`: an answer written inside its own question is trivial.
+- `ungrounded_answer`: an answer that says the context does not hold it ("the context does not
+  mention...", "based on general knowledge") is not grounded in it.
+
+The phrases are written for the languages qagen's users draft in (English, French, German,
+Spanish, Italian, Portuguese) and all of them are tried on every draft: the patterns are specific
+enough that one language's phrase does not occur in another's questions.
+
+Whether a check is on unless the user says otherwise (`default_on`) was decided on the reviewed
+drafts (the replay mode of `benchmarks/bench_quality.py`, the README's table under "Checks before
+the critics"): a check that rejected a draft the reviewer kept ships off.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+from qagen.evaluate.metrics.evidence import normalise
+from qagen.generation.checks.words import content_words
+
+
+class FreeCheck(NamedTuple):
+    """One rule: its name (the setting that turns it on or off), the reason a draft it rejects gets,
+    what it asks, whether it is on by default, and the test (`(question, answer) -> rejected`)."""
+
+    name: str
+    reason: str
+    description: str
+    default_on: bool
+    rejects: Callable[[str, str], bool]
+
+
+_SOURCE_NOUNS_EN = (
+    r"context|passage|text|excerpt|extract|snippet|document|article|section|paragraph|page|manual page|man page"
+    r"|tutorial|guide|story|example above|documentation provided"
+)
+# Each alternative is a phrase that only a question about a text in front of the reader uses.
+_SOURCE_POINTING = re.compile(
+    "|".join(
+        (
+            # English
+            rf"\b(?:in|from|within|of|by|to)\s+(?:the|this|that)\s+(?:given\s+|provided\s+|above\s+|following\s+|"
+            rf"previous\s+|same\s+|current\s+)?(?:{_SOURCE_NOUNS_EN})\b",
+            rf"\baccording\s+to\s+(?:the|this)\s+(?:{_SOURCE_NOUNS_EN}|author|writer)\b",
+            rf"\b(?:this|the\s+(?:given|provided|above|following))\s+(?:{_SOURCE_NOUNS_EN})\b",
+            r"\bthe\s+(?:author|writer|narrator)\b",
+            r"\b(?:the\s+)?(?:situation|scenario|case|example|setup|story)\s+(?:described|mentioned|shown|given|above)\b",
+            r"\b(?:described|mentioned|shown|given|discussed|listed)\s+(?:above|here|below)\b",
+            # French
+            r"\b(?:selon|d'après|dans)\s+(?:le|ce|cet|la|cette|l')\s*(?:texte|passage|contexte|document|extrait|article)\b",
+            r"\bl'auteur\b",
+            # German
+            r"\b(?:im|in\s+diesem|laut\s+(?:dem|diesem)|gemäß\s+dem)\s+(?:Text|Kontext|Dokument|Abschnitt|Auszug|Artikel)\b",
+            r"\bder\s+(?:Autor|Verfasser)\b",
+            # Spanish, Italian, Portuguese
+            r"\b(?:según|en|de\s+acuerdo\s+con)\s+(?:el|este|la|esta)\s+(?:texto|contexto|documento|pasaje|fragmento)\b",
+            r"\b(?:secondo|nel|in\s+questo)\s+(?:il\s+)?(?:testo|contesto|documento|passaggio|brano)\b",
+            r"\b(?:segundo|no|neste)\s+(?:o\s+)?(?:texto|contexto|documento|trecho)\b",
+        )
+    ),
+    re.IGNORECASE,
+)
+
+# An answer that says it is not drawn from the chunk.
+_NOT_GROUNDED = re.compile(
+    "|".join(
+        (
+            # English
+            r"\b(?:the\s+)?(?:given\s+|provided\s+)?(?:context|passage|text|document|excerpt)\s+(?:provided\s+|given\s+)?"
+            r"(?:does\s+not|doesn't|did\s+not|fails\s+to)\s+(?:explicitly\s+|directly\s+|specifically\s+)?"
+            r"(?:mention|provide|contain|specify|say|state|include|give|describe|discuss|hold|explain)",
+            r"\bnot\s+(?:explicitly\s+|directly\s+)?(?:mentioned|stated|specified|provided|given|found|described)\s+"
+            r"in\s+the\s+(?:given\s+|provided\s+)?(?:context|passage|text|document|excerpt)",
+            r"\b(?:based\s+on|from|using)\s+(?:general|common|my|prior|background)\s+knowledge\b",
+            r"\bno\s+(?:information|mention)\s+(?:is\s+given\s+|is\s+provided\s+)?(?:about|of|on|in)\s+",
+            r"\bcannot\s+be\s+(?:determined|answered|found|inferred)\s+(?:from|with|based\s+on)\b",
+            # French
+            r"\b(?:le\s+)?(?:texte|contexte|passage|document)\s+ne\s+(?:mentionne|précise|dit|contient|fournit)\s+pas\b",
+            r"\bn'est\s+pas\s+(?:mentionné|précisé|indiqué)e?\s+dans\b",
+            # German
+            r"\b(?:wird|ist)\s+im\s+(?:Text|Kontext|Dokument)\s+nicht\b",
+            # Spanish, Italian, Portuguese
+            r"\bno\s+se\s+(?:menciona|especifica|indica)\b",
+            r"\bnon\s+(?:è|viene)\s+(?:menzionat|specificat|indicat)[oa]\b",
+            r"\bnão\s+(?:é|está)\s+(?:mencionad|especificad|indicad)[oa]\b",
+        )
+    ),
+    re.IGNORECASE,
+)
+
+
+def points_at_source(question: str, _answer: str = "") -> bool:
+    """The question refers to a text the asker is not reading ("in the context", "the author")."""
+    return _SOURCE_POINTING.search(question) is not None
+
+
+def answer_in_question(question: str, answer: str) -> bool:
+    """The answer, as whole words (case and punctuation aside), is written in its question, and it
+    has at least one content word (an answer "a" or "the" says nothing either way)."""
+    if not content_words(answer):
+        return False
+    needle = normalise(answer)
+    return bool(needle) and f" {needle} " in f" {normalise(question)} "
+
+
+def says_not_grounded(_question: str, answer: str) -> bool:
+    """The answer says the context does not hold it, or that it comes from elsewhere."""
+    return _NOT_GROUNDED.search(answer) is not None
+
+
+SOURCE_POINTING = "question_points_at_source"
+ANSWER_IN_QUESTION = "answer_in_question"
+ANSWER_NOT_GROUNDED = "answer_not_grounded"
+
+FREE_CHECKS: tuple[FreeCheck, ...] = (
+    FreeCheck(
+        "source_pointing",
+        SOURCE_POINTING,
+        'the question points at its source ("in the context", "the author", "this manual page")',
+        True,
+        points_at_source,
+    ),
+    FreeCheck(
+        "answer_in_question",
+        ANSWER_IN_QUESTION,
+        "the answer is written inside its own question",
+        True,
+        answer_in_question,
+    ),
+    FreeCheck(
+        "ungrounded_answer",
+        ANSWER_NOT_GROUNDED,
+        'the answer says the context does not hold it ("the context does not mention", "general knowledge")',
+        True,
+        says_not_grounded,
+    ),
+)
+"""Every free check, in the order they are tried (the first that rejects gives the reason)."""
+
+QUESTION_CHECKS = frozenset({"source_pointing"})
+"""The checks that read the question alone: those a draft whose answer is no text of its passages
+(an unanswerable question's abstention) is checked on."""
+
+FREE_CHECK_NAMES: tuple[str, ...] = tuple(check.name for check in FREE_CHECKS)
+
+
+def free_check(name: str) -> FreeCheck:
+    """The check called `name`."""
+    return next(check for check in FREE_CHECKS if check.name == name)
+
+
+def failed_check(question: str, answer: str, enabled: frozenset[str] | set[str]) -> FreeCheck | None:
+    """The first enabled check that rejects the draft, or None."""
+    for check in FREE_CHECKS:
+        if check.name in enabled and check.rejects(question, answer):
+            return check
+    return None

@@ -1,0 +1,138 @@
+"""A test set's profile: what a build kept, described (`summary.json`'s `profile`).
+
+Counted from the candidate rows as finalize writes them, one row at a time: question types,
+coverage of the corpus' documents and chunks, easiness (`qagen.generation.checks.easiness`),
+question and answer lengths, each critic's score distribution, the duplicates removed and the
+drafts the free checks rejected. `qagen report RUN` prints it, and the dataset card carries it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from qagen.question_types import DEFAULT_TYPE
+from qagen.records import Coverage, Distribution, Duplicates, Easiness, TestSetProfile
+
+COPIED_SHARE_BINS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
+"""Upper edges of the copied-share bins (a share equal to an edge falls in that edge's bin)."""
+KEPT_PER_DOCUMENT_BINS: tuple[tuple[int, int | None], ...] = ((0, 0), (1, 1), (2, 2), (3, 5), (6, None))
+
+
+def distribution(values: Sequence[float]) -> Distribution:
+    """The spread of `values` (all None when there is none)."""
+    if not values:
+        return Distribution(count=0, mean=None, minimum=None, p25=None, median=None, p75=None, maximum=None)
+    array = np.asarray(values, dtype=np.float64)
+    low, p25, median, p75, high = (round(float(v), 4) for v in np.percentile(array, [0, 25, 50, 75, 100]))
+    mean = round(float(array.mean()), 4)
+    return Distribution(count=len(values), mean=mean, minimum=low, p25=p25, median=median, p75=p75, maximum=high)
+
+
+def _bin(value: float) -> str:
+    low = 0.0
+    for high in COPIED_SHARE_BINS:
+        if value <= high:
+            return f"{low:g}-{high:g}"
+        low = high
+    return f">{COPIED_SHARE_BINS[-1]:g}"
+
+
+def _document_bin(count: int) -> str:
+    for low, high in KEPT_PER_DOCUMENT_BINS:
+        if high is None and count >= low:
+            return f"{low}+"
+        if high is not None and low <= count <= high:
+            return str(low) if low == high else f"{low}-{high}"
+    raise ValueError(count)
+
+
+class ProfileCounter:
+    """Counts the profile one candidate row at a time (the rows as `CandidateRow.model_dump` gives)."""
+
+    def __init__(self, critics: Iterable[str], documents: Mapping[str, int]) -> None:
+        """`critics`: the build's critics; `documents`: every document's source and its number of chunks."""
+        self.critics = tuple(critics)
+        self.documents = dict(documents)
+        self.types: Counter[str] = Counter()
+        self.sampled_documents: set[str] = set()
+        self.sampled_chunks: set[str] = set()
+        self.kept_by_document: Counter[str] = Counter()
+        self.kept_chunks: set[str] = set()
+        self.copied: list[float] = []
+        self.ranks: list[int] = []
+        self.question_chars: list[int] = []
+        self.answer_chars: list[int] = []
+        self.scores: dict[str, Counter[int]] = {critic: Counter() for critic in self.critics}
+        self.checks: Counter[str] = Counter()
+
+    def add(self, row: Mapping[str, Any], check_reason: str | None = None) -> None:
+        """Count a row; `check_reason`: the free check that rejected it, if one did."""
+        self.sampled_documents.add(row["source_doc"])
+        self.sampled_chunks.add(row["chunk_id"])
+        if check_reason is not None:
+            self.checks[check_reason] += 1
+        for critic in self.critics:
+            score = _critic_score(row, critic)
+            if score is not None:
+                self.scores[critic][score] += 1
+        if row["status"] != "kept":
+            return
+        self.types[row.get("question_type") or DEFAULT_TYPE] += 1
+        self.kept_by_document[row["source_doc"]] += 1
+        self.kept_chunks.add(row["chunk_id"])
+        self.question_chars.append(len(row["question"] or ""))
+        self.answer_chars.append(len(row["answer"] or ""))
+        if row.get("copied_share") is not None:
+            self.copied.append(float(row["copied_share"]))
+        if row.get("bm25_rank") is not None:
+            self.ranks.append(int(row["bm25_rank"]))
+
+    def result(self, duplicates: Duplicates) -> TestSetProfile:
+        per_document = Counter(_document_bin(self.kept_by_document.get(source, 0)) for source in self.documents)
+        bins = [_document_bin(low) for low, _ in KEPT_PER_DOCUMENT_BINS]
+        ranked = len(self.ranks)
+        first = sum(1 for rank in self.ranks if rank == 1)
+        copied_bins = Counter(_bin(value) for value in self.copied)
+        return TestSetProfile(
+            question_types=dict(sorted(self.types.items())),
+            coverage=Coverage(
+                documents=len(self.documents),
+                documents_sampled=len(self.sampled_documents),
+                documents_with_kept=len(self.kept_by_document),
+                chunks=sum(self.documents.values()),
+                chunks_sampled=len(self.sampled_chunks),
+                chunks_with_kept=len(self.kept_chunks),
+                kept_per_document={name: per_document.get(name, 0) for name in bins},
+            ),
+            easiness=Easiness(
+                copied_share=distribution(self.copied),
+                copied_share_bins={_bin(high): copied_bins.get(_bin(high), 0) for high in COPIED_SHARE_BINS},
+                bm25_rank=distribution(self.ranks),
+                ranked_first=first,
+                ranked_first_share=round(first / ranked, 4) if ranked else None,
+                ranked_top5_share=round(sum(1 for rank in self.ranks if rank <= 5) / ranked, 4) if ranked else None,
+            ),
+            question_chars=distribution(self.question_chars),
+            answer_chars=distribution(self.answer_chars),
+            critic_scores={
+                critic: {str(score): counts.get(score, 0) for score in range(1, 6)}
+                for critic, counts in self.scores.items()
+            },
+            duplicates=duplicates,
+            checks=dict(sorted(self.checks.items())),
+        )
+
+
+def _critic_score(row: Mapping[str, Any], critic: str) -> int | None:
+    """A critic's score in a candidate row: its own column, or its entry in `extra_critics`."""
+    if f"{critic}_score" in row:
+        value = row[f"{critic}_score"]
+        return None if value is None else int(value)
+    for verdict in row.get("extra_critics") or ():
+        if verdict.get("name") == critic and verdict.get("score") is not None:
+            return int(verdict["score"])
+    return None

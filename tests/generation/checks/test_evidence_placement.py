@@ -1,0 +1,88 @@
+"""Evidence placement: a quoted sentence is found in its chunk (with its offsets) despite small
+copying differences, and a sentence the chunk does not hold is not; without a quote, the answer's
+content words are looked for."""
+
+from __future__ import annotations
+
+import pytest
+
+from qagen.generation.checks.evidence import place_answer, place_evidence, place_quote
+from qagen.generation.replies import parse_factoid_qa
+
+CHUNK = (
+    "Git stores its objects in the .git/objects folder.\n"
+    "The `git gc` command packs loose objects into a single\npackfile to save space.\n"
+    "Tags are refs that point at a commit and never move."
+)
+
+
+def test_an_exact_quote_is_placed_at_its_offsets() -> None:
+    sentence = "Tags are refs that point at a commit and never move."
+    placed = place_quote(sentence, CHUNK)
+    assert placed.match == "quoted" and placed.score == 100.0
+    assert placed.start is not None and placed.end is not None
+    assert CHUNK[placed.start : placed.end] == sentence
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        # backticks dropped, the line break joined
+        "The git gc command packs loose objects into a single packfile to save space.",
+        "the `git gc` command packs loose objects into a single packfile to save space",  # case, period
+    ],
+)
+def test_a_quote_copied_with_small_differences_is_still_found(quote: str) -> None:
+    placed = place_quote(quote, CHUNK)
+    assert placed.found and placed.match == "quoted"
+    assert placed.start is not None and placed.end is not None
+    assert "packs loose objects" in CHUNK[placed.start : placed.end]
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "Branches are deleted with git branch -d once they are merged.",
+        "Git was written by Linus Torvalds in 2005.",
+        "",
+    ],
+)
+def test_a_sentence_the_chunk_does_not_hold_is_not_found(quote: str) -> None:
+    placed = place_quote(quote, CHUNK)
+    assert placed.match == "not_found" and not placed.found
+    assert placed.start is None and placed.end is None
+
+
+def test_without_a_quote_the_answer_words_are_looked_for_fuzzily() -> None:
+    found = place_evidence(None, "It packs the loose object into one packfile", CHUNK)
+    assert found.match == "answer_words" and found.found
+    assert found.score is not None and found.score >= 0.5
+    missing = place_evidence(None, "Linus Torvalds wrote it in 2005", CHUNK)
+    assert missing.match == "not_found"
+    # An answer written in the chunk as it is gets the evaluator's place for it.
+    exact = place_answer("git gc", CHUNK)
+    assert exact.start is not None and exact.end is not None and CHUNK[exact.start : exact.end] == "git gc"
+    # Nothing to look for: not checked, not rejected.
+    assert place_answer("the", CHUNK).match == "no_words"
+
+
+@pytest.mark.parametrize(
+    ("reply", "question", "answer", "evidence"),
+    [
+        ("Factoid question: Q?\nAnswer: A\nEvidence: The sentence.", "Q?", "A", "The sentence."),
+        ('Factoid question: Q?\nAnswer: A\nEvidence: "The sentence."', "Q?", "A", "The sentence."),
+        ("**Factoid question:** Q?\n**Answer:** A\n**Evidence:** The sentence.", "Q?", "A", "The sentence."),
+        ("Output:::\nFactoid question: Q?\nAnswer: A", "Q?", "A", None),  # an older prompt's reply
+        ("Factoid question: Q?\n\nAnswer: A\nEvidence:", "Q?", "A", None),  # an empty evidence line
+        (
+            "Factoid question: Q?\nAnswer: A\nEvidence: (the sentence of the context that holds the answer, copied)"
+            "\nOutput:::\nFactoid question: R?\nAnswer: B\nEvidence: S.",
+            "R?",
+            "B",
+            "S.",
+        ),  # the template echoed back, then the real reply
+    ],
+)
+def test_the_evidence_line_is_optional_in_replies(reply: str, question: str, answer: str, evidence: str | None) -> None:
+    parsed = parse_factoid_qa(reply)
+    assert (parsed.question, parsed.answer, parsed.evidence, parsed.reason) == (question, answer, evidence, "")

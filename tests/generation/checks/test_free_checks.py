@@ -1,0 +1,84 @@
+"""The free checks: each rule rejects what it names, in the languages qagen drafts in, and lets
+ordinary questions through."""
+
+from __future__ import annotations
+
+import pytest
+
+from qagen.generation.checks.rules import (
+    ANSWER_IN_QUESTION,
+    ANSWER_NOT_GROUNDED,
+    FREE_CHECK_NAMES,
+    FREE_CHECKS,
+    SOURCE_POINTING,
+    answer_in_question,
+    failed_check,
+    points_at_source,
+    says_not_grounded,
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the purpose of the inflate program in the given context?",
+        "According to the passage, which branch is rebased?",
+        "What is the name of the tutorial introduced in this manual page?",
+        "What branch did the author originally checkout from?",
+        "How many commits are in the situation described?",
+        "Which options are described above?",
+        "Selon le texte, quelle commande crée une étiquette ?",
+        "Was beschreibt der Autor im Abschnitt über Tags?",
+        "¿Según el documento, qué comando crea una etiqueta?",
+    ],
+)
+def test_questions_pointing_at_their_source(question: str) -> None:
+    assert points_at_source(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What command creates a lightweight tag in Git?",
+        "How do you refresh the Git index file after copying a repository?",
+        "What is the context switch cost on Linux?",  # "context" as a word of the subject
+        "Which text encoding does git log use by default?",
+        "Quelle commande crée une étiquette dans Git ?",
+    ],
+)
+def test_standalone_questions_pass(question: str) -> None:
+    assert not points_at_source(question)
+
+
+def test_an_answer_inside_its_question_is_trivial() -> None:
+    question = "What is the name of the file created by `git bundle create` with the tag 'cve-xxx.bundle'?"
+    assert answer_in_question(question, "cve-xxx.bundle")
+    assert answer_in_question("Which command, git gc or git fsck, packs objects?", "`git gc`")
+    assert not answer_in_question("Which command packs loose objects?", "git gc")
+    assert not answer_in_question("What does git gc do?", "the")  # no content word: nothing to say
+
+
+@pytest.mark.parametrize(
+    ("answer", "rejected"),
+    [
+        ("The context does not mention the default port.", True),
+        ("The purpose is to export it.\n\nThe context provided does not specify the path.", True),
+        ("Based on general knowledge, it is 9418.", True),
+        ("This is not mentioned in the text.", True),
+        ("Le texte ne précise pas la valeur.", True),
+        ("No se menciona en el documento.", True),
+        ("The default port is 9418.", False),
+        ("It does not mention the branch name in the commit message.", False),
+    ],
+)
+def test_answers_that_say_the_context_lacks_them(answer: str, rejected: bool) -> None:
+    assert says_not_grounded("What is the default port?", answer) is rejected
+
+
+def test_the_table_names_each_check_once_with_its_own_reason() -> None:
+    assert len(set(FREE_CHECK_NAMES)) == len(FREE_CHECKS)
+    assert {check.reason for check in FREE_CHECKS} == {SOURCE_POINTING, ANSWER_IN_QUESTION, ANSWER_NOT_GROUNDED}
+    both = failed_check("What is in the context?", "The context does not mention it.", set(FREE_CHECK_NAMES))
+    assert both is not None and both.reason == SOURCE_POINTING  # the first in the table
+    off = failed_check("What is in the context?", "x", {"ungrounded_answer"})
+    assert off is None  # a check turned off rejects nothing

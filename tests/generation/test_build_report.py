@@ -1,0 +1,63 @@
+"""`qagen report RUN` on a build's run directory: the test set's profile printed, written to
+RUN/profile.md and drawn with --chart; the dataset card carries the same tables."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from qagen.cli.app import main
+from qagen.generation.profile_report import profile_tables
+from qagen.publish.card import CardContent, make_card, public_summary
+from standins.llm.server import StandInLLM
+
+
+def test_report_on_a_build_run_prints_writes_and_charts_the_profile(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(rule_break_rate=0.2, duplicate_rate=0.1)
+    out = tmp_path / "run"
+    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args += ["-n", "40", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
+    built = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert built.exit_code == 0, built.output
+
+    chart = tmp_path / "profile.png"
+    result = CliRunner().invoke(main, ["report", str(out), "--chart", str(chart)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    for heading in (
+        "| question type | kept |",
+        "| documents with a kept question |",
+        "| own chunk ranked first by BM25 |",
+        "| question | ",
+        "| critic (every draft rated) | 1 | 2 | 3 | 4 | 5 |",
+        "| same words (lexical rule) |",
+        "| by meaning | not checked: no embeddings model was asked for",
+        "| question_points_at_source |",
+    ):
+        assert heading in result.output, heading
+    assert (out / "profile.md").read_text(encoding="utf-8").count("| question type | kept |") == 1
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and chart.stat().st_size > 10_000
+    assert f"chart: {chart}" in result.output
+
+    # The dataset card carries the same tables.
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    card = make_card(
+        CardContent(
+            repo_id="alice/qa",
+            summary=public_summary(summary),
+            kept_rows=summary["funnel"]["kept"],
+            candidate_rows=40,
+            languages=["en"],
+            license="unknown",
+            prompts=[],
+        )
+    )
+    tables = profile_tables(summary["profile"])
+    assert "## Profile" in str(card) and tables in str(card) and tables in result.output
+
+    # Two build runs are refused in one sentence.
+    twice = CliRunner().invoke(main, ["report", str(out), str(out)])
+    assert twice.exit_code != 0 and "Give one build run directory" in twice.output
