@@ -31,6 +31,9 @@ os.environ["HF_HOME"] = str(_STATE / "hf_home")
 os.environ["HF_DATASETS_CACHE"] = str(_STATE / "hf_datasets_cache")
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+# qagen's own cache (the baseline's indexes): never the user's. Each test gets a folder of its own
+# (`_isolated_home`); this one serves what runs before any test, such as module-scoped fixtures.
+os.environ["QAGEN_CACHE"] = str(_STATE / "qagen_cache")
 os.environ.pop("HF_TOKEN", None)
 os.environ.pop("OPENAI_API_KEY", None)
 os.environ.pop("OPENAI_BASE_URL", None)
@@ -89,7 +92,8 @@ def reference_data() -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No test reads or writes the user's real configuration or keys."""
+    """No test reads or writes the user's real configuration, keys or cache; no test sees another's cache."""
+    monkeypatch.setenv("QAGEN_CACHE", str(tmp_path_factory.mktemp("qagen_cache")))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("HF_TOKEN", raising=False)

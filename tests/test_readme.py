@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from tests.evaluate.systems.test_dense import DENSE_MODULES, require_dense
 from tests.evaluate.test_new_metric import SYSTEM as CONCISE_SYSTEM
 from tests.evaluate.test_new_metric import USER as CONCISE_USER
+from tests.extras import DENSE_MODULES, require_dense
 from tests.test_fourth_critic import SPECIFICITY
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -318,6 +318,7 @@ def _evaluate_keys() -> list[ConfigKey]:
         key("question_column", str),
         key("answer_column", str, example="answer"),
         key("interrupt_grace", float),
+        key("cache_dir", str, example="~/.cache/qagen"),
         *_model("reader", _READER, EVALUATE, inherits=None),
         *_model("judge", _JUDGE, EVALUATE, inherits="reader"),
     ]

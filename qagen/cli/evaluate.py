@@ -10,7 +10,7 @@ import click
 
 from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors
-from qagen.cli.evaluate_grid import GridPoint, dense_index_notes, grid_points, split_list
+from qagen.cli.evaluate_grid import GridPoint, grid_points, index_notes, split_list
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.config import DEFAULT_MODEL
@@ -27,10 +27,6 @@ if TYPE_CHECKING:
 NOTE_SETTINGS = ("embeddings", "metrics")
 # The settings the input warnings name (`qagen.evaluate.input_checks`).
 WARNING_SETTINGS = ("corpus",)
-# Where in the evaluation directory the baseline keeps its BM25 indexes, and its dense ones
-# (embeddings and FAISS index), shared by a grid's runs.
-BASELINE_INDEX_DIR = "bm25_index"
-DENSE_INDEX_DIR = "dense_index"
 
 
 def _int_list(value: str, name: str) -> list[int]:
@@ -155,6 +151,14 @@ EVALUATE_SHOWN = (
     "--rerank-url",
     default=None,
     help="Server of --rerank endpoint:MODEL, e.g. http://127.0.0.1:8080 (default: --base-url).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Where --baseline keeps its BM25 and dense indexes (the chunks' embeddings), reused by every later "
+    "evaluation of the same corpus, chunking and model whatever its --out. [default: $QAGEN_CACHE, else "
+    "$XDG_CACHE_HOME/qagen, else ~/.cache/qagen]",
 )
 @click.option(
     "--model", default=DEFAULT_MODEL, show_default=True, help="Reader model of --baseline (LangChain provider:model)."
@@ -307,9 +311,9 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         k = point.k
         name = point.name if reranks == [RerankSpec("none")] else f"{point.name}_rerank-{rerank_names[rerank]}"
         target = out if len(points) == 1 else out / name
-        system = _system(options, point, rerank, progress=not quiet, out=out)
+        system = _system(options, point, rerank, progress=not quiet)
         try:
-            with dense_index_notes():
+            with index_notes():
                 summary = run_evaluation(
                     testset,
                     system,
@@ -338,7 +342,7 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
     runs = load_runs(outputs)
     click.echo("\n" + comparison_table(runs))
     if len(runs) > 1:
-        # The index folders beside the runs are no evaluations: the pattern leaves them out.
+        # Only the grid's runs: index folders that older versions kept beside them are no evaluations.
         pattern = "*_k[0-9]*" if options["baseline"] else "*"
         click.echo(f"\na bar chart of them: qagen report {out}/{pattern} --chart comparison.png")
 
@@ -403,21 +407,28 @@ def _rerank_names(specs: list[RerankSpec]) -> dict[RerankSpec, str]:
     }
 
 
-def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, progress: bool, out: Path) -> Any:
+def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, progress: bool) -> Any:
+    from qagen.call_policy import CallPolicy
     from qagen.evaluate.api import rag_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
     from qagen.evaluate.systems.callable import CallableSystem
     from qagen.evaluate.systems.endpoint import EndpointSystem
+    from qagen.evaluate.systems.index_cache import index_cache_dir
 
     if options["answers"]:
         return AnswersFileSystem(options["answers"])
+    # --timeout and --max-retries reach the system under test as they reach the models.
+    policy = CallPolicy(timeout=options["timeout"], max_retries=options["max_retries"])
     if options["rag_callable"]:
-        return CallableSystem.from_spec(options["rag_callable"], interrupt_grace=options["interrupt_grace"])
+        return CallableSystem.from_spec(
+            options["rag_callable"], interrupt_grace=options["interrupt_grace"], policy=policy
+        )
     if options["endpoint"]:
-        return EndpointSystem(options["endpoint"])
-    # Indexes are kept in the evaluation directory (shared by a grid's runs): a re-run, or another
-    # k over the same chunks, reuses them until the corpus, the chunking or the model changes.
+        return EndpointSystem(options["endpoint"], policy=policy)
+    # Indexes are kept in the cache, not in --out: any later evaluation (a re-run, another k, another
+    # --out) reuses them until the corpus, the chunking or the model changes.
     # openai:... embeddings are asked on the reader's server, with its key.
+    indexes = index_cache_dir(options["cache_dir"])
     return rag_baseline(
         options["corpus"],
         retriever=point.retriever or "bm25",
@@ -425,8 +436,8 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
         chunk_size=point.chunk_size,
         k=point.k,
         progress=progress,
-        index_dir=out / BASELINE_INDEX_DIR,
-        dense_index_dir=out / DENSE_INDEX_DIR,
+        index_dir=indexes,
+        dense_index_dir=indexes,
         rerank=f"{rerank.kind}:{rerank.argument}" if rerank.argument else rerank.kind,
         rerank_top=options["rerank_top"],
         rerank_url=options["rerank_url"],

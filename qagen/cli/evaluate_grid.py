@@ -1,5 +1,5 @@
 """The settings grid of `qagen evaluate`: which baselines (retriever x embeddings model) it runs,
-each grid point's directory name, and the dense index's notes on screen."""
+each grid point's directory name, and the indexes' notes on screen."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from qagen.errors import ConfigError
 # The bundled baseline's retrievers (`qagen.evaluate.systems.retrievers.RETRIEVERS`, not imported
 # here: `qagen --help` loads no retrieval code).
 RETRIEVERS = ("bm25", "dense", "hybrid")
-# The logger whose lines say whether the dense index was built or reused: shown to CLI users.
-DENSE_LOGGER = "qagen.evaluate.systems.dense_index"
+# The loggers whose lines say whether an index was built or reused, and where it is kept: shown to CLI users.
+INDEX_LOGGERS = ("qagen.evaluate.systems.dense_index", "qagen.evaluate.systems.bm25_index")
 
 
 def split_list(value: str | None) -> list[str]:
@@ -96,14 +96,16 @@ class _EchoHandler(logging.Handler):
 
 
 @contextmanager
-def dense_index_notes() -> Iterator[None]:
-    """Show whether the dense index was built or reused (no chunk embedded again), one line each."""
-    logger = logging.getLogger(DENSE_LOGGER)
-    handler, level = _EchoHandler(logging.INFO), logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+def index_notes() -> Iterator[None]:
+    """Show whether each index was built or reused (no chunk embedded again), and where it is kept, one line each."""
+    loggers = [logging.getLogger(name) for name in INDEX_LOGGERS]
+    handler, levels = _EchoHandler(logging.INFO), [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     try:
         yield
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)

@@ -13,6 +13,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable
 
 from qagen import __version__
+from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.input_checks import check_inputs
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed, metric_groups
@@ -119,6 +120,7 @@ def evaluate(
     answer_column: str | None = None,
     token: str | None = None,
     interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
+    system_calls: CallPolicy | None = None,
     on_note: Callable[[str], None] = _print_note,
     on_warning: Callable[[str], None] = _print_warning,
     batch: BatchOptions | None = None,
@@ -145,7 +147,8 @@ def evaluate(
 
     A sync function runs in a thread of its own; on Ctrl-C it gets `interrupt_grace` seconds to
     return, then its question is recorded as failed (`interrupted: ...`) and KeyboardInterrupt ends
-    the run.
+    the run. A function or Runnable has `system_calls.timeout` seconds per call and is called again
+    on a timeout up to `system_calls.max_retries` times (default: `CallPolicy()`, as the CLI's).
 
     Notes about the metrics (one left out of a group) go to `on_note` (default: printed to stderr)
     and into the summary; warnings about the inputs (answers-file rows that match no question, a
@@ -195,7 +198,7 @@ def evaluate(
             reader_client = clients.get("reader")
             target = system.build(reader_client) if isinstance(system, SystemFactory) else system
             if isinstance(target, Runnable) or not hasattr(target, "answer"):
-                target = CallableSystem(target, interrupt_grace=interrupt_grace)
+                target = CallableSystem(target, interrupt_grace=interrupt_grace, policy=system_calls)
             checks = await check_inputs(target, items.items)
             for warning in checks.warnings:
                 on_warning(warning)

@@ -57,6 +57,11 @@ class RagOutput(Record):
     contexts: list[RetrievedContext] = Field(default_factory=list, description="The retrieved passages, best first.")
     error: str = Field(default="", description="Why there is no answer; empty when there is one.")
     usage: Usage = Field(default=Usage(), description="Tokens the system reported for this answer.")
+    cut: dict[str, int] = Field(
+        default_factory=dict,
+        description="What the output cap (`qagen.output_cap.MAX_REPLY_CHARS`) cut: `answer` and `context N` "
+        "(0-based, best first) -> the text's length in characters before the cut; empty when nothing was cut.",
+    )
 
     def retrieved_nothing(self, k: int) -> bool:
         """The system answered, and none of its top `k` contexts holds any text."""
@@ -135,7 +140,7 @@ class ResultRow(Record):
     """One question's row of `results.jsonl`.
 
     The fixed columns use the cookbook notebook's names (plus `id`, `answer_error`,
-    `retrieved_sources` and `evidence`). The metric columns depend on what was asked for, so they
+    `output_cut`, `retrieved_sources` and `evidence`). The metric columns depend on what was asked for, so they
     are held as two typed maps rather than as loose extra fields (a metric's four columns are one `MetricCell`, and
     the summary reads them by metric, never by a built column name). They are written flat after
     the fixed columns: the deterministic metrics' values (`scores`), then each LLM metric's four
@@ -151,6 +156,11 @@ class ResultRow(Record):
     source_doc: str | None = Field(description="The document the question was drafted from, when known.")
     generated_answer: str | None = Field(description="The system's answer; None when it failed to answer.")
     answer_error: str = Field(description="Why there is no answer; empty when there is one.")
+    output_cut: dict[str, int] = Field(
+        default_factory=dict,
+        description="What of the system's output was cut to `qagen.output_cap.MAX_REPLY_CHARS` characters before "
+        "any judge read it: `answer` and `context N` -> its length before the cut; empty when nothing was cut.",
+    )
     retrieved_docs: list[str] = Field(description="The texts of the contexts the system retrieved, best first.")
     retrieved_sources: list[str | None] = Field(description="Their sources, where the system reports them.")
     test_settings: str = Field(description="The system's name.")

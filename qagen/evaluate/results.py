@@ -94,6 +94,7 @@ def result_row(
         source_doc=item.source_doc,
         generated_answer=output.answer,
         answer_error=output.error,
+        output_cut=output.cut,
         retrieved_docs=[c.text for c in output.contexts],
         retrieved_sources=[c.source for c in output.contexts],
         evidence=evidence,

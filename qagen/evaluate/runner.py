@@ -36,6 +36,7 @@ from qagen.evaluate.results import result_row, summarise
 from qagen.evaluate.stamp import question_settled
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.systems.protocol import AnswerInterrupted, RagSystem, ReaderSystem
+from qagen.evaluate.systems.replies import capped
 from qagen.evaluate.systems.rerank.base import RerankingSystem, RerankItem, RerankRecord
 from qagen.evaluate.testset import TestSet
 from qagen.llm.cost import BatchTally
@@ -253,10 +254,12 @@ class Evaluation:
         # A question without an answer is asked again: the failure may have been passing.
         if record is None or record.output.answer is None or self._always_ask:
             try:
-                output = await self._ask_system(item, executor, slots)
+                # Capped here, where every system's output passes, before it is stored or judged.
+                output = capped(await self._ask_system(item, executor, slots))
             except AnswerInterrupted as stop:
                 # Recorded as the system's output (a failure unless it answered in time); asked again on resume.
-                answers.add(AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=stop.output))
+                interrupted = capped(stop.output)
+                answers.add(AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=interrupted))
                 raise
             if record is None or record.output != output:
                 record = AnswerRecord(id=key, item_id=item.id, system=self.system.name, output=output)

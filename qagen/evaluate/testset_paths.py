@@ -24,10 +24,11 @@ def looks_local(spec: str) -> bool:
 
     The rule: it starts with `./`, `../`, `/` or `~` (or is `.`/`..`), has a drive letter or a
     backslash, has more than one `/` (a Hub id is `name` or `owner/name`), ends in a data-file
-    suffix (`.jsonl`, `.csv`...), is no valid Hub id at all (a space, a colon), or its first part
-    is a folder that exists here (`runs/datset` when `runs/` exists). Anything else (`owner/name`,
-    `name`) goes to the Hub; to read a Hub dataset whose owner is also the name of a folder in the
-    current directory, run from another directory.
+    suffix (`.jsonl`, `.csv`...), is no valid Hub id at all (a space, a colon), its first part
+    is a folder that exists here (`runs/datset` when `runs/` exists), or it is a bare name close to
+    the name of something here (`bse` beside `base/`: `did_you_mean` finds it). Anything else
+    (`owner/name`, `name`) goes to the Hub; to read a Hub dataset whose owner, or bare name, is also
+    (nearly) the name of something in the current directory, run from another directory.
     """
     text = spec.strip()
     if text.startswith(("~", "/")) or "\\" in text or (os.sep != "/" and os.sep in text):
@@ -35,7 +36,9 @@ def looks_local(spec: str) -> bool:
     # `.`, `./x`, `../x`, `C:/x`, a space...: no Hub id starts with a dot or has a colon or a space.
     if not _HUB_ID.fullmatch(text) or text.count("/") > 1 or text.lower().endswith(_FILE_SUFFIXES):
         return True
-    return "/" in text and Path(text.split("/", 1)[0]).is_dir()
+    if "/" in text:
+        return Path(text.split("/", 1)[0]).is_dir()
+    return did_you_mean(text) != ""
 
 
 def did_you_mean(spec: str) -> str:

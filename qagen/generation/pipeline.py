@@ -22,6 +22,7 @@ from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_locati
 from qagen.generation.sample import Sample
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, warm_up
+from qagen.llm.backends import require_key
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
 from qagen.question_types import QUESTION_TYPES, draft_counts
@@ -282,6 +283,10 @@ def _build(
 ) -> BuildResult:
     tasks = BuildTasks.for_config(config, run.iter_chunks)
     run.open(config, tasks.prompt_hashes())
+    if not run.chunking_done():
+        # A missing key is said before the corpus is read, not after chunking all of it.
+        for settings in (config.generator, config.critic):
+            require_key(settings)
     chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
     # Nothing to call and nothing changed since the outputs were written: they stand.
     if (settled := settled_summary(config, run, tasks)) is not None:

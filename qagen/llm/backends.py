@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 
+from qagen.call_policy import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.llm.completions import MalformedCompletionError as MalformedCompletionError
 from qagen.llm.completions import chat_body as chat_body
@@ -61,9 +62,9 @@ class ModelSettings(BaseModel):
     max_output_tokens: int | None = None
     """Cap on tokens per reply; a reply cut at the cap is recorded as truncated (None: 2048, room for a
     reasoning model's thinking; see `DEFAULT_MAX_OUTPUT_TOKENS`)."""
-    timeout: float = 120.0
+    timeout: float = DEFAULT_TIMEOUT
     """Seconds to wait for one reply."""
-    max_retries: int = 6
+    max_retries: int = DEFAULT_MAX_RETRIES
     """Retries per call on 429, 5xx, timeouts and dropped connections, with backoff honouring Retry-After."""
     rpm: float | None = None
     """Requests-per-minute limit (None: none)."""
@@ -143,16 +144,7 @@ def openai_client(settings: ModelSettings, *, connections: int | None) -> Any:
     of its HTTP pool on aiohttp's transport, None for the client's default pool."""
     import openai
 
-    server = split_server_url(settings.base_url or os.environ.get("OPENAI_BASE_URL") or None)
-    api_key = _key_beside(server, settings)
-    if not api_key:
-        if server.address is None:
-            raise LLMUnavailableError(
-                f"No API key for '{settings.spec}': set {DEFAULT_KEY_ENV}, or point `base_url` at an "
-                "OpenAI-compatible server.",
-                settings=("base_url",),
-            )
-        api_key = _NO_KEY_PLACEHOLDER
+    server, api_key = _openai_server_and_key(settings)
     # The user-info's header replaces the one the client makes from `api_key` (a placeholder then).
     headers = {"Authorization": server.authorization} if server.authorization else None
     return openai.AsyncOpenAI(
@@ -223,6 +215,31 @@ class LangChainBackend:
 
     async def aclose(self) -> None:
         """LangChain models own no connections that must be closed here."""
+
+
+def _openai_server_and_key(settings: ModelSettings) -> tuple[ServerURL, str]:
+    """Where an `openai:*` model is and the key its client sends; `LLMUnavailableError` when there is no key
+    for OpenAI itself (a server of one's own needs none: it gets a placeholder)."""
+    server = split_server_url(settings.base_url or os.environ.get("OPENAI_BASE_URL") or None)
+    api_key = _key_beside(server, settings)
+    if not api_key:
+        if server.address is None:
+            raise LLMUnavailableError(
+                f"No API key for '{settings.spec}': set {DEFAULT_KEY_ENV}, or point `base_url` at an "
+                "OpenAI-compatible server.",
+                settings=("base_url",),
+            )
+        api_key = _NO_KEY_PLACEHOLDER
+    return server, api_key
+
+
+def require_key(settings: ModelSettings) -> None:
+    """Raise now the error a missing key raises at the model's first call (`LLMUnavailableError`), so
+    that a command finds out before long work (chunking a whole corpus) rather than after it."""
+    if settings.provider == "openai":
+        _openai_server_and_key(settings)
+    else:
+        api_key_of(settings)  # a variable named in `api_key_env` that is not set; providers check their own
 
 
 def is_variable_name(name: str) -> bool:

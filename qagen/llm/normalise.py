@@ -10,7 +10,8 @@ before any parser sees it (both backends build their `Reply` with it). The rules
   what precedes is the thinking; parsers read what follows.
 - content opening with `<think>` never closed: truncated (the cap was reached while thinking).
 - `finish_reason: "length"` (the output cap was reached): truncated.
-- content over `MAX_REPLY_CHARS`: cut to that size first, the cut written at its end.
+- content over `MAX_REPLY_CHARS` (`qagen.output_cap`, the cap RAG systems' answers share): cut to that
+  size first, the cut written at its end.
 
 A truncated reply is a failure with its own reason (`truncated`), never parsed: "Total rating: 4
 because" and "Answer: It is abo" are not answers. The thinking is kept beside the reply, never
@@ -24,10 +25,10 @@ from __future__ import annotations
 import re
 
 from qagen.llm.task import Reply
+from qagen.output_cap import MAX_REPLY_CHARS, cap_text
 from qagen.records import Usage
 
-MAX_REPLY_CHARS = 50_000
-"""Longer replies are cut to this many characters before anything reads or stores them."""
+__all__ = ["MAX_REPLY_CHARS", "normalise_reply"]
 
 # A leading thinking block: `<think>` or `<thinking>` (any case), up to its own closing tag.
 _THINK_OPEN = re.compile(r"\A\s*<(think|thinking)>", re.IGNORECASE)
@@ -41,7 +42,8 @@ def normalise_reply(
     content: str, usage: Usage, *, reasoning_content: str | None = None, finish_reason: str | None = None
 ) -> Reply:
     """The `Reply` for what a server sent (see the module's table)."""
-    content, cut = _cut(content)
+    content, cut_from = cap_text(content)
+    cut = cut_from is not None
     text, thinking, unterminated = _split_thinking(content)
     reasoning = "\n\n".join(part for part in (reasoning_content, thinking) if part) or None
     truncated = unterminated or finish_reason == "length"
@@ -54,13 +56,6 @@ def normalise_reply(
         truncated=truncated,
         cut=cut,
     )
-
-
-def _cut(content: str) -> tuple[str, bool]:
-    if len(content) <= MAX_REPLY_CHARS:
-        return content, False
-    note = f"\n[qagen: reply cut here, after {MAX_REPLY_CHARS:,} of its {len(content):,} characters]"
-    return content[:MAX_REPLY_CHARS] + note, True
 
 
 def _split_thinking(content: str) -> tuple[str, str | None, bool]:

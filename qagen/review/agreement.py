@@ -10,8 +10,9 @@ or above its threshold" (a question later dropped as a near-duplicate was kept b
 label whose draft has no score for the criterion is counted as `unscored`, not compared.
 
 For each criterion, the threshold 1-5 whose verdicts agree best with the people (highest kappa;
-on ties the stricter, higher one) is found, and when it beats the run's own threshold, the run's
-kept count under it is computed the way `qagen filter` computes it (`qagen.review.thresholds`).
+on ties the stricter, higher one) is found, and when it beats the run's own threshold on enough
+labels and better than chance, the run's kept count under it is computed the way `qagen filter`
+computes it (`qagen.review.thresholds`); else the report says why none is recommended.
 
 For an evaluation directory, people's `correct` labels are compared with the correctness judge
 (correct when `(score - 1) / 4 >= 0.5`) and with each boolean grader present.
@@ -32,7 +33,7 @@ from qagen.review.eval_answers import is_eval_dir, judge_says_correct, judges_pr
 from qagen.review.kappa import Pair, agreement, confusion, kappa_of
 from qagen.review.labels import Label, LabelKind, LabelStore
 from qagen.review.run_drafts import RunDrafts, critic_score, read_run_drafts
-from qagen.review.thresholds import THRESHOLDS, ThresholdFit, fit_threshold, recommend
+from qagen.review.thresholds import THRESHOLDS, ThresholdFit, best_threshold, fit_threshold, recommend
 
 KEEP = "keep"
 
@@ -125,7 +126,9 @@ def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
             return [Pair(item_id, score >= threshold, passed) for item_id, score, passed in scored]
 
         current = drafts.config.threshold(criterion)
-        fit = fit_threshold(current, {t: kappa_of(confusion(pairs_at(t))) for t in THRESHOLDS})
+        kappas = {t: kappa_of(confusion(pairs_at(t))) for t in THRESHOLDS}
+        best_low = agreement(pairs_at(best_threshold(current, kappas))).kappa_low if scored else None
+        fit = fit_threshold(current, kappas, labels=len(scored), best_low=best_low)
         people = _by_reviewer(verdicts)
         measures[criterion] = _measure(pairs_at(current), len(verdicts), people, fit)
     keeps = [label for label in labels if label.keep is not None]

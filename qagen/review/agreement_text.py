@@ -68,12 +68,18 @@ def agreement_table(report: AgreementReport) -> str:
         lines += ["", "between reviewers:", *between]
     if report.kind == "draft":
         lines.append("")
+        withheld = [
+            f"{name}: no threshold recommended: {measure.threshold.withheld}"
+            for name, measure in report.measures.items()
+            if measure.threshold is not None and measure.threshold.withheld is not None
+        ]
         if report.recommendations:
             lines += [recommendation.sentence for recommendation in report.recommendations]
             if len(report.recommendations) > 1 and report.kept_then is not None:
                 lines.append(f"all of them together keep {report.kept_then} questions (now {report.kept_now})")
-        else:
+        elif not withheld:
             lines.append("the run's thresholds match your reviewers at least as well as any other")
+        lines += withheld
     return "\n".join(lines)
 
 

@@ -11,8 +11,10 @@ evaluation directory's has `id, question, reference, answer` and `correct` (`yes
 An import is checked whole before anything is stored: an unknown id, column or value stops it with
 the line and how to fix it, and nothing of that file is stored. The labels go to `labels.jsonl`
 with `via="csv"`; a row equal to the reviewer's latest label of that item adds nothing, so
-importing the same file twice changes nothing. The file is written with a byte-order mark, as
-spreadsheet programs need to read UTF-8; it is read with or without one.
+importing the same file twice changes nothing; two rows of one item and reviewer that say different
+things stop the import (which one is meant is not guessed). The file is written with a byte-order
+mark, as spreadsheet programs need to read UTF-8; it is read with or without one, separated by
+commas, or by the semicolons (or tabs) a spreadsheet set to a decimal-comma language saves with.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, TextIO
 
 from qagen.errors import QagenError
 from qagen.llm.untrusted import PASSAGE_SEPARATOR
 from qagen.records import CandidateRow, Criterion
 from qagen.review.eval_answers import AnswerRow, answer_sample, is_eval_dir, read_answers
-from qagen.review.labels import CriterionLabel, Label, LabelKind, LabelStore
+from qagen.review.labels import CriterionLabel, Label, LabelKey, LabelKind, LabelStore
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
 from qagen.review.sample import DEFAULT_SIZE, review_sample
 from qagen.review.skipped import ask_skipped_critics
@@ -210,10 +212,11 @@ def _judge_hashes(directory: Path) -> dict[str, str]:
 def _parse(path: Path, reader: _Reader, reviewer: str | None) -> tuple[list[Label], int]:
     problems: list[str] = []
     labels: list[Label] = []
+    first_lines: dict[LabelKey, tuple[int, Label]] = {}
     unlabelled = 0
     try:
         with path.open(encoding=_ENCODING, newline="") as handle:
-            rows = csv.DictReader(handle)
+            rows = csv.DictReader(handle, delimiter=_delimiter(handle))
             header = [name.strip() for name in rows.fieldnames or []]
             _check_header(path, header, reader)
             rows.fieldnames = header
@@ -221,11 +224,20 @@ def _parse(path: Path, reader: _Reader, reviewer: str | None) -> tuple[list[Labe
             for cells in rows:
                 before = len(problems)
                 label = _row_label(cells, line, reader, reviewer, problems)
-                line = rows.line_num + 1
-                if label is not None:
+                here, line = line, rows.line_num + 1
+                if label is None:
+                    if len(problems) == before:
+                        unlabelled += 1
+                    continue
+                first = first_lines.setdefault(label.key, (here, label))
+                if first[1] is label:
                     labels.append(label)
-                elif len(problems) == before:
-                    unlabelled += 1
+                elif not _same(first[1], label):
+                    # Which of two rows is meant cannot be guessed; the last one winning silently would be a guess.
+                    problems.append(
+                        f"line {here}: {label.reviewer}'s label of id {label.item_id!r} differs from the one on line "
+                        f"{first[0]}; keep one row per item and reviewer."
+                    )
     except UnicodeDecodeError as exc:
         raise QagenError(
             f"{path} is not UTF-8 text ({exc.reason}); save it from your spreadsheet as CSV UTF-8."
@@ -240,6 +252,17 @@ def _parse(path: Path, reader: _Reader, reviewer: str | None) -> tuple[list[Labe
             "Fix those cells and import it again."
         )
     return labels, unlabelled
+
+
+def _delimiter(handle: TextIO) -> str:
+    """The file's delimiter: a comma, or the semicolon (or tab) a spreadsheet set to a language that
+    writes decimal commas saves its CSV with, when the header row is split by it into an `id` column."""
+    header = handle.readline()
+    handle.seek(0)
+    for delimiter in (",", ";", "\t"):
+        if "id" in (name.strip() for name in next(csv.reader([header], delimiter=delimiter), [])):
+            return delimiter
+    return ","
 
 
 def _check_header(path: Path, header: list[str], reader: _Reader) -> None:

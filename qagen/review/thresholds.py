@@ -3,7 +3,10 @@
 For each criterion, the critic's verdicts at every threshold 1-5 are compared with the people's
 labels; the threshold with the highest kappa fits best (on ties the stricter, higher one, which
 keeps fewer questions for the same agreement). It is recommended when it beats the run's own
-threshold on at least `MIN_LABELS` labels. What it would do is computed, not estimated: the run's
+threshold, on at least `MIN_LABELS` labels, and agrees with people better than chance (a kappa
+above 0 whose 95% bootstrap interval does not reach below 0). Otherwise no threshold is recommended and the
+fit says why (`ThresholdFit.withheld`): a kappa from 4 labels, or a rise from -0.10 to 0.00 on
+labels no threshold matches, is no reason to move one. What it would do is computed, not estimated: the run's
 candidates are made again from its records with the new threshold, exactly as `qagen filter` makes
 them (no call), and their kept count is the one filtering with it gives.
 
@@ -35,15 +38,53 @@ class ThresholdFit(BaseModel):
     current: int = Field(description="The run's threshold for the criterion.")
     best: int = Field(description="The threshold with the highest kappa (ties: the higher one).")
     kappas: dict[int, float | None] = Field(description="Kappa at each threshold 1-5 (None: undefined).")
+    best_low: float | None = Field(
+        default=None,
+        description="The lower end of the 95% bootstrap interval of the kappa at `best` (None: undefined).",
+    )
+    withheld: str | None = Field(
+        default=None,
+        description="Why no threshold is recommended for the criterion: too few labels, or no threshold agrees "
+        "with people better than chance; None when the fit can be acted on.",
+    )
     kept_then: int | None = Field(default=None, description="Questions the run keeps at `best` (when recommended).")
     undecided_then: int | None = Field(default=None, description="Drafts left undecided at `best` (when recommended).")
 
 
-def fit_threshold(current: int, kappas: Mapping[int, float | None]) -> ThresholdFit:
-    """The best of `kappas` (threshold -> kappa); the current threshold when none is defined."""
+def best_threshold(current: int, kappas: Mapping[int, float | None]) -> int:
+    """The threshold of the highest of `kappas` (threshold -> kappa; ties: the higher threshold); the
+    current threshold when none is defined."""
     defined = {threshold: kappa for threshold, kappa in kappas.items() if kappa is not None}
-    best = max(defined, key=lambda t: (round(defined[t], _DIGITS), t)) if defined else current
-    return ThresholdFit(current=current, best=best, kappas=dict(kappas))
+    return max(defined, key=lambda t: (round(defined[t], _DIGITS), t)) if defined else current
+
+
+def fit_threshold(
+    current: int, kappas: Mapping[int, float | None], *, labels: int, best_low: float | None
+) -> ThresholdFit:
+    """The fit of `kappas` over `labels` labels; `best_low` is the lower end of the best kappa's interval."""
+    best = best_threshold(current, kappas)
+    fit = ThresholdFit(current=current, best=best, kappas=dict(kappas), best_low=best_low)
+    return fit.model_copy(update={"withheld": _withheld(fit, labels)})
+
+
+def _withheld(fit: ThresholdFit, labels: int) -> str | None:
+    """Why this fit is no ground to move a threshold (see the module); None when it is."""
+    if labels < MIN_LABELS:
+        return (
+            f"only {labels} label{'s' if labels != 1 else ''} compared, too few to act on a kappa (at least "
+            f"{MIN_LABELS} are needed): label more drafts with `qagen review`"
+        )
+    best = fit.kappas.get(fit.best)
+    # Below 0, not at it: resamples that happen to hold no rejection by the critic give a kappa of exactly
+    # 0, so a clear agreement with few rejections can have its interval end at 0.00; chance-level labels
+    # reach below it.
+    if best is None or best <= 0 or fit.best_low is None or fit.best_low < 0:
+        interval = "" if fit.best_low is None else f", 95% interval from {fit.best_low:.2f}"
+        return (
+            f"no threshold agrees with your reviewers better than chance (the best, {fit.best}, has kappa "
+            f"{_kappa(best)}{interval}): look at the labels and the critic's prompt before moving its threshold"
+        )
+    return None
 
 
 def improves(fit: ThresholdFit) -> bool:
@@ -74,7 +115,7 @@ def recommend(drafts: RunDrafts, measures: Mapping[str, Measure], *, predict: bo
         fit = measure.threshold
         if fit is None:
             continue
-        if predict and measure.n >= MIN_LABELS and improves(fit):
+        if predict and fit.withheld is None and improves(fit):
             kept, undecided = _kept(_with(drafts, {criterion: fit.best}))
             fit = fit.model_copy(update={"kept_then": kept, "undecided_then": undecided})
             changed[criterion] = fit.best

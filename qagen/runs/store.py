@@ -163,14 +163,18 @@ class RecordLog(Generic[R]):
         return message
 
     def _repair_torn_tail(self) -> None:
-        """Cut a final line that has no newline and does not parse (a write cut short by a crash)."""
+        """Cut a final line that has no newline and does not parse (a write cut short by a crash).
+
+        Checked read-only first: a command that only reads (`qagen status`, `qagen agreement`) needs
+        no write access to a directory whose logs are whole."""
         size = self.path.stat().st_size
         if size == 0:
             return
-        with self.path.open("rb+") as handle:
-            handle.seek(max(0, size - 1))
+        with self.path.open("rb") as handle:
+            handle.seek(size - 1)
             if handle.read(1) == b"\n":
                 return
+        with self.path.open("rb+") as handle:
             # Find the start of the last line.
             block = min(size, 1 << 20)
             while True:

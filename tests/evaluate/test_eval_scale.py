@@ -22,6 +22,7 @@ from qagen.evaluate.runner import Evaluation
 from qagen.evaluate.stamp import STAMP_FILE
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems.callable import CallableSystem
+from qagen.evaluate.systems.index_cache import index_cache_dir
 from qagen.evaluate.testset import load_testset
 from standins.corpus import write_corpus
 from standins.llm.server import StandInLLM
@@ -207,7 +208,7 @@ def test_the_cli_keeps_the_baseline_index_and_rebuilds_it_only_for_a_changed_cor
         return sum(record.getMessage().startswith("Reusing the BM25 index") for record in caplog.records)
 
     first = _evaluate_baseline(llm, questions(4), corpus, out)
-    [saved] = list((out / "bm25_index").iterdir())
+    [saved] = list(index_cache_dir().glob("bm25-*"))  # in the cache, not in --out
     assert (built(), reused()) == (1, 0)
 
     baseline_module._memory.clear()  # as a new process starts: only the saved index can help
@@ -219,13 +220,13 @@ def test_the_cli_keeps_the_baseline_index_and_rebuilds_it_only_for_a_changed_cor
     (corpus / "zz new.md").write_text("The lighthouse report 99 says something new entirely.", encoding="utf-8")
     _evaluate_baseline(llm, questions(6), corpus, out)
     assert (built(), reused()) == (2, 1)
-    [replaced] = list((out / "bm25_index").iterdir())  # the stale index is gone, not kept beside
+    [replaced] = list(index_cache_dir().glob("bm25-*"))  # the stale index is gone, not kept beside
     assert replaced != saved
 
     baseline_module._memory.clear()
     _evaluate_baseline(llm, questions(7), corpus, out, chunk_size=300)  # other chunking: another index
     assert (built(), reused()) == (3, 1)
-    assert len(list((out / "bm25_index").iterdir())) == 2
+    assert len(list(index_cache_dir().glob("bm25-*"))) == 2
 
 
 def test_answers_read_from_an_older_corpus_are_asked_again(llm: StandInLLM, tmp_path: Path) -> None:

@@ -1,9 +1,11 @@
-"""`qagen evaluate --baseline dense|hybrid`: the index reused by a second run (no embeddings call, one
-line saying so), the grid over retrievers and embeddings models, and `qagen report` over it."""
+"""`qagen evaluate --baseline dense|hybrid`: the index reused by a second run, into the same or a new
+`--out` (no chunk embedded, one line saying where the index lives), two runs at once embedding the
+corpus once, the grid over retrievers and embeddings models, and `qagen report` over it."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,9 +17,10 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from qagen.evaluate.systems.corpus_chunks import clear_memory
+from qagen.evaluate.systems.index_cache import index_cache_dir
 from standins.corpus import write_corpus
 from standins.llm.server import StandInLLM
-from tests.evaluate.systems.test_dense import DENSE_MODULES, require_dense
+from tests.extras import DENSE_MODULES, require_dense
 
 QUESTIONS = [
     ("What did the xylophonist from the northern harbour play for the workers?", "Music.", "zz keyword.md"),
@@ -73,7 +76,7 @@ def test_a_second_run_reuses_the_dense_index_and_says_so(
     assert first.exit_code == 0, first.output
     assert embeddings_calls(llm) >= 1 + len(QUESTIONS)  # the chunks, then each question
     assert "note: Built a dense index of " in first.stderr
-    [saved] = list((out / "dense_index").iterdir())
+    [saved] = [path for path in index_cache_dir().iterdir() if path.name.startswith("dense-") and path.is_dir()]
     stats = summary(out)
     assert stats["system_settings"]["retriever"] == "faiss" and stats["metrics"]["hit@2"]["mean"] == 1.0
     assert stats["system_settings"]["embeddings"].startswith("openai:embedder at http://127.0.0.1:")
@@ -90,6 +93,61 @@ def test_a_second_run_reuses_the_dense_index_and_says_so(
     assert summary(out)["metrics"] == stats["metrics"]
 
 
+def test_a_second_evaluation_into_a_new_out_embeds_nothing_and_says_where_the_index_lives(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, testset = inputs
+    first = evaluate(llm, testset, corpus, tmp_path / "first", "--baseline", "dense", "--embeddings", "openai:embedder")
+    assert first.exit_code == 0, first.output
+    [saved] = [path for path in index_cache_dir().glob("dense-*") if path.is_dir()]
+    assert f"embedded by embedder, saved in {saved} for later runs." in first.stderr
+
+    clear_memory()  # a new process
+    llm.reset()
+    second = evaluate(
+        llm, testset, corpus, tmp_path / "second", "--baseline", "dense", "--embeddings", "openai:embedder"
+    )
+    assert second.exit_code == 0, second.output
+    chunk_calls = [entry for entry in llm.log if entry["kind"] == "embeddings"]
+    assert len(chunk_calls) == len(QUESTIONS)  # the questions only: no chunk embedded
+    chunks = json.loads((saved / "qagen_index.json").read_text())["chunks"]
+    reuse = f"note: Reusing the dense index of {chunks} chunks embedded by embedder, saved in {saved}: "
+    assert reuse + "no chunk embedded again." in second.stderr.splitlines()
+    assert summary(tmp_path / "second")["metrics"] == summary(tmp_path / "first")["metrics"]
+
+
+def test_two_dense_evaluations_at_once_embed_the_corpus_once(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, testset = inputs
+    llm.configure(latency=0.3)  # embedding takes a while: the second process starts while the first embeds
+    cache = tmp_path / "shared cache"
+    env = {**os.environ, "QAGEN_CACHE": str(cache)}
+    args = ["--corpus", str(corpus), "--model", "openai:stand-in", "--base-url", llm.base_url, "--metrics",
+            "retrieval", "--chunk-size", "300", "-q", "--baseline", "dense",
+            "--embeddings", "openai:embedder"]  # fmt: skip
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "qagen", "evaluate", str(testset), "--out", str(tmp_path / name), *args],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("one", "two")
+    ]
+    outputs = [process.communicate(timeout=300) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], outputs
+    notes = [stderr for _, stderr in outputs]
+    assert sum("note: Built a dense index of " in stderr for stderr in notes) == 1, notes
+    assert sum("note: Reusing the dense index of " in stderr for stderr in notes) == 1, notes
+    [saved] = [path for path in index_cache_dir(cache).glob("dense-*") if path.is_dir()]
+    meta = json.loads((saved / "qagen_index.json").read_text())
+    # The chunks were embedded once (in batches of 64), each process's questions once.
+    assert embeddings_calls(llm) == -(-meta["chunks"] // 64) + 2 * len(QUESTIONS)
+    assert summary(tmp_path / "one")["metrics"] == summary(tmp_path / "two")["metrics"]
+
+
 def test_a_grid_over_retrievers_and_embeddings_models_and_its_report(
     llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -104,8 +162,9 @@ def test_a_grid_over_retrievers_and_embeddings_models_and_its_report(
     expected = [f"{system}_chunk300_k{k}" for system in ("bm25", "dense-e2", "dense-embedder", "hybrid-e2",
                                                           "hybrid-embedder") for k in (1, 3)]  # fmt: skip
     assert [run.name for run in runs] == expected
-    assert sorted(path.name for path in grid.iterdir() if path not in runs) == ["bm25_index", "dense_index"]
-    assert len(list((grid / "dense_index").iterdir())) == 2  # one per model, shared by k and by hybrid
+    assert [path for path in grid.iterdir() if path not in runs] == []  # the indexes are in the cache
+    dense_saved = [path for path in index_cache_dir().glob("dense-*") if path.is_dir()]
+    assert len(dense_saved) == 2  # one per model, shared by k and by hybrid
     for run in runs:
         settings = summary(run)["system_settings"]
         kind = run.name.split("_")[0].split("-")[0]

@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableLambda
 
 from qagen.cli.app import main
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.systems.index_cache import index_cache_dir
 from qagen.evaluate.testset import load_testset
 from qagen.llm.client import ModelSettings
 from standins.corpus import write_corpus
@@ -311,9 +312,9 @@ def test_settings_grid_and_report(built: Built, tmp_path: Path) -> None:
     grid = tmp_path / "grid"
     result = baseline_eval(built, grid, "--chunk-size", "300,600", "--k", "2,4", "--metrics", "correctness,retrieval")
     assert result.exit_code == 0, result.output
-    names = sorted(path.name for path in grid.iterdir() if path.is_dir() and path.name != "bm25_index")
+    names = sorted(path.name for path in grid.iterdir())  # the runs alone: the indexes are in the cache
     assert names == ["chunk300_k2", "chunk300_k4", "chunk600_k2", "chunk600_k4"]
-    assert len(list((grid / "bm25_index").iterdir())) == 2  # one index per chunk size, shared by the k's
+    assert len(list(index_cache_dir().glob("bm25-*"))) == 2  # one index per chunk size, shared by the k's
     for name in names:
         stats = summary(grid / name)
         assert stats["system_settings"]["chunk_size"] == int(name[5:8]) and stats["k"] == int(name[-1])

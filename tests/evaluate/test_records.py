@@ -28,7 +28,7 @@ CORRECT = JudgeVerdict(
     detail={"feedback": "Right.", "model": "openai:judge", "prompts": ["correctness"]},
 )
 FIXED = [
-    "id", "question", "true_answer", "source_doc", "generated_answer", "answer_error",
+    "id", "question", "true_answer", "source_doc", "generated_answer", "answer_error", "output_cut",
     "retrieved_docs", "retrieved_sources", "test_settings", "evidence",
 ]  # fmt: skip
 

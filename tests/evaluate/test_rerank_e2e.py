@@ -25,6 +25,7 @@ from standins.corpus import write_corpus
 from standins.llm.outcomes import first_sentence
 from standins.llm.rerank import ranking
 from standins.llm.server import StandInLLM
+from tests.extras import require_dense
 
 CHUNK = "400"
 K = 2
@@ -181,13 +182,26 @@ def test_listwise_calls_go_in_batch_rounds_before_the_readers(setup: Setup) -> N
 
 
 @pytest.mark.parametrize(
-    ("extra", "message"),
+    ("extra", "message", "needs"),
     [
-        (["--rerank", "listwise"], "Unknown reranker 'listwise' in --rerank; name one as none, cross-encoder:PATH"),
-        (["--rerank", "cross-encoder:/nowhere"], "No cross-encoder model folder at /nowhere: name in --rerank"),
+        (
+            ["--rerank", "listwise"],
+            "Unknown reranker 'listwise' in --rerank; name one as none, cross-encoder:PATH",
+            None,
+        ),
+        # The cross-encoder is read by sentence-transformers (the dense extra): without it, that is the message.
+        (
+            ["--rerank", "cross-encoder:/nowhere"],
+            "No cross-encoder model folder at /nowhere: name in --rerank",
+            "sentence_transformers",
+        ),
     ],
 )
-def test_a_wrong_reranker_is_one_clear_sentence(setup: Setup, extra: list[str], message: str) -> None:
+def test_a_wrong_reranker_is_one_clear_sentence(
+    setup: Setup, extra: list[str], message: str, needs: str | None
+) -> None:
+    if needs is not None:
+        require_dense(needs)
     result = evaluate(setup, setup.root / "wrong", *extra)
     assert result.exit_code != 0
     assert message in result.output

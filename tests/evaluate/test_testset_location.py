@@ -46,6 +46,7 @@ def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         ("my data", True),  # no Hub id has a space
         ("C:/data", True),  # nor a colon
         ("run/datset", True),  # `run/` is a folder here
+        ("runn", True),  # a bare name close to `run/` here: a typo, not a Hub id
         ("alice/qa-set", False),
         ("alice/qa.v2", False),
         ("squad", False),
@@ -61,6 +62,7 @@ def test_looks_local(here: Path, spec: str, local: bool) -> None:
         ("./runn/dataset", "no such file or folder: ./runn/dataset (did you mean ./run/dataset?)."),
         ("run/datset", "no such file or folder: run/datset (did you mean run/dataset?)."),
         ("./set.jsnol", "no such file or folder: ./set.jsnol (did you mean ./set.jsonl?)."),
+        ("runn", "no such file or folder: runn (did you mean run?)."),
         ("/nowhere/at/all", "no such file or folder: /nowhere/at/all."),
     ],
 )

@@ -68,9 +68,9 @@ def test_drafts_failing_a_free_check_get_no_critic_call(corpus: Path, tmp_path: 
             assert row["reason"] not in RULE_REASONS.values()
             assert critiqued[row["question"]] > 0
     assert set(broken) == set(RULE_REASONS)  # every kind of broken draft was really sent
-    funnel = result.summary["funnel"]
+    funnel = result.summary.model_dump(mode="json")["funnel"]
     assert funnel["checks_rejected"] == dict(sorted(Counter(RULE_REASONS[k] for k in broken.elements()).items()))
-    assert result.summary["profile"]["checks"] == funnel["checks_rejected"]
+    assert result.summary.model_dump(mode="json")["profile"]["checks"] == funnel["checks_rejected"]
 
     kept = _rows(tmp_path / "run" / "dataset")
     assert kept

@@ -69,7 +69,7 @@ def test_thirty_documents_each_get_a_question_before_any_gets_a_second_and_the_f
     assert len(per_document) == 30 and max(per_document.values()) > 1  # documents have several chunks
     assert Counter(row["source_doc"] for row in candidates) == dict.fromkeys(per_document, 1)
 
-    profile = result.summary["profile"]
+    profile = result.summary.model_dump(mode="json")["profile"]
     coverage = profile["coverage"]
     assert coverage["documents"] == 30 and coverage["chunks"] == len(chunks)
     assert coverage["documents_sampled"] == 30 and coverage["chunks_sampled"] == 30
@@ -136,7 +136,10 @@ def test_duplicates_in_other_words_are_caught_with_the_dense_extra(tmp_path: Pat
             assert rows[1]["reason"] == f"same_meaning_as:{rows[0]['id']}" and rows[0]["status"] == "kept"
     assert caught >= 7  # what the bundled model separates at the default threshold (test_semantic_dedup.py)
     assert all(by_question[other]["status"] == "kept" for _, other in DIFFERENT)
-    funnel, duplicates = result.summary["funnel"], result.summary["profile"]["duplicates"]
+    funnel, duplicates = (
+        result.summary.model_dump(mode="json")["funnel"],
+        result.summary.model_dump(mode="json")["profile"]["duplicates"],
+    )
     assert funnel["semantic_duplicates"] == duplicates["semantic"] == caught
     assert duplicates["semantic_model"] == "all-MiniLM-L6-v2" and duplicates["lexical_only_because"] is None
 
@@ -155,7 +158,9 @@ def test_without_the_dense_extra_the_build_says_it_used_the_lexical_rule_only(
     said = capsys.readouterr().err
     assert said.count("the lexical rule only") == 1
     assert "the dense extra is not installed (sentence_transformers missing" in said
-    duplicates = result.summary["profile"]["duplicates"]
+    duplicates = result.summary.model_dump(mode="json")["profile"]["duplicates"]
     assert duplicates["semantic_model"] is None and "dense extra" in duplicates["lexical_only_because"]
-    assert result.summary["funnel"]["semantic_duplicates"] == 0
-    assert result.summary["funnel"]["kept"] == len(PARAPHRASES) * 2 + len(DIFFERENT)  # no lexical duplicate among them
+    assert result.summary.model_dump(mode="json")["funnel"]["semantic_duplicates"] == 0
+    assert result.summary.model_dump(mode="json")["funnel"]["kept"] == len(PARAPHRASES) * 2 + len(
+        DIFFERENT
+    )  # no lexical duplicate among them

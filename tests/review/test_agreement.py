@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from qagen.review.labels import Label, LabelStore
+from qagen.review.labels import CriterionLabel, Label, LabelStore
 from qagen.review.sample import SAMPLE_FILE
 from tests.review.conftest import build_run, invoke
 
@@ -183,3 +183,48 @@ def test_export_import_and_agreement_match_sklearn_and_the_filter_keeps_what_was
     text = invoke("agreement", run)
     assert text.exit_code == 0 and "false keeps" in text.output and "between reviewers:" in text.output
     assert len(llm.log) == requests
+
+
+def _label_drafts(run: Path, count: int, verdict: Any) -> list[str]:
+    """Label the first `count` candidates with `verdict(position) -> pass?` on every criterion."""
+    from datasets import load_from_disk
+
+    ids = [str(row["id"]) for row in load_from_disk(str(run / "candidates"))][:count]
+    with LabelStore(run) as store:
+        for position, draft in enumerate(ids):
+            passed = verdict(position)
+            criteria = {criterion: CriterionLabel.of(passed) for criterion in CRITERIA}
+            store.append(Label(kind="draft", item_id=draft, reviewer="ana", criteria=criteria, via="page"))
+    return ids
+
+
+@pytest.mark.parametrize(
+    ("count", "why"),
+    [
+        (4, "only 4 labels compared, too few to act on a kappa (at least 20 are needed)"),
+        (60, "no threshold agrees with your reviewers better than chance"),
+    ],
+)
+def test_few_or_chance_level_labels_recommend_no_threshold_and_say_why(
+    llm: Any, corpus: Path, tmp_path: Path, count: int, why: str
+) -> None:
+    llm.configure(score_policy=_score_policy)
+    run = build_run(llm, corpus, tmp_path / "run", n=80)
+    assert invoke("review", run, "--export", tmp_path / "sheet.csv", "--size", "60").exit_code == 0  # fills scores
+    rng = random.Random(11)
+    _label_drafts(run, count, lambda _: rng.random() < 0.5)  # labels that know nothing of the drafts
+    result = invoke("agreement", run, "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["recommendations"] == [] and report["filter_command"] is None and report["kept_then"] is None
+    assert report["thresholds"] == dict.fromkeys(CRITERIA, THRESHOLD)  # nothing moved
+    for criterion in CRITERIA:
+        fit = report["measures"][criterion]["threshold"]
+        assert fit["withheld"] is not None and fit["withheld"].startswith(why), fit
+    if count >= 20:  # the best threshold beats the run's by a little: the rule before moved it, for nothing
+        fits = [report["measures"][criterion]["threshold"] for criterion in CRITERIA]
+        assert any(fit["kappas"][str(fit["best"])] > fit["kappas"][str(fit["current"])] for fit in fits), fits
+    text = invoke("agreement", run).output
+    for criterion in CRITERIA:
+        assert f"{criterion}: no threshold recommended: {why}" in text
+    assert "match your reviewers at least as well" not in text

@@ -70,3 +70,35 @@ def test_empty_cells_are_not_labels_and_scores_compare_at_the_run_threshold(buil
     again = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
     assert "imported 0 labels" in again.output and "2 unchanged" in again.output
     assert len((built_run / LABELS_FILE).read_text().splitlines()) == 2
+
+
+def test_a_semicolon_separated_file_is_read_as_a_spreadsheet_in_such_a_locale_saves_it(
+    built_run: Path, tmp_path: Path
+) -> None:
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    rows[0].update(relevance="fail", note="deux; trois")  # a semicolon inside a quoted cell stays in it
+    with sheet.open("w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), delimiter=";")
+        writer.writeheader()
+        writer.writerows(rows)
+    result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert result.exit_code == 0, result.output
+    [label] = LabelStore(built_run).read().values()
+    assert label.item_id == rows[0]["id"] and label.note == "deux; trois"
+    assert label.criteria["relevance"].passed is False
+
+
+def test_two_rows_of_one_item_and_reviewer_that_differ_stop_the_import(built_run: Path, tmp_path: Path) -> None:
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    rows[0]["relevance"] = "pass"
+    rows[1]["relevance"] = "pass"
+    twice = {**rows[0], "relevance": "fail"}
+    same = dict(rows[1])  # an identical copy says nothing new: no problem
+    _write(sheet, [*rows, twice, same])
+    result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert result.exit_code == 1
+    assert f"line 8: ana's label of id {rows[0]['id']!r} differs from the one on line 2" in result.output
+    assert "line 9" not in result.output
+    assert not (built_run / LABELS_FILE).exists()

@@ -20,11 +20,12 @@ import inspect
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from langchain_core.runnables import Runnable
 
+from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError
 from qagen.evaluate.records import RagOutput
 from qagen.evaluate.systems.protocol import AnswerInterrupted
@@ -78,6 +79,7 @@ class CallableSystem:
     The function may be sync (run in a thread of its own, so it never blocks the event loop and
     many questions can be in flight) or async. It returns anything `parse_reply` accepts. A Runnable
     is called with `ainvoke(question)`, or `ainvoke({input_key: question})` when `input_key` is given.
+    Each call has `policy.timeout` seconds, and failures that may pass are retried (see `answer`).
     When the run is cancelled (Ctrl-C), a sync call still running gets `interrupt_grace` seconds to
     return before it is abandoned (see the module docstring).
     """
@@ -89,6 +91,7 @@ class CallableSystem:
         name: str | None = None,
         input_key: str | None = None,
         interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
+        policy: CallPolicy | None = None,
     ) -> None:
         if not (isinstance(fn, Runnable) or callable(fn)):
             raise ConfigError(f"A RAG system must be a function or a LangChain Runnable, got {type(fn).__name__}.")
@@ -100,52 +103,98 @@ class CallableSystem:
         self._input_key = input_key
         self._name = name or _callable_name(fn)
         self.interrupt_grace = interrupt_grace
+        self.policy = policy or CallPolicy()
 
     @classmethod
     def from_spec(
-        cls, spec: str, *, input_key: str | None = None, interrupt_grace: float = DEFAULT_INTERRUPT_GRACE
+        cls,
+        spec: str,
+        *,
+        input_key: str | None = None,
+        interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
+        policy: CallPolicy | None = None,
     ) -> CallableSystem:
         """The system named by `module:function` (see `load_callable`)."""
-        return cls(load_callable(spec), name=spec, input_key=input_key, interrupt_grace=interrupt_grace)
+        return cls(load_callable(spec), name=spec, input_key=input_key, interrupt_grace=interrupt_grace, policy=policy)
 
     @property
     def name(self) -> str:
         return self._name
 
     async def answer(self, question: str) -> RagOutput:
-        try:
-            result = await self._call(question)
-        except Exception as exc:  # noqa: BLE001 - deliberate: the system under test failing on one question is
-            # one of the things an evaluation measures; it is recorded on that question (type and message
-            # kept), not swallowed, and the other questions still run. Ctrl-C and cancellation are not
-            # Exceptions and still stop the run.
-            return RagOutput(answer=None, error=_system_error(exc))
-        return _read(result)
+        """The function's answer, within `policy.timeout` seconds per call; a call that timed out or
+        raised `TimeoutError` / `ConnectionError` (failures that may pass) is made again, up to
+        `policy.max_retries` times. Any other exception, and `sys.exit`, is recorded on the question."""
+        policy = self.policy
+        error = ""
+        for attempt in range(policy.attempts):
+            try:
+                result = await self._call(question, policy.timeout)
+            except _NoReplyInTime:
+                error = "timeout"  # as the endpoint records it: one reason, whatever the system
+            except (TimeoutError, ConnectionError) as exc:
+                error = _system_error(exc)
+            except Exception as exc:  # noqa: BLE001 - deliberate: the system under test failing on one question is
+                # one of the things an evaluation measures; it is recorded on that question (type and message
+                # kept), not swallowed, and the other questions still run. Ctrl-C and cancellation are not
+                # Exceptions and still stop the run.
+                return RagOutput(answer=None, error=_system_error(exc))
+            except SystemExit as exc:
+                # `sys.exit` in the system under test is its failure, not the evaluation's exit code.
+                return RagOutput(answer=None, error=f"system_error: SystemExit: sys.exit({exc.code!r}) was called")
+            else:
+                return _read(result)
+            if attempt < policy.max_retries:
+                await asyncio.sleep(policy.delay(attempt))
+        return RagOutput(answer=None, error=error)
 
-    async def _call(self, question: str) -> object:
+    async def _call(self, question: str, timeout: float) -> object:
         fn = self._fn
         if isinstance(fn, Runnable):
             payload: object = question if self._input_key is None else {self._input_key: question}
-            return await fn.ainvoke(payload)
+            return await _within(fn.ainvoke(payload), timeout)
         if _is_async_callable(fn):
-            result = await fn(question)
+            result = await _within(fn(question), timeout)
         else:
-            result = await self._in_thread(fn, question)
+            result = await self._in_thread(fn, question, timeout)
         # A sync wrapper around an async function hands back the coroutine; finish it here.
         if inspect.isawaitable(result):
-            result = await result
+            result = await _within(result, timeout)
         return result
 
-    async def _in_thread(self, fn: Callable[[str], Any], question: str) -> object:
-        """`fn(question)` in a daemon thread; on cancellation, its result if it comes within the grace
-        period, else `AnswerInterrupted` with a failure: the thread is abandoned, never waited for."""
+    async def _in_thread(self, fn: Callable[[str], Any], question: str, timeout: float) -> object:
+        """`fn(question)` in a daemon thread, awaited `timeout` seconds (then abandoned: Python cannot
+        stop a thread); on cancellation, its result if it comes within the grace period, else
+        `AnswerInterrupted` with a failure: the thread is abandoned, never waited for."""
         call = _start_daemon_call(fn, question)
         try:
-            return await asyncio.shield(call)
+            done, _ = await asyncio.wait({call}, timeout=timeout)
         except asyncio.CancelledError:
-            pass
-        output = await _outcome_within(call, self.interrupt_grace)
-        raise AnswerInterrupted(output)
+            output = await _outcome_within(call, self.interrupt_grace)
+            raise AnswerInterrupted(output) from None
+        if not done:
+            raise _NoReplyInTime
+        return call.result()
+
+
+class _NoReplyInTime(Exception):
+    """The system gave no reply within the policy's timeout."""
+
+
+async def _within(awaitable: Awaitable[object], timeout: float) -> object:
+    """`awaitable`'s result, or `_NoReplyInTime` after `timeout` seconds (the call is cancelled)."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:
+        task.cancel()  # the run is cancelled: so is the call
+        raise
+    if not done:
+        task.cancel()
+        # What the cancelled call ends with is nobody's to read; taken here so asyncio does not log it.
+        task.add_done_callback(lambda ended: ended.cancelled() or ended.exception())
+        raise _NoReplyInTime
+    return task.result()
 
 
 def _start_daemon_call(fn: Callable[[str], Any], question: str) -> asyncio.Future[object]:

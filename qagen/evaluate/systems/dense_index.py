@@ -2,8 +2,8 @@
 
 Vectors are scaled to unit length and searched by inner product in a flat (exact) FAISS index, so a
 score is the cosine similarity of question and chunk. The index file holds the vectors themselves:
-saved in the evaluation directory under a key of the corpus files, the chunking and the embeddings
-model, it is reused by later runs with no text embedded again.
+saved in the index cache (`index_cache`) under a key of the corpus files, the chunking and the
+embeddings model, it is reused by later runs, into any output directory, with no text embedded again.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from qagen.errors import CorpusError, LLMUnavailableError, QagenError
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, remember, warn_skipped
 from qagen.evaluate.systems.embeddings import EmbeddingsModel, require_dense_extra
+from qagen.evaluate.systems.index_cache import building
 from qagen.evaluate.systems.retrievers import ScoredContext
 from qagen.evaluate.systems.saved_index import load_folder, save_folder
 from qagen.generation.load.documents import CorpusReport
@@ -161,6 +162,10 @@ class DenseRetriever:
     def _load_or_build(self, key: str) -> DenseIndex:
         _faiss()  # a missing extra is said now, before any text is embedded
         folder = self.index_dir / f"dense-{key[:24]}" if self.index_dir is not None else None
+        with building(folder):  # another process embedding this corpus: wait, then load its index
+            return self._load_or_embed(folder, key)
+
+    def _load_or_embed(self, folder: Path | None, key: str) -> DenseIndex:
         index = DenseIndex.load(folder, key) if folder is not None else None
         if index is not None:
             _logger.info(
@@ -179,10 +184,16 @@ class DenseRetriever:
         what = f"{len(texts)} chunks with {self.embeddings.label}"
         vectors = embed_texts(self.embeddings.embeddings(), texts, what=what, progress=self.corpus.progress)
         index = DenseIndex.of(vectors, contexts)
-        _logger.info("Built a dense index of %d chunks embedded by %s.", len(contexts), self.embeddings.label)
-        if folder is not None:
-            folder.parent.mkdir(parents=True, exist_ok=True)
+        if folder is None:
+            _logger.info("Built a dense index of %d chunks embedded by %s.", len(contexts), self.embeddings.label)
+        else:
             index.save(folder, key, self.index_settings())
+            _logger.info(
+                "Built a dense index of %d chunks embedded by %s, saved in %s for later runs.",
+                len(contexts),
+                self.embeddings.label,
+                folder,
+            )
         return index
 
     def contexts(self) -> list[RetrievedContext]:

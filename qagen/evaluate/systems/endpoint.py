@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import random
 import time
 from collections.abc import Mapping
 
 import httpx
 
+from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError, QagenError
 from qagen.evaluate.records import RagOutput
 from qagen.evaluate.systems.replies import BadReply, parse_reply
@@ -30,8 +30,9 @@ _MAX_RETRY_AFTER = 300.0
 class EndpointSystem:
     """A RAG system behind HTTP: `POST url` with `{"question": ...}`, replying with `parse_reply`'s JSON.
 
-    Retries 429, 5xx, timeouts and dropped connections up to `max_retries` times, with exponential
-    backoff (`backoff` seconds, doubled each time) or the server's `Retry-After`. A question that
+    Waits `policy.timeout` seconds for a reply and retries 429, 5xx, timeouts and dropped connections
+    up to `policy.max_retries` times, with exponential backoff (`CallPolicy.delay`) or the server's
+    `Retry-After`: the same timeout and retries as every other client. A question that
     still fails is recorded (`rate_limited`, `server_error: ...`, `timeout`, `connection_error`,
     `http_error: ...`, `bad_response: ...`). Raises `QagenError` only when the endpoint cannot be
     used at all: refused connections on every attempt, or 401/403/404/405, before any good reply.
@@ -41,20 +42,14 @@ class EndpointSystem:
         self,
         url: str,
         *,
-        timeout: float = 60.0,
-        max_retries: int = 3,
-        backoff: float = 0.5,
+        policy: CallPolicy | None = None,
         headers: Mapping[str, str] | None = None,
         name: str | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise ConfigError(f"The RAG endpoint must be an http:// or https:// URL, got '{redact_url(url)}'.")
-        if max_retries < 0 or timeout <= 0 or backoff < 0:
-            raise ConfigError("The endpoint's timeout must be positive, its retries and backoff not negative.")
         self.url = url
-        self._timeout = timeout
-        self._max_retries = max_retries
-        self._backoff = backoff
+        self.policy = policy or CallPolicy()
         self._headers = dict(headers or {})
         self._name = name or redact_url(url) or url
         self._client: httpx.AsyncClient | None = None
@@ -77,14 +72,15 @@ class EndpointSystem:
     def _http(self) -> httpx.AsyncClient:
         # Made on first use, inside the running event loop: an httpx client belongs to one loop.
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self._timeout, headers=self._headers)
+            self._client = httpx.AsyncClient(timeout=self.policy.timeout, headers=self._headers)
         return self._client
 
     async def answer(self, question: str) -> RagOutput:
         error = ""
         all_refused = True
-        for attempt in range(self._max_retries + 1):
-            wait = self._backoff * 2**attempt * (1 + 0.25 * random.random())  # jitter spreads retries out
+        policy = self.policy
+        for attempt in range(policy.attempts):
+            wait = policy.delay(attempt)
             try:
                 response = await self._http().post(self.url, json={"question": question})
             except httpx.ConnectError as exc:
@@ -102,12 +98,12 @@ class EndpointSystem:
                 asked = _retry_after(response)
                 if asked is not None:
                     wait = asked
-            if attempt < self._max_retries:
+            if attempt < policy.max_retries:
                 await asyncio.sleep(wait)
         if all_refused and self._answered == 0:
             raise QagenError(
                 f"Cannot reach the RAG endpoint at {self._where} (connection refused after "
-                f"{self._max_retries + 1} attempts); is the server running and is the URL right?"
+                f"{policy.attempts} attempts); is the server running and is the URL right?"
             )
         return RagOutput(answer=None, error=error.rstrip())
 

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 from langchain_core.messages import BaseMessage
 
 from qagen.evaluate.records import RagOutput, RetrievedContext
+from qagen.output_cap import cap_text
 
-__all__ = ["ANSWER_KEYS", "CONTEXT_KEYS", "BadReply", "parse_reply", "type_name"]
+__all__ = ["ANSWER_KEYS", "CONTEXT_KEYS", "BadReply", "capped", "parse_reply", "type_name"]
 
 # Key names accepted for the answer and the contexts: qagen's own first, then those of the
 # cookbook notebook's results file (`generated_answer`, `retrieved_docs`) and of LangChain's
@@ -34,6 +35,37 @@ def parse_reply(value: object) -> RagOutput:
     object with `answer` and optionally `contexts` (strings, objects with `text`, or LangChain
     `Document`s) and `sources` (one source id per context, used where a context names none).
     """
+    return _read(value)
+
+
+def capped(output: RagOutput) -> RagOutput:
+    """`output` with its answer and each context cut to `MAX_REPLY_CHARS` characters, as a model's reply
+    is (`qagen.output_cap`), the cuts recorded in `RagOutput.cut`. The evaluation applies it to every
+    system's output before storing or judging it: a 2 MB answer is never sent to a judge whole."""
+    cut = dict(output.cut)
+    answer = output.answer
+    if answer is not None:
+        answer, answer_cut_from = cap_text(answer)
+        if answer_cut_from is not None:
+            cut["answer"] = answer_cut_from
+    contexts: list[RetrievedContext] = []
+    for position, context in enumerate(output.contexts):
+        text, context_cut_from = cap_text(context.text)
+        if context_cut_from is None:
+            contexts.append(context)
+            continue
+        cut[f"context {position}"] = context_cut_from
+        # The offsets still say where the whole passage is in its document.
+        end = context.end_index
+        if end is None and context.start_index is not None:
+            end = context.start_index + context_cut_from
+        contexts.append(context.model_copy(update={"text": text, "end_index": end}))
+    if cut == output.cut:
+        return output
+    return output.model_copy(update={"answer": answer, "contexts": contexts, "cut": cut})
+
+
+def _read(value: object) -> RagOutput:
     if isinstance(value, RagOutput):
         return value
     if isinstance(value, str):

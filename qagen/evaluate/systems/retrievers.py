@@ -16,6 +16,7 @@ from qagen.errors import ConfigError
 from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.bm25_index import INDEX_VERSION, BM25Index, index_chunks
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, remember, warn_skipped
+from qagen.evaluate.systems.index_cache import building
 
 # The step after retrieval has its own package (`qagen.evaluate.systems.rerank`); named here too.
 from qagen.evaluate.systems.rerank.base import Reranker as Reranker
@@ -123,15 +124,15 @@ class BM25Retriever:
 
     def _load_or_build(self, key: str) -> BM25Index:
         folder = self.index_dir / f"bm25-{key[:24]}" if self.index_dir is not None else None
-        index = BM25Index.load(folder, key) if folder is not None else None
-        if index is None:
-            report = CorpusReport()
-            index = index_chunks(self.corpus.documents(report), self.corpus.splitter, progress=self.corpus.progress)
-            index.report = report
-            warn_skipped(report, "BM25 baseline")
-            if folder is not None:
-                folder.parent.mkdir(parents=True, exist_ok=True)
-                index.save(folder, key, self.index_settings())
+        with building(folder):  # another process building this index: wait, then load it
+            index = BM25Index.load(folder, key) if folder is not None else None
+            if index is None:
+                report = CorpusReport()
+                index = index_chunks(self.corpus.documents(report), self.corpus.splitter, progress=self.corpus.progress)
+                index.report = report
+                warn_skipped(report, "BM25 baseline")
+                if folder is not None:
+                    index.save(folder, key, self.index_settings())
         return index
 
     def contexts(self) -> list[RetrievedContext]:

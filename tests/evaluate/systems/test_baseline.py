@@ -234,7 +234,7 @@ def test_index_on_disk_is_reused_until_the_corpus_changes(tmp_path: Path, monkey
     question = "What did the xylophonist play?"
     first = bm25(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)
     expected = first.retrieve(question)
-    [saved] = list(index_dir.iterdir())
+    [saved] = list(index_dir.glob("[!.]*"))  # not .locks
     first_key = cache_key(first)
     assert json.loads((saved / "qagen_index.json").read_text())["key"] == first_key
 
@@ -255,18 +255,18 @@ def test_index_on_disk_is_reused_until_the_corpus_changes(tmp_path: Path, monkey
     assert "drum" in changed.retrieve("drum")[0].text
     assert again.retrieve("drum") == []  # the instance built before the change keeps its index
     # The index of the corpus as it was can never be used again: it is replaced, not kept beside.
-    [replaced] = list(index_dir.iterdir())
+    [replaced] = list(index_dir.glob("[!.]*"))  # not .locks
     assert json.loads((replaced / "qagen_index.json").read_text())["key"] == cache_key(changed)
     # Other chunking is another index of the same corpus, still valid: kept.
     bm25(corpus, reader=fake_reader(), chunk_size=300, index_dir=index_dir, progress=False).build_index()
-    assert len(list(index_dir.iterdir())) == 2
+    assert len(list(index_dir.glob("[!.]*"))) == 2  # not .locks
 
 
 def test_damaged_index_on_disk_is_rebuilt(tmp_path: Path) -> None:
     corpus = keyword_corpus(tmp_path)
     index_dir = tmp_path / "indexes"
     bm25(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False).build_index()
-    [saved] = list(index_dir.iterdir())
+    [saved] = list(index_dir.glob("[!.]*"))  # not .locks
     (saved / "contexts.jsonl").write_text('{"text": "half a line', encoding="utf-8")
     baseline_module._memory.clear()
     rebuilt = bm25(corpus, reader=fake_reader(), chunk_size=400, index_dir=index_dir, progress=False)

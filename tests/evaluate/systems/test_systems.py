@@ -18,6 +18,7 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import RunnableLambda
 
+from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError, QagenError
 from qagen.evaluate.records import RagOutput, RetrievedContext
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
@@ -341,14 +342,14 @@ def test_endpoint_good_reply(endpoint: _Server) -> None:
 
 def test_endpoint_retries_500_then_succeeds(endpoint: _Server) -> None:
     endpoint.script = [(500, "overloaded", {}), (429, "slow down", {"Retry-After": "0"})]
-    output = run(ask(EndpointSystem(endpoint.url, backoff=0.01), "Q"))
+    output = run(ask(EndpointSystem(endpoint.url, policy=CallPolicy(backoff=0.01)), "Q"))
     assert output.answer == "echo Q" and output.error == ""
     assert len(endpoint.requests) == 3
 
 
 def test_endpoint_gives_up_after_max_retries(endpoint: _Server) -> None:
     endpoint.default = (503, "down for maintenance", {})
-    output = run(ask(EndpointSystem(endpoint.url, max_retries=2, backoff=0.01), "Q"))
+    output = run(ask(EndpointSystem(endpoint.url, policy=CallPolicy(max_retries=2, backoff=0.01)), "Q"))
     assert output.answer is None and output.error == "server_error: 503 down for maintenance"
     assert len(endpoint.requests) == 3
 
@@ -393,11 +394,11 @@ def test_endpoint_dead_port_raises_quickly() -> None:
         port = probe.getsockname()[1]
     started = time.monotonic()
     with pytest.raises(QagenError, match=rf"Cannot reach the RAG endpoint at http://127.0.0.1:{port}/rag"):
-        run(ask(EndpointSystem(f"http://127.0.0.1:{port}/rag", max_retries=0), "Q"))
+        run(ask(EndpointSystem(f"http://127.0.0.1:{port}/rag", policy=CallPolicy(max_retries=0)), "Q"))
     assert time.monotonic() - started < 5
     # With retries, every attempt is refused before the run stops.
     with pytest.raises(QagenError, match=r"connection refused after 3 attempts"):
-        run(ask(EndpointSystem(f"http://127.0.0.1:{port}/rag", max_retries=2, backoff=0.01), "Q"))
+        run(ask(EndpointSystem(f"http://127.0.0.1:{port}/rag", policy=CallPolicy(max_retries=2, backoff=0.01)), "Q"))
 
 
 def test_endpoint_rejects_non_http_url() -> None:

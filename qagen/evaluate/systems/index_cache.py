@@ -1,0 +1,66 @@
+"""Where the bundled baseline's indexes live between runs: one cache for every evaluation.
+
+A BM25 index, and a dense index with the chunks' embeddings, depend on the corpus (its path and its
+files' names, sizes and modification times), the chunking and, for dense, the embeddings model, never
+on the evaluation's output directory: they are kept in a cache folder of their own, under a key of
+exactly those (`CorpusChunks.cache_key`), so a second evaluation of the same corpus with the same
+model, into any output directory, embeds nothing and says where the index it reused lives.
+
+The cache is found as the Hugging Face libraries find theirs: `$QAGEN_CACHE`, else
+`$XDG_CACHE_HOME/qagen`, else `~/.cache/qagen`; an evaluation may name another (`index_cache_dir(cache)`).
+Indexes are in its `indexes/` folder, one folder each (`bm25-KEY`, `dense-KEY`, see `saved_index`),
+their lock files in `indexes/.locks/`; deleting any of them, or the whole cache, only costs the time
+to build them again.
+
+Two processes are safe: a folder appears complete or not at all (written aside, then renamed, by
+`saved_index.save_folder`), and `building` holds a file lock per index while it is loaded or built,
+so a second evaluation of the same corpus at the same time waits for the first one's index and reads
+it instead of embedding every chunk a second time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from pathlib import Path
+
+from filelock import FileLock
+
+__all__ = ["CACHE_ENV", "LOCKS", "building", "cache_home", "index_cache_dir"]
+
+CACHE_ENV = "QAGEN_CACHE"
+"""The environment variable naming qagen's cache folder."""
+LOCKS = ".locks"
+"""The folder of the indexes' lock files, inside the folder of the indexes."""
+_INDEXES = "indexes"
+
+
+def cache_home() -> Path:
+    """qagen's cache folder: `$QAGEN_CACHE`, else `$XDG_CACHE_HOME/qagen`, else `~/.cache/qagen`."""
+    explicit = os.environ.get(CACHE_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "qagen"
+
+
+def index_cache_dir(cache: Path | None = None) -> Path:
+    """The folder of the saved indexes in `cache` (default: `cache_home()`)."""
+    return (cache if cache is not None else cache_home()) / _INDEXES
+
+
+def building(folder: Path | None) -> AbstractContextManager[None]:
+    """Held while the index saved in `folder` is loaded, or built and saved: one process at a time
+    per index (another waits, then loads what the first saved). Nothing to hold without a folder."""
+    return nullcontext() if folder is None else _locked(folder)
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    # In `.locks/` beside the indexes, as the Hugging Face hub cache keeps its own. flock(2): the
+    # kernel releases a lock when its holder exits, even after kill -9, so none is ever left stale.
+    locks = folder.parent / LOCKS
+    locks.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(locks / f"{folder.name}.lock")):
+        yield

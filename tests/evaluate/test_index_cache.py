@@ -1,0 +1,128 @@
+"""The baseline's indexes live in qagen's cache, not in `--out`: a second evaluation of the same corpus
+into another directory builds nothing and says where the index it reused lives; two evaluations at
+once build it once and leave it whole. BM25 here (no extra needed); the dense index, whose building
+is the expensive part, in `test_evaluate_dense.py`."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from qagen.cli.app import main
+from qagen.evaluate.systems.corpus_chunks import clear_memory
+from qagen.evaluate.systems.index_cache import cache_home, index_cache_dir
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
+
+QUESTION = {"question": "Where did the council move the archive to?", "answer": "To the museum.", "source_doc": "a.md"}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memory() -> Iterator[None]:
+    clear_memory()  # as a new process: only what is saved can help
+    yield
+    clear_memory()
+
+
+@pytest.fixture()
+def inputs(tmp_path: Path) -> tuple[Path, Path]:
+    corpus = write_corpus(tmp_path / "corpus", documents=4, paragraphs=3)
+    (corpus / "a.md").write_text("The council later moved the archive to the museum.", encoding="utf-8")
+    testset = tmp_path / "set.jsonl"
+    testset.write_text(json.dumps(QUESTION) + "\n", encoding="utf-8")
+    return corpus, testset
+
+
+def arguments(llm: StandInLLM, testset: Path, corpus: Path, out: Path, *extra: str) -> list[str]:
+    return ["evaluate", str(testset), "--baseline", "bm25", "--corpus", str(corpus), "--model", "openai:stand-in",
+            "--base-url", llm.base_url, "--metrics", "retrieval", "--chunk-size", "300", "--out", str(out), "-q",
+            *extra]  # fmt: skip
+
+
+def evaluate(llm: StandInLLM, testset: Path, corpus: Path, out: Path, *extra: str) -> Result:
+    return CliRunner().invoke(main, arguments(llm, testset, corpus, out, *extra), catch_exceptions=False)
+
+
+def saved_indexes(cache: Path, kind: str = "bm25") -> list[Path]:
+    return sorted(path for path in index_cache_dir(cache).glob(f"{kind}-*") if path.is_dir())
+
+
+def test_the_cache_is_found_as_the_hugging_face_caches_are(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("QAGEN_CACHE", str(tmp_path / "mine"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_home() == tmp_path / "mine"
+    monkeypatch.delenv("QAGEN_CACHE")
+    assert cache_home() == tmp_path / "xdg" / "qagen"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_home() == tmp_path / "home" / ".cache" / "qagen"
+    assert index_cache_dir() == tmp_path / "home" / ".cache" / "qagen" / "indexes"
+
+
+def test_a_second_evaluation_into_another_out_reuses_the_index_and_says_where(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, testset = inputs
+    first = evaluate(llm, testset, corpus, tmp_path / "first")
+    assert first.exit_code == 0, first.output
+    [saved] = saved_indexes(cache_home())
+    assert "note: Built a BM25 index of " in first.stderr
+    assert not any(path.is_dir() for path in (tmp_path / "first").iterdir())  # nothing of the index in --out
+
+    clear_memory()
+    second = evaluate(llm, testset, corpus, tmp_path / "second")
+    assert second.exit_code == 0, second.output
+    chunks = json.loads((saved / "qagen_index.json").read_text())["chunks"]
+    assert f"note: Reusing the BM25 index of {chunks} chunks saved in {saved}." in second.stderr.splitlines()
+    assert "Built a BM25 index" not in second.stderr
+    assert saved_indexes(cache_home()) == [saved]
+    rows = [json.loads((out / "results.jsonl").read_text()) for out in (tmp_path / "first", tmp_path / "second")]
+    assert rows[0]["retrieved_docs"] == rows[1]["retrieved_docs"]
+
+
+def test_cache_dir_puts_the_indexes_elsewhere(llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path) -> None:
+    corpus, testset = inputs
+    result = evaluate(llm, testset, corpus, tmp_path / "eval", "--cache-dir", str(tmp_path / "elsewhere"))
+    assert result.exit_code == 0, result.output
+    assert len(saved_indexes(tmp_path / "elsewhere")) == 1
+    assert saved_indexes(cache_home()) == []
+
+
+def test_two_evaluations_at_once_build_the_index_once_and_leave_it_whole(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, testset = inputs
+    env = {**os.environ, "QAGEN_CACHE": str(tmp_path / "shared cache")}
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "qagen", *arguments(llm, testset, corpus, tmp_path / name)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("one", "two")
+    ]
+    outputs = [process.communicate(timeout=300) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], outputs
+    notes = [stderr for _, stderr in outputs]
+    assert sum("Built a BM25 index" in stderr for stderr in notes) == 1, notes
+    assert sum("Reusing the BM25 index" in stderr for stderr in notes) == 1, notes
+    [saved] = saved_indexes(tmp_path / "shared cache")
+    assert not list(index_cache_dir(tmp_path / "shared cache").glob("*.tmp-*"))  # nothing half-written left
+    # The index reads back whole, in a process of its own.
+    clear_memory()
+    again = CliRunner(env={"QAGEN_CACHE": env["QAGEN_CACHE"]}).invoke(
+        main, arguments(llm, testset, corpus, tmp_path / "three"), catch_exceptions=False
+    )
+    assert again.exit_code == 0 and f"saved in {saved}." in again.stderr
+    rows = [json.loads((tmp_path / name / "results.jsonl").read_text()) for name in ("one", "two", "three")]
+    assert rows[0]["retrieved_sources"][0] == "a.md"
+    assert rows[0]["retrieved_docs"] == rows[1]["retrieved_docs"] == rows[2]["retrieved_docs"]
