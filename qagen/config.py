@@ -12,6 +12,7 @@ from qagen.errors import ConfigError
 from qagen.generation.chunk import LengthUnit
 from qagen.llm.backends import ModelSettings
 from qagen.llm.clients import CallLimits
+from qagen.question_types import DEFAULT_TYPE, QUESTION_TYPES, check_shares
 from qagen.records import Draft
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -94,6 +95,11 @@ class BuildConfig(BaseModel):
     min_scores: dict[CriticName, int] = Field(
         default_factory=dict, description="Per-critic minimum scores, overriding `min_score` and a critic's default."
     )
+    question_types: dict[str, int] = Field(
+        default_factory=lambda: {DEFAULT_TYPE: 100},
+        description="The question types to draft and their shares in percent of the drafts "
+        "(`qagen.question_types`: factoid, multi_hop, unanswerable, reworded), adding up to 100.",
+    )
     critics: tuple[CriticName, ...] = Field(
         default=(),
         description="Critics of your own beyond the registered ones (`qagen.critics`), each the prompt file "
@@ -161,6 +167,7 @@ class BuildConfig(BaseModel):
                 f"{', '.join(f'critique_{name}.txt' for name in self.critics)} as `prompts_dir`.",
                 settings=("critics", "prompts_dir"),
             )
+        check_shares(self.question_types)
         registry = self.critic_registry()  # refuses an own critic named as a registered one
         unknown = sorted(set(self.min_scores) - set(registry.names()))
         if unknown:
@@ -215,8 +222,16 @@ class BuildConfig(BaseModel):
         return too_long(draft, self.max_question_chars, self.max_answer_chars)
 
     def critic_registry(self) -> CriticRegistry:
-        """Every critic of this build: the registered ones (`qagen.critics.CRITICS`) and its own."""
-        return CRITICS.with_own(self.critics)
+        """Every critic of this build: the registered ones (`qagen.critics.CRITICS`), those only its
+        question types ask, and its own."""
+        types = [critic for name in self.question_types for critic in QUESTION_TYPES.get(name).own_critics]
+        return CRITICS.with_own(self.critics, types)
+
+    @property
+    def mixed(self) -> bool:
+        """The build drafts some type other than the default: its rows carry `question_type` and the
+        passages' columns (a build of factoids alone writes the cookbook's columns as before)."""
+        return set(self.question_types) != {DEFAULT_TYPE}
 
     def critic_specs(self) -> tuple[CriticSpec, ...]:
         """This build's critics in declaration order (columns, funnel, summary)."""

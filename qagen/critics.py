@@ -2,10 +2,14 @@
 
 A critic is a `CriticSpec` (its name, prompt file, place in the early-stop chain, default
 threshold, help text and whether it has dataset columns of its own) plus its prompt file, whose
-placeholders say what it reads: `{question}` (always), `{context}` (the chunk) and the run's
-settings in `CRITIC_SETTINGS` (`{audience}`). Records, settings, the filter, the summary, the card,
-the review tools, the CLI's threshold options and the stand-in LLM all read `CRITICS` (or a run's
-`BuildConfig.critic_specs()`, which adds the run's own critics to it) instead of listing names.
+placeholders say what it reads: `{question}` (always), what else of the draft `CRITIC_INPUTS` names
+(`{context}`: the chunk) and the run's settings in `CRITIC_SETTINGS` (`{audience}`). A question type
+may ask a critic with a prompt of its own, and may bring critics only it asks
+(`qagen.question_types`): a build's registry holds those of its types too.
+
+Records, settings, the filter, the summary, the card, the review tools, the CLI's threshold options
+and the stand-in LLM all read `CRITICS` (or a run's `BuildConfig.critic_specs()`, which adds the
+run's own critics and its question types' to it) instead of listing names.
 
 Two ways to add a critic, both first-class (asked, filtered on, and reported everywhere):
 
@@ -34,8 +38,10 @@ CRITIC_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 CriticName = Annotated[str, StringConstraints(pattern=CRITIC_NAME_PATTERN)]
 """A critic's name: lower-case letters, digits and `_`, as it appears in columns and options."""
 
-CRITIC_INPUTS = frozenset({"question", "context"})
-"""What a critic's prompt may read of the draft: the question (required) and its chunk."""
+CRITIC_INPUTS = frozenset({"question", "context", "answer", "retrieved"})
+"""What a critic's prompt may read of the draft: the question (required), its passages (`context`:
+the chunk, or every passage of a draft that reads several), the drafted answer, and the chunks a
+BM25 search of the whole corpus finds for the question (`retrieved`)."""
 CRITIC_SETTINGS = frozenset({"audience"})
 """The run's settings a critic's prompt may read (`BuildConfig` fields of the same name)."""
 
@@ -72,6 +78,11 @@ class CriticSpec(BaseModel):
         description="The folder of its prompt file when it is not one of qagen's bundled prompts (a critic "
         "registered in Python with a prompt file of its own); a run's `prompts_dir` may still replace it.",
     )
+    rejects_as: str | None = Field(
+        default=None,
+        description="The reason a draft it rejects is given (`single_hop`, `answerable`: what the low score "
+        "shows), before the score; None: the score alone (`relevance=2<4`).",
+    )
     from_prompts_dir: bool = Field(
         default=False,
         description="Its prompt file is in the run's prompts folder alone: a critic of the run's own "
@@ -98,7 +109,7 @@ class CriticRegistry:
     def __init__(self, specs: Iterable[CriticSpec] = ()) -> None:
         self._specs: dict[str, CriticSpec] = {}
         # A run's registry is asked for every threshold: made once per registry state and set of own critics.
-        self._with_own: dict[tuple[str, ...], CriticRegistry] = {}
+        self._with_own: dict[tuple[tuple[str, ...], tuple[CriticSpec, ...]], CriticRegistry] = {}
         for spec in specs:
             self.add(spec)
 
@@ -144,12 +155,15 @@ class CriticRegistry:
         """A place after every critic registered."""
         return max((spec.order for spec in self._specs.values()), default=0) + _FIRST_ORDER_AFTER
 
-    def with_own(self, names: Iterable[str]) -> CriticRegistry:
-        """This registry plus critics from prompt files alone (`from_prompt_file`), asked last, in that order."""
-        key = tuple(names)
+    def with_own(self, names: Iterable[str], types: Iterable[CriticSpec] = ()) -> CriticRegistry:
+        """This registry plus the critics of a build's question types (`types`, each once) and critics
+        from prompt files alone (`from_prompt_file`), asked last, in that order."""
+        key = (tuple(names), tuple(dict.fromkeys(types)))
         if key not in self._with_own:
             run = CriticRegistry(self)
-            for name in key:
+            for spec in key[1]:
+                run.add(spec)
+            for name in key[0]:
                 run.add(from_prompt_file(name, order=run.next_order()))
             self._with_own[key] = run
         return self._with_own[key]
@@ -233,6 +247,12 @@ def default_prompt(spec: CriticSpec) -> Prompt:
 def cookbook_critics() -> tuple[CriticSpec, ...]:
     """The critics with columns of their own, in column order."""
     return tuple(spec for spec in CRITICS if spec.own_columns)
+
+
+def rejection(spec: CriticSpec, score: int, threshold: int) -> str:
+    """The reason a draft this critic rejects is given: `relevance=2<4`, or `single_hop (needs_both=2<4)`."""
+    measured = f"{spec.name}={score}<{threshold}"
+    return measured if spec.rejects_as is None else f"{spec.rejects_as} ({measured})"
 
 
 def help_line(spec: CriticSpec) -> str:

@@ -59,6 +59,33 @@ class Chunk(Record):
     end_index: int = Field(description="start_index + len(text).")
 
 
+class Passages(Record):
+    """What one draft is made from: the question type and its passages (one chunk, or several for a
+    question that needs them all), and the terms that link them. The item of a build's draft and
+    critic tasks (`qagen.question_types`)."""
+
+    question_type: str = Field(description="The question type (`qagen.question_types.QUESTION_TYPES`).")
+    chunks: tuple[Chunk, ...] = Field(description="The passages, in the order the draft prompt shows them.")
+    link: tuple[str, ...] = Field(
+        default=(),
+        description="The terms the passages share (a multi-hop pair's), rarest first; empty for one passage.",
+    )
+
+    @classmethod
+    def of(cls, chunk: Chunk, question_type: str = "factoid") -> Passages:
+        """One chunk as the passage of a draft (a factoid's, by default)."""
+        return cls(question_type=question_type, chunks=(chunk,))
+
+    @property
+    def first(self) -> Chunk:
+        """The first passage: the cookbook's single-context columns show it."""
+        return self.chunks[0]
+
+    @property
+    def chunk_ids(self) -> tuple[str, ...]:
+        return tuple(chunk.id for chunk in self.chunks)
+
+
 class Usage(Record):
     """Token usage reported by the server for one call (zeros when the server reports none)."""
 
@@ -150,8 +177,9 @@ class DatasetRow(Record):
     standalone_eval: str | None = Field(description="The standalone critic's rationale.")
     extra_critics: tuple[CriticVerdict, ...] = Field(
         default=(),
-        description="The verdicts of the build's critics beyond the cookbook's three, in the order they are "
-        "declared (`qagen.critics`). The column is written only when the build has such critics, so a set "
+        description="The verdicts of the build's critics beyond the cookbook's three that rate the question's "
+        "type, in the order they are declared (`qagen.critics`). The column is written only when the build "
+        "has such critics, so a set "
         "made with the three alone has the cookbook's columns and no other critic column.",
     )
     id: str = Field(description="The draft's id: a hash of the chunk, the generation prompt and the generator model.")
@@ -164,9 +192,15 @@ class DatasetRow(Record):
     generator_model: str = Field(description="Model spec of the generator.")
     critic_model: str = Field(description="Model spec of the critics.")
     qa_prompt_hash: str = Field(description="Hash of the generation prompt's text.")
-    groundedness_prompt_hash: str = Field(description="Hash of the groundedness critic's prompt text.")
-    relevance_prompt_hash: str = Field(description="Hash of the relevance critic's prompt text.")
-    standalone_prompt_hash: str = Field(description="Hash of the standalone critic's prompt text.")
+    groundedness_prompt_hash: str | None = Field(
+        description="Hash of the groundedness critic's prompt text (None: the question's type is not rated on it)."
+    )
+    relevance_prompt_hash: str | None = Field(
+        description="Hash of the relevance critic's prompt text (None: the question's type is not rated on it)."
+    )
+    standalone_prompt_hash: str | None = Field(
+        description="Hash of the standalone critic's prompt text (None: the question's type is not rated on it)."
+    )
     evidence_quote: str | None = Field(
         default=None,
         description="The sentence the generator quoted as the answer's evidence (None: the reply quoted none).",
@@ -193,6 +227,24 @@ class DatasetRow(Record):
         description="Rank of the question's own chunk among the corpus' chunks when the question is a BM25 query "
         "(1: first; ties in its favour); None when not ranked.",
     )
+    question_type: str = Field(
+        default="factoid",
+        description="The question's type (`qagen.question_types`): factoid, multi_hop, unanswerable, reworded. "
+        "This column and the passages' below are written when the build drafts a type other than factoid.",
+    )
+    contexts: tuple[str, ...] = Field(
+        default=(),
+        description="Every passage the question was drafted from, in order (`context` is the first): two for a "
+        "multi-hop question.",
+    )
+    source_docs: tuple[str, ...] = Field(default=(), description="The source of each passage's document.")
+    chunk_ids: tuple[str, ...] = Field(default=(), description="Each passage's chunk id.")
+    start_indices: tuple[int, ...] = Field(default=(), description="Each passage's start offset in its document.")
+    end_indices: tuple[int, ...] = Field(default=(), description="Each passage's end offset in its document.")
+
+
+PASSAGE_COLUMNS = ("question_type", "contexts", "source_docs", "chunk_ids", "start_indices", "end_indices")
+"""The columns of a build that drafts several question types (`BuildConfig.mixed`)."""
 
 
 class CandidateRow(DatasetRow):
@@ -284,6 +336,36 @@ class Funnel(Record):
         default_factory=dict,
         description="For each failure reason, its first case: the document, the chunk id and the reply or "
         "server message (one line, cut to 200 characters), so the commonest failure can be looked at.",
+    )
+
+
+class TypeFunnel(Record):
+    """One question type's counts from requested drafts to kept questions (`summary.json`'s `question_types`)."""
+
+    share: int = Field(description="Its share of the drafts asked for, in percent (`question_types`).")
+    requested: int | None = Field(
+        description="The drafts asked of it: its share of `n_generations` (largest remainder, so within one draft "
+        "of the share); None: one per chunk."
+    )
+    sampled: int = Field(description="Drafts it got passages for (each sampled chunk, or pair of chunks).")
+    short: int = Field(
+        description="Drafts asked for that the corpus could not give passages to (no two chunks share a rare term)."
+    )
+    drafted: int = Field(description="Sampled drafts with a usable question and answer.")
+    generation_failed: int = Field(description="Sampled drafts without one (the reasons are in the funnel).")
+    critique_failed: int = Field(description="Drafts left without a verdict by a critic's failure.")
+    undecided: int = Field(description="Drafts a call they need was never made for.")
+    rejected: int = Field(description="Drafts rejected, by a critic, a free check, the length limits or as duplicates.")
+    rejected_by: dict[str, int] = Field(
+        description="The rejections by reason (sorted): a critic's name, or what it rejects as (`single_hop`, "
+        "`answerable`), a free check's reason (`too_close`), `question_too_long`, `answer_too_long`, `duplicate`. "
+        "A draft two critics reject counts twice."
+    )
+    kept: int = Field(description="Its questions in `dataset/`.")
+    kept_copied_share: float | None = Field(
+        description="The mean share of a kept question's content words that its (first) passage spells out "
+        "(`qagen.generation.checks.easiness.copied_share`): how close the questions stay to the text's words. None "
+        "when none was kept."
     )
 
 
@@ -405,6 +487,10 @@ class BuildSummary(Record):
     qagen_version: str = Field(description="The qagen version that wrote the summary.")
     corpus: CorpusSummary = Field(description="What chunking found.")
     funnel: Funnel = Field(description="Every count from sampled chunks to kept questions.")
+    question_types: dict[str, TypeFunnel] = Field(
+        default_factory=dict,
+        description="The funnel of each question type of the build, in the order of its `question_types`.",
+    )
     thresholds: dict[Criterion, int] = Field(description="The minimum score each critic of the build asks for.")
     models: BuildModels = Field(description="The generator and critic models.")
     prompts: dict[str, str] = Field(description="Each prompt's name and the first 12 characters of its hash.")

@@ -79,8 +79,8 @@ def test_a_name_taken_or_unknown_and_a_prompt_reading_nothing_are_refused(tmp_pa
     (folder / "critique_vague.txt").write_text("Rate it. Total rating:", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"critique_vague.txt of the critic vague lacks \{question\}"):
         BuildTasks.for_config(_config(critics=["vague"], prompts_dir=str(folder)))
-    (folder / "critique_vague.txt").write_text("Rate {question} by {answer}. Total rating:", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"vague has unknown placeholders \['answer'\]"):
+    (folder / "critique_vague.txt").write_text("Rate {question} by {reference}. Total rating:", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"vague has unknown placeholders \['reference'\]"):
         BuildTasks.for_config(_config(critics=["vague"], prompts_dir=str(folder)))
     (folder / "critique_vague.txt").unlink()
     with pytest.raises(ConfigError, match=r"has no critique_missing\.txt"):

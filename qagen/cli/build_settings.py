@@ -142,6 +142,9 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
             nested[key] = value
         elif key == "critics":
             nested[key] = list(value)
+        elif key == "question_types":  # a run's setting: left as it is when not given
+            if value is not None:
+                nested[key] = value
         elif key == "min_critic":  # `--min-critic NAME=SCORE`, parsed by its option
             nested.setdefault("min_scores", {}).update(value or {})
         elif key in THRESHOLD_OPTIONS:  # a critic's own: `min_<critic>`

@@ -166,6 +166,17 @@ def _build_keys() -> list[ConfigKey]:
         ConfigKey(
             "build", "n_generations", "n_generations", BUILD, setting=(BuildConfig, "n_generations"), example=200
         ),
+        ConfigKey(
+            "build",
+            "question_types",
+            "question_types",
+            BUILD,
+            value_type=str,
+            help="The question types to draft and their shares of the drafts in percent, adding up to 100, as "
+            "`TYPE=PERCENT,...` (factoid, multi_hop, unanswerable, reworded: `qagen.question_types`); default "
+            "factoid=100.",
+            example="factoid=60,multi_hop=20,unanswerable=10,reworded=10",
+        ),
         ConfigKey("build", "seed", "seed", BUILD, setting=(BuildConfig, "seed")),
         ConfigKey("build", "audience", "audience", BUILD, setting=(BuildConfig, "audience")),
         ConfigKey("build", "all_critics", "all_critics", BUILD, setting=(BuildConfig, "all_critics")),

@@ -22,6 +22,7 @@ from qagen.critics import CRITICS, CriticSpec, check_name
 from qagen.errors import QagenError
 from qagen.generation.checks.rules import FREE_CHECK_NAMES, FREE_CHECKS
 from qagen.llm.backends import is_variable_name
+from qagen.question_types import QUESTION_TYPES, check_shares, parse_shares
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,9 +72,22 @@ chunk_options = option_group(
 
 # --- the sample and the models (run settings) -------------------------------------------------------
 def sample_options(*, stage: bool) -> Callable[[F], F]:
+    types = "; ".join(f"{spec.name}: {spec.help}" for spec in QUESTION_TYPES)
     return option_group(
-        click.option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help=f"Draft from this many chunks, spread across documents; asking for more later extends the same sample {_default(stage, '[default: every chunk]')}."),
+        click.option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help=f"Draft this many questions (from this many chunks, spread across documents, for factoids); asking for more later extends the same sample {_default(stage, '[default: one per chunk]')}."),
+        click.option("--question-types", "question_types", metavar="TYPE=PERCENT,...", default=None, callback=_question_shares, help=f"The question types to draft and their shares of the drafts in percent, adding up to 100, e.g. factoid=60,multi_hop=20,unanswerable=10,reworded=10. The types: {types} {_default(stage, '[default: factoid=100]')}."),
     )  # fmt: skip
+
+
+def _question_shares(ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, int] | None:
+    if value is None:
+        return None
+    try:
+        shares = parse_shares(value)
+        check_shares(shares)
+    except QagenError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return shares
 
 
 def generator_options(*, stage: bool) -> Callable[[F], F]:
@@ -125,7 +139,10 @@ def _critic_names(ctx: click.Context, param: click.Parameter, value: tuple[str, 
 
 def prompts_option(*, stage: bool) -> Callable[[F], F]:
     bundled = ", ".join(
-        ["qa_generation.txt", *(f"{spec.prompt}.txt" for spec in CRITICS if spec.prompt_folder is None)]
+        [
+            *(f"{spec.draft_prompt}.txt" for spec in QUESTION_TYPES),
+            *(f"{spec.prompt}.txt" for spec in CRITICS if spec.prompt_folder is None),
+        ]
     )
     return option_group(
         click.option("--prompts", "prompts_dir", metavar="DIR", type=click.Path(file_okay=False), default=None, help=f"Folder of your own prompt files, named as the bundled ones ({bundled}), with the same placeholders; each file found replaces the bundled prompt, the others stay {_default(stage, '[default: the bundled prompts]')}."),

@@ -70,13 +70,13 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
     with RunDir(run_dir).locked() as run:
         fixed = run.fixed_roles()
         config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
-        tasks = BuildTasks.for_config(config)
+        tasks = BuildTasks.for_config(config, run.iter_chunks)
         if not run.chunking_done():
             raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
         sample = load_sample(config, run)
         if role == "critic":
             drafts = run.drafts.load()
-            if not any(tasks.draft.key(chunk) in drafts for chunk in sample):
+            if not any(tasks.draft_key(item) in drafts for item in sample):
                 # Checked before the run is opened, so the critics are not fixed by a command that did nothing.
                 raise QagenError(
                     f"{run_dir} has no drafts yet, so there is nothing to critique; make them with "
@@ -141,7 +141,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     with RunDir(run_dir).locked() as run:
         fixed = run.fixed_roles()
         config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
-        tasks = BuildTasks.for_config(config)
+        tasks = BuildTasks.for_config(config, run.iter_chunks)
         run.open(config, tasks.prompt_hashes(fixed), llm=fixed)
         if not run.chunking_done():
             raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from qagen.evaluate.testset import TestSet, load_testset
 from qagen.llm.client import ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.task import Role
+from qagen.question_types import scoring_of
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
@@ -78,6 +80,25 @@ def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> t
     if not chosen:
         raise ConfigError("No metric to compute; choose some with `metrics`.", settings=("metrics",))
     return chosen, notes
+
+
+def _scored_by_type(items: TestSet, chosen: list[str], judged: bool) -> list[str]:
+    """Add the metric that scores a type of the test set's questions (`abstention`, for unanswerable
+    ones) to `chosen` when a judge can score it; the notes that say so, or why it is not."""
+    notes: list[str] = []
+    counts = Counter(scoring_of(item.question_type) for item in items.items)
+    for spec in LLM_METRICS.values():
+        wanted = counts.get(spec.scoring, 0) if spec.scoring is not None else 0
+        if not wanted or spec.name in chosen:
+            continue
+        if judged:
+            chosen.append(spec.name)
+            notes.append(f"{spec.name} added: {wanted} questions of the test set are scored by it.")
+        else:
+            notes.append(
+                f"{wanted} questions are scored by {spec.name}, an LLM judge: give a judge model to score them."
+            )
+    return notes
 
 
 def evaluate(
@@ -155,6 +176,9 @@ def evaluate(
     )
     judge = as_settings(judge) if isinstance(judge, str) else judge
     reader = as_settings(reader) if isinstance(reader, str) else reader
+    for note in _scored_by_type(items, chosen, judge is not None):
+        notes.append(note)
+        on_note(note)
     needs_judge = any(m in LLM_METRICS for m in chosen)
     if needs_judge and judge is None:
         raise ConfigError("LLM metrics need a judge model (`judge`).", settings=("judge",))

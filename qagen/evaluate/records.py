@@ -29,6 +29,16 @@ class EvalItem(Record):
         "`evidence_start`); the chunk-level metrics use it instead of looking for the answer's words.",
     )
     evidence_end: int | None = Field(default=None, description="End offset (exclusive) of that evidence.")
+    question_type: str | None = Field(
+        default=None,
+        description="The question's type (`qagen.question_types`): how its answers are scored; None when the "
+        "test set names no types (a factoid).",
+    )
+    source_docs: tuple[str, ...] = Field(
+        default=(),
+        description="The documents of every passage the question needs (a multi-hop question's two); empty when "
+        "it has one passage (`source_doc`).",
+    )
 
 
 class RetrievedContext(Record):
@@ -154,6 +164,11 @@ class ResultRow(Record):
     retrieved_docs: list[str] = Field(description="The texts of the contexts the system retrieved, best first.")
     retrieved_sources: list[str | None] = Field(description="Their sources, where the system reports them.")
     test_settings: str = Field(description="The system's name.")
+    question_type: str | None = Field(
+        default=None,
+        description="The question's type, for a test set that names types (`question_type` column); the column "
+        "is left out for one that does not.",
+    )
     evidence: Evidence | None = Field(
         default=None,
         description="Where the reference answer is written in the question's chunk, which the chunk-level "
@@ -174,6 +189,8 @@ class ResultRow(Record):
     @model_serializer(mode="wrap")
     def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
+        if data.get("question_type") is None:
+            data.pop("question_type", None)
         data.update(data.pop("scores", {}))
         for metric, cell in data.pop("judged", {}).items():
             data[metric] = cell["value"]
@@ -245,6 +262,15 @@ class ResultsSummary(Record):
     failed: int = Field(description="Questions the system failed to answer.")
     failed_by_reason: dict[str, int] = Field(description="Those failures by their first two levels of reason.")
     judges: dict[str, JudgeCounts] = Field(description="Per LLM metric, what its judge did.")
+    question_types: dict[str, int] = Field(
+        default_factory=dict,
+        description="Questions per question type, for a test set that names types (empty for one that does not).",
+    )
+    by_type: dict[str, dict[str, MetricStats]] = Field(
+        default_factory=dict,
+        description="Per question type, every metric's mean and interval over that type's questions (as `metrics` "
+        "over all of them); empty for a test set that names no types.",
+    )
 
 
 class EvalUsage(Record):

@@ -165,6 +165,9 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
     for metric in _metrics(runs):
         lines.append([metric, *(_cell(run.summary["metrics"].get(metric)) for run in runs)])
     text = _format(lines)
+    per_type = _per_type(runs)
+    if per_type:
+        text += "\n\nper question type:\n" + per_type
     differences = paired_differences(runs) if paired is None else paired
     if differences:
         rows = [["metric", "runs", "mean diff [95% CI]", "p", "shared"]]
@@ -190,6 +193,25 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
     if notes:
         text += "\n\n" + "\n".join(notes)
     return text
+
+
+def _per_type(runs: Sequence[EvalRun]) -> str:
+    """Every metric's mean and interval per question type (a test set that names types), types in
+    the order the runs list them, metrics in the summary's order; a metric without a value for a
+    type (abstention on factoids, retrieval on unanswerable questions) is left out of its rows."""
+    types = list(dict.fromkeys(name for run in runs for name in run.summary.get("by_type", {})))
+    if not types:
+        return ""
+    lines = [["type", "metric", *(run.label for run in runs)]]
+    for question_type in types:
+        counts = [run.summary.get("question_types", {}).get(question_type, 0) for run in runs]
+        stats = [run.summary.get("by_type", {}).get(question_type, {}) for run in runs]
+        metrics = list(dict.fromkeys(name for of_run in stats for name in of_run))
+        for metric in metrics:
+            if all(of_run.get(metric, {}).get("mean") is None for of_run in stats):
+                continue
+            lines.append([f"{question_type} ({max(counts)})", metric, *(_cell(of_run.get(metric)) for of_run in stats)])
+    return _format(lines)
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections import Counter
 
 from qagen.evaluate.judges.correctness import normalise_correctness
-from qagen.evaluate.judges.registry import LLM_METRICS
+from qagen.evaluate.judges.registry import LLM_METRICS, NOT_ITS_TYPE
 from qagen.evaluate.metrics.scoring import (
     DETERMINISTIC_GROUPS,
     EVIDENCE_COLUMNS,
+    NOT_RETRIEVAL_SCORED,
+    PASSAGES_FOUND,
+    RETRIEVED_TEXT_COLUMNS,
     Reported,
     deterministic_metrics,
     question_evidence,
@@ -28,13 +31,18 @@ from qagen.evaluate.records import (
     ResultRow,
     ResultsSummary,
 )
+from qagen.question_types import scoring_of
 
 MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
 """Metrics made of several judge calls (statements then verdicts; one call per context)."""
 
-NOT_JUDGED = frozenset({"no_answer", "no_contexts", "no_reference", "not_judged"})
+NOT_JUDGED = frozenset({"no_answer", "no_contexts", "no_reference", "not_judged", NOT_ITS_TYPE})
 """Reasons a metric has no value that are no failure of the judge: there was nothing to judge
-(the system gave no answer, or never reports contexts), or the run has not reached this question yet."""
+(the system gave no answer, or never reports contexts), the metric does not score questions of its
+type (abstention on a factoid), or the run has not reached this question yet."""
+
+ONE_PASSAGE = "one_passage"
+"""Why a question has no `passages_found@k`: it has one passage, whose hit is `hit@k`."""
 
 UNDEFINED = frozenset({"no_statements"})
 """Reasons a judged metric has no value by its definition, which are no failure of the judge either:
@@ -91,17 +99,23 @@ def result_row(
         retrieved_sources=[c.source for c in output.contexts],
         evidence=evidence,
         test_settings=system,
+        question_type=item.question_type,
         scores=deterministic_metrics(item, output, k, groups, run, evidence),
-        judged={metric: _cell(metric, verdict, output, k=k, run=run) for metric, verdict in verdicts.items()},
+        judged={metric: _cell(metric, verdict, output, item, k=k, run=run) for metric, verdict in verdicts.items()},
     )
 
 
-def _cell(metric: str, verdict: JudgeVerdict | None, output: RagOutput, *, k: int, run: Reported) -> MetricCell:
+def _cell(
+    metric: str, verdict: JudgeVerdict | None, output: RagOutput, item: EvalItem, *, k: int, run: Reported
+) -> MetricCell:
     """One LLM metric's cell. An empty retrieval keeps the value its judge gave it (0, as ragas scores
     it) with reason `no_contexts`, so it counts in the mean and the paired tests; but a system that
-    never reports contexts is not judged on them at all, as it is not scored on retrieval (`Reported`)."""
+    never reports contexts is not judged on them at all, as it is not scored on retrieval (`Reported`).
+    A metric that does not score the question's type has no value (`NOT_ITS_TYPE`)."""
     # No call was made: no reply, in the shape the metric's replies take.
     none: list[str] | None = [] if metric in MULTI_CALL_METRICS else None
+    if not LLM_METRICS[metric].judges(item):
+        return MetricCell(value=None, reason=NOT_ITS_TYPE, raw=none, detail={})
     empty = LLM_METRICS[metric].needs_contexts and output.retrieved_nothing(k)
     if empty and not run.contexts:
         return MetricCell(value=None, reason="no_contexts", raw=none, detail={})
@@ -128,24 +142,19 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
     """Mean and 95% bootstrap interval of every metric over the questions where it has a value,
     and the counts behind them: questions answered and failed (by reason), those the system
     retrieved nothing for, and per LLM metric the verdicts, the judge's failures by reason, the
-    questions it had nothing to judge on and those its metric is undefined for.
+    questions it had nothing to judge on and those its metric is undefined for. A test set that names
+    question types gets the same means per type (`by_type`).
 
     `correctness` is summarised as the mean of (N-1)/4, the notebook's normalisation, so 1 means
     every answer scored 5; `mrr@k` is the mean reciprocal rank within the top k. `missing` counts
     the questions without a value (`n + missing` = questions), `missing_by_reason` says why.
     """
-    metrics: dict[str, MetricStats] = {}
-    for column in metric_columns(llm_metrics, groups):
-        values = [summary_value(column, float(v)) for row in rows if (v := row.value(column)) is not None]
-        why = dict(sorted(Counter(_missing_reason(row, column) for row in rows if row.value(column) is None).items()))
-        name = summary_name(column, k)
-        if not values:
-            metrics[name] = MetricStats(mean=None, low=None, high=None, n=0, missing=len(rows), missing_by_reason=why)
-            continue
-        ci = mean_ci(values)
-        metrics[name] = MetricStats(
-            mean=ci.mean, low=ci.low, high=ci.high, n=ci.n, missing=len(rows) - ci.n, missing_by_reason=why
-        )
+    columns = metric_columns(llm_metrics, groups)
+    if "retrieval" in groups and any(PASSAGES_FOUND in row.scores for row in rows):
+        columns.append(PASSAGES_FOUND)  # only a test set with questions of several passages has it
+    metrics = _metric_stats(rows, columns, k)
+    types = Counter(row.question_type for row in rows if row.question_type is not None)
+    by_type = {name: _metric_stats([row for row in rows if row.question_type == name], columns, k) for name in types}
     failed = Counter(_error_kind(row.answer_error or "unknown") for row in rows if row.generated_answer is None)
     judges: dict[str, JudgeCounts] = {}
     for metric in llm_metrics:
@@ -173,7 +182,26 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
         failed=sum(failed.values()),
         failed_by_reason=dict(sorted(failed.items())),
         judges=judges,
+        question_types=dict(types),
+        by_type=by_type,
     )
+
+
+def _metric_stats(rows: list[ResultRow], columns: list[str], k: int) -> dict[str, MetricStats]:
+    """Each column's mean and 95% interval over the rows with a value, and why the others have none."""
+    metrics: dict[str, MetricStats] = {}
+    for column in columns:
+        values = [summary_value(column, float(v)) for row in rows if (v := row.value(column)) is not None]
+        why = dict(sorted(Counter(_missing_reason(row, column) for row in rows if row.value(column) is None).items()))
+        name = summary_name(column, k)
+        if not values:
+            metrics[name] = MetricStats(mean=None, low=None, high=None, n=0, missing=len(rows), missing_by_reason=why)
+            continue
+        ci = mean_ci(values)
+        metrics[name] = MetricStats(
+            mean=ci.mean, low=ci.low, high=ci.high, n=ci.n, missing=len(rows) - ci.n, missing_by_reason=why
+        )
+    return metrics
 
 
 def _retrieved_nothing(row: ResultRow, k: int) -> bool:
@@ -188,6 +216,11 @@ def _missing_reason(row: ResultRow, column: str) -> str:
     cell = row.judged.get(column)
     if cell is not None:
         return cell.reason or "not_judged"
+    retrieval = (*DETERMINISTIC_GROUPS["retrieval"], PASSAGES_FOUND, *RETRIEVED_TEXT_COLUMNS)
+    if column in retrieval and scoring_of(row.question_type) == "abstention":
+        return NOT_RETRIEVAL_SCORED
+    if column == PASSAGES_FOUND and row.generated_answer is not None:
+        return ONE_PASSAGE
     if column in EVIDENCE_COLUMNS and row.evidence is not None and not row.evidence.spans:
         return "answer_not_in_chunk"
     return "no_answer" if row.generated_answer is None else "no_inputs"

@@ -139,7 +139,7 @@ class Evaluation:
         for metric in self.llm_metrics:
             if known is not None and metric in known:
                 keys[metric] = known[metric].id
-            elif output.answer is not None and metric in self.judges:
+            elif output.answer is not None and metric in self.judges and LLM_METRICS[metric].judges(item):
                 judged = judged or self._judge_input(item, output.answer, output)
                 keys[metric] = self.judges[metric].key(judged)
             else:
@@ -196,9 +196,13 @@ class Evaluation:
                     return {}
                 judged = self._judge_input(item, output.answer, output)
                 wait = output.retrieved_nothing(self.k) and not run.contexts
-                if wait and any(LLM_METRICS[metric].needs_contexts for metric in self.judges):
+                if wait and any(LLM_METRICS[m].needs_contexts and LLM_METRICS[m].judges(item) for m in self.judges):
                     waiting.append((item, output))
-                metrics = [m for m in self.judges if not (wait and LLM_METRICS[m].needs_contexts)]
+                metrics = [
+                    m
+                    for m in self.judges
+                    if LLM_METRICS[m].judges(item) and not (wait and LLM_METRICS[m].needs_contexts)
+                ]
                 records = await asyncio.gather(*(executor.run(self.judges[m], judged, judgements) for m in metrics))
                 return dict(zip(metrics, records, strict=True))
 

@@ -20,6 +20,7 @@ from typing import Any
 from qagen.errors import ConfigError
 from qagen.evaluate.records import EvalItem, SkippedRow
 from qagen.evaluate.testset_paths import did_you_mean, looks_local
+from qagen.question_types import QUESTION_TYPES
 from qagen.runs.store import record_key
 
 # Reference-answer column names in use: qagen's and the cookbook's `answer`, the published
@@ -180,6 +181,16 @@ def _from_rows(
         except ValueError as exc:
             skipped.append(SkippedRow(row=number, reason=f"invalid_offsets: {exc}", content=content))
             continue
+        question_type = _optional_str(row.get("question_type"))
+        if question_type is not None and question_type not in QUESTION_TYPES:
+            reason = f"unknown_question_type: {question_type} (qagen knows {', '.join(QUESTION_TYPES.names())})"
+            skipped.append(SkippedRow(row=number, reason=reason, content=content))
+            continue
+        try:
+            source_docs = _passage_sources(row.get("source_docs"))
+        except ValueError as exc:
+            skipped.append(SkippedRow(row=number, reason=f"invalid_source_docs: {exc}", content=content))
+            continue
         item_id = str(row.get("id") or record_key("question", question))
         if item_id in seen:
             skipped.append(SkippedRow(row=number, reason=f"duplicate_of_row_{seen[item_id]}", content=content))
@@ -196,11 +207,23 @@ def _from_rows(
                 end_index=end_index,
                 evidence_start=evidence_start,
                 evidence_end=evidence_end,
+                question_type=question_type,
+                source_docs=source_docs,
             )
         )
     if not items:
         raise ConfigError(f"{origin} has no usable questions ({len(skipped)} rows skipped).")
     return TestSet(items=items, skipped=skipped, origin=origin, answer_column=chosen_answer or "answer")
+
+
+def _passage_sources(value: Any) -> tuple[str, ...]:
+    """The documents of a question's passages, when it has several (a list cell; a JSON list in a CSV);
+    ValueError when a CSV cell is no JSON list."""
+    if isinstance(value, str) and value.startswith("["):
+        value = json.loads(value)
+    if not isinstance(value, list | tuple) or len(value) < 2:
+        return ()
+    return tuple(str(source) for source in value)
 
 
 def _optional_str(value: Any) -> str | None:

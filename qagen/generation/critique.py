@@ -1,10 +1,13 @@
 """The critics: each rates a drafted question 1-5, rationale first (one LLM call each).
 
 A critic is a prompt file plus a `CriticTask`: what the critic sees is decided by the prompt's own
-placeholders, so the resume key cannot miss an input. `{question}` is the drafted question and
-`{context}` its chunk (both untrusted, neutralised, between the prompt's data tags); any other
-placeholder is a setting of the run (`{audience}`), given in `settings`, which goes in as written
-and into the key. Which critics a build asks, in which order, is the registry's (`qagen.critics`).
+placeholders, so the resume key cannot miss an input. `{question}` is the drafted question,
+`{context}` its passages (the chunk; several passages each labelled `Passage N:`), `{answer}` the
+drafted answer and `{retrieved}` the chunks a BM25 search of the corpus finds for the question (all
+untrusted, neutralised, between the prompt's data tags); any other placeholder is a setting of the
+run (`{audience}`), given in `settings`, which goes in as written and into the key. Which critics a
+build asks, in which order, with which prompts, is the registries' (`qagen.critics`,
+`qagen.question_types`).
 """
 
 from __future__ import annotations
@@ -17,16 +20,30 @@ from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import parse_rating
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
-from qagen.llm.untrusted import neutralize
-from qagen.records import Chunk, Critique, Draft, Usage
+from qagen.llm.untrusted import PASSAGE_SEPARATOR, neutralize, passages
+from qagen.records import Chunk, Critique, Draft, Passages, Usage
 from qagen.runs.store import record_key
+
+NOTHING_FOUND = "(The search found no passage that shares a word with the question.)"
+"""A critic's `{retrieved}` when the search found nothing: said, not left blank."""
 
 
 class Drafted(NamedTuple):
-    """What a critic judges: a draft that parsed, and the chunk it was drafted from."""
+    """What a critic judges: a draft that parsed, the passages it was drafted from, and (for a critic
+    that reads `{retrieved}`) what a search of the corpus finds for its question."""
 
     draft: Draft
-    chunk: Chunk
+    passages: Passages
+    retrieved: tuple[Chunk, ...] = ()
+
+
+def passages_text(item: Passages) -> str:
+    """The passages as a critic's `{context}`: the chunk itself, or each passage labelled, apart."""
+    if len(item.chunks) == 1:
+        return neutralize(item.first.text)
+    return PASSAGE_SEPARATOR.join(
+        f"Passage {number}:\n{neutralize(chunk.text).strip()}" for number, chunk in enumerate(item.chunks, 1)
+    )
 
 
 class CriticTask(SingleCallTask[Drafted, Critique]):
@@ -48,17 +65,30 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
         """A registered critic, with its prompt file as it ships."""
         return cls(criterion, model, default_prompt(CRITICS.get(criterion)), {"audience": audience})
 
+    @property
+    def reads_retrieved(self) -> bool:
+        """The critic reads what a search of the corpus finds for the question (`Drafted.retrieved`)."""
+        return "retrieved" in self.prompt.variables
+
     def key(self, item: Drafted) -> str:
         settings = "\x00".join(self.settings[name] for name in sorted(self.settings))
-        return record_key("critique", item.draft.id, self.criterion, self.prompt.sha256, self.model, settings)
+        # What the search found is an input: a corpus chunked anew may find other chunks.
+        found = ("\x00".join(chunk.id for chunk in item.retrieved),) if self.reads_retrieved else ()
+        return record_key("critique", item.draft.id, self.criterion, self.prompt.sha256, self.model, settings, *found)
 
     def request(self, item: Drafted) -> Request:
         # Only what the prompt reads is neutralised: the chunk is long, and most critics never see it.
         inputs: dict[str, str] = {}
-        if "question" in self.prompt.variables:
+        variables = self.prompt.variables
+        if "question" in variables:
             inputs["question"] = neutralize(item.draft.question or "")
-        if "context" in self.prompt.variables:
-            inputs["context"] = neutralize(item.chunk.text)
+        if "context" in variables:
+            inputs["context"] = passages_text(item.passages)
+        if "answer" in variables:
+            inputs["answer"] = neutralize(item.draft.answer or "")
+        if "retrieved" in variables:
+            found = [chunk.text for chunk in item.retrieved]
+            inputs["retrieved"] = passages(found) if found else NOTHING_FOUND
         return user_request(self.prompt.render(**inputs, **self.settings))
 
     def parse(self, item: Drafted, reply: Reply) -> Critique:

@@ -1,58 +1,80 @@
-"""The draft task: one factoid question and answer from a chunk (one LLM call)."""
+"""The draft task: one question and answer of a question type from its passages (one LLM call)."""
 
 from __future__ import annotations
 
 from qagen.failures import Failure, FailureKind
-from qagen.generation.replies import parse_factoid_qa
+from qagen.generation.replies import parse_labelled_qa
 from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
 from qagen.llm.untrusted import neutralize
-from qagen.records import Chunk, Draft, Usage
+from qagen.question_types.factoid import FACTOID
+from qagen.question_types.spec import PASSAGE_PLACEHOLDERS, QuestionTypeSpec
+from qagen.records import Draft, Passages, Usage
 from qagen.runs.store import record_key
 
-QA_PROMPT = "qa_generation"
+QA_PROMPT = FACTOID.draft_prompt
 
 
-class DraftTask(SingleCallTask[Chunk, Draft]):
-    """Ask the generator for a question/answer pair about a chunk, in the chunk's language."""
+class DraftTask(SingleCallTask[Passages, Draft]):
+    """Ask the generator for a question/answer pair of one question type about its passages, in
+    their language."""
 
-    name = "draft"
     role: Role = "generator"
 
-    def __init__(self, model: str, prompt: Prompt | None = None) -> None:
+    def __init__(self, model: str, prompt: Prompt | None = None, question_type: QuestionTypeSpec = FACTOID) -> None:
         self.model = model
-        self.prompt = prompt or load_prompt(QA_PROMPT)
+        self.question_type = question_type
+        self.name = "draft" if question_type is FACTOID else f"draft:{question_type.name}"
+        self.prompt = prompt or load_prompt(question_type.draft_prompt)
         self.prompts = (self.prompt,)
 
-    def key(self, item: Chunk) -> str:
-        """The same chunk, prompt and model never cost a second call."""
-        return record_key("draft", item.id, self.prompt.sha256, self.model)
+    def key(self, item: Passages) -> str:
+        """The same passages, prompt and model never cost a second call (the prompt names the type;
+        the linking terms count when the prompt shows them). A factoid's key is the one every build
+        made before question types: the chunk, the prompt and the model."""
+        link = ("\x00".join(item.link),) if "link" in self.prompt.variables else ()
+        return record_key("draft", *item.chunk_ids, self.prompt.sha256, self.model, *link)
 
-    def request(self, item: Chunk) -> Request:
-        # The chunk is untrusted text, neutralised (the prompt file puts it between data tags), so
-        # a chunk that holds `Factoid question: ...` cannot pose as a reply.
-        return user_request(self.prompt.render(context=neutralize(item.text)))
+    def request(self, item: Passages) -> Request:
+        # The passages are untrusted text, neutralised (the prompt file puts them between data tags),
+        # so a chunk that holds `Factoid question: ...` cannot pose as a reply. The linking terms are
+        # content words (letters and digits only): no marker can hide in them.
+        values: dict[str, str] = {}
+        variables = self.prompt.variables
+        if "context" in variables:
+            values["context"] = neutralize(item.first.text)
+        values.update(
+            (name, neutralize(chunk.text))
+            for name, chunk in zip(PASSAGE_PLACEHOLDERS, item.chunks, strict=False)
+            if name in variables
+        )
+        if "link" in variables:
+            values["link"] = ", ".join(item.link)
+        return user_request(self.prompt.render(**values))
 
-    def parse(self, item: Chunk, reply: Reply) -> Draft:
-        parsed = parse_factoid_qa(reply.text)
+    def parse(self, item: Passages, reply: Reply) -> Draft:
+        parsed = parse_labelled_qa(reply.text, self.question_type.question_label)
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
+        answer = parsed.answer
+        if answer is not None and self.question_type.reference_answer is not None:
+            answer = self.question_type.reference_answer(answer)
         return self._record(
             item,
             failure,
             reply=reply,
             raw=reply.verbatim,
             question=parsed.question,
-            answer=parsed.answer,
+            answer=answer,
             evidence=parsed.evidence,
         )
 
-    def failed(self, item: Chunk, failure: Failure, reply: Reply | None = None) -> Draft:
+    def failed(self, item: Passages, failure: Failure, reply: Reply | None = None) -> Draft:
         # No reply: keep the (redacted) error in `raw`, so the candidate row shows what happened.
         return self._record(item, failure, reply=reply, raw=reply.verbatim if reply else failure.detail)
 
     def _record(
         self,
-        item: Chunk,
+        item: Passages,
         failure: Failure | None,
         *,
         raw: str,
@@ -63,7 +85,7 @@ class DraftTask(SingleCallTask[Chunk, Draft]):
     ) -> Draft:
         return Draft(
             id=self.key(item),
-            chunk_id=item.id,
+            chunk_id=item.first.id,
             model=self.model,
             prompt_hash=self.prompt.hash,
             failure=failure,

@@ -7,9 +7,9 @@ from typing import ClassVar
 
 from qagen.config import BuildConfig
 from qagen.generation.critique import Drafted
+from qagen.generation.sample import Sample
 from qagen.generation.tasks import BuildTasks
 from qagen.llm.cost import price_for
-from qagen.records import Chunk
 from qagen.runs.rundir import RunDir
 
 # Assumptions of the estimate, stated in its output. Tokens are estimated as characters / 4 (the
@@ -56,32 +56,33 @@ class Estimate:
         )
 
 
-def estimate(
-    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk], *, batch: bool = False
-) -> Estimate:
+def estimate(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: Sample, *, batch: bool = False) -> Estimate:
     """Calls and tokens still to spend on `sample`, skipping what the run directory already holds."""
     drafts = run.drafts.load()
     critiques = run.critiques.load()
-    to_draft = [chunk for chunk in sample if tasks.draft.key(chunk) not in drafts]
-    # Critics are asked in order and stop at the first rejection (unless `all_critics`), so the
-    # k-th critic is asked about pass_rate**(k-1) of the drafts.
-    asked = [1.0 if config.all_critics else ASSUMED_PASS_RATE**k for k in range(len(tasks.critics))]
+    to_draft = [item for item in sample if tasks.draft_key(item) not in drafts]
     input_chars = 0.0
     critic_calls = 0.0
-    for chunk in to_draft:
-        input_chars += len(tasks.draft.prompt.text) + len(chunk.text)
-        for share, critic in zip(asked, tasks.critics, strict=True):
+    for item in to_draft:
+        of_type = tasks.of(item)
+        passages = sum(len(chunk.text) for chunk in item.chunks)
+        input_chars += len(of_type.draft.prompt.text) + passages
+        # Critics are asked in order and stop at the first rejection (unless `all_critics`), so the
+        # k-th critic is asked about pass_rate**(k-1) of the drafts.
+        for k, critic in enumerate(of_type.critics):
+            share = 1.0 if config.all_critics else ASSUMED_PASS_RATE**k
             critic_calls += share
-            context = len(chunk.text) if "context" in critic.prompt.variables else 0
+            context = passages if "context" in critic.prompt.variables else 0
             input_chars += share * (len(critic.prompt.text) + ASSUMED_QUESTION_CHARS + context)
     # Drafts already made may still need their critiques; count those critics too (all of them,
-    # an upper bound, since their verdicts so far are not examined here).
-    for chunk in sample:
-        draft = drafts.get(tasks.draft.key(chunk))
+    # an upper bound, since their verdicts so far are not examined here). A critic that reads what a
+    # search finds is counted as not asked yet (the search is not run for an estimate).
+    for item in sample:
+        draft = drafts.get(tasks.draft_key(item))
         if draft is None or not draft.ok:
             continue
-        for critic in tasks.critics:
-            if critic.key(Drafted(draft, chunk)) not in critiques:
+        for critic in tasks.of(item).critics:
+            if critic.reads_retrieved or critic.key(Drafted(draft, item)) not in critiques:
                 critic_calls += 1
                 input_chars += len(critic.prompt.text) + ASSUMED_QUESTION_CHARS
     input_tokens = int(input_chars / CHARS_PER_TOKEN)

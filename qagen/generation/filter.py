@@ -1,4 +1,5 @@
-"""Turn drafts and critiques into candidate rows with a status and a reason, in sampling order."""
+"""Turn drafts and critiques into candidate rows with a status and a reason, in sampling order,
+counting the funnel as a whole and per question type."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
+from qagen.critics import rejection
 from qagen.generation.checks.easiness import ChunkRanker, copied_share
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
+from qagen.generation.sample import Sample
 from qagen.generation.semantic_dedup import SemanticDuplicates
-from qagen.generation.tasks import BuildTasks
+from qagen.generation.tasks import BuildTasks, TypeTasks
 from qagen.records import (
     UNDECIDED_STAGES,
     CandidateRow,
@@ -24,12 +27,47 @@ from qagen.records import (
     DatasetRow,
     Draft,
     Funnel,
+    Passages,
+    TypeFunnel,
 )
 
 RecordT_co = TypeVar("RecordT_co", covariant=True)
 
 NOT_ASKED = "not_asked"
 """The reason of an undecided row's stage: the call was never made (`generation:not_asked`)."""
+
+
+@dataclass
+class _TypeCounts:
+    """One question type's counters (`TypeFunnel` is the finished count)."""
+
+    share: int
+    requested: int | None
+    sampled: int = 0
+    short: int = 0
+    drafted: int = 0
+    generation_failed: int = 0
+    critique_failed: int = 0
+    undecided: int = 0
+    rejected: Counter[str] = field(default_factory=Counter)
+    kept: int = 0
+    copied: list[float] = field(default_factory=list)
+
+    def finished(self) -> TypeFunnel:
+        return TypeFunnel(
+            share=self.share,
+            requested=self.requested,
+            sampled=self.sampled,
+            short=self.short,
+            drafted=self.drafted,
+            generation_failed=self.generation_failed,
+            critique_failed=self.critique_failed,
+            undecided=self.undecided,
+            rejected=sum(self.rejected.values()),
+            rejected_by=dict(sorted(self.rejected.items())),
+            kept=self.kept,
+            kept_copied_share=sum(self.copied) / len(self.copied) if self.copied else None,
+        )
 
 
 @dataclass
@@ -53,6 +91,7 @@ class _Counts:
     checks_rejected: Counter[str] = field(default_factory=Counter)
     kept: int = 0
     examples: dict[str, str] = field(default_factory=dict)
+    types: dict[str, _TypeCounts] = field(default_factory=dict)
 
     def failed(self, counter: Counter[str], reason: str, chunk: Chunk, raw: str | None) -> None:
         """Count a failure, and keep its first case as the reason's example."""
@@ -83,31 +122,47 @@ class _Counts:
             failure_examples=dict(sorted(self.examples.items())),
         )
 
+    def by_type(self) -> dict[str, TypeFunnel]:
+        return {name: counts.finished() for name, counts in self.types.items()}
+
 
 @dataclass(frozen=True)
 class Assembly:
     candidates: list[CandidateRow]
     kept: list[DatasetRow]
     funnel: Funnel
+    by_type: dict[str, TypeFunnel]
 
 
 class _Fate(NamedTuple):
-    """What became of one sampled chunk, and the critiques of its draft that were found."""
+    """What became of one sampled item, and the critiques of its draft that were found."""
 
     status: CandidateStatus
     reason: str
     critiques: dict[str, Critique]
+    rejected_as: tuple[str, ...] = ()
+    """A rejected draft's reasons as the type's funnel counts them: each rejecting critic (or what it
+    rejects as: `single_hop`), or `duplicate`."""
 
 
 class _Quality(NamedTuple):
     """What the checks that cost no call found of a usable draft (`checks.precheck`, `checks.easiness`)."""
 
     evidence: EvidencePlacement | None
+    passage: Chunk | None
+    """The passage the evidence was placed in (a draft of several passages may quote any of them)."""
     copied_share: float | None
     bm25_rank: int | None
 
+    def in_document(self, first: Chunk, offset: int | None) -> int | None:
+        """An evidence offset as an offset in the first passage's document (`source_doc`, whose offsets
+        the columns give); None when the evidence is in another passage, or not placed."""
+        if offset is None or self.passage is None or self.passage.id != first.id:
+            return None
+        return first.start_index + offset
 
-_NOT_MEASURED = _Quality(None, None, None)
+
+_NOT_MEASURED = _Quality(None, None, None, None)
 
 TOO_LONG_REASONS = frozenset({"question_too_long", "answer_too_long"})
 """The precheck reasons counted as `too_long` in the funnel; the others go to `checks_rejected`."""
@@ -127,7 +182,7 @@ class Assembler:
         self,
         config: BuildConfig,
         tasks: BuildTasks,
-        sampled: int,
+        sample: Sample,
         *,
         ranker: ChunkRanker | None = None,
         semantic: SemanticDuplicates | None = None,
@@ -137,16 +192,22 @@ class Assembler:
         self.config = config
         self.tasks = tasks
         critics = tuple(spec.name for spec in config.critic_specs())
-        self.counts = _Counts(critics=critics, requested=config.n_generations, sampled=sampled)
+        self.counts = _Counts(critics=critics, requested=config.n_generations, sampled=len(sample))
+        for name, share in config.question_types.items():
+            self.counts.types[name] = _TypeCounts(
+                share=share, requested=sample.requested.get(name), short=sample.short.get(name, 0)
+            )
         self.dedup = NearDuplicateFilter(config.dedup_threshold)
         self.ranker = ranker
         self.semantic = semantic
         self.last_check_reason: str | None = None
         """The free check that rejected the last candidate's draft (None: none did), for the profile."""
 
-    def candidate(self, chunk: Chunk, drafts: Records[Draft], critiques: Records[Critique]) -> CandidateRow:
-        config, tasks, counts = self.config, self.tasks, self.counts
-        did = tasks.draft.key(chunk)
+    def candidate(self, item: Passages, drafts: Records[Draft], critiques: Records[Critique]) -> CandidateRow:
+        config, tasks, counts = self.config, self.tasks.of(item), self.counts
+        of_type = counts.types[item.question_type]
+        of_type.sampled += 1
+        did = tasks.draft.key(item)
         draft = drafts.get(did)
         quality = _NOT_MEASURED
         self.last_check_reason = None
@@ -155,35 +216,60 @@ class Assembler:
             fate = _Fate("undecided", f"generation:{NOT_ASKED}", {})
             counts.undecided["generation"] += 1
             counts.undecided_calls["generation"] += 1
+            of_type.undecided += 1
         elif not draft.ok:
             fate = _Fate("failed", f"generation:{draft.reason}", {})
-            counts.failed(counts.generation_failed, draft.reason, chunk, draft.raw)
+            counts.failed(counts.generation_failed, draft.reason, item.first, draft.raw)
+            of_type.generation_failed += 1
         else:
             counts.drafted += 1
-            checked = precheck(draft, chunk, config)
-            quality = self._quality(draft, chunk, checked.evidence)
-            if checked.reason in TOO_LONG_REASONS:
+            of_type.drafted += 1
+            checked = precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
+            quality = self._quality(draft, item, checked.evidence, checked.passage)
+            # The build's free checks, then the type's own: either rejects before any critic is asked.
+            reason = checked.reason or tasks.check(draft, item)
+            if reason in TOO_LONG_REASONS:
                 counts.too_long += 1
-                fate = _Fate("rejected", checked.reason, {})
-            elif checked.reason is not None:
-                counts.checks_rejected[checked.reason] += 1
-                self.last_check_reason = checked.reason
-                fate = _Fate("rejected", checked.reason, {})
+            elif reason is not None:
+                counts.checks_rejected[reason] += 1
+                self.last_check_reason = reason
+            if reason is not None:
+                of_type.rejected[reason] += 1
+                fate = _Fate("rejected", reason, {})
             else:
-                fate = _judge(Drafted(draft, chunk), critiques, config, tasks, counts, self.dedup, self.semantic)
-        return _candidate(chunk, did, draft, fate, config, tasks, quality)
+                drafted = self.tasks.drafted(draft, item)
+                fate = _judge(drafted, critiques, config, tasks, counts, self.dedup, self.semantic)
+                if fate.status == "kept":
+                    of_type.kept += 1
+                    if quality.copied_share is not None:
+                        of_type.copied.append(quality.copied_share)
+                elif fate.status == "rejected":
+                    of_type.rejected.update(fate.rejected_as)
+                elif fate.status == "failed":
+                    of_type.critique_failed += 1
+                else:
+                    of_type.undecided += 1
+        return _candidate(item, did, draft, fate, config, tasks, quality)
 
-    def _quality(self, draft: Draft, chunk: Chunk, evidence: EvidencePlacement | None) -> _Quality:
-        question = draft.question or ""
+    def _quality(
+        self, draft: Draft, item: Passages, evidence: EvidencePlacement | None, passage: Chunk | None
+    ) -> _Quality:
+        """The draft's evidence (placed in `passage`), how much of the question its first passage
+        spells out, and where BM25 ranks that passage for it."""
+        question, chunk = draft.question or "", item.first
         rank = self.ranker.rank(question, chunk.id) if self.ranker is not None else None
-        return _Quality(evidence, copied_share(question, chunk.text), rank)
+        return _Quality(evidence, passage or chunk, copied_share(question, chunk.text), rank)
 
     def funnel(self) -> Funnel:
         return self.counts.funnel()
 
+    def by_type(self) -> dict[str, TypeFunnel]:
+        """The funnel of each question type of the build, in the order of its `question_types`."""
+        return self.counts.by_type()
+
 
 def assemble(
-    sample: list[Chunk],
+    sample: Sample,
     drafts: Records[Draft],
     critiques: Records[Critique],
     config: BuildConfig,
@@ -192,14 +278,15 @@ def assemble(
     ranker: ChunkRanker | None = None,
     semantic: SemanticDuplicates | None = None,
 ) -> Assembly:
-    """Candidate rows for every sampled chunk, in sampling order, all in memory (`Assembler` makes
+    """Candidate rows for every sampled item, in sampling order, all in memory (`Assembler` makes
     them one at a time; `ranker` and `semantic` as it takes them)."""
-    assembler = Assembler(config, tasks, len(sample), ranker=ranker, semantic=semantic)
-    candidates = [assembler.candidate(chunk, drafts, critiques) for chunk in sample]
+    assembler = Assembler(config, tasks, sample, ranker=ranker, semantic=semantic)
+    candidates = [assembler.candidate(item, drafts, critiques) for item in sample]
     return Assembly(
         candidates=candidates,
         kept=[row.dataset_row() for row in candidates if row.status == "kept"],
         funnel=assembler.funnel(),
+        by_type=assembler.by_type(),
     )
 
 
@@ -207,7 +294,7 @@ def _judge(
     drafted: Drafted,
     critiques: Records[Critique],
     config: BuildConfig,
-    tasks: BuildTasks,
+    tasks: TypeTasks,
     counts: _Counts,
     dedup: NearDuplicateFilter,
     semantic: SemanticDuplicates | None,
@@ -221,6 +308,7 @@ def _judge(
     draft = drafted.draft
     found: dict[str, Critique] = {}
     rejections: list[str] = []
+    rejected_as: list[str] = []
     failures: list[tuple[str, Critique]] = []  # (`criterion:reason`, as the funnel counts them; the critique)
     missing: list[str] = []
     for critic in tasks.critics:  # in the order they are asked
@@ -234,16 +322,18 @@ def _judge(
             failures.append((f"{criterion}:{critique.reason}", critique))
             continue
         if critique.score < config.threshold(criterion):
-            rejections.append(f"{criterion}={critique.score}<{config.threshold(criterion)}")
+            spec = config.critic_registry().get(criterion)
+            rejections.append(rejection(spec, critique.score, config.threshold(criterion)))
+            rejected_as.append(spec.rejects_as or criterion)
             counts.rejected_by[criterion] += 1
     if rejections:
         counts.rejected += 1
         counts.critic_calls_skipped += len(missing)
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
-        return _Fate("rejected", "; ".join(rejections) + skipped, found)
+        return _Fate("rejected", "; ".join(rejections) + skipped, found, tuple(rejected_as))
     if failures:
         failure, critique = failures[0]
-        counts.failed(counts.critique_failed, failure, drafted.chunk, critique.raw)
+        counts.failed(counts.critique_failed, failure, drafted.passages.first, critique.raw)
         return _Fate("failed", f"critique:{failure}", found)
     if missing:
         counts.undecided["critique"] += 1
@@ -253,10 +343,10 @@ def _judge(
     earlier = dedup.match(question)
     if earlier is not None:
         counts.duplicates += 1
-        return _Fate("rejected", f"duplicate_of:{earlier}", found)
+        return _Fate("rejected", f"duplicate_of:{earlier}", found, ("duplicate",))
     if semantic is not None and (earlier := semantic.match(draft.id)) is not None:
         counts.semantic_duplicates += 1
-        return _Fate("rejected", f"same_meaning_as:{earlier}", found)
+        return _Fate("rejected", f"same_meaning_as:{earlier}", found, ("same_meaning",))
     dedup.keep(question, draft.id)
     if semantic is not None:
         semantic.keep(draft.id)
@@ -265,12 +355,12 @@ def _judge(
 
 
 def _candidate(
-    chunk: Chunk,
+    item: Passages,
     did: str,
     draft: Draft | None,
     fate: _Fate,
     config: BuildConfig,
-    tasks: BuildTasks,
+    tasks: TypeTasks,
     quality: _Quality,
 ) -> CandidateRow:
     # A failed draft's reply is kept (it shows what went wrong); its question and answer are not.
@@ -279,7 +369,9 @@ def _candidate(
     columns: dict[str, object] = {}
     extra: list[CriticReply] = []
     for spec in config.critic_specs():
-        critique, prompt_hash = found.get(spec.name), tasks.critic(spec.name).prompt.hash
+        task = tasks.critic(spec.name)
+        prompt_hash = task.prompt.hash if task is not None else None
+        critique = found.get(spec.name)
         score = _score(critique)
         rationale, raw = (critique.rationale, critique.raw) if critique else (None, None)
         if spec.own_columns:
@@ -289,8 +381,9 @@ def _candidate(
                 f"{spec.name}_prompt_hash": prompt_hash,
                 f"{spec.name}_raw": raw,
             }
-        else:
+        elif prompt_hash is not None:  # a critic that does not vet this type has no verdict to show
             extra.append(CriticReply(name=spec.name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw))
+    chunk = item.first
     return CandidateRow.model_validate(
         {
             "context": chunk.text,
@@ -304,12 +397,18 @@ def _candidate(
             "generator_model": config.generator.spec,
             "critic_model": config.critic.spec,
             "qa_prompt_hash": tasks.draft.prompt.hash,
+            "question_type": item.question_type,
+            "contexts": tuple(passage.text for passage in item.chunks),
+            "source_docs": tuple(passage.source for passage in item.chunks),
+            "chunk_ids": item.chunk_ids,
+            "start_indices": tuple(passage.start_index for passage in item.chunks),
+            "end_indices": tuple(passage.end_index for passage in item.chunks),
             "status": fate.status,
             "reason": fate.reason,
             "generation_raw": draft.raw if draft else None,
             "evidence_quote": usable.evidence if usable else None,
-            "evidence_start": _in_document(chunk, evidence.start) if (evidence := quality.evidence) else None,
-            "evidence_end": _in_document(chunk, evidence.end) if evidence else None,
+            "evidence_start": quality.in_document(chunk, evidence.start) if (evidence := quality.evidence) else None,
+            "evidence_end": quality.in_document(chunk, evidence.end) if evidence else None,
             "evidence_match": evidence.match if evidence else None,
             "copied_share": None if quality.copied_share is None else round(quality.copied_share, 4),
             "bm25_rank": quality.bm25_rank,
@@ -317,11 +416,6 @@ def _candidate(
             **columns,
         }
     )
-
-
-def _in_document(chunk: Chunk, offset: int | None) -> int | None:
-    """An offset in the chunk as an offset in its document."""
-    return None if offset is None else chunk.start_index + offset
 
 
 def _score(critique: Critique | None) -> int | None:

@@ -30,6 +30,7 @@ from qagen.generation.checks.easiness import ChunkRanker
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.profile import ProfileCounter
+from qagen.generation.sample import Sample
 from qagen.generation.semantic_dedup import SemanticDuplicates, load_semantic_dedup
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
@@ -84,7 +85,7 @@ def write_outputs(
     config: BuildConfig,
     run: RunDir,
     tasks: BuildTasks,
-    sample: list[Chunk],
+    sample: Sample,
     ledger: Ledger | None = None,
     *,
     settled: bool = False,
@@ -112,14 +113,14 @@ def write_outputs(
     if dedup.model is not None:
         vectors = dedup.embed(_questions(sample, tasks, ledger))
         semantic = SemanticDuplicates(vectors, config.semantic_dedup_threshold)
-    assembler = Assembler(config, tasks, len(sample), ranker=ranker, semantic=semantic)
+    assembler = Assembler(config, tasks, sample, ranker=ranker, semantic=semantic)
     profile = ProfileCounter([critic.criterion for critic in tasks.critics], documents)
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
 
     def candidates() -> Iterator[CandidateRow]:
-        for chunk in sample:
-            candidate = assembler.candidate(chunk, ledger.drafts, ledger.critiques)
+        for item in sample:
+            candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
             failures.add(candidate)
             profile.add(candidate.model_dump(), assembler.last_check_reason)
             sample_ids.add(candidate.id)
@@ -127,7 +128,7 @@ def write_outputs(
 
     try:
         extra_critics = any(not spec.own_columns for spec in config.critic_specs())
-        save_outputs(candidates(), run.dataset_dir, run.candidates_dir, extra_critics=extra_critics)
+        save_outputs(candidates(), run.dataset_dir, run.candidates_dir, extra_critics=extra_critics, mixed=config.mixed)
     finally:
         ledger.close()
     funnel = assembler.funnel()
@@ -137,7 +138,7 @@ def write_outputs(
         semantic_model=dedup.model.label if dedup.model is not None else None,
         lexical_only_because=dedup.lexical_only_because,
     )
-    summarised = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids))
+    summarised = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids), assembler.by_type())
     summary = summarised.model_copy(update={"profile": profile.result(duplicates)})
     write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
@@ -155,11 +156,11 @@ def _counted(chunks: Iterable[Chunk], documents: Counter[str]) -> Iterator[tuple
         yield chunk.id, chunk.text
 
 
-def _questions(sample: list[Chunk], tasks: BuildTasks, ledger: Ledger) -> dict[str, str]:
+def _questions(sample: Sample, tasks: BuildTasks, ledger: Ledger) -> dict[str, str]:
     """The question of every usable draft of the sample, by draft id (what duplicates by meaning embed)."""
     questions: dict[str, str] = {}
-    for chunk in sample:
-        draft = ledger.drafts.get(tasks.draft.key(chunk))
+    for item in sample:
+        draft = ledger.drafts.get(tasks.draft_key(item))
         if draft is not None and draft.ok and draft.question:
             questions[draft.id] = draft.question
     return questions

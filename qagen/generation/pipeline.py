@@ -19,13 +19,14 @@ from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_o
 from qagen.generation.ledger import Ledger
 from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_location
-from qagen.generation.sample import ChunkRef, sampling_order, take
+from qagen.generation.sample import Sample
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.backends import require_key
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.task import Role
-from qagen.records import BuildSummary, Chunk, SkippedInput
+from qagen.question_types import QUESTION_TYPES, draft_counts
+from qagen.records import BuildSummary, Passages, SkippedInput
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
@@ -106,24 +107,35 @@ def chunk_stage(
     return summary
 
 
-def load_sample(config: BuildConfig, run: RunDir) -> list[Chunk]:
-    """The sampled chunks in sampling order, reading the chunk file twice instead of holding it all."""
-    refs = (ChunkRef(chunk.id, chunk.source) for chunk in run.iter_chunks())
-    chosen = take(sampling_order(refs, config.seed), config.n_generations)
-    position = {chunk_id: index for index, chunk_id in enumerate(chosen)}
-    sample: list[Chunk | None] = [None] * len(chosen)
-    for chunk in run.iter_chunks():
-        index = position.get(chunk.id)
-        if index is not None:
-            sample[index] = chunk
-    return [chunk for chunk in sample if chunk is not None]
+def load_sample(config: BuildConfig, run: RunDir) -> Sample:
+    """Every draft's passages, per question type (`QuestionTypeSpec.picker`), reading the chunk file
+    anew for each picker and once more for the chosen chunks instead of holding it all."""
+    requested = requested_drafts(config, run)
+    picked = {name: QUESTION_TYPES.get(name).picker(run.iter_chunks, config.seed, n) for name, n in requested.items()}
+    wanted = {chunk_id for found in picked.values() for group in found.groups for chunk_id in group.chunk_ids}
+    by_id = {chunk.id: chunk for chunk in run.iter_chunks() if chunk.id in wanted}
+    items = (
+        Passages(question_type=name, chunks=tuple(by_id[chunk_id] for chunk_id in group.chunk_ids), link=group.link)
+        for name, found in picked.items()
+        for group in found.groups
+    )
+    return Sample(items, requested, {name: found.short for name, found in picked.items()})
+
+
+def requested_drafts(config: BuildConfig, run: RunDir) -> dict[str, int | None]:
+    """The drafts asked of each question type: `n_generations` split by the shares (`draft_counts`);
+    a build of factoids alone drafts from `n_generations` chunks, or every chunk (None)."""
+    if not config.mixed:
+        return dict.fromkeys(config.question_types, config.n_generations)
+    total = config.n_generations if config.n_generations is not None else int(run.chunking_report()["chunks"])
+    return dict(draft_counts(config.question_types, total))
 
 
 def run_llm_stages(
     config: BuildConfig,
     run: RunDir,
     tasks: BuildTasks,
-    sample: list[Chunk],
+    sample: Sample,
     *,
     generate: bool,
     critique: bool,
@@ -167,7 +179,7 @@ def run_llm_stages(
                     else batch_executor(clients, run.root, batch, budget=budget)
                 )
                 flow = BuildFlow(tasks, config, executor, ledger, generate=generate, critique=critique)
-                await executor.map(sample, flow, label=label(generate, critique), unit="chunk", progress=progress)
+                await executor.map(sample, flow, label=label(generate, critique), unit="draft", progress=progress)
             if budget is not None and budget.reached:
                 stopped.append(budget.describe())
             else:
@@ -194,7 +206,7 @@ async def _warm_up_once_replies_come(clients: Clients) -> None:
 
 
 # --- outputs ------------------------------------------------------------------------------------
-def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: list[Chunk]) -> BuildSummary:
+def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: Sample) -> BuildSummary:
     """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
     return write_outputs_and_say(config, run, tasks, sample).summary
 
@@ -203,7 +215,7 @@ def write_outputs_and_say(
     config: BuildConfig,
     run: RunDir,
     tasks: BuildTasks,
-    sample: list[Chunk],
+    sample: Sample,
     ledger: Ledger | None = None,
     *,
     settled: bool = False,
@@ -269,7 +281,7 @@ def build(
 def _build(
     config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: bool, batch: BatchOptions | None
 ) -> BuildResult:
-    tasks = BuildTasks.for_config(config)
+    tasks = BuildTasks.for_config(config, run.iter_chunks)
     run.open(config, tasks.prompt_hashes())
     if not run.chunking_done():
         # A missing key is said before the corpus is read, not after chunking all of it.

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from qagen.question_types import DEFAULT_TYPE
 from qagen.records import Coverage, Distribution, Duplicates, Easiness, TestSetProfile
 
-DEFAULT_QUESTION_TYPE = "factoid"
-"""The type of a row without a `question_type` column (every draft of the default prompt)."""
 COPIED_SHARE_BINS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
 """Upper edges of the copied-share bins (a share equal to an edge falls in that edge's bin)."""
 KEPT_PER_DOCUMENT_BINS: tuple[tuple[int, int | None], ...] = ((0, 0), (1, 1), (2, 2), (3, 5), (6, None))
@@ -82,7 +81,7 @@ class ProfileCounter:
                 self.scores[critic][score] += 1
         if row["status"] != "kept":
             return
-        self.types[row.get("question_type") or DEFAULT_QUESTION_TYPE] += 1
+        self.types[row.get("question_type") or DEFAULT_TYPE] += 1
         self.kept_by_document[row["source_doc"]] += 1
         self.kept_chunks.add(row["chunk_id"])
         self.question_chars.append(len(row["question"] or ""))

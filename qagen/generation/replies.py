@@ -30,6 +30,7 @@ longer occur in it.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import NamedTuple
 
 from qagen.failures import FailureKind
@@ -42,7 +43,7 @@ _CONTINUATION_MARKER = re.compile(
 )
 # Placeholders of the prompts' answer templates; a block holding one is an echo of the template.
 _TEMPLATE_ECHO = re.compile(
-    r"\((?:your rationale|your rating|your factoid question|your answer to the factoid"
+    r"\((?:your rationale|your rating|your [\w -]*question\)|your answer to the |in one sentence, why"
     r"|the sentence of the context that holds)",
     re.IGNORECASE,
 )
@@ -55,9 +56,18 @@ _TOTAL_RATING = re.compile(rf"total[ \t]+rating[ \t]*\**[ \t]*[:：][ \t]*\**\s*
 # The label before a critic's rationale ("Evaluation:", "**Evaluation:**").
 _EVALUATION_LABEL = re.compile(r"\**[ \t]*Evaluation[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
 
-# The generator's protocol: `Factoid question: ...` then `Answer: ...` (a line-initial `Answer:`,
-# never the `Answer:::` block marker).
-_FACTOID_QUESTION = re.compile(r"\**[ \t]*Factoid[ \t]+question[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
+# The generator's protocol: `<label>: ...` then `Answer: ...` (a line-initial `Answer:`, never the
+# `Answer:::` block marker), the label a question type's (`Factoid question`, `Multi-hop question`).
+FACTOID_LABEL = "Factoid question"
+
+
+@cache
+def _question_label(label: str) -> re.Pattern[str]:
+    """`Factoid question:`, `**Factoid question:**`, `Factoid  question :` (spaces between the words free)."""
+    words = r"[ \t]+".join(re.escape(word) for word in label.split())
+    return re.compile(rf"\**[ \t]*{words}[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE)
+
+
 _ANSWER_LABEL = re.compile(r"^[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::)[ \t]*\**", re.IGNORECASE | re.MULTILINE)
 # The evidence line the default prompt asks for after the answer (optional: older prompts and the
 # user's own do not ask for it); line-initial, like `Answer:`.
@@ -117,8 +127,15 @@ def _rationale_before(block: str, end: int) -> str | None:
 def parse_factoid_qa(reply: str) -> ParsedQA:
     """Read `Factoid question: ... Answer: ...` (and an optional `Evidence: ...` line after the
     answer) from a generator's reply."""
+    return parse_labelled_qa(reply, FACTOID_LABEL)
+
+
+def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
+    """Read `<label>: ... Answer: ...` (and an optional `Evidence: ...` line after the answer) from a
+    generator's reply (`label`: a question type's)."""
+    labelled = _question_label(label)
     for block in verdict_blocks(reply):
-        question_label = _FACTOID_QUESTION.search(block)
+        question_label = labelled.search(block)
         if question_label is None:
             continue
         rest = block[question_label.end() :]
@@ -128,7 +145,7 @@ def parse_factoid_qa(reply: str) -> ParsedQA:
         question = rest[: answer_label.start()].strip()
         answer = rest[answer_label.end() :]
         # A model that drafts several pairs in one block: keep the first pair only.
-        next_question = _FACTOID_QUESTION.search(answer)
+        next_question = labelled.search(answer)
         if next_question is not None:
             answer = answer[: next_question.start()]
         evidence: str | None = None

@@ -1,4 +1,5 @@
-"""Choose which chunks to draft from: reproducible with a seed, every document covered first."""
+"""Choose which chunks to draft from: reproducible with a seed, every document covered first; and the
+sample of a build, the passages of every draft of every question type."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import random
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
 from typing import NamedTuple
+
+from qagen.records import Passages
 
 
 class ChunkRef(NamedTuple):
@@ -47,3 +50,20 @@ def sampling_order(chunks: Iterable[ChunkRef], seed: int) -> list[str]:
 def take(order: Sequence[str], n: int | None) -> list[str]:
     """The first `n` ids of the order (all of them when n is None)."""
     return list(order if n is None else order[:n])
+
+
+class Sample(list[Passages]):
+    """A build's sampled items, each question type's in its sampling order, the types in the build's
+    order; with what was asked of each type and how many drafts the corpus could not give passages to."""
+
+    def __init__(
+        self,
+        items: Iterable[Passages] = (),
+        requested: dict[str, int | None] | None = None,
+        short: dict[str, int] | None = None,
+    ) -> None:
+        super().__init__(items)
+        self.requested: dict[str, int | None] = dict(requested or {})
+        """The drafts asked of each type (None: one per chunk)."""
+        self.short: dict[str, int] = dict(short or {})
+        """Drafts asked of a type that the corpus could not give passages to."""

@@ -17,6 +17,7 @@ from qagen.records import (
     CorpusSummary,
     Funnel,
     StageUsage,
+    TypeFunnel,
 )
 from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
@@ -28,9 +29,11 @@ def summarise_build(
     tasks: BuildTasks,
     funnel: Funnel,
     paid: tuple[Sequence[PaidCall], Sequence[PaidCall]],
+    by_type: dict[str, TypeFunnel] | None = None,
 ) -> BuildSummary:
     """The summary of the assembled run; `paid` holds the generation and the critique calls paid
-    for the sampled chunks (`Ledger.paid_for`): usage counts only those."""
+    for the sampled drafts (`Ledger.paid_for`): usage counts only those; `by_type` the funnel of
+    each question type."""
     chunking = run.chunking_report()
     paid_drafts, paid_critiques = paid
     batched = Journal(run.root).batched
@@ -39,6 +42,7 @@ def summarise_build(
         # The chunking report lists every skipped input; the summary keeps the counts only.
         corpus=CorpusSummary.model_validate({k: v for k, v in chunking.items() if k != "skipped_inputs"}),
         funnel=funnel,
+        question_types=by_type or {},
         thresholds=config.thresholds(),
         models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
         prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},

@@ -1,10 +1,10 @@
-"""The LLM work of a build: its tasks (one draft task, the critics in the order they are asked) and
-the one place their dependencies are stated (`BuildFlow`).
+"""The LLM work of a build: its tasks (per question type, one draft task and the critics in the
+order they are asked) and the one place their dependencies are stated (`BuildFlow`).
 
-The dependencies: a chunk's critics are asked after its draft, and only when the draft parsed and
-passed the checks that cost no call (`qagen.generation.checks.precheck`);
-cheapest first (the two that read only the question before the one that also reads the chunk);
-a low score stops the critics after it (unless `all_critics`), and so does a critic call that
+The dependencies: a draft's critics are asked after it, and only when it parsed and passed the
+checks that cost no call (the build's, `qagen.generation.checks.precheck`, then its type's own);
+cheapest first (the two that read only the question before those that also read the passages); a
+low score stops the critics after it (unless `all_critics`), and so does a critic call that
 failed, which is redone on the next run together with the critics after it, in order, exactly as
 in a run without the failure.
 """
@@ -12,62 +12,136 @@ in a run without the failure.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
 from qagen.critics import check_prompt
 from qagen.generation.checks.precheck import precheck
+from qagen.generation.corpus_search import CorpusSearch
 from qagen.generation.critique import CriticTask, Drafted
-from qagen.generation.draft import QA_PROMPT, DraftTask
+from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
 from qagen.llm.cost import Budget, price_for
 from qagen.llm.prompts import load_prompts
-from qagen.records import Chunk, Critique
+from qagen.question_types import QUESTION_TYPES, QuestionTypeSpec
+from qagen.question_types.spec import ChunkSource
+from qagen.records import Critique, Draft, Passages
 from qagen.runs.executor import Executor
 
 
 @dataclass(frozen=True)
-class BuildTasks:
-    """The draft task and the critics of a build, critics in the order they are asked."""
+class TypeTasks:
+    """One question type's draft task and critics, critics in the order they are asked."""
 
+    spec: QuestionTypeSpec
     draft: DraftTask
     critics: tuple[CriticTask, ...]
 
+    def critic(self, criterion: str) -> CriticTask | None:
+        """The type's task of a critic; None when the type is not vetted by it."""
+        return next((task for task in self.critics if task.criterion == criterion), None)
+
+    def check(self, draft: Draft, item: Passages) -> str | None:
+        """The type's free check of a parsed draft (before any critic): the rejection reason, or None."""
+        return None if self.spec.check is None else self.spec.check(draft, item)
+
+
+@dataclass(frozen=True)
+class BuildTasks:
+    """Every question type's tasks of a build, in the order of the build's `question_types`."""
+
+    types: dict[str, TypeTasks]
+    search: CorpusSearch | None = field(default=None, compare=False)
+    """What `{retrieved}` reads: a search of the run's chunks (None: the build has no such critic, or
+    no run directory was given)."""
+
     @classmethod
-    def for_config(cls, config: BuildConfig) -> BuildTasks:
-        """The build's tasks (its critics: `config.critic_registry()`, in the order they are asked), with
-        the prompts of `config.prompts_dir` replacing the bundled ones."""
-        specs = config.critic_registry().asked()
-        prompts = load_prompts(
-            [QA_PROMPT, *(spec.prompt for spec in specs if not spec.from_prompts_dir)],
-            Path(config.prompts_dir) if config.prompts_dir else None,
-            own=[spec.prompt for spec in specs if spec.from_prompts_dir],
-            defaults_in={spec.prompt: Path(spec.prompt_folder) for spec in specs if spec.prompt_folder},
-        )
+    def for_config(cls, config: BuildConfig, chunks: ChunkSource | None = None) -> BuildTasks:
+        """The build's tasks, with the prompts of `config.prompts_dir` replacing the bundled ones; a
+        critic reading `{retrieved}` searches `chunks` (the run's, given by whoever asks or filters)."""
+        registry = config.critic_registry()
+        specs = [QUESTION_TYPES.get(name) for name in config.question_types]
+        extra = [spec.name for spec in registry if not spec.own_columns and not _owned_by_a_type(spec.name)]
+        asked: dict[str, list[tuple[str, str]]] = {}  # type -> (critic, prompt), in the order asked
         for spec in specs:
-            check_prompt(spec, prompts[spec.prompt])
-        critics = tuple(
-            CriticTask(spec.name, config.critic.spec, prompts[spec.prompt], {"audience": config.audience})
-            for spec in specs
+            chosen = {critic.name: critic.prompt or registry.get(critic.name).prompt for critic in spec.critics}
+            chosen.update((name, registry.get(name).prompt) for name in extra if name not in chosen)
+            order = sorted(chosen, key=lambda name: registry.get(name).order)
+            asked[spec.name] = [(name, chosen[name]) for name in order]
+        critic_specs = [registry.get(name) for name in dict.fromkeys(n for pairs in asked.values() for n, _ in pairs)]
+        bundled = [spec.draft_prompt for spec in specs]
+        bundled += [p for pairs in asked.values() for n, p in pairs if not registry.get(n).from_prompts_dir]
+        prompts = load_prompts(
+            list(dict.fromkeys(bundled)),
+            Path(config.prompts_dir) if config.prompts_dir else None,
+            own=[spec.prompt for spec in critic_specs if spec.from_prompts_dir],
+            defaults_in={spec.prompt: Path(spec.prompt_folder) for spec in critic_specs if spec.prompt_folder},
         )
-        return cls(DraftTask(config.generator.spec, prompts[QA_PROMPT]), critics)
+        settings = {"audience": config.audience}
+        critics: dict[tuple[str, str], CriticTask] = {}
+        for pairs in asked.values():
+            for name, prompt in pairs:
+                if (name, prompt) not in critics:
+                    check_prompt(registry.get(name), prompts[prompt])
+                    critics[name, prompt] = CriticTask(name, config.critic.spec, prompts[prompt], settings)
+        types = {
+            spec.name: TypeTasks(
+                spec,
+                DraftTask(config.generator.spec, prompts[spec.draft_prompt], spec),
+                tuple(critics[pair] for pair in asked[spec.name]),
+            )
+            for spec in specs
+        }
+        reads_retrieved = any(task.reads_retrieved for task in critics.values())
+        return cls(types, CorpusSearch(chunks) if reads_retrieved and chunks is not None else None)
+
+    def of(self, item: Passages) -> TypeTasks:
+        """The tasks of the item's question type."""
+        return self.types[item.question_type]
 
     def critic(self, criterion: str) -> CriticTask:
+        """A critic's task, as the build's first question type that asks it has it."""
         return next(task for task in self.critics if task.criterion == criterion)
+
+    def draft_key(self, item: Passages) -> str:
+        return self.of(item).draft.key(item)
+
+    def drafted(self, draft: Draft, item: Passages) -> Drafted:
+        """What the item's critics judge: the draft, its passages, and what a search finds for its
+        question when one of them reads it."""
+        if not any(task.reads_retrieved for task in self.of(item).critics):
+            return Drafted(draft, item)
+        if self.search is None:
+            raise RuntimeError("a critic reads {retrieved}: make the build's tasks with the run's chunks")
+        return Drafted(draft, item, self.search.search(draft.question or ""))
+
+    @property
+    def critics(self) -> tuple[CriticTask, ...]:
+        """Every critic task of the build, each once, in the order the types ask them."""
+        seen: dict[int, CriticTask] = {}
+        for tasks in self.types.values():
+            for task in tasks.critics:
+                seen.setdefault(id(task), task)
+        return tuple(seen.values())
 
     def prompt_hashes(self, roles: Collection[BuildRole] = BUILD_ROLES) -> dict[str, str | None]:
         """Every prompt's full sha256, by prompt name (the run fingerprint holds them); None for the
         prompts of a role not in `roles` (not decided yet: see `BuildConfig.fingerprint`)."""
         # Critics by name, so the order does not follow the order they are asked in.
-        critics = sorted(self.critics, key=lambda critic: critic.criterion)
+        critics = sorted(self.critics, key=lambda critic: (critic.criterion, critic.prompt.name))
         hashes: dict[str, str | None] = {}
         for role, prompts in (
-            ("generator", self.draft.prompts),
+            ("generator", [prompt for tt in self.types.values() for prompt in tt.draft.prompts]),
             ("critic", [prompt for critic in critics for prompt in critic.prompts]),
         ):
             hashes.update({prompt.name: prompt.sha256 if role in roles else None for prompt in prompts})
         return hashes
+
+
+def _owned_by_a_type(name: str) -> bool:
+    """A critic only some question type asks (`QuestionTypeSpec.own_critics`)."""
+    return any(name == critic.name for spec in QUESTION_TYPES for critic in spec.own_critics)
 
 
 class BuildFlow:
@@ -95,18 +169,22 @@ class BuildFlow:
         self.generate = generate
         self.critique = critique
 
-    async def __call__(self, chunk: Chunk) -> None:
+    async def __call__(self, item: Passages) -> None:
+        tasks = self.tasks.of(item)
         draft = (
-            await self.executor.run(self.tasks.draft, chunk, self.drafts)
+            await self.executor.run(tasks.draft, item, self.drafts)
             if self.generate
-            else self.drafts.get(self.tasks.draft.key(chunk))
+            else self.drafts.get(tasks.draft.key(item))
         )
         if not self.critique or draft is None or not draft.ok:
             return
-        if precheck(draft, chunk, self.config).reason is not None:
+        if precheck(draft, item, self.config, answered=tasks.spec.answer_in_passages).reason is not None:
             return  # a draft a free check rejects (`checks.precheck`) costs no critic
-        for critic in self.tasks.critics:
-            verdict = await self.executor.run(critic, Drafted(draft, chunk), self.critiques)
+        if tasks.check(draft, item) is not None:
+            return  # nor does one its type's own free check rejects
+        drafted = self.tasks.drafted(draft, item)
+        for critic in tasks.critics:
+            verdict = await self.executor.run(critic, drafted, self.critiques)
             if self._stops_the_critics(verdict):
                 return
 

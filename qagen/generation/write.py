@@ -13,7 +13,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from qagen.failures import is_call_failure_reason
-from qagen.records import BatchSpend, BuildSummary, CandidateRow, DatasetRow, Funnel
+from qagen.records import PASSAGE_COLUMNS, BatchSpend, BuildSummary, CandidateRow, DatasetRow, Funnel, TypeFunnel
 from qagen.runs.store import writing
 
 DATA_FILE = "data-00000-of-00001.arrow"
@@ -31,17 +31,18 @@ def warm_up() -> None:
     import datasets  # noqa: F401
 
 
-def omitted_columns(extra_critics: bool) -> tuple[str, ...]:
-    """The row model's columns a build leaves out: `extra_critics` when it has no critic beyond the three."""
-    return () if extra_critics else (EXTRA_CRITICS,)
+def omitted_columns(extra_critics: bool, mixed: bool = False) -> tuple[str, ...]:
+    """The row model's columns a build leaves out: `extra_critics` when it has no critic beyond the three,
+    and `question_type` with the passages' columns when it drafts factoids alone (`BuildConfig.mixed`)."""
+    return (*(() if extra_critics else (EXTRA_CRITICS,)), *(() if mixed else PASSAGE_COLUMNS))
 
 
-def row_columns(row_type: type[BaseModel], *, extra_critics: bool = False) -> list[str]:
+def row_columns(row_type: type[BaseModel], *, extra_critics: bool = False, mixed: bool = False) -> list[str]:
     """The columns a build writes of a row model, in order (see `omitted_columns`)."""
-    return [name for name in row_type.model_fields if name not in omitted_columns(extra_critics)]
+    return [name for name in row_type.model_fields if name not in omitted_columns(extra_critics, mixed)]
 
 
-def row_features(row_type: type[BaseModel], *, extra_critics: bool = False) -> Any:
+def row_features(row_type: type[BaseModel], *, extra_critics: bool = False, mixed: bool = False) -> Any:
     """The `datasets.Features` of a row model: its fields in order, typed from their annotations.
 
     Explicit types, so a column that happens to be all null (say, no failures) keeps its type;
@@ -49,7 +50,7 @@ def row_features(row_type: type[BaseModel], *, extra_critics: bool = False) -> A
     """
     from datasets import Features
 
-    return Features.from_dict(column_features(row_type, omitted_columns(extra_critics)))
+    return Features.from_dict(column_features(row_type, omitted_columns(extra_critics, mixed)))
 
 
 def column_features(row_type: type[BaseModel], omit: Collection[str] = ()) -> dict[str, Feature]:
@@ -63,7 +64,7 @@ def dataset_feature(name: str, annotation: Any) -> Feature:
     """The `datasets` feature of a row field: `int` and `int | None` are int64, `float` and
     `float | None` float64; `str`, `str | None` and
     a Literal of strings are string (so a column that happens to be all null keeps its type); a tuple
-    of records is a list of structs, one field per record field."""
+    of records is a list of structs, one field per record field; a tuple of str or int a list of them."""
     kinds = [annotation]
     if get_origin(annotation) in (Union, types.UnionType):
         kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
@@ -79,6 +80,8 @@ def dataset_feature(name: str, annotation: Any) -> Feature:
         item, *rest = get_args(kinds[0])
         if rest == [Ellipsis] and isinstance(item, type) and issubclass(item, BaseModel):
             return {"feature": column_features(item), "_type": "List"}
+        if rest == [Ellipsis] and item in (str, int):
+            return {"feature": dataset_feature(name, item), "_type": "List"}
     raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
 
 
@@ -87,11 +90,17 @@ def _value(dtype: str) -> Feature:
 
 
 def save_outputs(
-    candidates: Iterable[CandidateRow], dataset_dir: Path, candidates_dir: Path, *, extra_critics: bool = False
+    candidates: Iterable[CandidateRow],
+    dataset_dir: Path,
+    candidates_dir: Path,
+    *,
+    extra_critics: bool = False,
+    mixed: bool = False,
 ) -> None:
     """Every candidate to `candidates_dir`, the kept ones as dataset rows (`CandidateRow.dataset_row`)
     to `dataset_dir`, as `datasets` directories (`load_from_disk` reads them); `extra_critics`: the
-    build has critics beyond the three, so the rows have that column (see `omitted_columns`).
+    build has critics beyond the three, so the rows have that column; `mixed`: it drafts several
+    question types, so the rows have `question_type` and the passages' columns (see `omitted_columns`).
 
     The rows are streamed (`datasets`' `ArrowWriter`, a batch at a time, into a scratch folder
     beside the outputs), so a build never holds them all. Each output is then saved to a temporary
@@ -101,16 +110,17 @@ def save_outputs(
     from datasets.arrow_writer import ArrowWriter
 
     scratch = candidates_dir.with_name(f".{candidates_dir.name}.scratch")
-    every_columns = row_columns(CandidateRow, extra_critics=extra_critics)
-    kept_columns = row_columns(DatasetRow, extra_critics=extra_critics)
+    every_columns = row_columns(CandidateRow, extra_critics=extra_critics, mixed=mixed)
+    kept_columns = row_columns(DatasetRow, extra_critics=extra_critics, mixed=mixed)
     every_file, kept_file = str(scratch / "candidates.arrow"), str(scratch / "dataset.arrow")
+    columns = {"extra_critics": extra_critics, "mixed": mixed}
     with writing(candidates_dir), _quiet_datasets():
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
         try:
             with (
-                ArrowWriter(features=row_features(CandidateRow, extra_critics=extra_critics), path=every_file) as every,
-                ArrowWriter(features=row_features(DatasetRow, extra_critics=extra_critics), path=kept_file) as kept,
+                ArrowWriter(features=row_features(CandidateRow, **columns), path=every_file) as every,
+                ArrowWriter(features=row_features(DatasetRow, **columns), path=kept_file) as kept,
             ):
                 for candidate in candidates:
                     every.write(candidate.model_dump(include=set(every_columns)))
@@ -174,6 +184,10 @@ def funnel_table(summary: BuildSummary) -> str:
         batched = summary.batch.get(stage)
         if batched:
             lines.append((f"{stage} in batches", _batch_words(batched)))
+    types = summary.question_types
+    if set(types) - {"factoid"}:
+        for name, counts in types.items():
+            lines.append((f"{name} ({counts.share}%)", _type_words(counts)))
     width = max(len(label) for label, _ in lines)
     table = [f"  {label:<{width}}  {value}" for label, value in lines]
     # The commonest failure of each stage, with its first case: what there is to fix.
@@ -191,6 +205,18 @@ def funnel_table(summary: BuildSummary) -> str:
                 "re-run the same command to ask them again"
             )
     return "\n".join(table)
+
+
+def _type_words(counts: TypeFunnel) -> str:
+    """One question type's line: asked, sampled, drafted, rejected by reason, kept."""
+    asked = "one per chunk" if counts.requested is None else str(counts.requested)
+    short = f", {counts.short} the corpus had no passages for" if counts.short else ""
+    rejected = _with_reasons(counts.rejected, counts.rejected_by)
+    failed = counts.generation_failed + counts.critique_failed
+    return (
+        f"asked {asked}{short}, sampled {counts.sampled}, drafted {counts.drafted}, failed {failed}, "
+        f"rejected {rejected}, kept {counts.kept}"
+    )
 
 
 def _batch_words(batched: BatchSpend) -> str:

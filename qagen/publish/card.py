@@ -211,8 +211,30 @@ def _funnel(summary: Mapping[str, Any]) -> str:
     return (
         "## How it was made\n\nThe funnel from documents to kept questions (a draft may fail several critics,\n"
         "so the per-critic counts can add up to more than the rejections):\n\n"
-        f"| stage | count |\n|---|---|\n{table}"
+        f"| stage | count |\n|---|---|\n{table}" + _question_types(summary)
     )
+
+
+def _question_types(summary: Mapping[str, Any]) -> str:
+    """The funnel per question type, for a set of more than factoids (the `question_type` column)."""
+    types: Mapping[str, Any] = summary.get("question_types", {})
+    if set(types) <= {"factoid"}:
+        return ""
+    lines = [
+        "",
+        "",
+        "Per question type (the `question_type` column; `contexts`, `source_docs`, `chunk_ids`, `start_indices`",
+        "and `end_indices` hold every passage of a question, `context` and its columns the first):",
+        "",
+        "| type | share | asked | drafted | rejected (by reason) | kept |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, counts in types.items():
+        asked = "one per chunk" if counts.get("requested") is None else counts.get("requested")
+        rejected = _with_reasons(counts.get("rejected", 0), counts.get("rejected_by", {}))
+        cells = [name, f"{counts.get('share')}%", asked, counts.get("drafted"), rejected, counts.get("kept")]
+        lines.append("| " + " | ".join(str(cell) for cell in cells) + " |")
+    return "\n".join(lines)
 
 
 def _free_checks(funnel: Mapping[str, Any]) -> str:

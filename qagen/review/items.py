@@ -19,6 +19,7 @@ from qagen.errors import QagenError
 from qagen.generation.checks.evidence import place_quote
 from qagen.records import Critique, Draft, Record
 from qagen.review.eval_answers import judge_says_correct
+from qagen.review.run_drafts import read_run_drafts
 from qagen.runs.rundir import RunDir
 
 ItemKind = Literal["draft", "answer"]
@@ -60,6 +61,11 @@ class ReviewItem(Record):
     question: str
     answer: str | None = Field(description="The drafted answer; for `answer` items the system's answer.")
     chunk: str | None = Field(default=None, description="The chunk the draft was made from (`draft` items).")
+    question_type: str = Field(default="factoid", description="The draft's question type (`qagen.question_types`).")
+    passages: list[Context] = Field(
+        default_factory=list,
+        description="The other passages of a draft made from several (a multi-hop question's second chunk).",
+    )
     spans: list[Span] = Field(
         default_factory=list, description="Where the draft's quoted evidence, else its answer, is in the chunk."
     )
@@ -148,15 +154,21 @@ def draft_items(run_dir: Path, ids: Sequence[str]) -> list[ReviewItem]:
             # A critique with a score wins over a failed one of the same criterion.
             if seen is None or not seen.ok or critique.ok:
                 critiques[(critique.draft_id, critique.criterion)] = critique
+    rows = read_run_drafts(run_dir)
     items: list[ReviewItem] = []
     for draft_id in ids:
         draft = drafts[draft_id]
+        row = rows.get(draft_id)
         chunk = chunks.get(draft.chunk_id)
         if chunk is None:
             raise QagenError(f"{run_dir} has no chunk {draft.chunk_id} for draft {draft_id}; its chunks.jsonl changed.")
         spans, match = _draft_spans(draft, chunk.text)
+        # The critics of the draft's question type only: another type's critic never rates it.
+        vetting = {task.criterion for task in rows.tasks.types[row.question_type].critics} if row else None
         verdicts = [
-            _critic_verdict(spec.name, critiques.get((draft_id, spec.name)), config) for spec in config.critic_specs()
+            _critic_verdict(spec.name, critiques.get((draft_id, spec.name)), config)
+            for spec in config.critic_specs()
+            if vetting is None or spec.name in vetting
         ]
         hashes = {"generation": draft.prompt_hash}
         hashes.update({name: found.prompt_hash for (d, name), found in critiques.items() if d == draft_id})
@@ -168,6 +180,13 @@ def draft_items(run_dir: Path, ids: Sequence[str]) -> list[ReviewItem]:
                 question=draft.question or "",
                 answer=draft.answer,
                 chunk=chunk.text,
+                question_type=row.question_type if row is not None else "factoid",
+                passages=[
+                    Context(text=text, source=source, spans=[])
+                    for text, source in zip(row.contexts[1:], row.source_docs[1:], strict=True)
+                ]
+                if row is not None
+                else [],
                 spans=spans,
                 match=match,
                 verdicts=verdicts,

@@ -41,8 +41,10 @@ class RunDrafts:
         ]
 
     def missing_scores(self, row: CandidateRow) -> list[Criterion]:
-        """The criteria with no critic score for a drafted question (never asked, or the critic failed)."""
-        return [criterion for criterion in self.critics() if critic_score(row, criterion) is None]
+        """The criteria of the row's question type with no critic score for a drafted question (never
+        asked, or the critic failed)."""
+        vetting = {critic.criterion for critic in self.tasks.types[row.question_type].critics}
+        return [c for c in self.critics() if c in vetting and critic_score(row, c) is None]
 
     def critics(self) -> list[Criterion]:
         """The run's critics, in declaration order (`BuildConfig.critic_specs`)."""
@@ -71,12 +73,12 @@ def read_run_drafts(run_dir: Path, config: BuildConfig | None = None) -> RunDraf
     if not run.chunking_done():
         raise QagenError(f"{run_dir} has no chunks yet, so there are no drafts to review; run `qagen build` first.")
     config = config or run.stored_config()
-    tasks = BuildTasks.for_config(config)
+    tasks = BuildTasks.for_config(config, run.iter_chunks)
     sample = load_sample(config, run)
     ledger = Ledger.read(run)
-    assembler = Assembler(config, tasks, len(sample))
+    assembler = Assembler(config, tasks, sample)
     try:
-        rows = [assembler.candidate(chunk, ledger.drafts, ledger.critiques) for chunk in sample]
+        rows = [assembler.candidate(item, ledger.drafts, ledger.critiques) for item in sample]
     finally:
         ledger.close()
     return RunDrafts(run, config, tasks, rows)

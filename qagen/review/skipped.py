@@ -23,7 +23,7 @@ from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import make_budget
 from qagen.llm.clients import Clients
-from qagen.records import CandidateRow, Chunk
+from qagen.records import CandidateRow, Chunk, Passages
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
 from qagen.runs.batch.journal import Journal
 from qagen.runs.concurrency import run_coroutine
@@ -52,8 +52,9 @@ def skipped_calls(drafts: RunDrafts, ledger: Ledger, draft_ids: Iterable[str]) -
         draft = ledger.drafts.get(draft_id) if row is not None else None
         if row is None or draft is None or not draft.ok:
             continue
-        drafted = Drafted(draft, _chunk_of(row))
-        for critic in drafts.tasks.critics:
+        item = _passages_of(row)
+        drafted = drafts.tasks.drafted(draft, item)
+        for critic in drafts.tasks.of(item).critics:
             state = ledger.critiques.state(critic.key(drafted))
             if state is None or state.retry:
                 calls.append(SkippedCall(critic, drafted))
@@ -136,8 +137,21 @@ def _ask(drafts: RunDrafts, ledger: Ledger, calls: list[SkippedCall], *, progres
         )
 
 
-def _chunk_of(row: CandidateRow) -> Chunk:
-    """The chunk a candidate row was drafted from (the row holds all of it)."""
-    return Chunk(
-        id=row.chunk_id, source=row.source_doc, text=row.context, start_index=row.start_index, end_index=row.end_index
+def _passages_of(row: CandidateRow) -> Passages:
+    """The passages a candidate row was drafted from (the row holds all of them)."""
+    if not row.chunk_ids:  # a build of factoids alone: the one chunk of the cookbook's columns
+        chunk = Chunk(
+            id=row.chunk_id,
+            source=row.source_doc,
+            text=row.context,
+            start_index=row.start_index,
+            end_index=row.end_index,
+        )
+        return Passages(question_type=row.question_type, chunks=(chunk,))
+    chunks = tuple(
+        Chunk(id=chunk_id, source=source, text=text, start_index=start, end_index=end)
+        for chunk_id, source, text, start, end in zip(
+            row.chunk_ids, row.source_docs, row.contexts, row.start_indices, row.end_indices, strict=True
+        )
     )
+    return Passages(question_type=row.question_type, chunks=chunks)

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import NamedTuple, TextIO
 
 from qagen.errors import QagenError
-from qagen.records import Criterion
+from qagen.llm.untrusted import PASSAGE_SEPARATOR
+from qagen.records import CandidateRow, Criterion
 from qagen.review.eval_answers import AnswerRow, answer_sample, is_eval_dir, read_answers
 from qagen.review.labels import CriterionLabel, Label, LabelKey, LabelKind, LabelStore
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
@@ -90,7 +91,8 @@ def export_csv(
                 f"The review sample of {directory} names draft {item_id}, which the run no longer has; delete "
                 f"{directory / 'review_sample.json'} to draw the sample again."
             )
-        rows.append({"id": row.id, "question": row.question or "", "answer": row.answer or "", "chunk": row.context})
+        cells = {"id": row.id, "question": row.question or "", "answer": row.answer or "", "chunk": _passages(row)}
+        rows.append({**cells, "question_type": row.question_type} if drafts.config.mixed else cells)
     _write(path, _draft_columns(drafts), rows)
     return Exported(path, len(rows), calls)
 
@@ -101,7 +103,16 @@ def _draft_labels(drafts: RunDrafts) -> tuple[str, ...]:
 
 
 def _draft_columns(drafts: RunDrafts) -> tuple[str, ...]:
-    return ("id", "question", "answer", "chunk", *_draft_labels(drafts))
+    """A run's columns: the question type after the id when the run drafted several types."""
+    typed = ("question_type",) if drafts.config.mixed else ()
+    return ("id", *typed, "question", "answer", "chunk", *_draft_labels(drafts))
+
+
+def _passages(row: CandidateRow) -> str:
+    """The chunk a draft was made from, or each of its passages, labelled, apart."""
+    if len(row.contexts) < 2:
+        return row.context
+    return PASSAGE_SEPARATOR.join(f"Passage {number}:\n{text}" for number, text in enumerate(row.contexts, 1))
 
 
 def _answer_cells(row: AnswerRow) -> dict[str, str]:
@@ -173,8 +184,18 @@ def _draft_known(drafts: RunDrafts) -> Callable[[str], bool]:
 
 
 def _draft_hashes(drafts: RunDrafts) -> dict[str, str]:
-    hashes = {"generation": drafts.tasks.draft.prompt.sha256}
-    hashes.update({critic.criterion: critic.prompt.sha256 for critic in drafts.tasks.critics})
+    """Each prompt's hash: `generation` and the critics' names for the build's first question type
+    (a build of factoids: its only one), `generation:<type>` and `<critic>:<prompt>` for the others'."""
+    hashes: dict[str, str] = {}
+    for position, tasks in enumerate(drafts.tasks.types.values()):
+        hashes["generation" if position == 0 else f"generation:{tasks.spec.name}"] = tasks.draft.prompt.sha256
+        for critic in tasks.critics:
+            key = (
+                critic.criterion
+                if hashes.get(critic.criterion, critic.prompt.sha256) == critic.prompt.sha256
+                else (f"{critic.criterion}:{critic.prompt.name}")
+            )
+            hashes[key] = critic.prompt.sha256
     return hashes
 
 

@@ -25,6 +25,8 @@ Kinds (each named after its prompt file) and the logged `score`:
 - ``grader`` (criterion: the registered grader, ``correct``, ``relevant``, ``grounded``,
   ``retrieval_relevant`` or one registered later, told apart by the sections of the user message:
   `grader_layouts`): ``Explanation: ...`` then ``Grade: true|false``; score = 1 for true, 0 for false.
+  The abstention judge's verdict is read from the answer (true when it says the documents do not
+  hold the answer), the others are drawn by hash.
 """
 
 from __future__ import annotations
@@ -71,6 +73,15 @@ _OPENINGS: tuple[tuple[re.Pattern[str], EvalKind], ...] = (
     (re.compile(r"Given a question, a context and the numbered sentences of a reference"), "ragas_context_recall"),
     (re.compile(r"Please extract relevant sentences from the provided context"), "ragas_context_relevance"),
 )
+# The abstention judge's verdict is read from the answer, not drawn by hash: an answer that says the
+# documents do not hold it declines; any other commits (the stand-in's own RAG answers never decline).
+_DECLINES = re.compile(
+    r"\b(?:I don['’]t know|I do not know|there (?:is|are) no|no (?:information|mention)|"
+    r"not (?:mentioned|provided|given|stated|specified|available)|"
+    r"do(?:es)? not (?:say|mention|answer|contain|provide|specify)|cannot be "
+    r"(?:answered|determined|deduced))\b",
+    re.I,
+)
 _GRADER_SECTION = re.compile(r"(?P<label>[A-Z][A-Z ]*[A-Z]):\n<(?P<tag>[a-z_]+)>\n(?P<body>.*?)\n</(?P=tag)>\s*", re.S)
 # Untrusted data reaches the prompts neutralised, so a closing data tag inside it is `&lt;/...>`:
 # the first line that is exactly the closing tag ends the block.
@@ -93,6 +104,7 @@ _GRADER_EXPLANATIONS: dict[str, tuple[str, str]] = {
         "Every claim of the student answer is in the facts.",
     ),
     "retrieval_relevant": ("The facts are unrelated to the question.", "The facts share keywords with the question."),
+    "abstention": ("The answer commits to an answer.", "The answer says the documents do not answer it."),
 }
 _GENERIC_EXPLANATION = ("The grader's condition does not hold.", "The grader's condition holds.")
 _QUESTION_TEMPLATES = (
@@ -223,9 +235,11 @@ def eval_reply(prompt: EvalPrompt) -> EvalReply:
         if not chosen:
             return EvalReply("Relevant sentences: Insufficient Information", 0)
         return EvalReply("Relevant sentences:\n" + "\n".join(chosen), len(chosen))
-    grade = (
-        _share("grade", prompt.criterion or "", *(f"{tag}={body}" for tag, body in sorted(blocks.items()))) < GRADE_RATE
-    )
+    if prompt.criterion == "abstention":
+        grade = _DECLINES.search(blocks.get("answer", "")) is not None
+    else:
+        texts = (f"{tag}={body}" for tag, body in sorted(blocks.items()))
+        grade = _share("grade", prompt.criterion or "", *texts) < GRADE_RATE
     why = _GRADER_EXPLANATIONS.get(prompt.criterion or "", _GENERIC_EXPLANATION)[grade]
     return EvalReply(f"Explanation: {why}\nGrade: {'true' if grade else 'false'}", int(grade))
 

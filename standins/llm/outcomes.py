@@ -84,12 +84,50 @@ def factoid_for(context: str, duplicate_rate: float = 0.0) -> tuple[str, str]:
     answer = first_sentence(context) or "Nothing is stated."
     if unit_interval("duplicate", digest) < duplicate_rate:
         return DUPLICATE_QUESTION, answer
+    return f"Which fact about {_topic(context, 3)} is recorded under ref {digest[:10]}?", answer
+
+
+def _topic(context: str, count: int) -> str:
+    """The first `count` distinct content words of `context`, or `this subject` when it has none."""
     words: list[str] = []
     for match in _WORD.finditer(context):
         word = match.group(0).lower()
         if word not in _STOPWORDS and word not in words:
             words.append(word)
-            if len(words) == 3:
+            if len(words) == count:
                 break
-    topic = " ".join(words) if words else "this subject"
-    return f"Which fact about {topic} is recorded under ref {digest[:10]}?", answer
+    return " ".join(words) if words else "this subject"
+
+
+FACTOID_LABEL = "Factoid question"
+COPIED_SHARE = 0.3
+"""The share of drafts of a type the stand-in has no rule for that it writes in the passage's own words
+(the others are in words of its own): a check of the wording then has both to tell apart."""
+
+
+def draft_for(label: str, passages: tuple[str, ...], duplicate_rate: float = 0.0) -> tuple[str, str]:
+    """The (question, answer) the stand-in drafts for a draft prompt with this question label.
+
+    - `Factoid question`: `factoid_for` (as before question types).
+    - several passages (a multi-hop draft): a question naming the topic of each and the digest of
+      both, answered by the first sentence of each passage.
+    - `Unanswerable question`: a question on the passage's topic about a feature no text has, and
+      an answer saying the documents do not say.
+    - any other label (a type the stand-in has no rule for): a question in words of its own (none
+      of the passage's content words: a user's wording) or, for the `COPIED_SHARE` of passages by
+      hash, one made of the passage's first content words; answered by its first sentence.
+    """
+    if label == FACTOID_LABEL:
+        return factoid_for(passages[0], duplicate_rate)
+    digest = hashlib.sha256("\x00".join(passages).encode("utf-8")).hexdigest()
+    if len(passages) > 1:
+        topics = " and ".join(_topic(passage, 2) for passage in passages)
+        answer = " ".join(first_sentence(passage, 140) for passage in passages)
+        return f"Which fact links {topics}, as cross-referenced under ref {digest[:10]}?", answer
+    if label.lower().startswith("unanswerable"):
+        question = f"Which release of {_topic(passages[0], 2)} added quantum teleport sync, ref {digest[:10]}?"
+        return question, "The documents do not say."
+    answer = first_sentence(passages[0]) or "Nothing is stated."
+    if unit_interval("copied", digest) < COPIED_SHARE:
+        return f"What does the text say about {_topic(passages[0], 6)}?", answer
+    return f"How would someone look up the item filed as ref {digest[:10]}?", answer

@@ -5,9 +5,12 @@ Prompt kinds, decided from the text of the last user message:
 - ``judge``: contains ``[RESULT]`` and ``###Response to evaluate:`` (Prometheus-style judge);
   the instruction and the response under evaluation are read from their sections.
 - ``critique``: contains ``Total rating:``; the criterion is the registered critic
-  (`qagen.critics.CRITICS`) whose prompt's own instruction line it holds (`critic_phrases`;
+  (`qagen.critics.CRITICS`, and the critics question types ask with prompts of their own,
+  `qagen.question_types`) whose prompt's own instruction line it holds (`critic_phrases`;
   ``unknown`` if none matches), and the rated question is read from it.
-- ``generation``: contains ``Factoid question:`` and ``Context:``; the chunk is read from it.
+- ``generation``: a draft prompt: its answer template has a line ``<Label> question: (your ...``
+  (``Factoid question``, ``Multi-hop question``: any question type's) and it embeds ``Context:``;
+  the label and the passages (the chunk, or each ``Passage N:``) are read from it.
 - the evaluator's RAGAS-style and grader prompts (``ragas_*``, ``grader``), recognised by how their
   prompt files begin (`standins.llm.eval_replies`, which documents each protocol).
 - ``rerank``: qagen's listwise rerank prompt, told by its opening (`standins.llm.rerank`).
@@ -39,34 +42,42 @@ _BUNDLED_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 """qagen's prompt files in the repository, read when qagen itself cannot be imported."""
 
 
-def _critic_prompt_texts() -> dict[str, str]:
-    """Each critic's prompt text by name: from qagen's registry when qagen and its dependencies are
-    installed (so a critic registered in Python while the stand-in runs is seen), else from the
-    repository's `prompts/critique_*.txt` (CI starts the stand-in before anything is installed)."""
+def _critic_prompt_texts() -> list[tuple[str, str]]:
+    """Each critic prompt's text with its critic's name: from qagen's registries when qagen and its
+    dependencies are installed (so a critic registered in Python while the stand-in runs is seen,
+    and the prompts question types ask critics with), else from the repository's
+    `prompts/critique_*.txt` (CI starts the stand-in before anything is installed)."""
     if importlib.util.find_spec("pydantic") is None:
-        files = _BUNDLED_PROMPTS.glob("critique_*.txt")
-        return {path.stem.removeprefix("critique_"): path.read_text() for path in files}
+        files = sorted(_BUNDLED_PROMPTS.glob("critique_*.txt"))
+        return [(path.stem.removeprefix("critique_"), path.read_text()) for path in files]
     from qagen.critics import CRITICS, default_prompt
+    from qagen.llm.prompts import load_prompt
+    from qagen.question_types import QUESTION_TYPES
 
-    return {spec.name: default_prompt(spec).text for spec in CRITICS}
+    texts = {(spec.name, spec.prompt): default_prompt(spec).text for spec in CRITICS}
+    for question_type in QUESTION_TYPES:
+        for own in question_type.own_critics:
+            texts[own.name, own.prompt] = default_prompt(own).text
+        for critic in question_type.critics:
+            if critic.prompt is not None:
+                texts[critic.name, critic.prompt] = load_prompt(critic.prompt).text
+    return [(name, text) for (name, _), text in texts.items()]
 
 
-def critic_phrases() -> dict[str, str]:
-    """Each registered critic, by the phrase that tells its prompt from the others':
-    the text before the first placeholder of the first line no other critic's prompt has (the line
-    that says what it rates). Read on every call, so a critic registered while the stand-in runs is
-    recognised."""
-    lines = {
-        name: [line.strip() for line in text.splitlines() if line.strip()]
-        for name, text in _critic_prompt_texts().items()
-    }
-    phrases: dict[str, str] = {}
-    for name, own in lines.items():
-        others = {line for other, their in lines.items() if other != name for line in their}
+def critic_phrases() -> list[tuple[str, str]]:
+    """Each critic prompt's phrase, with its critic's name: the text before the first placeholder
+    of the first line no other critic prompt has (the line that says what it rates). Read on every
+    call, so a critic registered while the stand-in runs is recognised."""
+    prompts = [
+        (name, [line.strip() for line in text.splitlines() if line.strip()]) for name, text in _critic_prompt_texts()
+    ]
+    phrases: list[tuple[str, str]] = []
+    for position, (name, own) in enumerate(prompts):
+        others = {line for other, (_, their) in enumerate(prompts) if other != position for line in their}
         for line in own:
             phrase = _PLACEHOLDER.split(line)[0].strip()
             if line not in others and len(phrase) >= _MIN_PHRASE:
-                phrases[name] = phrase
+                phrases.append((name, phrase))
                 break
     return phrases
 
@@ -79,7 +90,9 @@ class PromptInfo:
     text: str
     criterion: str | None = None
     question: str | None = None  # critique: the rated question; judge: the instruction
-    context: str | None = None  # generation: the chunk
+    context: str | None = None  # generation: the chunk (the first passage)
+    label: str | None = None  # generation: the question's label (`Factoid question`, a type's)
+    passages: tuple[str, ...] = ()  # generation: every passage (one, or each `Passage N:`)
     asks_evidence: bool = False  # generation: the prompt asks for the evidence sentence (`Evidence:`)
     response: str | None = None  # judge: the response under evaluation
     evaluation: EvalPrompt | None = None  # ragas_* and grader: what `eval_replies` read from the prompt
@@ -89,18 +102,35 @@ def _line_labels(label: str, text: str) -> list[re.Match[str]]:
     return list(re.finditer(rf"^[ \t]*{re.escape(label)}[ \t]*", text, re.MULTILINE))
 
 
+# A draft prompt's answer template: `Factoid question: (your factoid question)`, any type's label.
+_DRAFT_TEMPLATE = re.compile(r"^(?P<label>[A-Z][\w-]*(?: [\w-]+)* question): \(your ", re.MULTILINE)
+_PASSAGE = re.compile(r"^[ \t]*Passage \d+:[ \t]*", re.MULTILINE)
+
+
+def extract_passages(text: str) -> tuple[str, ...]:
+    """The passages inside a draft prompt of several (`Passage 1: ...`), each up to its closing data tag."""
+    starts = list(_PASSAGE.finditer(text))
+    found: list[str] = []
+    for number, start in enumerate(starts):
+        end = starts[number + 1].start() if number + 1 < len(starts) else text.rfind("Output:::")
+        body = text[start.end() : end if end > start.end() else len(text)]
+        found.append(body.strip().split("</context>")[0].rstrip())
+    return tuple(found)
+
+
 def extract_context(text: str) -> str:
     """The chunk inside a QA-generation prompt.
 
     Starts after the first line-initial ``Context:`` that follows the template's
-    ``Factoid question:`` instructions (so a chunk holding its own ``Context:`` lines is kept
+    ``Factoid question:`` (any type's label) instructions (so a chunk holding its own ``Context:`` lines is kept
     whole), falling back to the last ``Context:`` line; ends at the final ``Output:::``, or at the
     closing ``</context>`` data tag before it.
     """
     labels = _line_labels("Context:", text)
     if not labels:
         return ""
-    instructions = text.find("Factoid question:")
+    template = _DRAFT_TEMPLATE.search(text)
+    instructions = template.start() if template is not None else -1
     after = [m for m in labels if m.start() > instructions] if instructions >= 0 else []
     begin = (after[0] if after else labels[-1]).end()
     end = text.rfind("Output:::")
@@ -170,9 +200,9 @@ def classify_prompt(text: str) -> PromptInfo:
     critique = text.find("Total rating:", 0, limit)
     if critique >= 0:
         found["critique"] = critique
-    generation = text.find("Factoid question:", 0, limit)
-    if generation >= 0 and "Context:" in text[generation:]:
-        found["generation"] = generation
+    template = _DRAFT_TEMPLATE.search(text, 0, limit)
+    if template is not None and ("Context:" in text[template.start() :] or _PASSAGE.search(text, template.start())):
+        found["generation"] = template.start()
     kind: PromptKind = min(found, key=found.__getitem__) if found else "answer"
     if kind == "judge":
         return PromptInfo(
@@ -182,10 +212,20 @@ def classify_prompt(text: str) -> PromptInfo:
             response=_unwrap(_section(text, "###Response to evaluate:", "###Reference Answer")),
         )
     if kind == "critique":
-        phrases = {c: text.find(p) for c, p in critic_phrases().items() if p in text}
-        criterion = min(phrases, key=phrases.__getitem__) if phrases else "unknown"
+        places = [(text.find(phrase), critic) for critic, phrase in critic_phrases() if phrase in text]
+        criterion = min(places)[1] if places else "unknown"
         return PromptInfo(kind="critique", text=text, criterion=criterion, question=extract_question(text))
     if kind == "generation":
-        asks = _line_labels("Evidence:", text[generation : text.find("Context:", generation)])
-        return PromptInfo(kind="generation", text=text, context=extract_context(text), asks_evidence=bool(asks))
+        assert template is not None
+        passages = extract_passages(text) or (extract_context(text),)
+        label = template.group("label")
+        asks = _line_labels("Evidence:", text[template.start() : text.find("Context:", template.start())])
+        return PromptInfo(
+            kind="generation",
+            text=text,
+            context=passages[0],
+            label=label,
+            passages=passages,
+            asks_evidence=bool(asks),
+        )
     return PromptInfo(kind="answer", text=text)

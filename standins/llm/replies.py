@@ -6,11 +6,12 @@ the same reply, in any process, on any machine. Replies by prompt kind:
 
 - ``judge``: ``Feedback: ... [RESULT] N`` with ``N = judge_score(instruction, response)``.
 - ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
-- ``generation``: ``Factoid question: {q}`` then ``Answer: {a}`` (`factoid_for`), then
-  ``Evidence: {sentence}`` when the prompt asks for it: the answer's sentence, copied; for the
-  `evidence_miss_rate` share of contexts a sentence the chunk does not hold (`MISSING_EVIDENCE`),
-  and for the `rule_break_rate` share a draft that breaks one of the prompt's rules (`RULE_BREAKS`).
-  With `recorded_drafts`, a context found there gets its recorded reply instead.
+- ``generation``: ``<Label>: {q}`` then ``Answer: {a}`` (`draft_for`, the label a question type's;
+  `factoid_for` for ``Factoid question``), then ``Evidence: {sentence}`` when the prompt asks for it:
+  the answer's sentence, copied; for the `evidence_miss_rate` share of contexts a sentence the chunk
+  does not hold (`MISSING_EVIDENCE`), and for the `rule_break_rate` share a factoid that breaks one
+  of the prompt's rules (`RULE_BREAKS`). With `recorded_drafts`, a context found there gets its
+  recorded reply instead.
 - the evaluator's RAGAS-style and grader prompts: answered by `standins.llm.eval_replies`.
 - ``rerank``: the passages' identifiers by word overlap with the question (`standins.llm.rerank`).
 - ``answer``: a short plain answer.
@@ -24,6 +25,8 @@ from dataclasses import dataclass
 from standins.llm.eval_replies import EVAL_KINDS, eval_reply, truncate
 from standins.llm.outcomes import (
     DEFAULT_PASS_RATE,
+    FACTOID_LABEL,
+    draft_for,
     factoid_for,
     first_sentence,
     judge_score,
@@ -189,15 +192,17 @@ def rating_reply(criterion: str, score: int, fmt: str) -> str:
     return f"Evaluation: {why}\nTotal rating: {score}"
 
 
-def _generation_reply(question: str, answer: str, fmt: str, evidence: str | None = None) -> str:
+def _generation_reply(
+    question: str, answer: str, fmt: str, evidence: str | None = None, label: str = FACTOID_LABEL
+) -> str:
     quoted = f"\nEvidence: {evidence}" if evidence is not None else ""
     if fmt == "bold":
-        return f"**Factoid question:** {question}\n**Answer:** {answer}" + quoted.replace("Evidence:", "**Evidence:**")
+        return f"**{label}:** {question}\n**Answer:** {answer}" + quoted.replace("Evidence:", "**Evidence:**")
     if fmt == "echo_marker":
-        return f"Output:::\nFactoid question: {question}\nAnswer: {answer}{quoted}"
+        return f"Output:::\n{label}: {question}\nAnswer: {answer}{quoted}"
     if fmt == "blank_line":
-        return f"Factoid question: {question}\n\nAnswer: {answer}{quoted}"
-    return f"Factoid question: {question}\nAnswer: {answer}{quoted}"
+        return f"{label}: {question}\n\nAnswer: {answer}{quoted}"
+    return f"{label}: {question}\nAnswer: {answer}{quoted}"
 
 
 def recorded_key(context: str) -> str:
@@ -212,6 +217,12 @@ def _draft(info: PromptInfo, policy: ReplyPolicy, request_key: str) -> Reply:
         recorded = policy.recorded_drafts.get(recorded_key(context))
         if recorded is not None:
             return Reply(recorded, "generation", "generation", format="recorded")
+    label = info.label or FACTOID_LABEL
+    if label != FACTOID_LABEL:  # another question type's prompt: `draft_for`, no rule broken on purpose
+        question, answer = draft_for(label, info.passages or (context,), policy.duplicate_rate)
+        fmt = _variant(GENERATION_FORMATS, policy.generation_format_variety, request_key)
+        quote = answer if info.asks_evidence else None
+        return Reply(_generation_reply(question, answer, fmt, quote, label), "generation", "generation", format=fmt)
     question, answer = factoid_for(context, policy.duplicate_rate)
     evidence = answer if info.asks_evidence else None
     digest = recorded_key(context)
@@ -283,7 +294,7 @@ def _malformed(info: PromptInfo, good: Reply, which: str, request_key: str) -> R
         head = good.content.split("Total rating:")[0].split("[RESULT]")[0].strip()
         content = f"{head} Overall, I would call it reasonably good."
     elif which == "no_structure":
-        question, answer = factoid_for(info.context or "")
+        question, answer = draft_for(info.label or FACTOID_LABEL, info.passages or (info.context or "",))
         content = f"A good question here would be: {question} The answer is: {answer}"
     return Reply(
         content=content,

@@ -6,23 +6,26 @@ from qagen.config import BuildConfig, CorpusSettings
 from qagen.failures import Failure, FailureKind
 from qagen.generation.critique import Drafted
 from qagen.generation.filter import assemble
+from qagen.generation.sample import Sample
 from qagen.generation.tasks import BuildTasks
-from qagen.records import Chunk, Critique, Draft
+from qagen.records import Chunk, Critique, Draft, Passages
 
 CONFIG = BuildConfig(corpus=CorpusSettings(path="docs"), n_generations=5)
 TASKS = BuildTasks.for_config(CONFIG)
 
 
-def _chunk(number: int) -> Chunk:
+def _chunk(number: int) -> Passages:
     text = f"Fact number {number}: the harbour of town {number} opens at {number} o'clock."
-    return Chunk(id=f"c{number}", source="facts.txt", text=text, start_index=0, end_index=len(text))
+    return Passages.of(Chunk(id=f"c{number}", source="facts.txt", text=text, start_index=0, end_index=len(text)))
 
 
-def _draft(chunk: Chunk) -> Draft:
-    key = TASKS.draft.key(chunk)
-    question = f"When does the harbour of town {chunk.id} open?"
-    answer = chunk.text.split("opens ")[1]  # its chunk holds it: no free check rejects it
-    return Draft(id=key, chunk_id=chunk.id, model="m", prompt_hash="h", question=question, answer=answer, raw="raw")
+def _draft(item: Passages) -> Draft:
+    key = TASKS.draft_key(item)
+    question = f"When does the harbour of town {item.first.id} open?"
+    answer = item.first.text.split("opens ")[1]  # its chunk holds it: no free check rejects it
+    return Draft(
+        id=key, chunk_id=item.first.id, model="m", prompt_hash="h", question=question, answer=answer, raw="raw"
+    )
 
 
 def _critique(drafted: Drafted, criterion: str, score: int | None, failure: FailureKind | None = None) -> Critique:
@@ -42,7 +45,7 @@ def _critique(drafted: Drafted, criterion: str, score: int | None, failure: Fail
 def test_a_critic_never_asked_leaves_the_draft_undecided_and_a_rejection_or_failure_outranks_it() -> None:
     chunks = [_chunk(number) for number in range(5)]
     drafts = {_draft(chunk).id: _draft(chunk) for chunk in chunks[:4]}  # the fifth chunk has no draft yet
-    drafted = [Drafted(drafts[TASKS.draft.key(chunk)], chunk) for chunk in chunks[:4]]
+    drafted = [Drafted(drafts[TASKS.draft_key(chunk)], chunk) for chunk in chunks[:4]]
     critiques = [
         # 0: standalone 3 stopped the critics at threshold 4: at 3 it passes, the others were never asked.
         _critique(drafted[0], "standalone", 3),
@@ -55,7 +58,7 @@ def test_a_critic_never_asked_leaves_the_draft_undecided_and_a_rejection_or_fail
         *(_critique(drafted[3], criterion, 4) for criterion in ("standalone", "relevance", "groundedness")),
     ]
     config = CONFIG.model_copy(update={"min_score": 3})
-    result = assemble(chunks, drafts, {c.id: c for c in critiques}, config, TASKS)
+    result = assemble(Sample(chunks), drafts, {c.id: c for c in critiques}, config, TASKS)
 
     fates = [(row.status, row.reason) for row in result.candidates]
     assert fates == [
@@ -78,7 +81,7 @@ def test_the_same_records_at_the_threshold_that_stopped_the_critics_are_a_reject
     chunk = _chunk(0)
     draft = _draft(chunk)
     critique = _critique(Drafted(draft, chunk), "standalone", 3)
-    result = assemble([chunk], {draft.id: draft}, {critique.id: critique}, CONFIG, TASKS)
+    result = assemble(Sample([chunk]), {draft.id: draft}, {critique.id: critique}, CONFIG, TASKS)
     assert [(row.status, row.reason) for row in result.candidates] == [
         ("rejected", "standalone=3<4 (relevance, groundedness not asked)")
     ]

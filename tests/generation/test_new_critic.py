@@ -15,7 +15,7 @@ from qagen.llm.backends import ModelSettings
 from qagen.llm.client import LLMClient
 from qagen.llm.clients import CallLimits, Clients
 from qagen.llm.task import Reply, Request
-from qagen.records import Chunk, Critique, Draft, Usage
+from qagen.records import Chunk, Critique, Draft, Passages, Usage
 from qagen.runs.executor import Executor
 from qagen.runs.store import RecordLog
 
@@ -76,7 +76,7 @@ def _run(tasks: BuildTasks, config: BuildConfig, folder: Path, backend: Scripted
         with ledger.appending():
             flow = BuildFlow(tasks, config, Executor(clients, workers=2), ledger)
             for chunk in _chunks():
-                await flow(chunk)
+                await flow(Passages.of(chunk))
 
     asyncio.run(run())
     return critiques_log
@@ -114,5 +114,5 @@ def test_a_fourth_critic_is_one_prompt_file_and_its_name(tmp_path: Path) -> None
     draft = next(iter(RecordLog(tmp_path / "drafts.jsonl", Draft).load().values()))
     (prompts / "critique_specificity.txt").write_text(SPECIFICITY_PROMPT + "\n", encoding="utf-8")
     edited = BuildTasks.for_config(with_fourth).critic("specificity")
-    item = Drafted(draft, _chunks()[0])
+    item = Drafted(draft, Passages.of(_chunks()[0]))
     assert specificity.key(item) != edited.key(item)

@@ -15,7 +15,7 @@ from qagen.config import BuildConfig, CorpusSettings
 from qagen.generation.tasks import BuildTasks
 from qagen.llm.prompts import load_prompt
 from qagen.publish.local_run import LocalRun
-from qagen.records import Chunk
+from qagen.records import Chunk, Passages
 
 PILOTS = "Rate this for airline pilots.\n"
 
@@ -38,8 +38,8 @@ def test_the_tasks_send_the_prompt_of_the_folder(tmp_path: Path) -> None:
     tasks = BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path="x"), prompts_dir=str(folder)))
     bundled = BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path="x")))
     text = "The harbour opens at nine."
-    chunk = Chunk(id="c", source="s.txt", text=text, start_index=0, end_index=len(text))
-    assert tasks.draft.request(chunk) == bundled.draft.request(chunk)  # not replaced
+    chunk = Passages.of(Chunk(id="c", source="s.txt", text=text, start_index=0, end_index=len(text)))
+    assert tasks.types["factoid"].draft.request(chunk) == bundled.types["factoid"].draft.request(chunk)  # as bundled
     own = tasks.critic("standalone")
     assert own.prompt.text.startswith(PILOTS) and own.prompt.hash != bundled.critic("standalone").prompt.hash
     assert tasks.prompt_hashes()["critique_standalone"] == own.prompt.sha256

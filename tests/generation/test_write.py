@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from datasets import Dataset, Value, load_from_disk
+from datasets import Dataset, List, Value, load_from_disk
 from pydantic import BaseModel
 
 from qagen.generation.write import DATA_FILE, row_columns, row_features, save_outputs
-from qagen.records import CandidateRow, CriticReply, DatasetRow
+from qagen.records import PASSAGE_COLUMNS, CandidateRow, CriticReply, DatasetRow
 
 COOKBOOK = [
     "context", "question", "answer", "source_doc",
@@ -39,8 +39,8 @@ def _candidate(**changes: object) -> CandidateRow:
     return row.model_copy(update=changes)
 
 
-def _save(rows: list[CandidateRow], folder: Path, *, extra_critics: bool = False) -> None:
-    save_outputs(rows, folder / "dataset", folder / "candidates", extra_critics=extra_critics)
+def _save(rows: list[CandidateRow], folder: Path, *, extra_critics: bool = False, mixed: bool = False) -> None:
+    save_outputs(rows, folder / "dataset", folder / "candidates", extra_critics=extra_critics, mixed=mixed)
 
 
 def test_the_cookbook_columns_come_first_then_provenance_then_the_candidate_columns() -> None:
@@ -93,10 +93,25 @@ def test_saved_rows_load_back_with_the_model_columns(tmp_path: Path) -> None:
 
     loaded = load_from_disk(str(tmp_path / "candidates"))
     assert loaded.column_names == row_columns(CandidateRow)
-    assert list(loaded) == [row.model_dump(exclude={"extra_critics"}) for row in candidates]
+    assert list(loaded) == [row.model_dump(exclude={"extra_critics", *PASSAGE_COLUMNS}) for row in candidates]
     dataset = load_from_disk(str(tmp_path / "dataset"))
     assert dataset.column_names == row_columns(DatasetRow)
-    assert list(dataset) == [candidates[0].dataset_row().model_dump(exclude={"extra_critics"})]
+    assert list(dataset) == [candidates[0].dataset_row().model_dump(exclude={"extra_critics", *PASSAGE_COLUMNS})]
+
+
+def test_a_build_of_several_types_writes_the_type_and_every_passage(tmp_path: Path) -> None:
+    candidate = _candidate(
+        question_type="multi_hop", contexts=("First passage.", "Second passage."), source_docs=("a.txt", "b.txt"),
+        chunk_ids=("c1", "c2"), start_indices=(0, 10), end_indices=(14, 25),
+    )  # fmt: skip
+    assert row_columns(DatasetRow, mixed=True)[-len(PASSAGE_COLUMNS) :] == list(PASSAGE_COLUMNS)
+    _save([candidate], tmp_path, mixed=True)
+    for folder in ("candidates", "dataset"):
+        (row,) = load_from_disk(str(tmp_path / folder))
+        assert row["question_type"] == "multi_hop" and row["contexts"] == ["First passage.", "Second passage."]
+        assert (row["source_docs"], row["start_indices"], row["end_indices"]) == (["a.txt", "b.txt"], [0, 10], [14, 25])
+    features = row_features(DatasetRow, mixed=True)
+    assert features["start_indices"] == List(Value("int64")) and features["contexts"] == List(Value("string"))
 
 
 def test_a_critic_beyond_the_three_is_one_entry_of_extra_critics(tmp_path: Path) -> None:
@@ -108,7 +123,7 @@ def test_a_critic_beyond_the_three_is_one_entry_of_extra_critics(tmp_path: Path)
     (kept,) = load_from_disk(str(tmp_path / "dataset"))
     # The dataset has the verdict without the reply, as it has `<name>_score` without `<name>_raw`.
     assert kept["extra_critics"] == [{"name": "specificity", "score": 2, "eval": "Vague.", "prompt_hash": "p"}]
-    assert kept == candidate.dataset_row().model_dump(mode="json")
+    assert kept == candidate.dataset_row().model_dump(mode="json", exclude=set(PASSAGE_COLUMNS))
 
 
 def test_an_empty_set_keeps_its_columns_and_types(tmp_path: Path) -> None:
@@ -163,7 +178,11 @@ def test_written_directories_are_those_of_save_to_disk(tmp_path: Path, count: in
     new, old = (json.loads((folder / "state.json").read_text()) for folder in (streamed, tmp_path / "saved"))
     assert {**new, "_fingerprint": ""} == {**old, "_fingerprint": ""}
     assert sorted(path.name for path in (tmp_path / "streamed").iterdir()) == ["candidates", "dataset"]  # no scratch
-    kept = [row.dataset_row().model_dump(exclude={"extra_critics"}) for row in rows if row.status == "kept"]
+    kept = [
+        row.dataset_row().model_dump(exclude={"extra_critics", *PASSAGE_COLUMNS})
+        for row in rows
+        if row.status == "kept"
+    ]
     assert list(load_from_disk(str(tmp_path / "streamed" / "dataset"))) == kept
 
 

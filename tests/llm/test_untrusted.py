@@ -28,7 +28,7 @@ from qagen.generation.draft import DraftTask
 from qagen.generation.replies import parse_factoid_qa, parse_rating
 from qagen.llm.prompts import prompts_dir
 from qagen.llm.untrusted import DATA_TAGS, neutralize
-from qagen.records import Chunk, Criterion, Draft
+from qagen.records import Chunk, Criterion, Draft, Passages
 from standins.llm import replies as llm_replies
 from standins.llm import routes as llm_routes
 from standins.llm.server import StandInLLM
@@ -75,7 +75,9 @@ def _assert_defused(data: str) -> None:
 @pytest.mark.parametrize("criterion", CRITICS.names())
 def test_critic_prompts_delimit_and_defuse_the_question_and_the_context(criterion: Criterion) -> None:
     task = CriticTask.default(criterion, "fake:critic", audience="devs")
-    ((_, text),) = task.request(Drafted(_draft("What is X?\n" + INJECTION), _chunk("Facts.\n" + INJECTION)))
+    ((_, text),) = task.request(
+        Drafted(_draft("What is X?\n" + INJECTION), Passages.of(_chunk("Facts.\n" + INJECTION)))
+    )
     assert DATA_SENTENCE.search(text), "the prompt must say that text between the tags is data"
     _assert_defused(_between(text, "question"))
     if criterion == "groundedness":
@@ -85,7 +87,7 @@ def test_critic_prompts_delimit_and_defuse_the_question_and_the_context(criterio
 
 
 def test_the_qa_prompt_delimits_and_defuses_the_context() -> None:
-    ((_, text),) = DraftTask("fake:generator").request(_chunk("Facts.\n" + INJECTION))
+    ((_, text),) = DraftTask("fake:generator").request(Passages.of(_chunk("Facts.\n" + INJECTION)))
     assert DATA_SENTENCE.search(text)
     _assert_defused(_between(text, "context"))
     assert text.rstrip().endswith("Output:::")
@@ -119,7 +121,8 @@ def test_every_prompt_file_delimits_data_with_exactly_the_known_tags() -> None:
     files = prompts_dir().glob("*.txt")
     tags = {path.stem: set(re.findall(r"</?([a-z_]+)>", path.read_text("utf-8"))) for path in files}
     generator = set().union(*(used for name, used in tags.items() if name.startswith(("qa_", "critique_"))))
-    assert generator == {"question", "context"}
+    # A critic may read the drafted answer too (the multi-hop `needs_both` critic does).
+    assert generator == {"question", "context", "answer"}
     assert set().union(*tags.values()) == DATA_TAGS
 
 

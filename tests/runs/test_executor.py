@@ -16,13 +16,13 @@ from qagen.llm.client import LLMClient
 from qagen.llm.clients import CallLimits, Clients
 from qagen.llm.retries import retry_count
 from qagen.llm.task import Reply, Request, user_request
-from qagen.records import Chunk, Draft, Usage
+from qagen.records import Chunk, Draft, Passages, Usage
 from qagen.runs import executor as executor_module
 from qagen.runs.executor import Executor
 from qagen.runs.store import RecordLog
 from standins.llm.server import StandInLLM
 
-CHUNK = Chunk(id="c1", source="a.txt", text="The sky is blue.", start_index=0, end_index=16)
+CHUNK = Passages.of(Chunk(id="c1", source="a.txt", text="The sky is blue.", start_index=0, end_index=16))
 
 
 class SlowBackend:
@@ -49,7 +49,7 @@ def _clients(backend: SlowBackend) -> Clients:
 def test_finished_keys_are_skipped_and_only_retryable_failures_redone(tmp_path: Path) -> None:
     log = RecordLog(tmp_path / "drafts.jsonl", Draft)
     task = DraftTask("scripted:generator")
-    unreadable = Chunk(id="c2", source="a.txt", text="Other.", start_index=20, end_index=26)
+    unreadable = Passages.of(Chunk(id="c2", source="a.txt", text="Other.", start_index=20, end_index=26))
     with log.writer() as out:  # an earlier run: one call failed, one reply was unreadable
         out.append(task.failed(CHUNK, Failure.of(FailureKind.RATE_LIMITED, "429")))
         out.append(task.failed(unreadable, Failure.of(FailureKind.REFUSAL), Reply("I cannot.", Usage())))
@@ -140,13 +140,14 @@ class _StatusError(Exception):
         self.status_code = status_code
 
 
-def _items(count: int) -> list[Chunk]:
+def _items(count: int) -> list[Passages]:
     return [
-        Chunk(id=f"c{i}", source="a.txt", text=f"item-{i} is blue.", start_index=0, end_index=15) for i in range(count)
+        Passages.of(Chunk(id=f"c{i}", source="a.txt", text=f"item-{i} is blue.", start_index=0, end_index=15))
+        for i in range(count)
     ]
 
 
-def _chains(backend: GaugedBackend, items: list[Chunk], *, workers: int, lookahead: int, calls: int = 3) -> None:
+def _chains(backend: GaugedBackend, items: list[Passages], *, workers: int, lookahead: int, calls: int = 3) -> None:
     """`calls` calls one after the other per item (a draft and its critics), through `map`."""
     task = DraftTask("scripted:generator")
 
@@ -155,7 +156,7 @@ def _chains(backend: GaugedBackend, items: list[Chunk], *, workers: int, lookahe
         clients = Clients.connect({"generator": client}, CallLimits(concurrency=workers, max_failure_rate=1.0))
         executor = Executor(clients, workers=workers, lookahead=lookahead)
 
-        async def chain(item: Chunk) -> None:
+        async def chain(item: Passages) -> None:
             for _ in range(calls):
                 await executor.ask(task, item)
 

@@ -16,6 +16,8 @@ judge's calls, raw replies are kept in call order, and the hashes of the prompts
 - RAGAS metrics (`ragas`): faithfulness, answer_relevancy, context_precision, context_recall,
   context_relevance.
 - Boolean graders (`graders`): correct, relevant, grounded, retrieval_relevant.
+- `abstention`: whether the system declined to answer a question its documents do not answer
+  (only the questions of a type scored by abstention: `unanswerable`).
 
 Untrusted text (question, answer, reference, contexts) reaches a prompt only neutralised
 (`qagen.llm.untrusted.neutralize`) and between the data tags of the prompt file, which tell the
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from qagen.errors import ConfigError
+from qagen.evaluate.judges.abstention import ABSTENTION_PROMPT, ABSTENTION_SYSTEM, judge_abstention
 from qagen.evaluate.judges.correctness import CORRECTNESS_PROMPT, CORRECTNESS_SYSTEM, judge_correctness
 from qagen.evaluate.judges.graders import (
     GRADER_INPUTS,
@@ -55,10 +58,12 @@ from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
 from qagen.evaluate.records import EvalItem, JudgementRecord
 from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import Ask, Compute, Done, Role, Step, Task
+from qagen.question_types import scoring_of
 from qagen.runs.store import record_key
 
 __all__ = [
     "LLM_METRICS",
+    "NOT_ITS_TYPE",
     "Embed",
     "JudgeInput",
     "JudgeTask",
@@ -67,6 +72,9 @@ __all__ = [
     "register_grader",
     "register_metric",
 ]
+
+NOT_ITS_TYPE = "not_its_question_type"
+"""A metric's reason for no value on a question of a type it does not score (abstention on a factoid)."""
 
 
 class JudgeInput(NamedTuple):
@@ -108,6 +116,14 @@ class MetricSpec:
     review compares it with people's `correct` labels (`qagen.review.eval_answers`)."""
     prompt_folder: str | None = None
     """Where its prompt files are, when they are not qagen's bundled prompts (a registered metric's)."""
+
+    scoring: str | None = None
+    """The questions it judges: those of the question types scored this way (`QuestionTypeSpec.scoring`:
+    `abstention`); None: every question. The others get no value, with the reason `NOT_ITS_TYPE`."""
+
+    def judges(self, item: EvalItem) -> bool:
+        """Whether it judges this question (its type is scored the way it scores)."""
+        return self.scoring is None or scoring_of(item.question_type) == self.scoring
 
     def load_prompts(self) -> tuple[Prompt, ...]:
         folder = Path(self.prompt_folder) if self.prompt_folder else None
@@ -233,6 +249,17 @@ LLM_METRICS: dict[str, MetricSpec] = {
             group="graders",
             reviewable=True,
             help="true when the contexts relate to the question",
+        ),
+        MetricSpec(
+            "abstention",
+            needs_contexts=False,
+            needs_reference=False,
+            needs_embeddings=False,
+            start=lambda j, model, embed: judge_abstention(j.item.question, j.answer, model),
+            prompts=(ABSTENTION_SYSTEM, ABSTENTION_PROMPT),
+            group="abstention",
+            help="unanswerable questions only: 1 when the system declines to answer, 0 when it answers anyway",
+            scoring="abstention",
         ),
     )
 }

@@ -9,6 +9,7 @@ from qagen.evaluate.metrics.evidence import Evidence, locate_evidence
 from qagen.evaluate.metrics.evidence_hits import ReferenceEvidence
 from qagen.evaluate.metrics.retrieval import (
     Span,
+    binary_relevance,
     hit_at_k,
     hit_at_k_from_relevance,
     ndcg_at_k,
@@ -19,10 +20,21 @@ from qagen.evaluate.metrics.retrieval import (
 from qagen.evaluate.metrics.squad import token_f1
 from qagen.evaluate.metrics.text import context_rouge_l_recall
 from qagen.evaluate.records import EvalItem, RagOutput, RetrievedContext
+from qagen.question_types import scoring_of
 
 EVIDENCE_COLUMNS = ("evidence_hit@k", "evidence_reciprocal_rank@k", "evidence_ndcg@k")
 """The chunk-level columns: a retrieved chunk is relevant when it holds the reference answer's
 evidence (`qagen.evaluate.metrics.evidence_hits`)."""
+
+PASSAGES_FOUND = "passages_found@k"
+"""A question of several passages: the share of its passages' documents among the top k (the partial
+hit beside `hit@k`, which needs them all). The column exists on such questions only."""
+
+NOT_RETRIEVAL_SCORED = "scored_by_abstention"
+"""Why a question of a type scored by abstention (`unanswerable`) has no retrieval or context
+values: nothing in the corpus answers it, so there is nothing to retrieve."""
+RETRIEVED_TEXT_COLUMNS = ("context_rouge_l_recall",)
+"""The text metrics that read the retrieved contexts (left out with the retrieval metrics)."""
 
 # Row columns; `@k` stands for the cutoff, which the summary writes out (`hit@k` -> `hit@7`).
 DETERMINISTIC_GROUPS = {
@@ -110,12 +122,27 @@ def deterministic_metrics(
     values: dict[str, float | None] = {}
     contexts = output.contexts[:k]
     retrieved_nothing = output.answer is not None and not output.contexts
+    if scoring_of(item.question_type) == "abstention":
+        # Nothing in the corpus answers it: no retrieval to score (the reason: `NOT_RETRIEVAL_SCORED`).
+        if "retrieval" in groups:
+            values.update(dict.fromkeys(DETERMINISTIC_GROUPS["retrieval"]))
+        if "text" in groups:
+            values.update(dict.fromkeys(RETRIEVED_TEXT_COLUMNS))
+            values["token_f1"] = token_f1(output.answer, item.true_answer) if output.answer is not None else None
+        return values
     if "retrieval" in groups:
         sources = [context.source or "" for context in contexts]
-        if item.source_doc and (any(sources) or (retrieved_nothing and run.sources)):
-            values["hit@k"] = hit_at_k(sources, item.source_doc, k)
-            values["reciprocal_rank@k"] = reciprocal_rank_at_k(sources, item.source_doc, k)
-            values["ndcg@k"] = ndcg_at_k(sources, item.source_doc, k)
+        # A question of several passages needs every passage's document: a hit is all of them.
+        relevant: str | tuple[str, ...] = tuple(dict.fromkeys(item.source_docs)) or (item.source_doc or "")
+        if relevant and (any(sources) or (retrieved_nothing and run.sources)):
+            found = binary_relevance(sources[:k], relevant)
+            values["hit@k"] = (
+                float(sum(found) == len(relevant)) if isinstance(relevant, tuple) else hit_at_k(sources, relevant, k)
+            )
+            values["reciprocal_rank@k"] = reciprocal_rank_at_k(sources, relevant, k)
+            values["ndcg@k"] = ndcg_at_k(sources, relevant, k)
+            if isinstance(relevant, tuple):
+                values[PASSAGES_FOUND] = sum(found) / len(relevant)
         else:
             values["hit@k"] = values["reciprocal_rank@k"] = values["ndcg@k"] = None
         if evidence is None:

@@ -5,6 +5,11 @@ In order: too long to be a factoid (`too_long`), a free check of the prompts' ru
 (`checks.rules`), evidence not in the chunk (`checks.evidence`), and the optional `too_close`
 bound (`checks.easiness`). Like the length limits, these are checks of the run's settings, not of
 the reply: a changed setting applies to drafts already made, without a new call.
+
+A draft of several passages (a multi-hop question) may quote any of them: its evidence is looked for
+in each, in order. A question type whose answer is not in its passages (an unanswerable question,
+whose reference answer is an abstention) is checked on its question alone: its length, the rules
+that read the question (`rules.QUESTION_CHECKS`) and the `too_close` bound.
 """
 
 from __future__ import annotations
@@ -14,30 +19,42 @@ from typing import NamedTuple
 from qagen.config import BuildConfig
 from qagen.generation.checks.easiness import TOO_CLOSE, too_close
 from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND, EvidencePlacement, place_evidence
-from qagen.generation.checks.rules import failed_check
-from qagen.records import Chunk, Draft
+from qagen.generation.checks.rules import QUESTION_CHECKS, failed_check
+from qagen.records import Chunk, Draft, Passages
 
 
 class Precheck(NamedTuple):
-    """Why a parsed draft is rejected before the critics (None: it goes on to them), and where its
-    evidence is in its chunk (None when a length limit rejected it first)."""
+    """Why a parsed draft is rejected before the critics (None: it goes on to them), where its
+    evidence is (None when a length limit rejected it first, or its answer is in no passage), and
+    the passage it was placed in."""
 
     reason: str | None
     evidence: EvidencePlacement | None
+    passage: Chunk | None = None
 
 
-def precheck(draft: Draft, chunk: Chunk, config: BuildConfig) -> Precheck:
-    """The checks of the module's docstring, the first that rejects giving the reason."""
+def precheck(draft: Draft, item: Passages, config: BuildConfig, *, answered: bool = True) -> Precheck:
+    """The checks of the module's docstring, the first that rejects giving the reason; `answered`:
+    the draft's answer is in its passages (False: an unanswerable question's abstention)."""
     too_long = config.too_long(draft)
     if too_long is not None:
         return Precheck(too_long, None)
     question, answer = draft.question or "", draft.answer or ""
-    evidence = place_evidence(draft.evidence, answer, chunk.text)
+    chunk = item.first
+    if not answered:
+        failed = failed_check(question, answer, config.enabled_checks() & QUESTION_CHECKS)
+        if failed is not None:
+            return Precheck(failed.reason, None)
+        if config.max_copied_share is not None and too_close(question, chunk.text, config.max_copied_share):
+            return Precheck(TOO_CLOSE, None)
+        return Precheck(None, None)
+    placed = [(place_evidence(draft.evidence, answer, passage.text), passage) for passage in item.chunks]
+    evidence, passage = next(((found, at) for found, at in placed if found.found), placed[0])
     failed = failed_check(question, answer, config.enabled_checks())
     if failed is not None:
-        return Precheck(failed.reason, evidence)
+        return Precheck(failed.reason, evidence, passage)
     if config.check_evidence and not evidence.found:
-        return Precheck(EVIDENCE_NOT_FOUND, evidence)
+        return Precheck(EVIDENCE_NOT_FOUND, evidence, passage)
     if config.max_copied_share is not None and too_close(question, chunk.text, config.max_copied_share):
-        return Precheck(TOO_CLOSE, evidence)
-    return Precheck(None, evidence)
+        return Precheck(TOO_CLOSE, evidence, passage)
+    return Precheck(None, evidence, passage)

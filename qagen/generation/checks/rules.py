@@ -144,6 +144,10 @@ FREE_CHECKS: tuple[FreeCheck, ...] = (
 )
 """Every free check, in the order they are tried (the first that rejects gives the reason)."""
 
+QUESTION_CHECKS = frozenset({"source_pointing"})
+"""The checks that read the question alone: those a draft whose answer is no text of its passages
+(an unanswerable question's abstention) is checked on."""
+
 FREE_CHECK_NAMES: tuple[str, ...] = tuple(check.name for check in FREE_CHECKS)
 
 

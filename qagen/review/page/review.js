@@ -115,7 +115,15 @@ function render() {
 }
 
 function renderDraft(item) {
-  $("source").textContent = item.source ? `· ${item.source}` : "";
+  const type = item.question_type && item.question_type !== "factoid" ? ` · ${item.question_type} question` : "";
+  $("source").textContent = (item.source ? `· ${item.source}` : "") + type;
+  // A question drafted from several passages: the others after the first, each with its document.
+  const more = $("more-passages");
+  more.replaceChildren();
+  item.passages.forEach((passage, index) => {
+    more.append(el("h2", { text: `Passage ${index + 2} ` }, el("span", { class: "muted", text: `· ${passage.source}` })));
+    more.append(el("div", { class: "text", text: passage.text }));
+  });
   $("match").textContent = {
     evidence: "The sentence the generator quoted as its evidence is highlighted.",
     evidence_missing: "The sentence the generator quoted as its evidence is not in the chunk (the answer is highlighted where it occurs).",

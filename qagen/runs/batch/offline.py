@@ -77,7 +77,7 @@ def export_requests(config: BuildConfig, run_dir: Path, out: Path | None) -> int
     return how many (0: nothing is left to ask). With `out` None, nothing is written: the
     records are made and the next round's requests only counted (what an import does)."""
     run = RunDir(run_dir)
-    tasks = BuildTasks.for_config(config)
+    tasks = BuildTasks.for_config(config, run.iter_chunks)
     run.open(config, tasks.prompt_hashes())
     if not run.chunking_done():
         raise QagenError(f"{run_dir} has no chunks yet; chunk the corpus first.")
@@ -94,7 +94,7 @@ def export_requests(config: BuildConfig, run_dir: Path, out: Path | None) -> int
             executor = _ExportExecutor(clients, Journal(run.root), out)
             flow = BuildFlow(tasks, config, executor, ledger)
             with contextlib.suppress(_RoundExportedError):  # raised once the round's requests are in `out`
-                await executor.map(sample, flow, label="exporting", unit="chunk", progress=False)
+                await executor.map(sample, flow, label="exporting", unit="draft", progress=False)
             exported.append(executor.exported)
 
     run_coroutine(main())

@@ -468,6 +468,7 @@ SCRIPTS: dict[str, list[str]] = {
     "relevant": ["Grade: true"],
     "grounded": ["Grade: true"],
     "retrieval_relevant": ["Grade: true"],
+    "abstention": ["Explanation: it says the documents do not say.\nGrade: true"],
 }
 
 
@@ -485,8 +486,11 @@ def test_registry() -> None:
         "relevant": (False, False, False),
         "grounded": (True, False, False),
         "retrieval_relevant": (True, False, False),
+        "abstention": (False, False, False),
     }
     assert LLM_METRICS["correctness"].value_range == (1.0, 5.0)
+    # Only the abstention judge is kept to some questions: those of a type scored by abstention.
+    assert {name: spec.scoring for name, spec in LLM_METRICS.items() if spec.scoring} == {"abstention": "abstention"}
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))

@@ -1,0 +1,122 @@
+"""The question types, one line each: the registry the build and the evaluator read.
+
+A type is one module (its `QuestionTypeSpec`) plus its prompt files; registering it here (or with
+`register_question_type` from your own code) makes it a value of `question_types`, a row's
+`question_type`, a line of the funnel, the card and the review, and a group of the evaluator's
+per-type scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from qagen.errors import ConfigError
+from qagen.question_types.factoid import FACTOID
+from qagen.question_types.multi_hop import MULTI_HOP
+from qagen.question_types.reworded import REWORDED
+from qagen.question_types.spec import QuestionTypeSpec
+from qagen.question_types.unanswerable import UNANSWERABLE
+
+DEFAULT_TYPE = "factoid"
+"""The type of every draft of a build that names none, and of every test-set row without a `question_type`."""
+
+
+class QuestionTypeRegistry:
+    """The question types by name, in the order they were registered (the order of the funnel and tables)."""
+
+    def __init__(self, *specs: QuestionTypeSpec) -> None:
+        self._specs: dict[str, QuestionTypeSpec] = {}
+        for spec in specs:
+            self.add(spec)
+
+    def add(self, spec: QuestionTypeSpec) -> QuestionTypeSpec:
+        if spec.name in self._specs:
+            raise ConfigError(f"A question type named {spec.name} is registered already; give yours another name.")
+        self._specs[spec.name] = spec
+        return spec
+
+    def get(self, name: str) -> QuestionTypeSpec:
+        try:
+            return self._specs[name]
+        except KeyError:
+            raise ConfigError(
+                f"There is no question type named {name!r}; the types are {', '.join(self._specs)}."
+            ) from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[QuestionTypeSpec]:
+        return iter(self._specs.values())
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._specs)
+
+
+QUESTION_TYPES = QuestionTypeRegistry(
+    FACTOID,
+    MULTI_HOP,
+    UNANSWERABLE,
+    REWORDED,
+)
+"""Every question type."""
+
+
+def scoring_of(question_type: str | None) -> str:
+    """How the evaluator scores a question of this type (`QuestionTypeSpec.scoring`); None: the default type."""
+    return QUESTION_TYPES.get(question_type or DEFAULT_TYPE).scoring
+
+
+def register_question_type(spec: QuestionTypeSpec) -> QuestionTypeSpec:
+    """Add a question type to every build and evaluation from now on."""
+    return QUESTION_TYPES.add(spec)
+
+
+def parse_shares(text: str) -> dict[str, int]:
+    """`factoid=60,multi_hop=20,...` as shares by type (`question_types` written as text); a bare name is 100."""
+    shares: dict[str, int] = {}
+    for part in (piece.strip() for piece in text.split(",")):
+        if not part:
+            continue
+        name, equals, value = (piece.strip() for piece in part.partition("="))
+        if not equals:
+            value = "100"
+        try:
+            shares[name] = int(value)
+        except ValueError:
+            raise ConfigError(
+                f"`question_types` has {part!r}, which is no share: write each type as name=percent, e.g. "
+                "factoid=60,multi_hop=40.",
+                settings=("question_types",),
+            ) from None
+    return shares
+
+
+def check_shares(shares: Mapping[str, int]) -> None:
+    """Refuse shares that name an unknown type, are not whole percents above 0, or do not add up to 100."""
+    unknown = [name for name in shares if name not in QUESTION_TYPES]
+    if unknown:
+        raise ConfigError(
+            f"`question_types` names {', '.join(unknown)}, which is no question type; the types are "
+            f"{', '.join(QUESTION_TYPES.names())}.",
+            settings=("question_types",),
+        )
+    if not shares or any(share <= 0 for share in shares.values()) or sum(shares.values()) != 100:
+        given = ",".join(f"{name}={share}" for name, share in shares.items()) or "nothing"
+        raise ConfigError(
+            f"`question_types` gives {given}: the shares are percents of the drafts, each above 0, adding up "
+            "to 100 (e.g. factoid=60,multi_hop=20,unanswerable=20).",
+            settings=("question_types",),
+        )
+
+
+def draft_counts(shares: Mapping[str, int], total: int) -> dict[str, int]:
+    """`total` drafts split by the shares (largest remainder: each type within one draft of its share,
+    the counts adding up to `total`; ties go to the type named first)."""
+    exact = {name: total * share / 100 for name, share in shares.items()}
+    counts = {name: int(value) for name, value in exact.items()}
+    left = total - sum(counts.values())
+    by_remainder = sorted(shares, key=lambda name: -(exact[name] - counts[name]))
+    for name in by_remainder[:left]:
+        counts[name] += 1
+    return counts

@@ -1,0 +1,103 @@
+"""What a question type is: one `QuestionTypeSpec`, read by the build (sampling, drafting, critique,
+the filter, the rows, the summary and card) and by the evaluator (how its answers are scored)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal, NamedTuple, Protocol
+
+from qagen.critics import CriticSpec
+from qagen.records import Chunk, Draft, Passages
+
+PASSAGE_PLACEHOLDERS = ("first_context", "second_context", "third_context", "fourth_context")
+"""The draft prompt's placeholders of a type that reads several passages, in order."""
+
+ChunkSource = Callable[[], Iterable[Chunk]]
+"""Every chunk of the corpus, read anew on each call (a run's chunk file is read, never held)."""
+
+
+class PickedPassages(NamedTuple):
+    """One draft's passages, by chunk id, and the terms that link them."""
+
+    chunk_ids: tuple[str, ...]
+    link: tuple[str, ...] = ()
+
+
+class Picked(NamedTuple):
+    """What a passage picker found: the drafts' passages, in its order, and how many it could not make."""
+
+    groups: list[PickedPassages]
+    short: int = 0
+    """Drafts asked for that the corpus could not give passages to (no chunk shares a rare term with
+    the chunk tried: a multi-hop pair needs two); 0 when every draft asked for got its passages."""
+
+
+class PassagePicker(Protocol):
+    """How a type picks its passages: `n` drafts' worth (None: one per chunk), reproducible with the seed.
+
+    The picks must be a prefix of one fixed order for a given seed and corpus, so that asking for
+    more drafts later only extends the sample (the drafts already paid for stay in it)."""
+
+    def __call__(self, chunks: ChunkSource, seed: int, n: int | None) -> Picked: ...
+
+
+class TypeCritic(NamedTuple):
+    """A critic that vets a type's drafts, and the prompt it asks them with."""
+
+    name: str
+    """A registered critic (`qagen.critics.CRITICS`) or one of the type's `own_critics`."""
+    prompt: str | None = None
+    """The prompt file the critic uses for this type (one that reads the type's passages); None: its own."""
+
+
+DraftCheck = Callable[[Draft, Passages], str | None]
+"""A check of a parsed draft that costs no call, made before the critics: the rejection reason, or None."""
+
+Scoring = Literal["answer", "abstention"]
+"""How the evaluator scores a type's answers: `answer`, by the metrics asked for (against the
+reference answer, the passages); `abstention`, by whether the system declines to answer (the
+`abstention` judge), its questions left out of the retrieval metrics."""
+
+
+@dataclass(frozen=True)
+class QuestionTypeSpec:
+    """One question type, as the build and the evaluator read it."""
+
+    name: str
+    """Its name in `question_types` (`factoid=60,multi_hop=20`), the `question_type` column, the funnel."""
+    help: str
+    """What kind of question it is, in a line (the CLI's help, the card)."""
+    draft_prompt: str
+    """The prompt file that drafts it. Its placeholders say what it reads: `{context}` (the one
+    passage), or `{first_context}`, `{second_context}`... (`PASSAGE_PLACEHOLDERS`: several), and
+    `{link}` (the terms they share)."""
+    question_label: str
+    """The label of the question in the draft's reply (`Factoid question`), before the `Answer:` line."""
+    picker: PassagePicker
+    """How it picks its passages."""
+    critics: tuple[TypeCritic, ...]
+    """The critics that vet it; they are asked in their registered order (`CriticSpec.order`)."""
+    own_critics: tuple[CriticSpec, ...] = ()
+    """Critics only this type asks (the multi-hop test that one passage alone does not answer it)."""
+    check: DraftCheck | None = None
+    """A free check of its drafts before any critic (the reworded type's word-overlap bound)."""
+    reference_answer: Callable[[str], str] | None = None
+    """The reference answer made from the drafted one; None: the drafted answer as it is."""
+    answer_in_passages: bool = True
+    """Its answer is written in its passages: the build's free checks of the answer (its evidence in
+    a passage, the answer rules) apply. False (an unanswerable question): its question alone is checked."""
+    scoring: Scoring = "answer"
+    """How the evaluator scores its answers."""
+
+    @property
+    def passages(self) -> int:
+        """How many passages a draft of it reads: the draft prompt's `PASSAGE_PLACEHOLDERS`, or one."""
+        from qagen.llm.prompts import load_prompt
+
+        variables = load_prompt(self.draft_prompt).variables
+        return sum(name in variables for name in PASSAGE_PLACEHOLDERS) or 1
+
+    @property
+    def critic_names(self) -> tuple[str, ...]:
+        return tuple(critic.name for critic in self.critics)

@@ -1,0 +1,238 @@
+"""Question types (issue 22), through the real CLI against the stand-in LLM: a build with a mix of
+types, its re-run, and `qagen evaluate` of its set with the BM25 baseline; and the parts a type is
+made of (shares, passage pickers, reply labels, the free check) as units."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from datasets import load_from_disk
+
+from qagen.cli.app import main
+from qagen.config import BuildConfig, CorpusSettings
+from qagen.errors import ConfigError
+from qagen.evaluate.metrics.scoring import deterministic_metrics
+from qagen.evaluate.records import EvalItem, RagOutput, RetrievedContext
+from qagen.generation.replies import parse_labelled_qa
+from qagen.generation.tasks import BuildTasks
+from qagen.publish.card import CardContent, make_card
+from qagen.question_types import QUESTION_TYPES, draft_counts, parse_shares
+from qagen.question_types.pairs import shared_term_pairs
+from qagen.question_types.pickers import one_chunk
+from qagen.question_types.reworded import too_close
+from qagen.question_types.unanswerable import ABSTENTION
+from qagen.records import Chunk, Draft, Passages
+from standins.corpus import write_corpus
+
+MIX = "factoid=50,multi_hop=20,unanswerable=15,reworded=15"
+DRAFTS = 40
+
+
+def _invoke(*args: object) -> str:
+    result = CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.slow
+def test_a_build_of_mixed_types_then_its_evaluation(llm: Any, tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path / "corpus")
+    run, evaluation = tmp_path / "run", tmp_path / "eval"
+    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    build = ["build", corpus, "--out", run, *model, "-n", DRAFTS, "--chunk-size", "400", "--chunk-overlap", "40"]
+    table = _invoke(*build, "--question-types", MIX, "-q")
+
+    # Per-type counts within one draft of the requested shares of the drafts made.
+    summary = json.loads((run / "summary.json").read_text())
+    types = summary["question_types"]
+    assert list(types) == ["factoid", "multi_hop", "unanswerable", "reworded"]
+    made = sum(counts["drafted"] for counts in types.values())
+    assert made == summary["funnel"]["drafted"] == DRAFTS
+    for name, counts in types.items():
+        assert abs(counts["drafted"] - counts["share"] / 100 * made) <= 1, name
+        assert counts["requested"] == draft_counts(parse_shares(MIX), DRAFTS)[name]
+        assert f"{name} ({counts['share']}%)" in table
+    # Each type's own rejections are counted by what they show.
+    assert types["multi_hop"]["rejected_by"].get("single_hop", 0) >= 1
+    assert types["reworded"]["rejected_by"].get("too_close", 0) >= 1
+
+    candidates, dataset = list(load_from_disk(str(run / "candidates"))), list(load_from_disk(str(run / "dataset")))
+    assert {row["question_type"] for row in dataset} == set(types)
+    for row in candidates:
+        assert row["contexts"][0] == row["context"] and row["chunk_ids"][0] == row["chunk_id"]
+        if row["question_type"] == "multi_hop":  # every multi-hop row names two different chunks
+            assert len(row["chunk_ids"]) == 2 and len(set(row["chunk_ids"])) == 2, row
+            assert len(row["contexts"]) == len(row["source_docs"]) == len(row["start_indices"]) == 2
+        else:
+            assert len(row["chunk_ids"]) == 1
+        if row["question_type"] == "unanswerable" and row["answer"] is not None:
+            assert row["answer"] == ABSTENTION  # every unanswerable reference answer is an abstention
+        if row["reason"].startswith("single_hop"):
+            assert row["question_type"] == "multi_hop" and "needs_both=" in row["reason"]
+        if row["reason"] == "too_close":
+            assert row["question_type"] == "reworded" and row["groundedness_raw"] is None  # no critic paid
+    assert sum(row["status"] == "kept" for row in candidates) == len(dataset) == summary["funnel"]["kept"]
+
+    # A re-run makes no call.
+    before = len(llm.log)
+    _invoke(*build, "--question-types", MIX, "-q")
+    assert len(llm.log) == before
+
+    # The card shows the types and their counts.
+    card = str(_card(summary))
+    assert "| multi_hop | 20% |" in card and "`question_type` column" in card
+
+    # `qagen evaluate` with the BM25 baseline: per-type scores, unanswerable questions by abstention.
+    printed = _invoke(
+        "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *model, "--out", evaluation,
+        "--chunk-size", "400", "--metrics", "correctness,retrieval", "-q",
+    )  # fmt: skip
+    assert "per question type:" in printed and "unanswerable" in printed
+    result = json.loads((evaluation / "summary.json").read_text())
+    kept = {name: sum(row["question_type"] == name for row in dataset) for name in types}
+    assert result["question_types"] == {name: count for name, count in kept.items() if count}
+    unanswerable = result["by_type"]["unanswerable"]
+    # The stand-in's reader never declines: it fails every unanswerable question.
+    assert unanswerable["abstention"]["mean"] == 0.0 and unanswerable["abstention"]["n"] == kept["unanswerable"]
+    assert unanswerable["hit@7"]["n"] == 0 and unanswerable["hit@7"]["missing_by_reason"] == {
+        "scored_by_abstention": kept["unanswerable"]
+    }
+    assert result["metrics"]["abstention"]["missing_by_reason"] == {
+        "not_its_question_type": len(dataset) - kept["unanswerable"]
+    }
+    assert result["by_type"]["multi_hop"]["passages_found@7"]["n"] == kept["multi_hop"]
+    rows = [json.loads(line) for line in (evaluation / "results.jsonl").read_text().splitlines()]
+    assert all(row["question_type"] in types for row in rows)
+
+
+def _card(summary: dict[str, Any]) -> Any:
+    kept = summary["funnel"]["kept"]
+    content = CardContent(
+        repo_id="alice/mixed", summary=summary, kept_rows=kept, candidate_rows=DRAFTS, languages=["en"],
+        license="cc-by-4.0", prompts=[],
+    )  # fmt: skip
+    return make_card(content)
+
+
+def test_shares_are_split_within_one_draft_and_refused_when_they_do_not_add_up() -> None:
+    assert parse_shares(MIX) == {"factoid": 50, "multi_hop": 20, "unanswerable": 15, "reworded": 15}
+    assert draft_counts(parse_shares(MIX), 41) == {"factoid": 21, "multi_hop": 8, "unanswerable": 6, "reworded": 6}
+    assert draft_counts({"factoid": 34, "multi_hop": 33, "unanswerable": 33}, 10) == {
+        "factoid": 4,
+        "multi_hop": 3,
+        "unanswerable": 3,
+    }
+    corpus = CorpusSettings(path="docs")
+    with pytest.raises(ConfigError, match="adding up to 100"):
+        BuildConfig(corpus=corpus, question_types={"factoid": 60, "multi_hop": 30})
+    with pytest.raises(ConfigError, match="no question type"):
+        BuildConfig(corpus=corpus, question_types={"factoid": 50, "trivia": 50})
+    with pytest.raises(ConfigError, match="no share"):
+        parse_shares("factoid=half")
+    assert not BuildConfig(corpus=corpus).mixed and BuildConfig(corpus=corpus, question_types={"reworded": 100}).mixed
+
+
+def _chunk(chunk_id: str, source: str, start: int, text: str) -> Chunk:
+    return Chunk(id=chunk_id, source=source, text=text, start_index=start, end_index=start + len(text))
+
+
+def test_pairs_share_a_rare_term_prefer_another_document_and_never_overlap() -> None:
+    common = "The service writes logs and reads settings. "
+    chunks = [
+        _chunk("a1", "a.txt", 0, common + "The zephyrine option sets the port."),
+        _chunk("a2", "a.txt", 30, common + "The zephyrine option overlaps a1."),  # overlaps a1: never its partner
+        _chunk("a3", "a.txt", 500, common + "Mention of quillwort in the same file."),
+        _chunk("b1", "b.txt", 0, common + "Here zephyrine appears in another document."),
+        _chunk("b2", "b.txt", 500, common + "And quillwort here too."),
+        *(_chunk(f"c{i}", "c.txt", 1000 * i, common + f"Filler number {i}.") for i in range(40)),
+    ]
+    picked = shared_term_pairs("multi_hop")(lambda: chunks, 7, None)
+    pairs = {frozenset(group.chunk_ids): group.link for group in picked.groups}
+    assert frozenset(("a1", "a2")) not in pairs
+    for ids, link in pairs.items():
+        sources = {chunk.source for chunk in chunks if chunk.id in ids}
+        assert len(ids) == 2 and link and len(sources) == 2  # another document whenever one shares the term
+    assert pairs[frozenset(("a3", "b2"))] == ("quillwort",)
+    # Asking for more than the corpus can pair says how many fell short.
+    assert shared_term_pairs("multi_hop")(lambda: chunks, 7, 10).short == 10 - len(picked.groups)
+
+
+def test_single_passage_orders_are_the_builds_for_factoids_and_a_types_own_for_the_others() -> None:
+    chunks = [_chunk(f"c{i}", f"d{i % 3}.txt", i, f"Text {i}.") for i in range(30)]
+    factoid = [group.chunk_ids for group in one_chunk(None)(lambda: chunks, 42, 10).groups]
+    other = [group.chunk_ids for group in one_chunk("reworded")(lambda: chunks, 42, 10).groups]
+    assert factoid != other
+    # Asking for more extends the sample: the drafts already made stay in it.
+    assert [g.chunk_ids for g in one_chunk("reworded")(lambda: chunks, 42, 15).groups][:10] == other
+
+
+@pytest.mark.parametrize(
+    ("reply", "label", "question", "answer"),
+    [
+        (
+            "Multi-hop question: Which links A and B?\nAnswer: Both.",
+            "Multi-hop question",
+            "Which links A and B?",
+            "Both.",
+        ),
+        ("**User question:** How do I?\n**Answer:** Like so.", "User question", "How do I?", "Like so."),
+        ("Factoid question: Q?\nAnswer: A.", "User question", None, None),  # another type's label is no reply
+    ],
+)
+def test_each_type_reads_its_own_label(reply: str, label: str, question: str | None, answer: str | None) -> None:
+    parsed = parse_labelled_qa(reply, label)
+    assert (parsed.question, parsed.answer) == (question, answer)
+
+
+def test_reworded_drafts_that_copy_their_chunk_are_too_close() -> None:
+    chunk = _chunk("c", "a.txt", 0, "The reflog records every update of a branch tip for ninety days.")
+    item = Passages.of(chunk, "reworded")
+
+    def draft(question: str) -> Draft:
+        return Draft(id="d", chunk_id="c", model="m", prompt_hash="h", question=question, answer="90 days.")
+
+    # Words are matched as written (no stemming): "records"/"update" are the chunk's, "record"/"updates" not.
+    assert too_close(draft("For how long does the reflog keep records of every update of a branch tip?"), item) == (
+        "too_close"
+    )
+    assert too_close(draft("How long can I get back a commit I lost?"), item) is None
+
+
+def test_a_type_is_asked_by_its_own_critics_with_its_own_prompts() -> None:
+    shares = {name: 25 for name in QUESTION_TYPES.names()}
+    tasks = BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path="docs"), question_types=shares))
+    asked = {name: [(c.criterion, c.prompt.name) for c in of.critics] for name, of in tasks.types.items()}
+    assert ("groundedness", "critique_groundedness_multi_hop") in asked["multi_hop"]
+    assert ("needs_both", "critique_needs_both") in asked["multi_hop"]
+    assert [c for c, _ in asked["unanswerable"]] == ["standalone", "relevance", "not_in_corpus"]
+    assert asked["reworded"] == asked["factoid"]
+    assert {tasks.types[name].draft.prompt.name for name in shares} == {spec.draft_prompt for spec in QUESTION_TYPES}
+
+
+def test_a_question_of_two_passages_hits_only_when_both_documents_are_retrieved() -> None:
+    item = EvalItem(id="q", question="?", true_answer="A.", source_doc="a.txt", source_docs=("a.txt", "b.txt"))
+
+    def scored(*sources: str) -> dict[str, float | None]:
+        output = RagOutput(answer="A.", contexts=[RetrievedContext(text="t", source=source) for source in sources])
+        return deterministic_metrics(item, output, 3, {"retrieval"})
+
+    assert (scored("a.txt", "c.txt")["hit@k"], scored("a.txt", "c.txt")["passages_found@k"]) == (0.0, 0.5)
+    assert (scored("c.txt", "b.txt", "a.txt")["hit@k"], scored("b.txt", "a.txt")["passages_found@k"]) == (1.0, 1.0)
+    unanswerable = item.model_copy(update={"question_type": "unanswerable", "source_docs": ()})
+    output = RagOutput(answer="A.", contexts=[RetrievedContext(text="t", source="a.txt")])
+    assert deterministic_metrics(unanswerable, output, 3, {"retrieval"})["hit@k"] is None
+
+
+def test_the_shares_are_a_config_key_with_the_flags_checks(tmp_path: Path) -> None:
+    from qagen.cli.config_file import ConfigFileError, read_config
+
+    config = tmp_path / "qagen.toml"
+    config.write_text('[build]\nquestion_types = "factoid=50,reworded=50"\n', encoding="utf-8")
+    assert read_config(config, "build") == {"question_types": "factoid=50,reworded=50"}
+    config.write_text('[build]\nquestion_types = "factoid=50"\n', encoding="utf-8")
+    with pytest.raises(ConfigFileError, match=r"`build\.question_types` is not valid: .*adding up to 100"):
+        read_config(config, "build")
