@@ -47,7 +47,7 @@ def main() -> None:
 # is a key of the config file (docs/configuration.md lists them all, with their flags).
 BUILD_SHOWN = (
     "config", "out", "hf_dataset", "model", "base_url", "critic_model", "n_generations", "chunk_size", "seed",
-    "audience", "min_score", "concurrency", "max_cost", "batch", "dry_run", "update_corpus", "push_repo", "public",
+    "audience", "question_types", "min_score", "concurrency", "max_cost", "batch", "dry_run", "push_repo", "public",
     "quiet",
 )  # fmt: skip
 
