@@ -41,6 +41,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 # The stand-in servers sit at the repository's root (standins/), outside the installed package;
 # appended, so qagen itself still comes from the install or PYTHONPATH.
@@ -48,7 +49,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from datasets import Dataset, load_from_disk
 
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
 from qagen.critics import CRITICS
 from qagen.generation.checks.easiness import ChunkRanker, copied_share
 from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND
@@ -182,6 +183,7 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
     out = work / "build"
     started = time.perf_counter()
     result = build(measured, out, progress=not args.quiet)
+    measured_summary = result.summary.model_dump(mode="json")
     seconds = time.perf_counter() - started
     every = {row["id"]: row for row in load_from_disk(str(out / "candidates"))}
     # The same records filtered as a build filters them: the free checks on, no call.
@@ -189,7 +191,7 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
     tasks = BuildTasks.for_config(checked)
     with RunDir(out).locked() as run:
         run.open(checked, tasks.prompt_hashes())
-        summary = finalize(checked, run, tasks, load_sample(checked, run))
+        summary = finalize(checked, run, tasks, load_sample(checked, run)).model_dump(mode="json")
     rows = list(load_from_disk(str(out / "candidates")))
     funnel, profile = summary["funnel"], summary["profile"]
     print(f"\n1. A set built from {corpus} by {args.model}: {funnel['sampled']} drafts asked for.\n")
@@ -199,7 +201,7 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
     print(f"  {'duplicates':<18} {funnel['duplicates']} by words, {funnel['semantic_duplicates']} by meaning")
     print(f"  {'kept':<18} {funnel['kept']}")
     print("\nEach critic's pass rate (score >= its threshold), every critic asked on every parsed draft:")
-    for name, threshold in result.summary["thresholds"].items():
+    for name, threshold in measured_summary["thresholds"].items():
         scores = [row[f"{name}_score"] for row in every.values() if row.get(f"{name}_score") is not None]
         print(f"  {name:<14} {_share(sum(1 for s in scores if s >= threshold), len(scores))}")
     evidence = [row for row in rows if row["reason"] == EVIDENCE_NOT_FOUND]
@@ -220,7 +222,7 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
         f"in the top 5 {_figure(easiness['ranked_top5_share'])}."
     )
     kept = max(1, funnel["kept"])
-    usage = result.summary["usage"]
+    usage = measured_summary["usage"]
     prompt_tokens = usage["generation"]["input_tokens"] + usage["critique"]["input_tokens"]
     saved = _critic_tokens_of(out, {row["id"] for row in rows if row["reason"] in funnel["checks_rejected"]})
     print(
@@ -228,6 +230,66 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
         f"{prompt_tokens / kept:,.0f} prompt tokens; the checks would have saved {saved:,} critic prompt tokens "
         f"({saved / max(1, usage['critique']['input_tokens']):.0%} of the critics')."
     )
+    checked_out = {row["id"] for row in rows if row["reason"] in funnel["checks_rejected"]}
+    thresholds = {spec.name: checked.threshold(spec.name) for spec in checked.critic_registry().asked()}
+    calls = _calls(out)
+    per_call = seconds / max(1, len(calls))
+    print(
+        "\nBefore and after the free checks, as a build asks its critics (in order, stopping at the first "
+        "failing one),\nreplayed from the measurement run's records (seconds: the run's "
+        f"{per_call:.1f} s a call times the calls):"
+    )
+    print(f"  {'':<22} {'kept':>4} {'calls':>6} {'prompt tokens':>14} {'s/kept':>7} {'tokens/kept':>12}")
+    for label, skipped, kept_here in (
+        ("without the checks", set(), measured_summary["funnel"]["kept"]),
+        ("with the checks", checked_out, funnel["kept"]),
+    ):
+        n_calls, tokens = _chain_cost(calls, thresholds, skipped)
+        each = max(1, kept_here)
+        print(
+            f"  {label:<22} {kept_here:>4} {n_calls:>6} {tokens:>14,} {n_calls * per_call / each:>7.1f} "
+            f"{tokens / each:>12,.0f}"
+        )
+
+
+class _Call(NamedTuple):
+    draft_id: str
+    criterion: str | None  # None: the drafting call
+    score: int | None
+    input_tokens: int
+
+
+def _calls(out: Path) -> list[_Call]:
+    """Every call of a run, read from its record files (drafts, then critiques)."""
+    found: list[_Call] = []
+    for name in ("drafts.jsonl", "critiques.jsonl"):
+        with (out / name).open(encoding="utf-8") as log:
+            for line in log:
+                record = json.loads(line)
+                tokens = int((record.get("usage") or {}).get("input_tokens", 0))
+                criterion = record.get("criterion")
+                draft_id = record["draft_id"] if criterion else record["id"]
+                found.append(_Call(draft_id, criterion, record.get("score"), tokens))
+    return found
+
+
+def _chain_cost(calls: Sequence[_Call], thresholds: dict[str, int], skipped: set[str]) -> tuple[int, int]:
+    """Calls and prompt tokens had the critics been asked in order, stopping at the first failing one,
+    and not at all for the drafts in `skipped` (rejected by a free check)."""
+    drafting = [call for call in calls if call.criterion is None]
+    verdicts = {(call.draft_id, call.criterion): call for call in calls if call.criterion is not None}
+    n_calls, tokens = len(drafting), sum(call.input_tokens for call in drafting)
+    for draft in drafting:
+        if draft.draft_id in skipped:
+            continue
+        for criterion, threshold in thresholds.items():
+            verdict = verdicts.get((draft.draft_id, criterion))
+            if verdict is None:
+                break  # never asked: the draft did not parse, or was too long
+            n_calls, tokens = n_calls + 1, tokens + verdict.input_tokens
+            if verdict.score is None or verdict.score < threshold:
+                break
+    return n_calls, tokens
 
 
 def _critic_tokens_of(out: Path, draft_ids: set[str]) -> int:
@@ -257,7 +319,7 @@ def live_critics(args: argparse.Namespace, work: Path, reviewed: Path) -> None:
         replayer.configure(recorded_drafts=recorded)
         config = BuildConfig(
             corpus=CorpusSettings(hf_dataset=str(corpus), source_column="source"),
-            chunking={"chunk_size": 2000, "chunk_overlap": 0},
+            chunking=ChunkSettings(chunk_size=2000, chunk_overlap=0),
             generator=ModelSettings(spec="openai:recorded", base_url=replayer.base_url),
             critic=_model(args), concurrency=args.concurrency, all_critics=True, free_checks=(),
             check_evidence=False, dedup_embeddings=None, max_failure_rate=1.0,
