@@ -9,6 +9,12 @@
         --model_alias qwen --n_ctx 4096
     python benchmarks/bench_quality.py --base-url http://127.0.0.1:8080/v1 --model openai:qwen --limit 40
 
+    # The same sample drafted without the evidence line (the drafting prompt with its two `Evidence`
+    # lines removed, in a folder of its own): what the line changes in the drafts and the critics.
+    mkdir no-evidence && grep -v -i evidence prompts/qa_generation.txt > no-evidence/qa_generation.txt
+    python benchmarks/bench_quality.py --base-url http://127.0.0.1:8080/v1 --model openai:qwen --limit 40 \
+        --prompts-dir no-evidence --no-reviewed
+
 Live mode makes three measurements, each printed as a table:
 
 1. A small set built from a real corpus nobody here wrote (git's how-to pages from Debian's
@@ -178,7 +184,7 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
     measured = BuildConfig(
         corpus=CorpusSettings(path=str(corpus)), n_generations=args.limit, seed=args.seed, generator=model,
         critic=model, concurrency=args.concurrency, all_critics=True, free_checks=(), check_evidence=False,
-        max_failure_rate=1.0,
+        max_failure_rate=1.0, prompts_dir=str(args.prompts_dir) if args.prompts_dir else None,
     )  # fmt: skip
     out = work / "build"
     started = time.perf_counter()
@@ -353,6 +359,15 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=1, help="calls in flight (llama.cpp serves one at a time)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one reply")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--prompts-dir",
+        type=Path,
+        help="prompts replacing the bundled ones in measurement 1 (e.g. a drafting prompt without the evidence "
+        "line, to compare with the bundled one on the same sample: same --seed and --limit)",
+    )
+    parser.add_argument(
+        "--no-reviewed", action="store_true", help="skip measurement 2 (the reviewed drafts critiqued by the model)"
+    )
     args = parser.parse_args()
     if not args.reviewed.is_file():
         sys.exit(f"The reviewed drafts are not at {args.reviewed}: give --reviewed PATH.")
@@ -366,7 +381,8 @@ def main() -> None:
     if args.limit is None:
         args.limit = 40
     live_build(args, work)
-    live_critics(args, work, args.reviewed)
+    if not args.no_reviewed:
+        live_critics(args, work, args.reviewed)
     print("\n3. ", end="")
     replay(args.reviewed, args.limit)
     print(f"\nruns kept in {work}")
