@@ -18,6 +18,12 @@ from qagen.records import Draft
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 DEFAULT_AUDIENCE = "people looking for information in this document collection"
 
+RARE_TERMS = "rare terms"
+"""The fingerprint's `pairing` of a run that pairs multi-hop passages by rare shared terms alone."""
+FINGERPRINT_ADDED: dict[str, tuple[str, Any]] = {"pairing": ("generator_model", RARE_TERMS)}
+"""Fingerprint fields added after runs were made with qagen: the field that tells whether an old run
+had decided it (a run whose generator was fixed had drafted) and the value every such run had."""
+
 BuildRole = Literal["generator", "critic"]
 """The models of a build: the generator drafts, the critics rate."""
 BUILD_ROLES: tuple[BuildRole, ...] = ("generator", "critic")
@@ -99,6 +105,14 @@ class BuildConfig(BaseModel):
         default_factory=lambda: {DEFAULT_TYPE: 100},
         description="The question types to draft and their shares in percent of the drafts "
         "(`qagen.question_types`: factoid, multi_hop, unanswerable, reworded), adding up to 100.",
+    )
+    pair_embeddings: str | None = Field(
+        default=None,
+        description="Embeddings model that pairs the passages of multi-hop questions by meaning (`local`: the "
+        "dense extra's bundled all-MiniLM-L6-v2, offline; a folder or `provider:model`): rare shared terms find "
+        "the candidates (a shared name, option or command), the embeddings choose among them the one closest in "
+        "meaning, skipping near-duplicates. None: the candidate sharing the rarest terms. Off unless asked: it "
+        "changes the sample, and a run keeps the pairing it was made with.",
     )
     critics: tuple[CriticName, ...] = Field(
         default=(),
@@ -278,6 +292,8 @@ class BuildConfig(BaseModel):
                 "generator_model": self.generator.spec,
                 "generator_temperature": self.generator.temperature,
                 "max_output_tokens": self.generator.max_output_tokens,
+                # Which passages the drafts read: fixed by the first stage that drafts, as the model is.
+                "pairing": self.pair_embeddings or RARE_TERMS,
             },
             "critic": {
                 "critic_model": self.critic.spec,
@@ -289,6 +305,16 @@ class BuildConfig(BaseModel):
             fixed.update({key: value if role in roles else None for key, value in fields.items()})
         fixed["prompts"] = prompt_hashes if roles else None
         return fixed
+
+
+def with_added_fields(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored fingerprint with the fields it predates (`FINGERPRINT_ADDED`) at the value its run had,
+    so a run made before a setting existed is compared as what it is, not as undecided."""
+    completed = dict(stored)
+    for field, (decided_by, value) in FINGERPRINT_ADDED.items():
+        if field not in completed and completed.get(decided_by) is not None:
+            completed[field] = value
+    return completed
 
 
 def describe_differences(stored: dict[str, Any], wanted: dict[str, Any], prefix: str = "") -> list[str]:

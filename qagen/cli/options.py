@@ -76,6 +76,7 @@ def sample_options(*, stage: bool) -> Callable[[F], F]:
     return option_group(
         click.option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help=f"Draft this many questions (from this many chunks, spread across documents, for factoids); asking for more later extends the same sample {_default(stage, '[default: one per chunk]')}."),
         click.option("--question-types", "question_types", metavar="TYPE=PERCENT,...", default=None, callback=_question_shares, help=f"The question types to draft and their shares of the drafts in percent, adding up to 100, e.g. factoid=60,multi_hop=20,unanswerable=10,reworded=10. The types: {types} {_default(stage, '[default: factoid=100]')}."),
+        click.option("--pair-embeddings", metavar="SPEC", default=None, callback=_none_if_off, help=f"Embeddings model that pairs the passages of multi-hop questions by meaning: local (the dense extra's bundled all-MiniLM-L6-v2, offline), a model folder, or provider:model. Rare shared terms find the candidates (a shared name, option or command); the embeddings choose among them the one closest in meaning, skipping near-duplicates. It changes the sample, so a run keeps the pairing it drafted with {_default(stage, '[default: none, rare terms alone]')}."),
     )  # fmt: skip
 
 

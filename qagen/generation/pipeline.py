@@ -14,6 +14,7 @@ from tqdm import tqdm
 from qagen.config import BuildConfig
 from qagen.errors import CorpusError, NothingUsableError
 from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
+from qagen.generation.embedders import pairing_embedder
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
 from qagen.generation.ledger import Ledger
@@ -109,9 +110,13 @@ def chunk_stage(
 
 def load_sample(config: BuildConfig, run: RunDir) -> Sample:
     """Every draft's passages, per question type (`QuestionTypeSpec.picker`), reading the chunk file
-    anew for each picker and once more for the chosen chunks instead of holding it all."""
+    anew for each picker and once more for the chosen chunks instead of holding it all; the pickers
+    that pair passages by meaning read the `pair_embeddings` model."""
     requested = requested_drafts(config, run)
-    picked = {name: QUESTION_TYPES.get(name).picker(run.iter_chunks, config.seed, n) for name, n in requested.items()}
+    embed = pairing_embedder(config.pair_embeddings)
+    picked = {
+        name: QUESTION_TYPES.get(name).picker(run.iter_chunks, config.seed, n, embed) for name, n in requested.items()
+    }
     wanted = {chunk_id for found in picked.values() for group in found.groups for chunk_id in group.chunk_ids}
     by_id = {chunk.id: chunk for chunk in run.iter_chunks() if chunk.id in wanted}
     items = (
@@ -252,6 +257,7 @@ def plan(
     """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs
     (at batch prices with `batch`)."""
     tasks = BuildTasks.for_config(config)
+    pairing_embedder(config.pair_embeddings)  # a missing dense extra is said before the corpus is read
     with RunDir(out).locked() as run:
         run.open(config, tasks.prompt_hashes())
         chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
@@ -284,9 +290,10 @@ def _build(
     tasks = BuildTasks.for_config(config, run.iter_chunks)
     run.open(config, tasks.prompt_hashes())
     if not run.chunking_done():
-        # A missing key is said before the corpus is read, not after chunking all of it.
+        # A missing key (or dense extra) is said before the corpus is read, not after chunking all of it.
         for settings in (config.generator, config.critic):
             require_key(settings)
+        pairing_embedder(config.pair_embeddings)
     chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
     # Nothing to call and nothing changed since the outputs were written: they stand.
     if (settled := settled_summary(config, run, tasks)) is not None:

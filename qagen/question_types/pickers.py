@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from qagen.generation.sample import ChunkRef, sampling_order, take
-from qagen.question_types.spec import ChunkSource, PassagePicker, Picked, PickedPassages
+from qagen.question_types.spec import ChunkSource, PassagePicker, Picked, PickedPassages, TextEmbedder
 
 
 def type_seed(seed: int, question_type: str) -> int:
@@ -25,7 +25,7 @@ def one_chunk(own_order_of: str | None) -> PassagePicker:
     """One chunk per draft, in the sampling order of the build's seed (`own_order_of` None) or of the
     seed mixed with `own_order_of` (a type's name)."""
 
-    def pick(chunks: ChunkSource, seed: int, n: int | None) -> Picked:
+    def pick(chunks: ChunkSource, seed: int, n: int | None, embed: TextEmbedder | None = None) -> Picked:
         order_seed = seed if own_order_of is None else type_seed(seed, own_order_of)
         refs = (ChunkRef(chunk.id, chunk.source) for chunk in chunks())
         return Picked([PickedPassages((chunk_id,)) for chunk_id in take(sampling_order(refs, order_seed), n)])

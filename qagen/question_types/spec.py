@@ -3,18 +3,26 @@ the filter, the rows, the summary and card) and by the evaluator (how its answer
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from qagen.critics import CriticSpec
 from qagen.records import Chunk, Draft, Passages
+
+if TYPE_CHECKING:  # numpy is imported only when texts are embedded
+    import numpy as np
+    from numpy.typing import NDArray
 
 PASSAGE_PLACEHOLDERS = ("first_context", "second_context", "third_context", "fourth_context")
 """The draft prompt's placeholders of a type that reads several passages, in order."""
 
 ChunkSource = Callable[[], Iterable[Chunk]]
 """Every chunk of the corpus, read anew on each call (a run's chunk file is read, never held)."""
+
+TextEmbedder = Callable[[Sequence[str]], "NDArray[np.float64]"]
+"""Texts to their unit-length embeddings, one row per text in order, so the dot product of two rows
+is their cosine similarity (the build's `pair_embeddings` model; `qagen.generation.embedders`)."""
 
 
 class PickedPassages(NamedTuple):
@@ -30,16 +38,19 @@ class Picked(NamedTuple):
     groups: list[PickedPassages]
     short: int = 0
     """Drafts asked for that the corpus could not give passages to (no chunk shares a rare term with
-    the chunk tried: a multi-hop pair needs two); 0 when every draft asked for got its passages."""
+    the chunk tried, or, by embeddings, every one that does is a near copy of it: a multi-hop pair
+    needs two); 0 when every draft asked for got its passages."""
 
 
 class PassagePicker(Protocol):
     """How a type picks its passages: `n` drafts' worth (None: one per chunk), reproducible with the seed.
 
-    The picks must be a prefix of one fixed order for a given seed and corpus, so that asking for
-    more drafts later only extends the sample (the drafts already paid for stay in it)."""
+    The picks must be a prefix of one fixed order for a given seed, corpus and `embed`, so that
+    asking for more drafts later only extends the sample (the drafts already paid for stay in it).
+    `embed` is the build's embeddings model when it has one (`BuildConfig.pair_embeddings`), for a
+    picker that chooses passages by meaning; a picker of one passage ignores it."""
 
-    def __call__(self, chunks: ChunkSource, seed: int, n: int | None) -> Picked: ...
+    def __call__(self, chunks: ChunkSource, seed: int, n: int | None, embed: TextEmbedder | None = None) -> Picked: ...
 
 
 class TypeCritic(NamedTuple):

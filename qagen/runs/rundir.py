@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from qagen import __version__
-from qagen.config import BUILD_ROLES, BuildConfig, BuildRole, CorpusSettings, describe_differences, keep_decided
+from qagen.config import (
+    BUILD_ROLES,
+    BuildConfig,
+    BuildRole,
+    CorpusSettings,
+    describe_differences,
+    keep_decided,
+    with_added_fields,
+)
 from qagen.errors import CorpusChangedError, QagenError, RunMismatchError
 from qagen.records import Chunk, Critique, Draft
 from qagen.runs.lock import LOCK_NAME, OWNER_NAME, RunLock
@@ -90,7 +98,7 @@ class RunDir:
             self._refuse_foreign()
             self._new_run = _run_file(wanted, config)
             return
-        stored = self._read_run().get("fingerprint", {})
+        stored = with_added_fields(self._read_run().get("fingerprint", {}))
         differences = describe_differences(stored, wanted)
         if differences:
             raise RunMismatchError(

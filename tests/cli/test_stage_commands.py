@@ -128,9 +128,10 @@ def test_each_per_invocation_option_shows_the_librarys_default() -> None:
 OWN_OPTIONS = {
     "chunk": {"--out", "--hf-dataset", "--split", "--text-column", "--source-column", "--chunk-size",
               "--chunk-overlap", "--length-unit", "--encoding", "--seed", "--update-corpus", "--quiet"},
-    "generate": {"--n-generations", "--question-types", "--model", "--base-url", "--api-key-env", "--temperature",
-                 "--max-output-tokens", "--prompts", "--concurrency", "--rpm", "--max-retries", "--timeout",
-                 "--max-failure-rate", "--max-tokens", "--max-cost", "--price-input", "--price-output", "--quiet"},
+    "generate": {"--n-generations", "--question-types", "--pair-embeddings", "--model", "--base-url", "--api-key-env",
+                 "--temperature", "--max-output-tokens", "--prompts", "--concurrency", "--rpm", "--max-retries",
+                 "--timeout", "--max-failure-rate", "--max-tokens", "--max-cost", "--price-input", "--price-output",
+                 "--quiet"},
     "critique": {"--critic-model", "--critic-base-url", "--critic-api-key-env", "--critic-temperature",
                  "--critic-max-output-tokens", "--audience", "--prompts", "--critic", "--concurrency", "--rpm",
                  "--max-retries", "--timeout", "--max-failure-rate", "--all-critics", "--min-score",

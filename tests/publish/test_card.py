@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from qagen.publish.card import (
+    EMBEDDINGS_SETTINGS,
     NOT_PUBLISHED,
     CardContent,
     PromptFile,
@@ -152,13 +153,26 @@ def test_server_address_and_corpus_path_are_not_published() -> None:
     assert "address is not published" in text
 
 
-def test_a_local_embeddings_folder_is_not_published() -> None:
+@pytest.mark.parametrize("key", EMBEDDINGS_SETTINGS)
+def test_a_local_embeddings_folder_is_not_published(key: str) -> None:
     for spec, shown in (
         ("local", "local"), ("openai:text-embedding-3-small", "openai:text-embedding-3-small"),
         ("/home/alice/models/minilm", NOT_PUBLISHED), ("local:/home/alice/m", NOT_PUBLISHED),
+        ("local:models/minilm", NOT_PUBLISHED), ("C:\\models\\minilm", NOT_PUBLISHED), (None, None),
     ):  # fmt: skip
-        summary = {**SUMMARY, "settings": {**SUMMARY["settings"], "dedup_embeddings": spec}}
-        assert public_summary(summary)["settings"]["dedup_embeddings"] == shown
+        summary = {**SUMMARY, "settings": {**SUMMARY["settings"], key: spec}}
+        assert public_summary(summary)["settings"][key] == shown, spec
+
+
+def test_the_card_says_how_multi_hop_passages_were_paired() -> None:
+    mixed = {**SUMMARY["settings"], "question_types": {"factoid": 80, "multi_hop": 20}}
+    for pairing, said in (
+        (None, "| rare shared terms |"),
+        ("local", "| rare shared terms, the closest in meaning by `local` |"),
+    ):
+        summary = {**SUMMARY, "settings": {**mixed, "pair_embeddings": pairing}}
+        assert f"| multi-hop passages paired by {said}" in str(make_card(content(summary=summary)))
+    assert "multi-hop passages paired by" not in str(make_card(content()))  # factoids alone: no pairs
 
 
 def test_secrets_in_free_text_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:
