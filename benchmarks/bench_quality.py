@@ -194,7 +194,7 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
     started = time.perf_counter()
     result = build(measured, out, progress=not args.quiet)
     measured_summary = result.summary.model_dump(mode="json")
-    seconds = time.perf_counter() - started
+    seconds = _build_seconds(work, time.perf_counter() - started)
     every = {row["id"]: row for row in load_from_disk(str(out / "candidates"))}
     # The same records filtered as a build filters them: the free checks on, no call.
     checked = measured.model_copy(update={"free_checks": None, "check_evidence": True, "all_critics": False})
@@ -260,6 +260,15 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
             f"  {label:<22} {kept_here:>4} {n_calls:>6} {tokens:>14,} {n_calls * per_call / each:>7.1f} "
             f"{tokens / each:>12,.0f}"
         )
+
+
+def _build_seconds(work: Path, this_run: float) -> float:
+    """The measurement build's wall seconds summed over every run of the benchmark in `work`: a run
+    that resumes it (after a crash, or to print again) adds its own seconds, not a fresh count."""
+    ledger = work / "build_seconds.json"
+    total = (json.loads(ledger.read_text(encoding="utf-8"))["seconds"] if ledger.is_file() else 0.0) + this_run
+    ledger.write_text(json.dumps({"seconds": total}), encoding="utf-8")
+    return float(total)
 
 
 class _Call(NamedTuple):

@@ -9,8 +9,9 @@ evaluation's values are in range or explained.
 Each scenario puts the real model where its replies are read:
 
 - `real_model`: the generator and the critics, then the reader and the judge (SmolLM2 writes
-  `Question: ...` where the protocol asks for `Factoid question: ...`, so in practice no draft is
-  usable, the critics get nothing to rate and the evaluation finds no question: asserted as such);
+  `Question: ...` where the protocol asks for `Factoid question: ...`, read as a question; when no
+  draft is usable, the critics get nothing to rate and the evaluation finds no question: asserted
+  as such);
 - `real_critics`: the critics, on drafts written by the bundled stand-in server (which always
   follows the protocol), so the critique parser faces the real model's replies;
 - `real_judge`: the reader and the judge of `qagen evaluate`, on a test set built with the stand-in.
