@@ -57,13 +57,15 @@ from datasets import Dataset, load_from_disk
 
 from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
 from qagen.critics import CRITICS
-from qagen.generation.checks.easiness import ChunkRanker, copied_share
+from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND
 from qagen.generation.checks.rules import FREE_CHECKS
+from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.pipeline import build, finalize, load_sample
 from qagen.generation.tasks import BuildTasks
 from qagen.llm.backends import ModelSettings
 from qagen.llm.untrusted import neutralize
+from qagen.records import Chunk
 from qagen.review.check_precision import (
     EVIDENCE_CHECK,
     PASS_SCORE,
@@ -149,9 +151,11 @@ def _keep_agreement(drafts: Sequence[ReviewedDraft]) -> Agreement:
 
 
 def _replay_easiness(drafts: Sequence[ReviewedDraft]) -> None:
-    ranker = ChunkRanker((draft.id, draft.chunk) for draft in drafts)
+    # Each reviewed draft's chunk as a document of its own (the reviewed set records no sources).
+    chunks = [Chunk(id=d.id, source=d.id, text=d.chunk, start_index=0, end_index=len(d.chunk)) for d in drafts]
+    index = ChunkIndex(lambda: chunks)
     shares = [share for draft in drafts if (share := copied_share(draft.question, draft.chunk)) is not None]
-    ranks = [rank for draft in drafts if (rank := ranker.rank(draft.question, draft.id)) is not None]
+    ranks = [rank for draft in drafts if (rank := index.rank(draft.question, draft.id)) is not None]
     first = sum(1 for rank in ranks if rank == 1)
     median = sorted(shares)[len(shares) // 2] if shares else None
     print(
