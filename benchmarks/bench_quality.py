@@ -57,13 +57,15 @@ from datasets import Dataset, load_from_disk
 
 from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
 from qagen.critics import CRITICS
-from qagen.generation.checks.easiness import ChunkRanker, copied_share
+from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND
 from qagen.generation.checks.rules import FREE_CHECKS
+from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.pipeline import build, finalize, load_sample
 from qagen.generation.tasks import BuildTasks
 from qagen.llm.backends import ModelSettings
 from qagen.llm.untrusted import neutralize
+from qagen.records import Chunk
 from qagen.review.check_precision import (
     EVIDENCE_CHECK,
     PASS_SCORE,
@@ -149,9 +151,11 @@ def _keep_agreement(drafts: Sequence[ReviewedDraft]) -> Agreement:
 
 
 def _replay_easiness(drafts: Sequence[ReviewedDraft]) -> None:
-    ranker = ChunkRanker((draft.id, draft.chunk) for draft in drafts)
+    # Each reviewed draft's chunk as a document of its own (the reviewed set records no sources).
+    chunks = [Chunk(id=d.id, source=d.id, text=d.chunk, start_index=0, end_index=len(d.chunk)) for d in drafts]
+    index = ChunkIndex(lambda: chunks)
     shares = [share for draft in drafts if (share := copied_share(draft.question, draft.chunk)) is not None]
-    ranks = [rank for draft in drafts if (rank := ranker.rank(draft.question, draft.id)) is not None]
+    ranks = [rank for draft in drafts if (rank := index.rank(draft.question, draft.id)) is not None]
     first = sum(1 for rank in ranks if rank == 1)
     median = sorted(shares)[len(shares) // 2] if shares else None
     print(
@@ -190,7 +194,7 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
     started = time.perf_counter()
     result = build(measured, out, progress=not args.quiet)
     measured_summary = result.summary.model_dump(mode="json")
-    seconds = time.perf_counter() - started
+    seconds = _build_seconds(work, time.perf_counter() - started)
     every = {row["id"]: row for row in load_from_disk(str(out / "candidates"))}
     # The same records filtered as a build filters them: the free checks on, no call.
     checked = measured.model_copy(update={"free_checks": None, "check_evidence": True, "all_critics": False})
@@ -256,6 +260,15 @@ def live_build(args: argparse.Namespace, work: Path) -> None:
             f"  {label:<22} {kept_here:>4} {n_calls:>6} {tokens:>14,} {n_calls * per_call / each:>7.1f} "
             f"{tokens / each:>12,.0f}"
         )
+
+
+def _build_seconds(work: Path, this_run: float) -> float:
+    """The measurement build's wall seconds summed over every run of the benchmark in `work`: a run
+    that resumes it (after a crash, or to print again) adds its own seconds, not a fresh count."""
+    ledger = work / "build_seconds.json"
+    total = (json.loads(ledger.read_text(encoding="utf-8"))["seconds"] if ledger.is_file() else 0.0) + this_run
+    ledger.write_text(json.dumps({"seconds": total}), encoding="utf-8")
+    return float(total)
 
 
 class _Call(NamedTuple):

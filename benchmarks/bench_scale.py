@@ -4,14 +4,18 @@
     python benchmarks/bench_scale.py --sizes 2000,8000 --no-efficiency
     python benchmarks/bench_scale.py --no-scale --efficiency 0.2x32
     python benchmarks/bench_scale.py --dry-run-mb 1000        # chunk + sample 1,000 MB, no LLM
+    python benchmarks/bench_scale.py --sizes 2000 --no-efficiency --question-types factoid=50,unanswerable=50
 
 Scale (`--sizes`, drafts; 0 ms stand-in, `--scale-concurrency` in flight): for each size, a fresh
 word-salad corpus of about 1.2 chunks per draft, one `qagen build`, then the same command again (a
 no-op re-run). Printed per size: CPU ms per LLM call and peak RSS of the whole CLI process, the
-time of each stage (chunk, LLM stage, finalize; near-duplicate removal inside finalize also on its
-own) and of the no-op re-run; then the log-log slope of each from the smallest to the largest size
+time of each stage (chunk, LLM stage, finalize; near-duplicate removal inside finalize and BM25
+indexing of the chunks wherever it happens, with how many times it happened, also on their own)
+and of the no-op re-run; then the log-log slope of each from the smallest to the largest size
 (1.0 is linear). Stage times come from timers wrapped around the pipeline's stage functions in the
-build's own process (`_DRIVER`); CPU and memory are the process's own rusage (`os.wait4`).
+build's own process (`_DRIVER`); CPU and memory are the process's own rusage (`os.wait4`). The
+builds draft factoids, or the mix of `--question-types` (unanswerable questions' critic searches
+the chunks during the LLM stage).
 
 Efficiency (`--efficiency LATENCYxCONCURRENCY[:CALLS]`): a plain `qagen build` CLI process against
 the stand-in with that latency, enough drafts for CALLS calls (default 3,300 at 200 ms x 32 and
@@ -47,10 +51,11 @@ CALLS_PER_DRAFT = 3.3  # a little under the stand-in's 3.44 at its 0.8 pass rate
 
 _DRIVER = r"""
 import json, sys, time
+import bm25s
 from qagen.generation import dedup, pipeline
 
 log = open(sys.argv[1], "a", encoding="utf-8")
-spent = {"dedup": 0.0, "dedup cpu": 0.0}
+spent = {"dedup": 0.0, "dedup cpu": 0.0, "index": 0.0, "index cpu": 0.0, "index calls": 0.0}
 
 def timed(owner, names, stage, *, accumulate=False):
     name = next((n for n in names if hasattr(owner, n)), None)
@@ -66,6 +71,7 @@ def timed(owner, names, stage, *, accumulate=False):
             if accumulate:
                 spent[stage] += seconds
                 spent[f"{stage} cpu"] += cpu
+                spent[f"{stage} calls"] = spent.get(f"{stage} calls", 0.0) + 1
             else:
                 entry = {"stage": stage, "seconds": seconds, "cpu": cpu, **spent}
                 log.write(json.dumps(entry) + "\n")
@@ -78,6 +84,7 @@ timed(pipeline, ["load_sample"], "sample")
 timed(pipeline, ["run_llm_stages"], "llm")
 timed(pipeline, ["write_outputs", "_finalize"], "finalize")
 timed(dedup.NearDuplicateFilter, ["first_seen"], "dedup", accumulate=True)
+timed(bm25s.BM25, ["index"], "index", accumulate=True)
 sys.argv = ["qagen", *sys.argv[2:]]
 from qagen.cli.app import run
 run()
@@ -152,9 +159,12 @@ def run_process(command: list[str]) -> Process:
     return Process(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
-def build_args(corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int) -> list[str]:
+def build_args(
+    corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int, question_types: str | None = None
+) -> list[str]:
+    types = ["--question-types", question_types] if question_types else []
     return ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", base_url,
-            "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q"]  # fmt: skip
+            "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q", *types]  # fmt: skip
 
 
 def calls_of(out: Path) -> int:
@@ -179,16 +189,16 @@ def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, floa
     for line in timings.read_text().splitlines():
         entry = json.loads(line)
         parts = {entry["stage"]: entry["seconds"], f"{entry['stage']} cpu": entry["cpu"]}
-        parts.update({"dedup": entry["dedup"], "dedup cpu": entry["dedup cpu"]})
+        parts.update({key: value for key, value in entry.items() if key.startswith(("dedup", "index"))})
         for key, value in parts.items():
             stages[key] = stages.get(key, 0.0) + value
     return process, stages
 
 
-def measure_size(work: Path, base_url: str, drafts: int, concurrency: int) -> Measured:
+def measure_size(work: Path, base_url: str, drafts: int, concurrency: int, question_types: str | None) -> Measured:
     corpus = corpus_for(work, drafts)
     out = work / f"run-{drafts}"
-    args = build_args(corpus, out, base_url, drafts, concurrency)
+    args = build_args(corpus, out, base_url, drafts, concurrency, question_types)
     build, stages = timed_build(args, work / "timings.jsonl")
     rerun, rerun_stages = timed_build(args, work / "timings.jsonl")
     return Measured(drafts, calls_of(out), build, stages, rerun, rerun_stages)
@@ -205,18 +215,20 @@ def slope(points: list[tuple[float, float]]) -> float:
 def report_scale(results: list[Measured], concurrency: int) -> None:
     print(f"\nscale: 0 ms stand-in, {concurrency} in flight (whole CLI process; stage times inside it)")
     header = ("drafts", "calls", "CPU ms/call", "w/o dedup", "LLM ms/call", "peak MB", "wall s", "chunk s",
-              "LLM s", "finalize s", "dedup s", "no-op s", "no-op MB")  # fmt: skip
+              "LLM s", "finalize s", "dedup s", "bm25s index s", "indexed", "no-op s", "no-op MB")  # fmt: skip
     print("  " + "  ".join(f"{h:>11}" for h in header))
     for m in results:
         cpu = m.build.cpu * 1000 / m.calls
         row = [m.drafts, m.calls, cpu, cpu - m.stages.get("dedup cpu", 0.0) * 1000 / m.calls,
                m.stages.get("llm cpu", 0.0) * 1000 / m.calls, m.build.peak_mb, m.build.wall,
                m.stages.get("chunk", 0.0), m.stages.get("llm", 0.0), m.stages.get("finalize", 0.0),
-               m.stages.get("dedup", 0.0), m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
+               m.stages.get("dedup", 0.0), m.stages.get("index", 0.0), int(m.stages.get("index calls", 0)),
+               m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
         print("  " + "  ".join(f"{v:>11,}" if isinstance(v, int) else f"{v:>11.2f}" for v in row))
     print(
         "  (CPU ms/call: the whole CLI process, and without near-duplicate removal; LLM ms/call: the LLM"
-        " stage's own CPU per call; dedup s: near-duplicate removal, inside finalize)"
+        " stage's own CPU per call; dedup s: near-duplicate removal, inside finalize; bm25s index s: bm25s indexing the"
+        " chunks, wherever it happens, and indexed: how many times)"
     )
     if len(results) < 2:
         return
@@ -300,6 +312,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="2000,8000,30000", help="drafts per scale run, comma-separated")
     parser.add_argument("--scale-concurrency", type=int, default=64)
     parser.add_argument("--no-scale", action="store_true", help="skip the scale runs")
+    parser.add_argument("--question-types", help="scale runs: the builds' --question-types (default: factoids alone)")
     parser.add_argument("--efficiency", default="0.2x32,1x256", help="LATENCYxCONCURRENCY[:CALLS], comma-separated")
     parser.add_argument("--no-efficiency", action="store_true", help="skip the efficiency runs")
     parser.add_argument("--trace", action="store_true", help="efficiency: log requests, split start-up/calls/end")
@@ -316,7 +329,7 @@ def main() -> None:
         with stand_in(0.0, work) as base_url:
             results = []
             for drafts in sizes:
-                results.append(measure_size(work, base_url, drafts, args.scale_concurrency))
+                results.append(measure_size(work, base_url, drafts, args.scale_concurrency, args.question_types))
                 print(f"  {drafts:,} drafts measured", file=sys.stderr)
         report_scale(results, args.scale_concurrency)
     if not args.no_efficiency:

@@ -130,11 +130,13 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     """Apply the thresholds and near-duplicate filter; write dataset/, candidates/ and summary.json (stage 4).
 
     Costs no call. Drafts whose critics were stopped by a score that now passes are undecided
-    until `qagen critique` asks the critics they still need.
+    until `qagen critique` asks the critics they still need (or, in a run made through offline
+    batch files, until `qagen batch export` and `qagen batch import` answer them).
     """
     from qagen.generation.pipeline import finalize, load_sample
     from qagen.generation.tasks import BuildTasks
     from qagen.generation.write import funnel_table
+    from qagen.runs.batch.offline import made_offline
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
@@ -152,14 +154,17 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
         for name in _DECIDING
         if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
     )
-    for note in undecided_notes(summary.funnel, run_dir, deciding):
+    for note in undecided_notes(summary.funnel, run_dir, deciding, offline=made_offline(run_dir)):
         click.echo(note)
 
 
-def undecided_notes(funnel: Funnel, run_dir: Path, options: str = "") -> list[str]:
-    """One sentence per stage with undecided chunks: what they wait for, and the command that decides them."""
+def undecided_notes(funnel: Funnel, run_dir: Path, options: str = "", *, offline: bool = False) -> list[str]:
+    """One sentence per stage with undecided chunks: what they wait for, and the command that decides
+    them; for a run made through offline batch files (`offline`), its next export."""
     undecided, calls = funnel.undecided, funnel.undecided_calls
     given = f" {options}" if options else ""
+    if offline:
+        return _offline_notes(funnel, run_dir, given)
     notes: list[str] = []
     if undecided.get("generation"):
         count = undecided["generation"]
@@ -174,5 +179,28 @@ def undecided_notes(funnel: Funnel, run_dir: Path, options: str = "") -> list[st
             f"{count} draft{'s' if count != 1 else ''} passed every critic asked but need{'s' if count == 1 else ''} "
             "one never asked (undecided, not failed: a lower score had stopped their critics, or the run stopped); "
             f"`qagen critique {run_dir}{given}` decides them (up to {calls.get('critique', 0)} calls)."
+        )
+    return notes
+
+
+def _offline_notes(funnel: Funnel, run_dir: Path, given: str) -> list[str]:
+    """`undecided_notes` for a run whose requests go out as batch files: the next export decides them."""
+    undecided, calls = funnel.undecided, funnel.undecided_calls
+    rounds = f"for your batch runner, and `qagen batch import {run_dir} RESULTS` reads its results back."
+    notes: list[str] = []
+    if undecided.get("generation"):
+        count = undecided["generation"]
+        notes.append(
+            f"{count} sampled chunk{'s' if count != 1 else ''} have no draft yet (undecided, not failed): "
+            f"`qagen batch export {run_dir}{given}` writes their {calls.get('generation', count)} requests "
+            f"(then their critics', a round at a time) {rounds}"
+        )
+    if undecided.get("critique"):
+        count = undecided["critique"]
+        notes.append(
+            f"{count} draft{'s' if count != 1 else ''} passed every critic asked but need{'s' if count == 1 else ''} "
+            "one never asked (undecided, not failed: its request was not answered yet, or a lower score had "
+            f"stopped their critics); `qagen batch export {run_dir}{given}` writes the requests that decide them "
+            f"(up to {calls.get('critique', 0)}, a round at a time) {rounds}"
         )
     return notes

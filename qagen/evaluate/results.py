@@ -15,7 +15,6 @@ from qagen.evaluate.metrics.scoring import (
     EVIDENCE_COLUMNS,
     NOT_RETRIEVAL_SCORED,
     PASSAGES_FOUND,
-    RETRIEVED_TEXT_COLUMNS,
     Reported,
     deterministic_metrics,
     question_evidence,
@@ -216,8 +215,8 @@ def _missing_reason(row: ResultRow, column: str) -> str:
     cell = row.judged.get(column)
     if cell is not None:
         return cell.reason or "not_judged"
-    retrieval = (*DETERMINISTIC_GROUPS["retrieval"], PASSAGES_FOUND, *RETRIEVED_TEXT_COLUMNS)
-    if column in retrieval and scoring_of(row.question_type) == "abstention":
+    deterministic = (*DETERMINISTIC_GROUPS["retrieval"], PASSAGES_FOUND, *DETERMINISTIC_GROUPS["text"])
+    if column in deterministic and scoring_of(row.question_type) == "abstention":
         return NOT_RETRIEVAL_SCORED
     if column == PASSAGES_FOUND and row.generated_answer is not None:
         return ONE_PASSAGE

@@ -9,9 +9,10 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
 from qagen.critics import rejection
-from qagen.generation.checks.easiness import ChunkRanker, copied_share
+from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.checks.precheck import precheck
+from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.sample import Sample
@@ -184,10 +185,10 @@ class Assembler:
         tasks: BuildTasks,
         sample: Sample,
         *,
-        ranker: ChunkRanker | None = None,
+        chunk_index: ChunkIndex | None = None,
         semantic: SemanticDuplicates | None = None,
     ) -> None:
-        """`ranker`: BM25 over the corpus, for each draft's `bm25_rank` (None: not ranked);
+        """`chunk_index`: BM25 over the corpus, for each draft's `bm25_rank` (None: not ranked);
         `semantic`: the questions' embeddings, for duplicates by meaning (None: the lexical rule only)."""
         self.config = config
         self.tasks = tasks
@@ -198,7 +199,7 @@ class Assembler:
                 share=share, requested=sample.requested.get(name), short=sample.short.get(name, 0)
             )
         self.dedup = NearDuplicateFilter(config.dedup_threshold)
-        self.ranker = ranker
+        self.chunk_index = chunk_index
         self.semantic = semantic
         self.last_check_reason: str | None = None
         """The free check that rejected the last candidate's draft (None: none did), for the profile."""
@@ -257,7 +258,7 @@ class Assembler:
         """The draft's evidence (placed in `passage`), how much of the question its first passage
         spells out, and where BM25 ranks that passage for it."""
         question, chunk = draft.question or "", item.first
-        rank = self.ranker.rank(question, chunk.id) if self.ranker is not None else None
+        rank = self.chunk_index.rank(question, chunk.id) if self.chunk_index is not None else None
         return _Quality(evidence, passage or chunk, copied_share(question, chunk.text), rank)
 
     def funnel(self) -> Funnel:
@@ -275,12 +276,12 @@ def assemble(
     config: BuildConfig,
     tasks: BuildTasks,
     *,
-    ranker: ChunkRanker | None = None,
+    chunk_index: ChunkIndex | None = None,
     semantic: SemanticDuplicates | None = None,
 ) -> Assembly:
     """Candidate rows for every sampled item, in sampling order, all in memory (`Assembler` makes
-    them one at a time; `ranker` and `semantic` as it takes them)."""
-    assembler = Assembler(config, tasks, sample, ranker=ranker, semantic=semantic)
+    them one at a time; `chunk_index` and `semantic` as it takes them)."""
+    assembler = Assembler(config, tasks, sample, chunk_index=chunk_index, semantic=semantic)
     candidates = [assembler.candidate(item, drafts, critiques) for item in sample]
     return Assembly(
         candidates=candidates,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -26,7 +26,7 @@ from tqdm import tqdm
 
 from qagen import __version__
 from qagen.config import BuildConfig
-from qagen.generation.checks.easiness import ChunkRanker
+from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.profile import ProfileCounter
@@ -35,7 +35,7 @@ from qagen.generation.semantic_dedup import SemanticDuplicates, load_semantic_de
 from qagen.generation.summary import summarise_build
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
-from qagen.records import BuildSummary, CandidateRow, Chunk, Duplicates
+from qagen.records import BuildSummary, CandidateRow, Duplicates
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -103,8 +103,8 @@ def write_outputs(
         return Outputs(_stored_summary(run), up_to_date=True, no_draft=None)
     ledger = ledger or Ledger(run.drafts, run.critiques)
     ledger.scan()
-    documents: Counter[str] = Counter()
-    ranker = ChunkRanker(_counted(run.iter_chunks(), documents))
+    # The build's own index when its tasks have one (its critics' searches may have built it already).
+    chunk_index = tasks.chunk_index if tasks.chunk_index is not None else ChunkIndex(run.iter_chunks)
     dedup = load_semantic_dedup(config.dedup_embeddings)
     if dedup.lexical_only_because is not None and config.dedup_embeddings is not None:
         # Said when embeddings were asked for and cannot be used, not when they were turned off.
@@ -113,8 +113,8 @@ def write_outputs(
     if dedup.model is not None:
         vectors = dedup.embed(_questions(sample, tasks, ledger))
         semantic = SemanticDuplicates(vectors, config.semantic_dedup_threshold)
-    assembler = Assembler(config, tasks, sample, ranker=ranker, semantic=semantic)
-    profile = ProfileCounter([critic.criterion for critic in tasks.critics], documents)
+    assembler = Assembler(config, tasks, sample, chunk_index=chunk_index, semantic=semantic)
+    profile = ProfileCounter([critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document())
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
 
@@ -147,13 +147,6 @@ def write_outputs(
         written = {"made_from": made_from, "outputs": _file_stats(run, _outputs(run)), "settled": settled}
         write_json_atomic(_stamp_file(run), written)
     return Outputs(summary, up_to_date=False, no_draft=no_draft)
-
-
-def _counted(chunks: Iterable[Chunk], documents: Counter[str]) -> Iterator[tuple[str, str]]:
-    """Each chunk's id and text, counting its document's chunks on the way (one read of the file)."""
-    for chunk in chunks:
-        documents[chunk.source] += 1
-        yield chunk.id, chunk.text
 
 
 def _questions(sample: Sample, tasks: BuildTasks, ledger: Ledger) -> dict[str, str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
 from qagen.critics import check_prompt
 from qagen.generation.checks.precheck import precheck
-from qagen.generation.corpus_search import CorpusSearch
+from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
@@ -52,14 +52,16 @@ class BuildTasks:
     """Every question type's tasks of a build, in the order of the build's `question_types`."""
 
     types: dict[str, TypeTasks]
-    search: CorpusSearch | None = field(default=None, compare=False)
-    """What `{retrieved}` reads: a search of the run's chunks (None: the build has no such critic, or
-    no run directory was given)."""
+    chunk_index: ChunkIndex | None = field(default=None, compare=False)
+    """The run's chunks in BM25, built on first use: what a critic reading `{retrieved}` is shown,
+    and the ranks the final write measures; one per build process, whoever asks (None: no run's
+    chunks were given)."""
 
     @classmethod
     def for_config(cls, config: BuildConfig, chunks: ChunkSource | None = None) -> BuildTasks:
         """The build's tasks, with the prompts of `config.prompts_dir` replacing the bundled ones; a
-        critic reading `{retrieved}` searches `chunks` (the run's, given by whoever asks or filters)."""
+        critic reading `{retrieved}`, and the final write, search `chunks` (the run's, given by
+        whoever asks or filters)."""
         registry = config.critic_registry()
         specs = [QUESTION_TYPES.get(name) for name in config.question_types]
         extra = [spec.name for spec in registry if not spec.own_columns and not _owned_by_a_type(spec.name)]
@@ -93,8 +95,7 @@ class BuildTasks:
             )
             for spec in specs
         }
-        reads_retrieved = any(task.reads_retrieved for task in critics.values())
-        return cls(types, CorpusSearch(chunks) if reads_retrieved and chunks is not None else None)
+        return cls(types, ChunkIndex(chunks) if chunks is not None else None)
 
     def of(self, item: Passages) -> TypeTasks:
         """The tasks of the item's question type."""
@@ -112,9 +113,9 @@ class BuildTasks:
         question when one of them reads it."""
         if not any(task.reads_retrieved for task in self.of(item).critics):
             return Drafted(draft, item)
-        if self.search is None:
+        if self.chunk_index is None:
             raise RuntimeError("a critic reads {retrieved}: make the build's tasks with the run's chunks")
-        return Drafted(draft, item, self.search.search(draft.question or ""))
+        return Drafted(draft, item, self.chunk_index.top(draft.question or ""))
 
     @property
     def critics(self) -> tuple[CriticTask, ...]:

@@ -5,6 +5,7 @@ every executor, online ones included, takes a request answered in a batch from t
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -46,6 +47,27 @@ def test_filter_after_an_import_counts_the_drafts_and_suggests_no_generate(corpu
     assert "qagen generate" not in said and "no draft yet" not in said
     assert "8 drafts passed every critic asked" in said
     assert "generation in batches  8 calls" in said
+
+
+def test_filter_after_an_import_names_the_next_export_as_the_step_that_decides_the_rest(
+    corpus: Path, tmp_path: Path
+) -> None:
+    run, _ = _imported_drafts(corpus, tmp_path)
+    said = _said("filter", str(run), "--min-score", "3")
+    calls = json.loads((run / "summary.json").read_text())["funnel"]["undecided_calls"]["critique"]
+    assert "qagen critique" not in said  # no call is made from here in a run made through batch files
+    assert (
+        "8 drafts passed every critic asked but need one never asked (undecided, not failed: its request was not "
+        f"answered yet, or a lower score had stopped their critics); `qagen batch export {run} --min-score 3` "
+        f"writes the requests that decide them (up to {calls}, a round at a time) for your batch runner, and "
+        f"`qagen batch import {run} RESULTS` reads its results back.\n"
+    ) in said
+    # The command named works as written: it exports the critics' first round, one request per draft.
+    command = re.search(r"`qagen (batch export [^`]+)`", said)
+    assert command is not None
+    exported = _said(*command.group(1).split(), "--out", str(tmp_path / "critics.jsonl"))
+    assert exported.startswith(f"8 requests -> {tmp_path / 'critics.jsonl'}")
+    assert calls >= 8
 
 
 @pytest.mark.parametrize("command", ["generate", "critique", "build"])

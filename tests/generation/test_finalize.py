@@ -14,7 +14,7 @@ import pytest
 from datasets import Dataset, load_from_disk
 
 from qagen.config import BuildConfig, CorpusSettings
-from qagen.generation.checks.easiness import ChunkRanker
+from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.filter import assemble
 from qagen.generation.finalize import STAMP_FILE
 from qagen.generation.pipeline import build, finalize, load_sample, run_llm_stages
@@ -90,8 +90,7 @@ def test_streamed_outputs_equal_the_in_memory_path(built: tuple[Path, BuildConfi
 
     # Before: both logs loaded whole, every row in memory, then `Dataset.from_dict`.
     drafts, critiques = run.drafts.load(), run.critiques.load()
-    ranker = ChunkRanker((chunk.id, chunk.text) for chunk in run.iter_chunks())
-    before = assemble(sample, drafts, critiques, config, tasks, ranker=ranker)
+    before = assemble(sample, drafts, critiques, config, tasks, chunk_index=ChunkIndex(run.iter_chunks))
     _save_as_before(before.kept, tmp_path / "dataset-before", DatasetRow)
     _save_as_before(before.candidates, tmp_path / "candidates-before", CandidateRow)
     _same_directory(run.dataset_dir, tmp_path / "dataset-before")

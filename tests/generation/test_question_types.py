@@ -89,7 +89,7 @@ def test_a_build_of_mixed_types_then_its_evaluation(llm: Any, tmp_path: Path) ->
     # `qagen evaluate` with the BM25 baseline: per-type scores, unanswerable questions by abstention.
     printed = _invoke(
         "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *model, "--out", evaluation,
-        "--chunk-size", "400", "--metrics", "correctness,retrieval", "-q",
+        "--chunk-size", "400", "--metrics", "correctness,retrieval,text", "-q",
     )  # fmt: skip
     assert "per question type:" in printed and "unanswerable" in printed
     result = json.loads((evaluation / "summary.json").read_text())
@@ -101,6 +101,10 @@ def test_a_build_of_mixed_types_then_its_evaluation(llm: Any, tmp_path: Path) ->
     assert unanswerable["hit@7"]["n"] == 0 and unanswerable["hit@7"]["missing_by_reason"] == {
         "scored_by_abstention": kept["unanswerable"]
     }
+    # Nor are the words of its answer scored: a refusal in other words is still a refusal.
+    for column in ("token_f1", "context_rouge_l_recall"):
+        assert unanswerable[column]["n"] == 0, column
+        assert unanswerable[column]["missing_by_reason"] == {"scored_by_abstention": kept["unanswerable"]}
     assert result["metrics"]["abstention"]["missing_by_reason"] == {
         "not_its_question_type": len(dataset) - kept["unanswerable"]
     }

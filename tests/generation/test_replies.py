@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from qagen.failures import FailureKind
-from qagen.generation.replies import parse_factoid_qa, parse_rating
+from qagen.generation.replies import parse_factoid_qa, parse_labelled_qa, parse_rating
 
 
 def _records(reference_data: Path, kind: str) -> list[dict[str, Any]]:
@@ -140,6 +140,33 @@ def test_factoid_table(reply: str, question: str | None, answer: str | None, rea
     parsed = parse_factoid_qa(reply)
     assert (parsed.question, parsed.answer, parsed.reason, parsed.evidence) == (question, answer, reason, None)
     assert parsed.reason == "" or type(parsed.reason) is FailureKind
+
+
+# Real replies of Qwen2.5-Coder-1.5B to the multi-hop and reworded prompts (git's documentation),
+# which label the question a bare `Question:`; a bare label inside a line is not one.
+BARE_LABEL_TABLE = [
+    ("Output:::\nQuestion: What is a commit-ish in Git?\nAnswer: A commit object or an object that can be "
+     "recursively dereferenced to a commit object.", "What is a commit-ish in Git?",
+     "A commit object or an object that can be recursively dereferenced to a commit object.", ""),
+    ("Question: In the second passage, what change caused the corruption of a packfile?\nAnswer: The corruption "
+     "occurred when the replacement byte found by the \"munge\" program was replaced in the packfile.",
+     "In the second passage, what change caused the corruption of a packfile?",
+     "The corruption occurred when the replacement byte found by the \"munge\" program was replaced in the packfile.",
+     ""),
+    ("**Question:** Q1?\n**Answer:** A1\nQuestion: Q2?\nAnswer: A2", "Q1?", "A1", ""),
+    ("Here is a question: What is X?\nAnswer: Y", None, None, "parse_failure"),
+    ("Output:::\nWhat is the recommended practice for multiple checkouts in Git?\nAnswer: It is NOT "
+     "recommended.", None, None, "parse_failure"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("reply", "question", "answer", "reason"), BARE_LABEL_TABLE)
+@pytest.mark.parametrize("label", ["Multi-hop question", "User question", "Factoid question"])
+def test_a_bare_question_label_is_read_for_every_type(
+    label: str, reply: str, question: str | None, answer: str | None, reason: str
+) -> None:
+    parsed = parse_labelled_qa(reply, label)
+    assert (parsed.question, parsed.answer, parsed.reason) == (question, answer, reason)
 
 
 _reply_text = st.text(

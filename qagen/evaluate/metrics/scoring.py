@@ -31,10 +31,10 @@ PASSAGES_FOUND = "passages_found@k"
 hit beside `hit@k`, which needs them all). The column exists on such questions only."""
 
 NOT_RETRIEVAL_SCORED = "scored_by_abstention"
-"""Why a question of a type scored by abstention (`unanswerable`) has no retrieval or context
-values: nothing in the corpus answers it, so there is nothing to retrieve."""
-RETRIEVED_TEXT_COLUMNS = ("context_rouge_l_recall",)
-"""The text metrics that read the retrieved contexts (left out with the retrieval metrics)."""
+"""Why a question of a type scored by abstention (`unanswerable`) has no retrieval or text values:
+nothing in the corpus answers it, so there is nothing to retrieve, and the words of a refusal say
+nothing of whether it is one (a refusal that shares no word with the reference's "the documents do
+not answer" is still a refusal: the abstention judge reads it)."""
 
 # Row columns; `@k` stands for the cutoff, which the summary writes out (`hit@k` -> `hit@7`).
 DETERMINISTIC_GROUPS = {
@@ -127,8 +127,7 @@ def deterministic_metrics(
         if "retrieval" in groups:
             values.update(dict.fromkeys(DETERMINISTIC_GROUPS["retrieval"]))
         if "text" in groups:
-            values.update(dict.fromkeys(RETRIEVED_TEXT_COLUMNS))
-            values["token_f1"] = token_f1(output.answer, item.true_answer) if output.answer is not None else None
+            values.update(dict.fromkeys(DETERMINISTIC_GROUPS["text"]))
         return values
     if "retrieval" in groups:
         sources = [context.source or "" for context in contexts]

@@ -27,7 +27,17 @@ from qagen.generation.chunk import ChunkStats, chunk_documents
 from qagen.generation.load.documents import CorpusReport
 from qagen.records import Document
 
-__all__ = ["INDEX_VERSION", "BM25Index", "index_chunks", "tokenize"]
+__all__ = [
+    "INDEX_VERSION",
+    "BM25Index",
+    "best_positions",
+    "bm25_retriever",
+    "index_chunks",
+    "question_scores",
+    "rank_of_position",
+    "token_ids",
+    "tokenize",
+]
 
 _logger = logging.getLogger(__name__)
 
@@ -50,6 +60,54 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
 
 
+def token_ids(text: str, vocab: dict[str, int]) -> list[int]:
+    """The text's tokens as ids of `vocab`, which gains an id for each token it did not hold."""
+    # setdefault hands back the dict's own int objects, so the lists share them (less memory).
+    return [vocab.setdefault(token, len(vocab)) for token in tokenize(text)]
+
+
+def bm25_retriever(ids: list[list[int]], vocab: dict[str, int]) -> Any:
+    """bm25s' index (BM25_PARAMETERS) of texts given as `token_ids` over `vocab`, which must not be empty."""
+    retriever = bm25s.BM25(**BM25_PARAMETERS)
+    # No empty-query token is needed: an empty query is never scored (`question_scores`).
+    retriever.index((ids, vocab), create_empty_token=False, show_progress=False)
+    return retriever
+
+
+def question_scores(retriever: Any, question: str) -> Any:
+    """Every indexed text's BM25 score for `question` (a numpy array, by position); None when no word
+    of the question is in the index (every text would score 0)."""
+    ids = retriever.get_tokens_ids(tokenize(question))
+    return np.asarray(retriever.get_scores_from_ids(ids)) if ids else None
+
+
+def best_positions(retriever: Any, question: str, k: int) -> list[tuple[int, float]]:
+    """(position, BM25 score) of the top `k` texts for `question`, best first; ties go to the earlier
+    text, and texts that share no word with the question (score 0) are left out."""
+    scores = question_scores(retriever, question)
+    if scores is None or k <= 0:
+        return []
+    k = min(k, len(scores))
+    # Every text scoring at least the k-th best score, so that ties at the cut are broken by
+    # position (deterministic), not by whatever order the partition left them in.
+    threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
+    candidates = np.flatnonzero((scores >= threshold) & (scores > 0))
+    order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
+    return [(int(i), float(scores[i])) for i in order]
+
+
+def rank_of_position(retriever: Any, question: str, position: int) -> int:
+    """Where the text at `position` ranks for `question`: 1 + the texts scoring strictly higher.
+
+    Ties count in the text's favour, so a question that shares no word with any text ranks every
+    text first among equals rather than last.
+    """
+    scores = question_scores(retriever, question)
+    if scores is None:
+        return 1  # every text scores 0
+    return 1 + int(np.count_nonzero(scores > scores[position]))
+
+
 @dataclass
 class BM25Index:
     """A BM25 index over chunks, and the chunks as the contexts it returns."""
@@ -68,17 +126,7 @@ class BM25Index:
 
     def ranked(self, question: str, k: int) -> list[tuple[int, float]]:
         """(chunk position, BM25 score) of the top `k` chunks for `question`, as `search` picks them."""
-        ids = self.retriever.get_tokens_ids(tokenize(question))
-        if not ids or k <= 0:
-            return []
-        scores = np.asarray(self.retriever.get_scores_from_ids(ids))
-        k = min(k, len(scores))
-        # Every chunk scoring at least the k-th best score, so that ties at the cut are broken by
-        # position (deterministic), not by whatever order the partition left them in.
-        threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
-        candidates = np.flatnonzero((scores >= threshold) & (scores > 0))
-        order = candidates[np.lexsort((candidates, -scores[candidates]))][:k]
-        return [(int(i), float(scores[i])) for i in order]
+        return best_positions(self.retriever, question, k)
 
     def save(self, folder: Path, key: str, settings: dict[str, object] | None = None) -> None:
         """Write the index to `folder` atomically; an index of an earlier state of the same corpus
@@ -107,12 +155,11 @@ class BM25Index:
 def index_chunks(documents: Iterable[Document], splitter: Any, *, progress: bool = True) -> BM25Index:
     """Chunk `documents` (dropping repeated chunks, as the test sets do) and index them with BM25."""
     vocab: dict[str, int] = {}
-    token_ids: list[list[int]] = []
+    ids: list[list[int]] = []
     contexts: list[RetrievedContext] = []
     with tqdm(desc="Chunking the corpus for BM25", unit=" chunks", file=sys.stderr, disable=not progress) as bar:
         for chunk in chunk_documents(documents, splitter, ChunkStats()):
-            # setdefault hands back the dict's own int objects, so the lists share them (less memory).
-            token_ids.append([vocab.setdefault(token, len(vocab)) for token in tokenize(chunk.text)])
+            ids.append(token_ids(chunk.text, vocab))
             contexts.append(
                 RetrievedContext(
                     text=chunk.text, source=chunk.source, start_index=chunk.start_index, end_index=chunk.end_index
@@ -121,9 +168,6 @@ def index_chunks(documents: Iterable[Document], splitter: Any, *, progress: bool
             bar.update()
     if not vocab:
         raise CorpusError("The corpus has no words to index for the BM25 baseline.")
-    retriever = bm25s.BM25(**BM25_PARAMETERS)
-    # Token ids and vocabulary are given directly; no empty-query token is needed, as `search`
-    # never scores an empty query.
-    retriever.index((token_ids, vocab), create_empty_token=False, show_progress=False)
+    index = BM25Index(retriever=bm25_retriever(ids, vocab), contexts=contexts)
     _logger.info("Built a BM25 index of %d chunks.", len(contexts))
-    return BM25Index(retriever=retriever, contexts=contexts)
+    return index

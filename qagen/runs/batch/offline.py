@@ -101,6 +101,12 @@ def export_requests(config: BuildConfig, run_dir: Path, out: Path | None) -> int
     return exported[0]
 
 
+def made_offline(run_dir: Path) -> bool:
+    """Whether the run's requests go out as offline batch files (`qagen batch export` wrote some):
+    what such a run still needs is asked by its next export, not by calls from this machine."""
+    return Journal(run_dir).exported is not None
+
+
 @dataclass(frozen=True)
 class Imported:
     """What an imported results file held, counted against the requests of the last export."""

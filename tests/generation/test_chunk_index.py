@@ -1,0 +1,181 @@
+"""The build's one BM25 index of its chunks: ranks and top chunks against a BM25 written out here
+(Lucene's formula, the variant and parameters bm25s is configured with), not by bm25s; and a build
+whose critics read `{retrieved}` and whose final write ranks every draft's chunk indexes its chunks
+once."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import Counter
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import pytest
+from datasets import load_from_disk
+
+from qagen.config import BuildConfig, CorpusSettings
+from qagen.generation.chunk_index import RETRIEVED_CHUNKS, ChunkIndex
+from qagen.generation.pipeline import build
+from qagen.llm.backends import ModelSettings
+from qagen.records import Chunk
+from qagen.runs.rundir import RunDir
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
+
+TOLERANCE = 1e-6
+"""bm25s scores in float32, the BM25 here in float64: scores this close are the same score."""
+
+
+def _lucene_bm25(chunks: list[list[str]], query: list[str], k1: float = 1.5, b: float = 0.75) -> list[float]:
+    n = len(chunks)
+    average = sum(len(c) for c in chunks) / n
+    document_frequency = Counter(word for c in chunks for word in set(c))
+    scores = []
+    for words in chunks:
+        counts = Counter(words)
+        score = 0.0
+        for word in query:
+            if document_frequency[word] == 0:
+                continue
+            idf = math.log(1 + (n - document_frequency[word] + 0.5) / (document_frequency[word] + 0.5))
+            tf = counts[word]
+            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(words) / average))
+        scores.append(score)
+    return scores
+
+
+def _chunks(count: int = 40, repeated: int = 5) -> list[Chunk]:
+    """Texts of a 60-word vocabulary; the first `repeated` again at the end (ties broken by position)."""
+    rng = random.Random(5)
+    vocabulary = [f"w{number}" for number in range(60)]
+    texts = [" ".join(rng.choices(vocabulary, k=rng.randint(8, 40))) for _ in range(count)]
+    texts += texts[:repeated]
+    return [
+        Chunk(id=f"c{i}", source=f"doc{i % 7}", text=text, start_index=0, end_index=len(text))
+        for i, text in enumerate(texts)
+    ]
+
+
+def _queries(chunks: list[Chunk], trials: int) -> list[tuple[list[str], int]]:
+    """Distinct words, some from a chunk and some not (so ranks other than 1 come up), with that chunk."""
+    rng = random.Random(11)
+    vocabulary = sorted({word for chunk in chunks for word in chunk.text.split()})
+    queries = []
+    for _ in range(trials):
+        own = rng.randrange(len(chunks))
+        words = list(dict.fromkeys(rng.sample(chunks[own].text.split(), 2) + rng.sample(vocabulary, 3)))
+        queries.append((words, own))
+    return queries
+
+
+def test_rank_equals_an_independent_bm25_ties_in_the_chunks_favour() -> None:
+    chunks = _chunks()
+    index = ChunkIndex(lambda: chunks)
+    tokenised = [chunk.text.split() for chunk in chunks]
+    ranks = []
+    for query, own in _queries(chunks, 200):
+        scores = _lucene_bm25(tokenised, query)
+        expected = 1 + sum(1 for score in scores if score > scores[own] * (1 + TOLERANCE))
+        assert index.rank(" ".join(query), chunks[own].id) == expected, query
+        ranks.append(expected)
+    assert 1 in ranks and max(ranks) > 3  # the trials cover first places and others
+    assert index.rank("w1", "missing") is None
+    assert index.rank("nothing here", "c0") == 1  # no word of the question in the corpus: a tie
+
+
+def test_top_is_the_independent_bm25s_best_chunks_earlier_first_among_equals() -> None:
+    chunks = _chunks()
+    index = ChunkIndex(lambda: chunks)
+    tokenised = [chunk.text.split() for chunk in chunks]
+    position = {chunk.id: number for number, chunk in enumerate(chunks)}
+    tied = 0
+    for query, _ in _queries(chunks, 200):
+        scores = _lucene_bm25(tokenised, query)
+        found = [position[chunk.id] for chunk in index.top(" ".join(query))]
+        scoring = sum(1 for score in scores if score > 0)
+        assert len(found) == min(RETRIEVED_CHUNKS, scoring)
+        assert all(scores[p] > 0 for p in found)  # a chunk sharing no word with the question is no evidence
+        for better, worse in pairwise(found):
+            assert scores[better] >= scores[worse] * (1 - TOLERANCE)  # best first
+            if chunks[better].text == chunks[worse].text:
+                assert better < worse  # equal scores: the earlier chunk first
+                tied += 1
+        # Nothing left out scores above the last one taken.
+        left_out = max((scores[p] for p in range(len(chunks)) if p not in found), default=0.0)
+        assert not found or left_out <= scores[found[-1]] * (1 + TOLERANCE)
+    assert tied > 0  # the repeated texts met in some top
+    assert index.top("nothing here") == ()
+    assert [chunk.id for chunk in index.top(chunks[0].text, 2)] == ["c0", f"c{len(chunks) - 5}"]  # its repeat
+
+
+def test_the_chunks_are_read_on_the_first_question_and_their_texts_kept_only_for_top() -> None:
+    reads = []
+    chunks = _chunks()
+
+    def source() -> list[Chunk]:
+        reads.append(1)
+        return chunks
+
+    index = ChunkIndex(source)
+    assert reads == []
+    assert index.rank("w1 w2", "c3") is not None and index.rank("w3", "c4") is not None
+    assert index.chunks_per_document() == Counter(chunk.source for chunk in chunks)
+    assert len(reads) == 1  # read and indexed once; ranking holds no text
+    assert index.top("w1") and index.top("w2 w3")
+    assert len(reads) == 2  # the chunks themselves, read once more on the first `top` and kept
+
+
+def test_a_corpus_without_a_word_ranks_every_chunk_first_and_finds_nothing() -> None:
+    punctuation = [Chunk(id=f"p{i}", source="punctuation", text="... !!", start_index=0, end_index=6) for i in range(3)]
+    index = ChunkIndex(lambda: punctuation)
+    assert index.top("anything") == ()
+    assert index.rank("anything", "p2") == 1 and index.rank("anything", "q") is None
+    assert index.chunks_per_document() == {"punctuation": 3}
+
+
+def _config(corpus: Path, llm: StandInLLM, **changes: Any) -> BuildConfig:
+    model = ModelSettings(spec="openai:stand-in", base_url=llm.base_url)
+    settings: dict[str, Any] = {
+        "corpus": CorpusSettings(path=str(corpus)), "chunking": {"chunk_size": 400, "chunk_overlap": 40},
+        "seed": 9, "generator": model, "critic": model, "dedup_embeddings": None,
+    }  # fmt: skip
+    return BuildConfig.model_validate({**settings, **changes})
+
+
+def test_a_build_with_unanswerable_questions_indexes_its_chunks_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexed: list[int] = []
+    real = bm25s.BM25.index
+
+    def counting(self: Any, corpus: Any, *args: Any, **kwargs: Any) -> Any:
+        indexed.append(len(corpus[0]))  # (token ids, vocabulary): the documents indexed
+        return real(self, corpus, *args, **kwargs)
+
+    monkeypatch.setattr(bm25s.BM25, "index", counting)
+    corpus = write_corpus(tmp_path / "corpus", documents=30, paragraphs=3)
+    shares = {"factoid": 50, "unanswerable": 50}
+    with StandInLLM() as llm:
+        build(_config(corpus, llm, n_generations=30, question_types=shares), tmp_path / "run", progress=False)
+        searched = [entry for entry in llm.log if entry["criterion"] == "not_in_corpus"]
+    chunks = list(RunDir(tmp_path / "run").iter_chunks())
+    # Both readers of the index were served: the critic reading `{retrieved}` and the final write's ranks.
+    assert searched, "no critic read {retrieved}"
+    candidates = list(load_from_disk(str(tmp_path / "run" / "candidates")))
+    ranked = Counter(row["question_type"] for row in candidates if row["bm25_rank"] is not None)
+    assert set(ranked) == set(shares)
+    assert indexed == [len(chunks)]  # ...from one index of every chunk
+
+    # The ranks of both types against the independent BM25.
+    tokenised = [re.findall(r"\w+", chunk.text.casefold()) for chunk in chunks]
+    position = {chunk.id: number for number, chunk in enumerate(chunks)}
+    for row in candidates:
+        if row["bm25_rank"] is None:
+            continue
+        scores = _lucene_bm25(tokenised, re.findall(r"\w+", row["question"].casefold()))
+        own = scores[position[row["chunk_id"]]]
+        assert row["bm25_rank"] == 1 + sum(1 for score in scores if score > own * (1 + TOLERANCE)), row["question"]
