@@ -64,7 +64,7 @@ def call(url: str, body: object = None, *, headers: dict[str, str] | None = None
     sent = {"Content-Type": "application/json"} if data is not None and not isinstance(body, bytes) else {}
     request = urllib.request.Request(url, data=data, headers={**sent, **(headers or {})})
     try:
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=30) as response:  # a loaded 2-core CI machine
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
