@@ -169,7 +169,16 @@ def test_the_command_serves_until_interrupted_and_counts_the_labels(reviewed: Re
     copy = shutil.copytree(reviewed.run, tmp_path / "run")
     command = [sys.executable, "-m", "qagen", "review", str(copy), "--reviewer", "ana", "--no-browser"]
     command += ["--size", str(SAMPLE), "--seed", "0"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
+    # The command as a user at a terminal starts it: Ctrl-C interrupts it. Run as a background job of
+    # a non-interactive shell (`pytest &`), the test process ignores SIGINT and so would its child.
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
