@@ -170,15 +170,13 @@ def test_the_command_serves_until_interrupted_and_counts_the_labels(reviewed: Re
     command = [sys.executable, "-m", "qagen", "review", str(copy), "--reviewer", "ana", "--no-browser"]
     command += ["--size", str(SAMPLE), "--seed", "0"]
     # The command as a user at a terminal starts it: Ctrl-C interrupts it. Run as a background job of
-    # a non-interactive shell (`pytest &`), the test process ignores SIGINT and so would its child.
-    process = subprocess.Popen(
-        command,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    # a non-interactive shell (`pytest &`), the test process ignores SIGINT and so would its child (an
+    # ignored signal stays ignored across exec; a handled one is reset to the default).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ)
+    finally:
+        signal.signal(signal.SIGINT, before)
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
