@@ -64,13 +64,26 @@ FACTOID_LABEL = "Factoid question"
 @cache
 def _question_label(label: str) -> re.Pattern[str]:
     """`Factoid question:`, `**Factoid question:**`, `Factoid  question :` (spaces between the words
-    free), or a line that starts with a bare `Question:`: small models drop the type's word (of the
-    multi-hop and reworded drafts Qwen2.5-1.5B made from git's documentation, 7 of 14 were labelled
-    `Question:`, and SmolLM2 labels its factoids so)."""
+    free), or a line that starts with `Question:` after at most two words of its own: small models
+    drop the type's word or write another type's (of the multi-hop and reworded drafts Qwen2.5-1.5B
+    made from git's documentation, 7 of 14 were labelled `Question:`; on SQLite's, 3 of 30 drafts of
+    other types were labelled `Factoid question:`; SmolLM2 labels its factoids `Question:`). Three
+    words or more before it ("Here is a question:") are prose, not a label."""
     words = r"[ \t]+".join(re.escape(word) for word in label.split())
     return re.compile(
-        rf"(?:\**[ \t]*{words}|^[ \t]*\**[ \t]*Question)[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE | re.MULTILINE
+        rf"(?:\**[ \t]*{words}|^[ \t]*\**[ \t]*(?:[\w-]+[ \t]+){{0,2}}Question)[ \t]*\**[ \t]*:[ \t]*\**",
+        re.IGNORECASE | re.MULTILINE,
     )
+
+
+# The optional evidence line echoed as its own placeholder ("Evidence: (the sentence of the context
+# that holds the answer, ...)"): a small model copies the template's line when it has no sentence to
+# quote. The line says nothing, so it is dropped before the block rule, which would otherwise take the
+# whole block, a readable question and answer with it, for an echo of the template.
+_ECHOED_EVIDENCE_LINE = re.compile(
+    r"^[ \t]*\**[ \t]*Evidence[ \t]*\**[ \t]*:[ \t]*\**[ \t]*\(the sentence of the context that holds[^\n]*$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 _ANSWER_LABEL = re.compile(r"^[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::)[ \t]*\**", re.IGNORECASE | re.MULTILINE)
@@ -139,7 +152,7 @@ def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
     """Read `<label>: ... Answer: ...` (and an optional `Evidence: ...` line after the answer) from a
     generator's reply (`label`: a question type's)."""
     labelled = _question_label(label)
-    for block in verdict_blocks(reply):
+    for block in verdict_blocks(_ECHOED_EVIDENCE_LINE.sub("", reply)):
         question_label = labelled.search(block)
         if question_label is None:
             continue

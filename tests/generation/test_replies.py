@@ -155,6 +155,12 @@ BARE_LABEL_TABLE = [
      ""),
     ("**Question:** Q1?\n**Answer:** A1\nQuestion: Q2?\nAnswer: A2", "Q1?", "A1", ""),
     ("Here is a question: What is X?\nAnswer: Y", None, None, "parse_failure"),
+    # Another type's label (Qwen2.5-1.5B on SQLite's documentation labelled multi-hop, unanswerable and
+    # reworded drafts so), and the evidence line echoed as its placeholder: the draft is read.
+    ("Output:::\nFactoid question: What does VACUUM INTO write?\nAnswer: A new database file.\nEvidence: (the "
+     "sentence of the context that holds the answer, copied word for word)", "What does VACUUM INTO write?",
+     "A new database file.", ""),
+    ("**Unanswerable question:** Q?\nAnswer: A", "Q?", "A", ""),
     ("Output:::\nWhat is the recommended practice for multiple checkouts in Git?\nAnswer: It is NOT "
      "recommended.", None, None, "parse_failure"),
 ]  # fmt: skip
