@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from qagen.critics import CRITICS, CriticName, CriticRegistry, CriticSpec
+from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticName, CriticRegistry, CriticSpec
 from qagen.errors import ConfigError
 from qagen.generation.chunk import LengthUnit
 from qagen.llm.backends import ModelSettings
@@ -80,6 +80,11 @@ class ChunkSettings(BaseModel):
         return self
 
 
+CRITIC_TOP_LOGPROBS = 5
+"""The likeliest tokens a build's critic asks for at each position unless its settings say otherwise:
+enough to hold the five ratings, or yes and no, where a verdict is written."""
+
+
 class BuildConfig(BaseModel):
     """Everything `qagen build` needs. Fields marked in `FINGERPRINT` decide what the run produces."""
 
@@ -92,7 +97,9 @@ class BuildConfig(BaseModel):
     generator: ModelSettings = Field(
         default=ModelSettings(spec=DEFAULT_MODEL), description="The model that drafts a question per chunk."
     )
-    critic: ModelSettings = Field(default=ModelSettings(spec=DEFAULT_MODEL), description="The model of the critics.")
+    critic: ModelSettings = Field(
+        default=ModelSettings(spec=DEFAULT_MODEL), validate_default=True, description="The model of the critics."
+    )
     audience: str = Field(
         default=DEFAULT_AUDIENCE,
         description="Who the questions should be useful to: the relevance critic rates usefulness to them.",
@@ -116,8 +123,9 @@ class BuildConfig(BaseModel):
     )
     critics: tuple[CriticName, ...] = Field(
         default=(),
-        description="Critics of your own beyond the registered ones (`qagen.critics`), each the prompt file "
-        "`critique_<name>.txt` in `prompts_dir`; asked after the registered ones, in this order.",
+        description="Critics beyond the registered ones (`qagen.critics`): the bundled opt-in ones (clear, "
+        "reader, supported: `qagen.critics.BUNDLED_OPT_IN`), or your own, each the prompt file "
+        "`critique_<name>.txt` in `prompts_dir`, asked after the registered ones, in this order.",
     )
     max_answer_chars: int = Field(
         default=300, description="A draft with a longer answer is rejected as `answer_too_long` (the notebook's 300)."
@@ -171,14 +179,27 @@ class BuildConfig(BaseModel):
         "prompts; see `qagen.llm.prompts.load_prompts`).",
     )
 
+    @field_validator("critic")
+    @classmethod
+    def _verdicts_as_probabilities(cls, critic: ModelSettings) -> ModelSettings:
+        # Verdicts are read as probabilities where the server sends them (`qagen.llm.verdict_probability`);
+        # 0 turns it off (a server that refuses the parameter).
+        return (
+            critic
+            if critic.top_logprobs is not None
+            else critic.model_copy(update={"top_logprobs": CRITIC_TOP_LOGPROBS})
+        )
+
     @model_validator(mode="after")
     def _check(self) -> BuildConfig:
         scores: dict[str, int] = {"min_score": self.min_score}
         scores.update({str(criterion): value for criterion, value in self.min_scores.items()})
-        if self.critics and self.prompts_dir is None:
+        own = [name for name in self.critics if name not in BUNDLED_OPT_IN]
+        if own and self.prompts_dir is None:
             raise ConfigError(
-                f"`critics` names {', '.join(self.critics)}, prompt files of your own: give the folder holding "
-                f"{', '.join(f'critique_{name}.txt' for name in self.critics)} as `prompts_dir`.",
+                f"`critics` names {', '.join(own)}, prompt files of your own: give the folder holding "
+                f"{', '.join(f'critique_{name}.txt' for name in own)} as `prompts_dir` (the bundled opt-in "
+                f"critics are {', '.join(BUNDLED_OPT_IN.names())}).",
                 settings=("critics", "prompts_dir"),
             )
         check_shares(self.question_types)

@@ -27,12 +27,32 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from qagen.errors import ConfigError
 from qagen.llm.prompts import Prompt, load_prompt
+
+if TYPE_CHECKING:
+    from qagen.records import Critique
+
+CriticScale = Literal["rating", "yes_no", "reader"]
+"""How a critic's reply is read (`qagen.generation.critique`):
+
+- `rating`: `Evaluation: ... Total rating: N`, N on 1-5 (the cookbook's protocol);
+- `yes_no`: a reply that opens with Yes or No (CheckEval's checklist items; NeMo's answerability
+  filter): recorded as 5 or 1 on the same scale, and as 1 + 4 P(yes) when the server sends token
+  probabilities;
+- `reader`: the model answers the question from the passages alone (round-trip consistency, Alberti
+  et al. 2019): 5 when its answer agrees with the drafted one, 1 when it differs or it says the
+  passages do not answer it.
+"""
+
+NOT_ANSWERED_BY_PASSAGE = "not_answered_by_passage"
+"""The reason a reader check gives a draft whose passages, the reader says, do not answer its question."""
+ANSWERABLE = "answerable"
+"""The reason a question drafted as unanswerable is rejected when the corpus answers it."""
 
 CRITIC_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
 CriticName = Annotated[str, StringConstraints(pattern=CRITIC_NAME_PATTERN)]
@@ -87,6 +107,11 @@ class CriticSpec(BaseModel):
         default=False,
         description="Its prompt file is in the run's prompts folder alone: a critic of the run's own "
         "(`BuildConfig.critics`).",
+    )
+    scale: CriticScale = Field(
+        default="rating",
+        description="How its reply is read: a 1-5 rating, a yes/no, or a reader's answer compared with the "
+        "drafted one (`CriticScale`).",
     )
 
 
@@ -156,15 +181,20 @@ class CriticRegistry:
         return max((spec.order for spec in self._specs.values()), default=0) + _FIRST_ORDER_AFTER
 
     def with_own(self, names: Iterable[str], types: Iterable[CriticSpec] = ()) -> CriticRegistry:
-        """This registry plus the critics of a build's question types (`types`, each once) and critics
-        from prompt files alone (`from_prompt_file`), asked last, in that order."""
+        """This registry plus the critics of a build's question types (`types`, each once) and the critics
+        `names` names: bundled opt-in ones (`BUNDLED_OPT_IN`, at their own place in the order) or prompt
+        files alone (`from_prompt_file`, asked last, in that order)."""
         key = (tuple(names), tuple(dict.fromkeys(types)))
         if key not in self._with_own:
             run = CriticRegistry(self)
             for spec in key[1]:
                 run.add(spec)
             for name in key[0]:
-                run.add(from_prompt_file(name, order=run.next_order()))
+                run.add(
+                    BUNDLED_OPT_IN.get(name)
+                    if name in BUNDLED_OPT_IN
+                    else from_prompt_file(name, order=run.next_order())
+                )
             self._with_own[key] = run
         return self._with_own[key]
 
@@ -197,6 +227,39 @@ CRITICS = CriticRegistry(
     )
 )
 """Every registered critic: the cookbook's three, and those `register_critic` adds."""
+
+BUNDLED_OPT_IN = CriticRegistry(
+    (
+        # Checks that stay honest with a small model (measured: benchmarks/bench_quality.py): a build
+        # asks them when `BuildConfig.critics` names them. The passage opens their prompts, so the calls
+        # about one draft share a prefix a server's prompt cache reuses.
+        CriticSpec(
+            name="clear",
+            prompt="critique_clear",
+            order=15,
+            help="the question says what it is about, with no passage in front of the reader (yes/no)",
+            scale="yes_no",
+            rejects_as="not_standalone",
+        ),
+        CriticSpec(
+            name="reader",
+            prompt="critique_reader",
+            order=25,
+            help="a reader given only the passage answers the question as the draft does",
+            scale="reader",
+            rejects_as="answer_mismatch",
+        ),
+        CriticSpec(
+            name="supported",
+            prompt="critique_supported",
+            order=27,
+            help="the answer is correct and fully supported by the passage (yes/no)",
+            scale="yes_no",
+            rejects_as="unsupported_answer",
+        ),
+    )
+)
+"""Bundled critics a build asks only when its `critics` setting names them."""
 
 
 def register_critic(
@@ -249,10 +312,30 @@ def cookbook_critics() -> tuple[CriticSpec, ...]:
     return tuple(spec for spec in CRITICS if spec.own_columns)
 
 
-def rejection(spec: CriticSpec, score: int, threshold: int) -> str:
-    """The reason a draft this critic rejects is given: `relevance=2<4`, or `single_hop (needs_both=2<4)`."""
-    measured = f"{spec.name}={score}<{threshold}"
-    return measured if spec.rejects_as is None else f"{spec.rejects_as} ({measured})"
+def passes(critique: Critique, threshold: int) -> bool:
+    """The verdict (read from probabilities when the server sent them, else as written) meets the threshold."""
+    value = critique.value
+    return value is not None and value >= threshold
+
+
+def rejected_as_reason(spec: CriticSpec, critique: Critique) -> str:
+    """What a rejection by this critic shows. A reader: `answer_mismatch` when its answer differs from
+    the drafted one, `not_answered_by_passage` when it found no answer, `answerable` when it answered
+    a question drafted as unanswerable (its answer is kept, no agreement measured). Otherwise the
+    critic's `rejects_as`, or its name."""
+    if spec.scale == "reader" and critique.agreement is None:
+        return NOT_ANSWERED_BY_PASSAGE if critique.rationale is None else ANSWERABLE
+    return spec.rejects_as or spec.name
+
+
+def rejection(spec: CriticSpec, critique: Critique, threshold: int) -> str:
+    """The reason a draft this critic rejects is given: `relevance=2<4`, `relevance=3.62<4` (read from
+    probabilities), or `single_hop (needs_both=2<4)`."""
+    value = critique.value
+    shown = f"{value:.2f}" if isinstance(value, float) else str(value)
+    measured = f"{spec.name}={shown}<{threshold}"
+    reason = rejected_as_reason(spec, critique)
+    return measured if reason == spec.name else f"{reason} ({measured})"
 
 
 def help_line(spec: CriticSpec) -> str:

@@ -138,8 +138,27 @@ class Critique(TaskOutput):
     draft_id: str
     criterion: str = Field(description="The critic's name: groundedness, relevance, standalone, or your own.")
     prompt_hash: str
-    score: int | None = Field(default=None, description="1-5, or None when the reply had no valid rating.")
-    rationale: str | None = None
+    score: int | None = Field(
+        default=None,
+        description="1-5 as written (a yes/no critic: 5 for yes, 1 for no; a reader check: 5 when its answer "
+        "agrees with the drafted one, else 1), or None when the reply had no valid verdict.",
+    )
+    rationale: str | None = Field(default=None, description="The rationale; a reader check's own answer.")
+    probability: float | None = Field(
+        default=None,
+        description="The verdict read from the server's token probabilities, on the same 1-5 scale: the expected "
+        "rating over the rating tokens, or 1 + 4 P(yes); None when the server sent none (`score` decides then).",
+    )
+    agreement: float | None = Field(
+        default=None,
+        description="A reader check's agreement of its answer with the drafted one (0-1: the larger of token F1 "
+        "and the share of the drafted answer's words in the reader's); None for other critics.",
+    )
+
+    @property
+    def value(self) -> float | None:
+        """What thresholds apply to: the verdict read from probabilities when there is one, else the score."""
+        return self.probability if self.probability is not None else self.score
 
 
 # --- what a build writes ------------------------------------------------------------------------

@@ -12,17 +12,42 @@ build asks, in which order, with which prompts, is the registries' (`qagen.criti
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from qagen.critics import CRITICS, default_prompt
+from qagen.critics import CRITICS, CriticScale, default_prompt
+from qagen.evaluate.metrics.squad import squad_tokens, token_f1
 from qagen.failures import Failure, FailureKind
-from qagen.generation.replies import parse_rating
+from qagen.generation.replies import parse_rating, parse_reader_answer, parse_yes_no
+from qagen.llm.verdict_probability import expected_rating, yes_probability
+from qagen.question_types import QUESTION_TYPES
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
 from qagen.llm.untrusted import PASSAGE_SEPARATOR, neutralize, passages
 from qagen.records import Chunk, Critique, Draft, Passages, Usage
 from qagen.runs.store import record_key
+
+YES_SCORE = 5
+NO_SCORE = 1
+"""A yes/no or reader verdict on the critics' 1-5 scale: its two ends, so every threshold of 2-5 means
+"yes"; read from probabilities it is 1 + 4 P(yes), and a threshold of 4 means P(yes) >= 0.75."""
+
+READER_AGREEMENT = 0.5
+"""A reader's answer agrees with the drafted one at this `answer_agreement` or above (chosen by
+measurement on the reviewed drafts: benchmarks/bench_quality.py)."""
+
+
+def answer_agreement(read: str, drafted: str) -> float:
+    """How far a reader's answer agrees with the drafted one: the larger of their SQuAD token F1 and
+    the share of the drafted answer's tokens the reader's holds (a reader that answers in a sentence
+    around the drafted phrase agrees)."""
+    drafted_tokens = Counter(squad_tokens(drafted))
+    if not drafted_tokens:
+        return token_f1(read, drafted)
+    held = sum((drafted_tokens & Counter(squad_tokens(read))).values()) / sum(drafted_tokens.values())
+    return max(token_f1(read, drafted), held)
+
 
 NOTHING_FOUND = "(The search found no passage that shares a word with the question.)"
 """A critic's `{retrieved}` when the search found nothing: said, not left blank."""
@@ -51,8 +76,17 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
 
     role: Role = "critic"
 
-    def __init__(self, criterion: str, model: str, prompt: Prompt, settings: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        criterion: str,
+        model: str,
+        prompt: Prompt,
+        settings: Mapping[str, str] | None = None,
+        *,
+        scale: CriticScale = "rating",
+    ) -> None:
         self.criterion = criterion
+        self.scale = scale
         self.name = f"critique:{criterion}"
         self.model = model
         self.prompt = prompt
@@ -63,7 +97,8 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
     @classmethod
     def default(cls, criterion: str, model: str, *, audience: str) -> CriticTask:
         """A registered critic, with its prompt file as it ships."""
-        return cls(criterion, model, default_prompt(CRITICS.get(criterion)), {"audience": audience})
+        spec = CRITICS.get(criterion)
+        return cls(criterion, model, default_prompt(spec), {"audience": audience}, scale=spec.scale)
 
     @property
     def reads_retrieved(self) -> bool:
@@ -92,9 +127,34 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
         return user_request(self.prompt.render(**inputs, **self.settings))
 
     def parse(self, item: Drafted, reply: Reply) -> Critique:
+        if self.scale == "yes_no":
+            verdict = parse_yes_no(reply.text)
+            if verdict.reason:
+                return self._record(item, Failure.of(FailureKind(verdict.reason)), reply.verbatim, reply, None, None)
+            p_yes = yes_probability(reply, verdict.offset)
+            return self._record(
+                item, None, reply.verbatim, reply, YES_SCORE if verdict.yes else NO_SCORE, None,
+                probability=None if p_yes is None else NO_SCORE + (YES_SCORE - NO_SCORE) * p_yes,
+            )  # fmt: skip
+        if self.scale == "reader":
+            read = parse_reader_answer(reply.text)
+            if read.reason:
+                return self._record(item, Failure.of(FailureKind(read.reason)), reply.verbatim, reply, None, None)
+            if not QUESTION_TYPES.get(item.passages.question_type).answer_in_passages:
+                # An unanswerable question: what the search found must not answer it.
+                score = YES_SCORE if read.answer is None else NO_SCORE
+                return self._record(item, None, reply.verbatim, reply, score, read.answer)
+            if read.answer is None:  # the reader says the passages do not answer the question
+                return self._record(item, None, reply.verbatim, reply, NO_SCORE, None)
+            agreement = answer_agreement(read.answer, item.draft.answer or "")
+            score = YES_SCORE if agreement >= READER_AGREEMENT else NO_SCORE
+            return self._record(item, None, reply.verbatim, reply, score, read.answer, agreement=agreement)
         parsed = parse_rating(reply.text)
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
-        return self._record(item, failure, reply.verbatim, reply, parsed.score, parsed.rationale)
+        probability = expected_rating(reply, parsed.offset) if failure is None else None
+        return self._record(
+            item, failure, reply.verbatim, reply, parsed.score, parsed.rationale, probability=probability
+        )
 
     def failed(self, item: Drafted, failure: Failure, reply: Reply | None = None) -> Critique:
         return self._record(item, failure, reply.verbatim if reply else failure.detail, reply, None, None)
@@ -107,6 +167,9 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
         reply: Reply | None,
         score: int | None,
         rationale: str | None,
+        *,
+        probability: float | None = None,
+        agreement: float | None = None,
     ) -> Critique:
         return Critique(
             id=self.key(item),
@@ -117,6 +180,8 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
             failure=failure,
             score=score if failure is None else None,
             rationale=rationale,
+            probability=None if failure is not None or probability is None else round(probability, 4),
+            agreement=None if agreement is None else round(agreement, 4),
             raw=raw,
             reasoning=reply.reasoning if reply else None,
             usage=reply.usage if reply else Usage(),

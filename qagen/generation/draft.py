@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import parse_labelled_qa
 from qagen.llm.prompts import Prompt, load_prompt
@@ -13,6 +15,20 @@ from qagen.records import Draft, Passages, Usage
 from qagen.runs.store import record_key
 
 QA_PROMPT = FACTOID.draft_prompt
+
+
+DOCUMENT_PLACEHOLDERS = ("document", "second_document")
+"""The draft prompt's placeholders for the name of each passage's document, in order (`{document}`:
+the first, or only, passage's): a question can then name the command or object it is about, which the
+passage itself often never says (git's man pages: "the --color option" of which command?)."""
+
+
+def document_name(source: str) -> str:
+    """A document's name as a draft prompt shows it: its file name without folders and extensions
+    (`library/shelve.rst` -> `shelve`, `git-cherry-pick.html` -> `git-cherry-pick`), or the source as
+    it is when it is no path (a dataset row's own source)."""
+    name = PurePath(source).name
+    return name.split(".", 1)[0] or source
 
 
 class DraftTask(SingleCallTask[Passages, Draft]):
@@ -50,6 +66,11 @@ class DraftTask(SingleCallTask[Passages, Draft]):
         )
         if "link" in variables:
             values["link"] = ", ".join(item.link)
+        values.update(
+            (name, neutralize(document_name(chunk.source)))
+            for name, chunk in zip(DOCUMENT_PLACEHOLDERS, item.chunks, strict=False)
+            if name in variables
+        )
         return user_request(self.prompt.render(**values))
 
     def parse(self, item: Passages, reply: Reply) -> Draft:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
-from qagen.critics import rejection
+from qagen.critics import passes, rejected_as_reason, rejection
 from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.checks.precheck import precheck
@@ -322,10 +322,10 @@ def _judge(
         if not critique.ok or critique.score is None:
             failures.append((f"{criterion}:{critique.reason}", critique))
             continue
-        if critique.score < config.threshold(criterion):
+        if not passes(critique, config.threshold(criterion)):
             spec = config.critic_registry().get(criterion)
-            rejections.append(rejection(spec, critique.score, config.threshold(criterion)))
-            rejected_as.append(spec.rejects_as or criterion)
+            rejections.append(rejection(spec, critique, config.threshold(criterion)))
+            rejected_as.append(rejected_as_reason(spec, critique))
             counts.rejected_by[criterion] += 1
     if rejections:
         counts.rejected += 1

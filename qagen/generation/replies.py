@@ -100,6 +100,8 @@ class ParsedRating(NamedTuple):
     score: int | None
     rationale: str | None
     reason: Reason
+    offset: int = -1
+    """Where the rating's number starts in the reply (for its probability); -1 without a rating."""
 
 
 class ParsedQA(NamedTuple):
@@ -131,7 +133,9 @@ def parse_rating(reply: str, *, scale_max: int = 5) -> ParsedRating:
     if match is None:
         return ParsedRating(None, None, no_verdict(block))
     score, reason = check_score(match.group("value"), match.group("scale"), 1, scale_max)
-    return ParsedRating(score, _rationale_before(block, match.start()), reason)
+    # The blocks are pieces of the reply in order: the first kept one is found first.
+    offset = reply.find(block) + match.start("value")
+    return ParsedRating(score, _rationale_before(block, match.start()), reason, offset)
 
 
 def _rationale_before(block: str, end: int) -> str | None:
@@ -178,3 +182,59 @@ def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
             return ParsedQA(None, None, FailureKind.EMPTY_ANSWER)
         return ParsedQA(question, answer, "", evidence)
     return ParsedQA(None, None, no_verdict(reply))
+
+
+# A yes/no critic's verdict: the reply's first word, after markdown or an `Answer:` label ("Yes.",
+# "**No**", "Answer: yes, because ..."). A yes or no later in the text is not a verdict: the prompt
+# asks for it first, and a rationale that says "no" about something else must not be read as one.
+_YES_NO = re.compile(
+    r"\A[\s*_\"'`]*(?:(?:final\s+)?answer[ \t]*\**[ \t]*:[\s*_\"'`]*)?(?P<verdict>yes|no)\b", re.IGNORECASE
+)
+
+
+class ParsedYesNo(NamedTuple):
+    """A yes/no critic's verdict, where it is written in the reply (for its probability), or why there is none."""
+
+    yes: bool | None
+    offset: int
+    reason: Reason
+
+
+def parse_yes_no(reply: str) -> ParsedYesNo:
+    """Read a reply that opens with Yes or No."""
+    match = _YES_NO.match(reply)
+    if match is None:
+        return ParsedYesNo(None, 0, no_verdict(reply))
+    return ParsedYesNo(match.group("verdict").lower() == "yes", match.start("verdict"), "")
+
+
+NOT_ANSWERED_MARKER = "NOT IN PASSAGE"
+"""What the reader prompts ask the model to write when the passages do not answer the question."""
+
+# The reader's reply: an optional `Answer:` label, then its answer up to the first blank line (a
+# small model adds an explanation after it, which is not its answer). The marker, or a sentence that
+# opens by saying the passage does not answer, is a "not answered".
+_READER_LABEL = re.compile(r"\A[\s*_]*(?:answer[ \t]*\**[ \t]*:)?[\s*_]*", re.IGNORECASE)
+_NOT_ANSWERED = re.compile(
+    rf"\A\W*(?:{re.escape(NOT_ANSWERED_MARKER)}|(?:the\s+)?(?:passages?|context|text)s?\s+(?:does|do)\s+not\s+"
+    r"(?:answer|say|mention|provide|contain|specify|state))",
+    re.IGNORECASE,
+)
+
+
+class ParsedReaderAnswer(NamedTuple):
+    """A reader's answer (None when it says the passages do not answer), or why the reply is unreadable."""
+
+    answer: str | None
+    reason: Reason
+
+
+def parse_reader_answer(reply: str) -> ParsedReaderAnswer:
+    """Read a reader check's reply: its answer, or that the passages do not answer the question."""
+    text = reply[_READER_LABEL.match(reply).end() :]  # type: ignore[union-attr]  # the pattern matches "" at least
+    answer = text.split("\n\n", 1)[0].strip().strip("*").strip()
+    if _NOT_ANSWERED.match(answer):
+        return ParsedReaderAnswer(None, "")
+    if not answer:
+        return ParsedReaderAnswer(None, no_verdict(reply))
+    return ParsedReaderAnswer(answer, "")

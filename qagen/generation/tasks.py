@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
-from qagen.critics import check_prompt
+from qagen.critics import check_prompt, passes
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.critique import CriticTask, Drafted
@@ -67,8 +67,17 @@ class BuildTasks:
         extra = [spec.name for spec in registry if not spec.own_columns and not _owned_by_a_type(spec.name)]
         asked: dict[str, list[tuple[str, str]]] = {}  # type -> (critic, prompt), in the order asked
         for spec in specs:
-            chosen = {critic.name: critic.prompt or registry.get(critic.name).prompt for critic in spec.critics}
-            chosen.update((name, registry.get(name).prompt) for name in extra if name not in chosen)
+            # A type may name the prompt of a critic the build does not ask (an opt-in one): only the asked count.
+            chosen = {
+                critic.name: critic.prompt or registry.get(critic.name).prompt
+                for critic in spec.critics
+                if critic.name in registry
+            }
+            chosen.update(
+                (name, registry.get(name).prompt)
+                for name in extra
+                if name not in chosen and name not in spec.not_vetted_by
+            )
             order = sorted(chosen, key=lambda name: registry.get(name).order)
             asked[spec.name] = [(name, chosen[name]) for name in order]
         critic_specs = [registry.get(name) for name in dict.fromkeys(n for pairs in asked.values() for n, _ in pairs)]
@@ -86,7 +95,9 @@ class BuildTasks:
             for name, prompt in pairs:
                 if (name, prompt) not in critics:
                     check_prompt(registry.get(name), prompts[prompt])
-                    critics[name, prompt] = CriticTask(name, config.critic.spec, prompts[prompt], settings)
+                    critics[name, prompt] = CriticTask(
+                        name, config.critic.spec, prompts[prompt], settings, scale=registry.get(name).scale
+                    )
         types = {
             spec.name: TypeTasks(
                 spec,
@@ -196,7 +207,7 @@ class BuildFlow:
             return True
         if self.config.all_critics or verdict.score is None:
             return False
-        return verdict.score < self.config.threshold(verdict.criterion)
+        return not passes(verdict, self.config.threshold(verdict.criterion))
 
 
 def make_budget(config: BuildConfig, spent: dict[str, tuple[int, int]], *, batch: bool = False) -> Budget | None:

@@ -20,7 +20,7 @@ import os
 import re
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 from qagen.call_policy import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from qagen.errors import ConfigError, LLMUnavailableError
@@ -62,6 +62,11 @@ class ModelSettings(BaseModel):
     max_output_tokens: int | None = None
     """Cap on tokens per reply; a reply cut at the cap is recorded as truncated (None: 2048, room for a
     reasoning model's thinking; see `DEFAULT_MAX_OUTPUT_TOKENS`)."""
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    """Ask for each written token's N likeliest alternatives (OpenAI's `logprobs`/`top_logprobs`,
+    which vLLM and llama.cpp's server return too), so verdicts are read as probabilities: a critic's
+    rating as its expectation over the rating tokens, a yes/no as P(yes). None or 0: not asked (a
+    build's critic asks for 5 unless set; a server that sends none falls back to the written verdict)."""
     timeout: float = DEFAULT_TIMEOUT
     """Seconds to wait for one reply."""
     max_retries: int = DEFAULT_MAX_RETRIES

@@ -10,7 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from qagen.llm.normalise import normalise_reply
-from qagen.llm.task import Reply, Request
+from qagen.llm.task import Reply, Request, TokenChoice
 from qagen.records import Usage
 
 if TYPE_CHECKING:
@@ -23,6 +23,9 @@ def chat_body(settings: ModelSettings, request: Request) -> dict[str, Any]:
     if settings.temperature is not None:
         body["temperature"] = settings.temperature
     body["max_tokens"] = settings.output_cap
+    if settings.top_logprobs:
+        body["logprobs"] = True
+        body["top_logprobs"] = settings.top_logprobs
     body["messages"] = [{"role": message.role, "content": message.content} for message in request]
     return body
 
@@ -50,7 +53,27 @@ def parse_completion(body: bytes) -> Reply:
         ),
         reasoning_content=valid_text(reasoning) if isinstance(reasoning, str) else None,
         finish_reason=choice.get("finish_reason"),
+        tokens=_tokens(choice.get("logprobs")),
     )
+
+
+def _tokens(logprobs: Any) -> tuple[TokenChoice, ...] | None:
+    """The reply's tokens and their alternatives (`choices[0].logprobs.content`); None when the server
+    sent none, or sent them in a shape that is not OpenAI's (a verdict is then read from its text)."""
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    try:
+        return tuple(
+            TokenChoice(
+                str(entry["token"]),
+                tuple((str(alt["token"]), float(alt["logprob"])) for alt in entry.get("top_logprobs") or ())
+                or ((str(entry["token"]), float(entry["logprob"])),),
+            )
+            for entry in content
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from qagen.llm.task import Reply
+from qagen.llm.task import Reply, TokenChoice
 from qagen.output_cap import MAX_REPLY_CHARS, cap_text
 from qagen.records import Usage
 
@@ -39,7 +39,12 @@ _ANY_OPEN = re.compile(r"<think(?:ing)?>", re.IGNORECASE)
 
 
 def normalise_reply(
-    content: str, usage: Usage, *, reasoning_content: str | None = None, finish_reason: str | None = None
+    content: str,
+    usage: Usage,
+    *,
+    reasoning_content: str | None = None,
+    finish_reason: str | None = None,
+    tokens: tuple[TokenChoice, ...] | None = None,
 ) -> Reply:
     """The `Reply` for what a server sent (see the module's table)."""
     content, cut_from = cap_text(content)
@@ -55,6 +60,7 @@ def normalise_reply(
         reasoning=reasoning,
         truncated=truncated,
         cut=cut,
+        tokens=tokens if tokens and not cut else None,
     )
 
 

@@ -156,9 +156,15 @@ def _read(name: str, path: Path) -> Prompt:
     return Prompt(name=name, text=text, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
 
 
+OPTIONAL_PLACEHOLDERS = frozenset({"document", "second_document"})
+"""Placeholders a replacement prompt may leave out (or use) whether or not the bundled one has them: the
+name of the passage's document is a help to the model, not an input a prompt must read, so prompt
+files written before it was offered still work."""
+
+
 def _check_placeholders(prompt: Prompt, bundled: Prompt, path: Path) -> None:
-    missing = sorted(bundled.variables - prompt.variables)
-    unknown = sorted(prompt.variables - bundled.variables)
+    missing = sorted(bundled.variables - prompt.variables - OPTIONAL_PLACEHOLDERS)
+    unknown = sorted(prompt.variables - bundled.variables - OPTIONAL_PLACEHOLDERS)
     if missing or unknown:
         problems = [
             f"lacks {_braced(missing)}" if missing else "",

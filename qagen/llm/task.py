@@ -46,6 +46,17 @@ def user_request(prompt: str, *, system: str | None = None) -> Request:
     return (user,) if system is None else (Message("system", system), user)
 
 
+class TokenChoice(NamedTuple):
+    """One written token of a reply and the server's most likely tokens at its position (OpenAI's
+    `logprobs.content[i]`, which vLLM and llama.cpp's server return too): what a verdict is read
+    from as a probability (`qagen.llm.verdict_probability`)."""
+
+    token: str
+    """The token as written."""
+    top: tuple[tuple[str, float], ...]
+    """The most likely tokens at this position with their log probabilities, the written one among them."""
+
+
 class Reply(NamedTuple):
     """A model's reply to one request, normalised (`qagen.llm.normalise`), and the tokens it cost."""
 
@@ -60,6 +71,9 @@ class Reply(NamedTuple):
     """Cut off at the output cap (`finish_reason: length`, or a thinking block never closed): not an answer."""
     cut: bool = False
     """The content was over the size limit and was cut before anything read it."""
+    tokens: tuple[TokenChoice, ...] | None = None
+    """The content's tokens with their likeliest alternatives, when they were asked for
+    (`ModelSettings.top_logprobs`) and the server returned them; None otherwise."""
 
     @property
     def verbatim(self) -> str:

@@ -95,6 +95,9 @@ class QuestionTypeSpec:
     """A free check of its drafts before any critic (the reworded type's word-overlap bound)."""
     reference_answer: Callable[[str], str] | None = None
     """The reference answer made from the drafted one; None: the drafted answer as it is."""
+    not_vetted_by: tuple[str, ...] = ()
+    """Critics of the build that do not apply to it, so are not asked of its drafts (an unanswerable
+    question's answer is an abstention: no passage supports it)."""
     answer_in_passages: bool = True
     """Its answer is written in its passages: the build's free checks of the answer (its evidence in
     a passage, the answer rules) apply. False (an unanswerable question): its question alone is checked."""

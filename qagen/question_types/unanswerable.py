@@ -32,8 +32,15 @@ UNANSWERABLE = QuestionTypeSpec(
     draft_prompt="qa_unanswerable",
     question_label="Unanswerable question",
     picker=one_chunk("unanswerable"),
-    critics=(TypeCritic("relevance"), TypeCritic("standalone"), TypeCritic("not_in_corpus")),
+    critics=(
+        TypeCritic("relevance"),
+        TypeCritic("standalone"),
+        TypeCritic("not_in_corpus"),
+        # The reader (when the build asks it) reads what a search of the whole corpus finds, and must not answer.
+        TypeCritic("reader", "critique_reader_corpus"),
+    ),
     own_critics=(NOT_IN_CORPUS,),
+    not_vetted_by=("supported",),
     reference_answer=lambda drafted: ABSTENTION,
     answer_in_passages=False,
     scoring="abstention",

@@ -168,7 +168,7 @@ def test_the_corpora_are_what_they_claim() -> None:
 def test_the_qa_prompt_asks_for_the_language_of_the_context() -> None:
     prompt = load_prompt("qa_generation")
     assert LANGUAGE_LINE in prompt.text
-    rendered = prompt.render(context=CORPORA["zh"]["长城.txt"])
+    rendered = prompt.render(context=CORPORA["zh"]["长城.txt"], document="长城")
     assert rendered.index(LANGUAGE_LINE) < rendered.index("Context: 长城是中国古代的军事防御工程。")
 
 
@@ -327,7 +327,7 @@ def test_every_draft_prompt_carries_its_chunk_and_asks_for_its_language(builds: 
     contexts = [row["context"] for row in rows(built.run)]
     assert len(drafting) == len(contexts)
     assert all(LANGUAGE_LINE in prompt for prompt in drafting)
-    tail = load_prompt("qa_generation").render(context="\x00").split("\x00")[1]
+    tail = load_prompt("qa_generation").render(context="\x00", document="").split("\x00")[1]
     sent = sorted(prompt.split("Context: ", 1)[1].removesuffix(tail) for prompt in drafting)
     assert sent == sorted(contexts)
     # The critics read the question as drafted, non-ASCII words included.

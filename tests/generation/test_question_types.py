@@ -184,7 +184,9 @@ def test_single_passage_orders_are_the_builds_for_factoids_and_a_types_own_for_t
             "Both.",
         ),
         ("**User question:** How do I?\n**Answer:** Like so.", "User question", "How do I?", "Like so."),
-        ("Factoid question: Q?\nAnswer: A.", "User question", None, None),  # another type's label is no reply
+        # Another type's label is read (small models write it: 3 of SQLite's 30 drafts); prose is no label.
+        ("Factoid question: Q?\nAnswer: A.", "User question", "Q?", "A."),
+        ("Here is my question: Q?\nAnswer: A.", "User question", None, None),
     ],
 )
 def test_each_type_reads_its_own_label(reply: str, label: str, question: str | None, answer: str | None) -> None:

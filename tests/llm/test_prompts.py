@@ -11,7 +11,7 @@ from qagen.llm.prompts import load_prompt, load_prompts, prompts_dir
 
 def test_every_prompt_file_loads_with_its_variables() -> None:
     expected = {
-        "qa_generation": {"context"},
+        "qa_generation": {"context", "document"},
         "critique_groundedness": {"question", "context"},
         "critique_relevance": {"question", "audience"},
         "critique_standalone": {"question"},
@@ -19,6 +19,18 @@ def test_every_prompt_file_loads_with_its_variables() -> None:
     for name, variables in expected.items():
         assert load_prompt(name).variables == variables
     assert (prompts_dir() / "qa_generation.txt").is_file()
+
+
+def test_a_prompt_file_without_the_document_name_still_replaces_the_bundled_one(tmp_path: Path) -> None:
+    # Prompt files written before `{document}` was offered keep working, and a file may use it too.
+    (tmp_path / "qa_generation.txt").write_text("Factoid question about: {context}", encoding="utf-8")
+    assert load_prompts(["qa_generation"], tmp_path)["qa_generation"].variables == {"context"}
+    (tmp_path / "qa_reworded.txt").write_text("From {document}: {context}", encoding="utf-8")
+    both = load_prompts(["qa_generation", "qa_reworded"], tmp_path)
+    assert both["qa_reworded"].variables == {"context", "document"}
+    (tmp_path / "qa_reworded.txt").write_text("From {doc}: {context}", encoding="utf-8")
+    with pytest.raises(ConfigError, match="unknown"):
+        load_prompts(["qa_generation", "qa_reworded"], tmp_path)
 
 
 def test_render_is_strict_and_leaves_braces_in_values_alone() -> None:

@@ -75,7 +75,8 @@ def test_without_a_quote_the_answer_words_are_looked_for_fuzzily() -> None:
         ("Output:::\nFactoid question: Q?\nAnswer: A", "Q?", "A", None),  # an older prompt's reply
         ("Factoid question: Q?\n\nAnswer: A\nEvidence:", "Q?", "A", None),  # an empty evidence line
         (
-            "Factoid question: Q?\nAnswer: A\nEvidence: (the sentence of the context that holds the answer, copied)"
+            "Factoid question: (your factoid question)\nAnswer: (your answer to the factoid question)\n"
+            "Evidence: (the sentence of the context that holds the answer, copied)"
             "\nOutput:::\nFactoid question: R?\nAnswer: B\nEvidence: S.",
             "R?",
             "B",

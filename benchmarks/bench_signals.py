@@ -1,0 +1,333 @@
+"""Which checks agree with a careful reviewer: every critic (the cookbook's 1-5 ratings, the yes/no
+checks, the reader) asked of reviewed drafts by a live model, then each signal, each threshold and each
+combination measured against the reviewer's labels, with no further call.
+
+    # Ask (resumable: verdicts are kept in OUT/verdicts.jsonl by their task key; a re-run asks only
+    # what is missing). llama.cpp's server, one request at a time:
+    python benchmarks/bench_signals.py ask --base-url http://127.0.0.1:8766/v1 --model openai:qwen2.5-1.5b \\
+        --out OUT --reviewed ../shared/reference/data/gitdoc_drafts_reviewed.jsonl \\
+        --reviewed benchmarks/reviewed/pydoc_drafts_reviewed.jsonl --critics clear,reader,supported
+
+    # Report (no model): per set and question type, each signal's kappa with the reviewer (95% bootstrap
+    # interval), the precision and recall of its rejections, and the filters a build can be set to.
+    python benchmarks/bench_signals.py report --out OUT --reviewed ... --reviewed ...
+
+The drafts are the product's records (`Draft`, `Passages`) and the calls the product's critic tasks
+(`CriticTask.request`/`parse`, sent by `LLMClient`), so what is measured is what a build asks and
+reads. A reviewed set is JSON lines in one of two shapes: the git how-to set of `../shared` (`chunk`,
+`question`, `answer`, `generation_raw`, `review`: factoids), or qagen's own (`question_type`,
+`passages`, `retrieved` for unanswerable drafts, `question`, `answer`, `evidence`, `review`); see
+benchmarks/reviewed/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from qagen.config import BuildConfig, CorpusSettings
+from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec
+from qagen.generation.checks.precheck import precheck
+from qagen.generation.critique import CriticTask, Drafted
+from qagen.generation.replies import parse_factoid_qa
+from qagen.llm.backends import ModelSettings
+from qagen.llm.clients import CallLimits, Clients
+from qagen.llm.prompts import load_prompt
+from qagen.llm.task import Reply
+from qagen.question_types import QUESTION_TYPES
+from qagen.records import Chunk, Critique, Draft, Passages
+from qagen.review.kappa import Agreement, Pair, agreement
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+GIT_REVIEWED = REPOSITORY.parent / "shared" / "reference" / "data" / "gitdoc_drafts_reviewed.jsonl"
+PY_REVIEWED = REPOSITORY / "benchmarks" / "reviewed" / "pydoc_drafts_reviewed.jsonl"
+COOKBOOK = ("standalone", "relevance", "groundedness")
+
+
+class Reviewed(NamedTuple):
+    """One reviewed draft, as the critics see it, and the reviewer's verdict."""
+
+    set_name: str
+    drafted: Drafted
+    keep: bool
+    review: dict[str, Any]
+
+
+def _chunk(text: str, source: str, number: int) -> Chunk:
+    return Chunk(id=f"{source}#{number}", source=source, text=text, start_index=0, end_index=len(text))
+
+
+def read_reviewed(path: Path) -> list[Reviewed]:
+    """A reviewed set in either shape (the module's docstring), drafts that the reviewer labelled."""
+    found: list[Reviewed] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        review = row["review"]
+        if review.get("keep") is None:
+            continue
+        if "passages" in row:
+            chunks = tuple(_chunk(p["text"], p["document"], n) for n, p in enumerate(row["passages"]))
+            question_type, evidence = row["question_type"], row.get("evidence")
+            retrieved = tuple(_chunk(p["text"], p["document"], n) for n, p in enumerate(row.get("retrieved") or ()))
+        else:
+            chunks = (_chunk(row["chunk"], row["source_doc"], 0),)
+            question_type, retrieved = "factoid", ()
+            evidence = parse_factoid_qa(row["generation_raw"]).evidence
+        draft = Draft(
+            id=row["id"], model="reviewed", chunk_id=chunks[0].id, prompt_hash="reviewed",
+            question=row["question"], answer=row["answer"], evidence=evidence,
+        )  # fmt: skip
+        drafted = Drafted(draft, Passages(question_type=question_type, chunks=chunks), retrieved)
+        found.append(Reviewed(path.stem.split("_")[0], drafted, bool(review["keep"]), review))
+    return found
+
+
+def critic_spec(name: str) -> CriticSpec:
+    if name in BUNDLED_OPT_IN:
+        return BUNDLED_OPT_IN.get(name)
+    if name in CRITICS:
+        return CRITICS.get(name)
+    for spec in QUESTION_TYPES:
+        for own in spec.own_critics:
+            if own.name == name:
+                return own
+    raise SystemExit(f"no critic named {name}")
+
+
+def task_for(name: str, question_type: str, model: str, audience: str) -> CriticTask | None:
+    """The critic's task as a build asks it of this question type; None when the type is not vetted by it."""
+    spec = critic_spec(name)
+    type_spec = QUESTION_TYPES.get(question_type)
+    if name in type_spec.not_vetted_by:
+        return None
+    prompt = next((critic.prompt for critic in type_spec.critics if critic.name == name and critic.prompt), None)
+    folder = Path(spec.prompt_folder) if spec.prompt_folder else None
+    return CriticTask(name, model, load_prompt(prompt or spec.prompt, folder), {"audience": audience}, scale=spec.scale)
+
+
+# --------------------------------------------------------------------------------------------------
+# ask
+# --------------------------------------------------------------------------------------------------
+def ask(args: argparse.Namespace) -> None:
+    drafts = [draft for path in args.reviewed for draft in read_reviewed(path)]
+    names = [name.strip() for name in args.critics.split(",") if name.strip()]
+    settings = ModelSettings(
+        spec=args.model, base_url=args.base_url, timeout=600, top_logprobs=5, max_output_tokens=400
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    store = args.out / "verdicts.jsonl"
+    done = (
+        {json.loads(line)["id"] for line in store.read_text(encoding="utf-8").splitlines()} if store.exists() else set()
+    )
+    audience = BuildConfig(corpus=CorpusSettings(path=".")).audience
+    work = [
+        (task, reviewed.drafted)
+        for reviewed in drafts
+        for name in names
+        if (task := task_for(name, reviewed.drafted.passages.question_type, args.model, audience)) is not None
+        and task.key(reviewed.drafted) not in done
+    ]
+    print(f"{len(work)} calls to make ({len(done)} verdicts kept in {store})", file=sys.stderr)
+    asyncio.run(_ask_all(settings, work, store))
+
+
+async def _ask_all(settings: ModelSettings, work: list[tuple[CriticTask, Drafted]], store: Path) -> None:
+    clients = Clients.connect({"critic": settings}, CallLimits(concurrency=1, max_failure_rate=1.0))
+    client = clients["critic"]
+    started = time.perf_counter()
+    try:
+        with store.open("a", encoding="utf-8") as log:
+            for number, (task, drafted) in enumerate(work, 1):
+                outcome = await client.complete(task.request(drafted))
+                record = task.parse(drafted, outcome) if isinstance(outcome, Reply) else task.failed(drafted, outcome)
+                log.write(record.model_dump_json() + "\n")
+                log.flush()
+                rate = (time.perf_counter() - started) / number
+                print(f"{number}/{len(work)} {task.criterion} {record.value} ({rate:.1f} s a call)", file=sys.stderr)
+    finally:
+        await clients.aclose()
+
+
+# --------------------------------------------------------------------------------------------------
+# report
+# --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Signal:
+    """A rejection rule over a draft's verdicts: True rejects, None when the verdict is missing."""
+
+    name: str
+    rejects: Callable[[dict[str, Critique]], bool | None]
+
+
+def threshold_signal(critic: str, threshold: float, *, probability: bool) -> Signal:
+    def rejects(verdicts: dict[str, Critique]) -> bool | None:
+        verdict = verdicts.get(critic)
+        if verdict is None or verdict.score is None:
+            return None
+        value = verdict.value if probability else verdict.score
+        return value is None or value < threshold
+
+    label = f"{critic}{' p' if probability else ''}<{threshold:g}"
+    return Signal(label, rejects)
+
+
+def _free_check(reviewed: Reviewed, config: BuildConfig) -> str | None:
+    drafted = reviewed.drafted
+    answered = QUESTION_TYPES.get(drafted.passages.question_type).answer_in_passages
+    return precheck(drafted.draft, drafted.passages, config, answered=answered).reason
+
+
+def _line(name: str, rejected: list[bool], keeps: list[bool], ids: list[str]) -> str:
+    pairs = [Pair(item, not reject, keep) for item, reject, keep in zip(ids, rejected, keeps, strict=True)]
+    found: Agreement = agreement(pairs)
+    n_rejected = sum(rejected)
+    true_rejections = sum(1 for reject, keep in zip(rejected, keeps, strict=True) if reject and not keep)
+    bad = sum(1 for keep in keeps if not keep)
+    precision = f"{true_rejections / n_rejected:.2f}" if n_rejected else "-"
+    recall = f"{true_rejections / bad:.2f}" if bad else "-"
+    kappa = "-" if found.kappa is None else f"{found.kappa:+.2f}"
+    interval = "" if found.kappa_low is None else f"[{found.kappa_low:+.2f}, {found.kappa_high:+.2f}]"
+    kept = [keep for reject, keep in zip(rejected, keeps, strict=True) if not reject]
+    share = f"{sum(kept) / len(kept):.2f}" if kept else "-"
+    good = sum(keeps)
+    yield_ = f"{sum(kept) / good:.2f}" if good else "-"
+    return (
+        f"  {name:<34} n={len(ids):<3} rejects {n_rejected:>3} precision {precision:>4} recall {recall:>4} "
+        f"kappa {kappa:>5} {interval:<16} kept {len(kept):>3} share-good {share:>4} yield {yield_:>4}"
+    )
+
+
+def report(args: argparse.Namespace) -> None:
+    drafts = [draft for path in args.reviewed for draft in read_reviewed(path)]
+    store = args.out / "verdicts.jsonl"
+    by_key: dict[str, Critique] = {}
+    for line in store.read_text(encoding="utf-8").splitlines():
+        record = Critique.model_validate_json(line)
+        by_key[record.id] = record
+    audience = BuildConfig(corpus=CorpusSettings(path=".")).audience
+    config = BuildConfig(corpus=CorpusSettings(path="."))
+    names = sorted({record.criterion for record in by_key.values()})
+    verdicts: dict[str, dict[str, Critique]] = {}
+    for reviewed in drafts:
+        found: dict[str, Critique] = {}
+        for name in names:
+            task = task_for(name, reviewed.drafted.passages.question_type, args.model, audience)
+            if task is not None and (record := by_key.get(task.key(reviewed.drafted))) is not None and record.ok:
+                found[name] = record
+        verdicts[reviewed.drafted.draft.id] = found
+    recorded = _recorded_scores(args.reviewed)
+    groups: dict[str, list[Reviewed]] = {}
+    for reviewed in drafts:
+        groups.setdefault(reviewed.set_name, []).append(reviewed)
+        groups.setdefault(f"{reviewed.set_name}/{reviewed.drafted.passages.question_type}", []).append(reviewed)
+    signals = _signals(names)
+    combos = _combinations(names)
+    for group, members in sorted(groups.items()):
+        ids = [member.drafted.draft.id for member in members]
+        keeps = [member.keep for member in members]
+        print(f"\n{group}: {len(members)} drafts, the reviewer keeps {sum(keeps)}")
+        checks = [_free_check(member, config) is not None for member in members]
+        print(_line("free checks (default on)", checks, keeps, ids))
+        reasons = Counter(reason for member in members if (reason := _free_check(member, config)))
+        if reasons:
+            print(f"    {dict(reasons)}")
+        if any(member.drafted.draft.id in recorded for member in members):
+            before = [any((recorded.get(i, {}).get(c) or 0) < 4 for c in COOKBOOK) for i in ids]
+            print(_line("recorded cookbook critics >= 4", before, keeps, ids))
+        for signal in signals:
+            decided = [
+                (i, r, k) for i, k in zip(ids, keeps, strict=True) if (r := signal.rejects(verdicts[i])) is not None
+            ]
+            if decided:
+                print(
+                    _line(
+                        signal.name, [r for _, r, _ in decided], [k for _, _, k in decided], [i for i, _, _ in decided]
+                    )
+                )
+        for label, rules in combos:
+            rejected = []
+            for member, check in zip(members, checks, strict=True):
+                verdict = verdicts[member.drafted.draft.id]
+                rejected.append(check or any(rule.rejects(verdict) is True for rule in rules))
+            print(_line(f"checks + {label}", rejected, keeps, ids))
+
+
+def _recorded_scores(paths: Iterable[Path]) -> dict[str, dict[str, int | None]]:
+    """The critics' scores recorded with a reviewed set (the git set holds the same model's)."""
+    found: dict[str, dict[str, int | None]] = {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                if "critics" in row:
+                    found[row["id"]] = {name: verdict.get("score") for name, verdict in row["critics"].items()}
+    return found
+
+
+def _signals(names: Sequence[str]) -> list[Signal]:
+    signals: list[Signal] = []
+    for name in names:
+        spec = critic_spec(name)
+        if spec.scale == "reader":
+            signals.append(threshold_signal(name, 4, probability=False))
+            continue
+        for threshold in (3, 4, 5) if spec.scale == "rating" else (4,):
+            signals.append(threshold_signal(name, threshold, probability=False))
+        for threshold in (3, 3.5, 4, 4.5) if spec.scale == "rating" else (3, 3.8, 4.2, 4.6):
+            signals.append(threshold_signal(name, threshold, probability=True))
+    return signals
+
+
+def _combinations(names: Sequence[str]) -> list[tuple[str, list[Signal]]]:
+    cookbook = [threshold_signal(name, 4, probability=False) for name in COOKBOOK if name in names]
+    combos: list[tuple[str, list[Signal]]] = []
+    if cookbook:
+        combos.append(("cookbook >= 4 (today's default)", cookbook))
+        combos.append(("cookbook p >= 4", [threshold_signal(n, 4, probability=True) for n in COOKBOOK if n in names]))
+    new = [name for name in ("clear", "reader", "supported") if name in names]
+    for p_clear in (3.8, 4.2, 4.6):
+        for p_supported in (3.8, 4.2, 4.6):
+            rules = []
+            if "clear" in new:
+                rules.append(threshold_signal("clear", p_clear, probability=True))
+            if "reader" in new:
+                rules.append(threshold_signal("reader", 4, probability=False))
+            if "supported" in new:
+                rules.append(threshold_signal("supported", p_supported, probability=True))
+            if rules:
+                combos.append((f"clear p>={p_clear:g} reader supported p>={p_supported:g}", rules))
+    if "reader" in new:
+        combos.append(("reader", [threshold_signal("reader", 4, probability=False)]))
+    return combos
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("ask", "report"))
+    parser.add_argument("--reviewed", type=Path, action="append", help="a reviewed set (repeatable)")
+    parser.add_argument("--out", type=Path, required=True, help="where the verdicts are kept")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server on 127.0.0.1")
+    parser.add_argument("--model", default="openai:qwen2.5-1.5b", help="the critic model's spec")
+    parser.add_argument("--critics", default="clear,reader,supported", help="critics to ask, in this order")
+    args = parser.parse_args()
+    args.reviewed = args.reviewed or [path for path in (GIT_REVIEWED, PY_REVIEWED) if path.is_file()]
+    if args.action == "ask":
+        if not args.base_url:
+            sys.exit("Give --base-url of a model's server.")
+        ask(args)
+    else:
+        report(args)
+
+
+if __name__ == "__main__":
+    main()
