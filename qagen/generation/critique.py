@@ -20,11 +20,11 @@ from qagen.critics import CRITICS, CriticScale, default_prompt
 from qagen.evaluate.metrics.squad import squad_tokens, token_f1
 from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import parse_rating, parse_reader_answer, parse_yes_no
-from qagen.llm.verdict_probability import expected_rating, yes_probability
-from qagen.question_types import QUESTION_TYPES
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
 from qagen.llm.untrusted import PASSAGE_SEPARATOR, neutralize, passages
+from qagen.llm.verdict_probability import expected_rating, yes_probability
+from qagen.question_types import QUESTION_TYPES
 from qagen.records import Chunk, Critique, Draft, Passages, Usage
 from qagen.runs.store import record_key
 
