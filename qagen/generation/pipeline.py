@@ -35,6 +35,12 @@ from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
 
+NO_TOKEN_PROBABILITIES = (
+    "The critics' server sent no token probabilities, so every verdict is read as written "
+    "(a server that sends them, as OpenAI, vLLM and llama.cpp do, lets qagen read each verdict as a probability; "
+    "set critic.top_logprobs = 0 to stop asking for them)."
+)
+"""Said once per stage when the critic's server ignores `top_logprobs`."""
 _MAX_SKIP_MESSAGES = 20
 _UP_TO_DATE = "nothing changed: dataset is up to date"
 _LOOKAHEAD = 4
@@ -189,6 +195,8 @@ def run_llm_stages(
                 stopped.append(budget.describe())
             else:
                 clients.check_failure_rates()
+            if critique and config.critic.top_logprobs and clients["critic"].stats.no_token_probabilities:
+                _say(NO_TOKEN_PROBABILITIES)
         finally:
             preloading.cancel()
             await clients.aclose()

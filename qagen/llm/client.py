@@ -38,7 +38,14 @@ class CallStats:
     succeeded: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    with_tokens: int = 0
+    """Replies that came with their tokens' probabilities (`Reply.tokens`)."""
     by_error: dict[FailureKind, int] = field(default_factory=dict)
+
+    @property
+    def no_token_probabilities(self) -> bool:
+        """Replies came, none with token probabilities: a server that does not send them."""
+        return self.succeeded > 0 and self.with_tokens == 0
 
 
 _FAILURES_BEFORE_GIVING_UP = 3
@@ -202,6 +209,7 @@ class LLMClient:
         self.stats.succeeded += 1
         self.stats.input_tokens += reply.usage.input_tokens
         self.stats.output_tokens += reply.usage.output_tokens
+        self.stats.with_tokens += reply.tokens is not None
         return reply
 
     def stop_for_status(self, code: int | None) -> None:

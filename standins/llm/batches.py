@@ -89,7 +89,8 @@ def answer_line(
         entry["model"] = str(body.get("model"))
         reply, shaped = answer(body, knobs, sha, reply_number)
         describe(entry, reply, shaped)
-        status, payload = 200, completion(body, body["messages"], shaped, sha)
+        payload = completion(body, body["messages"], shaped, sha, kind=reply.prompt, logprobs=knobs.replies.logprobs)
+        status = 200
     entry["status_code"] = status
     log.record(entry)
     result["response"] = {"status_code": status, "request_id": f"req_{sha[:16]}", "body": payload}

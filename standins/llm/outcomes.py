@@ -105,6 +105,10 @@ COPIED_SHARE = 0.3
 (the others are in words of its own): a check of the wording then has both to tell apart."""
 
 
+UNANSWERABLE_MARK = "quantum teleport sync"
+"""The feature no text has, which every unanswerable question the stand-in drafts asks about."""
+
+
 def draft_for(label: str, passages: tuple[str, ...], duplicate_rate: float = 0.0) -> tuple[str, str]:
     """The (question, answer) the stand-in drafts for a draft prompt with this question label.
 
@@ -125,7 +129,7 @@ def draft_for(label: str, passages: tuple[str, ...], duplicate_rate: float = 0.0
         answer = " ".join(first_sentence(passage, 140) for passage in passages)
         return f"Which fact links {topics}, as cross-referenced under ref {digest[:10]}?", answer
     if label.lower().startswith("unanswerable"):
-        question = f"Which release of {_topic(passages[0], 2)} added quantum teleport sync, ref {digest[:10]}?"
+        question = f"Which release of {_topic(passages[0], 2)} added {UNANSWERABLE_MARK}, ref {digest[:10]}?"
         return question, "The documents do not say."
     answer = first_sentence(passages[0]) or "Nothing is stated."
     if unit_interval("copied", digest) < COPIED_SHARE:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from standins.llm.logprobs import logprobs_content
 from standins.llm.shaping import Shaped, tokens
 
 DEFAULT_MODEL = "stand-in"
@@ -19,8 +20,12 @@ CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 MODELS_PATHS = frozenset({"/v1/models", "/models"})
 
 
-def completion(request: dict[str, Any], messages: list[Any], shaped: Shaped, sha: str) -> dict[str, Any]:
-    """The `chat.completion` body answering `request` with `shaped` (`n` copies of it).
+def completion(
+    request: dict[str, Any], messages: list[Any], shaped: Shaped, sha: str, *, kind: str = "", logprobs: bool = False
+) -> dict[str, Any]:
+    """The `chat.completion` body answering `request` with `shaped` (`n` copies of it); with `logprobs`
+    (the server sends them) and a request that asks, the tokens of the reply of prompt kind `kind`
+    (`standins.llm.logprobs`).
 
     ``reasoning_content`` is a field of the message only when the reply has reasoning there, and
     then ``usage`` tells its tokens apart (``completion_tokens_details.reasoning_tokens``).
@@ -40,13 +45,16 @@ def completion(request: dict[str, Any], messages: list[Any], shaped: Shaped, sha
     }
     if shaped.reasoning_content is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
+    asked = logprobs and request.get("logprobs") is True
+    written = logprobs_content(shaped.content, kind) if asked else None
+    sent = {"content": written, "refusal": None} if written is not None else None
     return {
         "id": "chatcmpl-" + hashlib.sha256(f"{sha}:{time.time_ns()}".encode()).hexdigest()[:24],
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request["model"],
         "choices": [
-            {"index": i, "message": dict(message), "logprobs": None, "finish_reason": shaped.finish_reason}
+            {"index": i, "message": dict(message), "logprobs": sent, "finish_reason": shaped.finish_reason}
             for i in range(choices)
         ],
         "usage": usage,

@@ -31,7 +31,13 @@ from typing import Literal
 from standins.llm.eval_replies import EvalKind, EvalPrompt, classify_eval_prompt
 from standins.llm.rerank import LISTWISE_OPENING
 
-PromptKind = Literal["generation", "critique", "judge", "rerank", "answer"] | EvalKind
+PromptKind = Literal["generation", "critique", "check", "reader", "judge", "rerank", "answer"] | EvalKind
+
+# The checks whose prompts end in their own instruction (the passage comes first, for the servers'
+# prefix caches): a yes/no item, and a reader that answers from the passages or says it cannot.
+_YES_NO_ENDING = "Answer with one word, Yes or No."
+_READER_ENDING = re.compile(r"write exactly: NOT IN PASSAGE\b.*</question>\s*Answer:\s*\Z", re.DOTALL)
+_TAGGED_QUESTION = re.compile(r"<question>\s*(?:Question:[ \t]*)?(?P<question>.*?)\s*</question>", re.DOTALL)
 
 _PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
 _MIN_PHRASE = 12
@@ -50,11 +56,11 @@ def _critic_prompt_texts() -> list[tuple[str, str]]:
     if importlib.util.find_spec("pydantic") is None:
         files = sorted(_BUNDLED_PROMPTS.glob("critique_*.txt"))
         return [(path.stem.removeprefix("critique_"), path.read_text()) for path in files]
-    from qagen.critics import CRITICS, default_prompt
+    from qagen.critics import BUNDLED_OPT_IN, CRITICS, default_prompt
     from qagen.llm.prompts import load_prompt
     from qagen.question_types import QUESTION_TYPES
 
-    texts = {(spec.name, spec.prompt): default_prompt(spec).text for spec in CRITICS}
+    texts = {(spec.name, spec.prompt): default_prompt(spec).text for spec in (*CRITICS, *BUNDLED_OPT_IN)}
     for question_type in QUESTION_TYPES:
         for own in question_type.own_critics:
             texts[own.name, own.prompt] = default_prompt(own).text
@@ -177,6 +183,23 @@ def _unwrap(section: str) -> str:
     return match.group("body").strip() if match else section
 
 
+def _check_prompt(text: str, kind: PromptKind) -> PromptInfo:
+    """A yes/no or reader prompt: its critic (by its phrase), its question (the last tagged one: the
+    prompt's own comes after the passages) and its passages (the first data block)."""
+    places = [(text.find(phrase), critic) for critic, phrase in critic_phrases() if phrase in text]
+    questions = list(_TAGGED_QUESTION.finditer(text))
+    opening, closing = text.find("<context>"), text.find("</context>")
+    context = text[opening + len("<context>") : closing].strip() if 0 <= opening < closing else ""
+    return PromptInfo(
+        kind=kind,
+        text=text,
+        criterion=min(places)[1] if places else "unknown",
+        question=questions[-1].group("question") if questions else "",
+        context=context,
+        passages=tuple(part.strip() for part in _PASSAGE.split(context) if part.strip()) or (context,),
+    )
+
+
 def classify_prompt(text: str) -> PromptInfo:
     """Recognise the prompt kind and pull out the parts the reply depends on.
 
@@ -188,6 +211,9 @@ def classify_prompt(text: str) -> PromptInfo:
     """
     if LISTWISE_OPENING.match(text):
         return PromptInfo(kind="rerank", text=text)
+    ending = text.rstrip()
+    if ending.endswith(_YES_NO_ENDING) or _READER_ENDING.search(ending):
+        return _check_prompt(text, "check" if ending.endswith(_YES_NO_ENDING) else "reader")
     evaluation = classify_eval_prompt(text)
     if evaluation is not None:
         return PromptInfo(kind=evaluation.kind, text=text, criterion=evaluation.criterion, evaluation=evaluation)

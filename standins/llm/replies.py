@@ -26,6 +26,7 @@ from standins.llm.eval_replies import EVAL_KINDS, eval_reply, truncate
 from standins.llm.outcomes import (
     DEFAULT_PASS_RATE,
     FACTOID_LABEL,
+    UNANSWERABLE_MARK,
     draft_for,
     factoid_for,
     first_sentence,
@@ -69,6 +70,8 @@ MALFORMED_KINDS: dict[PromptKind, tuple[str, ...]] = {
     "judge": ("empty", "refusal", "truncated", "out_of_range", "no_rating"),
     "generation": ("empty", "refusal", "truncated", "no_structure"),
     "answer": ("empty", "refusal"),
+    "check": ("empty", "refusal"),
+    "reader": ("empty", "refusal"),
     "rerank": ("empty", "refusal"),
     **dict.fromkeys(EVAL_KINDS, ("empty", "refusal", "truncated")),
 }
@@ -134,6 +137,15 @@ class ReplyPolicy:
     """Recorded generation replies by context (whitespace runs as single spaces): replayed as they are."""
     score_policy: ScorePolicy | None = None
     judge_policy: JudgePolicy | None = None
+    logprobs: bool = False
+    """Send token log probabilities when a request asks for them (`standins.llm.logprobs`); False: a server
+    that never sends them (most do not unless asked; some never do)."""
+    reader_mismatch_rate: float = 0.0
+    """Share of reader checks (by question) answered with something else than the drafted answer."""
+    reader_unanswered_rate: float = 0.0
+    """Share of reader checks (by question) that say the passage does not answer the question."""
+    answerable_rate: float = 0.0
+    """Share of unanswerable questions (by question) that the corpus search answers, as the reader says."""
 
     def pass_rate_for(self, criterion: str) -> float:
         """The pass rate of one critic (a criterion missing from a mapping gets the default)."""
@@ -242,6 +254,31 @@ def _draft(info: PromptInfo, policy: ReplyPolicy, request_key: str) -> Reply:
     return Reply(_generation_reply(question, answer, fmt, evidence), kind, "generation", format=fmt)
 
 
+PASSING_SCORE = 4
+"""The score at which a yes/no check of the stand-in says yes (qagen's default threshold)."""
+NOT_ANSWERED = "NOT IN PASSAGE"
+OTHER_ANSWER = "Something else entirely, unrelated to the question."
+
+
+def reader_answer(info: PromptInfo, policy: ReplyPolicy) -> str:
+    """The reader check's answer: what the stand-in drafts from these passages (the factoid's answer and
+    each passage's first sentence: every type's drafted answer is among them), or, by the question's
+    hash, another answer or none; an unanswerable question (the stand-in's own) is not answered, unless
+    the corpus answers it (`answerable_rate`)."""
+    question = info.question or ""
+    if UNANSWERABLE_MARK in question:
+        return (
+            "Version 2.1 added it." if unit_interval("answerable", question) < policy.answerable_rate else NOT_ANSWERED
+        )
+    if unit_interval("reader-unanswered", question) < policy.reader_unanswered_rate:
+        return NOT_ANSWERED
+    if unit_interval("reader-mismatch", question) < policy.reader_mismatch_rate:
+        return OTHER_ANSWER
+    passages = info.passages or (info.context or "",)
+    parts = [factoid_for(passages[0])[1], *(first_sentence(passage, 140) for passage in passages)]
+    return " ".join(part for part in parts if part)
+
+
 def _judge_reply(score: int, fmt: str) -> str:
     feedback = _FEEDBACK.get(score, "The response was assessed against the rubric.")
     if fmt == "newline":
@@ -324,6 +361,16 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
         fmt = _variant(RATING_FORMATS, policy.format_variety, request_key)
         good = Reply(
             rating_reply(criterion, score, fmt), "critique", "critique", criterion, score, fmt, question=info.question
+        )
+    elif info.kind == "check":
+        criterion = info.criterion or "unknown"
+        yes = policy.score(criterion, info.question or "") >= PASSING_SCORE
+        good = Reply(
+            "Yes" if yes else "No", "check", "check", criterion, 5 if yes else 1, "canonical", question=info.question
+        )
+    elif info.kind == "reader":
+        good = Reply(
+            reader_answer(info, policy), "reader", "reader", info.criterion, None, "canonical", question=info.question
         )
     elif info.kind == "generation":
         good = _draft(info, policy, request_key)

@@ -261,7 +261,9 @@ class StandInApp:
             reply = make_reply(prompt, request_key=sha, reply_number=0, policy=policy)
             limit = token_limit(request)
             shaped = shape(reply, knobs.shaping, request_key=sha, reply_number=0, max_tokens=limit)
-            payload = completion(request, request["messages"], shaped, sha)
+            payload = completion(
+                request, request["messages"], shaped, sha, kind=reply.prompt, logprobs=knobs.replies.logprobs
+            )
             send(handler, 200, encode(payload), {})
 
     def _complete(
@@ -274,7 +276,7 @@ class StandInApp:
         shaped: Shaped,
         sha: str,
     ) -> None:
-        payload = completion(request, messages, shaped, sha)
+        payload = completion(request, messages, shaped, sha, kind=reply.prompt, logprobs=self.knobs.replies.logprobs)
         describe(entry, reply, shaped)
         self._respond(handler, entry, 200, payload)
 

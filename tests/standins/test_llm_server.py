@@ -54,6 +54,11 @@ CONTEXTS = [
 def render(name: str, **values: str) -> str:
     """A default prompt with its placeholders filled (verbatim, like `qagen.llm.prompts`)."""
     text = (PROMPTS / f"{name}.txt").read_text(encoding="utf-8")
+    # The document's name is optional in a prompt (`qagen.llm.prompts.OPTIONAL_PLACEHOLDERS`).
+    values = {
+        **dict.fromkeys({"document", "second_document"} & set(re.findall(r"\{([a-z_]+)\}", text)), "manual"),
+        **values,
+    }
     assert set(re.findall(r"\{([a-z_]+)\}", text)) == set(values), f"placeholders of {name}"
     return re.sub(r"\{([a-z_]+)\}", lambda m: values[m.group(1)], text)
 

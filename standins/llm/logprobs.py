@@ -1,0 +1,43 @@
+"""Token log probabilities, as OpenAI sends them (`choices[i].logprobs.content`), for the replies whose
+verdict a client may read from them: a critic's rating and a yes/no check.
+
+The content is sent as three tokens: what precedes the verdict, the verdict, what follows; the verdict's
+alternatives are chosen so the expectation keeps the written verdict's side of every whole-number
+threshold (a rating d < 5 holds 0.9 of d and 0.1 of d + 1, so its expectation is d + 0.1; a 5 holds all
+of it; a yes holds 0.9 of yes, a no 0.1), so a build's decisions are those of the written verdicts.
+Other replies are one token, certain.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+_RATING = re.compile(r"Total rating:\**\s*\**(?P<value>[1-5])(?!\d)")
+
+
+def _entry(token: str, alternatives: list[tuple[str, float]]) -> dict[str, Any]:
+    top = [{"token": alt, "logprob": math.log(p), "bytes": None} for alt, p in alternatives]
+    return {"token": token, "logprob": top[0]["logprob"] if top else 0.0, "bytes": None, "top_logprobs": top}
+
+
+def logprobs_content(content: str | None, kind: str) -> list[dict[str, Any]] | None:
+    """The `logprobs.content` list of a reply of prompt kind `kind` (None for no content)."""
+    if not content:
+        return None
+    if kind == "check" and content in ("Yes", "No"):
+        other = "No" if content == "Yes" else "Yes"
+        share = 0.9 if content == "Yes" else 0.1
+        return [_entry(content, [(content, max(share, 1 - share)), (other, min(share, 1 - share))])]
+    match = _RATING.search(content) if kind == "critique" else None
+    if match is None:
+        return [_entry(content, [(content, 1.0)])]
+    value = int(match.group("value"))
+    alternatives = [(str(value), 1.0)] if value == 5 else [(str(value), 0.9), (str(value + 1), 0.1)]
+    pieces = [content[: match.start("value")], content[match.end("value") :]]
+    found = [_entry(pieces[0], [(pieces[0], 1.0)])] if pieces[0] else []
+    found.append(_entry(str(value), alternatives))
+    if pieces[1]:
+        found.append(_entry(pieces[1], [(pieces[1], 1.0)]))
+    return found

@@ -1,0 +1,132 @@
+"""The checks that stay honest with a small model, through a whole build against the stand-in server:
+the reader (answering the question from the passages alone), the yes/no checks read as P(yes), and the
+fallback when a server sends no token probabilities."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from datasets import load_from_disk
+
+from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+from qagen.generation.pipeline import NO_TOKEN_PROBABILITIES, build
+from qagen.llm.backends import ModelSettings
+from qagen.records import Critique
+
+CHECKS = ("clear", "reader", "supported")
+
+
+def _config(corpus: Path, llm: Any, **settings: Any) -> BuildConfig:
+    model = ModelSettings(spec="openai:stand-in", base_url=llm.base_url)
+    return BuildConfig(
+        corpus=CorpusSettings(path=str(corpus)),
+        chunking=ChunkSettings(chunk_size=400, chunk_overlap=40),
+        n_generations=settings.pop("n_generations", 12),
+        generator=model,
+        critic=model,
+        critics=CHECKS,
+        dedup_embeddings=None,
+        **settings,
+    )
+
+
+def _critiques(run: Path) -> list[Critique]:
+    lines = (run / "critiques.jsonl").read_text(encoding="utf-8").splitlines()
+    return [Critique.model_validate_json(line) for line in lines]
+
+
+def _asked(llm: Any, question: str) -> list[str]:
+    """The critics the stand-in was asked about a question, in order."""
+    return [entry["criterion"] for entry in llm.log if entry.get("question") == question and entry.get("criterion")]
+
+
+def test_a_reader_that_answers_otherwise_rejects_before_any_later_critic(
+    corpus: Path, llm: Any, tmp_path: Path
+) -> None:
+    llm.configure(reader_mismatch_rate=1.0, pass_rate=1.0, logprobs=True)
+    run = tmp_path / "run"
+    build(_config(corpus, llm), run, progress=False)
+    candidates = list(load_from_disk(str(run / "candidates")))
+    mismatched = [row for row in candidates if row["reason"].startswith("answer_mismatch")]
+    assert mismatched and not load_from_disk(str(run / "dataset")).num_rows
+    for row in mismatched:
+        # Asked in their order, the reader stops the chain: neither `supported` nor groundedness is paid.
+        assert _asked(llm, row["question"]) == ["standalone", "clear", "relevance", "reader"], row["question"]
+        assert row["reason"] == "answer_mismatch (reader=1<4) (supported, groundedness not asked)"
+    readers = [record for record in _critiques(run) if record.criterion == "reader"]
+    assert readers and all(record.agreement is not None and record.agreement < 0.5 for record in readers)
+    assert all(record.rationale and "Something else" in record.rationale for record in readers)
+
+
+def test_a_reader_that_finds_no_answer_rejects_as_not_answered(corpus: Path, llm: Any, tmp_path: Path) -> None:
+    llm.configure(reader_unanswered_rate=1.0, pass_rate=1.0)
+    run = tmp_path / "run"
+    build(_config(corpus, llm, n_generations=6), run, progress=False)
+    reasons = {row["reason"] for row in load_from_disk(str(run / "candidates")) if row["status"] == "rejected"}
+    assert reasons == {"not_answered_by_passage (reader=1<4) (supported, groundedness not asked)"}
+
+
+def test_an_unanswerable_question_the_corpus_answers_is_rejected_before_its_corpus_critic(
+    corpus: Path, llm: Any, tmp_path: Path
+) -> None:
+    llm.configure(pass_rate=1.0, answerable_rate=0.5)
+    run = tmp_path / "run"
+    config = _config(corpus, llm, n_generations=16, question_types={"factoid": 50, "unanswerable": 50})
+    build(config, run, progress=False)
+    rows = [row for row in load_from_disk(str(run / "candidates")) if row["question_type"] == "unanswerable"]
+    answerable = [row for row in rows if row["reason"].startswith("answerable (reader")]
+    kept = [row for row in rows if row["status"] == "kept"]
+    assert answerable and kept  # the reader answered about half of them from the corpus search
+    for row in answerable:
+        assert "not_in_corpus" not in _asked(llm, row["question"]) and "supported" not in _asked(llm, row["question"])
+    for row in kept:  # what the search found did not answer them; `supported` is never asked of an abstention
+        assert _asked(llm, row["question"])[-2:] == ["reader", "not_in_corpus"]
+
+
+def test_verdicts_are_read_as_probabilities_when_the_server_sends_them(corpus: Path, llm: Any, tmp_path: Path) -> None:
+    llm.configure(logprobs=True)
+    run = tmp_path / "run"
+    build(_config(corpus, llm), run, progress=False)
+    records = [record for record in _critiques(run) if record.ok]
+    rated = [record for record in records if record.criterion in ("standalone", "relevance", "groundedness")]
+    yes_no = [record for record in records if record.criterion in ("clear", "supported")]
+    assert rated and yes_no
+    for record in rated:  # the stand-in's alternatives: 0.9 of the written rating d, 0.1 of d + 1
+        assert record.score is not None and record.probability == pytest.approx(min(5.0, record.score + 0.1))
+    for record in yes_no:  # 1 + 4 P(yes), P(yes) 0.9 for a yes and 0.1 for a no
+        assert record.probability == pytest.approx(4.6 if record.score == 5 else 1.4)
+
+
+def test_a_server_without_token_probabilities_falls_back_with_one_sentence(
+    corpus: Path, llm: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm.configure(logprobs=False)
+    run = tmp_path / "run"
+    build(_config(corpus, llm, n_generations=6), run, progress=False)
+    said = capsys.readouterr().err
+    assert said.count(NO_TOKEN_PROBABILITIES) == 1
+    assert all(record.probability is None for record in _critiques(run))
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    assert summary["funnel"]["drafted"] == 6
+    # Asked not to ask, the build does not ask (a server that would send them sends none) nor say anything.
+    llm.configure(logprobs=True)
+    other = tmp_path / "other"
+    config = _config(corpus, llm, n_generations=6)
+    quiet = config.model_copy(update={"critic": config.critic.model_copy(update={"top_logprobs": 0})})
+    build(quiet, other, progress=False)
+    assert NO_TOKEN_PROBABILITIES not in capsys.readouterr().err
+    assert _critiques(other) and all(record.probability is None for record in _critiques(other))
+
+
+def test_a_rerun_pays_for_no_reader_call(corpus: Path, llm: Any, tmp_path: Path) -> None:
+    llm.configure(logprobs=True)
+    run = tmp_path / "run"
+    config = _config(corpus, llm, n_generations=8)
+    build(config, run, progress=False)
+    calls = len(llm.log)
+    assert any(entry.get("criterion") == "reader" for entry in llm.log)
+    build(config, run, progress=False)
+    assert len(llm.log) == calls
