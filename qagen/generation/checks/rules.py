@@ -46,8 +46,12 @@ _SOURCE_POINTING = re.compile(
     "|".join(
         (
             # English
+            # ... but not the idiom "in the context of foreign keys" (a reviewer keeps such questions).
             rf"\b(?:in|from|within|of|by|to)\s+(?:the|this|that)\s+(?:given\s+|provided\s+|above\s+|following\s+|"
-            rf"previous\s+|same\s+|current\s+)?(?:{_SOURCE_NOUNS_EN})\b",
+            rf"previous\s+|same\s+|current\s+)?(?:{_SOURCE_NOUNS_EN})\b(?!\s+of\b)",
+            # One of several passages a multi-hop draft was written from ("the first passage", "both texts").
+            r"\b(?:(?:the|this|that)\s+(?:first|second|third|other|two|latter|former)|both)\s+"
+            r"(?:passages?|excerpts?|extracts?|snippets?|contexts?|texts?)\b",
             rf"\baccording\s+to\s+(?:the|this)\s+(?:{_SOURCE_NOUNS_EN}|author|writer)\b",
             rf"\b(?:this|the\s+(?:given|provided|above|following))\s+(?:{_SOURCE_NOUNS_EN})\b",
             r"\bthe\s+(?:author|writer|narrator)\b",

@@ -30,6 +30,11 @@ from qagen.generation.checks.rules import (
         "Selon le texte, quelle commande crée une étiquette ?",
         "Was beschreibt der Autor im Abschnitt über Tags?",
         "¿Según el documento, qué comando crea una etiqueta?",
+        # Multi-hop drafts of Qwen2.5-1.5B (SQLite's and git's documentation).
+        "According to the first passage, what happens to a lock when the transaction ends?",
+        "Based on the information provided in both passages, what is the typical maintenance effort?",
+        "In the second passage, what change caused the corruption of a packfile?",
+        "What does the context of the example above say?",
     ],
 )
 def test_questions_pointing_at_their_source(question: str) -> None:
@@ -44,6 +49,9 @@ def test_questions_pointing_at_their_source(question: str) -> None:
         "What is the context switch cost on Linux?",  # "context" as a word of the subject
         "Which text encoding does git log use by default?",
         "Quelle commande crée une étiquette dans Git ?",
+        # The idiom, which a reviewer keeps (PostgreSQL's documentation): not a pointer at a passage.
+        "In the context of foreign key constraints, what is the purpose of the REFERENCES clause?",
+        "In the case of a deferred constraint, when is it checked?",
     ],
 )
 def test_standalone_questions_pass(question: str) -> None:
