@@ -36,9 +36,9 @@ from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
 
 NO_TOKEN_PROBABILITIES = (
-    "The critics' server sent no token probabilities, so every verdict is read as written "
-    "(a server that sends them, as OpenAI, vLLM and llama.cpp do, lets qagen read each verdict as a probability; "
-    "set critic.top_logprobs = 0 to stop asking for them)."
+    "The critics' server sent no token probabilities, so every verdict is read as written (a server that "
+    "sends them when asked, as OpenAI's chat models, vLLM and llama.cpp's server do, lets qagen read each "
+    "verdict as a probability, which agrees better with people)."
 )
 """Said once per stage when the critic's server ignores `top_logprobs`."""
 _MAX_SKIP_MESSAGES = 20

@@ -126,6 +126,7 @@ class OpenAIBackend:
         from qagen.llm.transport import ChatTransport, Endpoint
 
         self.settings = settings
+        self._logprobs_refused = False
         # Built for what it knows (the key, the URL, the headers), not to send: see `transport`.
         self._client = openai_client(settings, connections=None)
         self._transport = ChatTransport(
@@ -136,11 +137,29 @@ class OpenAIBackend:
         )
 
     async def reply(self, request: Request) -> Reply:
-        return parse_completion(await self._transport.post(chat_body(self.settings, request)))
+        from qagen.llm.transport import ServerStatusError
+
+        body = chat_body(self.settings, request)
+        if self._logprobs_refused:
+            body = without_logprobs(body)
+        try:
+            return parse_completion(await self._transport.post(body))
+        except ServerStatusError as exc:
+            # Some models refuse the parameter (OpenAI's reasoning models answer 400): ask again without
+            # it, from now on, and the verdicts are read as written (the build says so once).
+            if "logprobs" not in body or exc.status_code != 400 or "logprobs" not in str(exc.body):
+                raise
+            self._logprobs_refused = True
+            return parse_completion(await self._transport.post(without_logprobs(body)))
 
     async def aclose(self) -> None:
         await self._transport.aclose()
         await self._client.close()
+
+
+def without_logprobs(body: dict[str, Any]) -> dict[str, Any]:
+    """A chat body that does not ask for token log probabilities."""
+    return {key: value for key, value in body.items() if key not in ("logprobs", "top_logprobs")}
 
 
 def openai_client(settings: ModelSettings, *, connections: int | None) -> Any:

@@ -140,6 +140,8 @@ class ReplyPolicy:
     logprobs: bool = False
     """Send token log probabilities when a request asks for them (`standins.llm.logprobs`); False: a server
     that never sends them (most do not unless asked; some never do)."""
+    refuse_logprobs: bool = False
+    """Answer 400 to a request that asks for token log probabilities (as OpenAI's reasoning models do)."""
     reader_mismatch_rate: float = 0.0
     """Share of reader checks (by question) answered with something else than the drafted answer."""
     reader_unanswered_rate: float = 0.0

@@ -202,6 +202,11 @@ class StandInApp:
         if knobs.models is not None and model not in knobs.models:
             self._model_not_found(handler, entry, model)
             return
+        if knobs.replies.refuse_logprobs and request.get("logprobs"):
+            # As OpenAI's reasoning models answer a request for token log probabilities.
+            message = "logprobs is not supported with this model."
+            self._error(handler, entry, 400, message, "unsupported_parameter", param="logprobs")
+            return
 
         attempt, reply_number, fault = self.attempts.count(
             sha, fault_rate=knobs.fault_rate, fault_attempts=knobs.fault_attempts, fault_kinds=knobs.fault_kinds

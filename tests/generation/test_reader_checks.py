@@ -130,3 +130,16 @@ def test_a_rerun_pays_for_no_reader_call(corpus: Path, llm: Any, tmp_path: Path)
     assert any(entry.get("criterion") == "reader" for entry in llm.log)
     build(config, run, progress=False)
     assert len(llm.log) == calls
+
+
+def test_a_model_that_refuses_token_probabilities_is_asked_without_them(
+    corpus: Path, llm: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    llm.configure(refuse_logprobs=True)
+    run = tmp_path / "run"
+    build(_config(corpus, llm, n_generations=4, concurrency=1), run, progress=False)
+    refused = [entry for entry in llm.log if entry.get("kind") == "error"]
+    assert len(refused) == 1  # once, one call at a time: the critics' later calls do not ask again
+    records = _critiques(run)
+    assert records and all(record.ok and record.probability is None for record in records)
+    assert capsys.readouterr().err.count(NO_TOKEN_PROBABILITIES) == 1
