@@ -59,6 +59,15 @@ class Chunk(Record):
     end_index: int = Field(description="start_index + len(text).")
 
 
+class RetrievedContext(Record):
+    """A passage the RAG system retrieved, with its source and offsets when the system knows them."""
+
+    text: str = Field(description="The passage's text.")
+    source: str | None = Field(default=None, description="Its document, when the system reports it.")
+    start_index: int | None = Field(default=None, description="Its character offset in that document, when known.")
+    end_index: int | None = Field(default=None, description="start_index + the passage's length, when known.")
+
+
 class Passages(Record):
     """What one draft is made from: the question type and its passages (one chunk, or several for a
     question that needs them all), and the terms that link them. The item of a build's draft and

@@ -246,7 +246,6 @@ if TYPE_CHECKING:
     assert {"generation", "evaluate", "config", "__init__"} <= graph.nodes
 
 
-@_KNOTTED
 def test_generation_and_evaluation_import_neither_each_other() -> None:
     first, second = SIDE_BY_SIDE
     edges = read_graph().edges()

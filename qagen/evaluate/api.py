@@ -302,6 +302,6 @@ def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None)
         return embeddings.aembed_documents
     if not isinstance(embeddings, str):
         return embeddings
-    from qagen.evaluate.systems.embeddings import EmbeddingsModel
+    from qagen.corpus.embeddings import EmbeddingsModel
 
     return EmbeddingsModel(embeddings, server=judge).embeddings().aembed_documents

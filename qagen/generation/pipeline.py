@@ -12,14 +12,14 @@ from typing import Any
 from tqdm import tqdm
 
 from qagen.config import BuildConfig
+from qagen.corpus.chunk import ChunkStats, chunk_documents, make_splitter
+from qagen.corpus.load.documents import CorpusReport, iter_documents
+from qagen.corpus.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.errors import CorpusError, NothingUsableError
-from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.embedders import pairing_embedder
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
 from qagen.generation.ledger import Ledger
-from qagen.generation.load.documents import CorpusReport, iter_documents
-from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.generation.sample import Sample
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, warm_up

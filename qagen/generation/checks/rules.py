@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from qagen.evaluate.metrics.evidence import normalise
+from qagen.corpus.evidence import normalise
 from qagen.generation.checks.words import content_words
 
 
