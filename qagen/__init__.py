@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from qagen._version import __version__
 
 # Public name -> (module, name in that module).
 _EXPORTS: dict[str, tuple[str, str]] = {

@@ -27,16 +27,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
 
 from qagen.errors import ConfigError
 from qagen.llm.prompts import Prompt, load_prompt
-
-CRITIC_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
-CriticName = Annotated[str, StringConstraints(pattern=CRITIC_NAME_PATTERN)]
-"""A critic's name: lower-case letters, digits and `_`, as it appears in columns and options."""
+from qagen.records import CRITIC_NAME_PATTERN, CriticName
 
 CRITIC_INPUTS = frozenset({"question", "context", "answer", "retrieved"})
 """What a critic's prompt may read of the draft: the question (required), its passages (`context`:

@@ -7,12 +7,16 @@ types are the column types: see `qagen.generation.write`); `BuildSummary` is `su
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from qagen.critics import CriticName
 from qagen.failures import Failure
+
+CRITIC_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+CriticName = Annotated[str, StringConstraints(pattern=CRITIC_NAME_PATTERN)]
+"""A critic's name: lower-case letters, digits and `_`, as it appears in columns and options. Records
+and settings read it, so it lives here, below the critics' registry (`qagen.critics`)."""
 
 Criterion = CriticName
 """A critic's name (the critics are `qagen.critics.CRITICS` and a build's own)."""

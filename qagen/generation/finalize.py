@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
-from qagen import __version__
+from qagen._version import __version__
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex
 from qagen.generation.filter import Assembler

@@ -25,13 +25,13 @@ from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.backends import require_key
 from qagen.llm.clients import Clients, ModelLike
+from qagen.llm.concurrency import run_coroutine
 from qagen.llm.task import Role
 from qagen.question_types import QUESTION_TYPES, draft_counts
 from qagen.records import BuildSummary, Passages, SkippedInput
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
-from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
 

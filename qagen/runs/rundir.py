@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from qagen import __version__
+from qagen._version import __version__
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole, describe_differences, keep_decided, with_added_fields
 from qagen.corpus.settings import CorpusSettings
 from qagen.errors import CorpusChangedError, QagenError, RunMismatchError

@@ -27,12 +27,12 @@ from qagen.generation.tasks import BuildFlow, BuildTasks
 from qagen.llm.backends import ModelSettings
 from qagen.llm.client import LLMClient
 from qagen.llm.clients import Clients
+from qagen.llm.concurrency import run_coroutine
 from qagen.llm.task import Reply, Request
 from qagen.runs.batch.executor import BatchExecutor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.results import read_results
 from qagen.runs.batch.rounds import BatchOptions, input_line
-from qagen.runs.concurrency import run_coroutine
 from qagen.runs.rundir import RunDir
 
 
