@@ -8,12 +8,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from qagen.corpus.settings import ChunkSettings, CorpusSettings
-from qagen.critics import CRITICS, CriticName, CriticRegistry, CriticSpec
+from qagen.critics import CRITICS, CriticRegistry, CriticSpec
 from qagen.errors import ConfigError
+from qagen.failures import FailureKind
 from qagen.llm.backends import ModelSettings
 from qagen.llm.clients import CallLimits
 from qagen.question_types import DEFAULT_TYPE, QUESTION_TYPES, check_shares
-from qagen.records import Draft
+from qagen.records import CriticName, Draft
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 DEFAULT_AUDIENCE = "people looking for information in this document collection"
@@ -23,6 +24,15 @@ RARE_TERMS = "rare terms"
 FINGERPRINT_ADDED: dict[str, tuple[str, Any]] = {"pairing": ("generator_model", RARE_TERMS)}
 """Fingerprint fields added after runs were made with qagen: the field that tells whether an old run
 had decided it (a run whose generator was fixed had drafted) and the value every such run had."""
+
+FREE_CHECK_DEFAULTS: dict[str, bool] = {
+    "source_pointing": True,
+    "answer_in_question": True,
+    "ungrounded_answer": True,
+}
+"""The free checks a build can make before any critic (the values of `free_checks`), in the order
+they are tried, and whether each is on unless the build names its own; what each checks and the
+reason it rejects with is `qagen.generation.checks.rules.FREE_CHECKS`."""
 
 BuildRole = Literal["generator", "critic"]
 """The models of a build: the generator drafts, the critics rate."""
@@ -151,12 +161,10 @@ class BuildConfig(BaseModel):
                 f"`dedup_threshold` must be in (0, 1], got {self.dedup_threshold}.", settings=("dedup_threshold",)
             )
         if self.free_checks is not None:
-            from qagen.generation.checks.rules import FREE_CHECK_NAMES
-
-            unknown = sorted(set(self.free_checks) - set(FREE_CHECK_NAMES))
+            unknown = sorted(set(self.free_checks) - set(FREE_CHECK_DEFAULTS))
             if unknown:
                 raise ConfigError(
-                    f"`free_checks` names no check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_NAMES)}.",
+                    f"`free_checks` names no check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_DEFAULTS)}.",
                     settings=("free_checks",),
                 )
         if self.max_copied_share is not None and not 0 < self.max_copied_share <= 1:
@@ -172,17 +180,21 @@ class BuildConfig(BaseModel):
 
     def enabled_checks(self) -> frozenset[str]:
         """The names of the free checks this build makes."""
-        from qagen.generation.checks.rules import FREE_CHECKS
-
         if self.free_checks is not None:
             return frozenset(self.free_checks)
-        return frozenset(check.name for check in FREE_CHECKS if check.default_on)
+        return frozenset(name for name, on in FREE_CHECK_DEFAULTS.items() if on)
 
     def too_long(self, draft: Draft) -> str | None:
-        """Why a parsed draft is too long to be a factoid, or None (see `generation.draft.too_long`)."""
-        from qagen.generation.draft import too_long
+        """Why a parsed draft is no factoid (`question_too_long`, `answer_too_long`), or None.
 
-        return too_long(draft, self.max_question_chars, self.max_answer_chars)
+        A check of the run's settings, not of the reply: it is made when drafts are critiqued and
+        filtered, so a changed limit applies to drafts already made, without a new call.
+        """
+        if len(draft.question or "") > self.max_question_chars:
+            return FailureKind.QUESTION_TOO_LONG.value
+        if len(draft.answer or "") > self.max_answer_chars:
+            return FailureKind.ANSWER_TOO_LONG.value
+        return None
 
     def critic_registry(self) -> CriticRegistry:
         """Every critic of this build: the registered ones (`qagen.critics.CRITICS`), those only its

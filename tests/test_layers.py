@@ -40,8 +40,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "qagen"
 
 LAYERS: tuple[frozenset[str], ...] = (
@@ -65,8 +63,6 @@ MAX_UPWARD = 2
 
 SIDE_BY_SIDE = ("generation", "evaluate")
 """Two nodes that stand on the same layers and never on each other."""
-
-_KNOTTED = pytest.mark.xfail(strict=True, reason="the knots of issue 30, untied by the commits that follow")
 
 
 class Import(NamedTuple):
@@ -253,13 +249,11 @@ def test_generation_and_evaluation_import_neither_each_other() -> None:
     assert not crossing, f"{first} and {second} must stand on `corpus`, not on each other:\n{describe(crossing)}"
 
 
-@_KNOTTED
 def test_no_circle_of_imports_spans_two_folders() -> None:
     spanning = [members for members in read_graph().cycles() if len({folder_of(m) for m in members}) > 1]
     assert not spanning, "circles of imports across folders:\n" + "\n".join(" <-> ".join(m) for m in spanning)
 
 
-@_KNOTTED
 def test_at_most_max_upward_imports() -> None:
     upward = upward_edges(read_graph())
     assert len(upward) <= MAX_UPWARD, f"{len(upward)} imports run up the layers (at most {MAX_UPWARD}):\n" + describe(
