@@ -73,7 +73,7 @@ Measured (2-core machine; the tables are in docs/benchmarks.md, "Dense and hybri
   beyond noise; hybrid's lead on `llm` at hit@5 is the only one in their favour. 512 word pieces
   lift dense hit@5 at 2000 characters from 0.72 to 0.86 (reworded, +0.14 [+0.06, +0.23]) and 0.88
   (verbatim, +0.16 [+0.08, +0.24]), change nothing at 500 and nothing beyond noise at 1000: it is
-  now the bundled model's default (qagen/evaluate/systems/embeddings.py).
+  now the bundled model's default (qagen/corpus/embeddings.py).
 """
 
 from __future__ import annotations
@@ -92,12 +92,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from qagen.corpus.embeddings import EmbeddingsModel
 from qagen.evaluate.metrics.statistics import mean_ci, paired_test
-from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.report import P_RESAMPLES, format_p_value
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
-from qagen.evaluate.systems.embeddings import EmbeddingsModel
 from qagen.evaluate.systems.retrievers import Retriever, make_retriever
+from qagen.records import RetrievedContext
 
 MODULES = (
     "json csv shutil pathlib re string textwrap datetime calendar math statistics random fractions itertools "

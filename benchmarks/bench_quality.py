@@ -55,12 +55,13 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))
 
 from datasets import Dataset, load_from_disk
 
-from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.chunk_index import ChunkIndex
+from qagen.corpus.settings import ChunkSettings, CorpusSettings
 from qagen.critics import CRITICS
 from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND
 from qagen.generation.checks.rules import FREE_CHECKS
-from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.pipeline import build, finalize, load_sample
 from qagen.generation.tasks import BuildTasks
 from qagen.llm.backends import ModelSettings

@@ -57,7 +57,8 @@ class Reviewed(NamedTuple):
 
     set_name: str
     drafted: Drafted
-    keep: bool
+    keep: bool | None
+    """The reviewer keeps it; None: not labelled yet (its verdicts can be asked, not measured)."""
     review: dict[str, Any]
 
 
@@ -65,15 +66,16 @@ def _chunk(text: str, source: str, number: int) -> Chunk:
     return Chunk(id=f"{source}#{number}", source=source, text=text, start_index=0, end_index=len(text))
 
 
-def read_reviewed(path: Path) -> list[Reviewed]:
-    """A reviewed set in either shape (the module's docstring), drafts that the reviewer labelled."""
+def read_reviewed(path: Path, *, labelled_only: bool = True) -> list[Reviewed]:
+    """A reviewed set in either shape (the module's docstring): the drafts the reviewer labelled, or
+    (`labelled_only=False`) every draft, labelled or not."""
     found: list[Reviewed] = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         row = json.loads(line)
-        review = row["review"]
-        if review.get("keep") is None:
+        review = row.get("review") or {}
+        if labelled_only and review.get("keep") is None:
             continue
         if "passages" in row:
             chunks = tuple(_chunk(p["text"], p["document"], n) for n, p in enumerate(row["passages"]))
@@ -88,7 +90,8 @@ def read_reviewed(path: Path) -> list[Reviewed]:
             question=row["question"], answer=row["answer"], evidence=evidence,
         )  # fmt: skip
         drafted = Drafted(draft, Passages(question_type=question_type, chunks=chunks), retrieved)
-        found.append(Reviewed(path.stem.split("_")[0], drafted, bool(review["keep"]), review))
+        keep = review.get("keep")
+        found.append(Reviewed(path.stem.split("_")[0], drafted, None if keep is None else bool(keep), review))
     return found
 
 
@@ -119,7 +122,7 @@ def task_for(name: str, question_type: str, model: str, audience: str) -> Critic
 # ask
 # --------------------------------------------------------------------------------------------------
 def ask(args: argparse.Namespace) -> None:
-    drafts = [draft for path in args.reviewed for draft in read_reviewed(path)]
+    drafts = [draft for path in args.reviewed for draft in read_reviewed(path, labelled_only=False)]
     names = [name.strip() for name in args.critics.split(",") if name.strip()]
     settings = ModelSettings(
         spec=args.model, base_url=args.base_url, timeout=600, top_logprobs=5, max_output_tokens=400
@@ -234,7 +237,7 @@ def report(args: argparse.Namespace) -> None:
     combos = _combinations(names)
     for group, members in sorted(groups.items()):
         ids = [member.drafted.draft.id for member in members]
-        keeps = [member.keep for member in members]
+        keeps = [bool(member.keep) for member in members]
         print(f"\n{group}: {len(members)} drafts, the reviewer keeps {sum(keeps)}")
         checks = [_free_check(member, config) is not None for member in members]
         print(_line("free checks (default on)", checks, keeps, ids))

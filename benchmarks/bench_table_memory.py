@@ -40,7 +40,7 @@ FORMATS = ("csv", "jsonl", "parquet")
 _READ = """
 import sys
 from pathlib import Path
-from qagen.generation.load.tables import read_table
+from qagen.corpus.load.tables import read_table
 path = Path(sys.argv[1])
 skipped = []
 characters = 0

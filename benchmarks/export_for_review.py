@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from qagen.generation.chunk_index import ChunkIndex
+from qagen.corpus.chunk_index import ChunkIndex
 from qagen.generation.pipeline import load_sample
 from qagen.generation.tasks import BuildTasks
 from qagen.question_types import QUESTION_TYPES

@@ -25,10 +25,10 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from qagen.corpus.chunk import ChunkStats, chunk_documents, make_splitter
+from qagen.corpus.load.documents import CorpusReport, iter_documents
 from qagen.generation.checks.words import content_words
-from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.embedders import pairing_embedder
-from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.question_types.pairs import MAX_TERM_CHUNKS, MAX_TERM_SHARE, MIN_TERM_CHARACTERS, shared_term_pairs
 from qagen.question_types.spec import Picked, TextEmbedder
 from qagen.records import Chunk

@@ -11,7 +11,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from qagen._version import __version__
 
 # Public name -> (module, name in that module).
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -19,8 +19,8 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "BuildResult": ("qagen.generation.pipeline", "BuildResult"),
     "BuildSummary": ("qagen.records", "BuildSummary"),
     "BuildConfig": ("qagen.config", "BuildConfig"),
-    "CorpusSettings": ("qagen.config", "CorpusSettings"),
-    "ChunkSettings": ("qagen.config", "ChunkSettings"),
+    "CorpusSettings": ("qagen.corpus.settings", "CorpusSettings"),
+    "ChunkSettings": ("qagen.corpus.settings", "ChunkSettings"),
     "ModelSettings": ("qagen.llm.client", "ModelSettings"),
     "BatchOptions": ("qagen.runs.batch.rounds", "BatchOptions"),
     "push": ("qagen.publish.push", "push_run"),
@@ -53,7 +53,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+    from qagen.config import BuildConfig
+    from qagen.corpus.settings import ChunkSettings, CorpusSettings
     from qagen.errors import QagenError
     from qagen.evaluate.api import evaluate
     from qagen.evaluate.records import EvalSummary

@@ -7,13 +7,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticName, CriticRegistry, CriticSpec
+from qagen.corpus.settings import ChunkSettings, CorpusSettings
+from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticRegistry, CriticSpec
 from qagen.errors import ConfigError
-from qagen.generation.chunk import LengthUnit
+from qagen.failures import FailureKind
 from qagen.llm.backends import ModelSettings
 from qagen.llm.clients import CallLimits
 from qagen.question_types import DEFAULT_TYPE, QUESTION_TYPES, check_shares
-from qagen.records import Draft
+from qagen.records import CriticName, Draft
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 DEFAULT_AUDIENCE = "people looking for information in this document collection"
@@ -24,60 +25,18 @@ FINGERPRINT_ADDED: dict[str, tuple[str, Any]] = {"pairing": ("generator_model", 
 """Fingerprint fields added after runs were made with qagen: the field that tells whether an old run
 had decided it (a run whose generator was fixed had drafted) and the value every such run had."""
 
+FREE_CHECK_DEFAULTS: dict[str, bool] = {
+    "source_pointing": True,
+    "answer_in_question": True,
+    "ungrounded_answer": True,
+}
+"""The free checks a build can make before any critic (the values of `free_checks`), in the order
+they are tried, and whether each is on unless the build names its own; what each checks and the
+reason it rejects with is `qagen.generation.checks.rules.FREE_CHECKS`."""
+
 BuildRole = Literal["generator", "critic"]
 """The models of a build: the generator drafts, the critics rate."""
 BUILD_ROLES: tuple[BuildRole, ...] = ("generator", "critic")
-
-
-class CorpusSettings(BaseModel):
-    """Where the documents come from."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    path: str | None = Field(default=None, description="A file or folder of documents or tables.")
-    hf_dataset: str | None = Field(default=None, description="A saved dataset directory or a Hub dataset id.")
-    split: str = Field(default="train", description="The split of `hf_dataset` to read.")
-    text_column: str = Field(
-        default="text", description="The column holding the text, in tables (.jsonl, .csv, .parquet) and datasets."
-    )
-    source_column: str | None = Field(
-        default=None, description="The column naming each row's source document (None: file name and row number)."
-    )
-
-    @model_validator(mode="after")
-    def _one_source(self) -> CorpusSettings:
-        if (self.path is None) == (self.hf_dataset is None):
-            raise ConfigError(
-                "Give exactly one corpus: a path, or `hf_dataset=NAME_OR_PATH`.", settings=("hf_dataset",)
-            )
-        return self
-
-
-MIN_CHUNK_SIZE: dict[LengthUnit, int] = {"characters": 50, "tokens": 12}
-"""The smallest chunk that can hold a fact to ask about: one short sentence (about 50 characters,
-or 12 tokens). Smaller chunks give questions about single words or letters, each paid for."""
-
-
-class ChunkSettings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    chunk_size: int = Field(default=2000, description="The longest chunk, in `length_unit`s (the notebook's 2000).")
-    chunk_overlap: int = Field(default=200, description="How much consecutive chunks overlap, in `length_unit`s.")
-    length_unit: LengthUnit = Field(
-        default="characters", description="Measure chunk length in `characters` or in tiktoken `tokens`."
-    )
-    encoding: str = Field(default="cl100k_base", description="The tiktoken encoding, when `length_unit` is tokens.")
-
-    @model_validator(mode="after")
-    def _big_enough(self) -> ChunkSettings:
-        smallest = MIN_CHUNK_SIZE[self.length_unit]
-        if self.chunk_size < smallest:
-            raise ConfigError(
-                f"`chunk_size` {self.chunk_size} is too small for a chunk to hold a fact to ask about; the "
-                f"smallest accepted is {smallest} {self.length_unit} (the default: 2000).",
-                settings=("chunk_size",),
-            )
-        return self
 
 
 CRITIC_TOP_LOGPROBS = 5
@@ -223,12 +182,10 @@ class BuildConfig(BaseModel):
                 f"`dedup_threshold` must be in (0, 1], got {self.dedup_threshold}.", settings=("dedup_threshold",)
             )
         if self.free_checks is not None:
-            from qagen.generation.checks.rules import FREE_CHECK_NAMES
-
-            unknown = sorted(set(self.free_checks) - set(FREE_CHECK_NAMES))
+            unknown = sorted(set(self.free_checks) - set(FREE_CHECK_DEFAULTS))
             if unknown:
                 raise ConfigError(
-                    f"`free_checks` names no check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_NAMES)}.",
+                    f"`free_checks` names no check {', '.join(unknown)}; choose from {', '.join(FREE_CHECK_DEFAULTS)}.",
                     settings=("free_checks",),
                 )
         if self.max_copied_share is not None and not 0 < self.max_copied_share <= 1:
@@ -244,17 +201,21 @@ class BuildConfig(BaseModel):
 
     def enabled_checks(self) -> frozenset[str]:
         """The names of the free checks this build makes."""
-        from qagen.generation.checks.rules import FREE_CHECKS
-
         if self.free_checks is not None:
             return frozenset(self.free_checks)
-        return frozenset(check.name for check in FREE_CHECKS if check.default_on)
+        return frozenset(name for name, on in FREE_CHECK_DEFAULTS.items() if on)
 
     def too_long(self, draft: Draft) -> str | None:
-        """Why a parsed draft is too long to be a factoid, or None (see `generation.draft.too_long`)."""
-        from qagen.generation.draft import too_long
+        """Why a parsed draft is no factoid (`question_too_long`, `answer_too_long`), or None.
 
-        return too_long(draft, self.max_question_chars, self.max_answer_chars)
+        A check of the run's settings, not of the reply: it is made when drafts are critiqued and
+        filtered, so a changed limit applies to drafts already made, without a new call.
+        """
+        if len(draft.question or "") > self.max_question_chars:
+            return FailureKind.QUESTION_TOO_LONG.value
+        if len(draft.answer or "") > self.max_answer_chars:
+            return FailureKind.ANSWER_TOO_LONG.value
+        return None
 
     def critic_registry(self) -> CriticRegistry:
         """Every critic of this build: the registered ones (`qagen.critics.CRITICS`), those only its

@@ -27,12 +27,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field
 
 from qagen.errors import ConfigError
 from qagen.llm.prompts import Prompt, load_prompt
+from qagen.records import CRITIC_NAME_PATTERN, CriticName
 
 if TYPE_CHECKING:
     from qagen.records import Critique
@@ -54,9 +55,6 @@ NOT_ANSWERED_BY_PASSAGE = "not_answered_by_passage"
 ANSWERABLE = "answerable"
 """The reason a question drafted as unanswerable is rejected when the corpus answers it."""
 
-CRITIC_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
-CriticName = Annotated[str, StringConstraints(pattern=CRITIC_NAME_PATTERN)]
-"""A critic's name: lower-case letters, digits and `_`, as it appears in columns and options."""
 
 CRITIC_INPUTS = frozenset({"question", "context", "answer", "retrieved"})
 """What a critic's prompt may read of the draft: the question (required), its passages (`context`:

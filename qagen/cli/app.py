@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from qagen import __version__
+from qagen._version import __version__
 from qagen.cli.build_settings import config_from_options
 from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors

@@ -58,7 +58,7 @@ def batch() -> None:
 @friendly_errors
 def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: Any) -> None:
     """Write the next round of RUN_DIR's requests (drafts, then each critic) to a JSONL file."""
-    from qagen.runs.batch.offline import export_requests
+    from qagen.generation.batch_export import export_requests
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()
@@ -80,7 +80,8 @@ def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: A
 @friendly_errors
 def import_command(run_dir: Path, results: Path) -> None:
     """Read a batch runner's RESULTS file (Batch API output format) into RUN_DIR, and record its answers."""
-    from qagen.runs.batch.offline import export_requests, import_results
+    from qagen.generation.batch_export import export_requests
+    from qagen.runs.batch.offline import import_results
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()

@@ -17,7 +17,8 @@ from typing import Any, Literal
 import click
 from pydantic import BaseModel
 
-from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import ChunkSettings, CorpusSettings
 from qagen.critics import CRITICS
 from qagen.llm.backends import ModelSettings
 

@@ -409,11 +409,11 @@ def _rerank_names(specs: list[RerankSpec]) -> dict[RerankSpec, str]:
 
 def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, progress: bool) -> Any:
     from qagen.call_policy import CallPolicy
+    from qagen.corpus.index_cache import index_cache_dir
     from qagen.evaluate.api import rag_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
     from qagen.evaluate.systems.callable import CallableSystem
     from qagen.evaluate.systems.endpoint import EndpointSystem
-    from qagen.evaluate.systems.index_cache import index_cache_dir
 
     if options["answers"]:
         return AnswersFileSystem(options["answers"])

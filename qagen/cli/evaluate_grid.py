@@ -18,7 +18,7 @@ from qagen.errors import ConfigError
 # here: `qagen --help` loads no retrieval code).
 RETRIEVERS = ("bm25", "dense", "hybrid")
 # The loggers whose lines say whether an index was built or reused, and where it is kept: shown to CLI users.
-INDEX_LOGGERS = ("qagen.evaluate.systems.dense_index", "qagen.evaluate.systems.bm25_index")
+INDEX_LOGGERS = ("qagen.evaluate.systems.dense_index", "qagen.corpus.bm25_index")
 
 
 def split_list(value: str | None) -> list[str]:
@@ -41,7 +41,7 @@ def baseline_systems(baseline: str | None, embeddings: str | None) -> list[tuple
     if not kinds:
         return [(None, None)]
     if dense:
-        from qagen.evaluate.systems.embeddings import LOCAL, EmbeddingsModel, require_dense_extra
+        from qagen.corpus.embeddings import LOCAL, EmbeddingsModel, require_dense_extra
 
         require_dense_extra("faiss")
         models = models or [LOCAL]
@@ -84,7 +84,7 @@ def point_name(retriever: str | None, embeddings: str | None, chunk_size: int, k
     if not named:
         return f"chunk{chunk_size}_k{k}"
     if embeddings is not None:
-        from qagen.evaluate.systems.embeddings import EmbeddingsModel
+        from qagen.corpus.embeddings import EmbeddingsModel
 
         retriever += "-" + re.sub(r"[^A-Za-z0-9._-]+", "-", EmbeddingsModel(embeddings).label)
     return f"{retriever}_chunk{chunk_size}_k{k}"

@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 
 import click
 
-from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL, MIN_CHUNK_SIZE
+from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL
+from qagen.corpus.settings import MIN_CHUNK_SIZE
 from qagen.critics import CRITICS, CriticSpec, check_name
 from qagen.errors import QagenError
 from qagen.generation.checks.rules import FREE_CHECK_NAMES, FREE_CHECKS

@@ -12,7 +12,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable
 
-from qagen import __version__
+from qagen._version import __version__
 from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.input_checks import check_inputs
@@ -27,12 +27,12 @@ from qagen.evaluate.systems.protocol import ReaderSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
 from qagen.llm.client import ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
+from qagen.llm.concurrency import run_coroutine
 from qagen.llm.task import Role
 from qagen.question_types import scoring_of
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
-from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.store import write_json_atomic
 
@@ -302,6 +302,6 @@ def _embedder(embeddings: str | Embeddings | Embed, judge: ModelSettings | None)
         return embeddings.aembed_documents
     if not isinstance(embeddings, str):
         return embeddings
-    from qagen.evaluate.systems.embeddings import EmbeddingsModel
+    from qagen.corpus.embeddings import EmbeddingsModel
 
     return EmbeddingsModel(embeddings, server=judge).embeddings().aembed_documents

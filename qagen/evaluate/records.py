@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from qagen.evaluate.metrics.evidence import Evidence
+from qagen.corpus.evidence import Evidence
 from qagen.failures import Failure
-from qagen.records import BatchSpend, Record, Usage
+from qagen.records import BatchSpend, Record, RetrievedContext, Usage
 
 
 class EvalItem(Record):
@@ -39,15 +39,6 @@ class EvalItem(Record):
         description="The documents of every passage the question needs (a multi-hop question's two); empty when "
         "it has one passage (`source_doc`).",
     )
-
-
-class RetrievedContext(Record):
-    """A passage the RAG system retrieved, with its source and offsets when the system knows them."""
-
-    text: str = Field(description="The passage's text.")
-    source: str | None = Field(default=None, description="Its document, when the system reports it.")
-    start_index: int | None = Field(default=None, description="Its character offset in that document, when known.")
-    end_index: int | None = Field(default=None, description="start_index + the passage's length, when known.")
 
 
 class RagOutput(Record):

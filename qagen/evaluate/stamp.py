@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qagen import __version__
+from qagen._version import __version__
 from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.evaluate.metrics.scoring import Reported
 from qagen.evaluate.records import EvalSummary, JudgeVerdict, RagOutput

@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from qagen.corpus.squad import squad_tokens, token_f1
 from qagen.critics import CRITICS, CriticScale, default_prompt
-from qagen.evaluate.metrics.squad import squad_tokens, token_f1
 from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import parse_rating, parse_reader_answer, parse_yes_no
 from qagen.llm.prompts import Prompt

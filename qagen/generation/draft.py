@@ -117,16 +117,3 @@ class DraftTask(SingleCallTask[Passages, Draft]):
             reasoning=reply.reasoning if reply else None,
             usage=reply.usage if reply else Usage(),
         )
-
-
-def too_long(draft: Draft, max_question_chars: int, max_answer_chars: int) -> str | None:
-    """Why a parsed draft is no factoid (`question_too_long`, `answer_too_long`), or None.
-
-    A check of the run's settings, not of the reply: it is made when drafts are critiqued and
-    filtered, so a changed limit applies to drafts already made, without a new call.
-    """
-    if len(draft.question or "") > max_question_chars:
-        return FailureKind.QUESTION_TOO_LONG.value
-    if len(draft.answer or "") > max_answer_chars:
-        return FailureKind.ANSWER_TOO_LONG.value
-    return None

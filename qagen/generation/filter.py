@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
+from qagen.corpus.chunk_index import ChunkIndex
 from qagen.critics import passes, rejected_as_reason, rejection
 from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.checks.precheck import precheck
-from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.sample import Sample

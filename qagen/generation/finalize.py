@@ -24,9 +24,9 @@ from typing import Any, NamedTuple
 
 from tqdm import tqdm
 
-from qagen import __version__
+from qagen._version import __version__
 from qagen.config import BuildConfig
-from qagen.generation.chunk_index import ChunkIndex
+from qagen.corpus.chunk_index import ChunkIndex
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.profile import ProfileCounter

@@ -12,26 +12,26 @@ from typing import Any
 from tqdm import tqdm
 
 from qagen.config import BuildConfig
+from qagen.corpus.chunk import ChunkStats, chunk_documents, make_splitter
+from qagen.corpus.load.documents import CorpusReport, iter_documents
+from qagen.corpus.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.errors import CorpusError, NothingUsableError
-from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.generation.embedders import pairing_embedder
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
 from qagen.generation.ledger import Ledger
-from qagen.generation.load.documents import CorpusReport, iter_documents
-from qagen.generation.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.generation.sample import Sample
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.backends import require_key
 from qagen.llm.clients import Clients, ModelLike
+from qagen.llm.concurrency import run_coroutine
 from qagen.llm.task import Role
 from qagen.question_types import QUESTION_TYPES, draft_counts
 from qagen.records import BuildSummary, Passages, SkippedInput
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
-from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
 

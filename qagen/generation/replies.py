@@ -86,7 +86,17 @@ _ECHOED_EVIDENCE_LINE = re.compile(
 )
 
 
-_ANSWER_LABEL = re.compile(r"^[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::)[ \t]*\**", re.IGNORECASE | re.MULTILINE)
+_ANSWER_LABEL = re.compile(
+    # Line-initial, or on the question's own line right after its question mark ("Question: Q? Answer: A").
+    r"(?:^[ \t]*|(?<=\?)[ \t]+)\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::)[ \t]*\**",
+    re.IGNORECASE | re.MULTILINE,
+)
+# A question written with no label at all: the block's one line before its `Answer:` line, a question
+# with no label-like "word: " in it ("What is X?\nAnswer: Y": Qwen2.5-1.5B wrote 2 of 64 drafts so on
+# Python's documentation; "Here is a question: What is X?" is prose, not a question).
+_UNLABELLED_QUESTION = re.compile(
+    r"\A\s*(?P<question>(?:[^\n:]|:(?!\s))*\?)[ \t]*\n(?=[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::))"
+)
 # The evidence line the default prompt asks for after the answer (optional: older prompts and the
 # user's own do not ask for it); line-initial, like `Answer:`.
 _EVIDENCE_LABEL = re.compile(r"^[ \t]*\**[ \t]*Evidence[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE | re.MULTILINE)
@@ -157,10 +167,10 @@ def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
     generator's reply (`label`: a question type's)."""
     labelled = _question_label(label)
     for block in verdict_blocks(_ECHOED_EVIDENCE_LINE.sub("", reply)):
-        question_label = labelled.search(block)
+        question_label = labelled.search(block) or _UNLABELLED_QUESTION.match(block)
         if question_label is None:
             continue
-        rest = block[question_label.end() :]
+        rest = block[question_label.end() :] if question_label.re is not _UNLABELLED_QUESTION else block
         answer_label = _ANSWER_LABEL.search(rest)
         if answer_label is None:
             return ParsedQA(None, None, FailureKind.NO_ANSWER)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from qagen.evaluate.systems.embeddings import DENSE_EXTRA, EmbeddingsModel
+from qagen.corpus.embeddings import DENSE_EXTRA, EmbeddingsModel
 from qagen.generation.embedders import missing_dense_modules, shared_model, unit_vectors
 
 DEFAULT_SEMANTIC_THRESHOLD = 0.8

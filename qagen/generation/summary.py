@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from qagen import __version__
+from qagen._version import __version__
 from qagen.config import BuildConfig
 from qagen.generation.ledger import PaidCall
 from qagen.generation.tasks import BuildTasks

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
+from qagen.corpus.chunk import ChunkSource
+from qagen.corpus.chunk_index import ChunkIndex
 from qagen.critics import check_prompt, passes
 from qagen.generation.checks.precheck import precheck
-from qagen.generation.chunk_index import ChunkIndex
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
 from qagen.llm.cost import Budget, price_for
 from qagen.llm.prompts import load_prompts
 from qagen.question_types import QUESTION_TYPES, QuestionTypeSpec
-from qagen.question_types.spec import ChunkSource
 from qagen.records import Critique, Draft, Passages
 from qagen.runs.executor import Executor
 

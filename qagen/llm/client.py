@@ -21,10 +21,10 @@ from urllib.parse import urlsplit
 from qagen.errors import ErrorBudgetExceededError, LLMUnavailableError
 from qagen.failures import Failure, FailureKind
 from qagen.llm.backends import DEFAULT_KEY_ENV, ChatBackend, MalformedCompletionError, ModelSettings, build_backend
+from qagen.llm.concurrency import despite_interrupt, interrupted
 from qagen.llm.server_url import has_credentials
 from qagen.llm.task import Outcome, Request
 from qagen.redaction import redact, redact_url
-from qagen.runs.concurrency import despite_interrupt, interrupted
 
 __all__ = ["CallStats", "LLMClient", "ModelSettings", "build_backend"]
 

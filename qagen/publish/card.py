@@ -16,7 +16,7 @@ from typing import Any
 
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from qagen import __version__
+from qagen._version import __version__
 from qagen.critics import CRITICS
 from qagen.redaction import redact
 

@@ -28,10 +28,11 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING, NamedTuple
 
+from qagen.corpus.chunk import ChunkSource
 from qagen.generation.checks.words import content_words
 from qagen.generation.sample import ChunkRef, sampling_order
 from qagen.question_types.pickers import type_seed
-from qagen.question_types.spec import ChunkSource, PassagePicker, Picked, PickedPassages, TextEmbedder
+from qagen.question_types.spec import PassagePicker, Picked, PickedPassages, TextEmbedder
 
 if TYPE_CHECKING:  # numpy is imported only when texts are embedded
     import numpy as np

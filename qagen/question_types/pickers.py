@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 
+from qagen.corpus.chunk import ChunkSource
 from qagen.generation.sample import ChunkRef, sampling_order, take
-from qagen.question_types.spec import ChunkSource, PassagePicker, Picked, PickedPassages, TextEmbedder
+from qagen.question_types.spec import PassagePicker, Picked, PickedPassages, TextEmbedder
 
 
 def type_seed(seed: int, question_type: str) -> int:

@@ -3,12 +3,13 @@ the filter, the rows, the summary and card) and by the evaluator (how its answer
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
+from qagen.corpus.chunk import ChunkSource
 from qagen.critics import CriticSpec
-from qagen.records import Chunk, Draft, Passages
+from qagen.records import Draft, Passages
 
 if TYPE_CHECKING:  # numpy is imported only when texts are embedded
     import numpy as np
@@ -16,9 +17,6 @@ if TYPE_CHECKING:  # numpy is imported only when texts are embedded
 
 PASSAGE_PLACEHOLDERS = ("first_context", "second_context", "third_context", "fourth_context")
 """The draft prompt's placeholders of a type that reads several passages, in order."""
-
-ChunkSource = Callable[[], Iterable[Chunk]]
-"""Every chunk of the corpus, read anew on each call (a run's chunk file is read, never held)."""
 
 TextEmbedder = Callable[[Sequence[str]], "NDArray[np.float64]"]
 """Texts to their unit-length embeddings, one row per text in order, so the dot product of two rows

@@ -23,10 +23,10 @@ from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import make_budget
 from qagen.llm.clients import Clients
+from qagen.llm.concurrency import run_coroutine
 from qagen.records import CandidateRow, Chunk, Passages
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
 from qagen.runs.batch.journal import Journal
-from qagen.runs.concurrency import run_coroutine
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
 

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from tqdm import tqdm
 
 from qagen.llm.clients import Clients
+from qagen.llm.concurrency import run_all
 from qagen.llm.cost import Budget, BudgetReachedError
 from qagen.llm.retries import retry_count
 from qagen.llm.task import Compute, Done, Outcome, Reply, Request, Step, Task, TaskRecord
-from qagen.runs.concurrency import run_all
 
 if TYPE_CHECKING:
     from qagen.runs.batch.journal import Journal

@@ -12,23 +12,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from qagen import __version__
-from qagen.config import (
-    BUILD_ROLES,
-    BuildConfig,
-    BuildRole,
-    CorpusSettings,
-    describe_differences,
-    keep_decided,
-    with_added_fields,
-)
+from qagen._version import __version__
+from qagen.config import BUILD_ROLES, BuildConfig, BuildRole, describe_differences, keep_decided, with_added_fields
+from qagen.corpus.settings import CorpusSettings
 from qagen.errors import CorpusChangedError, QagenError, RunMismatchError
 from qagen.records import Chunk, Critique, Draft
 from qagen.runs.lock import LOCK_NAME, OWNER_NAME, RunLock
 from qagen.runs.store import Dependents, RecordLog, write_json_atomic, writing
 
 if TYPE_CHECKING:
-    from qagen.generation.load.fingerprint import CorpusFingerprint
+    from qagen.corpus.load.fingerprint import CorpusFingerprint
 
 
 class RunDir:
@@ -162,7 +155,7 @@ class RunDir:
         corpus differs and `update` is False: the chunks would no longer match the documents.
         """
         # Here, not at the top: `qagen generate` and the other stage commands never read the corpus.
-        from qagen.generation.load.fingerprint import CorpusFingerprint, compare, current_fingerprint
+        from qagen.corpus.load.fingerprint import CorpusFingerprint, compare, current_fingerprint
 
         if not self.corpus_file.exists():
             if update:

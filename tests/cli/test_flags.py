@@ -14,8 +14,8 @@ from click.testing import CliRunner
 import qagen
 from qagen.cli.app import main
 from qagen.cli.flags import in_cli_terms, setting_flags
+from qagen.corpus.chunk import make_splitter
 from qagen.errors import ConfigError, QagenError
-from qagen.generation.chunk import make_splitter
 from qagen.generation.estimate import Estimate
 from qagen.llm.cost import Budget
 

@@ -14,7 +14,8 @@ from datasets import load_from_disk
 
 from qagen.cli.app import main
 from qagen.cli.build_settings import PER_INVOCATION, config_from_options
-from qagen.config import BuildConfig, ChunkSettings, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import ChunkSettings, CorpusSettings
 from qagen.llm.backends import ModelSettings
 
 SMALL = ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7"]

@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
+from qagen.corpus.index_cache import index_cache_dir
 from qagen.errors import QagenError
 from qagen.evaluate import results as results_module
 from qagen.evaluate.api import evaluate
@@ -22,7 +23,6 @@ from qagen.evaluate.runner import Evaluation
 from qagen.evaluate.stamp import STAMP_FILE
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems.callable import CallableSystem
-from qagen.evaluate.systems.index_cache import index_cache_dir
 from qagen.evaluate.testset import load_testset
 from standins.corpus import write_corpus
 from standins.llm.server import StandInLLM
@@ -190,7 +190,7 @@ def _evaluate_baseline(
 def test_the_cli_keeps_the_baseline_index_and_rebuilds_it_only_for_a_changed_corpus(
     llm: StandInLLM, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="qagen.evaluate.systems.bm25_index")
+    caplog.set_level(logging.INFO, logger="qagen.corpus.bm25_index")
     corpus = write_corpus(tmp_path / "corpus", documents=6)
     testset = tmp_path / "set.jsonl"
     out = tmp_path / "eval"

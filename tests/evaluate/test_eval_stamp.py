@@ -17,11 +17,12 @@ from qagen.cli.app import main
 from qagen.evaluate import results as results_module
 from qagen.evaluate.api import evaluate
 from qagen.evaluate.metrics.scoring import Reported
-from qagen.evaluate.records import EvalSummary, JudgeVerdict, RagOutput, RetrievedContext
+from qagen.evaluate.records import EvalSummary, JudgeVerdict, RagOutput
 from qagen.evaluate.stamp import STAMP_FILE, question_settled
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.failures import Failure, FailureKind
 from qagen.llm.client import ModelSettings
+from qagen.records import RetrievedContext
 from standins.llm.log import LogEntry
 from standins.llm.server import StandInLLM
 

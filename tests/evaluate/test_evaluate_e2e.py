@@ -24,8 +24,8 @@ from datasets import load_from_disk
 from langchain_core.runnables import RunnableLambda
 
 from qagen.cli.app import main
+from qagen.corpus.index_cache import index_cache_dir
 from qagen.evaluate.api import evaluate
-from qagen.evaluate.systems.index_cache import index_cache_dir
 from qagen.evaluate.testset import load_testset
 from qagen.llm.client import ModelSettings
 from standins.corpus import write_corpus

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from datasets import load_from_disk
 
 from qagen.cli.app import main
-from qagen.evaluate.metrics.evidence import normalise
+from qagen.corpus.evidence import normalise
 from standins.llm.server import StandInLLM
 
 SIZES = (500, 1000, 2000)

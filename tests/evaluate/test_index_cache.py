@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
+from qagen.corpus.index_cache import cache_home, index_cache_dir
 from qagen.evaluate.systems.corpus_chunks import clear_memory
-from qagen.evaluate.systems.index_cache import cache_home, index_cache_dir
 from standins.corpus import write_corpus
 from standins.llm.server import StandInLLM
 

@@ -6,18 +6,9 @@ from __future__ import annotations
 import json
 
 from qagen.evaluate.metrics.scoring import Reported
-from qagen.evaluate.records import (
-    EvalItem,
-    EvalSummary,
-    EvalUsage,
-    JudgeVerdict,
-    RagOutput,
-    ResultsSummary,
-    RetrievedContext,
-    SkippedRow,
-)
+from qagen.evaluate.records import EvalItem, EvalSummary, EvalUsage, JudgeVerdict, RagOutput, ResultsSummary, SkippedRow
 from qagen.evaluate.results import result_row, summarise
-from qagen.records import Usage
+from qagen.records import RetrievedContext, Usage
 
 ITEM = EvalItem(id="q1", question="When was the lighthouse built?", true_answer="In 1871.", source_doc="a.txt")
 OUTPUT = RagOutput(answer="In 1871.", contexts=[RetrievedContext(text="Built in 1871.", source="a.txt")])

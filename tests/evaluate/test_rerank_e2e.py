@@ -14,12 +14,12 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from qagen.cli.evaluate import _rerank_names
+from qagen.corpus.load.documents import CorpusReport, iter_documents
 from qagen.evaluate.systems.baseline import Baseline
 from qagen.evaluate.systems.bundled import rag_baseline
 from qagen.evaluate.systems.corpus_chunks import clear_memory
 from qagen.evaluate.systems.rerank.base import RerankRecord
 from qagen.evaluate.systems.rerank.specs import RerankSpec
-from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.client import LLMClient, ModelSettings
 from standins.corpus import write_corpus
 from standins.llm.outcomes import first_sentence

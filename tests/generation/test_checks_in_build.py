@@ -13,7 +13,8 @@ from typing import Any
 
 from datasets import Dataset, load_from_disk
 
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND
 from qagen.generation.checks.rules import ANSWER_IN_QUESTION, ANSWER_NOT_GROUNDED, SOURCE_POINTING
 from qagen.generation.pipeline import build

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.failures import Failure, FailureKind
 from qagen.generation.critique import Drafted
 from qagen.generation.filter import assemble

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from datasets import Dataset, load_from_disk
 
-from qagen.config import BuildConfig, CorpusSettings
-from qagen.generation.chunk_index import ChunkIndex
+from qagen.config import BuildConfig
+from qagen.corpus.chunk_index import ChunkIndex
+from qagen.corpus.settings import CorpusSettings
 from qagen.generation.filter import assemble
 from qagen.generation.finalize import STAMP_FILE
 from qagen.generation.pipeline import build, finalize, load_sample, run_llm_stages

@@ -26,13 +26,13 @@ from datasets import load_from_disk
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from qagen.cli.app import main
+from qagen.corpus.chunk import ChunkStats, chunk_documents, make_splitter
+from qagen.corpus.load.documents import CorpusReport, iter_documents
 from qagen.evaluate.api import evaluate
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems.baseline import Baseline
 from qagen.evaluate.systems.bundled import rag_baseline
 from qagen.generation.checks.rules import FREE_CHECKS
-from qagen.generation.chunk import ChunkStats, chunk_documents, make_splitter
-from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.backends import LangChainBackend
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.prompts import load_prompt

@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.generation.critique import Drafted
 from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import BuildFlow, BuildTasks

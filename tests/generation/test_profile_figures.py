@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from datasets import load_from_disk
 
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.generation.checks.words import stopwords
 from qagen.generation.pipeline import build
 from qagen.llm.backends import ModelSettings

@@ -11,7 +11,8 @@ from click.testing import CliRunner, Result
 from datasets import load_from_disk
 
 from qagen.cli.app import main
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.generation.tasks import BuildTasks
 from qagen.llm.prompts import load_prompt
 from qagen.publish.local_run import LocalRun

@@ -13,10 +13,11 @@ from click.testing import CliRunner
 from datasets import load_from_disk
 
 from qagen.cli.app import main
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.errors import ConfigError
 from qagen.evaluate.metrics.scoring import deterministic_metrics
-from qagen.evaluate.records import EvalItem, RagOutput, RetrievedContext
+from qagen.evaluate.records import EvalItem, RagOutput
 from qagen.generation.replies import parse_labelled_qa
 from qagen.generation.tasks import BuildTasks
 from qagen.publish.card import CardContent, make_card
@@ -25,7 +26,7 @@ from qagen.question_types.pairs import shared_term_pairs
 from qagen.question_types.pickers import one_chunk
 from qagen.question_types.reworded import too_close
 from qagen.question_types.unanswerable import ABSTENTION
-from qagen.records import Chunk, Draft, Passages
+from qagen.records import Chunk, Draft, Passages, RetrievedContext
 from standins.corpus import write_corpus
 
 MIX = "factoid=50,multi_hop=20,unanswerable=15,reworded=15"

@@ -161,8 +161,14 @@ BARE_LABEL_TABLE = [
      "sentence of the context that holds the answer, copied word for word)", "What does VACUUM INTO write?",
      "A new database file.", ""),
     ("**Unanswerable question:** Q?\nAnswer: A", "Q?", "A", ""),
+    # A question with no label, alone on its line before the answer, is read (Qwen2.5-1.5B, Python's docs);
+    # a label-less line that is no question is not.
     ("Output:::\nWhat is the recommended practice for multiple checkouts in Git?\nAnswer: It is NOT "
-     "recommended.", None, None, "parse_failure"),
+     "recommended.", "What is the recommended practice for multiple checkouts in Git?", "It is NOT recommended.", ""),
+    ("Output:::\nHere is one for you.\nAnswer: It is NOT recommended.", None, None, "parse_failure"),
+    # The answer on the question's own line, after its question mark.
+    ("Question: What class creates a temporary directory like `mkdtemp`? Answer: TemporaryDirectory",
+     "What class creates a temporary directory like `mkdtemp`?", "TemporaryDirectory", ""),
 ]  # fmt: skip
 
 

@@ -23,7 +23,8 @@ from datasets import load_from_disk
 from numpy.typing import NDArray
 
 from qagen.cli.app import main
-from qagen.config import BuildConfig, CorpusSettings
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
 from qagen.errors import ConfigError, RunMismatchError
 from qagen.generation.embedders import missing_dense_modules, pairing_embedder
 from qagen.generation.pipeline import build

@@ -16,8 +16,8 @@ from datasets import Dataset, load_from_disk
 
 from qagen import BuildConfig, CorpusSettings
 from qagen.cli.app import main
+from qagen.corpus.load.fingerprint import CorpusChanges, CorpusFingerprint, InputDigest, compare
 from qagen.errors import CorpusChangedError
-from qagen.generation.load.fingerprint import CorpusChanges, CorpusFingerprint, InputDigest, compare
 from qagen.generation.pipeline import chunk_stage
 from qagen.runs.rundir import RunDir
 from standins.corpus import write_corpus

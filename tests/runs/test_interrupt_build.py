@@ -1,5 +1,5 @@
 """Ctrl-C during `qagen build`: the calls on the wire get the grace period a blocking `--rag` gets
-(`qagen.runs.concurrency.despite_interrupt`); their replies are recorded and nothing new is sent, so
+(`qagen.llm.concurrency.despite_interrupt`); their replies are recorded and nothing new is sent, so
 the re-run pays only for the calls that never got an answer, and none twice."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The rule
 --------
 The *evidence* is where the reference answer is written in the chunk its question was drafted from
-(`qagen.evaluate.metrics.evidence.locate_evidence`). A retrieved chunk is a **hit** when
+(`qagen.corpus.evidence.locate_evidence`). A retrieved chunk is a **hit** when
 
 - it contains the evidence, or
 - it lies inside the reference chunk and covers at least `MIN_EVIDENCE_COVERAGE` (half) of it.
@@ -39,7 +39,7 @@ import bisect
 from collections.abc import Sequence
 from functools import cached_property
 
-from qagen.evaluate.metrics.evidence import Evidence, normalise, normalise_with_tokens
+from qagen.corpus.evidence import Evidence, normalise, normalise_with_tokens
 from qagen.evaluate.metrics.retrieval import Span, span_overlap
 
 __all__ = ["MIN_EVIDENCE_COVERAGE", "ReferenceEvidence", "covers_evidence"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from qagen.evaluate.metrics.evidence import Evidence, locate_evidence
+from qagen.corpus.evidence import Evidence, locate_evidence
+from qagen.corpus.squad import token_f1
 from qagen.evaluate.metrics.evidence_hits import ReferenceEvidence
 from qagen.evaluate.metrics.retrieval import (
     Span,
@@ -17,10 +18,10 @@ from qagen.evaluate.metrics.retrieval import (
     reciprocal_rank_at_k,
     reciprocal_rank_at_k_from_relevance,
 )
-from qagen.evaluate.metrics.squad import token_f1
 from qagen.evaluate.metrics.text import context_rouge_l_recall
-from qagen.evaluate.records import EvalItem, RagOutput, RetrievedContext
+from qagen.evaluate.records import EvalItem, RagOutput
 from qagen.question_types import scoring_of
+from qagen.records import RetrievedContext
 
 EVIDENCE_COLUMNS = ("evidence_hit@k", "evidence_reciprocal_rank@k", "evidence_ndcg@k")
 """The chunk-level columns: a retrieved chunk is relevant when it holds the reference answer's

@@ -29,7 +29,7 @@ from collections.abc import Hashable, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from qagen.evaluate.metrics.spaceless_scripts import is_unsegmented
+from qagen.corpus.spaceless_scripts import is_unsegmented
 
 __all__ = [
     "RougeScore",

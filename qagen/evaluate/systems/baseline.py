@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import NamedTuple
 
 from qagen.errors import ConfigError
-from qagen.evaluate.records import RagOutput, RetrievedContext
+from qagen.evaluate.records import RagOutput
 
 # The per-process index cache (`corpus_chunks.remember`), by its former name here, which tests clear.
 from qagen.evaluate.systems.corpus_chunks import _memory as _memory
@@ -25,7 +25,7 @@ from qagen.failures import Failure
 from qagen.llm.client import LLMClient
 from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Done, Reply, Request, Role, SingleCallTask, Step, Task, add_usage, user_request
-from qagen.records import Usage
+from qagen.records import RetrievedContext, Usage
 from qagen.runs.executor import drive
 from qagen.runs.store import record_key
 

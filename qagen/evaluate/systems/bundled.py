@@ -45,9 +45,9 @@ def rag_baseline(
     before the reader gets the first `k`: `cross-encoder:PATH` (a local sentence-transformers
     model), `endpoint:MODEL` (`POST /rerank` at `rerank_url`, else the reader's server), `reader`
     (the reader model, listwise), `none`, or a `Reranker`."""
+    from qagen.corpus.embeddings import LOCAL, EmbeddingsModel
     from qagen.evaluate.systems.baseline import Baseline
     from qagen.evaluate.systems.corpus_chunks import CorpusChunks
-    from qagen.evaluate.systems.embeddings import LOCAL, EmbeddingsModel
     from qagen.evaluate.systems.rerank.specs import make_reranker, parse_rerank
     from qagen.evaluate.systems.retrievers import make_retriever
 

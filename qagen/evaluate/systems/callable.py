@@ -30,8 +30,8 @@ from qagen.errors import ConfigError
 from qagen.evaluate.records import RagOutput
 from qagen.evaluate.systems.protocol import AnswerInterrupted
 from qagen.evaluate.systems.replies import BadReply, parse_reply
+from qagen.llm.concurrency import INTERRUPT_GRACE_SECONDS, settle_within
 from qagen.redaction import redact
-from qagen.runs.concurrency import INTERRUPT_GRACE_SECONDS, settle_within
 
 __all__ = ["DEFAULT_INTERRUPT_GRACE", "CallableSystem", "RagCallable", "load_callable"]
 

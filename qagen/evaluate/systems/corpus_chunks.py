@@ -21,11 +21,10 @@ from typing import Any, TypeVar
 
 from tqdm import tqdm
 
+from qagen.corpus.chunk import ChunkStats, LengthUnit, chunk_documents, make_splitter
+from qagen.corpus.load.documents import CorpusReport, iter_documents
 from qagen.errors import CorpusError
-from qagen.evaluate.records import RetrievedContext
-from qagen.generation.chunk import ChunkStats, LengthUnit, chunk_documents, make_splitter
-from qagen.generation.load.documents import CorpusReport, iter_documents
-from qagen.records import Document
+from qagen.records import Document, RetrievedContext
 
 __all__ = ["CorpusChunks", "clear_memory", "remember"]
 

@@ -20,14 +20,14 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from tqdm import tqdm
 
+from qagen.corpus.embeddings import EmbeddingsModel, require_dense_extra
+from qagen.corpus.index_cache import building
+from qagen.corpus.load.documents import CorpusReport
+from qagen.corpus.saved_index import load_folder, save_folder
 from qagen.errors import CorpusError, LLMUnavailableError, QagenError
-from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, remember, warn_skipped
-from qagen.evaluate.systems.embeddings import EmbeddingsModel, require_dense_extra
-from qagen.evaluate.systems.index_cache import building
 from qagen.evaluate.systems.retrievers import ScoredContext
-from qagen.evaluate.systems.saved_index import load_folder, save_folder
-from qagen.generation.load.documents import CorpusReport
+from qagen.records import RetrievedContext
 
 __all__ = ["DENSE_VERSION", "DenseIndex", "DenseRetriever", "embed_texts"]
 

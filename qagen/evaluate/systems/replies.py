@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import BaseMessage
 
-from qagen.evaluate.records import RagOutput, RetrievedContext
+from qagen.evaluate.records import RagOutput
 from qagen.output_cap import cap_text
+from qagen.records import RetrievedContext
 
 __all__ = ["ANSWER_KEYS", "CONTEXT_KEYS", "BadReply", "capped", "parse_reply", "type_name"]
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
+from qagen.corpus.bm25_index import INDEX_VERSION, BM25Index, index_chunks
+from qagen.corpus.index_cache import building
+from qagen.corpus.load.documents import CorpusReport
 from qagen.errors import ConfigError
-from qagen.evaluate.records import RetrievedContext
-from qagen.evaluate.systems.bm25_index import INDEX_VERSION, BM25Index, index_chunks
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, remember, warn_skipped
-from qagen.evaluate.systems.index_cache import building
 
 # The step after retrieval has its own package (`qagen.evaluate.systems.rerank`); named here too.
 from qagen.evaluate.systems.rerank.base import Reranker as Reranker
-from qagen.generation.load.documents import CorpusReport
+from qagen.records import RetrievedContext
 
 if TYPE_CHECKING:
-    from qagen.evaluate.systems.embeddings import EmbeddingsModel
+    from qagen.corpus.embeddings import EmbeddingsModel
 
 __all__ = [
     "FUSION_DEPTH",
@@ -89,7 +89,7 @@ class Retriever(Protocol):
 
 
 class BM25Retriever:
-    """BM25 over the corpus's chunks (`qagen.evaluate.systems.bm25_index`), built once per corpus
+    """BM25 over the corpus's chunks (`qagen.corpus.bm25_index`), built once per corpus
     setting and process, and with `index_dir` saved there and reused by later runs while the corpus
     files are unchanged (same names, sizes and modification times)."""
 

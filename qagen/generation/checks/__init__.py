@@ -5,5 +5,5 @@
 - `rules`: the rules the prompts already state (a standalone question, a non-trivial answer, an
   answer the chunk holds), as a table of named checks with their own rejection reasons.
 - `easiness`: how much of a question its chunk spells out (where BM25 ranks its chunk is the
-  build's chunk index's: `qagen.generation.chunk_index`).
+  build's chunk index's: `qagen.corpus.chunk_index`).
 """

@@ -4,7 +4,7 @@
   its chunk. 1.0 is a question made of the chunk's words; a reworded question scores lower.
 - The other easiness figure, where BM25 ranks a question's own chunk among all the corpus' chunks
   (`bm25_rank`), is asked of the build's one BM25 index of its chunks
-  (`qagen.generation.chunk_index.ChunkIndex.rank`).
+  (`qagen.corpus.chunk_index.ChunkIndex.rank`).
 
 `too_close` is the optional bound on `copied_share` that rejects drafts copying their chunk
 (reason `too_close`); question types that reword on purpose share it.

@@ -10,7 +10,7 @@ A reply without the evidence line (an older prompt, a prompt of the user's own) 
 check: the answer's content words (`checks.words`) are looked for among the chunk's words, each
 exactly or by a close spelling (rapidfuzz `fuzz.ratio`), and at least half of them must be there.
 Its offsets are the answer's own place in the chunk when the evaluator's rule finds it
-(`qagen.evaluate.metrics.evidence.locate_evidence`), else none.
+(`qagen.corpus.evidence.locate_evidence`), else none.
 
 What is not found is rejected as `evidence_not_found` before any critic is asked.
 """
@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import Field
 from rapidfuzz import fuzz, process
 
-from qagen.evaluate.metrics.evidence import locate_evidence
+from qagen.corpus.evidence import locate_evidence
 from qagen.generation.checks.words import content_words
 from qagen.records import Record
 

@@ -22,19 +22,24 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from qagen.evaluate.metrics.evidence import normalise
+from qagen.config import FREE_CHECK_DEFAULTS
+from qagen.corpus.evidence import normalise
 from qagen.generation.checks.words import content_words
 
 
 class FreeCheck(NamedTuple):
     """One rule: its name (the setting that turns it on or off), the reason a draft it rejects gets,
-    what it asks, whether it is on by default, and the test (`(question, answer) -> rejected`)."""
+    what it asks, and the test (`(question, answer) -> rejected`)."""
 
     name: str
     reason: str
     description: str
-    default_on: bool
     rejects: Callable[[str, str], bool]
+
+    @property
+    def default_on(self) -> bool:
+        """Whether a build makes it unless it names its own checks (a setting: `FREE_CHECK_DEFAULTS`)."""
+        return FREE_CHECK_DEFAULTS[self.name]
 
 
 _SOURCE_NOUNS_EN = (
@@ -128,21 +133,18 @@ FREE_CHECKS: tuple[FreeCheck, ...] = (
         "source_pointing",
         SOURCE_POINTING,
         'the question points at its source ("in the context", "the author", "this manual page")',
-        True,
         points_at_source,
     ),
     FreeCheck(
         "answer_in_question",
         ANSWER_IN_QUESTION,
         "the answer is written inside its own question",
-        True,
         answer_in_question,
     ),
     FreeCheck(
         "ungrounded_answer",
         ANSWER_NOT_GROUNDED,
         'the answer says the context does not hold it ("the context does not mention", "general knowledge")',
-        True,
         says_not_grounded,
     ),
 )

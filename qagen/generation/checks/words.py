@@ -1,6 +1,6 @@
 """Content words: the words of a text that carry its meaning (case-folded, stopwords dropped).
 
-The tokens are the evaluator's BM25 tokens (`qagen.evaluate.systems.bm25_index.tokenize`), so a
+The tokens are the evaluator's BM25 tokens (`qagen.corpus.bm25_index.tokenize`), so a
 question's content words are the words BM25 matches it on. The stopwords are bm25s' lists for the
 languages below, merged: a text's language is not known here, and a function word of one of them
 is seldom a content word of another.
@@ -35,7 +35,7 @@ def stopwords() -> frozenset[str]:
 
 def content_words(text: str) -> list[str]:
     """The text's tokens, in order, without stopwords."""
-    from qagen.evaluate.systems.bm25_index import tokenize
+    from qagen.corpus.bm25_index import tokenize
 
     drop = stopwords()
     return [token for token in tokenize(text) if token not in drop]

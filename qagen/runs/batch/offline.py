@@ -1,13 +1,14 @@
-"""Offline batches, for self-hosted models: `export_requests` writes the next round's requests as a
-Batch API input file (what `python -m vllm.entrypoints.openai.run_batch -i requests.jsonl -o
-results.jsonl` reads), and `import_results` reads a runner's output file into the run directory's
-batch cache, from which every later command takes those answers (`Journal.answer`). The records
-answered are made at once (`export_requests` with no file), so `qagen filter` and `qagen status`
-see them. Repeat until the export has nothing left; then the filter stage writes the dataset.
+"""Offline batches, for self-hosted models: `qagen.generation.batch_export.export_requests` writes
+the next round's requests as a Batch API input file (what `python -m vllm.entrypoints.openai.run_batch
+-i requests.jsonl -o results.jsonl` reads), and `import_results` reads a runner's output file into
+the run directory's batch cache, from which every later command takes those answers
+(`Journal.answer`). The records answered are made at once (`export_requests` with no file), so
+`qagen filter` and `qagen status` see them. Repeat until the export has nothing left; then the
+filter stage writes the dataset.
 
-Export runs the build's own flow with an executor that, at the first round, writes the round's
-requests instead of sending them and stops: so the requests, their custom_ids and their order of
-rounds are those of batch mode and of online mode.
+An export runs the build's own flow with an executor that, at the first round, writes the round's
+requests instead of sending them and stops (`export_first_round`): so the requests, their
+custom_ids and their order of rounds are those of batch mode and of online mode.
 """
 
 from __future__ import annotations
@@ -15,15 +16,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from qagen.config import BuildConfig
 from qagen.errors import QagenError
-from qagen.generation.ledger import Ledger
-from qagen.generation.pipeline import load_sample
-from qagen.generation.tasks import BuildFlow, BuildTasks
 from qagen.llm.backends import ModelSettings
 from qagen.llm.client import LLMClient
 from qagen.llm.clients import Clients
@@ -32,7 +30,6 @@ from qagen.runs.batch.executor import BatchExecutor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.results import read_results
 from qagen.runs.batch.rounds import BatchOptions, input_line
-from qagen.runs.concurrency import run_coroutine
 from qagen.runs.rundir import RunDir
 
 
@@ -72,33 +69,22 @@ class _ExportExecutor(BatchExecutor):
         raise _RoundExportedError
 
 
-def export_requests(config: BuildConfig, run_dir: Path, out: Path | None) -> int:
-    """Make the records whose answers are cached, and write the next round's requests to `out`;
-    return how many (0: nothing is left to ask). With `out` None, nothing is written: the
-    records are made and the next round's requests only counted (what an import does)."""
-    run = RunDir(run_dir)
-    tasks = BuildTasks.for_config(config, run.iter_chunks)
-    run.open(config, tasks.prompt_hashes())
-    if not run.chunking_done():
-        raise QagenError(f"{run_dir} has no chunks yet; chunk the corpus first.")
-    sample = load_sample(config, run)
-    exported: list[int] = []
+def offline_client(settings: ModelSettings) -> LLMClient:
+    """A client of `settings` that never sends a request: an export's records are made from cached
+    answers, and the rest are written to a file instead."""
+    return LLMClient(_NoCalls(), settings)
 
-    async def main() -> None:
-        def offline(settings: ModelSettings) -> LLMClient:
-            return LLMClient(_NoCalls(), settings)
 
-        clients = Clients({"generator": offline(config.generator), "critic": offline(config.critic)})
-        ledger = Ledger.read(run)
-        with ledger.appending():
-            executor = _ExportExecutor(clients, Journal(run.root), out)
-            flow = BuildFlow(tasks, config, executor, ledger)
-            with contextlib.suppress(_RoundExportedError):  # raised once the round's requests are in `out`
-                await executor.map(sample, flow, label="exporting", unit="draft", progress=False)
-            exported.append(executor.exported)
-
-    run_coroutine(main())
-    return exported[0]
+async def export_first_round(
+    clients: Clients, journal: Journal, out: Path | None, run: Callable[[BatchExecutor], Awaitable[object]]
+) -> int:
+    """Run `run` (a flow over an executor) with an executor that makes the records whose answers are
+    cached and, at the first round, writes that round's requests to `out` (with no `out`, only counts
+    them) and stops the flow there; return how many requests the round has (0: nothing is left to ask)."""
+    executor = _ExportExecutor(clients, journal, out)
+    with contextlib.suppress(_RoundExportedError):  # raised once the round's requests are in `out`
+        await run(executor)
+    return executor.exported
 
 
 def made_offline(run_dir: Path) -> bool:

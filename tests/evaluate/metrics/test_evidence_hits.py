@@ -12,13 +12,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qagen.evaluate.metrics.evidence import Evidence, locate_evidence
+from qagen.corpus.chunk import chunk_document, make_splitter
+from qagen.corpus.evidence import Evidence, locate_evidence
 from qagen.evaluate.metrics.evidence_hits import ReferenceEvidence, covers_evidence
 from qagen.evaluate.metrics.retrieval import Span
 from qagen.evaluate.metrics.scoring import deterministic_metrics
-from qagen.evaluate.records import EvalItem, RagOutput, RetrievedContext
-from qagen.generation.chunk import chunk_document, make_splitter
-from qagen.records import Chunk, Document
+from qagen.evaluate.records import EvalItem, RagOutput
+from qagen.records import Chunk, Document, RetrievedContext
 
 SOURCE = "guide.md"
 ANSWER = "quartz zebra ladder"  # words found nowhere else in the document

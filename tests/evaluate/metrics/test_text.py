@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qagen.evaluate.metrics.squad import exact_match, squad_tokens, token_f1
+from qagen.corpus.squad import exact_match, squad_tokens, token_f1
 from qagen.evaluate.metrics.text import (
     RougeScore,
     _unicode_tokens,

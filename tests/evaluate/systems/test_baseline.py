@@ -12,20 +12,20 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
+from qagen.corpus.bm25_index import BM25Index, tokenize
+from qagen.corpus.load.documents import CorpusReport, iter_documents
 from qagen.errors import ConfigError, CorpusError
-from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems import retrievers as retrievers_module
 from qagen.evaluate.systems.baseline import Baseline, build_context
-from qagen.evaluate.systems.bm25_index import BM25Index, tokenize
 from qagen.evaluate.systems.bundled import rag_baseline
 from qagen.evaluate.systems.protocol import RagSystem
 from qagen.evaluate.systems.retrievers import BM25Retriever
-from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.backends import LangChainBackend
 from qagen.llm.client import LLMClient, ModelSettings
 from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Outcome, Request
+from qagen.records import RetrievedContext
 from standins.corpus import write_corpus
 from standins.llm.outcomes import first_sentence
 from standins.llm.server import StandInLLM

@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qagen.errors import ConfigError, CorpusError
-from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
-from qagen.evaluate.systems.embeddings import (
+from qagen.corpus.embeddings import (
     DENSE_EXTRA,
     LOCAL_MAX_SEQ_LENGTH,
     EmbeddingsModel,
     SentenceTransformerEmbeddings,
 )
+from qagen.corpus.load.documents import CorpusReport, iter_documents
+from qagen.errors import ConfigError, CorpusError
+from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
 from qagen.evaluate.systems.retrievers import HybridRetriever, Retriever, make_retriever
-from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.llm.client import ModelSettings
 from standins.corpus import write_corpus
 from standins.llm.embeddings import embedding

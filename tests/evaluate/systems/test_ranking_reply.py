@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.rerank.base import RerankItem, complete_order
 from qagen.evaluate.systems.rerank.listwise import passages_block
 from qagen.evaluate.systems.rerank.ranking_reply import defuse_ids, read_ranking
 from qagen.failures import Failure, FailureKind
+from qagen.records import RetrievedContext
 
 
 @pytest.mark.parametrize(

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from qagen.errors import ConfigError
-from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.rerank import cross_encoder
 from qagen.evaluate.systems.rerank.base import RerankItem, rerank
 from qagen.evaluate.systems.rerank.cross_encoder import CrossEncoderReranker
 from qagen.failures import Failure
 from qagen.llm.task import Outcome, Request
+from qagen.records import RetrievedContext
 from tests.extras import require_dense
 
 

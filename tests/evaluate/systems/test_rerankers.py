@@ -12,7 +12,6 @@ import pytest
 from fake_llm import FakeLLM
 
 from qagen.errors import ConfigError, LLMUnavailableError
-from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.rerank.base import RerankedContext, Reranker, RerankItem, rerank
 from qagen.evaluate.systems.rerank.endpoint import EndpointReranker, parse_rerank_reply
 from qagen.evaluate.systems.rerank.listwise import ListwiseReranker
@@ -20,6 +19,7 @@ from qagen.evaluate.systems.rerank.specs import RerankSpec, parse_rerank, rerank
 from qagen.failures import Failure, FailureKind
 from qagen.llm.client import ModelSettings
 from qagen.llm.task import Outcome, Request
+from qagen.records import RetrievedContext
 from qagen.runs.executor import drive
 from standins.llm.rerank import ranking
 from standins.llm.server import StandInLLM

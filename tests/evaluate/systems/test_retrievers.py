@@ -10,7 +10,6 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
-from qagen.evaluate.records import RetrievedContext
 from qagen.evaluate.systems.baseline import Baseline
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
 from qagen.evaluate.systems.rerank.base import RankedScores, RerankItem, ScoringTask
@@ -25,6 +24,7 @@ from qagen.evaluate.systems.retrievers import (
 )
 from qagen.llm.backends import LangChainBackend
 from qagen.llm.client import LLMClient, ModelSettings
+from qagen.records import RetrievedContext
 from standins.corpus import write_corpus
 
 

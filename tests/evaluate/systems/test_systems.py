@@ -20,12 +20,13 @@ from langchain_core.runnables import RunnableLambda
 
 from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError, QagenError
-from qagen.evaluate.records import RagOutput, RetrievedContext
+from qagen.evaluate.records import RagOutput
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.evaluate.systems.callable import CallableSystem, load_callable
 from qagen.evaluate.systems.endpoint import EndpointSystem
 from qagen.evaluate.systems.protocol import RagSystem, close_system, normalize_question
 from qagen.evaluate.systems.replies import BadReply, parse_reply
+from qagen.records import RetrievedContext
 
 
 def run(coro: Any) -> Any:

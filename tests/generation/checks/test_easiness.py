@@ -1,5 +1,5 @@
 """The copied share against plain counting (the BM25 rank of a question's chunk is the chunk
-index's: tests/generation/test_chunk_index.py)."""
+index's: tests/corpus/test_chunk_index.py)."""
 
 from __future__ import annotations
 

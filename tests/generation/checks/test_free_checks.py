@@ -90,3 +90,14 @@ def test_the_table_names_each_check_once_with_its_own_reason() -> None:
     assert both is not None and both.reason == SOURCE_POINTING  # the first in the table
     off = failed_check("What is in the context?", "x", {"ungrounded_answer"})
     assert off is None  # a check turned off rejects nothing
+
+
+def test_the_setting_names_the_same_checks_in_the_same_order() -> None:
+    """`free_checks` (and the checks on by default) are declared with the settings, each check's rule here:
+    the two tables name the same checks, in the order they are tried."""
+    from qagen.config import FREE_CHECK_DEFAULTS, BuildConfig
+    from qagen.corpus.settings import CorpusSettings
+
+    assert tuple(FREE_CHECK_DEFAULTS) == FREE_CHECK_NAMES
+    config = BuildConfig(corpus=CorpusSettings(path="docs"))
+    assert config.enabled_checks() == {check.name for check in FREE_CHECKS if check.default_on}

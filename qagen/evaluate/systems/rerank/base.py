@@ -19,10 +19,9 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import Field
 
-from qagen.evaluate.records import RetrievedContext
 from qagen.failures import Failure
 from qagen.llm.task import Compute, Done, Role, Step, Task
-from qagen.records import Record, Usage
+from qagen.records import Record, RetrievedContext, Usage
 from qagen.runs.executor import Call, drive
 from qagen.runs.store import record_key
 

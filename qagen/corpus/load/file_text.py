@@ -10,8 +10,8 @@ import codecs
 import re
 from pathlib import Path
 
-from qagen.generation.load.html_text import html_to_text
-from qagen.generation.load.tables import Skip
+from qagen.corpus.load.html_text import html_to_text
+from qagen.corpus.load.tables import Skip
 from qagen.records import SkippedInput
 
 TEXT_SUFFIXES = frozenset({".txt", ".md", ".rst"})

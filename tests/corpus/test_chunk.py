@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qagen.config import MIN_CHUNK_SIZE, ChunkSettings
+from qagen.corpus.chunk import ChunkStats, chunk_document, chunk_documents, chunk_id, make_splitter
+from qagen.corpus.load.documents import CorpusReport, iter_documents
+from qagen.corpus.settings import MIN_CHUNK_SIZE, ChunkSettings
 from qagen.errors import ConfigError
-from qagen.generation.chunk import ChunkStats, chunk_document, chunk_documents, chunk_id, make_splitter
-from qagen.generation.load.documents import CorpusReport, iter_documents
 from qagen.records import Document
 
 GERMAN = (
@@ -94,13 +94,13 @@ def test_bad_sizes_are_clear_errors(size: int, overlap: int) -> None:
 
 
 def test_long_documents_are_split_in_windows_with_exact_offsets(monkeypatch: pytest.MonkeyPatch) -> None:
-    import qagen.generation.chunk
+    import qagen.corpus.chunk
 
     text = "".join(f"Paragraph {i} says something about item {i}.\n\n" for i in range(400))
     document = Document(source="long.txt", text=text)
     splitter = make_splitter(chunk_size=300, chunk_overlap=30)
     whole = list(chunk_document(document, splitter))
-    monkeypatch.setattr(qagen.generation.chunk, "WINDOW_CHARS", 2000)  # about fifty windows
+    monkeypatch.setattr(qagen.corpus.chunk, "WINDOW_CHARS", 2000)  # about fifty windows
     windowed = list(chunk_document(document, splitter))
     assert all(text[c.start_index : c.end_index] == c.text for c in windowed)
     assert all(len(c.text) <= 300 for c in windowed)

@@ -20,12 +20,11 @@ import bm25s
 import numpy as np
 from tqdm import tqdm
 
+from qagen.corpus.chunk import ChunkStats, chunk_documents
+from qagen.corpus.load.documents import CorpusReport
+from qagen.corpus.saved_index import load_folder, save_folder
 from qagen.errors import CorpusError
-from qagen.evaluate.records import RetrievedContext
-from qagen.evaluate.systems.saved_index import load_folder, save_folder
-from qagen.generation.chunk import ChunkStats, chunk_documents
-from qagen.generation.load.documents import CorpusReport
-from qagen.records import Document
+from qagen.records import Document, RetrievedContext
 
 __all__ = [
     "INDEX_VERSION",

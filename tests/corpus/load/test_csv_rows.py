@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from qagen.generation.load.csv_rows import CsvRecords
+from qagen.corpus.load.csv_rows import CsvRecords
 
 # Every character the state machine treats apart, plus ordinary text, NUL and a non-ASCII letter.
 ALPHABET = ["a", "b", ",", '"', '"', "\r", "\n", " ", "\x00", "é", "名"]

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qagen.corpus.load.csv_rows import CsvRecords
 from qagen.errors import CorpusError
-from qagen.generation.load.csv_rows import CsvRecords
 from qagen.records import Document, SkippedInput
 
 if TYPE_CHECKING:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Literal
 
 from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -12,6 +12,9 @@ from qagen.errors import ConfigError
 from qagen.records import Chunk, Document
 
 LengthUnit = Literal["characters", "tokens"]
+
+ChunkSource = Callable[[], Iterable[Chunk]]
+"""Every chunk of the corpus, read anew on each call (a run's chunk file is read, never held)."""
 
 # The cookbook notebook's separators (paragraphs, lines, sentences, words, characters), plus the
 # full-width sentence ends of Chinese and Japanese, which have no spaces: without them a long

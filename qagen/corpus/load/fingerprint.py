@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from qagen.generation.load.file_text import HTML_SUFFIXES, TEXT_SUFFIXES
-from qagen.generation.load.tables import TABLE_SUFFIXES
-from qagen.generation.load.walk import corpus_files
+from qagen.corpus.load.file_text import HTML_SUFFIXES, TEXT_SUFFIXES
+from qagen.corpus.load.tables import TABLE_SUFFIXES
+from qagen.corpus.load.walk import corpus_files
 
 if TYPE_CHECKING:
     import datasets
 
-    from qagen.config import CorpusSettings
+    from qagen.corpus.settings import CorpusSettings
 
 # Files of other types yield no text whatever they hold, so they are neither read nor hashed (a
 # folder of docs may hold images and videos); one renamed to a readable type counts as added.
@@ -158,8 +158,8 @@ def dataset_identity(dataset: datasets.Dataset, split: str) -> DatasetIdentity:
 
 def current_fingerprint(corpus: CorpusSettings) -> CorpusFingerprint:
     """The corpus's fingerprint now, read without parsing (to check a resumed run against)."""
+    from qagen.corpus.load.tables import open_dataset
     from qagen.errors import CorpusError
-    from qagen.generation.load.tables import open_dataset
 
     if corpus.hf_dataset is not None:
         recorder = FingerprintRecorder(corpus_location(corpus))

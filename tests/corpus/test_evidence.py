@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from qagen.evaluate.metrics.evidence import locate_evidence, normalise, normalise_with_tokens
+from qagen.corpus.evidence import locate_evidence, normalise, normalise_with_tokens
 
 CHUNK = (
     "Python was created by Guido van Rossum and first released in 1991. In 2023 it reached\n"

@@ -17,8 +17,9 @@ import bm25s
 import pytest
 from datasets import load_from_disk
 
-from qagen.config import BuildConfig, CorpusSettings
-from qagen.generation.chunk_index import RETRIEVED_CHUNKS, ChunkIndex
+from qagen.config import BuildConfig
+from qagen.corpus.chunk_index import RETRIEVED_CHUNKS, ChunkIndex
+from qagen.corpus.settings import CorpusSettings
 from qagen.generation.pipeline import build
 from qagen.llm.backends import ModelSettings
 from qagen.records import Chunk

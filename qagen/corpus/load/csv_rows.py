@@ -8,7 +8,7 @@ peaked at 5x its size (benchmarks/bench_table_memory.py). Here a field is a list
 1 MiB blocks joined once: about 2x its size at the peak, the slices and the string.
 
 The state machine is `csv.reader`'s (Modules/_csv.c) for the excel dialect, and its results are
-checked equal to it on generated input (tests/generation/load/test_csv_rows.py):
+checked equal to it on generated input (tests/corpus/load/test_csv_rows.py):
 
 - a field that starts with `"` is quoted up to the next lone `"`; `""` inside is one `"`; anything
   after the closing quote, up to the next `,` or line end, is kept as text (`"ab"cd` -> `abcd`);

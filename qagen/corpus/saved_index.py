@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from qagen.evaluate.records import RetrievedContext
+from qagen.records import RetrievedContext
 
 __all__ = ["load_folder", "save_folder"]
 

@@ -13,7 +13,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from qagen.generation.load.tables import Skip
+from qagen.corpus.load.tables import Skip
 from qagen.records import SkippedInput
 
 

@@ -3,7 +3,7 @@
 Both use the SQuAD v1.1 normalisation (see `squad_tokens`), not the ROUGE-L tokenizer of
 `qagen.evaluate.metrics.text`: on ASCII text it is the official script's, and elsewhere it also
 removes Unicode punctuation and splits characters of the space-less scripts
-(`qagen.evaluate.metrics.spaceless_scripts`), as the MLQA evaluation script does for Chinese.
+(`qagen.corpus.spaceless_scripts`), as the MLQA evaluation script does for Chinese.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import string
 import unicodedata
 from collections import Counter
 
-from qagen.evaluate.metrics.spaceless_scripts import is_unsegmented
+from qagen.corpus.spaceless_scripts import is_unsegmented
 
 __all__ = ["exact_match", "squad_tokens", "token_f1"]
 

@@ -2,7 +2,7 @@
 
 Han, Hiragana, Katakana, Bopomofo, Thai, Lao, Khmer and Myanmar: with no word segmenter, each of
 their characters is one token, in ROUGE-L (`qagen.evaluate.metrics.text`) and in SQuAD token F1
-(`qagen.evaluate.metrics.squad`) alike. Hangul is written with spaces, so Korean is not one of them.
+(`qagen.corpus.squad`) alike. Hangul is written with spaces, so Korean is not one of them.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from typing import Literal, NamedTuple
 
 from pydantic import Field
 
-from qagen.evaluate.metrics.spaceless_scripts import is_unsegmented
+from qagen.corpus.spaceless_scripts import is_unsegmented
 from qagen.records import Record
 
 __all__ = ["Evidence", "EvidenceMatch", "NormalisedText", "locate_evidence", "normalise", "normalise_with_tokens"]

@@ -6,7 +6,7 @@ things about a question:
 - `rank`: where its own chunk ranks among all the run's chunks, the easiness figure `bm25_rank`
   of every candidate row (rank 1: the evaluator's BM25 baseline retrieves the right chunk first).
 
-It is the evaluator's BM25 (`qagen.evaluate.systems.bm25_index`: its tokens, parameters and tie
+It is the evaluator's BM25 (`qagen.corpus.bm25_index`: its tokens, parameters and tie
 rules) over the run's own chunks. The build's tasks hold the one index (`BuildTasks.chunk_index`),
 so the critics' searches and the final write's ranks share it: a build tokenizes and indexes its
 chunks once, whatever asks. The index keeps the chunks' ids, not their texts: a build that only
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from qagen.question_types.spec import ChunkSource
+from qagen.corpus.chunk import ChunkSource
 from qagen.records import Chunk
 
 RETRIEVED_CHUNKS = 5
@@ -42,7 +42,7 @@ class ChunkIndex:
     def top(self, question: str, k: int = RETRIEVED_CHUNKS) -> tuple[Chunk, ...]:
         """The top `k` chunks for `question`, best first; ties go to the earlier chunk, and chunks
         sharing no word with the question are left out (so fewer than `k` may come back)."""
-        from qagen.evaluate.systems.bm25_index import best_positions
+        from qagen.corpus.bm25_index import best_positions
 
         self._build()
         if self._retriever is None:
@@ -54,7 +54,7 @@ class ChunkIndex:
         """1 + the chunks scoring strictly higher than `chunk_id` for `question` (ties count in the
         chunk's favour: a question sharing no word with any chunk ranks it 1); None for a chunk not
         indexed."""
-        from qagen.evaluate.systems.bm25_index import rank_of_position
+        from qagen.corpus.bm25_index import rank_of_position
 
         self._build()
         position = self._position.get(chunk_id)
@@ -71,7 +71,7 @@ class ChunkIndex:
         if self._built:
             return
         # Imported here: a build whose chunks are never asked about loads no bm25s.
-        from qagen.evaluate.systems.bm25_index import bm25_retriever, token_ids
+        from qagen.corpus.bm25_index import bm25_retriever, token_ids
 
         vocab: dict[str, int] = {}
         ids: list[list[int]] = []

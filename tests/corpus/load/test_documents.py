@@ -12,9 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from qagen.corpus.load.documents import CorpusReport, iter_documents
+from qagen.corpus.load.html_text import html_to_text
 from qagen.errors import CorpusError
-from qagen.generation.load.documents import CorpusReport, iter_documents
-from qagen.generation.load.html_text import html_to_text
 from qagen.records import Document, SkippedInput
 
 

@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from qagen.corpus.load.file_text import Unusable, file_text
+from qagen.corpus.load.fingerprint import FingerprintRecorder
+from qagen.corpus.load.tables import TABLE_SUFFIXES, Skip, dataset_documents, open_dataset, read_table
+from qagen.corpus.load.walk import corpus_files
 from qagen.errors import CorpusError
-from qagen.generation.load.file_text import Unusable, file_text
-from qagen.generation.load.fingerprint import FingerprintRecorder
-from qagen.generation.load.tables import TABLE_SUFFIXES, Skip, dataset_documents, open_dataset, read_table
-from qagen.generation.load.walk import corpus_files
 from qagen.records import Document, SkippedInput
 
 
