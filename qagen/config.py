@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from qagen.critics import CRITICS, CriticName, CriticRegistry, CriticSpec
 from qagen.errors import ConfigError
@@ -24,6 +25,9 @@ FINGERPRINT_ADDED: dict[str, tuple[str, Any]] = {"pairing": ("generator_model", 
 """Fingerprint fields added after runs were made with qagen: the field that tells whether an old run
 had decided it (a run whose generator was fixed had drafted) and the value every such run had."""
 
+PathSetting = Annotated[str, AfterValidator(os.path.expanduser)]
+"""A path setting: `~` is the home directory, as a shell reads it, also when given from Python or a file."""
+
 BuildRole = Literal["generator", "critic"]
 """The models of a build: the generator drafts, the critics rate."""
 BUILD_ROLES: tuple[BuildRole, ...] = ("generator", "critic")
@@ -34,7 +38,7 @@ class CorpusSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    path: str | None = Field(default=None, description="A file or folder of documents or tables.")
+    path: PathSetting | None = Field(default=None, description="A file or folder of documents or tables.")
     hf_dataset: str | None = Field(default=None, description="A saved dataset directory or a Hub dataset id.")
     split: str = Field(default="train", description="The split of `hf_dataset` to read.")
     text_column: str = Field(
@@ -165,7 +169,7 @@ class BuildConfig(BaseModel):
         default=None, description="Dollars per million input tokens (default: known prices)."
     )
     price_output: float | None = Field(default=None, description="Dollars per million output tokens.")
-    prompts_dir: str | None = Field(
+    prompts_dir: PathSetting | None = Field(
         default=None,
         description="A folder of prompt files, named as the bundled ones, that replace them (None: the bundled "
         "prompts; see `qagen.llm.prompts.load_prompts`).",

@@ -16,6 +16,7 @@ from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import BUILD_OPTIONS, batch_from_options, batch_options, output_options, update_corpus_option
+from qagen.cli.paths import UserPath
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -55,14 +56,14 @@ BUILD_SHOWN = (
 @main.command(epilog="More settings (each model's server, key and temperature, chunking, thresholds, retries, caps, "
     "prices) are keys of a --config file, each with a flag of its own: `qagen init` writes a starter file "
     "explaining every one; docs/configuration.md lists them with their flags.")  # fmt: skip
-@click.argument("corpus", required=False, type=click.Path(path_type=Path))
+@click.argument("corpus", required=False, type=UserPath(path_type=Path))
 @config_option("build")
 @click.option(
     "--out",
     "-o",
     "out",
     required=True,
-    type=click.Path(path_type=Path),
+    type=UserPath(path_type=Path),
     help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume.",
 )
 @BUILD_OPTIONS

@@ -8,11 +8,12 @@ import click
 
 from qagen.cli.config_file import DEFAULT_CONFIG_NAME, starter_file
 from qagen.cli.errors import friendly_errors
+from qagen.cli.paths import UserPath
 from qagen.errors import QagenError
 
 
 @click.command()
-@click.argument("path", required=False, default=DEFAULT_CONFIG_NAME, type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("path", required=False, default=DEFAULT_CONFIG_NAME, type=UserPath(path_type=Path, dir_okay=False))
 @click.option("--force", is_flag=True, default=False, help="Replace PATH if it exists.")
 @friendly_errors
 def init(path: Path, force: bool) -> None:

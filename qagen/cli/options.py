@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from qagen.cli.paths import UserPath
 from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL, MIN_CHUNK_SIZE
 from qagen.critics import CRITICS, CriticSpec, check_name
 from qagen.errors import QagenError
@@ -146,7 +147,7 @@ def prompts_option(*, stage: bool) -> Callable[[F], F]:
         ]
     )
     return option_group(
-        click.option("--prompts", "prompts_dir", metavar="DIR", type=click.Path(file_okay=False), default=None, help=f"Folder of your own prompt files, named as the bundled ones ({bundled}), with the same placeholders; each file found replaces the bundled prompt, the others stay {_default(stage, '[default: the bundled prompts]')}."),
+        click.option("--prompts", "prompts_dir", metavar="DIR", type=UserPath(file_okay=False), default=None, help=f"Folder of your own prompt files, named as the bundled ones ({bundled}), with the same placeholders; each file found replaces the bundled prompt, the others stay {_default(stage, '[default: the bundled prompts]')}."),
     )  # fmt: skip
 
 

@@ -160,7 +160,7 @@ def evaluate(
     """
     from qagen.evaluate.systems.protocol import close_system
 
-    out = Path(out)
+    out = Path(out).expanduser()
     if k < 1:
         raise ConfigError(f"`k` must be at least 1, got {k}.", settings=("k",))
     limits = CallLimits(concurrency=concurrency, rpm=rpm, max_failure_rate=max_failure_rate)

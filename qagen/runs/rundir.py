@@ -41,7 +41,7 @@ class RunDir:
     """
 
     def __init__(self, root: Path) -> None:
-        self.root = root
+        self.root = root.expanduser()
         self.run_file = root / "run.json"
         self.chunks_file = root / "chunks.jsonl"
         self.chunking_file = root / "chunking.json"
