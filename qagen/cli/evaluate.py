@@ -269,6 +269,10 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         raise ConfigError("A --chunk-size grid only applies to --baseline.")
     grid = grid_points(options["baseline"], options["embeddings"], chunk_sizes, ks)
     reranks = _rerank_grid(options["rerank"])
+    if len(grid) * len(reranks) > 1:
+        from qagen.evaluate.out_dir import require_grid_dir
+
+        require_grid_dir(out)  # before the test set is read: a grid's points are folders inside `out`
     if any(spec.kind != "none" for spec in reranks) and not options["baseline"]:
         raise ConfigError("--rerank applies to --baseline: it reorders the baseline's retrieved chunks.")
     metrics = options["metrics"].split(",")
