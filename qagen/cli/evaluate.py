@@ -474,8 +474,8 @@ def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, 
     rejections), write it to RUN/profile.md, and with --chart a PNG of its distributions.
     """
     from qagen.evaluate.report import report as compare
-    from qagen.evaluate.report import require_matplotlib
     from qagen.generation.profile_report import build_summary, profile_chart, require_profile, write_profile
+    from qagen.plotting import pyplot
 
     chart = chart or plot_path  # --plot: the option's name before --chart, still accepted
     if metric is not None and chart is None:
@@ -487,7 +487,7 @@ def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, 
         if metric is not None:
             raise click.UsageError("--metric chooses an evaluation chart's metric; a build's chart shows its profile.")
         if chart is not None:
-            require_matplotlib()
+            pyplot()  # before any work
         run, summary = builds[0]
         tables, written = write_profile(run, summary)
         click.echo(tables)

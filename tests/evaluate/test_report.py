@@ -123,6 +123,17 @@ def test_report_writes_a_chart_only_when_asked(tmp_path: Path, monkeypatch: pyte
     assert result.exit_code == 2 and "give --chart PATH too" in result.stderr
 
 
+def test_a_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # found, but its import fails
+    run = _run(tmp_path / "eval", {"correctness": 0.5}, [{"id": "1", "correctness": 3}])
+    result = _report(run, "--chart", tmp_path / "c.png")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: The chart needs matplotlib, which is installed but cannot be imported (")
+    assert not (tmp_path / "c.png").exists()
+
+
 def test_a_chart_without_matplotlib_is_refused_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     run = _run(tmp_path / "eval", {"correctness": 0.5}, [{"id": "1", "correctness": 3}])
