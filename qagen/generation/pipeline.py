@@ -253,13 +253,14 @@ class BuildResult:
 
 
 def plan(
-    config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False, batch: bool = False
+    config: BuildConfig, out: Path | str, *, progress: bool = True, update_corpus: bool = False, batch: bool = False
 ) -> Estimate:
     """What the build of `config` into `out` would still pay (at batch prices with `batch`), with no
     LLM call, writing nothing a later run must match: a new run is chunked and sampled in a
     temporary folder, so the real build may still choose other settings; an existing run is
     checked as the build checks it (other settings, a changed corpus are refused alike) and read
     as it is, chunked again in a temporary folder when `update_corpus` allows a changed corpus."""
+    _require_build_config(config)
     pairing_embedder(config.pair_embeddings)  # a missing dense extra is said before the corpus is read
     existing = RunDir(out)
     if existing.exists():
@@ -284,7 +285,7 @@ def _plan_aside(config: BuildConfig, *, progress: bool, batch: bool, records: Ru
 
 def build(
     config: BuildConfig,
-    out: Path,
+    out: Path | str,
     *,
     progress: bool = True,
     update_corpus: bool = False,
@@ -298,8 +299,19 @@ def build(
     price, hours instead of minutes); when not waiting for them (`BatchOptions.wait=False`) this
     raises `BatchesRunningError` once they are submitted: call it again later to go on.
     """
+    _require_build_config(config)
     with RunDir(out).locked() as run:
         return _build(config, run, progress=progress, update_corpus=update_corpus, batch=batch)
+
+
+def _require_build_config(config: object) -> None:
+    """A `TypeError` that says what to pass, instead of one from deep inside the build."""
+    if not isinstance(config, BuildConfig):
+        kind = type(config).__name__
+        raise TypeError(
+            f"`config` is a {kind}, not a BuildConfig: pass qagen.BuildConfig(...), or "
+            f"qagen.BuildConfig.model_validate(your_{kind})."
+        )
 
 
 def _build(

@@ -40,8 +40,8 @@ class RunDir:
     `dataset/`, `candidates/`, `summary.json`, and `.qagen.lock` (one process at a time).
     """
 
-    def __init__(self, root: Path) -> None:
-        self.root = root.expanduser()
+    def __init__(self, root: Path | str) -> None:
+        self.root = root = Path(root).expanduser()
         self.run_file = root / "run.json"
         self.chunks_file = root / "chunks.jsonl"
         self.chunking_file = root / "chunking.json"
