@@ -15,7 +15,14 @@ from qagen.cli.build_settings import config_from_options
 from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import BUILD_OPTIONS, batch_from_options, batch_options, output_options, update_corpus_option
+from qagen.cli.options import (
+    BUILD_OPTIONS,
+    batch_from_options,
+    batch_options,
+    output_options,
+    require_out_and_corpus,
+    update_corpus_option,
+)
 from qagen.cli.paths import UserPath
 
 
@@ -62,9 +69,8 @@ BUILD_SHOWN = (
     "--out",
     "-o",
     "out",
-    required=True,
     type=UserPath(path_type=Path),
-    help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume.",
+    help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume. [required]",
 )
 @BUILD_OPTIONS
 @update_corpus_option
@@ -83,7 +89,7 @@ BUILD_SHOWN = (
 def build(
     ctx: click.Context,
     /,
-    out: Path,
+    out: Path | None,
     quiet: bool,
     push_repo: str | None,
     public: bool,
@@ -99,6 +105,7 @@ def build(
     """
     from qagen.generation.pipeline import build as run_build
 
+    out = require_out_and_corpus(out, options)
     batch = batch_from_options(options)
     config = config_from_options(ctx, options, stored=None)
     if dry_run:

@@ -176,6 +176,8 @@ def _toml(value: Any) -> str:
 
 def _note(key: ConfigKey) -> str:
     """What the key is when absent."""
+    if key.required:
+        return f"required: set it here ({key.required})"
     if key.inherits:
         return f"not set: `{key.inherits}`"
     return "not set"

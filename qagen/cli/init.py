@@ -24,4 +24,7 @@ def init(path: Path, force: bool) -> None:
     if path.exists() and not force:
         raise QagenError(f"{path} exists; give --force to replace it, or another PATH.")
     path.write_text(starter_file(), encoding="utf-8")
-    click.echo(f"wrote {path}: edit it, then `qagen build --config {path}`")
+    click.echo(
+        f"wrote {path}: set your documents (`path` in [corpus]) and the run directory (`out` in [build]) in it, "
+        f"or give them as CORPUS and --out; then `qagen build --config {path}`"
+    )

@@ -13,6 +13,7 @@ commands (`generate`, `critique`, `filter`) work on a run, and their options are
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -302,3 +303,18 @@ def batch_from_options(options: dict[str, Any]) -> Any:
     from qagen.runs.batch.rounds import BatchOptions
 
     return BatchOptions(wait=not no_wait, poll_seconds=poll, max_poll_seconds=max(poll, 300.0))
+
+
+def require_out_and_corpus(out: Path | None, options: dict[str, Any]) -> Path:
+    """`out`, once it and a corpus, which `build` needs, are given; else a usage error naming their
+    config-file keys too (a starter file from `qagen init` leaves both to be set)."""
+    if out is None:
+        raise click.UsageError(
+            "Missing --out: give the run directory as --out DIR, or as `out` in the [build] table of the --config file."
+        )
+    if options.get("corpus") is None and options.get("hf_dataset") is None:
+        raise click.UsageError(
+            "Missing the corpus: give CORPUS (a file or folder) or --hf-dataset, or set `path` (or `hf_dataset`) in "
+            "the [corpus] table of the --config file."
+        )
+    return out
