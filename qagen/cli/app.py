@@ -13,7 +13,7 @@ import click
 from qagen import __version__
 from qagen.cli.build_settings import config_from_options
 from qagen.cli.config_file import config_option, show_only
-from qagen.cli.errors import friendly_errors
+from qagen.cli.errors import PIPE_CLOSED_EXIT, friendly_errors
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import (
     BUILD_OPTIONS,
@@ -48,6 +48,7 @@ def main() -> None:
       3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
       4  --batch --no-wait: batches submitted or still running; re-run the same command later
       130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
+      141  the reader of the output stopped reading (qagen report RUN | head); nothing is wrong
     """
 
 
@@ -156,7 +157,10 @@ def run() -> None:
             click.echo(exit_.code, err=True)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+        try:
+            stream.flush()
+        except BrokenPipeError:  # the reader stopped reading (`| head`) before the last of it
+            code = code or PIPE_CLOSED_EXIT
     os._exit(code)
 
 
