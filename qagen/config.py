@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from qagen.corpus.settings import ChunkSettings, CorpusSettings
+from qagen.corpus.settings import ChunkSettings, CorpusSettings, PathSetting
 from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticRegistry, CriticSpec
 from qagen.errors import ConfigError
 from qagen.failures import FailureKind
@@ -33,6 +33,7 @@ FREE_CHECK_DEFAULTS: dict[str, bool] = {
 """The free checks a build can make before any critic (the values of `free_checks`), in the order
 they are tried, and whether each is on unless the build names its own; what each checks and the
 reason it rejects with is `qagen.generation.checks.rules.FREE_CHECKS`."""
+
 
 BuildRole = Literal["generator", "critic"]
 """The models of a build: the generator drafts, the critics rate."""
@@ -132,7 +133,7 @@ class BuildConfig(BaseModel):
         default=None, description="Dollars per million input tokens (default: known prices)."
     )
     price_output: float | None = Field(default=None, description="Dollars per million output tokens.")
-    prompts_dir: str | None = Field(
+    prompts_dir: PathSetting | None = Field(
         default=None,
         description="A folder of prompt files, named as the bundled ones, that replace them (None: the bundled "
         "prompts; see `qagen.llm.prompts.load_prompts`).",

@@ -115,6 +115,50 @@ def test_qagen_evaluate_runs_an_evaluation_and_returns_its_summary(tmp_path: Pat
         qagen.report([tmp_path / "eval"], metric="token_f1")
 
 
+def test_build_and_push_take_str_paths_as_evaluate_and_report_do(
+    llm: typing.Any, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    model = qagen.ModelSettings(spec="openai:stand-in", base_url=llm.base_url)
+    config = qagen.BuildConfig(
+        corpus=qagen.CorpusSettings(path=str(corpus)),
+        chunking=qagen.ChunkSettings(chunk_size=400, chunk_overlap=40),
+        generator=model,
+        critic=model,
+        n_generations=4,
+    )
+    result = qagen.build(config, "run", progress=False)
+    assert result.run_dir == Path("run") and (tmp_path / "run" / "summary.json").is_file()
+    # A push reads the run first: a str path gets as far as the token it needs.
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(qagen.QagenError, match="No Hugging Face token"):
+        qagen.push("run", "alice/never-pushed")
+
+
+def test_build_refuses_settings_that_are_no_build_config_in_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(TypeError) as raised:
+        qagen.build({"corpus": {"path": "docs"}}, tmp_path / "run")  # type: ignore[arg-type]
+    assert str(raised.value) == (
+        "`config` is a dict, not a BuildConfig: pass qagen.BuildConfig(...), or "
+        "qagen.BuildConfig.model_validate(your_dict)."
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_model_settings_refuse_a_key_without_echoing_it() -> None:
+    with pytest.raises(qagen.QagenError) as raised:
+        qagen.ModelSettings(spec="openai:gpt-4o-mini", api_key="sk-not-a-real-key-123")  # type: ignore[call-arg]
+    message = str(raised.value)
+    assert "sk-not-a-real-key" not in message
+    assert message == (
+        "`ModelSettings` takes no key (`api_key`): settings are saved in run.json and summary.json. Put the key "
+        "in an environment variable and give its name as `api_key_env`."
+    )
+    assert raised.value.settings == ("api_key_env",)
+    with pytest.raises(ValueError, match="temprature"):  # a misspelt setting is no longer dropped either
+        qagen.ModelSettings(spec="openai:gpt-4o-mini", temprature=0.2)  # type: ignore[call-arg]
+
+
 def _python(code: str) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

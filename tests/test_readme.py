@@ -257,3 +257,17 @@ def test_every_python_snippet_works(readme_env: dict[str, Any], page: Path) -> N
             [sys.executable, "-c", code], cwd=work, env=readme_env["env"], capture_output=True, text=True, timeout=300
         )
         assert done.returncode == 0, (snippet, done.stderr[-3000:])
+
+
+def test_every_folder_the_readme_writes_is_ignored_by_git() -> None:
+    """A newcomer who follows the README in the checkout does not see its outputs as changes to commit."""
+    readme = README.read_text(encoding="utf-8")
+    outputs = sorted(set(re.findall(r"--out (\S+)", readme)))
+    assert {"run", "eval"} <= set(outputs)
+    for output in outputs:
+        ignored = subprocess.run(
+            ["git", "check-ignore", "--quiet", "--no-index", f"{output.rstrip('/')}/summary.json"],
+            cwd=ROOT,
+            check=False,
+        )
+        assert ignored.returncode == 0, f"{output}/ is not in .gitignore"

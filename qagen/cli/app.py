@@ -13,9 +13,17 @@ import click
 from qagen._version import __version__
 from qagen.cli.build_settings import config_from_options
 from qagen.cli.config_file import config_option, show_only
-from qagen.cli.errors import friendly_errors
+from qagen.cli.errors import PIPE_CLOSED_EXIT, friendly_errors
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.options import BUILD_OPTIONS, batch_from_options, batch_options, output_options, update_corpus_option
+from qagen.cli.options import (
+    BUILD_OPTIONS,
+    batch_from_options,
+    batch_options,
+    output_options,
+    require_out_and_corpus,
+    update_corpus_option,
+)
+from qagen.cli.paths import UserPath
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -40,6 +48,7 @@ def main() -> None:
       3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
       4  --batch --no-wait: batches submitted or still running; re-run the same command later
       130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
+      141  the reader of the output stopped reading (qagen report RUN | head); nothing is wrong
     """
 
 
@@ -55,15 +64,14 @@ BUILD_SHOWN = (
 @main.command(epilog="More settings (each model's server, key and temperature, chunking, thresholds, retries, caps, "
     "prices) are keys of a --config file, each with a flag of its own: `qagen init` writes a starter file "
     "explaining every one; docs/configuration.md lists them with their flags.")  # fmt: skip
-@click.argument("corpus", required=False, type=click.Path(path_type=Path))
+@click.argument("corpus", required=False, type=UserPath(path_type=Path))
 @config_option("build")
 @click.option(
     "--out",
     "-o",
     "out",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume.",
+    type=UserPath(path_type=Path),
+    help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume. [required]",
 )
 @BUILD_OPTIONS
 @update_corpus_option
@@ -82,7 +90,7 @@ BUILD_SHOWN = (
 def build(
     ctx: click.Context,
     /,
-    out: Path,
+    out: Path | None,
     quiet: bool,
     push_repo: str | None,
     public: bool,
@@ -98,6 +106,7 @@ def build(
     """
     from qagen.generation.pipeline import build as run_build
 
+    out = require_out_and_corpus(out, options)
     batch = batch_from_options(options)
     config = config_from_options(ctx, options, stored=None)
     if dry_run:
@@ -148,7 +157,10 @@ def run() -> None:
             click.echo(exit_.code, err=True)
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+        try:
+            stream.flush()
+        except BrokenPipeError:  # the reader stopped reading (`| head`) before the last of it
+            code = code or PIPE_CLOSED_EXIT
     os._exit(code)
 
 

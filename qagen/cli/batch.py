@@ -18,6 +18,7 @@ from qagen.cli.options import (
     sample_options,
     threshold_options,
 )
+from qagen.cli.paths import UserPath
 
 if TYPE_CHECKING:
     from qagen.runs.batch.offline import Imported
@@ -37,12 +38,12 @@ def batch() -> None:
 
 
 @batch.command(name="export")
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("run_dir", type=UserPath(path_type=Path, exists=True, file_okay=False))
 @click.option(
     "--out",
     "-o",
     "out",
-    type=click.Path(path_type=Path),
+    type=UserPath(path_type=Path),
     default=Path("requests.jsonl"),
     show_default=True,
     help="Requests file to write (Batch API input format).",
@@ -75,8 +76,8 @@ def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: A
 
 
 @batch.command(name="import")
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.argument("results", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("run_dir", type=UserPath(path_type=Path, exists=True, file_okay=False))
+@click.argument("results", type=UserPath(path_type=Path, exists=True, dir_okay=False))
 @friendly_errors
 def import_command(run_dir: Path, results: Path) -> None:
     """Read a batch runner's RESULTS file (Batch API output format) into RUN_DIR, and record its answers."""
@@ -125,7 +126,7 @@ def _counted(parts: list[tuple[int, str, str]]) -> str:
 
 
 @click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("run_dir", type=UserPath(path_type=Path, exists=True, file_okay=False))
 @friendly_errors
 def status(run_dir: Path) -> None:
     """Where RUN_DIR stands: records, spend, batch rounds and batches (id, state, counts)."""

@@ -179,10 +179,15 @@ def _critic_inherits(
             critic[field] = generator.get(field)
 
 
+# The settings made of settings: an option given sets one of their fields, the others stay. Every
+# other setting is one value, replaced whole when given: `--question-types multi_hop=100` is the mix,
+# not a change to one share of the stored mix.
+_NESTED = frozenset({"corpus", "chunking", *BUILD_ROLES})
+
+
 def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in update.items():
-        merged[key] = (
-            _merge(merged[key], value) if isinstance(value, dict) and isinstance(merged.get(key), dict) else value
-        )
+        nested = key in _NESTED and isinstance(merged.get(key), dict)
+        merged[key] = {**merged[key], **value} if nested else value
     return merged

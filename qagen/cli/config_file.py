@@ -20,6 +20,7 @@ import click
 from pydantic import TypeAdapter, ValidationError
 
 from qagen.cli.config_keys import ANY_NAME, CONFIG_KEYS, KEYS_BY_NAME, SECTION_HELP, Command, ConfigKey, click_command
+from qagen.cli.paths import UserPath
 
 # The keys each command reads.
 KEYS_FOR: dict[Command, tuple[ConfigKey, ...]] = {
@@ -142,7 +143,7 @@ def config_option(command: Command) -> Callable[[F], F]:
     return click.option(
         "--config",
         "config",
-        type=click.Path(path_type=Path, exists=True, dir_okay=False),
+        type=UserPath(path_type=Path, exists=True, dir_okay=False),
         is_eager=True,
         expose_value=False,
         callback=load,
@@ -175,6 +176,8 @@ def _toml(value: Any) -> str:
 
 def _note(key: ConfigKey) -> str:
     """What the key is when absent."""
+    if key.required:
+        return f"required: set it here ({key.required})"
     if key.inherits:
         return f"not set: `{key.inherits}`"
     return "not set"

@@ -55,6 +55,8 @@ class ConfigKey:
     """Where the value comes from when the key is absent, when that is another setting, not a default."""
     example: Any = None
     """A value to show, commented out, in the starter file, for a key with no default."""
+    required: str | None = None
+    """The command needs it, here or on the command line: what else may stand for it (the starter file says so)."""
 
     @property
     def any_name(self) -> bool:
@@ -150,7 +152,15 @@ _JUDGE["spec"] = "judge_model"
 
 def _build_keys() -> list[ConfigKey]:
     corpus = [
-        ConfigKey("corpus", "path", "corpus", BUILD, setting=(CorpusSettings, "path"), example="docs"),
+        ConfigKey(
+            "corpus",
+            "path",
+            "corpus",
+            BUILD,
+            setting=(CorpusSettings, "path"),
+            example="docs",
+            required="or `hf_dataset`, or CORPUS on the command line",
+        ),
         ConfigKey(
             "corpus", "hf_dataset", "hf_dataset", BUILD, setting=(CorpusSettings, "hf_dataset"), example="org/name"
         ),
@@ -163,7 +173,7 @@ def _build_keys() -> list[ConfigKey]:
         ConfigKey("chunking", name, name, BUILD, setting=(ChunkSettings, name)) for name in ChunkSettings.model_fields
     ]
     run = [
-        ConfigKey("build", "out", "out", BUILD, value_type=str, example="run"),
+        ConfigKey("build", "out", "out", BUILD, value_type=str, example="run", required="or --out on the command line"),
         ConfigKey(
             "build", "n_generations", "n_generations", BUILD, setting=(BuildConfig, "n_generations"), example=200
         ),
@@ -309,8 +319,9 @@ def _evaluate_keys() -> list[ConfigKey]:
             help="The test set: a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or "
             ".csv file with question and reference-answer columns.",
             example="run",
+            required="or DATASET on the command line",
         ),
-        key("out", str, example="eval"),
+        key("out", str, example="eval", required="or --out on the command line"),
         key("answers", str, example="answers.jsonl"),
         key("rag", str, "rag_callable", example="my_rag:answer"),
         key("endpoint", str, example="http://localhost:8080/ask"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -16,6 +17,10 @@ from qagen.runs.batch.executor import BatchesRunningError
 
 BATCHES_RUNNING_EXIT = 4
 """`--batch --no-wait`: the batches are submitted or still running (see `qagen --help`)."""
+
+PIPE_CLOSED_EXIT = 141
+"""The reader of the output stopped reading (`qagen report RUN | head`): 128 + SIGPIPE, the code a
+shell reports for a command its pipe's reader left, as for any tool that stops there."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,9 +45,24 @@ def friendly_errors(function: F) -> F:
                 err=True,
             )
             sys.exit(130)
+        except BrokenPipeError:
+            # What the reader read is all it wanted: nothing to say. Later writes (the interpreter's
+            # final flush) go nowhere instead of failing again.
+            _silence_stdout()
+            sys.exit(PIPE_CLOSED_EXIT)
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
             click.echo(f"error: {exc.strerror or exc}{where}.", err=True)
             sys.exit(1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _silence_stdout() -> None:
+    try:
+        descriptor = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a file (a test's captured output): nothing left to flush
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)

@@ -13,6 +13,7 @@ from qagen.cli.errors import friendly_errors
 from qagen.cli.evaluate_grid import GridPoint, grid_points, index_notes, split_list
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
+from qagen.cli.paths import UserPath
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
 from qagen.evaluate.judges.registry import ALL, LLM_METRICS
@@ -87,13 +88,13 @@ EVALUATE_SHOWN = (
     "-o",
     "out",
     required=True,
-    type=click.Path(path_type=Path),
+    type=UserPath(path_type=Path),
     help="Evaluation directory: answers, verdicts, results.jsonl, summary.json (and the baseline's BM25 index). "
     "Re-run the same command to resume.",
 )
 @click.option(
     "--answers",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    type=UserPath(path_type=Path, exists=True, dir_okay=False),
     help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere; rows match the "
     "test set's questions by `id` if given, else ignoring case and spacing.",
 )
@@ -115,7 +116,7 @@ EVALUATE_SHOWN = (
 )
 @click.option(
     "--corpus",
-    type=click.Path(path_type=Path, exists=True),
+    type=UserPath(path_type=Path, exists=True),
     help="The corpus for --baseline (a file or folder, as for qagen build).",
 )
 @click.option(
@@ -154,7 +155,7 @@ EVALUATE_SHOWN = (
 )
 @click.option(
     "--cache-dir",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=UserPath(path_type=Path, file_okay=False),
     default=None,
     help="Where --baseline keeps its BM25 and dense indexes (the chunks' embeddings), reused by every later "
     "evaluation of the same corpus, chunking and model whatever its --out. [default: $QAGEN_CACHE, else "
@@ -268,6 +269,10 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         raise ConfigError("A --chunk-size grid only applies to --baseline.")
     grid = grid_points(options["baseline"], options["embeddings"], chunk_sizes, ks)
     reranks = _rerank_grid(options["rerank"])
+    if len(grid) * len(reranks) > 1:
+        from qagen.evaluate.out_dir import require_grid_dir
+
+        require_grid_dir(out)  # before the test set is read: a grid's points are folders inside `out`
     if any(spec.kind != "none" for spec in reranks) and not options["baseline"]:
         raise ConfigError("--rerank applies to --baseline: it reorders the baseline's retrieved chunks.")
     metrics = options["metrics"].split(",")
@@ -448,18 +453,18 @@ show_only(evaluate, EVALUATE_SHOWN)
 
 
 @click.command()
-@click.argument("eval_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("eval_dirs", nargs=-1, required=True, type=UserPath(path_type=Path, exists=True, file_okay=False))
 @click.option(
     "--chart",
     "chart",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     default=None,
     help="Also write a bar chart of the runs to this PNG file (needs matplotlib: pip install 'qagen[plot]').",
 )
 @click.option(
     "--metric", default=None, help="Metric of the --chart (default: correctness, else the first with values)."
 )
-@click.option("--plot", "plot_path", type=click.Path(path_type=Path, dir_okay=False), default=None, hidden=True)
+@click.option("--plot", "plot_path", type=UserPath(path_type=Path, dir_okay=False), default=None, hidden=True)
 @friendly_errors
 def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, plot_path: Path | None) -> None:
     """Compare evaluation directories: metrics with 95% intervals and paired tests; a bar chart with --chart.
@@ -469,8 +474,8 @@ def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, 
     rejections), write it to RUN/profile.md, and with --chart a PNG of its distributions.
     """
     from qagen.evaluate.report import report as compare
-    from qagen.evaluate.report import require_matplotlib
     from qagen.generation.profile_report import build_summary, profile_chart, require_profile, write_profile
+    from qagen.plotting import pyplot
 
     chart = chart or plot_path  # --plot: the option's name before --chart, still accepted
     if metric is not None and chart is None:
@@ -482,7 +487,7 @@ def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, 
         if metric is not None:
             raise click.UsageError("--metric chooses an evaluation chart's metric; a build's chart shows its profile.")
         if chart is not None:
-            require_matplotlib()
+            pyplot()  # before any work
         run, summary = builds[0]
         tables, written = write_profile(run, summary)
         click.echo(tables)

@@ -13,10 +13,12 @@ commands (`generate`, `critique`, `filter`) work on a run, and their options are
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from qagen.cli.paths import UserPath
 from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL
 from qagen.corpus.settings import MIN_CHUNK_SIZE
 from qagen.critics import CRITICS, CriticSpec, check_name
@@ -147,7 +149,7 @@ def prompts_option(*, stage: bool) -> Callable[[F], F]:
         ]
     )
     return option_group(
-        click.option("--prompts", "prompts_dir", metavar="DIR", type=click.Path(file_okay=False), default=None, help=f"Folder of your own prompt files, named as the bundled ones ({bundled}), with the same placeholders; each file found replaces the bundled prompt, the others stay {_default(stage, '[default: the bundled prompts]')}."),
+        click.option("--prompts", "prompts_dir", metavar="DIR", type=UserPath(file_okay=False), default=None, help=f"Folder of your own prompt files, named as the bundled ones ({bundled}), with the same placeholders; each file found replaces the bundled prompt, the others stay {_default(stage, '[default: the bundled prompts]')}."),
     )  # fmt: skip
 
 
@@ -302,3 +304,18 @@ def batch_from_options(options: dict[str, Any]) -> Any:
     from qagen.runs.batch.rounds import BatchOptions
 
     return BatchOptions(wait=not no_wait, poll_seconds=poll, max_poll_seconds=max(poll, 300.0))
+
+
+def require_out_and_corpus(out: Path | None, options: dict[str, Any]) -> Path:
+    """`out`, once it and a corpus, which `build` needs, are given; else a usage error naming their
+    config-file keys too (a starter file from `qagen init` leaves both to be set)."""
+    if out is None:
+        raise click.UsageError(
+            "Missing --out: give the run directory as --out DIR, or as `out` in the [build] table of the --config file."
+        )
+    if options.get("corpus") is None and options.get("hf_dataset") is None:
+        raise click.UsageError(
+            "Missing the corpus: give CORPUS (a file or folder) or --hf-dataset, or set `path` (or `hf_dataset`) in "
+            "the [corpus] table of the --config file."
+        )
+    return out

@@ -7,11 +7,12 @@ from pathlib import Path
 import click
 
 from qagen.cli.errors import friendly_errors
+from qagen.cli.paths import UserPath
 from qagen.redaction import register_secret
 
 
 @click.command()
-@click.argument("run_dir", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("run_dir", type=UserPath(path_type=Path, exists=True, file_okay=False))
 @click.argument("repo_id")
 @click.option(
     "--token",

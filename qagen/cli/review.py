@@ -16,8 +16,9 @@ import click
 
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import setting_flags
+from qagen.cli.paths import UserPath
 
-_DIRECTORY = click.Path(path_type=Path, exists=True, file_okay=False)
+_DIRECTORY = UserPath(path_type=Path, exists=True, file_okay=False)
 
 
 @click.command()
@@ -25,14 +26,14 @@ _DIRECTORY = click.Path(path_type=Path, exists=True, file_okay=False)
 @click.option(
     "--export",
     "export_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=UserPath(path_type=Path, dir_okay=False),
     default=None,
     help="Write the sample to label to this CSV file, with empty label columns, for a spreadsheet.",
 )
 @click.option(
     "--import",
     "import_path",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    type=UserPath(path_type=Path, exists=True, dir_okay=False),
     default=None,
     help="Read the labels of a filled CSV file (as --export wrote it) into DIRECTORY/labels.jsonl.",
 )

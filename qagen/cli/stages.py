@@ -25,21 +25,22 @@ from qagen.cli.options import (
     output_options,
     update_corpus_option,
 )
+from qagen.cli.paths import UserPath
 from qagen.config import BuildRole
 from qagen.errors import QagenError
 
 if TYPE_CHECKING:
     from qagen.records import Funnel
 
-_RUN_DIR = click.Path(path_type=Path, exists=True, file_okay=False)
+_RUN_DIR = UserPath(path_type=Path, exists=True, file_okay=False)
 # The options that decide which drafts pass: a critique that is to decide the drafts a re-filter
 # left undecided must be asked with the same ones.
 _DECIDING = (*THRESHOLD_OPTIONS, "max_answer_chars", "max_question_chars")
 
 
 @click.command()
-@click.argument("corpus", required=False, type=click.Path(path_type=Path))
-@click.option("--out", "-o", "out", required=True, type=click.Path(path_type=Path), help="Run directory to create.")
+@click.argument("corpus", required=False, type=UserPath(path_type=Path))
+@click.option("--out", "-o", "out", required=True, type=UserPath(path_type=Path), help="Run directory to create.")
 @CHUNK_OPTIONS
 @update_corpus_option
 @output_options

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import os
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from qagen.corpus.chunk import LengthUnit
 from qagen.errors import ConfigError
+
+PathSetting = Annotated[str, AfterValidator(os.path.expanduser)]
+"""A path setting: `~` is the home directory, as a shell reads it, also when given from Python or a file."""
 
 
 class CorpusSettings(BaseModel):
@@ -13,7 +19,7 @@ class CorpusSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    path: str | None = Field(default=None, description="A file or folder of documents or tables.")
+    path: PathSetting | None = Field(default=None, description="A file or folder of documents or tables.")
     hf_dataset: str | None = Field(default=None, description="A saved dataset directory or a Hub dataset id.")
     split: str = Field(default="train", description="The split of `hf_dataset` to read.")
     text_column: str = Field(

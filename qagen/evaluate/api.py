@@ -18,6 +18,7 @@ from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.input_checks import check_inputs
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed, metric_groups
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
+from qagen.evaluate.out_dir import EVAL_FILE, require_evaluation_dir
 from qagen.evaluate.records import EvalSummary
 from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.stamp import EvalStamp
@@ -160,7 +161,8 @@ def evaluate(
     """
     from qagen.evaluate.systems.protocol import close_system
 
-    out = Path(out)
+    out = Path(out).expanduser()
+    require_evaluation_dir(out)
     if k < 1:
         raise ConfigError(f"`k` must be at least 1, got {k}.", settings=("k",))
     limits = CallLimits(concurrency=concurrency, rpm=rpm, max_failure_rate=max_failure_rate)
@@ -290,7 +292,7 @@ def _record_settings(
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(
-        out / "eval.json",
+        out / EVAL_FILE,
         {"testset": testset.origin, "system": system, "k": k, "judge_model": judge_model, **about},
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
@@ -17,6 +16,7 @@ import numpy.typing as npt
 from qagen.errors import ConfigError, QagenError
 from qagen.evaluate.metrics.statistics import PairedResult, paired_test
 from qagen.evaluate.results import UNDEFINED, row_column, summary_value
+from qagen.plotting import pyplot
 
 P_RESAMPLES = 10_000
 """Random sign patterns behind a paired test's p-value when there are more than this many patterns
@@ -237,7 +237,7 @@ def report(eval_dirs: Sequence[Path | str], *, chart: Path | str | None = None, 
     if metric is not None and chart is None:
         raise ConfigError("`metric` chooses the chart's metric: give `chart` too.", settings=("metric", "chart"))
     if chart is not None:
-        require_matplotlib()  # before any work
+        pyplot()  # before any work
     runs = load_runs([Path(path) for path in eval_dirs])
     paired = paired_differences(runs)
     written = bar_chart(runs, metric or chart_metric(runs), Path(chart)) if chart is not None else None
@@ -309,22 +309,9 @@ def _format(rows: list[list[str]]) -> str:
     )
 
 
-def require_matplotlib() -> None:
-    """Refuse a chart at once, before any work, when its library is not installed."""
-    if importlib.util.find_spec("matplotlib") is None:
-        raise QagenError("The chart needs matplotlib, which is not installed: pip install 'qagen[plot]'.")
-
-
 def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:
     """A bar chart of one metric across runs with its 95% intervals, like the notebook's (PNG)."""
-    require_matplotlib()
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise QagenError("The chart needs matplotlib, which cannot be imported: pip install 'qagen[plot]'.") from exc
+    plt = pyplot()
     labels: list[str] = []
     means: list[float] = []
     errors: list[list[float]] = [[], []]

@@ -20,7 +20,7 @@ QA_PROMPT = FACTOID.draft_prompt
 DOCUMENT_PLACEHOLDERS = ("document", "second_document")
 """The draft prompt's placeholders for the name of each passage's document, in order (`{document}`:
 the first, or only, passage's): a question can then name the command or object it is about, which the
-passage itself often never says (git's man pages: "the --color option" of which command?)."""
+passage itself often never says (git's man pages: the color option of which command?)."""
 
 
 def document_name(source: str) -> str:

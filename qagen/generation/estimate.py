@@ -1,4 +1,12 @@
-"""What a build would cost (`plan`, the CLI's dry run), before any call is made."""
+"""What a build would still cost (`plan`, the CLI's dry run), before any call is made, and what
+its run directory has spent already.
+
+The estimate follows the build's own decisions over what the run directory holds: a draft stored
+is not made again (unless its call failed in a way worth another, as the build redoes it); a
+draft's critics are asked only when it passed the free checks, in order, each stored verdict
+read as the build reads it (a low score stops the critics after it). Only what is not stored yet
+is assumed: each later critic is asked about `ASSUMED_PASS_RATE` of the drafts before it.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +15,13 @@ from typing import ClassVar
 
 from qagen.config import BuildConfig
 from qagen.generation.critique import Drafted
+from qagen.generation.ledger import Ledger
 from qagen.generation.sample import Sample
-from qagen.generation.tasks import BuildTasks
+from qagen.generation.summary import stage_usage
+from qagen.generation.tasks import BuildTasks, TypeTasks, stops_the_critics
 from qagen.llm.cost import price_for
+from qagen.runs.batch.journal import Journal
+from qagen.runs.executor import needs_call
 from qagen.runs.rundir import RunDir
 
 # Assumptions of the estimate, stated in its output. Tokens are estimated as characters / 4 (the
@@ -18,6 +30,23 @@ CHARS_PER_TOKEN = 4.0
 ASSUMED_QUESTION_CHARS = 120
 ASSUMED_OUTPUT_TOKENS = {"generation": 60, "critique": 80}
 ASSUMED_PASS_RATE = 0.8
+
+
+def dollars(amount: float) -> str:
+    """An amount as the estimate shows it: cents hide what a small run costs, so below a dollar
+    four decimals."""
+    return f"${amount:.4f}" if amount < 1 else f"${amount:,.2f}"
+
+
+@dataclass(frozen=True)
+class Spent:
+    """The calls the run directory's records were paid for (a reply came, readable or not)."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost: float | None
+    """At the run's prices, calls answered in batches at batch prices; None when a price is unknown."""
 
 
 @dataclass(frozen=True)
@@ -33,61 +62,88 @@ class Estimate:
     already_done: int
     batch: bool = False
     """Priced as batch work (half the online price)."""
+    spent: Spent | None = None
+    """What the run directory has paid for already (None: a new run)."""
 
     @property
     def calls(self) -> float:
         return self.drafts + self.critic_calls
 
     def describe(self) -> str:
-        cost = f"${self.cost:,.2f}" if self.cost is not None else "unknown (give `price_input`/`price_output`)"
-        return "\n".join(
-            [
-                f"  drafts to make          {self.drafts:,} (already made: {self.already_done:,})",
-                f"  critic calls (expected) {self.critic_calls:,.0f}",
-                f"  LLM calls (expected)    {self.calls:,.0f}",
-                f"  input tokens (approx.)  {self.input_tokens:,}",
-                f"  output tokens (approx.) {self.output_tokens:,}",
-                f"  cost (approx.)          {cost}"
-                + (" at batch prices (half the online price)" if self.batch else ""),
-                f"  assumed: {CHARS_PER_TOKEN:g} characters per token, {ASSUMED_PASS_RATE:.0%} of drafts passing each "
-                f"critic, {ASSUMED_OUTPUT_TOKENS['generation']} output tokens per draft and "
-                f"{ASSUMED_OUTPUT_TOKENS['critique']} per critique",
-            ]
+        cost = dollars(self.cost) if self.cost is not None else "unknown (give `price_input`/`price_output`)"
+        lines = [
+            f"  drafts to make          {self.drafts:,} (already made: {self.already_done:,})",
+            f"  critic calls (expected) {self.critic_calls:,.0f}",
+            f"  LLM calls (expected)    {self.calls:,.0f}",
+            f"  input tokens (approx.)  {self.input_tokens:,}",
+            f"  output tokens (approx.) {self.output_tokens:,}",
+            f"  cost (approx.)          {cost}" + (" at batch prices (half the online price)" if self.batch else ""),
+        ]
+        if self.spent is not None and self.spent.calls:
+            spent = self.spent
+            paid = dollars(spent.cost) if spent.cost is not None else "price unknown"
+            lines.append(f"  spent so far            {paid} ({spent.calls:,} calls)")
+        lines.append(
+            f"  assumed: {CHARS_PER_TOKEN:g} characters per token, {ASSUMED_PASS_RATE:.0%} of drafts passing each "
+            f"critic, {ASSUMED_OUTPUT_TOKENS['generation']} output tokens per draft and "
+            f"{ASSUMED_OUTPUT_TOKENS['critique']} per critique"
         )
+        return "\n".join(lines)
 
 
-def estimate(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: Sample, *, batch: bool = False) -> Estimate:
-    """Calls and tokens still to spend on `sample`, skipping what the run directory already holds."""
-    drafts = run.drafts.load()
-    critiques = run.critiques.load()
-    to_draft = [item for item in sample if tasks.draft_key(item) not in drafts]
-    input_chars = 0.0
-    critic_calls = 0.0
-    for item in to_draft:
-        of_type = tasks.of(item)
-        passages = sum(len(chunk.text) for chunk in item.chunks)
-        input_chars += len(of_type.draft.prompt.text) + passages
-        # Critics are asked in order and stop at the first rejection (unless `all_critics`), so the
-        # k-th critic is asked about pass_rate**(k-1) of the drafts.
-        for k, critic in enumerate(of_type.critics):
-            share = 1.0 if config.all_critics else ASSUMED_PASS_RATE**k
-            critic_calls += share
-            context = passages if "context" in critic.prompt.variables else 0
-            input_chars += share * (len(critic.prompt.text) + ASSUMED_QUESTION_CHARS + context)
-    # Drafts already made may still need their critiques; count those critics too (all of them,
-    # an upper bound, since their verdicts so far are not examined here). A critic that reads what a
-    # search finds is counted as not asked yet (the search is not run for an estimate).
-    for item in sample:
-        draft = drafts.get(tasks.draft_key(item))
-        if draft is None or not draft.ok:
-            continue
-        for critic in tasks.of(item).critics:
-            if critic.reads_retrieved or critic.key(Drafted(draft, item)) not in critiques:
-                critic_calls += 1
-                input_chars += len(critic.prompt.text) + ASSUMED_QUESTION_CHARS
-    input_tokens = int(input_chars / CHARS_PER_TOKEN)
+class _Left:
+    """Calls and input characters still to pay for, expected."""
+
+    def __init__(self) -> None:
+        self.drafts = 0
+        self.critic_calls = 0.0
+        self.input_chars = 0.0
+
+    def critics(self, config: BuildConfig, of_type: TypeTasks, passages: int, *, share: float = 1.0) -> None:
+        """The critics of a draft not stored yet, each asked about a share of the drafts."""
+        for critic in of_type.critics:
+            self.critic(critic.prompt.text, "context" in critic.prompt.variables, passages, share)
+            share = share if config.all_critics else share * ASSUMED_PASS_RATE
+
+    def critic(self, prompt: str, reads_context: bool, passages: int, share: float) -> None:
+        self.critic_calls += share
+        self.input_chars += share * (len(prompt) + ASSUMED_QUESTION_CHARS + (passages if reads_context else 0))
+
+
+def estimate(
+    config: BuildConfig,
+    run: RunDir,
+    tasks: BuildTasks,
+    sample: Sample,
+    *,
+    batch: bool = False,
+    records: RunDir | None = None,
+) -> Estimate:
+    """Calls and tokens still to spend on `sample`, skipping what `records` (default: `run`) holds.
+
+    `tasks` must be made with `run`'s chunks when a critic reads what a search finds
+    (`BuildTasks.for_config`), so that its stored verdicts are found.
+    """
+    records = records or run
+    ledger = Ledger.read(records)
+    try:
+        left = _Left()
+        for item in sample:
+            of_type = tasks.of(item)
+            passages = sum(len(chunk.text) for chunk in item.chunks)
+            draft = ledger.draft_store.get(tasks.draft_key(item))
+            if draft is None or needs_call(draft):
+                left.drafts += 1
+                left.input_chars += len(of_type.draft.prompt.text) + passages
+                left.critics(config, of_type, passages)
+            elif of_type.reaches_the_critics(draft, item, config):
+                _stored_critics(config, tasks.drafted(draft, item), of_type, ledger, left, passages)
+        spent = _spent(config, records, ledger) if records.exists() else None
+    finally:
+        ledger.close()
+    input_tokens = int(left.input_chars / CHARS_PER_TOKEN)
     output_tokens = int(
-        len(to_draft) * ASSUMED_OUTPUT_TOKENS["generation"] + critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]
+        left.drafts * ASSUMED_OUTPUT_TOKENS["generation"] + left.critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]
     )
     generator_price = price_for(config.generator.spec, config.price_input, config.price_output)
     critic_price = price_for(config.critic.spec, config.price_input, config.price_output)
@@ -96,16 +152,49 @@ def estimate(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: Sample
     cost = None
     if generator_price is not None and critic_price is not None:
         # Split the tokens by stage in proportion to calls: close enough for an estimate.
-        share = len(to_draft) / max(len(to_draft) + critic_calls, 1)
+        share = left.drafts / max(left.drafts + left.critic_calls, 1)
         cost = generator_price.cost(int(input_tokens * share), int(output_tokens * share)) + critic_price.cost(
             int(input_tokens * (1 - share)), int(output_tokens * (1 - share))
         )
     return Estimate(
-        drafts=len(to_draft),
-        critic_calls=critic_calls,
+        drafts=left.drafts,
+        critic_calls=left.critic_calls,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         cost=cost,
-        already_done=len(sample) - len(to_draft),
+        already_done=len(sample) - left.drafts,
         batch=batch,
+        spent=spent,
+    )
+
+
+def _stored_critics(
+    config: BuildConfig, drafted: Drafted, of_type: TypeTasks, ledger: Ledger, left: _Left, passages: int
+) -> None:
+    """The critics of a stored draft, walked as the build walks them: a verdict stored is read (a
+    low score stops the ones after it); from the first one missing on, they are expected."""
+    share = 1.0
+    for critic in of_type.critics:
+        verdict = ledger.critique_store.get(critic.key(drafted))
+        if verdict is None or needs_call(verdict):
+            left.critic(critic.prompt.text, "context" in critic.prompt.variables, passages, share)
+            share = share if config.all_critics else share * ASSUMED_PASS_RATE
+        elif stops_the_critics(verdict, config):
+            return
+
+
+def _spent(config: BuildConfig, run: RunDir, ledger: Ledger) -> Spent:
+    """Every call the run's records were paid for, priced as the build's summary prices them."""
+    drafts, critiques = ledger.paid_for({key for key, _ in ledger.drafts.items()})
+    batched = Journal(run.root).batched
+    stages = [
+        stage_usage(config.generator.spec, drafts, config, batched),
+        stage_usage(config.critic.spec, critiques, config, batched),
+    ]
+    costs = [stage.cost_usd for stage in stages]
+    return Spent(
+        calls=sum(stage.calls for stage in stages),
+        input_tokens=sum(stage.input_tokens for stage in stages),
+        output_tokens=sum(stage.output_tokens for stage in stages),
+        cost=None if None in costs else sum(cost for cost in costs if cost is not None),
     )

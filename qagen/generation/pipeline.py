@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,21 +261,39 @@ class BuildResult:
 
 
 def plan(
-    config: BuildConfig, out: Path, *, progress: bool = True, update_corpus: bool = False, batch: bool = False
+    config: BuildConfig, out: Path | str, *, progress: bool = True, update_corpus: bool = False, batch: bool = False
 ) -> Estimate:
-    """Chunk and sample into `out` (no LLM call), and estimate what the rest of the build costs
-    (at batch prices with `batch`)."""
-    tasks = BuildTasks.for_config(config)
+    """What the build of `config` into `out` would still pay (at batch prices with `batch`), with no
+    LLM call, writing nothing a later run must match: a new run is chunked and sampled in a
+    temporary folder, so the real build may still choose other settings; an existing run is
+    checked as the build checks it (other settings, a changed corpus are refused alike) and read
+    as it is, chunked again in a temporary folder when `update_corpus` allows a changed corpus."""
+    _require_build_config(config)
     pairing_embedder(config.pair_embeddings)  # a missing dense extra is said before the corpus is read
-    with RunDir(out).locked() as run:
+    existing = RunDir(out)
+    if existing.exists():
+        with existing.locked() as run:
+            run.check_settings(config, BuildTasks.for_config(config).prompt_hashes())
+            if run.chunking_done() and run.check_corpus(config.corpus, update=update_corpus) is None:
+                tasks = BuildTasks.for_config(config, run.iter_chunks)
+                return estimate(config, run, tasks, load_sample(config, run), batch=batch)
+            return _plan_aside(config, progress=progress, batch=batch, records=run)
+    return _plan_aside(config, progress=progress, batch=batch, records=None)
+
+
+def _plan_aside(config: BuildConfig, *, progress: bool, batch: bool, records: RunDir | None) -> Estimate:
+    """The estimate over the corpus chunked and sampled in a temporary folder, against the records
+    of `records` (the run to chunk again; None: a new run)."""
+    with tempfile.TemporaryDirectory(prefix="qagen-plan-") as folder, RunDir(Path(folder) / "run").locked() as run:
+        tasks = BuildTasks.for_config(config, run.iter_chunks)
         run.open(config, tasks.prompt_hashes())
-        chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
-        return estimate(config, run, tasks, load_sample(config, run), batch=batch)
+        chunk_stage(config, run, progress=progress)
+        return estimate(config, run, tasks, load_sample(config, run), batch=batch, records=records)
 
 
 def build(
     config: BuildConfig,
-    out: Path,
+    out: Path | str,
     *,
     progress: bool = True,
     update_corpus: bool = False,
@@ -288,8 +307,19 @@ def build(
     price, hours instead of minutes); when not waiting for them (`BatchOptions.wait=False`) this
     raises `BatchesRunningError` once they are submitted: call it again later to go on.
     """
+    _require_build_config(config)
     with RunDir(out).locked() as run:
         return _build(config, run, progress=progress, update_corpus=update_corpus, batch=batch)
+
+
+def _require_build_config(config: object) -> None:
+    """A `TypeError` that says what to pass, instead of one from deep inside the build."""
+    if not isinstance(config, BuildConfig):
+        kind = type(config).__name__
+        raise TypeError(
+            f"`config` is a {kind}, not a BuildConfig: pass qagen.BuildConfig(...), or "
+            f"qagen.BuildConfig.model_validate(your_{kind})."
+        )
 
 
 def _build(

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from qagen.errors import QagenError
+from qagen.plotting import pyplot
 
 
 def _share(part: int, whole: int) -> str:
@@ -120,11 +121,7 @@ def require_profile(summary: Mapping[str, Any], where: Path) -> Mapping[str, Any
 def profile_chart(profile: Mapping[str, Any], path: Path, title: str) -> Path:
     """Bar charts of the profile's distributions in one PNG: easiness (copied share, BM25 rank
     bins), coverage (documents by kept questions), and each critic's scores."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     critics = list(profile["critic_scores"])
     figure, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     easiness, coverage = profile["easiness"], profile["coverage"]

@@ -47,8 +47,8 @@ def summarise_build(
         models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
         prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},
         usage=BuildUsage(
-            generation=_usage(config.generator.spec, paid_drafts, config, batched),
-            critique=_usage(config.critic.spec, paid_critiques, config, batched),
+            generation=stage_usage(config.generator.spec, paid_drafts, config, batched),
+            critique=stage_usage(config.critic.spec, paid_critiques, config, batched),
         ),
         batch={
             stage: spend
@@ -66,7 +66,7 @@ def _tokens(records: Sequence[PaidCall]) -> tuple[int, int]:
     return sum(r.input_tokens for r in records), sum(r.output_tokens for r in records)
 
 
-def _usage(model: str, records: Sequence[PaidCall], config: BuildConfig, batched: set[str]) -> StageUsage:
+def stage_usage(model: str, records: Sequence[PaidCall], config: BuildConfig, batched: set[str]) -> StageUsage:
     """Calls and tokens paid for (failed calls without a reply are not), and their cost when known:
     the calls answered in batches (`batched` record ids) at batch prices, the others at online prices."""
     input_tokens, output_tokens = _tokens(records)

@@ -42,6 +42,15 @@ class TypeTasks:
         """The type's task of a critic; None when the type is not vetted by it."""
         return next((task for task in self.critics if task.criterion == criterion), None)
 
+    def reaches_the_critics(self, draft: Draft, item: Passages, config: BuildConfig) -> bool:
+        """Whether the draft's critics are asked: it parsed and passed the checks that cost no call
+        (the build's, `checks.precheck`, then the type's own)."""
+        if not draft.ok:
+            return False
+        if precheck(draft, item, config, answered=self.spec.answer_in_passages).reason is not None:
+            return False
+        return self.check(draft, item) is None
+
     def check(self, draft: Draft, item: Passages) -> str | None:
         """The type's free check of a parsed draft (before any critic): the rejection reason, or None."""
         return None if self.spec.check is None else self.spec.check(draft, item)
@@ -188,26 +197,23 @@ class BuildFlow:
             if self.generate
             else self.drafts.get(tasks.draft.key(item))
         )
-        if not self.critique or draft is None or not draft.ok:
-            return
-        if precheck(draft, item, self.config, answered=tasks.spec.answer_in_passages).reason is not None:
-            return  # a draft a free check rejects (`checks.precheck`) costs no critic
-        if tasks.check(draft, item) is not None:
-            return  # nor does one its type's own free check rejects
+        if not self.critique or draft is None or not tasks.reaches_the_critics(draft, item, self.config):
+            return  # a draft a free check rejects costs no critic
         drafted = self.tasks.drafted(draft, item)
         for critic in tasks.critics:
             verdict = await self.executor.run(critic, drafted, self.critiques)
-            if self._stops_the_critics(verdict):
+            if stops_the_critics(verdict, self.config):
                 return
 
-    def _stops_the_critics(self, verdict: Critique) -> bool:
-        """A low score rejects the draft whatever the others say, so they are not asked; a failed
-        call stops them until the next run (see the module's docstring)."""
-        if verdict.failure is not None and verdict.failure.is_call_failure:
-            return True
-        if self.config.all_critics or verdict.score is None:
-            return False
-        return not passes(verdict, self.config.threshold(verdict.criterion))
+
+def stops_the_critics(verdict: Critique, config: BuildConfig) -> bool:
+    """A low score rejects the draft whatever the others say, so they are not asked; a failed
+    call stops them until the next run (see the module's docstring)."""
+    if verdict.failure is not None and verdict.failure.is_call_failure:
+        return True
+    if config.all_critics or verdict.score is None:
+        return False
+    return not passes(verdict, config.threshold(verdict.criterion))
 
 
 def make_budget(config: BuildConfig, spent: dict[str, tuple[int, int]], *, batch: bool = False) -> Budget | None:

@@ -20,7 +20,7 @@ import os
 import re
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from qagen.call_policy import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from qagen.errors import ConfigError, LLMUnavailableError
@@ -38,6 +38,8 @@ from qagen.redaction import redact, redact_url, register_secret
 _NO_KEY_PLACEHOLDER = "EMPTY"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KEY_FIELDS = frozenset({"api_key", "key", "openai_api_key", "token", "secret"})
+"""Fields a key is given as elsewhere (LangChain's `api_key`, `openai_api_key`), refused by name."""
 
 
 DEFAULT_MAX_OUTPUT_TOKENS = 2048
@@ -50,7 +52,7 @@ class ModelSettings(BaseModel):
     """How to reach one model."""
 
     # The docstrings are the fields' descriptions: the config file's documentation is generated from them.
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True, extra="forbid")
 
     spec: str
     """The model, as LangChain's `provider:model` (such as openai:gpt-4o-mini)."""
@@ -77,6 +79,21 @@ class ModelSettings(BaseModel):
     """The name of the environment variable that holds this model's key (never the key itself:
     settings are saved in run.json and summary.json). None: the provider's own variable
     (OPENAI_API_KEY for `openai:*`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_key(cls, fields: Any) -> Any:
+        # A key given here would be saved with the settings (or, refused as an unknown field, shown
+        # in pydantic's message): named, never echoed.
+        if isinstance(fields, dict):
+            given = sorted(name for name in fields if name in _KEY_FIELDS)
+            if given:
+                raise ConfigError(
+                    f"`ModelSettings` takes no key (`{given[0]}`): settings are saved in run.json and "
+                    "summary.json. Put the key in an environment variable and give its name as `api_key_env`.",
+                    settings=("api_key_env",),
+                )
+        return fields
 
     @field_validator("api_key_env")
     @classmethod

@@ -58,7 +58,7 @@ class PushResult:
 
 
 def push_run(
-    run_dir: Path,
+    run_dir: Path | str,
     repo_id: str,
     *,
     token: str | None = None,
@@ -81,7 +81,7 @@ def push_run(
     """
     from huggingface_hub import HfApi, get_token
 
-    run = load_run(run_dir)
+    run = load_run(Path(run_dir).expanduser())
     if token is None and get_token() is None:
         raise HubAuthError(
             "No Hugging Face token: pass `token`, set HF_TOKEN, or log in with `hf auth login`.", settings=("token",)

@@ -15,6 +15,8 @@ importing the same file twice changes nothing; two rows of one item and reviewer
 things stop the import (which one is meant is not guessed). The file is written with a byte-order
 mark, as spreadsheet programs need to read UTF-8; it is read with or without one, separated by
 commas, or by the semicolons (or tabs) a spreadsheet set to a decimal-comma language saves with.
+A cell that a spreadsheet would run as a formula is written as text (`_as_text`) and read back as
+it was.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ _ENCODING = "utf-8-sig"
 _MAX_PROBLEMS = 5
 _YES_NO = {"yes": True, "no": False}
 _PASS_FAIL = {"pass": True, "fail": False}
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""The first characters that make a spreadsheet read a cell as a formula (OWASP's list for CSV injection)."""
+_TEXT_MARK = "'"
+"""A leading apostrophe: the spreadsheets' own way to say "this cell is text"."""
 
 
 class Exported(NamedTuple):
@@ -123,7 +129,19 @@ def _write(path: Path, columns: tuple[str, ...], rows: list[dict[str, str]]) -> 
     with writing(path), path.open("w", encoding=_ENCODING, newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, restval="")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({name: _as_text(cell) for name, cell in row.items()} for row in rows)
+
+
+def _as_text(cell: str) -> str:
+    """The cell as a spreadsheet shows text: a question, answer or chunk from third-party documents
+    (or written by a model) that begins as a formula, such as `=HYPERLINK(...)`, would run when the
+    file is opened; an apostrophe before it keeps it text."""
+    return _TEXT_MARK + cell if cell.startswith(FORMULA_STARTS) else cell
+
+
+def _from_text(cell: str) -> str:
+    """A cell as `_as_text` (or the reviewer's spreadsheet) escaped it, read back as it was."""
+    return cell[1:] if cell.startswith(_TEXT_MARK) and cell[1:].startswith(FORMULA_STARTS) else cell
 
 
 # --- import -----------------------------------------------------------------------------------
@@ -282,7 +300,7 @@ def _row_label(
     """The row's label; None when it has none, or has a problem (added to `problems`)."""
 
     def cell(name: str) -> str:
-        return (cells.get(name) or "").strip()
+        return _from_text((cells.get(name) or "").strip())
 
     item_id = cell("id")
     if not item_id:

@@ -33,8 +33,8 @@ class RunDir:
     `dataset/`, `candidates/`, `summary.json`, and `.qagen.lock` (one process at a time).
     """
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path | str) -> None:
+        self.root = root = Path(root).expanduser()
         self.run_file = root / "run.json"
         self.chunks_file = root / "chunks.jsonl"
         self.chunking_file = root / "chunking.json"
@@ -86,11 +86,20 @@ class RunDir:
         until then nothing is fixed, so a failed first attempt (a corpus path typo, settings that do
         not work, a corpus with no text) cannot block the corrected command.
         """
-        wanted = json.loads(json.dumps(config.fingerprint(prompt_hashes, llm=llm)))
         if not self.exists():
             self._refuse_foreign()
-            self._new_run = _run_file(wanted, config)
+            self._new_run = _run_file(_fingerprint(config, prompt_hashes, llm), config)
             return
+        wanted, stored = self.check_settings(config, prompt_hashes, llm=llm)
+        # Keep what was decided before (e.g. the models, when `qagen filter` runs without them).
+        write_json_atomic(self.run_file, _run_file(keep_decided(wanted, stored), config))
+
+    def check_settings(
+        self, config: BuildConfig, prompt_hashes: dict[str, str | None], *, llm: bool | Collection[BuildRole] = True
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Raise `RunMismatchError` unless `config` may resume the run here (writing nothing); else
+        its fingerprint and the stored one."""
+        wanted = _fingerprint(config, prompt_hashes, llm)
         stored = with_added_fields(self._read_run().get("fingerprint", {}))
         differences = describe_differences(stored, wanted)
         if differences:
@@ -101,9 +110,7 @@ class RunDir:
                 + "\nUse a new `out` directory, or repeat the run's own settings to resume it.",
                 settings=("out",),
             )
-        # Keep what was decided before (e.g. the models, when `qagen filter` runs without them).
-        wanted = keep_decided(wanted, stored)
-        write_json_atomic(self.run_file, _run_file(wanted, config))
+        return wanted, stored
 
     @contextmanager
     def locked(self) -> Iterator[RunDir]:
@@ -255,6 +262,14 @@ class WrittenChunks(NamedTuple):
 
 # qagen's own files in a run directory that has no run.json yet: its lock, and temporary files.
 _OWN_FILE = re.compile(rf"{re.escape(LOCK_NAME)}|{re.escape(OWNER_NAME)}|\.chunks-.*\.tmp|\..+\.json\.tmp")
+
+
+def _fingerprint(
+    config: BuildConfig, prompt_hashes: dict[str, str | None], llm: bool | Collection[BuildRole]
+) -> dict[str, Any]:
+    """The fingerprint as `run.json` holds it (through JSON: tuples become lists)."""
+    fingerprint: dict[str, Any] = json.loads(json.dumps(config.fingerprint(prompt_hashes, llm=llm)))
+    return fingerprint
 
 
 def _run_file(fingerprint: dict[str, Any], config: BuildConfig) -> dict[str, Any]:

@@ -358,3 +358,22 @@ def test_a_key_set_by_a_library_field_has_the_field_default() -> None:
             continue
         default = field.get_default(call_default_factory=True)
         assert key.default() == (None if default == () else default), key.dotted  # an empty list: not set
+
+
+def test_a_build_from_the_starter_file_names_the_keys_left_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    written = _invoke("init")
+    assert "set your documents (`path` in [corpus]) and the run directory (`out` in [build])" in written.output
+    starter = (tmp_path / "qagen.toml").read_text()
+    assert '# path = "docs"    # required: set it here (or `hf_dataset`, or CORPUS on the command line)' in starter
+    assert '# out = "run"    # required: set it here (or --out on the command line)' in starter
+    result = _invoke("build", "--config", "qagen.toml")
+    assert result.exit_code == 2
+    assert "Missing --out: give the run directory as --out DIR, or as `out` in the [build] table" in result.output
+    (tmp_path / "qagen.toml").write_text(starter.replace('# out = "run"', 'out = "run"'), encoding="utf-8")
+    result = _invoke("build", "--config", "qagen.toml")
+    assert result.exit_code == 2
+    assert "Missing the corpus: give CORPUS (a file or folder) or --hf-dataset, or set `path`" in result.output
+    assert not (tmp_path / "run").exists()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,18 @@ NOT_YET: tuple[str, ...] = ()
 # Text that is about the command line on purpose: the dataset card shows readers the shell
 # command that evaluates a RAG system on the pushed test set.
 CLI_TEXT = {("publish/card.py", "_usage")}
+# The options of `build` that are no setting of the run (`build` itself takes them out).
+NOT_BUILD_SETTINGS = (
+    "out",
+    "quiet",
+    "push_repo",
+    "public",
+    "dry_run",
+    "update_corpus",
+    "batch",
+    "no_wait",
+    "batch_poll",
+)
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
 
 
@@ -154,10 +165,10 @@ def test_flags_come_from_the_click_options() -> None:
 
 
 def test_the_critic_has_its_own_output_cap(tmp_path: Path) -> None:
-    corpus = Path(__file__).resolve().parents[2] / "examples" / "corpus"
-    args = ["build", str(corpus), "--out", str(tmp_path / "run"), "--dry-run", "-q"]
-    args += ["--max-output-tokens", "300", "--critic-max-output-tokens", "64", "--base-url", "http://127.0.0.1:9/v1"]
-    result = CliRunner().invoke(main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    config = json.loads((tmp_path / "run" / "run.json").read_text())["config"]
-    assert (config["generator"]["max_output_tokens"], config["critic"]["max_output_tokens"]) == (300, 64)
+    from qagen.cli.build_settings import config_from_options
+
+    args = ["docs", "--out", str(tmp_path / "run"), "--max-output-tokens", "300", "--critic-max-output-tokens", "64"]
+    with main.commands["build"].make_context("build", args) as ctx:
+        options = {name: value for name, value in ctx.params.items() if name not in NOT_BUILD_SETTINGS}
+        config = config_from_options(ctx, options, stored=None)
+    assert (config.generator.max_output_tokens, config.critic.max_output_tokens) == (300, 64)

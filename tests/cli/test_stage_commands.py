@@ -112,6 +112,24 @@ def test_per_invocation_settings_take_their_default_and_run_settings_stay(tmp_pa
         assert config.critic.base_url == "http://127.0.0.1:2/v1", command
 
 
+@pytest.mark.parametrize("command", ["generate", "batch export"])
+def test_a_new_question_type_mix_replaces_the_stored_one_as_build_does(command: str, tmp_path: Path) -> None:
+    stored = BuildConfig(corpus=CorpusSettings(path="/docs"), question_types={"factoid": 50, "multi_hop": 50})
+    click_command: click.Command = main
+    for name in command.split():
+        assert isinstance(click_command, click.Group)
+        click_command = click_command.commands[name]
+    for given, expected in (
+        (["--question-types", "multi_hop=100"], {"multi_hop": 100}),
+        (["--question-types", "factoid=20,unanswerable=80"], {"factoid": 20, "unanswerable": 80}),
+        ([], {"factoid": 50, "multi_hop": 50}),  # not given: the run's own
+    ):
+        context = click_command.make_context(command, [str(tmp_path), *given])
+        options = {key: value for key, value in context.params.items() if key not in {"run_dir", "quiet", "out"}}
+        config = config_from_options(context, options, stored=stored, fixed=())
+        assert config.question_types == expected, given
+
+
 def test_each_per_invocation_option_shows_the_librarys_default() -> None:
     """What `--help` shows is what a stage command applies: the click default is the library's."""
     config, model = BuildConfig(corpus=CorpusSettings(path="x")), ModelSettings(spec="m")

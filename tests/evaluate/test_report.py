@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,17 @@ def test_report_writes_a_chart_only_when_asked(tmp_path: Path, monkeypatch: pyte
     assert result.exit_code == 2 and "give --chart PATH too" in result.stderr
 
 
+def test_a_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)  # found, but its import fails
+    run = _run(tmp_path / "eval", {"correctness": 0.5}, [{"id": "1", "correctness": 3}])
+    result = _report(run, "--chart", tmp_path / "c.png")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: The chart needs matplotlib, which is installed but cannot be imported (")
+    assert not (tmp_path / "c.png").exists()
+
+
 def test_a_chart_without_matplotlib_is_refused_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     run = _run(tmp_path / "eval", {"correctness": 0.5}, [{"id": "1", "correctness": 3}])
@@ -133,3 +145,16 @@ def test_a_chart_without_matplotlib_is_refused_before_any_work(tmp_path: Path, m
     assert _report(tmp_path, "--chart", tmp_path / "c.png").stderr == result.stderr
     assert not (tmp_path / "c.png").exists()
     assert _report(run).exit_code == 0  # the table needs no matplotlib
+
+
+def test_a_reader_that_stops_reading_ends_the_report_quietly(tmp_path: Path) -> None:
+    """`qagen report RUN | head`: no "Broken pipe" error, and the shell's code for a pipe left."""
+    run = _run(tmp_path / "eval", {"correctness": 0.5}, [{"id": "1", "correctness": 3}])
+    child = subprocess.Popen(
+        [sys.executable, "-m", "qagen", "report", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # before the report is written: its first write finds no reader
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 141
+    assert stderr == ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,45 @@ def test_budget_counts_earlier_spending_and_prices() -> None:
     assert price_for("openai:unknown") is None
     with pytest.raises(ConfigError, match="give `price_input` and `price_output`"):
         Budget(max_tokens=None, max_cost=1.0, prices={"openai:unknown": None}, spent={})
+
+
+def test_a_dry_run_writes_nothing_a_later_run_must_match(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    planned = CliRunner().invoke(main, _args(llm, corpus, out, "--dry-run"), catch_exceptions=False)
+    assert planned.exit_code == 0, planned.output
+    assert "drafts to make          40 (already made: 0)" in planned.output
+    assert not out.exists() and llm.log == []
+    # The real build may then choose other settings: nothing was fixed.
+    other = [*_args(llm, corpus, out), "--chunk-size", "600", "--seed", "4", "--model", "openai:other"]
+    built = CliRunner().invoke(main, other, catch_exceptions=False)
+    assert built.exit_code == 0, built.output
+    # On that run, a dry run reads and writes nothing of it, and refuses other settings as the build would.
+    files = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    again = CliRunner().invoke(main, _args(llm, corpus, out, "--dry-run"), catch_exceptions=False)
+    assert again.exit_code == 1 and "holds a run made with other settings" in again.output
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == files
+
+
+def test_a_dry_run_of_a_finished_run_predicts_nothing_to_pay_and_shows_what_was_spent(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    prices = ["--price-input", "1", "--price-output", "4"]
+    out = tmp_path / "run"
+    llm.configure(rule_break_rate=0.3)  # drafts that a free check rejects and critics that reject: no more calls
+    built = CliRunner().invoke(main, [*_args(llm, corpus, out), *prices], catch_exceptions=False)
+    assert built.exit_code == 0, built.output
+    usage = json.loads((out / "summary.json").read_text())["usage"]
+    spent = usage["generation"]["cost_usd"] + usage["critique"]["cost_usd"]
+    calls = usage["generation"]["calls"] + usage["critique"]["calls"]
+    assert 0 < spent < 1
+    llm.reset()
+    planned = CliRunner().invoke(main, [*_args(llm, corpus, out, "--dry-run"), *prices], catch_exceptions=False)
+    assert planned.exit_code == 0, planned.output
+    assert "drafts to make          0 (already made: 40)" in planned.output
+    assert "critic calls (expected) 0\n" in planned.output and "LLM calls (expected)    0\n" in planned.output
+    assert "cost (approx.)          $0.0000\n" in planned.output
+    assert f"spent so far            ${spent:.4f} ({calls} calls)\n" in planned.output
+    assert llm.log == []
+    # A re-run indeed pays nothing.
+    rerun = CliRunner().invoke(main, [*_args(llm, corpus, out), *prices], catch_exceptions=False)
+    assert rerun.exit_code == 0 and llm.log == []

@@ -4,8 +4,10 @@ RUN/profile.md and drawn with --chart; the dataset card carries the same tables.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
@@ -61,3 +63,20 @@ def test_report_on_a_build_run_prints_writes_and_charts_the_profile(
     # Two build runs are refused in one sentence.
     twice = CliRunner().invoke(main, ["report", str(out), str(out)])
     assert twice.exit_code != 0 and "Give one build run directory" in twice.output
+
+
+def test_a_build_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence(
+    llm: StandInLLM, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    built = CliRunner().invoke(main, [*args, "-n", "6", "--chunk-size", "400", "--chunk-overlap", "40", "-q"])
+    assert built.exit_code == 0, built.output
+    # Installed (found) but broken: its pyplot fails to import, as with a numpy it was not built for.
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    chart = tmp_path / "profile.png"
+    result = CliRunner().invoke(main, ["report", str(out), "--chart", str(chart)], catch_exceptions=False)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("error: The chart needs matplotlib, which is installed but cannot be imported (")
+    assert result.stderr.endswith("): reinstall it with pip uninstall matplotlib, then pip install 'qagen[plot]'.\n")
+    assert not chart.exists() and not (out / "profile.md").exists()  # refused before any work

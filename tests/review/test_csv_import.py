@@ -4,6 +4,7 @@ an empty cell is "not labelled"; a score compares at the run's threshold."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 from qagen.review.labels import LABELS_FILE, LabelStore
@@ -102,3 +103,44 @@ def test_two_rows_of_one_item_and_reviewer_that_differ_stop_the_import(built_run
     assert f"line 8: ana's label of id {rows[0]['id']!r} differs from the one on line 2" in result.output
     assert "line 9" not in result.output
     assert not (built_run / LABELS_FILE).exists()
+
+
+FORMULAS = {
+    "question": '=HYPERLINK("http://127.0.0.1/x","click")',
+    "reference": "+1 more than the rest",
+    "answer": "@SUM(A1:A9)",
+}
+
+
+def _evaluation_with_formulas(tmp_path: Path) -> Path:
+    """An evaluation whose question, reference and answer (and id) each begin as a formula does:
+    third-party documents can carry such text, and a model can write it."""
+    from qagen.evaluate.api import evaluate
+    from qagen.evaluate.systems.answers_file import AnswersFileSystem
+
+    row = {"id": "-7", "question": FORMULAS["question"], "answer": FORMULAS["reference"]}
+    testset = tmp_path / "set.jsonl"
+    testset.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(json.dumps({**row, "answer": FORMULAS["answer"]}) + "\n", encoding="utf-8")
+    evaluate(testset, AnswersFileSystem(answers), tmp_path / "eval", metrics=["text"], progress=False)
+    return tmp_path / "eval"
+
+
+def test_cells_that_a_spreadsheet_would_run_as_formulas_are_escaped_and_read_back(tmp_path: Path) -> None:
+    evaluation = _evaluation_with_formulas(tmp_path)
+    sheet = tmp_path / "answers.csv"
+    assert invoke("review", evaluation, "--export", sheet).exit_code == 0
+    with sheet.open(encoding="utf-8-sig", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    # Written as text: a leading apostrophe, which spreadsheets read as "this cell is text".
+    assert {name: row[name] for name in FORMULAS} == {name: f"'{text}" for name, text in FORMULAS.items()}
+    assert row["id"] == "'-7"
+    # Read back without the apostrophe, in every cell the import reads (one a spreadsheet saved
+    # escaped, one the reviewer typed plain).
+    row.update(correct="no", note="'- too short", reviewer="@ana")
+    _write(sheet, [row])
+    result = invoke("review", evaluation, "--import", sheet)
+    assert result.exit_code == 0, result.output
+    (label,) = LabelStore(evaluation).read().values()
+    assert (label.item_id, label.correct, label.note, label.reviewer) == ("-7", False, "- too short", "@ana")

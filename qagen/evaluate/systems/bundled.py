@@ -53,6 +53,8 @@ def rag_baseline(
 
     if isinstance(rerank, str):
         parse_rerank(rerank)  # a misspelt reranker fails now, before any work
+    if corpus is not None:
+        corpus = Path(corpus).expanduser()
 
     def build(reader: LLMClient | None) -> RagSystem:
         if reader is None:

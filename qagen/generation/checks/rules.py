@@ -8,8 +8,9 @@
   mention...", "based on general knowledge") is not grounded in it.
 
 The phrases are written for the languages qagen's users draft in (English, French, German,
-Spanish, Italian, Portuguese) and all of them are tried on every draft: the patterns are specific
-enough that one language's phrase does not occur in another's questions.
+Spanish, Italian, Portuguese; Chinese and Japanese for `source_pointing`) and all of them are tried
+on every draft: the patterns are specific enough that one language's phrase does not occur in
+another's questions.
 
 Whether a check is on unless the user says otherwise (`default_on`) was decided on the reviewed
 drafts (the replay mode of `benchmarks/bench_quality.py`, the README's table under "Checks before
@@ -105,9 +106,29 @@ _NOT_GROUNDED = re.compile(
 )
 
 
+# Chinese and Japanese, apart: no word boundaries, so each phrase is whole ("根据上下文" points at a
+# text; "上下文切换", a context switch, does not). The bundled example corpus holds a Chinese document.
+_SOURCE_NOUNS_ZH = r"上下文|上文|原文|本文|文中|文章|文本|段落|材料|资料|文档|这段话|这段文字|这篇文章|该文"
+_SOURCE_NOUNS_JA = r"文章|文脈|テキスト|本文|記事|段落|資料|文書|一節|抜粋|コンテキスト|パッセージ"
+_SOURCE_POINTING_CJK = re.compile(
+    "|".join(
+        (
+            # Chinese: "according to the context/text", "mentioned in the text", "this article"
+            rf"(?:根据|依据|按照|基于|据)(?:所给|给定|提供的|以上|上述)?(?:{_SOURCE_NOUNS_ZH})",
+            rf"(?:{_SOURCE_NOUNS_ZH})(?:中|里)?(?:提到|提及|所述|所说|描述|指出|介绍|给出|列出)",
+            r"本文|文中|上文中",
+            # Japanese: "according to this passage", "in the above text", "the writer"
+            rf"(?:{_SOURCE_NOUNS_JA})(?:によると|によれば|に基づくと|に基づいて|から判断すると|の中で|中で|中の)",
+            rf"(?:この|その|本|上記の|以下の|与えられた|前述の)(?:{_SOURCE_NOUNS_JA})",
+            r"本文中|筆者",
+        )
+    )
+)
+
+
 def points_at_source(question: str, _answer: str = "") -> bool:
     """The question refers to a text the asker is not reading ("in the context", "the author")."""
-    return _SOURCE_POINTING.search(question) is not None
+    return _SOURCE_POINTING.search(question) is not None or _SOURCE_POINTING_CJK.search(question) is not None
 
 
 def answer_in_question(question: str, answer: str) -> bool:

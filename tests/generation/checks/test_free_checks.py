@@ -58,6 +58,31 @@ def test_standalone_questions_pass(question: str) -> None:
     assert not points_at_source(question)
 
 
+@pytest.mark.parametrize(
+    ("question", "points"),
+    [
+        ("根据上下文，哪个分支被变基了？", True),
+        ("根据文章，潮汐每天出现几次？", True),
+        ("文中提到的命令是什么？", True),
+        ("本文介绍了哪种潮汐？", True),
+        ("段落中描述的茶叶产自哪里？", True),
+        ("この文章によると、タグを作るコマンドは何ですか？", True),
+        ("上記の文章で説明されているコマンドは何ですか？", True),
+        ("筆者が最初に使ったブランチは何ですか？", True),
+        ("本文中で紹介されている潮汐の種類は？", True),
+        # Standalone: the same words about the subject itself.
+        ("上下文切换在Linux上的开销是多少？", False),
+        ("如何在Git中创建轻量标签？", False),
+        ("如何在Word文档中插入表格？", False),
+        ("半日周潮每天出现几次？", False),
+        ("Gitで軽量タグを作るコマンドは何ですか？", False),
+        ("ファイルの文字コードを変えるには？", False),
+    ],
+)
+def test_chinese_and_japanese_questions_pointing_at_their_source(question: str, points: bool) -> None:
+    assert points_at_source(question) is points
+
+
 def test_an_answer_inside_its_question_is_trivial() -> None:
     question = "What is the name of the file created by `git bundle create` with the tag 'cve-xxx.bundle'?"
     assert answer_in_question(question, "cve-xxx.bundle")
