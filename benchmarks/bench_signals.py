@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from qagen.config import BuildConfig, CorpusSettings
-from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec
+from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, passes
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.replies import parse_factoid_qa
@@ -156,7 +156,8 @@ async def _ask_all(settings: ModelSettings, work: list[tuple[CriticTask, Drafted
                 log.write(record.model_dump_json() + "\n")
                 log.flush()
                 rate = (time.perf_counter() - started) / number
-                print(f"{number}/{len(work)} {task.criterion} {record.value} ({rate:.1f} s a call)", file=sys.stderr)
+                said = f"{record.score} (p {record.probability})"
+                print(f"{number}/{len(work)} {task.criterion} {said} ({rate:.1f} s a call)", file=sys.stderr)
     finally:
         await clients.aclose()
 
@@ -173,14 +174,22 @@ class Signal:
 
 
 def threshold_signal(critic: str, threshold: float, *, probability: bool) -> Signal:
+    """Reject below `threshold`: a rating (its expectation with `probability`, else as written), or a
+    yes/no critic's P(yes) (with `probability`, else its written yes/no), as a build's filter reads them."""
+    spec = critic_spec(critic)
+    if spec.scale == "yes_no" and probability:
+        spec = spec.model_copy(update={"yes_at": threshold})
+
     def rejects(verdicts: dict[str, Critique]) -> bool | None:
         verdict = verdicts.get(critic)
         if verdict is None or verdict.score is None:
             return None
-        value = verdict.value if probability else verdict.score
-        return value is None or value < threshold
+        if not probability:
+            verdict = verdict.model_copy(update={"probability": None})
+        # A rating's threshold is a whole number, as the build's setting is; a yes/no one is its `yes_at`.
+        return not passes(spec, verdict, 4 if spec.scale != "rating" else round(threshold))
 
-    label = f"{critic}{' p' if probability else ''}<{threshold:g}"
+    label = f"{critic}{' P(yes)' if spec.scale == 'yes_no' and probability else ' p' if probability else ''}<{threshold:g}"
     return Signal(label, rejects)
 
 
@@ -277,17 +286,19 @@ def _recorded_scores(paths: Iterable[Path]) -> dict[str, dict[str, int | None]]:
     return found
 
 
+YES_AT_GRID = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8)
+"""The P(yes) cuts tried for each yes/no critic."""
+
+
 def _signals(names: Sequence[str]) -> list[Signal]:
     signals: list[Signal] = []
     for name in names:
         spec = critic_spec(name)
-        if spec.scale == "reader":
-            signals.append(threshold_signal(name, 4, probability=False))
-            continue
-        for threshold in (3, 4, 5) if spec.scale == "rating" else (4,):
-            signals.append(threshold_signal(name, threshold, probability=False))
-        for threshold in (3, 3.5, 4, 4.5) if spec.scale == "rating" else (3, 3.8, 4.2, 4.6):
-            signals.append(threshold_signal(name, threshold, probability=True))
+        signals.append(threshold_signal(name, 4 if spec.scale != "yes_no" else 0.5, probability=False))
+        if spec.scale == "rating":
+            signals.extend(threshold_signal(name, t, probability=True) for t in (3, 4, 5))
+        elif spec.scale == "yes_no":
+            signals.extend(threshold_signal(name, t, probability=True) for t in YES_AT_GRID)
     return signals
 
 
@@ -297,19 +308,16 @@ def _combinations(names: Sequence[str]) -> list[tuple[str, list[Signal]]]:
     if cookbook:
         combos.append(("cookbook >= 4 (today's default)", cookbook))
         combos.append(("cookbook p >= 4", [threshold_signal(n, 4, probability=True) for n in COOKBOOK if n in names]))
-    new = [name for name in ("clear", "reader", "supported") if name in names]
-    for p_clear in (3.8, 4.2, 4.6):
-        for p_supported in (3.8, 4.2, 4.6):
-            rules = []
-            if "clear" in new:
-                rules.append(threshold_signal("clear", p_clear, probability=True))
-            if "reader" in new:
-                rules.append(threshold_signal("reader", 4, probability=False))
-            if "supported" in new:
-                rules.append(threshold_signal("supported", p_supported, probability=True))
-            if rules:
-                combos.append((f"clear p>={p_clear:g} reader supported p>={p_supported:g}", rules))
-    if "reader" in new:
+    if "clear" in names and "supported" in names:
+        for clear in YES_AT_GRID[1:6]:
+            for supported in YES_AT_GRID[1:6]:
+                rules = [threshold_signal("clear", clear, probability=True)]
+                rules.append(threshold_signal("supported", supported, probability=True))
+                combos.append((f"clear P>={clear:g} supported P>={supported:g}", rules))
+                if "reader" in names:
+                    rules = [*rules, threshold_signal("reader", 4, probability=False)]
+                    combos.append((f"clear P>={clear:g} supported P>={supported:g} reader", rules))
+    if "reader" in names:
         combos.append(("reader", [threshold_signal("reader", 4, probability=False)]))
     return combos
 

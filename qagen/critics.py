@@ -111,6 +111,14 @@ class CriticSpec(BaseModel):
         description="How its reply is read: a 1-5 rating, a yes/no, or a reader's answer compared with the "
         "drafted one (`CriticScale`).",
     )
+    yes_at: float = Field(
+        default=0.5,
+        gt=0,
+        lt=1,
+        description="A yes/no critic passes a draft when P(yes), read from the server's token probabilities, is at "
+        "least this (measured per critic: a small model's P(yes) is not calibrated); as written without them. "
+        "Applied when filtering, so a changed value re-filters the same records.",
+    )
 
 
 def check_prompt(spec: CriticSpec, prompt: Prompt) -> None:
@@ -310,9 +318,22 @@ def cookbook_critics() -> tuple[CriticSpec, ...]:
     return tuple(spec for spec in CRITICS if spec.own_columns)
 
 
-def passes(critique: Critique, threshold: int) -> bool:
-    """The verdict (read from probabilities when the server sent them, else as written) meets the threshold."""
-    value = critique.value
+def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
+    """What the threshold applies to, on the 1-5 scale: a rating critic's expected rating when the
+    server sent token probabilities, else its score as written; a yes/no critic's yes (5) when P(yes)
+    reaches its `yes_at`, else no (1), or its written yes/no without probabilities; a reader's score."""
+    if critique.probability is None or critique.score is None:
+        return critique.score
+    if spec.scale == "rating":
+        return critique.probability
+    if spec.scale == "yes_no":
+        return 5 if critique.probability >= spec.yes_at else 1
+    return critique.score
+
+
+def passes(spec: CriticSpec, critique: Critique, threshold: int) -> bool:
+    """The verdict meets the threshold (`verdict_value`)."""
+    value = verdict_value(spec, critique)
     return value is not None and value >= threshold
 
 
@@ -329,7 +350,7 @@ def rejected_as_reason(spec: CriticSpec, critique: Critique) -> str:
 def rejection(spec: CriticSpec, critique: Critique, threshold: int) -> str:
     """The reason a draft this critic rejects is given: `relevance=2<4`, `relevance=3.62<4` (read from
     probabilities), or `single_hop (needs_both=2<4)`."""
-    value = critique.value
+    value = verdict_value(spec, critique)
     shown = f"{value:.2f}" if isinstance(value, float) else str(value)
     measured = f"{spec.name}={shown}<{threshold}"
     reason = rejected_as_reason(spec, critique)

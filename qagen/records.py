@@ -159,19 +159,15 @@ class Critique(TaskOutput):
     rationale: str | None = Field(default=None, description="The rationale; a reader check's own answer.")
     probability: float | None = Field(
         default=None,
-        description="The verdict read from the server's token probabilities, on the same 1-5 scale: the expected "
-        "rating over the rating tokens, or 1 + 4 P(yes); None when the server sent none (`score` decides then).",
+        description="The verdict read from the server's token probabilities: a rating critic's expected rating "
+        "over the rating tokens (1-5, what its threshold applies to), a yes/no critic's P(yes) (0-1, which decided "
+        "its score); None when the server sent none (the written verdict decides then).",
     )
     agreement: float | None = Field(
         default=None,
         description="A reader check's agreement of its answer with the drafted one (0-1: the larger of token F1 "
         "and the share of the drafted answer's words in the reader's); None for other critics.",
     )
-
-    @property
-    def value(self) -> float | None:
-        """What thresholds apply to: the verdict read from probabilities when there is one, else the score."""
-        return self.probability if self.probability is not None else self.score
 
 
 # --- what a build writes ------------------------------------------------------------------------

@@ -86,3 +86,24 @@ def test_a_name_taken_or_unknown_and_a_prompt_reading_nothing_are_refused(tmp_pa
     (folder / "critique_vague.txt").unlink()
     with pytest.raises(ConfigError, match=r"has no critique_missing\.txt"):
         BuildTasks.for_config(_config(critics=["missing"], prompts_dir=str(folder)))
+
+
+def test_a_verdict_read_from_probabilities_is_what_the_threshold_applies_to() -> None:
+    from qagen.critics import BUNDLED_OPT_IN, passes, rejection, verdict_value
+    from qagen.records import Critique
+
+    def critique(score: int, probability: float | None) -> Critique:
+        return Critique(
+            id="k", model="m", draft_id="d", criterion="x", prompt_hash="h", score=score, probability=probability
+        )
+
+    relevance = CRITICS.get("relevance")
+    # A written 4 whose rating tokens hold much of 2: its expectation decides, as a threshold sees it.
+    assert verdict_value(relevance, critique(4, 3.62)) == 3.62 and not passes(relevance, critique(4, 3.62), 4)
+    assert rejection(relevance, critique(4, 3.62), 4) == "relevance=3.62<4"
+    assert passes(relevance, critique(4, None), 4)  # no probabilities: as written
+    # A yes/no critic: P(yes) against its own measured `yes_at`, whatever was written.
+    clear = BUNDLED_OPT_IN.get("clear").model_copy(update={"yes_at": 0.7})
+    assert passes(clear, critique(1, 0.72), 4) and not passes(clear, critique(5, 0.69), 4)
+    assert rejection(clear, critique(5, 0.69), 4) == "not_standalone (clear=1<4)"
+    assert passes(clear, critique(5, None), 4) and not passes(clear, critique(1, None), 4)

@@ -31,7 +31,7 @@ from qagen.runs.store import record_key
 YES_SCORE = 5
 NO_SCORE = 1
 """A yes/no or reader verdict on the critics' 1-5 scale: its two ends, so every threshold of 2-5 means
-"yes"; read from probabilities it is 1 + 4 P(yes), and a threshold of 4 means P(yes) >= 0.75."""
+"yes" as written (with token probabilities, a yes/no critic passes when P(yes) reaches its `yes_at`)."""
 
 READER_AGREEMENT = 0.5
 """A reader's answer agrees with the drafted one at this `answer_agreement` or above (chosen by
@@ -131,11 +131,10 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
             verdict = parse_yes_no(reply.text)
             if verdict.reason:
                 return self._record(item, Failure.of(FailureKind(verdict.reason)), reply.verbatim, reply, None, None)
-            p_yes = yes_probability(reply, verdict.offset)
+            score = YES_SCORE if verdict.yes else NO_SCORE
             return self._record(
-                item, None, reply.verbatim, reply, YES_SCORE if verdict.yes else NO_SCORE, None,
-                probability=None if p_yes is None else NO_SCORE + (YES_SCORE - NO_SCORE) * p_yes,
-            )  # fmt: skip
+                item, None, reply.verbatim, reply, score, None, probability=yes_probability(reply, verdict.offset)
+            )
         if self.scale == "reader":
             read = parse_reader_answer(reply.text)
             if read.reason:

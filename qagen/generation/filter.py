@@ -322,8 +322,8 @@ def _judge(
         if not critique.ok or critique.score is None:
             failures.append((f"{criterion}:{critique.reason}", critique))
             continue
-        if not passes(critique, config.threshold(criterion)):
-            spec = config.critic_registry().get(criterion)
+        spec = config.critic_registry().get(criterion)
+        if not passes(spec, critique, config.threshold(criterion)):
             rejections.append(rejection(spec, critique, config.threshold(criterion)))
             rejected_as.append(rejected_as_reason(spec, critique))
             counts.rejected_by[criterion] += 1

@@ -213,7 +213,7 @@ def stops_the_critics(verdict: Critique, config: BuildConfig) -> bool:
         return True
     if config.all_critics or verdict.score is None:
         return False
-    return not passes(verdict, config.threshold(verdict.criterion))
+    return not passes(config.critic_registry().get(verdict.criterion), verdict, config.threshold(verdict.criterion))
 
 
 def make_budget(config: BuildConfig, spent: dict[str, tuple[int, int]], *, batch: bool = False) -> Budget | None:

@@ -96,8 +96,8 @@ def test_verdicts_are_read_as_probabilities_when_the_server_sends_them(corpus: P
     assert rated and yes_no
     for record in rated:  # the stand-in's alternatives: 0.9 of the written rating d, 0.1 of d + 1
         assert record.score is not None and record.probability == pytest.approx(min(5.0, record.score + 0.1))
-    for record in yes_no:  # 1 + 4 P(yes), P(yes) 0.9 for a yes and 0.1 for a no
-        assert record.probability == pytest.approx(4.6 if record.score == 5 else 1.4)
+    for record in yes_no:  # P(yes): 0.9 for a yes and 0.1 for a no
+        assert record.probability == pytest.approx(0.9 if record.score == 5 else 0.1)
 
 
 def test_a_server_without_token_probabilities_falls_back_with_one_sentence(
