@@ -8,7 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from qagen.corpus.settings import ChunkSettings, CorpusSettings, PathSetting
-from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticRegistry, CriticSpec
+from qagen.critics import BUNDLED_OPT_IN, CHECKS_VETTING, CRITICS, CriticRegistry, CriticSpec, Vetting
 from qagen.errors import ConfigError
 from qagen.failures import FailureKind
 from qagen.llm.backends import ModelSettings
@@ -80,6 +80,14 @@ class BuildConfig(BaseModel):
         "the candidates (a shared name, option or command), the embeddings choose among them the one closest in "
         "meaning, skipping near-duplicates. None: the candidate sharing the rarest terms. Off unless asked: it "
         "changes the sample, and a run keeps the pairing it was made with.",
+    )
+    vetting: Vetting = Field(
+        default="cookbook",
+        description="Which critics vet the drafts: `cookbook`, the notebook's three 1-5 critics (groundedness, "
+        "relevance, standalone); `checks`, yes/no checks read as probabilities (clear: the question says what "
+        "it is about; supported: the answer is correct and in the passage), which agree with a reviewer where a "
+        "small local model's 1-5 ratings do not (docs/building.md). A question type's own critics are asked "
+        "either way.",
     )
     critics: tuple[CriticName, ...] = Field(
         default=(),
@@ -222,7 +230,8 @@ class BuildConfig(BaseModel):
         """Every critic of this build: the registered ones (`qagen.critics.CRITICS`), those only its
         question types ask, and its own."""
         types = [critic for name in self.question_types for critic in QUESTION_TYPES.get(name).own_critics]
-        return CRITICS.with_own(self.critics, types)
+        vetting = CHECKS_VETTING if self.vetting == "checks" else ()
+        return CRITICS.with_own(tuple(dict.fromkeys((*vetting, *self.critics))), types)
 
     @property
     def mixed(self) -> bool:

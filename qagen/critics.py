@@ -50,6 +50,14 @@ CriticScale = Literal["rating", "yes_no", "reader"]
   passages do not answer it.
 """
 
+Vetting = Literal["cookbook", "checks"]
+"""Which critics vet a build's drafts (beyond its question types' own): `cookbook`, the notebook's
+three 1-5 critics (`CRITICS`); `checks`, the yes/no checks of `CHECKS_VETTING`, read as P(yes), which
+agree with a reviewer where a small model's 1-5 ratings do not (benchmarks/bench_signals.py)."""
+
+CHECKS_VETTING = ("clear", "supported")
+"""The critics `checks` vetting asks (`BUNDLED_OPT_IN`), in place of the cookbook's three."""
+
 NOT_ANSWERED_BY_PASSAGE = "not_answered_by_passage"
 """The reason a reader check gives a draft whose passages, the reader says, do not answer its question."""
 ANSWERABLE = "answerable"

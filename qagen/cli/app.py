@@ -55,8 +55,8 @@ def main() -> None:
 # The options `qagen build --help` lists: those set most often. Every other option keeps working and
 # is a key of the config file (docs/configuration.md lists them all, with their flags).
 BUILD_SHOWN = (
-    "config", "out", "hf_dataset", "model", "base_url", "critic_model", "n_generations", "chunk_size", "seed",
-    "audience", "question_types", "min_score", "concurrency", "max_cost", "batch", "dry_run", "push_repo", "public",
+    "config", "out", "hf_dataset", "model", "base_url", "critic_model", "n_generations", "chunk_size", "audience",
+    "question_types", "vetting", "min_score", "concurrency", "max_cost", "batch", "dry_run", "push_repo", "public",
     "quiet",
 )  # fmt: skip
 

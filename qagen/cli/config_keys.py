@@ -202,6 +202,7 @@ def _build_keys() -> list[ConfigKey]:
         ConfigKey(
             "build", "prompts_dir", "prompts_dir", BUILD, setting=(BuildConfig, "prompts_dir"), example="my-prompts"
         ),
+        ConfigKey("build", "vetting", "vetting", BUILD, setting=(BuildConfig, "vetting"), example="checks"),
         ConfigKey(
             "build",
             "critics",

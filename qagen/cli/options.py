@@ -153,10 +153,17 @@ def prompts_option(*, stage: bool) -> Callable[[F], F]:
     )  # fmt: skip
 
 
+def vetting_option(*, stage: bool) -> Callable[[F], F]:
+    """Which critics vet the drafts (`BuildConfig.vetting`)."""
+    return option_group(
+        click.option("--vetting", type=click.Choice(["cookbook", "checks"]), default=None if stage else "cookbook", help=f"Which critics vet the drafts: cookbook, the notebook's three 1-5 critics (groundedness, relevance, standalone); checks, two yes/no checks read as probabilities (clear: the question says what it is about; supported: the answer is right and in the passage), which agree with a reviewer far better when the critic is a small local model {_default(stage, '[default: cookbook]')}."),
+    )  # fmt: skip
+
+
 def own_critics_option(*, stage: bool) -> Callable[[F], F]:
     """Critics of the run's own, each a prompt file in --prompts (`BuildConfig.critics`)."""
     return option_group(
-        click.option("--critic", "critics", metavar="NAME", multiple=True, callback=_critic_names, help=f"A critic of your own, repeatable: the prompt file critique_NAME.txt in --prompts, in the critics' protocol (Evaluation: ... Total rating: N), reading {{question}} and any of {{context}}, {{audience}}; asked after the others, kept at --min-score {_default(stage, '[default: none]')}."),
+        click.option("--critic", "critics", metavar="NAME", multiple=True, callback=_critic_names, help=f"Another critic, repeatable: a bundled one (clear, supported, reader) or one of your own, the prompt file critique_NAME.txt in --prompts, in the critics' protocol (Evaluation: ... Total rating: N), reading {{question}} and any of {{context}}, {{audience}}; asked after the others, kept at --min-score {_default(stage, '[default: none]')}."),
     )  # fmt: skip
 
 
@@ -278,7 +285,8 @@ output_options = option_group(
 BUILD_OPTIONS = option_group(
     corpus_options, chunk_options, sample_options(stage=False), generator_options(stage=False),
     critic_model_options(stage=False), call_options, audience_option(stage=False), all_critics_option,
-    threshold_options, check_options, dedup_option, prompts_option(stage=False), own_critics_option(stage=False),
+    threshold_options, check_options, dedup_option, prompts_option(stage=False), vetting_option(stage=False),
+    own_critics_option(stage=False),
     cap_options, price_options(stage=False), dry_run_option,
 )  # fmt: skip
 CHUNK_OPTIONS = option_group(corpus_options, chunk_options)
@@ -288,7 +296,7 @@ GENERATE_OPTIONS = option_group(
 )  # fmt: skip
 CRITIQUE_OPTIONS = option_group(
     critic_model_options(stage=True), audience_option(stage=True), prompts_option(stage=True),
-    own_critics_option(stage=True), call_options, all_critics_option, threshold_options, check_options, cap_options,
+    vetting_option(stage=True), own_critics_option(stage=True), call_options, all_critics_option, threshold_options, check_options, cap_options,
     price_options(stage=True),
 )  # fmt: skip
 FILTER_OPTIONS = option_group(threshold_options, check_options, dedup_option)

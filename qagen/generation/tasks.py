@@ -87,6 +87,8 @@ class BuildTasks:
                 for name in extra
                 if name not in chosen and name not in spec.not_vetted_by
             )
+            if config.vetting == "checks":  # the checks vet in place of the cookbook's critics
+                chosen = {name: prompt for name, prompt in chosen.items() if not registry.get(name).own_columns}
             order = sorted(chosen, key=lambda name: registry.get(name).order)
             asked[spec.name] = [(name, chosen[name]) for name in order]
         critic_specs = [registry.get(name) for name in dict.fromkeys(n for pairs in asked.values() for n, _ in pairs)]

@@ -152,7 +152,7 @@ OWN_OPTIONS = {
                  "--timeout", "--max-failure-rate", "--max-tokens", "--max-cost", "--price-input", "--price-output",
                  "--quiet"},
     "critique": {"--critic-model", "--critic-base-url", "--critic-api-key-env", "--critic-temperature",
-                 "--critic-max-output-tokens", "--audience", "--prompts", "--critic", "--concurrency", "--rpm",
+                 "--critic-max-output-tokens", "--audience", "--prompts", "--vetting", "--critic", "--concurrency", "--rpm",
                  "--max-retries", "--timeout", "--max-failure-rate", "--all-critics", "--min-score",
                  "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic", "--max-answer-chars",
                  "--max-question-chars", "--free-checks", "--evidence-check", "--max-copied-share",
