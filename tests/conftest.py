@@ -118,6 +118,17 @@ def llm() -> Iterator[Any]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def shared_llm() -> Iterator[Any]:
+    """One stand-in LLM for the whole session, at its default knobs, for tests that neither change its
+    knobs nor read its log (those take `llm`, a server of their own)."""
+    from standins.llm.server import StandInLLM
+
+    with StandInLLM() as server:
+        yield server
+    assert server.knobs == StandInLLM().knobs, "a test changed the shared stand-in's knobs: it needs `llm`"
+
+
 @pytest.fixture()
 def fake_llm() -> Any:
     """The stand-in LLM's replies without its server (`tests/fake_llm.py`): `fake_llm.client()` is a
@@ -147,6 +158,20 @@ def hub(hub_port: int) -> Iterator[Any]:
 EXECUTED_NOTEBOOKS: list[str] = []
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Under `QAGEN_TEST_OUTCOMES=FILE`, append each test's outcome and id to FILE ("skipped tests/x.py::test_y"):
+    `.ci/run` reads which tests its first pass skipped, to run them, and only them, again with every extra."""
+    outcomes = os.environ.get("QAGEN_TEST_OUTCOMES")
+    # A test's outcome is its call's, or its setup's when that skipped or failed (then nothing was called).
+    if outcomes and (report.when == "call" or (report.when == "setup" and not report.passed)):
+        with open(outcomes, "a", encoding="utf-8") as handle:
+            handle.write(f"{report.outcome} {report.nodeid}\n")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     for line in EXECUTED_NOTEBOOKS:
         terminalreporter.write_line(f"notebook executed: {line}")
+    left_out = [item for item in terminalreporter.stats.get("deselected", []) if item.get_closest_marker("slow")]
+    if left_out:
+        runs = "`python -m pytest -m slow` runs them, `python -m pytest -m ''` every test"
+        terminalreporter.write_line(f"{len(left_out)} slow tests left out: {runs}")

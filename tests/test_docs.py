@@ -31,6 +31,7 @@ def _require_mkdocs() -> None:
         pytest.skip(message)
 
 
+@pytest.mark.slow
 def test_the_documentation_site_builds_strict(tmp_path: Path) -> None:
     _require_mkdocs()
     site = tmp_path / "site"

@@ -5,9 +5,10 @@ Placeholders a newcomer would replace are replaced here the same way: their docu
 (`docs/`, `path/to/your/docs`) is a copy of `examples/corpus`, a local server's URL is the stand-in
 LLM's, OpenAI's URL that of a second stand-in, `my-org/my-testset` is a fresh repo on the stand-in
 Hub, `my_rag` / the endpoint are tiny RAG systems, and `my_prompts` / `my_plugin/prompts` hold the
-prompts of a new critic and a new grader. Each fenced block runs in a directory of its
-own that already holds a built `run`. No command may reach a host other than 127.0.0.1. A block that
-shows output rather than a command is fenced as `text` or with no language, and is not run.
+prompts of a new critic and a new grader. Each fenced block runs in a directory of its own that
+already holds a built `run`; the servers and that run are made once for the module. No command may
+reach a host other than 127.0.0.1. A block that shows output rather than a command is fenced as
+`text` or with no language, and is not run.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ class _Endpoint(BaseHTTPRequestHandler):
         """Quiet."""
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -97,7 +98,7 @@ def endpoint() -> Iterator[str]:
     server.shutdown()
 
 
-@pytest.fixture()
+@pytest.fixture(scope="module")
 def api_llm() -> Iterator[Any]:
     """The stand-in for OpenAI's API, where the README sends the critics and judges of its mixed set-ups."""
     from standins.llm.server import StandInLLM
@@ -106,19 +107,15 @@ def api_llm() -> Iterator[Any]:
         yield server
 
 
-@pytest.fixture()
-def readme_env(llm: Any, api_llm: Any, hub: Any, endpoint: str, tmp_path: Path) -> dict[str, Any]:
-    repo = f"alice/readme-{uuid.uuid4().hex[:8]}"
-    replacements = {
-        "http://localhost:8000/v1": llm.base_url,
-        "http://localhost:11434/v1": llm.base_url,
-        "https://api.openai.com/v1": api_llm.base_url,
-        "http://localhost:8080/ask": endpoint,
-        "my-org/my-testset": repo,
-    }
+@pytest.fixture(scope="module")
+def pages_env(
+    shared_llm: Any, api_llm: Any, hub: Any, endpoint: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """What every page's blocks run against, made once for the module: the servers, and a folder holding
+    what a newcomer has (the documents, `my_rag`, the prompt folders) and a built `run`."""
     env = {
         **os.environ,
-        "OPENAI_BASE_URL": llm.base_url,
+        "OPENAI_BASE_URL": shared_llm.base_url,
         "OPENAI_API_KEY": "readme-test-key",
         "HF_TOKEN": "hf_test_token",
         # `my_rag` from the working directory, then the qagen under test (the one this test imports).
@@ -127,7 +124,7 @@ def readme_env(llm: Any, api_llm: Any, hub: Any, endpoint: str, tmp_path: Path) 
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
     # A built run, for the blocks that start from one (push, evaluate, report).
-    template = tmp_path / "template"
+    template = tmp_path_factory.mktemp("pages") / "template"
     shutil.copytree(ROOT / "examples", template / "examples")
     shutil.copytree(ROOT / "examples" / "corpus", template / "docs")
     shutil.copytree(ROOT / "examples" / "corpus", template / "path" / "to" / "your" / "docs")
@@ -149,6 +146,30 @@ def readme_env(llm: Any, api_llm: Any, hub: Any, endpoint: str, tmp_path: Path) 
     return {
         "env": env,
         "template": template,
+        "llm": shared_llm,
+        "api_llm": api_llm,
+        "endpoint": endpoint,
+    }
+
+
+@pytest.fixture()
+def readme_env(pages_env: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """The module's environment as one page's test sees it: its own working folders, qagen cache and Hub
+    repo (the Hub libraries fall back to cached copies of a repo id they have seen), and an empty log on
+    the API stand-in, so a page is checked for what it sent there and nothing else."""
+    repo = f"alice/readme-{uuid.uuid4().hex[:8]}"
+    api_llm = pages_env["api_llm"]
+    api_llm.reset()
+    replacements = {
+        "http://localhost:8000/v1": pages_env["llm"].base_url,
+        "http://localhost:11434/v1": pages_env["llm"].base_url,
+        "https://api.openai.com/v1": api_llm.base_url,
+        "http://localhost:8080/ask": pages_env["endpoint"],
+        "my-org/my-testset": repo,
+    }
+    return {
+        "env": {**pages_env["env"], "QAGEN_CACHE": os.environ["QAGEN_CACHE"]},
+        "template": pages_env["template"],
         "replacements": replacements,
         "repo": repo,
         "tmp": tmp_path,
@@ -206,6 +227,7 @@ def test_the_pages_keep_every_command() -> None:
     assert any(DENSE_COMMAND.search(command) for command in shell)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", _pages_with("bash", dense=False))
 def test_every_shell_command_works(readme_env: dict[str, Any], page: Path) -> None:
     blocks = [block for block in _blocks(page, "bash") if not DENSE_COMMAND.search(block)]
@@ -224,6 +246,7 @@ def test_every_shell_command_works(readme_env: dict[str, Any], page: Path) -> No
     assert {entry["kind"] for entry in readme_env["api_llm"].log} == sent_to_openai
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", _pages_with("bash", dense=True))
 def test_every_dense_command_works(readme_env: dict[str, Any], page: Path) -> None:
     require_dense(*DENSE_MODULES)
@@ -232,6 +255,7 @@ def test_every_dense_command_works(readme_env: dict[str, Any], page: Path) -> No
     assert ran == sum(len(_commands(block)) for _, block in blocks) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", _pages_with("python"))
 def test_every_python_snippet_works(readme_env: dict[str, Any], page: Path) -> None:
     # The Hub snippets read the repo that the README's `qagen push` would have made.

@@ -82,6 +82,7 @@ def test_no_secret_in_the_outputs_of_a_build_and_an_evaluation(llm: StandInLLM, 
     assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
 
 
+@pytest.mark.slow
 def test_a_rejected_key_quoted_back_by_the_server_is_not_shown(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
     llm.configure(api_key="the-right-key", echo_key=True)
     built = build(llm, corpus, tmp_path / "run", key=LOCAL_KEY)
@@ -123,6 +124,7 @@ def qagen_with(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
     return subprocess.run([sys.executable, "-m", "qagen", *args], env=full, capture_output=True, text=True, timeout=180)
 
 
+@pytest.mark.slow
 def test_keys_in_other_variables_stay_out_of_every_output(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
     # Each server quotes the key it was sent in the errors of a fifth of its calls, kept in failed rows.
     faults = {"echo_key": True, "fault_rate": 0.2, "fault_kinds": ["500", "429"], "fault_attempts": 99}
@@ -170,6 +172,7 @@ def chat_requests(llm: StandInLLM) -> list[LogEntry]:
     return [entry for entry in llm.log if entry["path"].endswith("/chat/completions")]
 
 
+@pytest.mark.slow
 def test_a_key_in_the_query_string_is_sent_and_never_written(
     llm: StandInLLM, hub: StandInHub, corpus: Path, tmp_path: Path
 ) -> None:
@@ -218,6 +221,7 @@ def test_a_user_and_password_in_the_url_are_sent_as_basic_authentication(
     assert leaks(tmp_path / "run", built.stdout, built.stderr) == []
 
 
+@pytest.mark.slow
 def test_a_key_alone_in_the_critics_and_judges_urls_is_sent_as_their_bearer_key(
     llm: StandInLLM, corpus: Path, tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
@@ -30,6 +31,7 @@ def _online(corpus: Path, out: Path) -> None:
         assert CliRunner().invoke(main, build_args(online, corpus, out), catch_exceptions=False).exit_code == 0
 
 
+@pytest.mark.slow
 def test_killed_while_waiting_then_rerun_polls_the_same_batches(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "batch"
     env = {**os.environ, "OPENAI_API_KEY": "test-key"}

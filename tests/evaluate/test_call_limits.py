@@ -42,7 +42,7 @@ def _evaluate(built: Built, out: Path, *extra: str, exit_code: int = 0) -> str:
     return result.output
 
 
-@pytest.mark.parametrize("concurrency", [1, 3])
+@pytest.mark.parametrize("concurrency", [pytest.param(1, marks=pytest.mark.slow), 3])
 def test_concurrency_bounds_reader_and_judge_calls_together(built: Built, tmp_path: Path, concurrency: int) -> None:
     # Slow replies, and many judge calls per question (context precision asks once per context),
     # so that without one shared bound the reader and the judges would overlap past it.

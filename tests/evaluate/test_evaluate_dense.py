@@ -116,6 +116,7 @@ def test_a_second_evaluation_into_a_new_out_embeds_nothing_and_says_where_the_in
     assert summary(tmp_path / "second")["metrics"] == summary(tmp_path / "first")["metrics"]
 
 
+@pytest.mark.slow
 def test_two_dense_evaluations_at_once_embed_the_corpus_once(
     llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -126,6 +126,7 @@ def _check_interrupted_run(out: Path, grace: float) -> None:
     assert not (out / "summary.json").exists()  # the run did not finish, and does not pretend to
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grace", [2.0])
 def test_ctrl_c_ends_the_cli_run_within_the_grace_period(tmp_path: Path, grace: float) -> None:
     testset = _write_inputs(tmp_path)
@@ -149,6 +150,7 @@ def test_ctrl_c_ends_the_cli_run_within_the_grace_period(tmp_path: Path, grace: 
     assert answers_now == {q: (f"Fast: {q}" if q in FAST else f"Now: {q}") for q in QUESTIONS}
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_a_run_started_where_an_event_loop_already_runs(tmp_path: Path) -> None:
     _write_inputs(tmp_path)
     grace = 1.0

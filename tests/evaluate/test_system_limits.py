@@ -122,7 +122,7 @@ def silent() -> Iterator[_SilentServer]:
     server.close()
 
 
-@pytest.mark.parametrize("retries", [0, 2])
+@pytest.mark.parametrize("retries", [0, pytest.param(2, marks=pytest.mark.slow)])
 def test_an_endpoint_that_never_answers_gets_the_timeout_and_retries_asked_for(
     testset: Path, tmp_path: Path, silent: _SilentServer, retries: int
 ) -> None:

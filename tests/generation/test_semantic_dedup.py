@@ -53,6 +53,7 @@ def _similarities(pairs: list[tuple[str, str]]) -> list[float]:
     return [sum(x * y for x, y in zip(vectors[f"{i}a"], vectors[f"{i}b"], strict=True)) for i in range(len(pairs))]
 
 
+@pytest.mark.slow
 def test_paraphrases_are_caught_and_other_questions_on_the_topic_are_not() -> None:
     require_dense()
     same, other = _similarities(PARAPHRASES), _similarities(DIFFERENT)
@@ -68,6 +69,7 @@ def test_paraphrases_are_caught_and_other_questions_on_the_topic_are_not() -> No
     assert max(other) < DEFAULT_SEMANTIC_THRESHOLD
 
 
+@pytest.mark.slow
 def test_the_first_of_each_pair_is_kept() -> None:
     require_dense()
     dedup = load_semantic_dedup("local")

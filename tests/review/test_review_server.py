@@ -165,6 +165,7 @@ def test_an_evaluation_s_answers_are_labelled_correct_or_not(reviewed: Reviewed,
     assert line["prompt_hashes"]["judge"] == server.session.items[0].prompt_hashes["judge"]
 
 
+@pytest.mark.slow
 def test_the_command_serves_until_interrupted_and_counts_the_labels(reviewed: Reviewed, tmp_path: Path) -> None:
     copy = shutil.copytree(reviewed.run, tmp_path / "run")
     command = [sys.executable, "-m", "qagen", "review", str(copy), "--reviewer", "ana", "--no-browser"]

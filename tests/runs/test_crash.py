@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner, Result
 from datasets import load_from_disk
 
@@ -111,6 +112,7 @@ def same_outputs(a: Path, b: Path) -> None:
 # --------------------------------------------------------------------------- build
 
 
+@pytest.mark.slow
 def test_build_killed_at_random_moments_finishes_like_an_uninterrupted_build(
     llm: StandInLLM, corpus: Path, tmp_path: Path
 ) -> None:
@@ -190,6 +192,7 @@ def test_a_corrupt_record_in_the_middle_is_one_sentence(llm: StandInLLM, corpus:
 # --------------------------------------------------------------------------- evaluate
 
 
+@pytest.mark.slow
 def test_evaluate_killed_mid_way_finishes_like_an_uninterrupted_evaluation(
     llm: StandInLLM, corpus: Path, tmp_path: Path
 ) -> None:

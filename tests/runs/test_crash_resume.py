@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from datasets import load_from_disk
 
 CONCURRENCY = 8
@@ -27,6 +28,7 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
+@pytest.mark.slow
 def test_kill_9_then_rerun_equals_an_uninterrupted_build(llm: Any, corpus: Path, tmp_path: Path) -> None:
     llm.configure(latency=0.03)
     env = {**os.environ, "OPENAI_API_KEY": "test-key"}

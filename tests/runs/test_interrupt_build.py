@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from standins.llm.server import StandInLLM
 from tests.batch.test_batch_build import build_args
 
@@ -27,6 +29,7 @@ def _records(run: Path) -> int:
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_records_the_calls_in_flight_and_the_rerun_asks_none_again(corpus: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     env = {**os.environ, "OPENAI_API_KEY": "test-key"}

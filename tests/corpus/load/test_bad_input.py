@@ -188,6 +188,7 @@ def _peak_rss_mib(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     return process, float(peak)
 
 
+@pytest.mark.slow
 def test_a_huge_sparse_file_is_skipped_without_being_read_into_memory(llm: StandInLLM, tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     write(corpus / "good.txt", GOOD.format("small"))
@@ -202,6 +203,7 @@ def test_a_huge_sparse_file_is_skipped_without_being_read_into_memory(llm: Stand
     assert peak < 350, f"peak memory {peak:.0f} MiB: the whole file was read to find it is binary"
 
 
+@pytest.mark.slow
 def test_a_300_mb_text_file_builds_with_bounded_memory(llm: StandInLLM, tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     write(corpus / "small.md", GOOD.format("small"))

@@ -190,6 +190,7 @@ def test_an_embeddings_server_failure_is_one_sentence(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- the bundled model
 
 
+@pytest.mark.slow
 def test_local_minilm_finds_a_paraphrased_question_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require_dense(*DENSE_MODULES)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -213,6 +214,7 @@ def test_local_minilm_finds_a_paraphrased_question_offline(tmp_path: Path, monke
     assert len(model.embeddings().embed_query("x")) == 384
 
 
+@pytest.mark.slow
 def test_the_bundled_model_reads_512_word_pieces_and_the_limit_is_part_of_the_vectors_identity(
     tmp_path: Path,
 ) -> None:
