@@ -143,3 +143,21 @@ def test_a_model_that_refuses_token_probabilities_is_asked_without_them(
     records = _critiques(run)
     assert records and all(record.ok and record.probability is None for record in records)
     assert capsys.readouterr().err.count(NO_TOKEN_PROBABILITIES) == 1
+
+
+def test_checks_vetting_asks_the_yes_no_checks_in_place_of_the_cookbook_critics(
+    corpus: Path, llm: Any, tmp_path: Path
+) -> None:
+    llm.configure(logprobs=True, pass_rate={"clear": 0.5, "supported": 1.0})
+    run = tmp_path / "run"
+    config = _config(corpus, llm, n_generations=12).model_copy(update={"vetting": "checks", "critics": ()})
+    build(config, run, progress=False)
+    asked = {entry["criterion"] for entry in llm.log if entry.get("criterion")}
+    assert asked == {"clear", "supported"}
+    rows = list(load_from_disk(str(run / "candidates")))
+    kept = [row for row in rows if row["status"] == "kept"]
+    rejected = [row for row in rows if row["reason"].startswith("not_standalone (clear=1<4)")]
+    assert kept and rejected
+    for row in kept:  # the cookbook's columns are there, empty: no such critic was asked
+        assert row["groundedness_score"] is None and row["standalone_score"] is None
+        assert {verdict["name"] for verdict in row["extra_critics"]} == {"clear", "supported"}
