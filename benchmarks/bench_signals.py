@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,9 +39,9 @@ from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, passes
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.replies import parse_factoid_qa
+from qagen.generation.tasks import BuildTasks
 from qagen.llm.backends import ModelSettings
 from qagen.llm.clients import CallLimits, Clients
-from qagen.llm.prompts import load_prompt
 from qagen.llm.task import Reply
 from qagen.question_types import QUESTION_TYPES
 from qagen.records import Chunk, Critique, Draft, Passages
@@ -107,15 +108,24 @@ def critic_spec(name: str) -> CriticSpec:
     raise SystemExit(f"no critic named {name}")
 
 
-def task_for(name: str, question_type: str, model: str, audience: str) -> CriticTask | None:
-    """The critic's task as a build asks it of this question type; None when the type is not vetted by it."""
-    spec = critic_spec(name)
-    type_spec = QUESTION_TYPES.get(question_type)
-    if name in type_spec.not_vetted_by:
-        return None
-    prompt = next((critic.prompt for critic in type_spec.critics if critic.name == name and critic.prompt), None)
-    folder = Path(spec.prompt_folder) if spec.prompt_folder else None
-    return CriticTask(name, model, load_prompt(prompt or spec.prompt, folder), {"audience": audience}, scale=spec.scale)
+_EVERY_TYPE = {"factoid": 25, "multi_hop": 25, "unanswerable": 25, "reworded": 25}
+
+
+@cache
+def _build_tasks(model: str, names: tuple[str, ...], vetting: str) -> BuildTasks:
+    config = BuildConfig(
+        corpus=CorpusSettings(path="."), question_types=_EVERY_TYPE, critic=ModelSettings(spec=model),
+        critics=tuple(name for name in names if name in BUNDLED_OPT_IN), vetting=vetting,
+    )  # fmt: skip
+    return BuildTasks.for_config(config)
+
+
+def task_for(name: str, question_type: str, model: str) -> CriticTask | None:
+    """The critic's task as a build asks it of this question type (its prompt for the type included);
+    None when a build does not vet the type with it."""
+    vetting = "cookbook" if name in COOKBOOK else "checks"
+    names = tuple(spec.name for spec in BUNDLED_OPT_IN)
+    return _build_tasks(model, names, vetting).types[question_type].critic(name)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -132,12 +142,11 @@ def ask(args: argparse.Namespace) -> None:
     done = (
         {json.loads(line)["id"] for line in store.read_text(encoding="utf-8").splitlines()} if store.exists() else set()
     )
-    audience = BuildConfig(corpus=CorpusSettings(path=".")).audience
     work = [
         (task, reviewed.drafted)
         for reviewed in drafts
         for name in names
-        if (task := task_for(name, reviewed.drafted.passages.question_type, args.model, audience)) is not None
+        if (task := task_for(name, reviewed.drafted.passages.question_type, args.model)) is not None
         and task.key(reviewed.drafted) not in done
     ]
     print(f"{len(work)} calls to make ({len(done)} verdicts kept in {store})", file=sys.stderr)
@@ -189,7 +198,9 @@ def threshold_signal(critic: str, threshold: float, *, probability: bool) -> Sig
         # A rating's threshold is a whole number, as the build's setting is; a yes/no one is its `yes_at`.
         return not passes(spec, verdict, 4 if spec.scale != "rating" else round(threshold))
 
-    label = f"{critic}{' P(yes)' if spec.scale == 'yes_no' and probability else ' p' if probability else ''}<{threshold:g}"
+    label = (
+        f"{critic}{' P(yes)' if spec.scale == 'yes_no' and probability else ' p' if probability else ''}<{threshold:g}"
+    )
     return Signal(label, rejects)
 
 
@@ -226,14 +237,13 @@ def report(args: argparse.Namespace) -> None:
     for line in store.read_text(encoding="utf-8").splitlines():
         record = Critique.model_validate_json(line)
         by_key[record.id] = record
-    audience = BuildConfig(corpus=CorpusSettings(path=".")).audience
     config = BuildConfig(corpus=CorpusSettings(path="."))
     names = sorted({record.criterion for record in by_key.values()})
     verdicts: dict[str, dict[str, Critique]] = {}
     for reviewed in drafts:
         found: dict[str, Critique] = {}
         for name in names:
-            task = task_for(name, reviewed.drafted.passages.question_type, args.model, audience)
+            task = task_for(name, reviewed.drafted.passages.question_type, args.model)
             if task is not None and (record := by_key.get(task.key(reviewed.drafted))) is not None and record.ok:
                 found[name] = record
         verdicts[reviewed.drafted.draft.id] = found

@@ -133,11 +133,15 @@ def points_at_source(question: str, _answer: str = "") -> bool:
 
 def answer_in_question(question: str, answer: str) -> bool:
     """The answer, as whole words (case and punctuation aside), is written in its question, and it
-    has at least one content word (an answer "a" or "the" says nothing either way)."""
+    has at least one content word (an answer "a" or "the" says nothing either way). A one-word answer
+    must be written with its own case: the exception `Full` is not given away by "a full queue"."""
     if not content_words(answer):
         return False
     needle = normalise(answer)
-    return bool(needle) and f" {needle} " in f" {normalise(question)} "
+    if not needle or f" {needle} " not in f" {normalise(question)} ":
+        return False
+    word = answer.strip().strip(".")
+    return len(word.split()) > 1 or re.search(rf"(?<!\w){re.escape(word)}(?!\w)", question) is not None
 
 
 def says_not_grounded(_question: str, answer: str) -> bool:
