@@ -139,34 +139,54 @@ def ask(args: argparse.Namespace) -> None:
     )
     args.out.mkdir(parents=True, exist_ok=True)
     store = args.out / "verdicts.jsonl"
-    done = (
-        {json.loads(line)["id"] for line in store.read_text(encoding="utf-8").splitlines()} if store.exists() else set()
-    )
-    work = [
-        (task, reviewed.drafted)
-        for reviewed in drafts
-        for name in names
-        if (task := task_for(name, reviewed.drafted.passages.question_type, args.model)) is not None
-        and task.key(reviewed.drafted) not in done
-    ]
-    print(f"{len(work)} calls to make ({len(done)} verdicts kept in {store})", file=sys.stderr)
-    asyncio.run(_ask_all(settings, work, store))
+    lines = store.read_text(encoding="utf-8").splitlines() if store.exists() else []
+    done = {record.id: record for record in map(Critique.model_validate_json, lines)}
+    config = BuildConfig(corpus=CorpusSettings(path="."))
+    work: list[tuple[Drafted, list[CriticTask]]] = []
+    for reviewed in drafts:
+        if args.chain and _free_check(reviewed, config) is not None:
+            continue  # a build asks no critic of a draft a free check rejects
+        tasks = [task_for(name, reviewed.drafted.passages.question_type, args.model) for name in names]
+        work.append((reviewed.drafted, [task for task in tasks if task is not None]))
+    print(f"{len(work)} drafts ({len(done)} verdicts kept in {store})", file=sys.stderr)
+    asyncio.run(_ask_all(settings, work, store, done, chain=args.chain))
 
 
-async def _ask_all(settings: ModelSettings, work: list[tuple[CriticTask, Drafted]], store: Path) -> None:
+async def _ask_all(
+    settings: ModelSettings,
+    work: list[tuple[Drafted, list[CriticTask]]],
+    store: Path,
+    done: dict[str, Critique],
+    *,
+    chain: bool,
+) -> None:
+    """Ask each draft's critics in order; with `chain`, stop at the first written score under 4, as a
+    build's critics stop (the measurement of what today's default pays and keeps)."""
     clients = Clients.connect({"critic": settings}, CallLimits(concurrency=1, max_failure_rate=1.0))
     client = clients["critic"]
-    started = time.perf_counter()
+    started, calls = time.perf_counter(), 0
     try:
         with store.open("a", encoding="utf-8") as log:
-            for number, (task, drafted) in enumerate(work, 1):
-                outcome = await client.complete(task.request(drafted))
-                record = task.parse(drafted, outcome) if isinstance(outcome, Reply) else task.failed(drafted, outcome)
-                log.write(record.model_dump_json() + "\n")
-                log.flush()
-                rate = (time.perf_counter() - started) / number
-                said = f"{record.score} (p {record.probability})"
-                print(f"{number}/{len(work)} {task.criterion} {said} ({rate:.1f} s a call)", file=sys.stderr)
+            for number, (drafted, tasks) in enumerate(work, 1):
+                for task in tasks:
+                    record = done.get(task.key(drafted))
+                    if record is None:
+                        outcome = await client.complete(task.request(drafted))
+                        record = (
+                            task.parse(drafted, outcome)
+                            if isinstance(outcome, Reply)
+                            else task.failed(drafted, outcome)
+                        )
+                        log.write(record.model_dump_json() + "\n")
+                        log.flush()
+                        calls += 1
+                        rate = (time.perf_counter() - started) / calls
+                        said = f"{record.score} (p {record.probability})"
+                        print(
+                            f"draft {number}/{len(work)} {task.criterion} {said} ({rate:.1f} s a call)", file=sys.stderr
+                        )
+                    if chain and (record.score is None or record.score < 4):
+                        break
     finally:
         await clients.aclose()
 
@@ -340,6 +360,11 @@ def main() -> None:
     parser.add_argument("--base-url", help="an OpenAI-compatible server on 127.0.0.1")
     parser.add_argument("--model", default="openai:qwen2.5-1.5b", help="the critic model's spec")
     parser.add_argument("--critics", default="clear,reader,supported", help="critics to ask, in this order")
+    parser.add_argument(
+        "--chain",
+        action="store_true",
+        help="ask as a build does: no critic of a draft a free check rejects, and none after a score under 4",
+    )
     args = parser.parse_args()
     args.reviewed = args.reviewed or [path for path in (GIT_REVIEWED, PY_REVIEWED) if path.is_file()]
     if args.action == "ask":

@@ -8,7 +8,15 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from qagen.corpus.settings import ChunkSettings, CorpusSettings, PathSetting
-from qagen.critics import BUNDLED_OPT_IN, CHECKS_VETTING, CRITICS, CriticRegistry, CriticSpec, Vetting
+from qagen.critics import (
+    BUNDLED_OPT_IN,
+    CHECKS_VETTING,
+    CHECKS_VETTING_TYPED,
+    CRITICS,
+    CriticRegistry,
+    CriticSpec,
+    Vetting,
+)
 from qagen.errors import ConfigError
 from qagen.failures import FailureKind
 from qagen.llm.backends import ModelSettings
@@ -230,7 +238,7 @@ class BuildConfig(BaseModel):
         """Every critic of this build: the registered ones (`qagen.critics.CRITICS`), those only its
         question types ask, and its own."""
         types = [critic for name in self.question_types for critic in QUESTION_TYPES.get(name).own_critics]
-        vetting = CHECKS_VETTING if self.vetting == "checks" else ()
+        vetting = (*CHECKS_VETTING, *CHECKS_VETTING_TYPED) if self.vetting == "checks" else ()
         return CRITICS.with_own(tuple(dict.fromkeys((*vetting, *self.critics))), types)
 
     @property

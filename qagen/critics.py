@@ -56,7 +56,11 @@ three 1-5 critics (`CRITICS`); `checks`, the yes/no checks of `CHECKS_VETTING`, 
 agree with a reviewer where a small model's 1-5 ratings do not (benchmarks/bench_signals.py)."""
 
 CHECKS_VETTING = ("clear", "supported")
-"""The critics `checks` vetting asks (`BUNDLED_OPT_IN`), in place of the cookbook's three."""
+"""The critics `checks` vetting asks of every type (`BUNDLED_OPT_IN`), in place of the cookbook's three."""
+CHECKS_VETTING_TYPED = ("reader",)
+"""The critics `checks` vetting asks only of the question types that list them (`TypeCritic.vetting`): the
+reader, of multi-hop and unanswerable drafts (on factoids from git's documentation it rejected drafts a
+reviewer keeps: benchmarks/bench_signals.py)."""
 
 NOT_ANSWERED_BY_PASSAGE = "not_answered_by_passage"
 """The reason a reader check gives a draft whose passages, the reader says, do not answer its question."""
@@ -254,6 +258,7 @@ BUNDLED_OPT_IN = CriticRegistry(
             help="the question says what it is about, with no passage in front of the reader (yes/no)",
             scale="yes_no",
             rejects_as="not_standalone",
+            yes_at=0.6,
         ),
         CriticSpec(
             name="reader",
@@ -270,6 +275,7 @@ BUNDLED_OPT_IN = CriticRegistry(
             help="the answer is correct and fully supported by the passage (yes/no)",
             scale="yes_no",
             rejects_as="unsupported_answer",
+            yes_at=0.7,
         ),
     )
 )

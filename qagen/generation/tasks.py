@@ -18,7 +18,7 @@ from pathlib import Path
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
 from qagen.corpus.chunk import ChunkSource
 from qagen.corpus.chunk_index import ChunkIndex
-from qagen.critics import check_prompt, passes
+from qagen.critics import CHECKS_VETTING_TYPED, check_prompt, passes
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
@@ -73,7 +73,13 @@ class BuildTasks:
         whoever asks or filters)."""
         registry = config.critic_registry()
         specs = [QUESTION_TYPES.get(name) for name in config.question_types]
-        extra = [spec.name for spec in registry if not spec.own_columns and not _owned_by_a_type(spec.name)]
+        # Critics a vetting asks only of the types that list them, unless the build names them itself.
+        typed_only = set(CHECKS_VETTING_TYPED) - set(config.critics) if config.vetting == "checks" else set()
+        extra = [
+            spec.name
+            for spec in registry
+            if not spec.own_columns and not _owned_by_a_type(spec.name) and spec.name not in typed_only
+        ]
         asked: dict[str, list[tuple[str, str]]] = {}  # type -> (critic, prompt), in the order asked
         for spec in specs:
             # A type may name the prompt of a critic the build does not ask (an opt-in one): only the asked count.
@@ -81,6 +87,7 @@ class BuildTasks:
                 critic.name: critic.prompt or registry.get(critic.name).prompt
                 for critic in spec.critics
                 if critic.name in registry
+                and (critic.vetting in (None, config.vetting) or critic.name in config.critics)
             }
             chosen.update(
                 (name, registry.get(name).prompt)

@@ -31,6 +31,8 @@ MULTI_HOP = QuestionTypeSpec(
         TypeCritic("relevance"),
         TypeCritic("standalone"),
         TypeCritic("needs_both"),
+        # Under checks vetting: a reader given both passages must answer as the draft does.
+        TypeCritic("reader", vetting="checks"),
     ),
     own_critics=(NEEDS_BOTH,),
 )

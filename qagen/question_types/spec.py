@@ -58,6 +58,9 @@ class TypeCritic(NamedTuple):
     """A registered critic (`qagen.critics.CRITICS`) or one of the type's `own_critics`."""
     prompt: str | None = None
     """The prompt file the critic uses for this type (one that reads the type's passages); None: its own."""
+    vetting: str | None = None
+    """Asked only under this vetting (`BuildConfig.vetting`), or when the build names the critic; None: whenever
+    the build has the critic."""
 
 
 DraftCheck = Callable[[Draft, Passages], str | None]

@@ -36,8 +36,8 @@ UNANSWERABLE = QuestionTypeSpec(
         TypeCritic("relevance"),
         TypeCritic("standalone"),
         TypeCritic("not_in_corpus"),
-        # The reader (when the build asks it) reads what a search of the whole corpus finds, and must not answer.
-        TypeCritic("reader", "critique_reader_corpus"),
+        # The reader reads what a search of the whole corpus finds, and must not answer.
+        TypeCritic("reader", "critique_reader_corpus", vetting="checks"),
     ),
     own_critics=(NOT_IN_CORPUS,),
     not_vetted_by=("supported",),

@@ -87,3 +87,12 @@ def test_without_a_quote_the_answer_words_are_looked_for_fuzzily() -> None:
 def test_the_evidence_line_is_optional_in_replies(reply: str, question: str, answer: str, evidence: str | None) -> None:
     parsed = parse_factoid_qa(reply)
     assert (parsed.question, parsed.answer, parsed.evidence, parsed.reason) == (question, answer, evidence, "")
+
+
+def test_a_quote_the_chunk_does_not_hold_is_forgiven_only_when_the_answer_is_there() -> None:
+    # Qwen2.5-1.5B on Python's docs: the sentence wrapped in prose, its markup rewritten.
+    chunk = "The :mod:`getpass` module provides two functions:\n\n.. function:: getpass(prompt='Password: ')"
+    wrapped = place_evidence('The context states: "getpass provides the password prompt functions."', "getpass", chunk)
+    assert wrapped.match == "answer_words" and wrapped.found
+    invented = place_evidence("The module encrypts passwords with AES.", "It encrypts them with AES", chunk)
+    assert invented.match == "not_found" and not invented.found

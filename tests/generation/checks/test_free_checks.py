@@ -126,3 +126,13 @@ def test_the_setting_names_the_same_checks_in_the_same_order() -> None:
     assert tuple(FREE_CHECK_DEFAULTS) == FREE_CHECK_NAMES
     config = BuildConfig(corpus=CorpusSettings(path="docs"))
     assert config.enabled_checks() == {check.name for check in FREE_CHECKS if check.default_on}
+
+
+def test_a_one_word_answer_is_in_its_question_only_with_its_own_case() -> None:
+    from qagen.generation.checks.rules import answer_in_question
+
+    # Python's docs: the exception `Full` is not given away by "a full queue" (a reviewer keeps the draft).
+    assert not answer_in_question("What exception does put raise on a full queue?", "Full")
+    assert answer_in_question("What does the glob function of glob return?", "glob")
+    assert answer_in_question("Which Full exception does put raise?", "Full")
+    assert answer_in_question("Is the default mode read only?", "read only")  # several words: case aside
