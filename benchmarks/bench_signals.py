@@ -250,6 +250,69 @@ def _line(name: str, rejected: list[bool], keeps: list[bool], ids: list[str]) ->
     )
 
 
+class Outcome(NamedTuple):
+    """A filter's outcome on a group of reviewed drafts."""
+
+    kept: int
+    kept_good: int
+    good: int
+    undecided: int
+
+    def line(self, label: str) -> str:
+        share = f"{self.kept_good / self.kept:.2f}" if self.kept else "-"
+        yield_ = f"{self.kept_good / self.good:.2f}" if self.good else "-"
+        undecided = f", {self.undecided} undecided (a verdict not asked)" if self.undecided else ""
+        return f"  {label:<44} kept {self.kept:>3}, share-good {share:>4}, yield {yield_:>4}{undecided}"
+
+
+def build_outcome(
+    members: Sequence[Reviewed], verdicts: dict[str, Critique], model: str, vetting: str, *, written: bool
+) -> Outcome:
+    """What a build with `vetting` (its free checks, then its critics in order, at their default
+    thresholds) keeps of the drafts, from the stored verdicts; `written`: the scores as written, no
+    probability (today's default before verdicts were read as probabilities)."""
+    config = BuildConfig(corpus=CorpusSettings(path="."), question_types=_EVERY_TYPE, vetting=vetting)  # type: ignore[arg-type]
+    registry = config.critic_registry()
+    tasks = BuildTasks.for_config(config.model_copy(update={"critic": ModelSettings(spec=model)}))
+    kept = kept_good = undecided = 0
+    for member in members:
+        if _free_check(member, config) is not None:
+            continue
+        fate = "kept"
+        for task in tasks.types[member.drafted.passages.question_type].critics:
+            verdict = verdicts.get(task.key(member.drafted))
+            if verdict is None or not verdict.ok:
+                fate = "undecided"
+                break
+            if written:
+                verdict = verdict.model_copy(update={"probability": None})
+            if not passes(registry.get(task.criterion), verdict, config.threshold(task.criterion)):
+                fate = "rejected"
+                break
+        undecided += fate == "undecided"
+        if fate == "kept":
+            kept += 1
+            kept_good += bool(member.keep)
+    return Outcome(kept, kept_good, sum(bool(member.keep) for member in members), undecided)
+
+
+def recorded_verdicts(paths: Iterable[Path], drafts: Sequence[Reviewed], model: str) -> dict[str, Critique]:
+    """The critics' scores recorded with a reviewed set (the git set holds the same model's, without
+    token probabilities), as the verdicts of today's tasks for those drafts."""
+    recorded = _recorded_scores(paths)
+    found: dict[str, Critique] = {}
+    for member in drafts:
+        for name, score in recorded.get(member.drafted.draft.id, {}).items():
+            task = task_for(name, member.drafted.passages.question_type, model)
+            if task is not None and score is not None:
+                key = task.key(member.drafted)
+                found[key] = Critique(
+                    id=key, model=model, draft_id=member.drafted.draft.id, criterion=name, prompt_hash="recorded",
+                    score=score,
+                )  # fmt: skip
+    return found
+
+
 def report(args: argparse.Namespace) -> None:
     drafts = [draft for path in args.reviewed for draft in read_reviewed(path)]
     store = args.out / "verdicts.jsonl"
@@ -274,6 +337,16 @@ def report(args: argparse.Namespace) -> None:
         groups.setdefault(f"{reviewed.set_name}/{reviewed.drafted.passages.question_type}", []).append(reviewed)
     signals = _signals(names)
     combos = _combinations(names)
+    every = {**recorded_verdicts(args.reviewed, drafts, args.model), **by_key}
+    print("Before and after, as a build filters (free checks, then the critics in order at their thresholds):")
+    for group, members in sorted(groups.items()):
+        print(f"{group} ({len(members)} drafts):")
+        print(
+            build_outcome(members, every, args.model, "cookbook", written=True).line(
+                "before: cookbook critics, written scores"
+            )
+        )
+        print(build_outcome(members, every, args.model, "checks", written=False).line("after: --vetting checks"))
     for group, members in sorted(groups.items()):
         ids = [member.drafted.draft.id for member in members]
         keeps = [bool(member.keep) for member in members]
