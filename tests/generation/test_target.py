@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -213,3 +218,61 @@ def test_the_choice_is_each_types_part_spread_over_documents_and_fixed_by_the_se
     assert choose(list(reversed(passed)), config) == chosen  # the order they came in does not matter
     others = {choose(passed, _config(target=6, seed=seed, question_types=config.question_types)) for seed in range(8)}
     assert len(others) > 1  # the seed decides which
+
+
+def test_a_target_in_batch_mode_gives_the_online_dataset(corpus: Path, tmp_path: Path) -> None:
+    from standins.llm.server import StandInLLM
+
+    with StandInLLM() as online:
+        assert _build(online, corpus, tmp_path / "online", "--target", "20").exit_code == 0
+    with StandInLLM(batch_polls=1) as batch:
+        result = _build(batch, corpus, tmp_path / "batch", "--target", "20", "--batch", "--batch-poll", "0.01")
+        assert result.exit_code == 0, result.output
+        online_calls = [e for e in batch.log if e["path"].endswith("/chat/completions") and e["method"] == "POST"]
+        assert not online_calls and any(entry["method"] == "BATCH" for entry in batch.log)
+    assert _summary(tmp_path / "batch")["target"]["rounds"] > 1
+    for name in ("dataset", "candidates"):
+        assert _rows(tmp_path / "batch" / name) == _rows(tmp_path / "online" / name)
+
+
+@pytest.mark.slow
+def test_killed_in_each_round_then_rerun_equals_an_uninterrupted_build(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    llm.configure(latency=0.03)
+    concurrency = 8
+    env = {**os.environ, "OPENAI_API_KEY": "test-key"}
+
+    def command(out: Path) -> list[str]:
+        return [
+            sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
+            "--base-url", llm.base_url, "--target", "20", "--seed", "7", "--chunk-size", "400", "--chunk-overlap",
+            "40", "--concurrency", str(concurrency), "-q",
+        ]  # fmt: skip
+
+    def in_round(out: Path, number: int) -> bool:
+        rounds = out / "rounds.json"
+        return rounds.exists() and json.loads(rounds.read_text())["round"] == number
+
+    def lines(path: Path) -> int:
+        return path.read_bytes().count(b"\n") if path.exists() else 0
+
+    out = tmp_path / "killed"
+    # Killed twice: while the first round drafts, and as soon as the second round is under way.
+    for under_way in (lambda: lines(out / "critiques.jsonl") >= 15, lambda: in_round(out, 2)):
+        process = subprocess.Popen(command(out), env=env, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while not under_way():
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    finished = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    repeats = {body: n for body, n in llm.requests_by_body().items() if n > 1}
+    assert sum(n - 1 for n in repeats.values()) <= 2 * concurrency  # only calls in flight at each kill
+    llm.reset()
+    clean = subprocess.run(command(tmp_path / "clean"), env=env, capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0, clean.stderr
+    assert _summary(out)["target"]["rounds"] == _summary(tmp_path / "clean")["target"]["rounds"] > 1
+    for name in ("dataset", "candidates"):
+        assert _rows(out / name) == _rows(tmp_path / "clean" / name)
