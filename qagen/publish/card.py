@@ -306,10 +306,15 @@ def _settings(summary: Mapping[str, Any]) -> str:
     if unit == "tokens":
         unit = f"tokens ({chunking.get('encoding')})"
     sample = settings.get("n_generations")
+    target = summary.get("target")
+    if target:
+        sampling = f"{target.get('drafts')} chunks, spread across documents, for {target.get('target')} questions"
+    else:
+        sampling = "every chunk" if sample is None else f"{sample} chunks, spread across documents"
     thresholds = summary.get("thresholds", {})
     rows = [
         ("chunking", f"{chunking.get('chunk_size')} {unit}, overlap {chunking.get('chunk_overlap')}"),
-        ("sampling", ("every chunk" if sample is None else f"{sample} chunks, spread across documents")),
+        ("sampling", sampling),
         ("seed", settings.get("seed")),
         ("thresholds (keep when every score is at least)", ", ".join(f"{k} {v}" for k, v in thresholds.items())),
         ("near-duplicate threshold (question word-set Jaccard)", settings.get("dedup_threshold")),

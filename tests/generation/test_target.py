@@ -61,6 +61,9 @@ def test_a_target_of_20_keeps_exactly_20_over_several_rounds_and_a_rerun_makes_n
     assert len(candidates) == target["drafts"] == summary["funnel"]["sampled"]
     over = [row for row in candidates if row["reason"] == "over_target"]
     assert all(row["status"] == "rejected" for row in over) and len(over) == summary["funnel"]["over_target"]
+    table = " ".join(result.output.split())
+    rounds = f"in {target['rounds']} rounds"
+    assert f"over the target {len(over)} kept 20 target 20 ({target['drafts']} drafts of at most 80, {rounds})" in table
     # Every draft was asked once, however many rounds it took.
     assert max(llm.requests_by_body().values()) == 1
 
