@@ -162,17 +162,21 @@ def run_llm_stages(
     progress: bool,
     ledger: Ledger | None = None,
     batch: BatchOptions | None = None,
+    said: set[str] | None = None,
 ) -> str | None:
     """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook);
     online, or in Batch API rounds when `batch` is given.
 
     `ledger`: where the stage keeps what it knows of the records (`build` hands it on to finalize,
-    so the logs are read once); None makes one for this call. Returns None when all the work was
+    so the logs are read once); None makes one for this call. `said`: the notices said already by the
+    build this call is part of (one that drafts in rounds calls it once per round), each said once; the
+    call adds those it says. Returns None when all the work was
     done, or a sentence saying which spending cap stopped it. Raises `BatchesRunningError` when
     not waiting for batches that are still running.
     """
     stopped: list[str] = []
     ledger = ledger or Ledger(run.drafts, run.critiques)
+    said = said if said is not None else set()
 
     async def main() -> None:
         # Only the roles this stage calls: `qagen critique` must not need the generator's server.
@@ -204,8 +208,12 @@ def run_llm_stages(
                 stopped.append(budget.describe())
             else:
                 clients.check_failure_rates()
-            if critique and config.critic.top_logprobs and clients["critic"].stats.no_token_probabilities:
+            no_probabilities = (
+                critique and config.critic.top_logprobs and clients["critic"].stats.no_token_probabilities
+            )
+            if no_probabilities and NO_TOKEN_PROBABILITIES not in said:
                 _say(NO_TOKEN_PROBABILITIES)
+                said.add(NO_TOKEN_PROBABILITIES)
         finally:
             preloading.cancel()
             await clients.aclose()
@@ -372,14 +380,16 @@ def _draft_to_target(
     budget is spent or the corpus has no more passages (`qagen.generation.target`); the last round's
     sample, and which spending cap stopped it (None: none did)."""
     plan = start_plan(config, run)
+    said: set[str] = set()
     while True:
         record_plan(run, plan)  # before its calls: a build stopped in this round resumes this round
         sample = load_sample(config, run, plan.drafts)
         if progress:
             _say(f"round {plan.round}: {len(sample)} drafts for a target of {config.target} questions")
         stopped = run_llm_stages(
-            config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch
-        )
+            config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch,
+            said=said,
+        )  # fmt: skip
         following = next_plan(config, plan, tally(config, tasks, sample, ledger).by_type) if stopped is None else None
         if following is None:
             return sample, stopped

@@ -21,6 +21,7 @@ from qagen.cli.app import main
 from qagen.config import BuildConfig
 from qagen.corpus.settings import CorpusSettings
 from qagen.errors import ConfigError
+from qagen.generation.pipeline import NO_TOKEN_PROBABILITIES
 from qagen.generation.target import Passed, Plan, choose, first_plan, next_plan
 from qagen.records import TypeFunnel
 from standins.corpus import write_corpus
@@ -52,6 +53,7 @@ def test_a_target_of_20_keeps_exactly_20_over_several_rounds_and_a_rerun_makes_n
     result = _build(llm, corpus, tmp_path / "run", "--target", "20")
     assert result.exit_code == 0, result.output
     assert "short of the target" not in result.output
+    assert result.output.count(NO_TOKEN_PROBABILITIES) == 1  # said once, not once per round
     kept = _rows(tmp_path / "run" / "dataset")
     assert len(kept) == 20
     summary = _summary(tmp_path / "run")
