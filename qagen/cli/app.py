@@ -116,6 +116,13 @@ def build(
         planned = plan(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch is not None)
         described = in_cli_terms(planned.describe(), Estimate.settings)
         click.echo(f"dry run: no LLM call made\n{described}")
+        if config.target is not None:
+            from qagen.generation.target import draft_budget
+
+            click.echo(
+                f"  with --target {config.target}: the round the build starts with; the rounds after it make "
+                f"at most {draft_budget(config):,} drafts in all (--max-drafts)"
+            )
         return
     result = run_build(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch)
     click.echo(result.table)

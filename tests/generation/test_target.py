@@ -151,6 +151,18 @@ def test_filter_on_a_target_run_refilters_the_drafted_sample_to_the_target(
     assert len(llm.log) == calls
 
 
+def test_a_dry_run_of_a_target_estimates_the_first_round_and_names_the_draft_budget(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    result = _build(llm, corpus, tmp_path / "run", "--target", "20", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "drafts to make          40 (already made: 0)" in result.output
+    assert "with --target 20: the round the build starts with; the rounds after it make at most 80 drafts" in (
+        result.output
+    )
+    assert llm.log == []
+
+
 # --- the two sizes cannot be given together -------------------------------------------------------------
 def test_n_generations_and_target_together_are_refused(llm: Any, corpus: Path, tmp_path: Path) -> None:
     result = _build(llm, corpus, tmp_path / "run", "--target", "20", "--n-generations", "40")
