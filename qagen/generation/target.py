@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from qagen.config import BuildConfig
+from qagen.errors import QagenError
 from qagen.question_types import apportion, draft_counts
 from qagen.question_types.pickers import type_seed
 from qagen.records import BuildSummary, Funnel, TargetOutcome, TypeFunnel
@@ -138,10 +139,12 @@ def recorded_plan(run: RunDir) -> Plan | None:
         return Plan({str(name): int(n) for name, n in stored["drafts"].items()}, int(stored["round"]))
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        # Written atomically, so only an edit by hand spoils it; the records are what matter, and
-        # the first round of the target (a sample prefix) reuses every one of them it covers.
-        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        # Written atomically, so only an edit by hand spoils it.
+        raise QagenError(
+            f"Cannot read {run.rounds_file} ({type(exc).__name__}: {exc}); delete it and run the same command "
+            "again: the rounds start over from the first, and every draft made is reused, not paid again."
+        ) from exc
 
 
 def record_plan(run: RunDir, plan: Plan) -> None:

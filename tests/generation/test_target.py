@@ -163,6 +163,14 @@ def test_a_dry_run_of_a_target_estimates_the_first_round_and_names_the_draft_bud
     assert llm.log == []
 
 
+def test_a_spoilt_rounds_file_is_named_with_the_way_forward(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    (tmp_path / "run" / "rounds.json").write_text('{"round": 2}', encoding="utf-8")
+    result = _build(llm, corpus, tmp_path / "run", "--target", "12")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "rounds.json (KeyError: 'drafts'); delete it and run the same command again" in result.output
+
+
 # --- the two sizes cannot be given together -------------------------------------------------------------
 def test_n_generations_and_target_together_are_refused(llm: Any, corpus: Path, tmp_path: Path) -> None:
     result = _build(llm, corpus, tmp_path / "run", "--target", "20", "--n-generations", "40")
