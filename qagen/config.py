@@ -61,6 +61,17 @@ class BuildConfig(BaseModel):
     corpus: CorpusSettings
     chunking: ChunkSettings = ChunkSettings()
     n_generations: int | None = Field(default=None, description="Draft from this many chunks (None: all).")
+    target: int | None = Field(
+        default=None,
+        description="Keep this many questions, split among the question types by their shares (None: keep what "
+        "passes of `n_generations` drafts): the build drafts in rounds, each sized by the share of drafts that "
+        "passed so far, until every type has its share, `max_drafts` drafts are made or `max_cost` is spent "
+        "(`qagen.generation.target`). Not with `n_generations`.",
+    )
+    max_drafts: int | None = Field(
+        default=None,
+        description="With `target`: make at most this many drafts, all types together (None: 4 x `target`).",
+    )
     seed: int = Field(default=42, description="Seed of the chunk sample: the same seed picks the same chunks.")
     generator: ModelSettings = Field(
         default=ModelSettings(spec=DEFAULT_MODEL), description="The model that drafts a question per chunk."
@@ -194,6 +205,7 @@ class BuildConfig(BaseModel):
             raise ConfigError(
                 f"`n_generations` must be at least 1, got {self.n_generations}.", settings=("n_generations",)
             )
+        self._check_target()
         if not 0 < self.dedup_threshold <= 1:
             raise ConfigError(
                 f"`dedup_threshold` must be in (0, 1], got {self.dedup_threshold}.", settings=("dedup_threshold",)
@@ -215,6 +227,30 @@ class BuildConfig(BaseModel):
                 settings=("semantic_dedup_threshold",),
             )
         return self
+
+    def _check_target(self) -> None:
+        if self.target is not None and self.n_generations is not None:
+            raise ConfigError(
+                f"`n_generations` ({self.n_generations}) and `target` ({self.target}) cannot be given together: "
+                "`n_generations` is how many drafts to make, `target` how many questions to keep; give one of them.",
+                settings=("n_generations", "target"),
+            )
+        if self.target is not None and self.target < 1:
+            raise ConfigError(f"`target` must be at least 1, got {self.target}.", settings=("target",))
+        if self.max_drafts is None:
+            return
+        if self.target is None:
+            raise ConfigError(
+                f"`max_drafts` ({self.max_drafts}) bounds a build to a `target` size; give `target` too, or "
+                "`n_generations` alone to draft a fixed number.",
+                settings=("max_drafts", "target", "n_generations"),
+            )
+        if self.max_drafts < self.target:
+            raise ConfigError(
+                f"`max_drafts` ({self.max_drafts}) is below `target` ({self.target}): each kept question is a "
+                "draft, so allow at least as many drafts as questions.",
+                settings=("max_drafts", "target"),
+            )
 
     def enabled_checks(self) -> frozenset[str]:
         """The names of the free checks this build makes."""

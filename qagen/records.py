@@ -316,8 +316,8 @@ class Funnel(Record):
 
     requested: int | None = Field(
         default=None,
-        description="The sample size asked for (`n_generations`; None: every chunk). When the corpus has fewer "
-        "chunks, all of them are sampled and `sampled` is smaller.",
+        description="The sample size asked for (`n_generations`, or with `target` the drafts its rounds asked "
+        "for; None: every chunk). When the corpus has fewer chunks, all of them are sampled and `sampled` is smaller.",
     )
     sampled: int = Field(description="Chunks sampled (at most n_generations).")
     drafted: int = Field(description="Sampled chunks with a usable question/answer draft.")
@@ -359,6 +359,11 @@ class Funnel(Record):
         default=0,
         description="Drafts dropped as asking the same thing as an earlier one in other words (embeddings).",
     )
+    over_target: int = Field(
+        default=0,
+        description="Drafts that passed every filter but were not chosen, their type having its share of the "
+        "`target` already (rejected as `over_target`; 0 without a target).",
+    )
     kept: int = Field(description="Questions in `dataset/`.")
     failure_examples: dict[str, str] = Field(
         default_factory=dict,
@@ -373,7 +378,7 @@ class TypeFunnel(Record):
     share: int = Field(description="Its share of the drafts asked for, in percent (`question_types`).")
     requested: int | None = Field(
         description="The drafts asked of it: its share of `n_generations` (largest remainder, so within one draft "
-        "of the share); None: one per chunk."
+        "of the share), or with `target` what its rounds asked for; None: one per chunk."
     )
     sampled: int = Field(description="Drafts it got passages for (each sampled chunk, or pair of chunks).")
     short: int = Field(
@@ -386,7 +391,8 @@ class TypeFunnel(Record):
     rejected: int = Field(description="Drafts rejected, by a critic, a free check, the length limits or as duplicates.")
     rejected_by: dict[str, int] = Field(
         description="The rejections by reason (sorted): a critic's name, or what it rejects as (`single_hop`, "
-        "`answerable`), a free check's reason (`too_close`), `question_too_long`, `answer_too_long`, `duplicate`. "
+        "`answerable`), a free check's reason (`too_close`), `question_too_long`, `answer_too_long`, `duplicate`, "
+        "`over_target` (passed, but the type had its share of the `target`). "
         "A draft two critics reject counts twice."
     )
     kept: int = Field(description="Its questions in `dataset/`.")
@@ -395,6 +401,23 @@ class TypeFunnel(Record):
         "(`qagen.generation.checks.easiness.copied_share`): how close the questions stay to the text's words. None "
         "when none was kept."
     )
+
+
+class TargetOutcome(Record):
+    """A build to a target size (`BuildConfig.target`): what was asked for, what it took (`summary.json`'s `target`)."""
+
+    target: int = Field(description="The questions asked for (`target`).")
+    by_type: dict[str, int] = Field(
+        description="Each question type's part of them: `target` split by the shares (largest remainder)."
+    )
+    max_drafts: int = Field(description="The draft budget (`max_drafts`, or 4 x `target`).")
+    drafts: int = Field(description="Drafts made, all types together (what the draft budget counts).")
+    rounds: int = Field(description="Rounds of drafting, the first included.")
+    kept: int = Field(description="Questions kept: `target` when it was reached, fewer on a shortfall.")
+
+    @property
+    def reached(self) -> bool:
+        return self.kept >= self.target
 
 
 class CorpusSummary(Record):
@@ -531,4 +554,7 @@ class BuildSummary(Record):
     settings: dict[str, Any] = Field(description="The build's settings, as `BuildConfig` dumps them to JSON.")
     profile: TestSetProfile | None = Field(
         default=None, description="What the build kept, described (`qagen.generation.profile`); `qagen report RUN`."
+    )
+    target: TargetOutcome | None = Field(
+        default=None, description="A build to a target size: the target and what reaching it took; None without one."
     )

@@ -32,7 +32,7 @@ def main() -> None:
     """Build a vetted question/answer test set for RAG from your own documents.
 
     \b
-    qagen build docs/ --out run --n-generations 200     # everything, resumable
+    qagen build docs/ --out run --target 100            # everything, resumable
     qagen init && qagen build --config qagen.toml        # the settings in a file
     qagen chunk / generate / critique / filter           # one stage at a time on a run directory
     qagen evaluate run --baseline bm25 --corpus docs/ --out eval
@@ -55,8 +55,8 @@ def main() -> None:
 # The options `qagen build --help` lists: those set most often. Every other option keeps working and
 # is a key of the config file (docs/configuration.md lists them all, with their flags).
 BUILD_SHOWN = (
-    "config", "out", "hf_dataset", "model", "base_url", "critic_model", "n_generations", "chunk_size", "audience",
-    "question_types", "vetting", "min_score", "concurrency", "max_cost", "batch", "dry_run", "push_repo", "public",
+    "config", "out", "hf_dataset", "model", "base_url", "critic_model", "n_generations", "target", "chunk_size",
+    "audience", "question_types", "vetting", "min_score", "concurrency", "max_cost", "batch", "dry_run", "push_repo",
     "quiet",
 )  # fmt: skip
 
@@ -116,6 +116,13 @@ def build(
         planned = plan(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch is not None)
         described = in_cli_terms(planned.describe(), Estimate.settings)
         click.echo(f"dry run: no LLM call made\n{described}")
+        if config.target is not None:
+            from qagen.generation.target import draft_budget
+
+            click.echo(
+                f"  with --target {config.target}: the round the build starts with; the rounds after it make "
+                f"at most {draft_budget(config):,} drafts in all (--max-drafts)"
+            )
         return
     result = run_build(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch)
     click.echo(result.table)
@@ -128,6 +135,10 @@ def build(
             err=True,
         )
         sys.exit(3)
+    if result.shortfall:
+        from qagen.generation.target import SHORTFALL_SETTINGS
+
+        click.echo(f"\nshort of the target: {in_cli_terms(result.shortfall, SHORTFALL_SETTINGS)}", err=True)
     click.echo(f"\nkept {result.summary.funnel.kept} questions: {out / 'dataset'} (every draft: {out / 'candidates'})")
     if push_repo:
         from qagen.publish.push import push_run

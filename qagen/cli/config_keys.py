@@ -177,6 +177,8 @@ def _build_keys() -> list[ConfigKey]:
         ConfigKey(
             "build", "n_generations", "n_generations", BUILD, setting=(BuildConfig, "n_generations"), example=200
         ),
+        ConfigKey("build", "target", "target", BUILD, setting=(BuildConfig, "target"), example=200),
+        ConfigKey("build", "max_drafts", "max_drafts", BUILD, setting=(BuildConfig, "max_drafts"), example=800),
         ConfigKey(
             "build",
             "question_types",

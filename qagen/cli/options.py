@@ -83,6 +83,13 @@ def sample_options(*, stage: bool) -> Callable[[F], F]:
     )  # fmt: skip
 
 
+# A build to a target size (`BuildConfig.target`): `build` alone drafts in rounds.
+target_options = option_group(
+    click.option("--target", type=click.IntRange(min=1), default=None, help="Keep this many questions, split among the question types by their shares: draft in rounds, each sized by the share of drafts that passed so far, until every type has its share, --max-drafts drafts are made or --max-cost is spent; a shortfall is said in one sentence (exit 0). Not with --n-generations [default: none, keep what passes of --n-generations drafts]."),
+    click.option("--max-drafts", type=click.IntRange(min=1), default=None, help="With --target: make at most this many drafts, all question types together [default: 4 x --target]."),
+)  # fmt: skip
+
+
 def _question_shares(ctx: click.Context, param: click.Parameter, value: str | None) -> dict[str, int] | None:
     if value is None:
         return None
@@ -283,7 +290,7 @@ output_options = option_group(
 
 # Every option of every build command, as each command takes them.
 BUILD_OPTIONS = option_group(
-    corpus_options, chunk_options, sample_options(stage=False), generator_options(stage=False),
+    corpus_options, chunk_options, sample_options(stage=False), target_options, generator_options(stage=False),
     critic_model_options(stage=False), call_options, audience_option(stage=False), all_critics_option,
     threshold_options, check_options, dedup_option, prompts_option(stage=False), vetting_option(stage=False),
     own_critics_option(stage=False),

@@ -17,6 +17,7 @@ from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.sample import Sample
 from qagen.generation.semantic_dedup import SemanticDuplicates
+from qagen.generation.target import OVER_TARGET
 from qagen.generation.tasks import BuildTasks, TypeTasks
 from qagen.records import (
     UNDECIDED_STAGES,
@@ -90,6 +91,7 @@ class _Counts:
     semantic_duplicates: int = 0
     too_long: int = 0
     checks_rejected: Counter[str] = field(default_factory=Counter)
+    over_target: int = 0
     kept: int = 0
     examples: dict[str, str] = field(default_factory=dict)
     types: dict[str, _TypeCounts] = field(default_factory=dict)
@@ -119,6 +121,7 @@ class _Counts:
             too_long=self.too_long,
             checks_rejected=dict(sorted(self.checks_rejected.items())),
             semantic_duplicates=self.semantic_duplicates,
+            over_target=self.over_target,
             kept=self.kept,
             failure_examples=dict(sorted(self.examples.items())),
         )
@@ -187,13 +190,19 @@ class Assembler:
         *,
         chunk_index: ChunkIndex | None = None,
         semantic: SemanticDuplicates | None = None,
+        chosen: frozenset[str] | None = None,
     ) -> None:
         """`chunk_index`: BM25 over the corpus, for each draft's `bm25_rank` (None: not ranked);
-        `semantic`: the questions' embeddings, for duplicates by meaning (None: the lexical rule only)."""
+        `semantic`: the questions' embeddings, for duplicates by meaning (None: the lexical rule only);
+        `chosen`: the ids of the passing drafts to keep (a build to a target size, `target.choose`),
+        the other passing ones rejected as `over_target` (None: every one that passes is kept)."""
         self.config = config
         self.tasks = tasks
         critics = tuple(spec.name for spec in config.critic_specs())
-        self.counts = _Counts(critics=critics, requested=config.n_generations, sampled=len(sample))
+        requested = config.n_generations
+        if config.target is not None:
+            requested = sum(n for n in sample.requested.values() if n is not None)
+        self.counts = _Counts(critics=critics, requested=requested, sampled=len(sample))
         for name, share in config.question_types.items():
             self.counts.types[name] = _TypeCounts(
                 share=share, requested=sample.requested.get(name), short=sample.short.get(name, 0)
@@ -201,6 +210,7 @@ class Assembler:
         self.dedup = NearDuplicateFilter(config.dedup_threshold)
         self.chunk_index = chunk_index
         self.semantic = semantic
+        self.chosen = chosen
         self.last_check_reason: str | None = None
         """The free check that rejected the last candidate's draft (None: none did), for the profile."""
 
@@ -240,7 +250,11 @@ class Assembler:
             else:
                 drafted = self.tasks.drafted(draft, item)
                 fate = _judge(drafted, critiques, config, tasks, counts, self.dedup, self.semantic)
+                if fate.status == "kept" and self.chosen is not None and did not in self.chosen:
+                    counts.over_target += 1
+                    fate = fate._replace(status="rejected", reason=OVER_TARGET, rejected_as=(OVER_TARGET,))
                 if fate.status == "kept":
+                    counts.kept += 1
                     of_type.kept += 1
                     if quality.copied_share is not None:
                         of_type.copied.append(quality.copied_share)
@@ -351,7 +365,6 @@ def _judge(
     dedup.keep(question, draft.id)
     if semantic is not None:
         semantic.keep(draft.id)
-    counts.kept += 1
     return _Fate("kept", "", found)
 
 

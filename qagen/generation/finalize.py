@@ -31,11 +31,12 @@ from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.profile import ProfileCounter
 from qagen.generation.sample import Sample
-from qagen.generation.semantic_dedup import SemanticDuplicates, load_semantic_dedup
+from qagen.generation.semantic_dedup import SemanticDedup, SemanticDuplicates, load_semantic_dedup
 from qagen.generation.summary import summarise_build
+from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
-from qagen.records import BuildSummary, CandidateRow, Duplicates
+from qagen.records import BuildSummary, CandidateRow, Duplicates, TypeFunnel
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -109,11 +110,13 @@ def write_outputs(
     if dedup.lexical_only_because is not None and config.dedup_embeddings is not None:
         # Said when embeddings were asked for and cannot be used, not when they were turned off.
         _say(f"Duplicates by meaning are not looked for, {dedup.lexical_only_because}: the lexical rule only.")
-    semantic = None
-    if dedup.model is not None:
-        vectors = dedup.embed(_questions(sample, tasks, ledger))
-        semantic = SemanticDuplicates(vectors, config.semantic_dedup_threshold)
-    assembler = Assembler(config, tasks, sample, chunk_index=chunk_index, semantic=semantic)
+    vectors = _question_vectors(dedup, sample, tasks, ledger)
+    chosen = None
+    if config.target is not None:
+        chosen = choose(_tally(config, tasks, sample, ledger, vectors).passed, config)
+    assembler = Assembler(
+        config, tasks, sample, chunk_index=chunk_index, semantic=_semantic(config, vectors), chosen=chosen
+    )
     profile = ProfileCounter([critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document())
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
@@ -147,6 +150,46 @@ def write_outputs(
         written = {"made_from": made_from, "outputs": _file_stats(run, _outputs(run)), "settled": settled}
         write_json_atomic(_stamp_file(run), written)
     return Outputs(summary, up_to_date=False, no_draft=no_draft)
+
+
+class Tally(NamedTuple):
+    """What the filter makes of a sample, written nowhere: each type's funnel, and the drafts that pass."""
+
+    by_type: dict[str, TypeFunnel]
+    passed: list[Passed]
+    """In sampling order."""
+
+
+def tally(config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger) -> Tally:
+    """The sample filtered as `write_outputs` filters it (duplicates by meaning included), without
+    ranking the drafts or writing anything: what a build to a target size counts after each round."""
+    ledger.scan()
+    vectors = _question_vectors(load_semantic_dedup(config.dedup_embeddings), sample, tasks, ledger)
+    return _tally(config, tasks, sample, ledger, vectors)
+
+
+def _tally(
+    config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger, vectors: dict[str, list[float]] | None
+) -> Tally:
+    assembler = Assembler(config, tasks, sample, semantic=_semantic(config, vectors))
+    passed: list[Passed] = []
+    for item in sample:
+        candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
+        if candidate.status == "kept":
+            passed.append(Passed(candidate.id, item.question_type, candidate.source_doc))
+    return Tally(assembler.by_type(), passed)
+
+
+def _question_vectors(
+    dedup: SemanticDedup, sample: Sample, tasks: BuildTasks, ledger: Ledger
+) -> dict[str, list[float]] | None:
+    """The embeddings of the sample's questions, by draft id; None when duplicates by meaning are not looked for."""
+    return None if dedup.model is None else dedup.embed(_questions(sample, tasks, ledger))
+
+
+def _semantic(config: BuildConfig, vectors: dict[str, list[float]] | None) -> SemanticDuplicates | None:
+    """A fresh finder of duplicates by meaning (it remembers what it kept), or None."""
+    return None if vectors is None else SemanticDuplicates(vectors, config.semantic_dedup_threshold)
 
 
 def _questions(sample: Sample, tasks: BuildTasks, ledger: Ledger) -> dict[str, str]:
@@ -193,7 +236,9 @@ def _made_from(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> dict[str,
         "qagen_version": __version__,
         "settings": config.model_dump(mode="json"),
         "prompts": tasks.prompt_hashes(),
-        "inputs": _file_stats(run, [run.drafts.path, run.critiques.path, run.chunks_file, run.chunking_file]),
+        "inputs": _file_stats(
+            run, [run.drafts.path, run.critiques.path, run.chunks_file, run.chunking_file, run.rounds_file]
+        ),
     }
 
 

@@ -19,9 +19,10 @@ from qagen.corpus.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.errors import CorpusError, NothingUsableError
 from qagen.generation.embedders import pairing_embedder
 from qagen.generation.estimate import Estimate, estimate
-from qagen.generation.finalize import NoDraft, Outputs, settled_summary, write_outputs
+from qagen.generation.finalize import NoDraft, Outputs, settled_summary, tally, write_outputs
 from qagen.generation.ledger import Ledger
 from qagen.generation.sample import Sample
+from qagen.generation.target import next_plan, planned_drafts, record_plan, shortfall, start_plan
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.backends import require_key
@@ -115,14 +116,18 @@ def chunk_stage(
     return summary
 
 
-def load_sample(config: BuildConfig, run: RunDir) -> Sample:
+def load_sample(config: BuildConfig, run: RunDir, requested: dict[str, int] | None = None) -> Sample:
     """Every draft's passages, per question type (`QuestionTypeSpec.picker`), reading the chunk file
     anew for each picker and once more for the chosen chunks instead of holding it all; the pickers
-    that pair passages by meaning read the `pair_embeddings` model."""
-    requested = requested_drafts(config, run)
+    that pair passages by meaning read the `pair_embeddings` model.
+
+    `requested`: the drafts asked of each type (a round of a build to a target size); None: the
+    build's own (`requested_drafts`)."""
+    wanted_drafts: dict[str, int | None] = dict(requested) if requested is not None else requested_drafts(config, run)
     embed = pairing_embedder(config.pair_embeddings)
     picked = {
-        name: QUESTION_TYPES.get(name).picker(run.iter_chunks, config.seed, n, embed) for name, n in requested.items()
+        name: QUESTION_TYPES.get(name).picker(run.iter_chunks, config.seed, n, embed)
+        for name, n in wanted_drafts.items()
     }
     wanted = {chunk_id for found in picked.values() for group in found.groups for chunk_id in group.chunk_ids}
     by_id = {chunk.id: chunk for chunk in run.iter_chunks() if chunk.id in wanted}
@@ -131,12 +136,15 @@ def load_sample(config: BuildConfig, run: RunDir) -> Sample:
         for name, found in picked.items()
         for group in found.groups
     )
-    return Sample(items, requested, {name: found.short for name, found in picked.items()})
+    return Sample(items, wanted_drafts, {name: found.short for name, found in picked.items()})
 
 
 def requested_drafts(config: BuildConfig, run: RunDir) -> dict[str, int | None]:
     """The drafts asked of each question type: `n_generations` split by the shares (`draft_counts`);
-    a build of factoids alone drafts from `n_generations` chunks, or every chunk (None)."""
+    a build of factoids alone drafts from `n_generations` chunks, or every chunk (None). A build to a
+    `target` size asks what its latest round asked (`target.planned_drafts`)."""
+    if config.target is not None:
+        return dict(planned_drafts(config, run))
     if not config.mixed:
         return dict.fromkeys(config.question_types, config.n_generations)
     total = config.n_generations if config.n_generations is not None else int(run.chunking_report()["chunks"])
@@ -154,17 +162,21 @@ def run_llm_stages(
     progress: bool,
     ledger: Ledger | None = None,
     batch: BatchOptions | None = None,
+    said: set[str] | None = None,
 ) -> str | None:
     """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook);
     online, or in Batch API rounds when `batch` is given.
 
     `ledger`: where the stage keeps what it knows of the records (`build` hands it on to finalize,
-    so the logs are read once); None makes one for this call. Returns None when all the work was
+    so the logs are read once); None makes one for this call. `said`: the notices said already by the
+    build this call is part of (one that drafts in rounds calls it once per round), each said once; the
+    call adds those it says. Returns None when all the work was
     done, or a sentence saying which spending cap stopped it. Raises `BatchesRunningError` when
     not waiting for batches that are still running.
     """
     stopped: list[str] = []
     ledger = ledger or Ledger(run.drafts, run.critiques)
+    said = said if said is not None else set()
 
     async def main() -> None:
         # Only the roles this stage calls: `qagen critique` must not need the generator's server.
@@ -196,8 +208,12 @@ def run_llm_stages(
                 stopped.append(budget.describe())
             else:
                 clients.check_failure_rates()
-            if critique and config.critic.top_logprobs and clients["critic"].stats.no_token_probabilities:
+            no_probabilities = (
+                critique and config.critic.top_logprobs and clients["critic"].stats.no_token_probabilities
+            )
+            if no_probabilities and NO_TOKEN_PROBABILITIES not in said:
                 _say(NO_TOKEN_PROBABILITIES)
+                said.add(NO_TOKEN_PROBABILITIES)
         finally:
             preloading.cancel()
             await clients.aclose()
@@ -258,6 +274,11 @@ class BuildResult:
     def table(self) -> str:
         """The funnel as the `qagen build` command prints it."""
         return funnel_table(self.summary)
+
+    @property
+    def shortfall(self) -> str | None:
+        """A build to a target size that kept fewer questions: one sentence saying so (`target.shortfall`)."""
+        return shortfall(self.summary)
 
 
 def plan(
@@ -337,16 +358,42 @@ def _build(
     if (settled := settled_summary(config, run, tasks)) is not None:
         _say(_UP_TO_DATE)
         return BuildResult(run.root, settled)
-    sample = load_sample(config, run)
     ledger = Ledger(run.drafts, run.critiques)
-    stopped = run_llm_stages(
-        config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch
-    )
+    if config.target is None:
+        sample = load_sample(config, run)
+        stopped = run_llm_stages(
+            config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch
+        )
+    else:
+        sample, stopped = _draft_to_target(config, run, tasks, ledger, progress=progress, batch=batch)
     left_nothing = stopped is None and ledger.retry_later == 0
     outputs = write_outputs_and_say(config, run, tasks, sample, ledger, settled=left_nothing)
     if stopped is None and outputs.no_draft is not None:
         _raise_nothing_drafted(outputs.no_draft, run)
     return BuildResult(run.root, outputs.summary, stopped)
+
+
+def _draft_to_target(
+    config: BuildConfig, run: RunDir, tasks: BuildTasks, ledger: Ledger, *, progress: bool, batch: BatchOptions | None
+) -> tuple[Sample, str | None]:
+    """Draft and critique in rounds until every question type has its part of the target, the draft
+    budget is spent or the corpus has no more passages (`qagen.generation.target`); the last round's
+    sample, and which spending cap stopped it (None: none did)."""
+    plan = start_plan(config, run)
+    said: set[str] = set()
+    while True:
+        record_plan(run, plan)  # before its calls: a build stopped in this round resumes this round
+        sample = load_sample(config, run, plan.drafts)
+        if progress:
+            _say(f"round {plan.round}: {len(sample)} drafts for a target of {config.target} questions")
+        stopped = run_llm_stages(
+            config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch,
+            said=said,
+        )  # fmt: skip
+        following = next_plan(config, plan, tally(config, tasks, sample, ledger).by_type) if stopped is None else None
+        if following is None:
+            return sample, stopped
+        plan = following
 
 
 def _raise_nothing_drafted(no_draft: NoDraft, run: RunDir) -> None:

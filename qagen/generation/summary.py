@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from qagen._version import __version__
 from qagen.config import BuildConfig
 from qagen.generation.ledger import PaidCall
+from qagen.generation.target import outcome
 from qagen.generation.tasks import BuildTasks
 from qagen.llm.cost import batch_spend, price_for
 from qagen.records import (
@@ -59,6 +60,7 @@ def summarise_build(
             if spend.calls
         },
         settings=config.model_dump(mode="json"),
+        target=outcome(config, run, funnel),
     )
 
 

@@ -175,8 +175,16 @@ def funnel_table(summary: BuildSummary) -> str:
         ("free checks", _with_reasons(sum(funnel.checks_rejected.values()), funnel.checks_rejected)),
         ("near-duplicates", str(funnel.duplicates)),
         ("same meaning", str(funnel.semantic_duplicates)),
-        ("kept", str(funnel.kept)),
     ]
+    target = summary.target
+    if target is not None:
+        lines.append(("over the target", str(funnel.over_target)))
+    lines.append(("kept", str(funnel.kept)))
+    if target is not None:
+        rounds = f"{target.rounds} round{'s' if target.rounds != 1 else ''}"
+        lines.append(
+            ("target", f"{target.target} ({target.drafts} drafts of at most {target.max_drafts}, in {rounds})")
+        )
     for stage, usage in (("generation", summary.usage.generation), ("critique", summary.usage.critique)):
         cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
         tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens{cost}"

@@ -219,6 +219,7 @@ def _funnel(summary: Mapping[str, Any]) -> str:
         *((f"rejected by {name}", count) for name, count in funnel.get("rejected_by", {}).items()),
         ("near-duplicates dropped", funnel.get("duplicates")),
         ("same question in other words dropped", funnel.get("semantic_duplicates", 0)),
+        *_target_rows(summary),
         ("**kept**", f"**{funnel.get('kept')}**"),
     ]
     table = "\n".join(f"| {label} | {value} |" for label, value in rows)
@@ -227,6 +228,16 @@ def _funnel(summary: Mapping[str, Any]) -> str:
         "so the per-critic counts can add up to more than the rejections):\n\n"
         f"| stage | count |\n|---|---|\n{table}" + _question_types(summary)
     )
+
+
+def _target_rows(summary: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """A build to a target size: the target, what it took, and the passing drafts beyond it."""
+    target = summary.get("target")
+    if not target:
+        return []
+    drafted = f"{target.get('target')} ({target.get('drafts')} drafts in {target.get('rounds')} rounds)"
+    over = summary.get("funnel", {}).get("over_target", 0)
+    return [("questions asked for (target)", drafted), ("passed, beyond the target", over)]
 
 
 def _question_types(summary: Mapping[str, Any]) -> str:
@@ -295,10 +306,15 @@ def _settings(summary: Mapping[str, Any]) -> str:
     if unit == "tokens":
         unit = f"tokens ({chunking.get('encoding')})"
     sample = settings.get("n_generations")
+    target = summary.get("target")
+    if target:
+        sampling = f"{target.get('drafts')} chunks, spread across documents, for {target.get('target')} questions"
+    else:
+        sampling = "every chunk" if sample is None else f"{sample} chunks, spread across documents"
     thresholds = summary.get("thresholds", {})
     rows = [
         ("chunking", f"{chunking.get('chunk_size')} {unit}, overlap {chunking.get('chunk_overlap')}"),
-        ("sampling", ("every chunk" if sample is None else f"{sample} chunks, spread across documents")),
+        ("sampling", sampling),
         ("seed", settings.get("seed")),
         ("thresholds (keep when every score is at least)", ", ".join(f"{k} {v}" for k, v in thresholds.items())),
         ("near-duplicate threshold (question word-set Jaccard)", settings.get("dedup_threshold")),

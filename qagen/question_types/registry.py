@@ -9,6 +9,7 @@ per-type scores.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from fractions import Fraction
 
 from qagen.errors import ConfigError
 from qagen.question_types.factoid import FACTOID
@@ -111,12 +112,18 @@ def check_shares(shares: Mapping[str, int]) -> None:
 
 
 def draft_counts(shares: Mapping[str, int], total: int) -> dict[str, int]:
-    """`total` drafts split by the shares (largest remainder: each type within one draft of its share,
-    the counts adding up to `total`; ties go to the type named first)."""
-    exact = {name: total * share / 100 for name, share in shares.items()}
+    """`total` drafts split by the shares (`apportion`: each type within one draft of its share)."""
+    return apportion(total, shares)
+
+
+def apportion(total: int, weights: Mapping[str, int]) -> dict[str, int]:
+    """`total` split in proportion to the weights by largest remainder: each part within one of its
+    exact share, the parts adding up to `total`; ties go to the name given first."""
+    whole = sum(weights.values())
+    exact = {name: Fraction(total * weight, whole) for name, weight in weights.items()}
     counts = {name: int(value) for name, value in exact.items()}
     left = total - sum(counts.values())
-    by_remainder = sorted(shares, key=lambda name: -(exact[name] - counts[name]))
+    by_remainder = sorted(weights, key=lambda name: -(exact[name] - counts[name]))
     for name in by_remainder[:left]:
         counts[name] += 1
     return counts

@@ -29,7 +29,8 @@ class RunDir:
 
     Layout: `run.json` (settings + fingerprint), `chunks.jsonl`, `corpus.json` (each input's path,
     size and hash) and `chunking.json` (written last, so its presence means chunking finished),
-    `drafts.jsonl`, `critiques.jsonl` (append-only, keyed by content-hash ids), the outputs
+    `drafts.jsonl`, `critiques.jsonl` (append-only, keyed by content-hash ids), `rounds.json` (a build
+    to a target size: the round under way, `qagen.generation.target`), the outputs
     `dataset/`, `candidates/`, `summary.json`, and `.qagen.lock` (one process at a time).
     """
 
@@ -44,6 +45,7 @@ class RunDir:
         self.dataset_dir = root / "dataset"
         self.candidates_dir = root / "candidates"
         self.summary_file = root / "summary.json"
+        self.rounds_file = root / "rounds.json"
         self._new_run: dict[str, Any] | None = None  # run.json of a new run, until its corpus is chunked
 
     def exists(self) -> bool:

@@ -141,6 +141,23 @@ def test_body_has_the_funnel_models_settings_prompts_and_usage() -> None:
     assert "Built with qagen 0.1.0" in body
 
 
+def test_the_card_of_a_build_to_a_target_size_says_the_target_and_what_it_took() -> None:
+    summary = copy.deepcopy(SUMMARY)
+    summary["settings"] |= {"n_generations": None, "target": 119}
+    summary["funnel"]["over_target"] = 6
+    summary["target"] = {"target": 119, "by_type": {"factoid": 119}, "max_drafts": 476, "drafts": 200, "rounds": 3,
+                         "kept": 119}  # fmt: skip
+    _, body = split_card(str(make_card(content(summary=public_summary(summary)))))
+    for row in [
+        "| questions asked for (target) | 119 (200 drafts in 3 rounds) |",
+        "| passed, beyond the target | 6 |",
+        "| sampling | 200 chunks, spread across documents, for 119 questions |",
+    ]:
+        assert row in body, row
+    _, without = split_card(str(make_card(content())))
+    assert "target" not in without
+
+
 def test_server_address_and_corpus_path_are_not_published() -> None:
     public = public_summary(SUMMARY)
     assert public["settings"]["generator"]["base_url"] == "(not published)"

@@ -1,0 +1,234 @@
+"""A build to a target size (`BuildConfig.target`): how many drafts each round asks of each question
+type, which of the drafts that pass are kept, and how a shortfall is said.
+
+Each type's part of the target is the target split by the shares (`apportion`). A round asks each
+type that is short of its part for enough drafts to make up the difference at the pass rate seen
+so far, estimated as (passed + 1) / (decided + 2) (Laplace's rule of succession: one half before
+any draft is decided, so the first round asks for twice the target). The rounds stop when every
+type has its part, when the draft budget (`max_drafts`, 4 x the target unless given) is spent, or
+when the corpus has no passages left for the types still short; a spending cap stops them as it
+stops any build.
+
+A round only extends each type's sample (the passage pickers give a prefix of one fixed order), so
+every draft already paid for stays in it, and the plan of the round under way is written to the
+run directory (`rounds.json`) before its calls: a build that is stopped and run again asks for the
+same round, whose finished calls are records already, then sizes the next ones from what passed.
+The other commands (`qagen filter`, `critique`, a dry run) read the same plan, so they see the
+sample the build drafted.
+
+When more drafts pass than a type's part, the part is chosen deterministically from them: round
+robin over their source documents, in an order drawn from the seed, so the kept questions cover
+the documents as evenly as the drafts allow. The others are rejected as `over_target`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from qagen.config import BuildConfig
+from qagen.errors import QagenError
+from qagen.question_types import apportion, draft_counts
+from qagen.question_types.pickers import type_seed
+from qagen.records import BuildSummary, Funnel, TargetOutcome, TypeFunnel
+from qagen.runs.rundir import RunDir
+from qagen.runs.store import write_json_atomic
+
+OVER_TARGET = "over_target"
+"""The reason of a draft that passed every filter but was not chosen: its type had its part already."""
+DRAFT_BUDGET_PER_QUESTION = 4
+"""`max_drafts` unless given: drafts per question of the target."""
+SHORTFALL_SETTINGS = ("max_drafts", "target")
+"""The settings a shortfall names (as `QagenError.settings`: the CLI shows them as its flags)."""
+REASONS_SAID = 3
+"""The commonest rejection reasons a shortfall names per question type."""
+
+
+class Plan(NamedTuple):
+    """The drafts a round asks of each question type (cumulative: the sample's size), and which round it is."""
+
+    drafts: dict[str, int]
+    round: int
+
+
+class Passed(NamedTuple):
+    """A draft that passed every filter: one to choose from."""
+
+    id: str
+    question_type: str
+    source_doc: str
+
+
+def type_targets(config: BuildConfig) -> dict[str, int]:
+    """Each question type's part of the target: the target split by the shares."""
+    assert config.target is not None, "type_targets of a build without a target"
+    return draft_counts(config.question_types, config.target)
+
+
+def draft_budget(config: BuildConfig) -> int:
+    """The most drafts the build makes: `max_drafts`, or `DRAFT_BUDGET_PER_QUESTION` x the target."""
+    assert config.target is not None, "draft_budget of a build without a target"
+    return config.max_drafts if config.max_drafts is not None else DRAFT_BUDGET_PER_QUESTION * config.target
+
+
+def _wanted(need: int, passed: int, decided: int) -> int:
+    """The drafts that make up `need` more passing ones at the pass rate seen (see the module)."""
+    return math.ceil(need * (decided + 2) / (passed + 1))
+
+
+def _within(budget: int, wants: Mapping[str, int]) -> dict[str, int]:
+    """The drafts wanted of each type, scaled down in proportion when they exceed the budget."""
+    total = sum(wants.values())
+    if total <= budget:
+        return dict(wants)
+    return apportion(max(budget, 0), wants)
+
+
+def first_plan(config: BuildConfig) -> Plan:
+    """The first round: enough drafts for each type's part at the assumed pass rate, within the budget."""
+    targets = type_targets(config)
+    return Plan(_within(draft_budget(config), {name: _wanted(n, 0, 0) for name, n in targets.items()}), 1)
+
+
+def start_plan(config: BuildConfig, run: RunDir) -> Plan:
+    """Where a build starts: the round the run directory was at (every draft of it stays in the
+    sample), grown to the first round of this target when that asks for more (a larger target)."""
+    first = first_plan(config)
+    recorded = recorded_plan(run)
+    if recorded is None:
+        return first
+    drafts = {name: max(first.drafts[name], recorded.drafts.get(name, 0)) for name in first.drafts}
+    grown = any(drafts[name] > recorded.drafts.get(name, 0) for name in drafts)
+    return Plan(drafts, recorded.round + 1 if grown else recorded.round)
+
+
+def planned_drafts(config: BuildConfig, run: RunDir) -> dict[str, int]:
+    """The drafts asked of each type by the run's latest round, or by the first one on a new run."""
+    recorded = recorded_plan(run)
+    first = first_plan(config)
+    if recorded is None:
+        return first.drafts
+    return {name: recorded.drafts.get(name, first.drafts[name]) for name in first.drafts}
+
+
+def next_plan(config: BuildConfig, plan: Plan, by_type: Mapping[str, TypeFunnel]) -> Plan | None:
+    """The next round after `plan`, from what the filter made of its sample (`by_type`); None when
+    the rounds are over: every type has its part, the budget is spent, or the corpus has no more
+    passages for the types still short."""
+    made = sum(counts.sampled for counts in by_type.values())
+    wants: dict[str, int] = {}
+    for name, part in type_targets(config).items():
+        counts = by_type[name]
+        need = part - counts.kept
+        if need <= 0 or counts.sampled < plan.drafts[name]:
+            continue  # it has its part, or the corpus gave it fewer passages than asked: no more to draft
+        wants[name] = _wanted(need, counts.kept, counts.sampled - counts.undecided)
+    more = {name: n for name, n in _within(draft_budget(config) - made, wants).items() if n > 0}
+    if not more:
+        return None
+    return Plan({name: n + more.get(name, 0) for name, n in plan.drafts.items()}, plan.round + 1)
+
+
+def recorded_plan(run: RunDir) -> Plan | None:
+    """The plan of the round the run directory is at (None: it never drafted to a target)."""
+    try:
+        stored = json.loads(run.rounds_file.read_text(encoding="utf-8"))
+        return Plan({str(name): int(n) for name, n in stored["drafts"].items()}, int(stored["round"]))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        # Written atomically, so only an edit by hand spoils it.
+        raise QagenError(
+            f"Cannot read {run.rounds_file} ({type(exc).__name__}: {exc}); delete it and run the same command "
+            "again: the rounds start over from the first, and every draft made is reused, not paid again."
+        ) from exc
+
+
+def record_plan(run: RunDir, plan: Plan) -> None:
+    """Write the round about to be drafted, before its calls (see the module)."""
+    write_json_atomic(run.rounds_file, {"round": plan.round, "drafts": plan.drafts})
+
+
+def choose(passed: Iterable[Passed], config: BuildConfig) -> frozenset[str]:
+    """The ids of the drafts to keep: of each type's passing drafts, its part of the target, spread
+    over their source documents (round robin, in an order drawn from the seed)."""
+    by_type: dict[str, list[Passed]] = {}
+    for draft in passed:
+        by_type.setdefault(draft.question_type, []).append(draft)
+    chosen: set[str] = set()
+    for name, part in type_targets(config).items():
+        chosen.update(_spread(by_type.get(name, []), part, type_seed(config.seed, name)))
+    return frozenset(chosen)
+
+
+def _spread(drafts: list[Passed], n: int, seed: int) -> list[str]:
+    """`n` of the drafts, one per document in turn: the documents and each one's drafts in a seeded
+    order (from sorted ids, so the choice does not depend on the order the drafts came in)."""
+    by_document: dict[str, list[str]] = {}
+    for draft in drafts:
+        by_document.setdefault(draft.source_doc, []).append(draft.id)
+    rng = random.Random(seed)
+    documents = sorted(by_document)
+    rng.shuffle(documents)
+    queues = []
+    for document in documents:
+        ids = sorted(by_document[document])
+        rng.shuffle(ids)
+        queues.append(ids)
+    deepest = max((len(ids) for ids in queues), default=0)
+    turns = [ids[turn] for turn in range(deepest) for ids in queues if turn < len(ids)]
+    return turns[:n]
+
+
+def outcome(config: BuildConfig, run: RunDir, funnel: Funnel) -> TargetOutcome | None:
+    """The summary's `target` of a build to a target size (None without one)."""
+    if config.target is None:
+        return None
+    recorded = recorded_plan(run)
+    return TargetOutcome(
+        target=config.target,
+        by_type=type_targets(config),
+        max_drafts=draft_budget(config),
+        drafts=funnel.sampled - funnel.undecided.get("generation", 0),
+        rounds=recorded.round if recorded is not None else 0,
+        kept=funnel.kept,
+    )
+
+
+def shortfall(summary: BuildSummary) -> str | None:
+    """One sentence on a build that kept fewer questions than its target: kept of the target, the
+    drafts made and why no more were, and the commonest rejection reasons of each type; None when
+    the target was reached or there was none."""
+    target = summary.target
+    if target is None or target.reached:
+        return None
+    types = summary.question_types
+    per_type = ""
+    if len(types) > 1:
+        per_type = " (" + ", ".join(f"{name} {types[name].kept} of {n}" for name, n in target.by_type.items()) + ")"
+    why = (
+        f"the draft budget (`max_drafts={target.max_drafts}`)"
+        if target.drafts >= target.max_drafts
+        else "all the corpus had passages for"
+    )
+    reasons = "; ".join(
+        f"{name}: {said}" for name in target.by_type if name in types and (said := _commonest(types[name]))
+    )
+    rejected = f", rejected mostly as {reasons}" if reasons else ""
+    return (
+        f"kept {target.kept} of the {target.target} questions asked for{per_type} from {target.drafts} drafts, "
+        f"{why}, in {target.rounds} round{'s' if target.rounds != 1 else ''}{rejected}."
+    )
+
+
+def _commonest(counts: TypeFunnel) -> str:
+    """A type's commonest reasons a draft was not kept (a failed call or reply counts as `failed`)."""
+    reasons = {reason: n for reason, n in counts.rejected_by.items() if reason != OVER_TARGET and n}
+    failed = counts.generation_failed + counts.critique_failed
+    if failed:
+        reasons["failed"] = failed
+    ranked = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:REASONS_SAID]
+    return ", ".join(f"{reason} {n}" for reason, n in ranked)

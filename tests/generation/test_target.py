@@ -1,0 +1,303 @@
+"""`--target N`: N final questions, drafted in rounds sized by the pass rate, resumable, shortfalls said."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from datasets import load_from_disk
+
+from qagen.cli.app import main
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
+from qagen.errors import ConfigError
+from qagen.generation.pipeline import NO_TOKEN_PROBABILITIES
+from qagen.generation.target import Passed, Plan, choose, first_plan, next_plan
+from qagen.records import TypeFunnel
+from standins.corpus import write_corpus
+
+MIX = "factoid=60,unanswerable=40"
+
+
+def _build(llm: Any, corpus: Path, out: Path, *extra: str) -> Result:
+    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args += ["--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40", "-q", *extra]
+    return CliRunner().invoke(main, args, catch_exceptions=False, env={"OPENAI_API_KEY": "test-key"})
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return list(load_from_disk(str(path)))
+
+
+def _summary(run: Path) -> dict[str, Any]:
+    summary: dict[str, Any] = json.loads((run / "summary.json").read_text())
+    return summary
+
+
+# --- must-show 1 ---------------------------------------------------------------------------------------
+def test_a_target_of_20_keeps_exactly_20_over_several_rounds_and_a_rerun_makes_no_call(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    # Three critics passing 80% each: about half the drafts pass, so the first round (twice the
+    # target) falls a little short and a second round makes up the difference.
+    result = _build(llm, corpus, tmp_path / "run", "--target", "20")
+    assert result.exit_code == 0, result.output
+    assert "short of the target" not in result.output
+    assert result.output.count(NO_TOKEN_PROBABILITIES) == 1  # said once, not once per round
+    kept = _rows(tmp_path / "run" / "dataset")
+    assert len(kept) == 20
+    summary = _summary(tmp_path / "run")
+    target = summary["target"]
+    assert target["rounds"] > 1 and target["kept"] == 20 and target["drafts"] < target["max_drafts"] == 80
+    candidates = _rows(tmp_path / "run" / "candidates")
+    assert len(candidates) == target["drafts"] == summary["funnel"]["sampled"]
+    over = [row for row in candidates if row["reason"] == "over_target"]
+    assert all(row["status"] == "rejected" for row in over) and len(over) == summary["funnel"]["over_target"]
+    table = " ".join(result.output.split())
+    rounds = f"in {target['rounds']} rounds"
+    assert f"over the target {len(over)} kept 20 target 20 ({target['drafts']} drafts of at most 80, {rounds})" in table
+    # Every draft was asked once, however many rounds it took.
+    assert max(llm.requests_by_body().values()) == 1
+
+    calls = len(llm.log)
+    again = _build(llm, corpus, tmp_path / "run", "--target", "20")
+    assert again.exit_code == 0 and "nothing changed: dataset is up to date" in again.output
+    assert len(llm.log) == calls
+    assert _rows(tmp_path / "run" / "dataset") == kept
+
+
+def test_per_type_shares_of_the_target_hold_within_one_question(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    result = _build(llm, corpus, tmp_path / "run", "--target", "25", "--question-types", MIX)
+    assert result.exit_code == 0, result.output
+    kept = Counter(row["question_type"] for row in _rows(tmp_path / "run" / "dataset"))
+    assert sum(kept.values()) == 25
+    for name, share in {"factoid": 60, "unanswerable": 40}.items():
+        assert abs(kept[name] - 25 * share / 100) <= 1, kept
+    summary = _summary(tmp_path / "run")
+    assert summary["target"]["by_type"] == dict(kept)
+    assert {name: counts["kept"] for name, counts in summary["question_types"].items()} == dict(kept)
+
+
+def test_a_shortfall_exits_0_with_one_sentence_naming_kept_drafts_and_reasons_per_type(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(pass_rate=0.4)  # about one draft in sixteen passes all three critics
+    result = _build(llm, corpus, tmp_path / "run", "--target", "20", "--question-types", MIX)
+    assert result.exit_code == 0, result.output
+    summary = _summary(tmp_path / "run")
+    kept, types = summary["funnel"]["kept"], summary["question_types"]
+    assert kept < 20 and summary["target"]["drafts"] == 80
+    sentences = [line for line in result.output.splitlines() if line.startswith("short of the target:")]
+    assert len(sentences) == 1
+    sentence = sentences[0]
+    assert f"kept {kept} of the 20 questions asked for" in sentence
+    assert f"factoid {types['factoid']['kept']} of 12, unanswerable {types['unanswerable']['kept']} of 8" in sentence
+    assert "from 80 drafts, the draft budget (--max-drafts 80)" in sentence
+    for name, counts in types.items():
+        commonest = max(counts["rejected_by"], key=counts["rejected_by"].get)
+        assert f"{name}: {commonest} {counts['rejected_by'][commonest]}" in sentence
+    assert sentence.endswith(".") and sentence.count(". ") == 0
+    assert len(_rows(tmp_path / "run" / "dataset")) == kept
+
+
+def test_a_corpus_with_too_few_passages_ends_with_the_shortfall_and_exit_0(llm: Any, tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path / "small", documents=3, paragraphs=2)
+    result = _build(llm, corpus, tmp_path / "run", "--target", "20")
+    assert result.exit_code == 0, result.output
+    summary = _summary(tmp_path / "run")
+    chunks = summary["corpus"]["chunks"]
+    assert summary["target"]["drafts"] == chunks < 20
+    assert f"from {chunks} drafts, all the corpus had passages for" in " ".join(result.output.split())
+    # One round: the first asked for more than the corpus holds, so there is nothing left to ask.
+    assert summary["target"]["rounds"] == 1
+
+
+def test_a_build_stopped_mid_round_resumes_that_round_and_pays_no_call_twice(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    capped = _build(llm, corpus, tmp_path / "run", "--target", "20", "--max-tokens", "30000", "--concurrency", "4")
+    assert capped.exit_code == 3, capped.output
+    assert 0 < _summary(tmp_path / "run")["target"]["drafts"] < 40  # stopped inside the first round
+    finished = _build(llm, corpus, tmp_path / "run", "--target", "20")
+    assert finished.exit_code == 0, finished.output
+    assert max(llm.requests_by_body().values()) == 1  # nothing paid twice across the two sessions
+    llm.reset()
+    assert _build(llm, corpus, tmp_path / "clean", "--target", "20").exit_code == 0
+    for name in ("dataset", "candidates"):
+        assert _rows(tmp_path / "run" / name) == _rows(tmp_path / "clean" / name)
+
+
+def test_filter_on_a_target_run_refilters_the_drafted_sample_to_the_target(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "20").exit_code == 0
+    drafts = _summary(tmp_path / "run")["target"]["drafts"]
+    calls = len(llm.log)
+    refiltered = CliRunner().invoke(main, ["filter", str(tmp_path / "run"), "--min-score", "3"])
+    assert refiltered.exit_code == 0, refiltered.output
+    summary = _summary(tmp_path / "run")
+    assert summary["funnel"]["sampled"] == drafts and summary["funnel"]["kept"] == 20
+    assert summary["funnel"]["over_target"] > 0  # a lower threshold passes more: the surplus is over the target
+    assert len(llm.log) == calls
+
+
+def test_a_dry_run_of_a_target_estimates_the_first_round_and_names_the_draft_budget(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    result = _build(llm, corpus, tmp_path / "run", "--target", "20", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "drafts to make          40 (already made: 0)" in result.output
+    assert "with --target 20: the round the build starts with; the rounds after it make at most 80 drafts" in (
+        result.output
+    )
+    assert llm.log == []
+
+
+def test_a_spoilt_rounds_file_is_named_with_the_way_forward(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    (tmp_path / "run" / "rounds.json").write_text('{"round": 2}', encoding="utf-8")
+    result = _build(llm, corpus, tmp_path / "run", "--target", "12")
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "rounds.json (KeyError: 'drafts'); delete it and run the same command again" in result.output
+
+
+# --- the two sizes cannot be given together -------------------------------------------------------------
+def test_n_generations_and_target_together_are_refused(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    result = _build(llm, corpus, tmp_path / "run", "--target", "20", "--n-generations", "40")
+    assert result.exit_code == 1
+    assert "--n-generations (40) and --target (20) cannot be given together" in result.output
+    assert "Traceback" not in result.output and llm.log == [] and not (tmp_path / "run").exists()
+    with pytest.raises(ConfigError, match=r"`n_generations` \(40\) and `target` \(20\) cannot be given together"):
+        BuildConfig(corpus=CorpusSettings(path="docs"), target=20, n_generations=40)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"max_drafts": 50}, "`max_drafts` (50) bounds a build to a `target` size"),
+        ({"target": 20, "max_drafts": 10}, "`max_drafts` (10) is below `target` (20)"),
+    ],
+)
+def test_a_draft_budget_needs_a_target_it_can_reach(fields: dict[str, int], said: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        BuildConfig(corpus=CorpusSettings(path="docs"), **fields)
+
+
+# --- the rounds and the choice, as rules -----------------------------------------------------------------
+def _config(**fields: Any) -> BuildConfig:
+    return BuildConfig(corpus=CorpusSettings(path="docs"), **fields)
+
+
+def _counts(sampled: int, kept: int, undecided: int = 0) -> TypeFunnel:
+    return TypeFunnel(
+        share=100, requested=sampled, sampled=sampled, short=0, drafted=sampled, generation_failed=0,
+        critique_failed=0, undecided=undecided, rejected=sampled - kept - undecided, rejected_by={}, kept=kept,
+        kept_copied_share=None,
+    )  # fmt: skip
+
+
+def test_the_first_round_asks_twice_each_types_part_within_the_budget() -> None:
+    assert first_plan(_config(target=20, question_types={"factoid": 60, "unanswerable": 40})) == Plan(
+        {"factoid": 24, "unanswerable": 16}, 1
+    )
+    # A budget below twice the target is shared out in proportion.
+    assert first_plan(_config(target=20, max_drafts=30, question_types={"factoid": 60, "unanswerable": 40})) == Plan(
+        {"factoid": 18, "unanswerable": 12}, 1
+    )
+
+
+def test_later_rounds_are_sized_from_the_pass_rate_seen_and_stop_when_nothing_is_left_to_ask() -> None:
+    config = _config(target=20, question_types={"factoid": 50, "multi_hop": 50})
+    plan = Plan({"factoid": 20, "multi_hop": 20}, 1)
+    # factoid is 5 short at a pass rate of (5 + 1) / (20 + 2): ceil(5 * 22 / 6) = 19 more; multi_hop has its 10.
+    following = next_plan(config, plan, {"factoid": _counts(20, 5), "multi_hop": _counts(20, 12)})
+    assert following == Plan({"factoid": 39, "multi_hop": 20}, 2)
+    # The budget (4 x 20 = 80) bounds a round: 40 made, 40 left however many are wanted.
+    starved = next_plan(config, plan, {"factoid": _counts(20, 0), "multi_hop": _counts(20, 0)})
+    assert starved is not None and sum(starved.drafts.values()) == 80
+    # Every part reached, the budget spent, or the corpus out of passages for the types short: no round.
+    assert next_plan(config, plan, {"factoid": _counts(20, 10), "multi_hop": _counts(20, 11)}) is None
+    spent = Plan({"factoid": 40, "multi_hop": 40}, 3)
+    assert next_plan(config, spent, {"factoid": _counts(40, 2), "multi_hop": _counts(40, 3)}) is None
+    assert next_plan(config, plan, {"factoid": _counts(17, 2), "multi_hop": _counts(20, 10)}) is None
+
+
+def test_the_choice_is_each_types_part_spread_over_documents_and_fixed_by_the_seed() -> None:
+    config = _config(target=6, question_types={"factoid": 50, "unanswerable": 50})
+    passed = [Passed(f"f{doc}-{k}", "factoid", f"doc{doc}") for doc in range(3) for k in range(4)]
+    passed += [Passed(f"u{k}", "unanswerable", "doc0") for k in range(2)]
+    chosen = choose(passed, config)
+    factoids = Counter(draft.source_doc for draft in passed if draft.id in chosen and draft.question_type == "factoid")
+    assert factoids == {"doc0": 1, "doc1": 1, "doc2": 1}  # three of twelve, one per document
+    assert {"u0", "u1"} <= chosen and len(chosen) == 5  # unanswerable is short: both it has, no more
+    assert choose(list(reversed(passed)), config) == chosen  # the order they came in does not matter
+    others = {choose(passed, _config(target=6, seed=seed, question_types=config.question_types)) for seed in range(8)}
+    assert len(others) > 1  # the seed decides which
+
+
+def test_a_target_in_batch_mode_gives_the_online_dataset(corpus: Path, tmp_path: Path) -> None:
+    from standins.llm.server import StandInLLM
+
+    with StandInLLM() as online:
+        assert _build(online, corpus, tmp_path / "online", "--target", "20").exit_code == 0
+    with StandInLLM(batch_polls=1) as batch:
+        result = _build(batch, corpus, tmp_path / "batch", "--target", "20", "--batch", "--batch-poll", "0.01")
+        assert result.exit_code == 0, result.output
+        online_calls = [e for e in batch.log if e["path"].endswith("/chat/completions") and e["method"] == "POST"]
+        assert not online_calls and any(entry["method"] == "BATCH" for entry in batch.log)
+    assert _summary(tmp_path / "batch")["target"]["rounds"] > 1
+    for name in ("dataset", "candidates"):
+        assert _rows(tmp_path / "batch" / name) == _rows(tmp_path / "online" / name)
+
+
+@pytest.mark.slow
+def test_killed_in_each_round_then_rerun_equals_an_uninterrupted_build(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    llm.configure(latency=0.03)
+    concurrency = 8
+    env = {**os.environ, "OPENAI_API_KEY": "test-key"}
+
+    def command(out: Path) -> list[str]:
+        return [
+            sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
+            "--base-url", llm.base_url, "--target", "20", "--seed", "7", "--chunk-size", "400", "--chunk-overlap",
+            "40", "--concurrency", str(concurrency), "-q",
+        ]  # fmt: skip
+
+    def in_round(out: Path, number: int) -> bool:
+        rounds = out / "rounds.json"
+        return rounds.exists() and json.loads(rounds.read_text())["round"] == number
+
+    def lines(path: Path) -> int:
+        return path.read_bytes().count(b"\n") if path.exists() else 0
+
+    out = tmp_path / "killed"
+    # Killed twice: while the first round drafts, and as soon as the second round is under way.
+    for under_way in (lambda: lines(out / "critiques.jsonl") >= 15, lambda: in_round(out, 2)):
+        process = subprocess.Popen(command(out), env=env, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while not under_way():
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            assert time.monotonic() < deadline
+            time.sleep(0.002)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    finished = subprocess.run(command(out), env=env, capture_output=True, text=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr
+    repeats = {body: n for body, n in llm.requests_by_body().items() if n > 1}
+    assert sum(n - 1 for n in repeats.values()) <= 2 * concurrency  # only calls in flight at each kill
+    llm.reset()
+    clean = subprocess.run(command(tmp_path / "clean"), env=env, capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0, clean.stderr
+    assert _summary(out)["target"]["rounds"] == _summary(tmp_path / "clean")["target"]["rounds"] > 1
+    for name in ("dataset", "candidates"):
+        assert _rows(out / name) == _rows(tmp_path / "clean" / name)
