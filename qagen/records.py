@@ -532,6 +532,63 @@ class TestSetProfile(Record):
     checks: dict[str, int] = Field(description="Drafts the free checks rejected before any critic, by reason.")
 
 
+MIN_KEPT_LABELS = 20
+"""The labelled kept questions an estimate of their quality needs; with fewer it is reported as too few."""
+
+KeptQualityStatus = Literal["not_estimated", "too_few", "estimated"]
+"""Whether the share of good kept questions is estimated: no labelled sample, too few labels, or estimated."""
+
+
+class KeptQuality(Record):
+    """The share of a build's kept questions a reviewer keeps, estimated from people's keep decisions on a
+    uniform random sample of them (`qagen.review.kept_sample`; `summary.json`'s `kept_quality`).
+
+    The sample is the kept questions in a random order drawn by its seed; the labels counted are those of
+    its beginning up to the first question nobody decided on, so the counted labels are themselves a
+    uniform random sample whatever a reviewer skipped. A question several reviewers decided on counts
+    once, as its reviewers' majority (a tie: not kept).
+    """
+
+    status: KeptQualityStatus = Field(
+        default="not_estimated",
+        description="`not_estimated`: no kept question of a sample has a keep decision; `too_few`: fewer labels "
+        "than `min_labels`, so no share and no interval; `estimated`: `share` with its interval.",
+    )
+    share: float | None = Field(
+        default=None, description="The share of the counted labels that keep their question; None unless estimated."
+    )
+    low: float | None = Field(default=None, description="The interval's lower end; None unless estimated.")
+    high: float | None = Field(default=None, description="The interval's upper end; None unless estimated.")
+    confidence: float = Field(default=0.95, description="The interval's confidence level.")
+    method: Literal["wilson"] | None = Field(
+        default=None,
+        description="How the interval is computed: `wilson`, the Wilson score interval of a binomial share on the "
+        "counted labels (no finite-population correction, so it errs wide when they are a large share of the kept "
+        "questions). None unless estimated.",
+    )
+    labels: int = Field(default=0, description="Kept questions of the sample counted: the estimate's n.")
+    kept_by_reviewers: int = Field(default=0, description="Of those, the questions the reviewers keep.")
+    labels_not_counted: int = Field(
+        default=0,
+        description="Questions of the sample with a keep decision after its first one without: not counted, as a "
+        "reviewer who skips a question may skip the hard ones (label the sample in its order).",
+    )
+    min_labels: int = Field(default=MIN_KEPT_LABELS, description="The labels an estimate needs.")
+    kept: int | None = Field(
+        default=None, description="The kept questions the sample was drawn from (the estimate's N); None: no sample."
+    )
+    kept_fingerprint: str | None = Field(
+        default=None,
+        description="The sha256 of those kept questions' sorted ids (`qagen.generation.kept_quality.kept_fingerprint`)"
+        "; None: no sample.",
+    )
+    stale: bool = Field(
+        default=False,
+        description="The run's kept questions are no longer the ones the sample was drawn from (it was resized or "
+        "re-filtered since): the estimate is about a set the run does not hold.",
+    )
+
+
 class BuildSummary(Record):
     """A build's `summary.json`: what went in, what came out, and what it cost."""
 
@@ -557,4 +614,9 @@ class BuildSummary(Record):
     )
     target: TargetOutcome | None = Field(
         default=None, description="A build to a target size: the target and what reaching it took; None without one."
+    )
+    kept_quality: KeptQuality = Field(
+        default_factory=KeptQuality,
+        description="The share of the kept questions a reviewer keeps, estimated from labels of a uniform random "
+        "sample of them (`qagen.review.estimate`); not estimated until such labels exist.",
     )

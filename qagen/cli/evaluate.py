@@ -471,11 +471,14 @@ def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, 
 
     Given one build's run directory instead (`qagen build --out RUN`), print the test set's profile
     (question types, coverage, easiness, lengths, each critic's scores, duplicates removed, free-check
-    rejections), write it to RUN/profile.md, and with --chart a PNG of its distributions.
+    rejections) and the estimated share of kept questions a reviewer keeps (`qagen review RUN --sample
+    kept`), write it to RUN/profile.md, and with --chart a PNG of its distributions.
     """
+    from qagen.cli.review import kept_quality_advice
     from qagen.evaluate.report import report as compare
     from qagen.generation.profile_report import build_summary, profile_chart, require_profile, write_profile
     from qagen.plotting import pyplot
+    from qagen.review.estimate import refresh_kept_quality
 
     chart = chart or plot_path  # --plot: the option's name before --chart, still accepted
     if metric is not None and chart is None:
@@ -489,8 +492,14 @@ def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, 
         if chart is not None:
             pyplot()  # before any work
         run, summary = builds[0]
+        quality = refresh_kept_quality(run)  # as the labels say now, in summary.json too
+        if quality is not None:
+            summary = {**summary, "kept_quality": quality.model_dump(mode="json")}
         tables, written = write_profile(run, summary)
         click.echo(tables)
+        advice = kept_quality_advice(quality, run) if quality is not None else None
+        if advice is not None:
+            click.echo(advice)
         click.echo(f"\nwritten: {written}")
         if chart is not None:
             profile = require_profile(summary, run)

@@ -11,12 +11,17 @@ import shlex
 import sys
 import webbrowser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import setting_flags
 from qagen.cli.paths import UserPath
+
+if TYPE_CHECKING:
+    from qagen.records import KeptQuality
+    from qagen.review.sample import SampleKind
 
 _DIRECTORY = UserPath(path_type=Path, exists=True, file_okay=False)
 
@@ -52,6 +57,14 @@ _DIRECTORY = UserPath(path_type=Path, exists=True, file_okay=False)
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the review sample.")
 @click.option(
+    "--sample",
+    type=click.Choice(["drafts", "kept"]),
+    default="drafts",
+    show_default=True,
+    help="Which sample of a run to label: drafts (kept and rejected alike, to measure the critics) or kept "
+    "(a uniform random sample of the kept questions, to estimate the share of them a reviewer keeps).",
+)
+@click.option(
     "--no-calls",
     "no_calls",
     is_flag=True,
@@ -79,6 +92,7 @@ def review(
     reviewer: str | None,
     size: int,
     seed: int,
+    sample: SampleKind,
     no_calls: bool,
     port: int,
     open_browser: bool | None,
@@ -88,6 +102,10 @@ def review(
     Rejected and kept drafts are sampled alike, so both kinds of error of the critics are measured;
     the critics the early stop skipped are asked for the sampled drafts only (saying how many calls
     first). Then `qagen agreement DIRECTORY` compares the critics with your labels.
+
+    With --sample kept, a uniform random sample of a run's kept questions instead: labelled in its
+    order, their keep decisions estimate the share of the kept questions a reviewer keeps, with a 95%
+    interval, in summary.json, `qagen report RUN` and the dataset card (from 20 labels on).
 
     Without --export/--import, a page on 127.0.0.1 (its URL printed) shows one item at a time: the
     chunk with the answer highlighted, the question and the answer, to mark pass or fail per
@@ -107,6 +125,7 @@ def review(
             seed=seed,
             allow_calls=not no_calls,
             say=lambda m: click.echo(m, err=True),
+            sample=sample,
         )
         click.echo(
             f"wrote {exported.rows} items to label to {exported.path}; fill it, then: "
@@ -119,10 +138,45 @@ def review(
             f"imported {imported.labels} labels into {directory / 'labels.jsonl'} ({imported.unchanged} unchanged, "
             f"{imported.unlabelled} rows without a label); next: qagen agreement {directory}"
         )
+        _say_estimate(directory, imported.kept_quality)
         return
     serve_page(
-        directory, reviewer, size=size, seed=seed, allow_calls=not no_calls, port=port, open_browser=open_browser
+        directory,
+        reviewer,
+        size=size,
+        seed=seed,
+        allow_calls=not no_calls,
+        port=port,
+        open_browser=open_browser,
+        sample=sample,
     )
+
+
+def _say_estimate(directory: Path, quality: KeptQuality | None) -> None:
+    """The run's estimate of its share of good kept questions, once it has a sample of them to label,
+    and what to do next."""
+    from qagen.generation.kept_quality import kept_quality_sentence
+
+    if quality is not None and quality.kept is not None:
+        click.echo(kept_quality_sentence(quality))
+        advice = kept_quality_advice(quality, directory)
+        if advice is not None:
+            click.echo(advice)
+
+
+def kept_quality_advice(quality: KeptQuality, directory: Path) -> str | None:
+    """The command that takes the estimate of a run's share of good kept questions further; None when
+    it needs nothing more."""
+    command = f"qagen review {shlex.quote(str(directory))} --sample kept"
+    if quality.stale:
+        return f"draw the sample again from the kept questions the run holds now (the labels given stay): {command}"
+    if quality.status == "not_estimated":
+        return f"to estimate it, label a sample of the kept questions: {command}"
+    if quality.labels_not_counted:
+        return f"label the sample in its order, from its first question not labelled: {command}"
+    if quality.status == "too_few":
+        return f"label more of the sample: {command}"
+    return None
 
 
 def serve_page(
@@ -134,12 +188,15 @@ def serve_page(
     allow_calls: bool,
     port: int,
     open_browser: bool | None,
+    sample: SampleKind = "drafts",
 ) -> None:
-    """The interactive review: the page on 127.0.0.1 until Ctrl-C, then how many labels were saved."""
+    """The interactive review: the page on 127.0.0.1 until Ctrl-C, then how many labels were saved (and
+    the estimate they give, for a sample of the kept questions)."""
+    from qagen.review.estimate import refresh_kept_quality
     from qagen.review.server import ReviewServer
     from qagen.review.session import ReviewSession, open_items
 
-    items, thresholds = open_items(directory, size=size, seed=seed, allow_calls=allow_calls, say=_say)
+    items, thresholds = open_items(directory, size=size, seed=seed, allow_calls=allow_calls, say=_say, sample=sample)
     session = ReviewSession(directory, items, reviewer=reviewer or _login_name() or "reviewer", thresholds=thresholds)
     with ReviewServer(session, port=port) as server:
         what = "drafts" if session.kind == "draft" else "answers"
@@ -150,6 +207,8 @@ def serve_page(
         with contextlib.suppress(KeyboardInterrupt):  # the way to stop: every label is on disk already
             server.serve_forever()
     click.echo(f"\nsaved {session.saved} labels to {session.store_path}")
+    if sample == "kept":
+        _say_estimate(directory, refresh_kept_quality(directory))
 
 
 def _say(message: str) -> None:

@@ -28,6 +28,7 @@ from qagen._version import __version__
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex
 from qagen.generation.filter import Assembler
+from qagen.generation.kept_quality import carried_over, stored_kept_quality
 from qagen.generation.ledger import Ledger
 from qagen.generation.profile import ProfileCounter
 from qagen.generation.sample import Sample
@@ -102,6 +103,8 @@ def write_outputs(
         if settled and not stamp.get("settled"):
             write_json_atomic(_stamp_file(run), {**stamp, "settled": True})
         return Outputs(_stored_summary(run), up_to_date=True, no_draft=None)
+    # The estimate from people's labels is not the records': it is carried over, stale if the kept set changes.
+    kept_quality = stored_kept_quality(run.summary_file)
     ledger = ledger or Ledger(run.drafts, run.critiques)
     ledger.scan()
     # The build's own index when its tasks have one (its critics' searches may have built it already).
@@ -120,6 +123,7 @@ def write_outputs(
     profile = ProfileCounter([critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document())
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
+    kept_ids: list[str] = []
 
     def candidates() -> Iterator[CandidateRow]:
         for item in sample:
@@ -127,6 +131,8 @@ def write_outputs(
             failures.add(candidate)
             profile.add(candidate.model_dump(), assembler.last_check_reason)
             sample_ids.add(candidate.id)
+            if candidate.status == "kept":
+                kept_ids.append(candidate.id)
             yield candidate
 
     try:
@@ -142,7 +148,9 @@ def write_outputs(
         lexical_only_because=dedup.lexical_only_because,
     )
     summarised = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids), assembler.by_type())
-    summary = summarised.model_copy(update={"profile": profile.result(duplicates)})
+    summary = summarised.model_copy(
+        update={"profile": profile.result(duplicates), "kept_quality": carried_over(kept_quality, kept_ids)}
+    )
     write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:
@@ -216,6 +224,23 @@ def settled_summary(config: BuildConfig, run: RunDir, tasks: BuildTasks) -> Buil
 def _stored_summary(run: RunDir) -> BuildSummary:
     # Stamped outputs were written by this qagen version (the stamp says so): its summary reads back.
     return BuildSummary.model_validate_json(run.summary_file.read_bytes())
+
+
+def replace_summary(run: RunDir, summary: BuildSummary) -> None:
+    """Write `summary` over the run's `summary.json`, the outputs' stamp still holding if it held: what
+    the review tools put in a summary (`kept_quality`) is no change of what the outputs were made from,
+    so the next build with the same settings stands by them instead of filtering again."""
+    name = run.summary_file.relative_to(run.root).as_posix()
+    before = _file_stats(run, [run.summary_file])[name]
+    write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
+    try:
+        stamp = json.loads(_stamp_file(run).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # no stamp: the next build writes the outputs anyway
+    outputs = stamp.get("outputs") if isinstance(stamp, dict) else None
+    if isinstance(outputs, dict) and outputs.get(name) == before:
+        written = {**outputs, **_file_stats(run, [run.summary_file])}
+        write_json_atomic(_stamp_file(run), {**stamp, "outputs": written})
 
 
 def _holding_stamp(run: RunDir, made_from: dict[str, Any]) -> dict[str, Any] | None:

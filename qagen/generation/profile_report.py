@@ -1,6 +1,7 @@
 """A build's test-set profile (`summary.json`'s `profile`) as Markdown tables, and as a PNG chart.
 
-The same tables are printed by `qagen report RUN` and written into the dataset card.
+The same tables are printed by `qagen report RUN` (with the estimate of the share of good kept
+questions) and written into the dataset card.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from qagen.errors import QagenError
+from qagen.generation.kept_quality import kept_quality_of, kept_quality_sentence
 from qagen.plotting import pyplot
 
 
@@ -103,8 +105,10 @@ def build_summary(run: Path) -> Mapping[str, Any] | None:
 
 
 def write_profile(run: Path, summary: Mapping[str, Any]) -> tuple[str, Path]:
-    """The profile's tables, also written to the run's `profile.md`."""
-    tables = profile_tables(require_profile(summary, run))
+    """The profile's tables and the estimate of the share of good kept questions, also written to the
+    run's `profile.md`."""
+    estimate = kept_quality_sentence(kept_quality_of(summary))
+    tables = f"{profile_tables(require_profile(summary, run))}\n\n{estimate[0].upper()}{estimate[1:]}"
     target = run / PROFILE_FILE
     target.write_text(f"# Test-set profile of {run.resolve().name}\n\n{tables}\n", encoding="utf-8")
     return tables, target

@@ -212,6 +212,11 @@ def funnel_table(summary: BuildSummary) -> str:
                 f"  {unanswered} {stage} call{'s' if unanswered != 1 else ''} got no reply: "
                 "re-run the same command to ask them again"
             )
+    if summary.kept_quality.stale:
+        table.append(
+            "  the estimate of the share of good kept questions is stale: the kept questions changed since their "
+            "review sample was drawn (`qagen report RUN` says how to draw it again)"
+        )
     return "\n".join(table)
 
 

@@ -145,6 +145,7 @@ def _body(content: CardContent) -> str:
         _intro(content),
         _funnel(summary),
         *([_profile(summary)] if summary.get("profile") else []),
+        _kept_quality(summary),
         *([content.agreement] if content.agreement else []),
         _models(summary),
         _settings(summary),
@@ -277,6 +278,25 @@ def _profile(summary: Mapping[str, Any]) -> str:
         "its chunk when the\nquestion is a BM25 query over the corpus), lengths, each critic's scores and the "
         f"duplicates removed.\n\n{profile_tables(summary['profile'])}"
     )
+
+
+def _kept_quality(summary: Mapping[str, Any]) -> str:
+    """The estimated share of the kept questions a reviewer keeps, with how it was estimated."""
+    from qagen.generation.kept_quality import kept_quality_of, kept_quality_sentence
+
+    quality = kept_quality_of(summary)
+    said = kept_quality_sentence(quality)
+    heading = f"## Share of good questions\n\n{said[0].upper()}{said[1:]}"
+    if quality.status == "not_estimated":
+        return heading
+    method = (
+        "People labelled a uniform random sample of the kept questions, deciding for each whether they would "
+        "keep it\nin the test set. The interval is the Wilson score interval "
+        f"({quality.confidence:.0%}) of a binomial\nshare on those decisions; the labels count in the sample's "
+        "order up to its first question not labelled, and a\nquestion several people labelled counts once, by "
+        "their majority (a tie as not kept)."
+    )
+    return f"{heading}\n\n{method}"
 
 
 def _models(summary: Mapping[str, Any]) -> str:

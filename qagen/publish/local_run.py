@@ -83,7 +83,10 @@ def load_run(run_dir: Path) -> LocalRun:
         raise QagenError(f"Cannot read the outputs of {run_dir}: {exc}; run `qagen filter {run_dir}` again.") from exc
     hashes = {name: str(digest) for name, digest in (fingerprint.get("prompts") or {}).items()}
     from qagen.review.agreement_text import card_section  # only a push reads the labels
+    from qagen.review.estimate import estimate_kept_quality
 
+    # As the labels say now: summary.json holds the estimate as of the last label or build.
+    summary["kept_quality"] = estimate_kept_quality(run_dir).model_dump(mode="json")
     return LocalRun(summary, hashes, kept, candidates, card_section(run_dir))
 
 

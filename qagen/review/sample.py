@@ -35,6 +35,11 @@ DEFAULT_SIZE = 150
 KEPT = "kept"
 _HALF = 0.5
 
+SampleKind = Literal["drafts", "kept"]
+"""Which sample of a run to label: `drafts`, this module's (kept and rejected drafts, to measure the
+critics), or `kept`, a uniform random sample of the kept questions (`qagen.review.kept_sample`, to
+estimate the share of them a reviewer keeps)."""
+
 
 def rejected_stratum(criterion: str) -> str:
     """The stratum of the drafts a criterion rejected: `rejected:<criterion>`."""

@@ -16,10 +16,12 @@ from pydantic import ValidationError
 
 from qagen.critics import CRITICS
 from qagen.errors import QagenError
+from qagen.review.estimate import refresh_kept_quality
 from qagen.review.eval_answers import answer_sample, is_eval_dir
 from qagen.review.items import ReviewItem, answer_items, draft_items
+from qagen.review.kept_sample import kept_sample
 from qagen.review.labels import Label, LabelKey, LabelStore
-from qagen.review.sample import review_sample
+from qagen.review.sample import SampleKind, review_sample
 from qagen.review.skipped import ask_skipped_critics
 from qagen.runs.rundir import RunDir
 
@@ -32,23 +34,37 @@ class LabelRejected(QagenError):
 
 
 def open_items(
-    directory: Path, size: int, seed: int, *, allow_calls: bool = True, say: Callable[[str], None] | None = None
+    directory: Path,
+    size: int,
+    seed: int,
+    *,
+    allow_calls: bool = True,
+    say: Callable[[str], None] | None = None,
+    sample: SampleKind = "drafts",
 ) -> tuple[list[ReviewItem], dict[str, int]]:
     """The items to review in `directory` (a run directory's drafts or an evaluation directory's
-    answers), in review order, and the run's critic thresholds (none for answers).
+    answers), in review order, and the run's critic thresholds (none for answers). `sample`: which
+    sample of a run's drafts (`SampleKind`).
 
-    For a run, the critics the early stop skipped are asked for the sampled drafts first, so every
-    item shows every critic's verdict once answered (saying how many calls before the first, or
-    refusing with `allow_calls=False`: `qagen.review.skipped`).
+    For the drafts' sample, the critics the early stop skipped are asked for the sampled drafts first,
+    so every item shows every critic's verdict once answered (saying how many calls before the first,
+    or refusing with `allow_calls=False`: `qagen.review.skipped`). Kept questions have every verdict.
     """
-    if is_eval_dir(directory):
+    if is_eval_dir(directory) and sample == "drafts":
         return answer_items(directory, answer_sample(directory, size, seed).ids), {}
-    run = RunDir(directory)
+    if sample == "kept":
+        ids = kept_sample(directory, size, seed).ids  # first: it says what an evaluation directory lacks
+        return draft_items(directory, ids), _thresholds(directory)
+    drafts = review_sample(directory, size=size, seed=seed)
+    ask_skipped_critics(directory, drafts.ids, allow_calls=allow_calls, say=say)
+    return draft_items(directory, drafts.ids), _thresholds(directory)
+
+
+def _thresholds(run_dir: Path) -> dict[str, int]:
+    """The run's critic thresholds, by critic."""
+    run = RunDir(run_dir)
     run.require()
-    thresholds = {str(name): score for name, score in run.stored_config().thresholds().items()}
-    sample = review_sample(directory, size=size, seed=seed)
-    ask_skipped_critics(directory, sample.ids, allow_calls=allow_calls, say=say)
-    return draft_items(directory, sample.ids), thresholds
+    return {str(name): score for name, score in run.stored_config().thresholds().items()}
 
 
 class ReviewSession:
@@ -125,6 +141,8 @@ class ReviewSession:
             self._store.append(label)
             self._labels[label.key] = label
             self.saved += 1
+            if label.kind == "draft":
+                refresh_kept_quality(self.directory)
         return {**self.item(index, label.reviewer), "state": self.state(label.reviewer)}
 
     # --- helpers ----------------------------------------------------------------------------

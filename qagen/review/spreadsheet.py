@@ -29,11 +29,13 @@ from typing import NamedTuple, TextIO
 
 from qagen.errors import QagenError
 from qagen.llm.untrusted import PASSAGE_SEPARATOR
-from qagen.records import CandidateRow, Criterion
+from qagen.records import CandidateRow, Criterion, KeptQuality
+from qagen.review.estimate import refresh_kept_quality
 from qagen.review.eval_answers import AnswerRow, answer_sample, is_eval_dir, read_answers
+from qagen.review.kept_sample import kept_sample
 from qagen.review.labels import CriterionLabel, Label, LabelKey, LabelKind, LabelStore
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
-from qagen.review.sample import DEFAULT_SIZE, review_sample
+from qagen.review.sample import DEFAULT_SIZE, SampleKind, review_sample
 from qagen.review.skipped import ask_skipped_critics
 from qagen.runs.store import writing
 
@@ -64,6 +66,9 @@ class Imported(NamedTuple):
     """Rows equal to the reviewer's latest label of their item: nothing stored."""
     unlabelled: int
     """Rows with every label cell empty: nothing to store."""
+    kept_quality: KeptQuality | None
+    """A run's estimate of its share of good kept questions, made again with these labels (`summary.json`);
+    None for an evaluation, or a run with no summary yet."""
 
 
 def export_csv(
@@ -74,23 +79,28 @@ def export_csv(
     seed: int = 0,
     allow_calls: bool = True,
     say: Callable[[str], None] | None = None,
+    sample: SampleKind = "drafts",
 ) -> Exported:
-    """Write the review sample of a run or evaluation directory to `path` (see the module).
+    """Write the review sample of a run or evaluation directory to `path` (see the module); `sample`:
+    which sample of a run's drafts (`SampleKind`), the rows in its review order.
 
-    For a run, the critics the early stop skipped are asked for the sampled drafts first (saying how
-    many calls before the first; `allow_calls=False` refuses instead: `ask_skipped_critics`).
+    For the drafts' sample, the critics the early stop skipped are asked for the sampled drafts first
+    (saying how many calls before the first; `allow_calls=False` refuses instead: `ask_skipped_critics`).
     """
-    if is_eval_dir(directory):
-        sample = answer_sample(directory, size, seed)
+    if is_eval_dir(directory) and sample == "drafts":
+        answer_ids = answer_sample(directory, size, seed).ids
         answers = read_answers(directory)
-        rows = [_answer_cells(answers[item_id]) for item_id in sample.ids]
+        rows = [_answer_cells(answers[item_id]) for item_id in answer_ids]
         _write(path, ANSWER_COLUMNS, rows)
         return Exported(path, len(rows), 0)
-    sample = review_sample(directory, size, seed)
-    calls = ask_skipped_critics(directory, sample.ids, allow_calls=allow_calls, say=say)
+    if sample == "kept":
+        ids, calls = kept_sample(directory, size, seed).ids, 0
+    else:
+        ids = review_sample(directory, size, seed).ids
+        calls = ask_skipped_critics(directory, ids, allow_calls=allow_calls, say=say)
     drafts = read_run_drafts(directory)
     rows = []
-    for item_id in sample.ids:
+    for item_id in ids:
         row = drafts.get(item_id)
         if row is None:
             raise QagenError(
@@ -168,7 +178,8 @@ def import_csv(directory: Path, path: Path, *, reviewer: str | None = None) -> I
         latest = store.read()
         changed = [label for label in labels if not _same(latest.get(label.key), label)]
         store.extend(changed)
-    return Imported(path, len(changed), len(labels) - len(changed), unlabelled)
+    quality = refresh_kept_quality(directory) if reader.kind == "draft" else None
+    return Imported(path, len(changed), len(labels) - len(changed), unlabelled, quality)
 
 
 def _reader_for(directory: Path) -> _Reader:

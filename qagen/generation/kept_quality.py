@@ -1,0 +1,94 @@
+"""The share of good kept questions (`summary.json`'s `kept_quality`) as far as a build knows it: which
+questions it kept (their fingerprint), the estimate carried over a rewrite of the outputs, marked stale
+when the kept questions changed, and the sentence that states it.
+
+The estimate itself comes from people's labels (`qagen.review.estimate`); a build that rewrites
+`summary.json` (resized, re-filtered) only carries it over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from qagen.generation.write import DATA_FILE
+from qagen.records import KeptQuality
+from qagen.runs.rundir import RunDir
+
+HEADLINE = "estimated share of kept questions a reviewer keeps"
+
+
+def kept_fingerprint(ids: Iterable[str]) -> str:
+    """The sha256 of the sorted ids, one a line: which questions a set holds, whatever their order."""
+    return hashlib.sha256("\n".join(sorted(ids)).encode("utf-8")).hexdigest()
+
+
+def read_kept_ids(run: RunDir) -> list[str]:
+    """The ids of the run's kept questions, in `dataset/` order; none when it has no `dataset/` yet.
+
+    Read from the one Arrow file `dataset/` holds (memory-mapped, the `id` column only), not through
+    `datasets`, which cannot load back a `dataset/` of no row and writes cache files beside it.
+    """
+    import pyarrow as pa
+
+    path = run.dataset_dir / DATA_FILE
+    if not path.is_file():
+        return []
+    with pa.memory_map(str(path)) as source:
+        table = pa.ipc.open_stream(source).read_all()
+    return [str(item_id) for item_id in table.column("id").to_pylist()]
+
+
+def stored_kept_quality(summary_file: Path) -> KeptQuality:
+    """The estimate a run's `summary.json` holds; not estimated when it holds none it can read (the
+    labels are still there: the next label saved, or `qagen report RUN`, estimates again)."""
+    try:
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+        return KeptQuality.model_validate(summary.get("kept_quality") or {})
+    except (OSError, ValueError, AttributeError, ValidationError):
+        return KeptQuality()
+
+
+def carried_over(quality: KeptQuality, kept_ids: Iterable[str]) -> KeptQuality:
+    """`quality` for a run whose kept questions are now `kept_ids`: stale when they are no longer the
+    ones its sample was drawn from, fresh again when a re-filter brought those back."""
+    if quality.kept_fingerprint is None:
+        return quality
+    return quality.model_copy(update={"stale": quality.kept_fingerprint != kept_fingerprint(kept_ids)})
+
+
+def kept_quality_of(summary: Mapping[str, Any]) -> KeptQuality:
+    """The estimate of a `summary.json` as read into a mapping; not estimated for a summary without one
+    (written before estimates existed)."""
+    return KeptQuality.model_validate(summary.get("kept_quality") or {})
+
+
+def kept_quality_sentence(quality: KeptQuality) -> str:
+    """What the estimate says, in one sentence (what `qagen report RUN`, the dataset card and the review
+    command print; the command line adds what to do next)."""
+    if quality.status == "not_estimated":
+        return f"{HEADLINE}: not estimated (nobody has labelled a sample of them)."
+    of_kept = f"of {quality.kept} kept questions"
+    if quality.status == "too_few":
+        said = (
+            f"{HEADLINE}: too few labels to estimate it ({quality.labels} {of_kept}; "
+            f"at least {quality.min_labels} are needed)"
+        )
+    else:
+        said = (
+            f"{HEADLINE}: {quality.share:.2f} [{quality.low:.2f}, {quality.high:.2f}] "
+            f"({quality.confidence:.0%}), from {quality.labels} labels {of_kept} (Wilson score interval)"
+        )
+    if quality.labels_not_counted:
+        said += (
+            f"; {quality.labels_not_counted} later label{'s' if quality.labels_not_counted != 1 else ''} of the "
+            "sample not counted, as they follow a question not labelled"
+        )
+    if quality.stale:
+        said += "; stale: the kept questions changed since the sample was drawn (the run was resized or re-filtered)"
+    return said + "."
