@@ -69,20 +69,25 @@ def _foldable(text: str) -> str:
 
 
 def place_quote(quote: str, chunk: str) -> EvidencePlacement:
-    """The chunk's window closest to `quote`; `not_found` under `MIN_QUOTE_SCORE`."""
+    """The chunk's window closest to `quote`; `not_found` under `MIN_QUOTE_SCORE` (a quote longer
+    than the chunk is measured against the whole chunk)."""
     quote = quote.strip()
     if not quote or not chunk:
         return EvidencePlacement(match="not_found", score=0.0, start=None, end=None)
     needle, haystack = _foldable(quote), _foldable(chunk)
     if len(needle) != len(quote) or len(haystack) != len(chunk):
         needle, haystack = quote, chunk  # fold both or neither
+    if len(needle) > len(haystack):
+        # `partial_ratio` would align the chunk inside the quote, and a quote of the chunk plus text
+        # of its own would pass: a quote longer than the chunk must be the whole chunk.
+        whole = fuzz.ratio(needle, haystack)
+        match: EvidenceMatch = "quoted" if whole >= MIN_QUOTE_SCORE else "not_found"
+        start, end = (0, len(chunk)) if match == "quoted" else (None, None)
+        return EvidencePlacement(match=match, score=round(whole, 2), start=start, end=end)
     alignment = fuzz.partial_ratio_alignment(needle, haystack)
     if alignment is None or alignment.score < MIN_QUOTE_SCORE:
         score = alignment.score if alignment is not None else 0.0
         return EvidencePlacement(match="not_found", score=round(score, 2), start=None, end=None)
-    if len(needle) > len(haystack):
-        # A quote longer than the chunk: the chunk is what was aligned, inside the quote.
-        return EvidencePlacement(match="quoted", score=round(alignment.score, 2), start=0, end=len(chunk))
     return EvidencePlacement(
         match="quoted", score=round(alignment.score, 2), start=alignment.dest_start, end=alignment.dest_end
     )

@@ -87,3 +87,18 @@ def test_without_a_quote_the_answer_words_are_looked_for_fuzzily() -> None:
 def test_the_evidence_line_is_optional_in_replies(reply: str, question: str, answer: str, evidence: str | None) -> None:
     parsed = parse_factoid_qa(reply)
     assert (parsed.question, parsed.answer, parsed.evidence, parsed.reason) == (question, answer, evidence, "")
+
+
+def test_a_quote_longer_than_the_chunk_is_not_evidence() -> None:
+    # The whole chunk plus kilobytes of invented text, for an answer in no chunk: the chunk is inside
+    # the quote, but the quote is not in the chunk.
+    invented = " Its mascot is a purple owl with gold stripes, chosen by a vote in 2011." * 70
+    placed = place_evidence(CHUNK + invented, "A purple owl with gold stripes", CHUNK)
+    assert placed.match == "not_found" and not placed.found
+    assert placed.start is None and placed.end is None
+
+
+def test_a_quote_of_the_whole_chunk_with_small_differences_is_found() -> None:
+    quote = CHUNK.replace("`", "").replace("\n", " ") + " (see git-gc(1))"
+    placed = place_quote(quote, CHUNK)
+    assert placed.match == "quoted" and (placed.start, placed.end) == (0, len(CHUNK))
