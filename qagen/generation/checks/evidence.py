@@ -6,13 +6,18 @@ The generation prompt asks for the sentence of the context that holds the answer
 so a quote with its line breaks joined, a dropped backtick or another letter case is still found,
 and a sentence the chunk does not hold is not. The match keeps its offsets in the chunk.
 
+A quote found in the chunk must also hold the answer it stands for: at least one content word
+(`checks.words`; `the` holds no answer), and when the answer has content words, at least
+`MIN_QUOTE_ANSWER_SHARE` of them, each exactly or by a close spelling. Otherwise it is
+`unsupported`: a sentence of the chunk, but not the answer's evidence.
+
 A reply without the evidence line (an older prompt, a prompt of the user's own) still gets a
 check: the answer's content words (`checks.words`) are looked for among the chunk's words, each
 exactly or by a close spelling (rapidfuzz `fuzz.ratio`), and at least half of them must be there.
 Its offsets are the answer's own place in the chunk when the evaluator's rule finds it
 (`qagen.corpus.evidence.locate_evidence`), else none.
 
-What is not found is rejected as `evidence_not_found` before any critic is asked.
+What is not found, or not the answer's, is rejected as `evidence_not_found` before any critic is asked.
 """
 
 from __future__ import annotations
@@ -34,12 +39,16 @@ MIN_QUOTE_SCORE = 90.0
 differ (joined lines, a dropped backtick), not a word of its own."""
 MIN_ANSWER_WORD_SHARE = 0.5
 """Least share of the answer's content words found in the chunk, for replies without a quote."""
+MIN_QUOTE_ANSWER_SHARE = 1 / 3
+"""Least share of the answer's content words found in its quote. Lower than in the chunk: an answer
+restates its question around the quoted fact (`The heapq module provides ...` for the quote `heapq ---
+Heap queue algorithm`: 4 of 10 in a draft the reviewer kept)."""
 MIN_WORD_RATIO = 85.0
 """Least `fuzz.ratio` of two words counted as the same word (`tag`/`tags`, `checkout`/`checkouts`)."""
 _MIN_FUZZY_WORD = 4
 """Shorter words must match exactly: at 3 letters one letter off is another word."""
 
-EvidenceMatch = Literal["quoted", "answer_words", "not_found", "no_words"]
+EvidenceMatch = Literal["quoted", "answer_words", "not_found", "unsupported", "no_words"]
 
 
 class EvidencePlacement(Record):
@@ -47,11 +56,13 @@ class EvidencePlacement(Record):
 
     match: EvidenceMatch = Field(
         description="`quoted`: the quoted sentence found in the chunk; `answer_words`: no quote, the answer's "
-        "content words found; `not_found`: neither (the draft is rejected); `no_words`: no quote and an answer "
-        "with no word to look for (not checked)."
+        "content words found; `not_found`: neither (the draft is rejected); `unsupported`: the quote is in the "
+        "chunk but does not hold the answer (rejected); `no_words`: no quote and an answer with no word to look "
+        "for (not checked)."
     )
     score: float | None = Field(
-        description="The quote's partial_ratio (0-100), or the share of the answer's content words found (0-1)."
+        description="The quote's partial_ratio (0-100), or the share of the answer's content words found in the "
+        "chunk (`answer_words`) or in the quote (`unsupported`) (0-1)."
     )
     start: int | None = Field(description="Offset of the evidence in the chunk's text; None when not placed.")
     end: int | None = Field(description="End offset (exclusive) of the evidence in the chunk's text.")
@@ -59,7 +70,7 @@ class EvidencePlacement(Record):
     @property
     def found(self) -> bool:
         """Whether the check passes (a draft with nothing to look for is not rejected)."""
-        return self.match != "not_found"
+        return self.match not in ("not_found", "unsupported")
 
 
 def _foldable(text: str) -> str:
@@ -116,8 +127,27 @@ def _word_in(word: str, words: set[str]) -> bool:
     return process.extractOne(word, words, scorer=fuzz.ratio, score_cutoff=MIN_WORD_RATIO) is not None
 
 
+def answer_share_in_quote(answer: str, quote: str) -> float:
+    """Share of the answer's content words in the quote (1.0 for an answer with none, 0.0 for a quote
+    with none: it holds no answer)."""
+    quoted = set(content_words(quote))
+    if not quoted:
+        return 0.0
+    wanted = list(dict.fromkeys(content_words(answer)))
+    if not wanted:
+        return 1.0
+    return sum(1 for word in wanted if _word_in(word, quoted)) / len(wanted)
+
+
 def place_evidence(quote: str | None, answer: str, chunk: str) -> EvidencePlacement:
-    """The draft's evidence in its chunk: its quote when the reply gave one, else its answer's words."""
-    if quote is not None and quote.strip():
-        return place_quote(quote, chunk)
-    return place_answer(answer, chunk)
+    """The draft's evidence in its chunk: its quote when the reply gave one (found in the chunk and
+    holding the answer), else its answer's words."""
+    if quote is None or not quote.strip():
+        return place_answer(answer, chunk)
+    placed = place_quote(quote, chunk)
+    if not placed.found:
+        return placed
+    share = answer_share_in_quote(answer, quote)
+    if share < MIN_QUOTE_ANSWER_SHARE:
+        return EvidencePlacement(match="unsupported", score=round(share, 4), start=None, end=None)
+    return placed

@@ -102,3 +102,32 @@ def test_a_quote_of_the_whole_chunk_with_small_differences_is_found() -> None:
     quote = CHUNK.replace("`", "").replace("\n", " ") + " (see git-gc(1))"
     placed = place_quote(quote, CHUNK)
     assert placed.match == "quoted" and (placed.start, placed.end) == (0, len(CHUNK))
+
+
+@pytest.mark.parametrize(
+    ("quote", "answer"),
+    [
+        ("the", "Bright purple with gold stripes"),  # a word of the chunk, holding no answer
+        ("the", "No"),  # an answer of no content word: the quote still needs one
+        ("Tags are refs that point at a commit and never move.", "Bright purple with gold stripes"),
+        ("Tags are refs that point at a commit and never move.", "It packs loose objects into one packfile"),
+    ],
+)
+def test_a_quote_in_the_chunk_that_does_not_hold_the_answer_is_not_evidence(quote: str, answer: str) -> None:
+    placed = place_evidence(quote, answer, CHUNK)
+    assert placed.match == "unsupported" and not placed.found
+    assert placed.start is None and placed.end is None
+
+
+@pytest.mark.parametrize(
+    ("quote", "answer"),
+    [
+        # The answer restates the question around the quoted fact: 3 of its 5 content words are quoted.
+        ("The `git gc` command packs loose objects", "Running git gc in a repository packs them"),
+        ("Tags are refs that point at a commit and never move.", "a commit"),
+        ("Tags are refs that point at a commit and never move.", "No"),  # no content word to look for
+    ],
+)
+def test_a_quote_holding_the_answer_is_evidence(quote: str, answer: str) -> None:
+    placed = place_evidence(quote, answer, CHUNK)
+    assert placed.match == "quoted" and placed.found
