@@ -4,7 +4,10 @@ The generation prompt asks for the sentence of the context that holds the answer
 (`Evidence: ...`). `place_evidence` finds it in the chunk with rapidfuzz's best partial alignment
 (`fuzz.partial_ratio_alignment`: the window of the chunk closest to the quote by Indel distance),
 so a quote with its line breaks joined, a dropped backtick or another letter case is still found,
-and a sentence the chunk does not hold is not. The match keeps its offsets in the chunk.
+and a sentence the chunk does not hold is not. Both are compared in one form first (`_Comparable`):
+NFC, case-folded, each run of whitespace one space, so a quote differing from the chunk only in
+Unicode normalisation (PDFs and macOS text are often NFD, models write NFC) or in spacing (an aligned
+table quoted with single spaces) is found whole. The match keeps its offsets in the chunk.
 
 A quote found in the chunk must also hold the answer it stands for: at least one content word
 (`checks.words`; `the` holds no answer), and when the answer has content words, at least
@@ -22,7 +25,9 @@ What is not found, or not the answer's, is rejected as `evidence_not_found` befo
 
 from __future__ import annotations
 
-from typing import Literal
+import unicodedata
+from collections.abc import Iterator
+from typing import Literal, NamedTuple
 
 from pydantic import Field
 from rapidfuzz import fuzz, process
@@ -73,35 +78,87 @@ class EvidencePlacement(Record):
         return self.match not in ("not_found", "unsupported")
 
 
-def _foldable(text: str) -> str:
-    """`text` case-folded when that keeps every offset (`ß` -> `ss` would not), else as it is."""
-    folded = text.casefold()
-    return folded if len(folded) == len(text) else text
+class _Comparable(NamedTuple):
+    """A text in the form quotes and chunks are compared in, with where each of its characters came from."""
+
+    text: str
+    starts: list[int]
+    """Offset in the original text where the character at each position of `text` starts."""
+    ends: list[int]
+    """Offset (exclusive) where it ends: a character made of several (`e` + U+0301, a run of spaces)
+    spans them all."""
+
+    @classmethod
+    def of(cls, original: str) -> _Comparable:
+        pieces: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, end in _clusters(original):
+            cluster = original[start:end]
+            if cluster.isspace():
+                if pieces and pieces[-1] == " " and ends[-1] == start:
+                    ends[-1] = end  # one space for the whole run
+                    continue
+                form = " "
+            else:
+                # Case-folding may expand (`ß` -> `ss`) or decompose (`İ`): each piece keeps its cluster's span.
+                form = unicodedata.normalize("NFC", unicodedata.normalize("NFC", cluster).casefold())
+            for piece in form:
+                pieces.append(piece)
+                starts.append(start)
+                ends.append(end)
+        return cls("".join(pieces), starts, ends)
+
+
+def _clusters(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each run of whitespace and of each character with what NFC would compose into
+    it (combining marks, Hangul jamo): the smallest pieces whose normal form is the text's."""
+    start = 0
+    for position in range(1, len(text) + 1):
+        if position < len(text):
+            char = text[position]
+            if char.isspace() and text[position - 1].isspace():
+                continue
+            if not char.isascii() and not char.isspace() and _composes(text[start:position], char):
+                continue
+        if start < position:
+            yield start, position
+        start = position
+
+
+def _composes(cluster: str, char: str) -> bool:
+    if cluster.isspace():
+        return False
+    if unicodedata.combining(char):
+        return True
+    nfc = unicodedata.normalize
+    return nfc("NFC", cluster + char) != nfc("NFC", cluster) + nfc("NFC", char)
 
 
 def place_quote(quote: str, chunk: str) -> EvidencePlacement:
-    """The chunk's window closest to `quote`; `not_found` under `MIN_QUOTE_SCORE` (a quote longer
-    than the chunk is measured against the whole chunk)."""
-    quote = quote.strip()
-    if not quote or not chunk:
+    """The chunk's window closest to `quote`, both in their `_Comparable` form; `not_found` under
+    `MIN_QUOTE_SCORE` (a quote longer than the chunk is measured against the whole chunk)."""
+    needle, haystack = _Comparable.of(quote.strip()).text, _Comparable.of(chunk)
+    if not needle.strip() or not haystack.text:
         return EvidencePlacement(match="not_found", score=0.0, start=None, end=None)
-    needle, haystack = _foldable(quote), _foldable(chunk)
-    if len(needle) != len(quote) or len(haystack) != len(chunk):
-        needle, haystack = quote, chunk  # fold both or neither
-    if len(needle) > len(haystack):
+    if len(needle) > len(haystack.text):
         # `partial_ratio` would align the chunk inside the quote, and a quote of the chunk plus text
         # of its own would pass: a quote longer than the chunk must be the whole chunk.
-        whole = fuzz.ratio(needle, haystack)
+        whole = fuzz.ratio(needle, haystack.text)
         match: EvidenceMatch = "quoted" if whole >= MIN_QUOTE_SCORE else "not_found"
         start, end = (0, len(chunk)) if match == "quoted" else (None, None)
         return EvidencePlacement(match=match, score=round(whole, 2), start=start, end=end)
-    alignment = fuzz.partial_ratio_alignment(needle, haystack)
-    if alignment is None or alignment.score < MIN_QUOTE_SCORE:
+    alignment = fuzz.partial_ratio_alignment(needle, haystack.text)
+    if alignment is None or alignment.score < MIN_QUOTE_SCORE or alignment.dest_end <= alignment.dest_start:
         score = alignment.score if alignment is not None else 0.0
         return EvidencePlacement(match="not_found", score=round(score, 2), start=None, end=None)
-    return EvidencePlacement(
-        match="quoted", score=round(alignment.score, 2), start=alignment.dest_start, end=alignment.dest_end
-    )
+    start, end = haystack.starts[alignment.dest_start], haystack.ends[alignment.dest_end - 1]
+    # A window may begin or end on a run of whitespace: the evidence is the text between.
+    while start < end and chunk[start].isspace():
+        start += 1
+    while end > start and chunk[end - 1].isspace():
+        end -= 1
+    return EvidencePlacement(match="quoted", score=round(alignment.score, 2), start=start, end=end)
 
 
 def place_answer(answer: str, chunk: str) -> EvidencePlacement:

@@ -4,7 +4,12 @@ content words are looked for."""
 
 from __future__ import annotations
 
+import unicodedata
+from typing import Literal
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qagen.generation.checks.evidence import place_answer, place_evidence, place_quote
 from qagen.generation.replies import parse_factoid_qa
@@ -131,3 +136,57 @@ def test_a_quote_in_the_chunk_that_does_not_hold_the_answer_is_not_evidence(quot
 def test_a_quote_holding_the_answer_is_evidence(quote: str, answer: str) -> None:
     placed = place_evidence(quote, answer, CHUNK)
     assert placed.match == "quoted" and placed.found
+
+
+NormalForm = Literal["NFC", "NFD"]
+VIETNAMESE = "Thủ đô của Việt Nam là Hà Nội, nằm bên bờ sông Hồng.\nDân số của thành phố khoảng tám triệu người."
+VIETNAMESE_SENTENCE = "Thủ đô của Việt Nam là Hà Nội, nằm bên bờ sông Hồng."
+
+
+@pytest.mark.parametrize(("chunk_form", "quote_form"), [("NFC", "NFD"), ("NFD", "NFC")])
+def test_a_quote_in_another_unicode_normalisation_is_found_at_its_offsets(
+    chunk_form: NormalForm, quote_form: NormalForm
+) -> None:
+    # PDFs and macOS text are often decomposed (NFD), a model writes composed (NFC) text, and back.
+    chunk = unicodedata.normalize(chunk_form, VIETNAMESE)
+    quote = unicodedata.normalize(quote_form, VIETNAMESE_SENTENCE)
+    placed = place_evidence(quote, "Hà Nội", chunk)
+    assert placed.match == "quoted" and placed.score == 100.0
+    assert placed.start is not None and placed.end is not None
+    assert chunk[placed.start : placed.end] == unicodedata.normalize(chunk_form, VIETNAMESE_SENTENCE)
+
+
+TABLE = (
+    "Options of git fetch:\n\n"
+    "Option          Default    Meaning\n"
+    "--depth         none       how many commits of history to fetch\n"
+    "--jobs          1          how many submodules are fetched in parallel\n"
+)
+
+
+def test_a_table_row_quoted_with_single_spaces_is_found_at_its_offsets() -> None:
+    quote = "--jobs 1 how many submodules are fetched in parallel"
+    placed = place_evidence(quote, "1", TABLE)
+    assert placed.match == "quoted" and placed.score == 100.0
+    assert placed.start is not None and placed.end is not None
+    assert TABLE[placed.start : placed.end] == "--jobs          1          how many submodules are fetched in parallel"
+
+
+# Letters that compose, expand when case-folded, and spaces of several kinds.
+_LETTERS = st.sampled_from(["a", "b", "e", "é", "e\u0301", "ß", "İ", "ộ", "한", "\u1100\u1161", " ", "  ", "\n", "\t"])
+
+
+@given(st.lists(_LETTERS, max_size=60).map("".join), st.text(max_size=30), st.data())
+@settings(max_examples=300)
+def test_placing_a_quote_never_raises_and_keeps_its_offsets_in_the_chunk(
+    chunk: str, noise: str, data: st.DataObject
+) -> None:
+    start = data.draw(st.integers(0, len(chunk)))
+    end = data.draw(st.integers(start, len(chunk)))
+    form = data.draw(st.sampled_from(["NFC", "NFD"]))
+    for quote in (unicodedata.normalize(form, chunk[start:end]), noise, chunk + noise):
+        placed = place_quote(quote, chunk)
+        assert placed.score is not None and 0 <= placed.score <= 100
+        if placed.found:
+            assert placed.start is not None and placed.end is not None
+            assert 0 <= placed.start <= placed.end <= len(chunk)
