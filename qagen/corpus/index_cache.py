@@ -13,9 +13,10 @@ their lock files in `indexes/.locks/`; deleting any of them, or the whole cache,
 to build them again.
 
 Two processes are safe: a folder appears complete or not at all (written aside, then renamed, by
-`saved_index.save_folder`), and `building` holds a file lock per index while it is loaded or built,
-so a second evaluation of the same corpus at the same time waits for the first one's index and reads
-it instead of embedding every chunk a second time.
+`saved_index.save_folder`, which moves a damaged index it replaces aside first), and `building`
+holds a file lock per index while it is loaded or built, so a second evaluation of the same corpus
+at the same time waits for the first one's index and reads it instead of embedding every chunk a
+second time.
 
 A cache that cannot be written (read-only, a file where the folder should be, no space left) stops
 nothing: the indexes saved in it are still read, the others are built for the run and not kept, no

@@ -57,16 +57,33 @@ def save_folder(
         cache_unusable(folder.parent, error)
         return False
     try:
-        staging.rename(folder)
+        _move_into_place(staging, folder)
     except OSError as error:
         shutil.rmtree(staging, ignore_errors=True)
-        if not folder.exists():
-            # Not a race with another process saving the same index: the cache is unusable.
-            cache_unusable(folder.parent, error)
-            return False
+        cache_unusable(folder.parent, error)
+        return False
     if settings is not None:
         _delete_superseded(folder, key, settings, logger, what)
     return True
+
+
+def _move_into_place(staging: Path, folder: Path) -> None:
+    """Rename `staging` to `folder`. A folder already there is one its loader rejected (damaged, or
+    incomplete): an index is built, then saved, only after that, holding the index's lock
+    (`index_cache.building`). It is moved aside, then deleted, so `folder` is never half-written."""
+    try:
+        staging.rename(folder)
+        return
+    except OSError:
+        if not folder.exists() and not folder.is_symlink():
+            raise  # nothing in the way: the cache cannot be written
+    aside = folder.with_name(f"{folder.name}.tmp-rejected-{os.getpid()}-{threading.get_ident()}")
+    folder.rename(aside)
+    staging.rename(folder)
+    if aside.is_dir() and not aside.is_symlink():
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        aside.unlink(missing_ok=True)
 
 
 def load_folder(

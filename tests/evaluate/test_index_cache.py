@@ -199,3 +199,28 @@ def test_a_cache_that_is_a_file_builds_in_memory_and_says_so_once(
     row = json.loads((tmp_path / "eval" / "results.jsonl").read_text())
     assert row["retrieved_sources"][0] == "a.md"
     assert a_file.read_text(encoding="utf-8") == "a file where the cache should be\n"
+
+
+@pytest.mark.parametrize("damaged", ["qagen_index.json", "contexts.jsonl", "the index's own file"])
+def test_a_damaged_index_is_rebuilt_once_and_replaced(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path, damaged: str
+) -> None:
+    corpus, testset = inputs
+    assert evaluate(llm, testset, corpus, tmp_path / "first").exit_code == 0
+    [saved] = saved_indexes(cache_home())
+    own = sorted(path.name for path in saved.iterdir() if path.name not in ("qagen_index.json", "contexts.jsonl"))
+    (saved / (own[0] if damaged == "the index's own file" else damaged)).write_text("{damaged", encoding="utf-8")
+
+    clear_memory()
+    second = evaluate(llm, testset, corpus, tmp_path / "second")
+    assert second.exit_code == 0, second.output
+    assert "rebuilding it" in second.stderr and "Built a BM25 index" in second.stderr
+    # The new index took the damaged one's place: the next evaluation reads it.
+    clear_memory()
+    third = evaluate(llm, testset, corpus, tmp_path / "third")
+    assert third.exit_code == 0, third.output
+    assert f"saved in {saved}." in third.stderr and "Built a BM25 index" not in third.stderr
+    assert saved_indexes(cache_home()) == [saved]
+    assert [path.name for path in index_cache_dir(cache_home()).iterdir() if ".tmp-" in path.name] == []
+    rows = [json.loads((tmp_path / name / "results.jsonl").read_text()) for name in ("first", "second", "third")]
+    assert rows[0]["retrieved_docs"] == rows[1]["retrieved_docs"] == rows[2]["retrieved_docs"]
