@@ -243,7 +243,7 @@ class DatasetRow(Record):
     evidence_match: str | None = Field(
         default=None,
         description="How the evidence was checked (`qagen.generation.checks.evidence`): quoted, answer_words, "
-        "not_found, no_words; None when not checked (no usable draft, or too long).",
+        "not_found, unsupported, no_words; None when not checked (no usable draft, or too long).",
     )
     copied_share: float | None = Field(
         default=None,

@@ -12,13 +12,15 @@ from typing import NamedTuple
 
 import click
 
+from qagen.cli.flags import in_cli_terms
 from qagen.errors import ConfigError
 
 # The bundled baseline's retrievers (`qagen.evaluate.systems.retrievers.RETRIEVERS`, not imported
 # here: `qagen --help` loads no retrieval code).
 RETRIEVERS = ("bm25", "dense", "hybrid")
-# The loggers whose lines say whether an index was built or reused, and where it is kept: shown to CLI users.
-INDEX_LOGGERS = ("qagen.evaluate.systems.dense_index", "qagen.corpus.bm25_index")
+# The loggers whose lines say whether an index was built or reused, and where it is kept (or that the
+# cache cannot keep it): shown to CLI users.
+INDEX_LOGGERS = ("qagen.evaluate.systems.dense_index", "qagen.corpus.bm25_index", "qagen.corpus.index_cache")
 
 
 def split_list(value: str | None) -> list[str]:
@@ -92,7 +94,8 @@ def point_name(retriever: str | None, embeddings: str | None, chunk_size: int, k
 
 class _EchoHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
-        click.echo(f"note: {record.getMessage()}", err=True)
+        kind = "warning" if record.levelno >= logging.WARNING else "note"
+        click.echo(f"{kind}: {in_cli_terms(record.getMessage(), ('cache_dir',))}", err=True)
 
 
 @contextmanager

@@ -127,14 +127,15 @@ class BM25Index:
         """(chunk position, BM25 score) of the top `k` chunks for `question`, as `search` picks them."""
         return best_positions(self.retriever, question, k)
 
-    def save(self, folder: Path, key: str, settings: dict[str, object] | None = None) -> None:
+    def save(self, folder: Path, key: str, settings: dict[str, object] | None = None) -> bool:
         """Write the index to `folder` atomically; an index of an earlier state of the same corpus
-        saved beside it (same `settings`, another key) is deleted (`saved_index.save_folder`)."""
+        saved beside it (same `settings`, another key) is deleted. False when the cache cannot be
+        written (`saved_index.save_folder`)."""
 
         def write(staging: Path) -> None:
             self.retriever.save(str(staging), show_progress=False)
 
-        save_folder(folder, key, settings, self.contexts, write, _logger, "BM25 index")
+        return save_folder(folder, key, settings, self.contexts, write, _logger, "BM25 index")
 
     @classmethod
     def load(cls, folder: Path, key: str) -> BM25Index | None:

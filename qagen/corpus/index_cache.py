@@ -13,13 +13,19 @@ their lock files in `indexes/.locks/`; deleting any of them, or the whole cache,
 to build them again.
 
 Two processes are safe: a folder appears complete or not at all (written aside, then renamed, by
-`saved_index.save_folder`), and `building` holds a file lock per index while it is loaded or built,
-so a second evaluation of the same corpus at the same time waits for the first one's index and reads
-it instead of embedding every chunk a second time.
+`saved_index.save_folder`, which moves a damaged index it replaces aside first), and `building`
+holds a file lock per index while it is loaded or built, so a second evaluation of the same corpus
+at the same time waits for the first one's index and reads it instead of embedding every chunk a
+second time.
+
+A cache that cannot be written (read-only, a file where the folder should be, no space left) stops
+nothing: the indexes saved in it are still read, the others are built for the run and not kept, no
+lock is held, and `cache_unusable` says so once per process, naming the setting to change.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -27,13 +33,17 @@ from pathlib import Path
 
 from filelock import FileLock
 
-__all__ = ["CACHE_ENV", "LOCKS", "building", "cache_home", "index_cache_dir"]
+__all__ = ["CACHE_ENV", "LOCKS", "building", "cache_home", "cache_unusable", "index_cache_dir"]
+
+_logger = logging.getLogger(__name__)
 
 CACHE_ENV = "QAGEN_CACHE"
 """The environment variable naming qagen's cache folder."""
 LOCKS = ".locks"
 """The folder of the indexes' lock files, inside the folder of the indexes."""
 _INDEXES = "indexes"
+_said_unusable: set[Path] = set()
+"""The caches `cache_unusable` has warned about in this process."""
 
 
 def cache_home() -> Path:
@@ -56,11 +66,46 @@ def building(folder: Path | None) -> AbstractContextManager[None]:
     return nullcontext() if folder is None else _locked(folder)
 
 
+def cache_unusable(indexes: Path, error: OSError) -> None:
+    """Say, once per process and cache, that the folder of the indexes `indexes` cannot be written."""
+    if indexes in _said_unusable:
+        return
+    _said_unusable.add(indexes)
+    _logger.warning(
+        "The index cache %s cannot be written (%s): the indexes saved there are read, the others are built for "
+        "this run only. To keep them, point %s at a folder you can write.",
+        indexes,
+        error.strerror or error,
+        _setting_of(indexes),
+    )
+
+
+def _setting_of(indexes: Path) -> str:
+    """The setting that chose `indexes`, as the user would change it."""
+    if indexes != index_cache_dir():
+        return "`cache_dir`"  # given by the caller (the config key; the CLI shows its flag)
+    if os.environ.get(CACHE_ENV):
+        return CACHE_ENV
+    if os.environ.get("XDG_CACHE_HOME"):
+        return f"{CACHE_ENV} (unset, so the cache is in XDG_CACHE_HOME)"
+    return f"{CACHE_ENV} (unset, so the cache is ~/.cache/qagen)"
+
+
 @contextmanager
 def _locked(folder: Path) -> Iterator[None]:
     # In `.locks/` beside the indexes, as the Hugging Face hub cache keeps its own. flock(2): the
     # kernel releases a lock when its holder exits, even after kill -9, so none is ever left stale.
     locks = folder.parent / LOCKS
-    locks.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(locks / f"{folder.name}.lock")):
+    try:
+        locks.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(locks / f"{folder.name}.lock"))
+        lock.acquire()
+    except OSError as error:
+        # Nothing can be saved there either: no other process's save to wait for.
+        cache_unusable(folder.parent, error)
         yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()

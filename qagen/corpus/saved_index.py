@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from qagen.corpus.index_cache import cache_unusable
 from qagen.records import RetrievedContext
 
 __all__ = ["load_folder", "save_folder"]
@@ -33,32 +34,56 @@ def save_folder(
     write: Callable[[Path], None],
     logger: logging.Logger,
     what: str,
-) -> None:
+) -> bool:
     """Write an index to `folder` atomically (a complete folder appears, or none): `write` puts the
-    retriever's files in the folder it is given; the chunks and the key go beside them.
+    retriever's files in the folder it is given; the chunks and the key go beside them. False when
+    the cache cannot be written (said once, `index_cache.cache_unusable`): the index in memory is
+    complete, only later runs lose the saved copy.
 
     An index saved beside it with the same `settings` under another key was built from an earlier
     state of the same corpus, can never be used again, and is deleted.
     """
     staging = folder.with_name(f"{folder.name}.tmp-{os.getpid()}-{threading.get_ident()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    write(staging)
-    with (staging / "contexts.jsonl").open("w", encoding="utf-8") as out:
-        for context in contexts:
-            out.write(context.model_dump_json() + "\n")
-    (staging / _META).write_text(json.dumps({"key": key, "chunks": len(contexts), "settings": settings}))
     try:
-        staging.rename(folder)
-    except OSError as exc:
         shutil.rmtree(staging, ignore_errors=True)
-        if not folder.exists():
-            # Not a race with another process saving the same index: the cache is unusable.
-            # The index in memory is complete, so only later runs lose the saved copy.
-            logger.warning("could not save the %s to %s: %s", what, folder, exc)
-            return
+        staging.mkdir(parents=True)
+        write(staging)
+        with (staging / "contexts.jsonl").open("w", encoding="utf-8") as out:
+            for context in contexts:
+                out.write(context.model_dump_json() + "\n")
+        (staging / _META).write_text(json.dumps({"key": key, "chunks": len(contexts), "settings": settings}))
+    except OSError as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        cache_unusable(folder.parent, error)
+        return False
+    try:
+        _move_into_place(staging, folder)
+    except OSError as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        cache_unusable(folder.parent, error)
+        return False
     if settings is not None:
         _delete_superseded(folder, key, settings, logger, what)
+    return True
+
+
+def _move_into_place(staging: Path, folder: Path) -> None:
+    """Rename `staging` to `folder`. A folder already there is one its loader rejected (damaged, or
+    incomplete): an index is built, then saved, only after that, holding the index's lock
+    (`index_cache.building`). It is moved aside, then deleted, so `folder` is never half-written."""
+    try:
+        staging.rename(folder)
+        return
+    except OSError:
+        if not folder.exists() and not folder.is_symlink():
+            raise  # nothing in the way: the cache cannot be written
+    aside = folder.with_name(f"{folder.name}.tmp-rejected-{os.getpid()}-{threading.get_ident()}")
+    folder.rename(aside)
+    staging.rename(folder)
+    if aside.is_dir() and not aside.is_symlink():
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        aside.unlink(missing_ok=True)
 
 
 def load_folder(
@@ -73,7 +98,7 @@ def load_folder(
         index = read(folder)
         with (folder / "contexts.jsonl").open(encoding="utf-8") as lines:
             contexts = [RetrievedContext.model_validate_json(line) for line in lines]
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing saved there (the cache may be a file)
         return None
     except (OSError, ValueError, RuntimeError) as exc:  # RuntimeError: FAISS's reader on a damaged file
         logger.warning("Ignoring the unreadable %s in %s (%s); rebuilding it.", what, folder, exc)

@@ -45,6 +45,8 @@ JudgePolicy = Callable[[str, str], int]
 REFUSAL = "I'm sorry, but I can't help with that."
 MISSING_EVIDENCE = "The stand-in wrote this sentence itself, and no chunk of the corpus holds it."
 """The evidence quoted for the `evidence_miss_rate` share of contexts."""
+MISSING_ANSWER = "Zorblax quintessa frumious vorpal."
+"""Their answer: words no chunk holds (a quote the chunk does not hold is forgiven when the answer is there)."""
 RULE_BREAKS: tuple[str, ...] = ("source_pointing", "answer_in_question", "ungrounded_answer")
 """The rules a `rule_break_rate` draft breaks (one each, chosen by hash): its question points at
 its source, its answer is written in its question, or its answer says the context lacks it."""
@@ -242,7 +244,7 @@ def _draft(info: PromptInfo, policy: ReplyPolicy, request_key: str) -> Reply:
     digest = recorded_key(context)
     kind = "generation"
     if unit_interval("evidence-miss", digest) < policy.evidence_miss_rate:
-        evidence, kind = MISSING_EVIDENCE, "generation:evidence_miss"
+        evidence, answer, kind = MISSING_EVIDENCE, MISSING_ANSWER, "generation:evidence_miss"
     elif unit_interval("rule-break", digest) < policy.rule_break_rate:
         rule = _choose(RULE_BREAKS, "rule-kind", digest)
         kind = f"generation:{rule}"

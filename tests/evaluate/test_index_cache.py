@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -125,4 +126,101 @@ def test_two_evaluations_at_once_build_the_index_once_and_leave_it_whole(
     assert again.exit_code == 0 and f"saved in {saved}." in again.stderr
     rows = [json.loads((tmp_path / name / "results.jsonl").read_text()) for name in ("one", "two", "three")]
     assert rows[0]["retrieved_sources"][0] == "a.md"
+    assert rows[0]["retrieved_docs"] == rows[1]["retrieved_docs"] == rows[2]["retrieved_docs"]
+
+
+# --- a cache that cannot be written: read what is there, build the rest in memory, say so once -----
+_REFUSING_WRITES = textwrap.dedent(
+    """
+    import os, sys
+    cache = os.path.realpath(sys.argv[1])
+    WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+    def refuse(event, args):
+        # Root writes whatever the modes say: a read-only cache is a hook refusing every write in it.
+        if event == "open" and isinstance(args[0], str) and os.path.realpath(args[0]).startswith(cache):
+            mode, flags = args[1], args[2]
+            if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (flags or 0) & WRITES:
+                raise PermissionError(f"read-only: {args[0]}")
+        if event in ("os.mkdir", "os.rename", "os.replace", "os.remove", "os.unlink", "os.rmdir"):
+            if os.path.realpath(str(args[0])).startswith(cache):
+                raise PermissionError(f"read-only: {args[0]}")
+
+    sys.addaudithook(refuse)
+    from qagen.cli.app import main
+    main.main(sys.argv[2:], prog_name="qagen")
+    """
+)
+
+
+def unusable_notes(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "cannot be written" in line]
+
+
+@pytest.mark.parametrize("setting", ["QAGEN_CACHE", "--cache-dir"])
+def test_a_read_only_cache_is_read_and_said_once(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path, setting: str
+) -> None:
+    corpus, testset = inputs
+    cache = tmp_path / "cache"
+    extra = ("--cache-dir", str(cache)) if setting == "--cache-dir" else ()
+    env = {"QAGEN_CACHE": str(cache if setting == "QAGEN_CACHE" else tmp_path / "unused")}
+    first = CliRunner(env=env).invoke(
+        main, arguments(llm, testset, corpus, tmp_path / "first", *extra), catch_exceptions=False
+    )
+    assert first.exit_code == 0, first.output
+    [saved] = saved_indexes(cache)
+    # Read-only now: the index in it is still reused; a chunk size it has no index for is built in memory.
+    done = subprocess.run(
+        [sys.executable, "-c", _REFUSING_WRITES, str(cache),
+         *arguments(llm, testset, corpus, tmp_path / "second", *extra, "--chunk-size", "300,400")],
+        env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"saved in {saved}." in done.stderr
+    [note] = unusable_notes(done.stderr)
+    assert str(index_cache_dir(cache)) in note and setting in note, note
+    assert saved_indexes(cache) == [saved]
+    assert (tmp_path / "second" / "chunk400_k7" / "results.jsonl").is_file()
+
+
+def test_a_cache_that_is_a_file_builds_in_memory_and_says_so_once(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, testset = inputs
+    a_file = tmp_path / "not-a-folder"
+    a_file.write_text("a file where the cache should be\n", encoding="utf-8")
+    result = CliRunner(env={"QAGEN_CACHE": str(a_file)}).invoke(
+        main, arguments(llm, testset, corpus, tmp_path / "eval"), catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    [note] = unusable_notes(result.stderr)
+    assert "QAGEN_CACHE" in note, note
+    row = json.loads((tmp_path / "eval" / "results.jsonl").read_text())
+    assert row["retrieved_sources"][0] == "a.md"
+    assert a_file.read_text(encoding="utf-8") == "a file where the cache should be\n"
+
+
+@pytest.mark.parametrize("damaged", ["qagen_index.json", "contexts.jsonl", "the index's own file"])
+def test_a_damaged_index_is_rebuilt_once_and_replaced(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path, damaged: str
+) -> None:
+    corpus, testset = inputs
+    assert evaluate(llm, testset, corpus, tmp_path / "first").exit_code == 0
+    [saved] = saved_indexes(cache_home())
+    own = sorted(path.name for path in saved.iterdir() if path.name not in ("qagen_index.json", "contexts.jsonl"))
+    (saved / (own[0] if damaged == "the index's own file" else damaged)).write_text("{damaged", encoding="utf-8")
+
+    clear_memory()
+    second = evaluate(llm, testset, corpus, tmp_path / "second")
+    assert second.exit_code == 0, second.output
+    assert "rebuilding it" in second.stderr and "Built a BM25 index" in second.stderr
+    # The new index took the damaged one's place: the next evaluation reads it.
+    clear_memory()
+    third = evaluate(llm, testset, corpus, tmp_path / "third")
+    assert third.exit_code == 0, third.output
+    assert f"saved in {saved}." in third.stderr and "Built a BM25 index" not in third.stderr
+    assert saved_indexes(cache_home()) == [saved]
+    assert [path.name for path in index_cache_dir(cache_home()).iterdir() if ".tmp-" in path.name] == []
+    rows = [json.loads((tmp_path / name / "results.jsonl").read_text()) for name in ("first", "second", "third")]
     assert rows[0]["retrieved_docs"] == rows[1]["retrieved_docs"] == rows[2]["retrieved_docs"]

@@ -166,6 +166,27 @@ def test_pairs_share_a_rare_term_prefer_another_document_and_never_overlap() -> 
     assert shared_term_pairs("multi_hop")(lambda: chunks, 7, 10).short == 10 - len(picked.groups)
 
 
+TIDES = (
+    "Semidiurnal tides bring two high waters and two low waters each lunar day, one every 12.42 hours. "
+    "The tidal range at a semidiurnal station depends on the coastline's shape and the basin's resonance."
+)
+
+
+def test_a_document_and_its_near_copy_are_never_paired_without_embeddings() -> None:
+    # The same section in two documents, one digit apart: either alone answers any question on both.
+    chunks = [
+        _chunk("tides", "tides.txt", 0, TIDES),
+        _chunk("copy", "tides-2019.txt", 0, TIDES.replace("12.42", "12.43")),
+        _chunk("moon", "moon.txt", 0, "The moon's pull raises the water: semidiurnal tides follow its transit."),
+        *(_chunk(f"c{i}", "c.txt", 1000 * i, f"Filler number {i} about general things.") for i in range(100)),
+    ]
+    picked = shared_term_pairs("multi_hop")(lambda: chunks, 7, None)
+    pairs = {frozenset(group.chunk_ids) for group in picked.groups}
+    assert frozenset(("tides", "copy")) not in pairs
+    # Each of the two still gets a partner that is not a copy of it.
+    assert pairs == {frozenset(("tides", "moon")), frozenset(("copy", "moon"))}
+
+
 def test_single_passage_orders_are_the_builds_for_factoids_and_a_types_own_for_the_others() -> None:
     chunks = [_chunk(f"c{i}", f"d{i % 3}.txt", i, f"Text {i}.") for i in range(30)]
     factoid = [group.chunk_ids for group in one_chunk(None)(lambda: chunks, 42, 10).groups]

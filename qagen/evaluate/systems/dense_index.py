@@ -95,9 +95,10 @@ class DenseIndex:
         scores, ids = self.faiss_index.search(vector.reshape(1, -1), min(k, len(self.contexts)))
         return [(int(i), float(score)) for i, score in zip(ids[0], scores[0], strict=True) if i >= 0]
 
-    def save(self, folder: Path, key: str, settings: dict[str, object]) -> None:
+    def save(self, folder: Path, key: str, settings: dict[str, object]) -> bool:
+        """Write the index to `folder` atomically; False when the cache cannot be written (`save_folder`)."""
         faiss = _faiss()
-        save_folder(
+        return save_folder(
             folder,
             key,
             settings,
@@ -184,10 +185,9 @@ class DenseRetriever:
         what = f"{len(texts)} chunks with {self.embeddings.label}"
         vectors = embed_texts(self.embeddings.embeddings(), texts, what=what, progress=self.corpus.progress)
         index = DenseIndex.of(vectors, contexts)
-        if folder is None:
+        if folder is None or not index.save(folder, key, self.index_settings()):
             _logger.info("Built a dense index of %d chunks embedded by %s.", len(contexts), self.embeddings.label)
         else:
-            index.save(folder, key, self.index_settings())
             _logger.info(
                 "Built a dense index of %d chunks embedded by %s, saved in %s for later runs.",
                 len(contexts),

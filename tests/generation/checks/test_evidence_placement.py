@@ -4,7 +4,12 @@ content words are looked for."""
 
 from __future__ import annotations
 
+import unicodedata
+from typing import Literal
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qagen.generation.checks.evidence import place_answer, place_evidence, place_quote
 from qagen.generation.replies import parse_factoid_qa
@@ -96,3 +101,101 @@ def test_a_quote_the_chunk_does_not_hold_is_forgiven_only_when_the_answer_is_the
     assert wrapped.match == "answer_words" and wrapped.found
     invented = place_evidence("The module encrypts passwords with AES.", "It encrypts them with AES", chunk)
     assert invented.match == "not_found" and not invented.found
+
+
+def test_a_quote_longer_than_the_chunk_is_not_evidence() -> None:
+    # The whole chunk plus kilobytes of invented text, for an answer in no chunk: the chunk is inside
+    # the quote, but the quote is not in the chunk.
+    invented = " Its mascot is a purple owl with gold stripes, chosen by a vote in 2011." * 70
+    placed = place_evidence(CHUNK + invented, "A purple owl with gold stripes", CHUNK)
+    assert placed.match == "not_found" and not placed.found
+    assert placed.start is None and placed.end is None
+
+
+def test_a_quote_of_the_whole_chunk_with_small_differences_is_found() -> None:
+    quote = CHUNK.replace("`", "").replace("\n", " ") + " (see git-gc(1))"
+    placed = place_quote(quote, CHUNK)
+    assert placed.match == "quoted" and (placed.start, placed.end) == (0, len(CHUNK))
+
+
+@pytest.mark.parametrize(
+    ("quote", "answer"),
+    [
+        ("the", "Bright purple with gold stripes"),  # a word of the chunk, holding no answer
+        ("the", "No"),  # an answer of no content word: the quote still needs one
+        ("Tags are refs that point at a commit and never move.", "Bright purple with gold stripes"),
+        ("Tags are refs that point at a commit and never move.", "It packs loose objects into one packfile"),
+    ],
+)
+def test_a_quote_in_the_chunk_that_does_not_hold_the_answer_is_not_evidence(quote: str, answer: str) -> None:
+    placed = place_evidence(quote, answer, CHUNK)
+    assert placed.match == "unsupported" and not placed.found
+    assert placed.start is None and placed.end is None
+
+
+@pytest.mark.parametrize(
+    ("quote", "answer"),
+    [
+        # The answer restates the question around the quoted fact: 3 of its 5 content words are quoted.
+        ("The `git gc` command packs loose objects", "Running git gc in a repository packs them"),
+        ("Tags are refs that point at a commit and never move.", "a commit"),
+        ("Tags are refs that point at a commit and never move.", "No"),  # no content word to look for
+    ],
+)
+def test_a_quote_holding_the_answer_is_evidence(quote: str, answer: str) -> None:
+    placed = place_evidence(quote, answer, CHUNK)
+    assert placed.match == "quoted" and placed.found
+
+
+NormalForm = Literal["NFC", "NFD"]
+VIETNAMESE = "Thủ đô của Việt Nam là Hà Nội, nằm bên bờ sông Hồng.\nDân số của thành phố khoảng tám triệu người."
+VIETNAMESE_SENTENCE = "Thủ đô của Việt Nam là Hà Nội, nằm bên bờ sông Hồng."
+
+
+@pytest.mark.parametrize(("chunk_form", "quote_form"), [("NFC", "NFD"), ("NFD", "NFC")])
+def test_a_quote_in_another_unicode_normalisation_is_found_at_its_offsets(
+    chunk_form: NormalForm, quote_form: NormalForm
+) -> None:
+    # PDFs and macOS text are often decomposed (NFD), a model writes composed (NFC) text, and back.
+    chunk = unicodedata.normalize(chunk_form, VIETNAMESE)
+    quote = unicodedata.normalize(quote_form, VIETNAMESE_SENTENCE)
+    placed = place_evidence(quote, "Hà Nội", chunk)
+    assert placed.match == "quoted" and placed.score == 100.0
+    assert placed.start is not None and placed.end is not None
+    assert chunk[placed.start : placed.end] == unicodedata.normalize(chunk_form, VIETNAMESE_SENTENCE)
+
+
+TABLE = (
+    "Options of git fetch:\n\n"
+    "Option          Default    Meaning\n"
+    "--depth         none       how many commits of history to fetch\n"
+    "--jobs          1          how many submodules are fetched in parallel\n"
+)
+
+
+def test_a_table_row_quoted_with_single_spaces_is_found_at_its_offsets() -> None:
+    quote = "--jobs 1 how many submodules are fetched in parallel"
+    placed = place_evidence(quote, "1", TABLE)
+    assert placed.match == "quoted" and placed.score == 100.0
+    assert placed.start is not None and placed.end is not None
+    assert TABLE[placed.start : placed.end] == "--jobs          1          how many submodules are fetched in parallel"
+
+
+# Letters that compose, expand when case-folded, and spaces of several kinds.
+_LETTERS = st.sampled_from(["a", "b", "e", "é", "e\u0301", "ß", "İ", "ộ", "한", "\u1100\u1161", " ", "  ", "\n", "\t"])
+
+
+@given(st.lists(_LETTERS, max_size=60).map("".join), st.text(max_size=30), st.data())
+@settings(max_examples=300)
+def test_placing_a_quote_never_raises_and_keeps_its_offsets_in_the_chunk(
+    chunk: str, noise: str, data: st.DataObject
+) -> None:
+    start = data.draw(st.integers(0, len(chunk)))
+    end = data.draw(st.integers(start, len(chunk)))
+    form = data.draw(st.sampled_from(["NFC", "NFD"]))
+    for quote in (unicodedata.normalize(form, chunk[start:end]), noise, chunk + noise):
+        placed = place_quote(quote, chunk)
+        assert placed.score is not None and 0 <= placed.score <= 100
+        if placed.found:
+            assert placed.start is not None and placed.end is not None
+            assert 0 <= placed.start <= placed.end <= len(chunk)
