@@ -157,6 +157,15 @@ def _quiet_datasets() -> Iterator[None]:
             enable_progress_bars()
 
 
+def _by_meaning(summary: BuildSummary) -> str:
+    """The drafts dropped as asking the same thing in other words, or that none was looked for: a 0
+    where nothing was compared would read as "no such duplicate"."""
+    profile = summary.profile
+    if profile is not None and profile.duplicates.semantic_model is None:
+        return "not looked for (no embeddings model)"
+    return str(summary.funnel.semantic_duplicates)
+
+
 def funnel_table(summary: BuildSummary) -> str:
     """The funnel as a readable table (printed at the end of a build, and by `qagen filter`)."""
     funnel, corpus = summary.funnel, summary.corpus
@@ -174,7 +183,7 @@ def funnel_table(summary: BuildSummary) -> str:
         ("too long", str(funnel.too_long)),
         ("free checks", _with_reasons(sum(funnel.checks_rejected.values()), funnel.checks_rejected)),
         ("near-duplicates", str(funnel.duplicates)),
-        ("same meaning", str(funnel.semantic_duplicates)),
+        ("same meaning", _by_meaning(summary)),
     ]
     target = summary.target
     if target is not None:

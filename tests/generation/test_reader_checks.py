@@ -161,3 +161,13 @@ def test_checks_vetting_asks_the_yes_no_checks_in_place_of_the_cookbook_critics(
     for row in kept:  # the cookbook's columns are there, empty: no such critic was asked
         assert row["groundedness_score"] is None and row["standalone_score"] is None
         assert {verdict["name"] for verdict in row["extra_critics"]} == {"clear", "supported"}
+
+
+def test_the_funnel_says_duplicates_by_meaning_were_not_looked_for_without_a_model(
+    corpus: Path, llm: Any, tmp_path: Path
+) -> None:
+    from qagen.generation.write import funnel_table
+
+    result = build(_config(corpus, llm, n_generations=4), tmp_path / "run", progress=False)
+    line = next(line for line in funnel_table(result.summary).splitlines() if "same meaning" in line)
+    assert line.split()[-1] != "0" and "not looked for" in line
