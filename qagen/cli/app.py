@@ -145,6 +145,20 @@ def build(
 
         pushed = push_run(out, push_repo, private=not public)
         click.echo(f"pushed to {pushed.url} ({'private' if pushed.private else 'public'})")
+    if result.summary.funnel.kept:
+        click.echo(_next_steps(out, pushed=bool(push_repo)))
+
+
+def _next_steps(out: Path, *, pushed: bool) -> str:
+    """What a user does with a built set next: look at it, score a RAG system on it, publish it."""
+    steps = [
+        f"  qagen report {out}                                   # the funnel, the profile, examples",
+        f"  qagen evaluate {out} --baseline bm25 --corpus CORPUS --out eval   # score a baseline on it",
+        f"  qagen review {out} --sample kept                     # label a sample: the share of good questions",
+    ]
+    if not pushed:
+        steps.append(f"  qagen push {out} ORG/NAME                            # publish it (private by default)")
+    return "\nnext:\n" + "\n".join(steps)
 
 
 show_only(build, BUILD_SHOWN)

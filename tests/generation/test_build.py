@@ -210,3 +210,15 @@ def test_rpm_bounds_generator_and_critic_calls_together(llm: Any, corpus: Path, 
     assert models == {"stand-in", "stand-in-critic"}
     # 600 per minute is one every 0.1 s for both models together (a limit per model would halve it).
     assert elapsed >= 0.1 * (len(llm.log) - 1) * 0.9
+
+
+def test_a_build_that_kept_questions_says_what_to_do_next(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    result = _build(llm, corpus, tmp_path / "run", n=4)
+    assert result.exit_code == 0, result.output
+    next_steps = result.output.split("\nnext:\n", 1)[1]
+    run = tmp_path / "run"
+    for command in (f"qagen report {run}", f"qagen evaluate {run} --baseline bm25", f"qagen push {run} ORG/NAME"):
+        assert command in next_steps, next_steps
+    llm.configure(pass_rate=0.0)
+    nothing = _build(llm, corpus, tmp_path / "empty", n=3)
+    assert nothing.exit_code == 0 and "next:" not in nothing.output
