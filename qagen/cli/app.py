@@ -152,13 +152,14 @@ def build(
 def _next_steps(out: Path, *, pushed: bool) -> str:
     """What a user does with a built set next: look at it, score a RAG system on it, publish it."""
     steps = [
-        f"  qagen report {out}                                   # the funnel, the profile, examples",
-        f"  qagen evaluate {out} --baseline bm25 --corpus CORPUS --out eval   # score a baseline on it",
-        f"  qagen review {out} --sample kept                     # label a sample: the share of good questions",
+        (f"qagen report {out}", "the funnel, the profile, examples"),
+        (f"qagen evaluate {out} --baseline bm25 --corpus CORPUS --out eval", "score a baseline on it"),
+        (f"qagen review {out} --sample kept", "label a sample: the share of good questions"),
     ]
     if not pushed:
-        steps.append(f"  qagen push {out} ORG/NAME                            # publish it (private by default)")
-    return "\nnext:\n" + "\n".join(steps)
+        steps.append((f"qagen push {out} ORG/NAME", "publish it (private by default)"))
+    width = max(len(command) for command, _ in steps)
+    return "\nnext:\n" + "\n".join(f"  {command:<{width}}  # {why}" for command, why in steps)
 
 
 show_only(build, BUILD_SHOWN)
