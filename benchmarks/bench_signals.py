@@ -250,7 +250,7 @@ def _line(name: str, rejected: list[bool], keeps: list[bool], ids: list[str]) ->
     )
 
 
-class Outcome(NamedTuple):
+class FilterOutcome(NamedTuple):
     """A filter's outcome on a group of reviewed drafts."""
 
     kept: int
@@ -267,7 +267,7 @@ class Outcome(NamedTuple):
 
 def build_outcome(
     members: Sequence[Reviewed], verdicts: dict[str, Critique], model: str, vetting: str, *, written: bool
-) -> Outcome:
+) -> FilterOutcome:
     """What a build with `vetting` (its free checks, then its critics in order, at their default
     thresholds) keeps of the drafts, from the stored verdicts; `written`: the scores as written, no
     probability (today's default before verdicts were read as probabilities)."""
@@ -293,7 +293,7 @@ def build_outcome(
         if fate == "kept":
             kept += 1
             kept_good += bool(member.keep)
-    return Outcome(kept, kept_good, sum(bool(member.keep) for member in members), undecided)
+    return FilterOutcome(kept, kept_good, sum(bool(member.keep) for member in members), undecided)
 
 
 def recorded_verdicts(paths: Iterable[Path], drafts: Sequence[Reviewed], model: str) -> dict[str, Critique]:

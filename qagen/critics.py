@@ -62,6 +62,11 @@ CHECKS_VETTING_TYPED = ("reader",)
 reader, of multi-hop and unanswerable drafts (on factoids from git's documentation it rejected drafts a
 reviewer keeps: benchmarks/bench_signals.py)."""
 
+READER_AGREEMENT = 0.5
+"""A reader's answer agrees with the drafted one at this agreement or above (`Critique.agreement`: the
+larger of token F1 and the share of the drafted answer's words it holds). Set between the 0.4 and 0.6
+of issue 28's probes, not tuned; applied when filtering, so a changed value re-filters the same records."""
+
 NOT_ANSWERED_BY_PASSAGE = "not_answered_by_passage"
 """The reason a reader check gives a draft whose passages, the reader says, do not answer its question."""
 ANSWERABLE = "answerable"
@@ -335,7 +340,10 @@ def cookbook_critics() -> tuple[CriticSpec, ...]:
 def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
     """What the threshold applies to, on the 1-5 scale: a rating critic's expected rating when the
     server sent token probabilities, else its score as written; a yes/no critic's yes (5) when P(yes)
-    reaches its `yes_at`, else no (1), or its written yes/no without probabilities; a reader's score."""
+    reaches its `yes_at`, else no (1), or its written yes/no without probabilities; a reader by its measured
+    agreement (`READER_AGREEMENT`), or its score when it found no answer."""
+    if spec.scale == "reader":
+        return _reader_value(critique)
     if critique.probability is None or critique.score is None:
         return critique.score
     if spec.scale == "rating":
@@ -343,6 +351,13 @@ def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
     if spec.scale == "yes_no":
         return 5 if critique.probability >= spec.yes_at else 1
     return critique.score
+
+
+def _reader_value(critique: Critique) -> float | None:
+    """A reader's verdict from its measured agreement (5 agrees, 1 does not); its score otherwise."""
+    if critique.agreement is None or critique.score is None:
+        return critique.score
+    return 5 if critique.agreement >= READER_AGREEMENT else 1
 
 
 def passes(spec: CriticSpec, critique: Critique, threshold: int) -> bool:

@@ -107,3 +107,20 @@ def test_a_verdict_read_from_probabilities_is_what_the_threshold_applies_to() ->
     assert passes(clear, critique(1, 0.72), 4) and not passes(clear, critique(5, 0.69), 4)
     assert rejection(clear, critique(5, 0.69), 4) == "not_standalone (clear=1<4)"
     assert passes(clear, critique(5, None), 4) and not passes(clear, critique(1, None), 4)
+
+
+def test_a_readers_agreement_is_judged_when_filtering() -> None:
+    from qagen.critics import BUNDLED_OPT_IN, READER_AGREEMENT, passes
+    from qagen.records import Critique
+
+    reader = BUNDLED_OPT_IN.get("reader")
+
+    def read(score: int, agreement: float | None, answer: str | None) -> Critique:
+        return Critique(
+            id="k", model="m", draft_id="d", criterion="reader", prompt_hash="h", score=score, agreement=agreement,
+            rationale=answer,
+        )  # fmt: skip
+
+    assert passes(reader, read(1, READER_AGREEMENT, "git gc"), 4)  # the stored score does not decide
+    assert not passes(reader, read(5, READER_AGREEMENT - 0.01, "git gc"), 4)
+    assert not passes(reader, read(1, None, None), 4)  # no answer found: its score

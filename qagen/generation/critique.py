@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from qagen.corpus.squad import squad_tokens, token_f1
-from qagen.critics import CRITICS, CriticScale, default_prompt
+from qagen.critics import CRITICS, READER_AGREEMENT, CriticScale, default_prompt
 from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import parse_rating, parse_reader_answer, parse_yes_no
 from qagen.llm.prompts import Prompt
@@ -32,10 +32,6 @@ YES_SCORE = 5
 NO_SCORE = 1
 """A yes/no or reader verdict on the critics' 1-5 scale: its two ends, so every threshold of 2-5 means
 "yes" as written (with token probabilities, a yes/no critic passes when P(yes) reaches its `yes_at`)."""
-
-READER_AGREEMENT = 0.5
-"""A reader's answer agrees with the drafted one at this `answer_agreement` or above (chosen by
-measurement on the reviewed drafts: benchmarks/bench_quality.py)."""
 
 
 def answer_agreement(read: str, drafted: str) -> float:

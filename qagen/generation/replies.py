@@ -241,7 +241,7 @@ class ParsedReaderAnswer(NamedTuple):
 
 def parse_reader_answer(reply: str) -> ParsedReaderAnswer:
     """Read a reader check's reply: its answer, or that the passages do not answer the question."""
-    text = reply[_READER_LABEL.match(reply).end() :]  # type: ignore[union-attr]  # the pattern matches "" at least
+    text = _READER_LABEL.sub("", reply, count=1)
     answer = text.split("\n\n", 1)[0].strip().strip("*").strip()
     if _NOT_ANSWERED.match(answer):
         return ParsedReaderAnswer(None, "")
