@@ -38,7 +38,7 @@ from qagen.records import CRITIC_NAME_PATTERN, CriticName
 if TYPE_CHECKING:
     from qagen.records import Critique
 
-CriticScale = Literal["rating", "yes_no", "reader"]
+CriticScale = Literal["rating", "yes_no", "reader", "lone_reader"]
 """How a critic's reply is read (`qagen.generation.critique`):
 
 - `rating`: `Evaluation: ... Total rating: N`, N on 1-5 (the cookbook's protocol);
@@ -47,7 +47,10 @@ CriticScale = Literal["rating", "yes_no", "reader"]
   probabilities;
 - `reader`: the model answers the question from the passages alone (round-trip consistency, Alberti
   et al. 2019): 5 when its answer agrees with the drafted one, 1 when it differs or it says the
-  passages do not answer it.
+  passages do not answer it;
+- `lone_reader`: the same reader given one of a draft's passages (its prompt reads `{first_context}`
+  or `{second_context}`): 1 when its answer agrees with the drafted one (that passage alone answers a
+  question that should need both), 5 when it differs or it finds no answer.
 """
 
 Vetting = Literal["cookbook", "checks"]
@@ -73,10 +76,11 @@ ANSWERABLE = "answerable"
 """The reason a question drafted as unanswerable is rejected when the corpus answers it."""
 
 
-CRITIC_INPUTS = frozenset({"question", "context", "answer", "retrieved"})
+CRITIC_INPUTS = frozenset({"question", "context", "first_context", "second_context", "answer", "retrieved"})
 """What a critic's prompt may read of the draft: the question (required), its passages (`context`:
-the chunk, or every passage of a draft that reads several), the drafted answer, and the chunks a
-BM25 search of the whole corpus finds for the question (`retrieved`)."""
+the chunk, or every passage of a draft that reads several; `first_context`, `second_context`: one of
+them alone), the drafted answer, and the chunks a BM25 search of the whole corpus finds for the
+question (`retrieved`)."""
 CRITIC_SETTINGS = frozenset({"audience"})
 """The run's settings a critic's prompt may read (`BuildConfig` fields of the same name)."""
 
@@ -342,8 +346,8 @@ def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
     server sent token probabilities, else its score as written; a yes/no critic's yes (5) when P(yes)
     reaches its `yes_at`, else no (1), or its written yes/no without probabilities; a reader by its measured
     agreement (`READER_AGREEMENT`), or its score when it found no answer."""
-    if spec.scale == "reader":
-        return _reader_value(critique)
+    if spec.scale in ("reader", "lone_reader"):
+        return _reader_value(critique, lone=spec.scale == "lone_reader")
     if critique.probability is None or critique.score is None:
         return critique.score
     if spec.scale == "rating":
@@ -353,11 +357,12 @@ def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
     return critique.score
 
 
-def _reader_value(critique: Critique) -> float | None:
-    """A reader's verdict from its measured agreement (5 agrees, 1 does not); its score otherwise."""
+def _reader_value(critique: Critique, *, lone: bool) -> float | None:
+    """A reader's verdict from its measured agreement (5 agrees, 1 does not; a lone reader the other way
+    round: its passage alone should not answer); its score otherwise."""
     if critique.agreement is None or critique.score is None:
         return critique.score
-    return 5 if critique.agreement >= READER_AGREEMENT else 1
+    return 5 if (critique.agreement >= READER_AGREEMENT) != lone else 1
 
 
 def passes(spec: CriticSpec, critique: Critique, threshold: int) -> bool:
@@ -371,7 +376,7 @@ def rejected_as_reason(spec: CriticSpec, critique: Critique) -> str:
     the drafted one, `not_answered_by_passage` when it found no answer, `answerable` when it answered
     a question drafted as unanswerable (its answer is kept, no agreement measured). Otherwise the
     critic's `rejects_as`, or its name."""
-    if spec.scale == "reader" and critique.agreement is None:
+    if spec.scale == "reader" and critique.agreement is None:  # a lone reader rejects only by agreeing
         return NOT_ANSWERED_BY_PASSAGE if critique.rationale is None else ANSWERABLE
     return spec.rejects_as or spec.name
 
