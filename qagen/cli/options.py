@@ -75,7 +75,7 @@ chunk_options = option_group(
 
 # --- the sample and the models (run settings) -------------------------------------------------------
 def sample_options(*, stage: bool) -> Callable[[F], F]:
-    types = "; ".join(f"{spec.name}: {spec.help}" for spec in QUESTION_TYPES)
+    types = "; ".join(f"{spec.name}: {spec.help}" for spec in QUESTION_TYPES.own())
     return option_group(
         click.option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help=f"Draft this many questions (from this many chunks, spread across documents, for factoids); asking for more later extends the same sample {_default(stage, '[default: one per chunk]')}."),
         click.option("--question-types", "question_types", metavar="TYPE=PERCENT,...", default=None, callback=_question_shares, help=f"The question types to draft and their shares of the drafts in percent, adding up to 100, e.g. factoid=60,multi_hop=20,unanswerable=10,reworded=10. The types: {types} {_default(stage, '[default: factoid=100]')}."),
@@ -151,8 +151,8 @@ def _critic_names(ctx: click.Context, param: click.Parameter, value: tuple[str, 
 def prompts_option(*, stage: bool) -> Callable[[F], F]:
     bundled = ", ".join(
         [
-            *(f"{spec.draft_prompt}.txt" for spec in QUESTION_TYPES),
-            *(f"{spec.prompt}.txt" for spec in CRITICS if spec.prompt_folder is None),
+            *(f"{spec.draft_prompt}.txt" for spec in QUESTION_TYPES.own() if spec.prompt_folder is None),
+            *(f"{spec.prompt}.txt" for spec in CRITICS.own() if spec.prompt_folder is None),
         ]
     )
     return option_group(
