@@ -16,6 +16,7 @@ that names the package and the way forward: an extension is never dropped withou
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, Protocol, TypeVar
@@ -61,6 +62,8 @@ class Registry(Generic[SpecT]):
         self._specs: dict[str, SpecT] = {}
         self._installed: dict[str, str] = {}  # name -> the distribution that brought it
         self._loaded = self.group is None
+        self._loading = threading.RLock()  # re-entrant: a package's module may read the registry it is loaded by
+        self._in_load = False
         for spec in specs:
             self.register(spec)
 
@@ -100,12 +103,30 @@ class Registry(Generic[SpecT]):
         return tuple(self.specs())
 
     def specs(self) -> dict[str, SpecT]:
-        """Every spec by name, installed packages' loaded first (once)."""
+        """Every spec by name, installed packages' loaded first (once). A thread that reads the registry
+        while another loads them waits for it (a server answering requests in threads)."""
         if not self._loaded:
-            self._loaded = True  # set first: a package's module may read this registry as it loads
+            with self._loading:
+                # In the loading thread, a package's module that reads this registry sees it as loaded so far.
+                if not self._loaded and not self._in_load:
+                    self._in_load = True
+                    try:
+                        self._load_installed()
+                    finally:
+                        self._in_load = False
+        return self._specs
+
+    def _load_installed(self) -> None:
+        """Register every installed package's spec of this kind, or none: a refusal takes back the others,
+        so every later read is refused the same way."""
+        before = dict(self._specs)
+        try:
             for point in sorted(entry_points(group=self.group or ""), key=_point_order):
                 self._register_installed(point)
-        return self._specs
+        except ConfigError:
+            self._specs, self._installed = before, {}
+            raise
+        self._loaded = True
 
     def own(self) -> tuple[SpecT, ...]:
         """The specs registered by code in this process (qagen's own, then `register` calls), without

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,3 +114,23 @@ def test_a_package_cannot_take_a_name_qagen_has(installed: Path) -> None:
     install(installed, "thing_package", module, "[qagen.things]\na = thing_package:A\n")
     with pytest.raises(ConfigError, match=r"brings the thing a .*, a name qagen has already; uninstall one of the two"):
         registry().get("a")
+
+
+def test_a_refused_package_is_refused_on_every_read(installed: Path) -> None:
+    module = MODULE + "\nSECOND = Thing('huge', 50)\n"
+    points = "[qagen.things]\nbig = thing_package:BIG\nhuge = thing_package:SECOND\n"
+    install(installed, "thing_package", module, points)
+    things = registry()
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="which is refused: The thing huge is too big"):
+            things.names()
+    assert things.own() == (Thing("a"), Thing("b"))
+
+
+def test_readers_in_other_threads_wait_for_the_packages(installed: Path) -> None:
+    slow = MODULE.replace("BIG = ", "import time\ntime.sleep(0.3)\nBIG = ")
+    install(installed, "thing_package", slow, "[qagen.things]\nbig = thing_package:BIG\n")
+    things = registry()
+    with ThreadPoolExecutor(4) as pool:
+        seen = list(pool.map(lambda _: things.names(), range(4)))
+    assert seen == [("a", "b", "big")] * 4
