@@ -25,7 +25,7 @@ cookbook's published schema); every other critic's verdict goes to the one `extr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from qagen.errors import ConfigError
 from qagen.llm.prompts import Prompt, load_prompt
 from qagen.records import CRITIC_NAME_PATTERN, CriticName
+from qagen.registry import Registry
 
 if TYPE_CHECKING:
     from qagen.records import Critique
@@ -154,50 +155,30 @@ def check_prompt(spec: CriticSpec, prompt: Prompt) -> None:
         )
 
 
-class CriticRegistry:
+class CriticRegistry(Registry[CriticSpec]):
     """The critics by name, in the order they were declared (the order of columns, funnel and
-    summary); `asked()` gives them in the order they are asked."""
+    summary); `asked()` gives them in the order they are asked. `kind` names the entry points
+    installed packages add critics to it by (`qagen.registry`); None: code alone adds them."""
 
-    def __init__(self, specs: Iterable[CriticSpec] = ()) -> None:
-        self._specs: dict[str, CriticSpec] = {}
+    def __init__(self, specs: Iterable[CriticSpec] = (), *, kind: str | None = None) -> None:
         # A run's registry is asked for every threshold: made once per registry state and set of own critics.
         self._with_own: dict[tuple[tuple[str, ...], tuple[CriticSpec, ...]], CriticRegistry] = {}
-        for spec in specs:
-            self.add(spec)
+        super().__init__(kind, CriticSpec, noun="critic", specs=specs)
 
-    def add(self, spec: CriticSpec) -> CriticSpec:
-        if spec.name in self._specs:
-            raise ConfigError(f"A critic named {spec.name} is registered already; give yours another name.")
-        self._specs[spec.name] = spec
+    def register(self, spec: CriticSpec) -> CriticSpec:
         self._with_own.clear()
-        return spec
+        return super().register(spec)
+
+    def unregister(self, name: str) -> None:
+        self._with_own.clear()
+        super().unregister(name)
 
     def remove(self, name: str) -> None:
         """Unregister a critic (the cookbook's three stay: the dataset's columns are theirs)."""
         spec = self.get(name)
         if spec.own_columns:
             raise ConfigError(f"The critic {name} is one of the cookbook's three; it cannot be removed.")
-        del self._specs[name]
-        self._with_own.clear()
-
-    def get(self, name: str) -> CriticSpec:
-        try:
-            return self._specs[name]
-        except KeyError:
-            known = ", ".join(self.names())
-            raise ConfigError(f"There is no critic named {name!r}; the critics are {known}.") from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._specs
-
-    def __iter__(self) -> Iterator[CriticSpec]:
-        return iter(self._specs.values())
-
-    def __len__(self) -> int:
-        return len(self._specs)
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(self._specs)
+        self.unregister(name)
 
     def asked(self) -> tuple[CriticSpec, ...]:
         """In the order they are asked (`order`, then declaration)."""
@@ -215,9 +196,9 @@ class CriticRegistry:
         if key not in self._with_own:
             run = CriticRegistry(self)
             for spec in key[1]:
-                run.add(spec)
+                run.register(spec)
             for name in key[0]:
-                run.add(
+                run.register(
                     BUNDLED_OPT_IN.get(name)
                     if name in BUNDLED_OPT_IN
                     else from_prompt_file(name, order=run.next_order())
@@ -286,9 +267,11 @@ BUNDLED_OPT_IN = CriticRegistry(
             rejects_as="unsupported_answer",
             yes_at=0.7,
         ),
-    )
+    ),
+    kind="critics",
 )
-"""Bundled critics a build asks only when its `critics` setting names them."""
+"""Bundled critics a build asks only when its `critics` setting names them, and those installed
+packages bring (entry points `qagen.critics`, each naming a `CriticSpec` with its `prompt_folder`)."""
 
 
 def register_critic(
@@ -304,7 +287,7 @@ def register_critic(
     `critique_<name>`) in `prompt_folder` (default: qagen's bundled prompts), asked at `order`
     (default: after every critic registered), its threshold `threshold` (default: the build's
     `min_score`). Its verdicts go to `extra_critics`."""
-    return CRITICS.add(
+    return CRITICS.register(
         CriticSpec(
             name=name,
             prompt=prompt or f"critique_{name}",

@@ -184,9 +184,9 @@ def grader_layouts() -> dict[tuple[str, ...], str]:
     from qagen.evaluate.judges.registry import LLM_METRICS  # the evaluator's, only when a grader is asked
 
     layouts: dict[tuple[str, ...], str] = {}
-    for name, spec in LLM_METRICS.items():
+    for spec in LLM_METRICS:
         if len(spec.prompts) == 2 and (labels := _sections(spec.load_prompts()[-1].text.strip())) is not None:
-            layouts.setdefault(labels, name)
+            layouts.setdefault(labels, spec.name)
     return layouts
 
 

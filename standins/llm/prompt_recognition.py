@@ -57,7 +57,6 @@ def _critic_prompt_texts() -> list[tuple[str, str]]:
         files = sorted(_BUNDLED_PROMPTS.glob("critique_*.txt"))
         return [(path.stem.removeprefix("critique_"), path.read_text()) for path in files]
     from qagen.critics import BUNDLED_OPT_IN, CRITICS, default_prompt
-    from qagen.llm.prompts import load_prompt
     from qagen.question_types import QUESTION_TYPES
 
     texts = {(spec.name, spec.prompt): default_prompt(spec).text for spec in (*CRITICS, *BUNDLED_OPT_IN)}
@@ -66,7 +65,7 @@ def _critic_prompt_texts() -> list[tuple[str, str]]:
             texts[own.name, own.prompt] = default_prompt(own).text
         for critic in question_type.critics:
             if critic.prompt is not None:
-                texts[critic.name, critic.prompt] = load_prompt(critic.prompt).text
+                texts[critic.name, critic.prompt] = question_type.load_prompt(critic.prompt).text
     return [(name, text) for (name, _), text in texts.items()]
 
 
