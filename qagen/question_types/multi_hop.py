@@ -24,7 +24,7 @@ NEEDS_BOTH = CriticSpec(
 
 FIRST_ALONE = CriticSpec(
     name="first_alone",
-    prompt="critique_reader_first",
+    prompt="critique_first_alone",
     order=26,
     help="a reader given only the first passage does not answer as the draft does",
     scale="lone_reader",
@@ -32,7 +32,7 @@ FIRST_ALONE = CriticSpec(
 )
 SECOND_ALONE = CriticSpec(
     name="second_alone",
-    prompt="critique_reader_second",
+    prompt="critique_second_alone",
     order=26,
     help="a reader given only the second passage does not answer as the draft does",
     scale="lone_reader",
