@@ -265,7 +265,7 @@ def test_every_shell_command_works(readme_env: dict[str, Any], page: Path) -> No
     sent_to_openai = {
         kind
         for flag, kind in (
-            ("--critic-base-url https://api.openai.com", "critique"),
+            ("--critic-base-url https://api.openai.com", "check"),  # the default vetting's yes/no checks
             ("--judge-base-url https://api.openai.com", "judge"),
         )
         if any(flag in command for command in commands)

@@ -164,7 +164,7 @@ def prompts_option(*, stage: bool) -> Callable[[F], F]:
 def vetting_option(*, stage: bool) -> Callable[[F], F]:
     """Which critics vet the drafts (`BuildConfig.vetting`)."""
     return option_group(
-        click.option("--vetting", type=click.Choice(["cookbook", "checks"]), default=None if stage else "cookbook", help=f"Which critics vet the drafts: cookbook, the notebook's three 1-5 critics (groundedness, relevance, standalone); checks, two yes/no checks read as probabilities (clear: the question says what it is about; supported: the answer is right and in the passage), which agree with a reviewer far better when the critic is a small local model {_default(stage, '[default: cookbook]')}."),
+        click.option("--vetting", type=click.Choice(["checks", "cookbook"]), default=None if stage else "checks", help=f"Which critics vet the drafts: checks, two yes/no checks read as probabilities (clear: the question says what it is about; supported: the answer is right and in the passage) and a reader for multi-hop and unanswerable drafts, which agree with a reviewer far better when the critic is a small local model; cookbook, the notebook's three 1-5 critics (groundedness, relevance, standalone) {_default(stage, '[default: checks]')}."),
     )  # fmt: skip
 
 

@@ -129,7 +129,8 @@ max_retries = 2
     # The critics' keys not set are the generator's, as with flags.
     assert from_file.critic.spec == "openai:critic" and from_file.critic.base_url == "http://127.0.0.1:9/v1"
     assert from_file.critic.temperature == 0.3 and from_file.critic.timeout == 30.0
-    assert from_file.thresholds() == {"groundedness": 5, "relevance": 3, "standalone": 3}
+    every = ("groundedness", "relevance", "standalone", "clear", "reader", "supported")
+    assert from_file.thresholds() == {name: 5 if name == "groundedness" else 3 for name in every}
     assert from_file.generator.max_retries == 2 and from_file.seed == 42  # a key not in the file: the default
 
     flagged = _resolved(

@@ -245,7 +245,8 @@ def test_reworded_drafts_that_copy_their_chunk_are_too_close() -> None:
 
 def test_a_type_is_asked_by_its_own_critics_with_its_own_prompts() -> None:
     shares = {name: 25 for name in QUESTION_TYPES.names()}
-    tasks = BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path="docs"), question_types=shares))
+    config = BuildConfig(corpus=CorpusSettings(path="docs"), question_types=shares, vetting="cookbook")
+    tasks = BuildTasks.for_config(config)
     asked = {name: [(c.criterion, c.prompt.name) for c in of.critics] for name, of in tasks.types.items()}
     assert ("groundedness", "critique_groundedness_multi_hop") in asked["multi_hop"]
     assert ("needs_both", "critique_needs_both") in asked["multi_hop"]
@@ -307,8 +308,8 @@ def short_type(tmp_path: Path) -> Iterator[QuestionTypeSpec]:
 
 
 def test_a_type_brings_its_own_prompt_folder(short_type: QuestionTypeSpec, tmp_path: Path) -> None:
-    tasks = BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path="docs"), question_types={"short": 100}))
-    short = tasks.types["short"]
+    config = BuildConfig(corpus=CorpusSettings(path="docs"), question_types={"short": 100}, vetting="cookbook")
+    short = BuildTasks.for_config(config).types["short"]
     assert (short.draft.prompt.name, short.draft.prompt.text) == ("qa_short", SHORT_PROMPT)
     asked = {critic.criterion: critic.prompt for critic in short.critics}
     assert asked["groundedness"].text == SHORT_CRITIC and asked["standalone"].name == "critique_standalone"
@@ -317,7 +318,7 @@ def test_a_type_brings_its_own_prompt_folder(short_type: QuestionTypeSpec, tmp_p
     replaced = tmp_path / "mine"
     replaced.mkdir()
     (replaced / "qa_short.txt").write_text(SHORT_PROMPT + "\n", encoding="utf-8")
-    config = BuildConfig(corpus=CorpusSettings(path="docs"), question_types={"short": 100}, prompts_dir=str(replaced))
+    config = config.model_copy(update={"prompts_dir": str(replaced)})
     assert BuildTasks.for_config(config).types["short"].draft.prompt.text == SHORT_PROMPT + "\n"
 
 

@@ -29,6 +29,8 @@ def _config(corpus: Path, llm: Any, **settings: Any) -> BuildConfig:
         critic=model,
         critics=CHECKS,
         dedup_embeddings=None,
+        # The checks beside the cookbook's critics, unless a test asks for the checks vetting alone.
+        vetting=settings.pop("vetting", "cookbook"),
         **settings,
     )
 
