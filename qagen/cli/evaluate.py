@@ -17,6 +17,7 @@ from qagen.cli.paths import UserPath
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
 from qagen.evaluate.judges.registry import ALL, LLM_METRICS
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, SCORES
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.runs.batch.executor import BatchesRunningError
 
@@ -49,10 +50,10 @@ def metrics_help() -> str:
         )
     singles = [f"{group} ({LLM_METRICS[group].help})" for group, names in by_group.items() if names == [group]]
     parts = [*singles, *(f"{group} ({'; '.join(names)})" for group, names in by_group.items() if names != [group])]
-    return (
-        f"Comma list of metrics or groups: {'; '.join(parts)}; retrieval (hit@k, MRR, NDCG); text (ROUGE-L "
-        f"recall, token F1); {ALL}."
-    )
+    for group in DETERMINISTIC_GROUPS:
+        names = ", ".join(spec.summary_name for spec in SCORES if spec.group == group and not spec.several_passages)
+        parts.append(f"{group} ({names})")
+    return f"Comma list of metrics or groups: {'; '.join(parts)}; {ALL}."
 
 
 def metrics_option_help() -> str:

@@ -14,8 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from qagen.errors import ConfigError, QagenError
+from qagen.evaluate.metric_columns import row_column, scale_notes, summary_value
 from qagen.evaluate.metrics.statistics import PairedResult, paired_test
-from qagen.evaluate.results import UNDEFINED, row_column, summary_value
+from qagen.evaluate.results import UNDEFINED
 from qagen.plotting import pyplot
 
 P_RESAMPLES = 10_000
@@ -189,6 +190,9 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
             f"beyond that estimated from {P_RESAMPLES:,} random ones, shown ± its standard error, "
             "or as a bound when no random pattern reached the observed difference."
         )
+    scales = scale_notes(_metrics(runs), runs[0].summary.get("k") if runs else None)
+    if scales:
+        text += "\n\nscales:\n" + "\n".join(f"  {line}" for line in scales)
     notes = list(_notes(runs))
     if notes:
         text += "\n\n" + "\n".join(notes)

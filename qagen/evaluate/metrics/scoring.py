@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from qagen.corpus.evidence import Evidence, locate_evidence
@@ -23,13 +24,66 @@ from qagen.evaluate.records import EvalItem, RagOutput
 from qagen.question_types import scoring_of
 from qagen.records import RetrievedContext
 
-EVIDENCE_COLUMNS = ("evidence_hit@k", "evidence_reciprocal_rank@k", "evidence_ndcg@k")
-"""The chunk-level columns: a retrieved chunk is relevant when it holds the reference answer's
-evidence (`qagen.evaluate.metrics.evidence_hits`)."""
+
+@dataclass(frozen=True)
+class ScoreSpec:
+    """A deterministic metric, declared once: everything else (the groups, the summary's names, the
+    help, the report's notes on scales) reads it from `SCORES`. Every value is on [0, 1]."""
+
+    column: str
+    """Its column of `results.jsonl`, one value per question; `@k` stands for the cutoff there."""
+    group: str
+    """The group `metrics` asks for it by (`retrieval`, `text`)."""
+    help: str
+    """What a question's value is, in a few words."""
+    summary: str | None = None
+    """Its name in `summary.json` when that is not the column's: the mean of reciprocal ranks is MRR
+    (`mrr@k`). `@k` is written out there (`mrr@7`)."""
+    several_passages: bool = False
+    """It exists on questions of several passages only (the others leave the column out)."""
+
+    @property
+    def summary_name(self) -> str:
+        return self.summary or self.column
+
 
 PASSAGES_FOUND = "passages_found@k"
 """A question of several passages: the share of its passages' documents among the top k (the partial
 hit beside `hit@k`, which needs them all). The column exists on such questions only."""
+
+SCORES: tuple[ScoreSpec, ...] = (
+    ScoreSpec("hit@k", "retrieval", "1 when the question's source document is among the top k, else 0"),
+    ScoreSpec(
+        "reciprocal_rank@k",
+        "retrieval",
+        "1 / the rank of the source document within the top k, 0 beyond",
+        summary="mrr@k",
+    ),
+    ScoreSpec("ndcg@k", "retrieval", "NDCG@k of the source document (binary relevance)"),
+    ScoreSpec("evidence_hit@k", "retrieval", "1 when a top-k chunk holds the reference answer's evidence, else 0"),
+    ScoreSpec(
+        "evidence_reciprocal_rank@k",
+        "retrieval",
+        "1 / the rank of the first chunk holding the evidence within the top k, 0 beyond",
+        summary="evidence_mrr@k",
+    ),
+    ScoreSpec("evidence_ndcg@k", "retrieval", "NDCG@k of the first chunk holding the evidence"),
+    ScoreSpec(
+        PASSAGES_FOUND,
+        "retrieval",
+        "the share of the question's passages whose document is among the top k",
+        several_passages=True,
+    ),
+    ScoreSpec("context_rouge_l_recall", "text", "ROUGE-L recall of the reference answer in the retrieved contexts"),
+    ScoreSpec("token_f1", "text", "token F1 of the answer against the reference (SQuAD's)"),
+)
+"""The deterministic metrics, in the order the summary lists them."""
+
+SCORES_BY_COLUMN = {spec.column: spec for spec in SCORES}
+
+EVIDENCE_COLUMNS = tuple(spec.column for spec in SCORES if spec.column.startswith("evidence_"))
+"""The chunk-level columns: a retrieved chunk is relevant when it holds the reference answer's
+evidence (`qagen.evaluate.metrics.evidence_hits`)."""
 
 NOT_RETRIEVAL_SCORED = "scored_by_abstention"
 """Why a question of a type scored by abstention (`unanswerable`) has no retrieval or text values:
@@ -37,11 +91,17 @@ nothing in the corpus answers it, so there is nothing to retrieve, and the words
 nothing of whether it is one (a refusal that shares no word with the reference's "the documents do
 not answer" is still a refusal: the abstention judge reads it)."""
 
-# Row columns; `@k` stands for the cutoff, which the summary writes out (`hit@k` -> `hit@7`).
-DETERMINISTIC_GROUPS = {
-    "retrieval": ("hit@k", "reciprocal_rank@k", "ndcg@k", *EVIDENCE_COLUMNS),
-    "text": ("context_rouge_l_recall", "token_f1"),
-}
+
+def _columns_by_group() -> dict[str, tuple[str, ...]]:
+    groups: dict[str, tuple[str, ...]] = {}
+    for spec in SCORES:
+        if not spec.several_passages:
+            groups[spec.group] = (*groups.get(spec.group, ()), spec.column)
+    return groups
+
+
+DETERMINISTIC_GROUPS = _columns_by_group()
+"""Each group's columns that every question has (`PASSAGES_FOUND` aside), in `SCORES`' order."""
 
 
 class Reported(NamedTuple):
