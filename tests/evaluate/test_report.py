@@ -173,3 +173,20 @@ def test_the_report_says_the_scale_of_each_metric_that_is_no_plain_mean_of_its_c
     # A report of plain 0-1 means says nothing of scales.
     plain = _run(tmp_path / "plain", {"token_f1": 0.5}, rows)
     assert "scales:" not in comparison_table(load_runs([plain]))
+
+
+@pytest.mark.parametrize("metric", ["correctness", "context_relevance", "evidence_mrr@7"])
+def test_the_comparison_chart_title_fits_in_the_chart(tmp_path: Path, metric: str) -> None:
+    pytest.importorskip("matplotlib", reason="the chart needs the plot extra: pip install 'qagen[plot]'")
+    from qagen.evaluate.report import comparison_figure
+    from qagen.plotting import pyplot
+
+    runs = load_runs([_run(tmp_path / name, {metric: mean}, []) for name, mean in (("a", 0.5), ("b", 0.7))])
+    figure = comparison_figure(runs, metric)
+    try:
+        figure.canvas.draw()
+        title = figure.axes[0].title.get_window_extent(figure.canvas.get_renderer())
+        assert title.x0 >= 0 and title.x1 <= figure.bbox.x1 and title.y1 <= figure.bbox.y1
+        assert metric in figure.axes[0].get_title()
+    finally:
+        pyplot().close(figure)
