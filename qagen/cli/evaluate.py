@@ -19,6 +19,7 @@ from qagen.errors import ConfigError
 from qagen.evaluate.judges.registry import ALL, LLM_METRICS
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, SCORES
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
+from qagen.failures import is_call_failure_reason
 from qagen.runs.batch.executor import BatchesRunningError
 
 if TYPE_CHECKING:
@@ -377,9 +378,14 @@ def _outcome(target: Path, summary: EvalSummary) -> str:
         parts = [f"{counts.judged} judged"]
         if counts.undefined:
             parts += [f"{n} {reason} (no value, as in ragas)" for reason, n in counts.undefined.items()]
-        if counts.failed:
-            reasons = ", ".join(f"{reason}: {n}" for reason, n in counts.failures.items())
-            parts.append(f"{counts.failed} judge failures ({reasons})")
+        unanswered = {reason: n for reason, n in counts.failures.items() if is_call_failure_reason(reason)}
+        if unanswered:
+            reasons = ", ".join(f"{reason} {n}" for reason, n in unanswered.items())
+            parts.append(f"{sum(unanswered.values())} calls got no reply from the judge's server ({reasons})")
+        unread = {reason: n for reason, n in counts.failures.items() if reason not in unanswered}
+        if unread:
+            reasons = ", ".join(f"{reason} {n}" for reason, n in unread.items())
+            parts.append(f"{sum(unread.values())} replies held no readable verdict ({reasons})")
         if len(parts) > 1:
             lines.append(f"  {metric}: {', '.join(parts)}")
     for role, spend in summary.batch.items():
