@@ -261,9 +261,9 @@ def _raise_if_nothing_succeeded(summary: EvalSummary, out: Path) -> None:
     if questions and not answered:
         reasons = summary.failed_by_reason
         commonest = max(reasons, key=reasons.__getitem__) if reasons else "unknown"
+        whole = summary.failed_examples.get(commonest, commonest)  # the first such question's whole reason
         raise NothingUsableError(
-            f"None of the {questions} questions was answered (mostly {commonest}); "
-            f"every row is in {out / 'results.jsonl'}."
+            f"None of the {questions} questions was answered (mostly {whole}); every row is in {out / 'results.jsonl'}."
         )
     for metric, counts in summary.judges.items():
         if counts.judged == 0 and counts.failed > 0:

@@ -274,7 +274,15 @@ class ResultsSummary(Record):
         "the metrics of the retrieval (ragas' convention), so they stay in the means and the paired tests.",
     )
     failed: int = Field(description="Questions the system failed to answer.")
-    failed_by_reason: dict[str, int] = Field(description="Those failures by their first two levels of reason.")
+    failed_by_reason: dict[str, int] = Field(
+        description="Those failures by kind: the reason's first level, with its second when that is one word too "
+        "(`reader_failed: rate_limited`, `system_error: ValueError`, `bad_response`)."
+    )
+    failed_examples: dict[str, str] = Field(
+        default_factory=dict,
+        description="For each kind of `failed_by_reason`, the whole reason of its first question (`bad_response: "
+        "no 'answer' in the reply (its keys are: text)`).",
+    )
     judges: dict[str, JudgeCounts] = Field(description="Per LLM metric, what its judge did.")
     question_types: dict[str, int] = Field(
         default_factory=dict,

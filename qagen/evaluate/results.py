@@ -114,8 +114,16 @@ def _cell(
 
 
 def _error_kind(error: str) -> str:
-    """An answer error up to its second level: `reader_failed: rate_limited`, `system_error: ValueError`."""
-    return ":".join(error.split(":")[:2]).strip()
+    """An answer error's kind: its first level and, when it is one word too, its second
+    (`reader_failed: rate_limited`, `system_error: ValueError`, `bad_response`); the rest is the detail
+    of one question, never cut into the kind (`no 'answer' in the reply (its keys are: ...)`)."""
+    levels: list[str] = []
+    for level in error.split(":", 2)[:2]:
+        word = level.strip()
+        if not word or len(word.split()) > 1:
+            break
+        levels.append(word)
+    return ": ".join(levels) or error.strip()
 
 
 def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: set[str]) -> ResultsSummary:
@@ -135,7 +143,11 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
     metrics = _metric_stats(rows, columns, k)
     types = Counter(row.question_type for row in rows if row.question_type is not None)
     by_type = {name: _metric_stats([row for row in rows if row.question_type == name], columns, k) for name in types}
-    failed = Counter(_error_kind(row.answer_error or "unknown") for row in rows if row.generated_answer is None)
+    errors = [row.answer_error or "unknown" for row in rows if row.generated_answer is None]
+    failed = Counter(_error_kind(error) for error in errors)
+    first_errors: dict[str, str] = {}
+    for error in errors:
+        first_errors.setdefault(_error_kind(error), error)
     judges: dict[str, JudgeCounts] = {}
     for metric in llm_metrics:
         cells = [row.judged[metric] for row in rows]
@@ -162,6 +174,7 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
         retrieved_nothing=sum(_retrieved_nothing(row, k) for row in rows) if reports_contexts else 0,
         failed=sum(failed.values()),
         failed_by_reason=dict(sorted(failed.items())),
+        failed_examples=dict(sorted(first_errors.items())),
         judges=judges,
         question_types=dict(types),
         by_type=by_type,

@@ -327,3 +327,18 @@ def test_the_evaluate_outcome_tells_calls_without_reply_from_unreadable_verdicts
     assert re.search(r"\d+ calls got no reply from the judge's server \(api_error:server_error \d+\)", line), line
     assert re.search(r"\d+ replies held no readable verdict \(", line), line
     assert "judge failures" not in line
+
+
+def test_evaluate_names_what_to_do_next(llm: Any, tmp_path: Path) -> None:
+    result = _evaluate_answers(llm, tmp_path, 4)
+    assert result.exit_code == 0, result.output
+    steps = result.output.split("\nnext:\n", 1)[1]
+    out = tmp_path / "eval"
+    for command in (
+        f"qagen evaluate {tmp_path / 'set.jsonl'} --baseline bm25 --corpus CORPUS --out eval-bm25",
+        f"qagen report {out} eval-bm25",
+        f"qagen review {out}",  # the correctness judge's verdicts can be checked against labels
+    ):
+        assert command in steps, steps
+    # Aligned as the build's: each reason after its command, from one column.
+    assert len({line.index("  # ") for line in steps.splitlines()}) == 1
