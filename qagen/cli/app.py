@@ -25,6 +25,8 @@ from qagen.cli.options import (
     update_corpus_option,
 )
 from qagen.cli.paths import UserPath
+from qagen.errors import QagenError
+from qagen.redaction import redact
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -177,6 +179,9 @@ def run() -> None:
     try:
         main.main(prog_name="qagen")
         code = 0
+    except QagenError as exc:  # outside a command's own handling: the help of an option reading the registries
+        click.echo(f"error: {redact(str(exc))}", err=True)
+        code = 1
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         if isinstance(exit_.code, str):

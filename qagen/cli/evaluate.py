@@ -12,14 +12,16 @@ from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.evaluate_grid import GridPoint, grid_points, index_notes, split_list
 from qagen.cli.flags import in_cli_terms
+from qagen.cli.installed_help import ListsInstalled, installed
 from qagen.cli.next_steps import next_steps
 from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
 from qagen.cli.paths import UserPath
 from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
-from qagen.evaluate.judges.registry import ALL, LLM_METRICS
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, SCORES
+from qagen.evaluate.judges.registry import ALL, LLM_METRICS, MetricSpec
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
+from qagen.evaluate.systems.retriever_specs import RETRIEVERS
 from qagen.failures import is_call_failure_reason
 from qagen.runs.batch.executor import BatchesRunningError
 
@@ -34,6 +36,12 @@ NOTE_SETTINGS = ("embeddings", "metrics")
 WARNING_SETTINGS = ("corpus",)
 
 
+def _installed_rerankers() -> str:
+    from qagen.evaluate.systems.rerank.specs import RERANKERS
+
+    return installed(RERANKERS, lambda kind: kind.form)
+
+
 def _int_list(value: str, name: str) -> list[int]:
     try:
         numbers = [int(part) for part in value.split(",") if part.strip()]
@@ -44,28 +52,35 @@ def _int_list(value: str, name: str) -> list[int]:
     return numbers
 
 
-def metrics_help() -> str:
-    """The `--metrics` help: every LLM metric with what it measures, by group, then the other groups."""
-    by_group: dict[str, list[str]] = {}
-    for spec in LLM_METRICS.values():
-        by_group.setdefault(spec.group, []).append(
-            f"{spec.name}: {spec.help}" if spec.name != spec.group else spec.name
-        )
-    singles = [f"{group} ({LLM_METRICS[group].help})" for group, names in by_group.items() if names == [group]]
-    parts = [*singles, *(f"{group} ({'; '.join(names)})" for group, names in by_group.items() if names != [group])]
-    for group in DETERMINISTIC_GROUPS:
-        names = ", ".join(spec.summary_name for spec in SCORES if spec.group == group and not spec.several_passages)
-        parts.append(f"{group} ({names})")
-    return f"Comma list of metrics or groups: {'; '.join(parts)}; {ALL}."
+def metrics_help(*, installed: bool = True) -> str:
+    """The `--metrics` help: every LLM metric with what it measures, by group, then the deterministic
+    metrics; `installed`: those installed packages bring too (else qagen's own and those registered in
+    Python, as the configuration page lists them whatever is installed)."""
+    llm = tuple(LLM_METRICS) if installed else LLM_METRICS.own()
+    deterministic = tuple(DETERMINISTIC_METRICS) if installed else DETERMINISTIC_METRICS.own()
+    by_group: dict[str, list[MetricSpec]] = {}
+    for spec in llm:
+        by_group.setdefault(spec.group, []).append(spec)
+    singles = [f"{group} ({specs[0].help})" for group, specs in by_group.items() if [s.name for s in specs] == [group]]
+    grouped = [
+        f"{group} ({'; '.join(f'{spec.name}: {spec.help}' for spec in specs)})"
+        for group, specs in by_group.items()
+        if [spec.name for spec in specs] != [group]
+    ]
+    others = [f"{metric.name} ({metric.help})" for metric in deterministic]
+    return f"Comma list of metrics or groups: {'; '.join([*singles, *grouped, *others])}; {ALL}."
 
 
-def metrics_option_help() -> str:
-    return f"{metrics_help()} Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note)."
+def metrics_option_help(*, installed: bool = True) -> str:
+    return (
+        f"{metrics_help(installed=installed)} Without --embeddings, the groups ragas and all leave answer_relevancy "
+        "out (with a note)."
+    )
 
 
 class _MetricsOption(click.Option):
     """`--metrics`, whose help lists the metrics registered when it is shown (one registered after
-    the CLI was imported too)."""
+    the CLI was imported, or brought by an installed package, too)."""
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         self.help = metrics_option_help()
@@ -114,6 +129,8 @@ EVALUATE_SHOWN = (
 @click.option(
     "--baseline",
     metavar="RETRIEVER[,...]",
+    cls=ListsInstalled,
+    installed=lambda: installed(RETRIEVERS),
     help="The bundled baseline over --corpus, answered by --model with the notebook's RAG prompt, retrieving with "
     "bm25, dense (--embeddings searched with FAISS; pip install 'qagen[dense]') or hybrid (both, reciprocal rank "
     "fusion); a comma list (bm25,dense,hybrid) runs a grid.",
@@ -141,6 +158,8 @@ EVALUATE_SHOWN = (
     "rerank",
     default="none",
     show_default=True,
+    cls=ListsInstalled,
+    installed=_installed_rerankers,
     help="Reranker of --baseline between retrieval and the reader: none, cross-encoder:PATH (a local "
     "sentence-transformers model folder), endpoint:MODEL (POST /rerank of vLLM or TEI at --rerank-url), reader "
     "(--model orders them, listwise); a comma list runs a grid.",
@@ -201,7 +220,7 @@ EVALUATE_SHOWN = (
     cls=_MetricsOption,
     default="correctness,retrieval,text",
     show_default=True,
-    help=metrics_option_help(),
+    help=metrics_option_help(installed=False),
 )
 @click.option(
     "--embeddings",
@@ -369,7 +388,8 @@ def _evaluate_next_steps(options: dict[str, Any], out: Path, runs: list[EvalRun]
         corpus = "--baseline bm25 --corpus CORPUS --out eval-bm25"
         steps.append((f"qagen evaluate {dataset} {corpus}", "score the bundled baseline"))
         steps.append((f"qagen report {out} eval-bm25", "compare the two: paired tests on the same questions"))
-    if any(LLM_METRICS[metric].reviewable for metric in runs[0].summary.get("judges", {}) if metric in LLM_METRICS):
+    judged = [metric for metric in runs[0].summary.get("judges", {}) if metric in LLM_METRICS]
+    if any(LLM_METRICS.get(metric).reviewable for metric in judged):
         steps.append((f"qagen review {runs[0].path}", "label a sample of answers: how far to trust the judge"))
     return next_steps(steps)
 

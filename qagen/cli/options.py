@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 
 import click
 
+from qagen.cli.installed_help import ListsInstalled, installed
 from qagen.cli.paths import UserPath
 from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL
 from qagen.corpus.settings import MIN_CHUNK_SIZE
-from qagen.critics import CRITICS, CriticSpec, check_name
+from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, check_name
 from qagen.errors import QagenError
 from qagen.generation.checks.rules import FREE_CHECK_NAMES, FREE_CHECKS
 from qagen.llm.backends import is_variable_name
@@ -76,10 +77,10 @@ chunk_options = option_group(
 
 # --- the sample and the models (run settings) -------------------------------------------------------
 def sample_options(*, stage: bool) -> Callable[[F], F]:
-    types = "; ".join(f"{spec.name}: {spec.help}" for spec in QUESTION_TYPES)
+    types = "; ".join(f"{spec.name}: {spec.help}" for spec in QUESTION_TYPES.own())
     return option_group(
         click.option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help=f"Draft this many questions (from this many chunks, spread across documents, for factoids); asking for more later extends the same sample {_default(stage, '[default: one per chunk]')}."),
-        click.option("--question-types", "question_types", metavar="TYPE=PERCENT,...", default=None, callback=_question_shares, help=f"The question types to draft and their shares of the drafts in percent, adding up to 100, e.g. factoid=60,multi_hop=20,unanswerable=10,reworded=10. The types: {types} {_default(stage, '[default: factoid=100]')}."),
+        click.option("--question-types", "question_types", metavar="TYPE=PERCENT,...", default=None, callback=_question_shares, cls=ListsInstalled, installed=lambda: installed(QUESTION_TYPES), help=f"The question types to draft and their shares of the drafts in percent, adding up to 100, e.g. factoid=60,multi_hop=20,unanswerable=10,reworded=10. The types: {types} {_default(stage, '[default: factoid=100]')}."),
         click.option("--pair-embeddings", metavar="SPEC", default=None, callback=_none_if_off, help=f"Embeddings model that pairs the passages of multi-hop questions by meaning: local (the dense extra's bundled all-MiniLM-L6-v2, offline), a model folder, or provider:model. Rare shared terms find the candidates (a shared name, option or command); the embeddings choose among them the one closest in meaning, skipping near-duplicates. It changes the sample, so a run keeps the pairing it drafted with {_default(stage, '[default: none, rare terms alone]')}."),
     )  # fmt: skip
 
@@ -152,8 +153,8 @@ def _critic_names(ctx: click.Context, param: click.Parameter, value: tuple[str, 
 def prompts_option(*, stage: bool) -> Callable[[F], F]:
     bundled = ", ".join(
         [
-            *(f"{spec.draft_prompt}.txt" for spec in QUESTION_TYPES),
-            *(f"{spec.prompt}.txt" for spec in CRITICS if spec.prompt_folder is None),
+            *(f"{spec.draft_prompt}.txt" for spec in QUESTION_TYPES.own() if spec.prompt_folder is None),
+            *(f"{spec.prompt}.txt" for spec in CRITICS.own() if spec.prompt_folder is None),
         ]
     )
     return option_group(
@@ -171,7 +172,7 @@ def vetting_option(*, stage: bool) -> Callable[[F], F]:
 def own_critics_option(*, stage: bool) -> Callable[[F], F]:
     """Critics of the run's own, each a prompt file in --prompts (`BuildConfig.critics`)."""
     return option_group(
-        click.option("--critic", "critics", metavar="NAME", multiple=True, callback=_critic_names, help=f"Another critic, repeatable: a bundled one (clear, supported, reader) or one of your own, the prompt file critique_NAME.txt in --prompts, in the critics' protocol (Evaluation: ... Total rating: N), reading {{question}} and any of {{context}}, {{audience}}; asked after the others, kept at --min-score {_default(stage, '[default: none]')}."),
+        click.option("--critic", "critics", metavar="NAME", multiple=True, callback=_critic_names, cls=ListsInstalled, installed=lambda: installed(BUNDLED_OPT_IN), help=f"Another critic, repeatable: a bundled one (clear, supported, reader) or one of your own, the prompt file critique_NAME.txt in --prompts, in the critics' protocol (Evaluation: ... Total rating: N), reading {{question}} and any of {{context}}, {{audience}}; asked after the others, kept at --min-score {_default(stage, '[default: none]')}."),
     )  # fmt: skip
 
 

@@ -17,7 +17,7 @@ from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.input_checks import check_inputs
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed, metric_groups
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
 from qagen.evaluate.out_dir import EVAL_FILE, require_evaluation_dir
 from qagen.evaluate.records import EvalSummary
 from qagen.evaluate.runner import Evaluation, system_identity
@@ -69,8 +69,8 @@ def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> t
                 settings=("embeddings",),
             )
         for part in groups.get(name, (name,)):
-            if part not in LLM_METRICS and part not in DETERMINISTIC_GROUPS:
-                known = sorted([*LLM_METRICS, *DETERMINISTIC_GROUPS, *groups])
+            if part not in LLM_METRICS and part not in DETERMINISTIC_METRICS:
+                known = sorted([*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names(), *groups])
                 raise ConfigError(f"Unknown metric '{part}'; choose from {', '.join(known)}.")
             if part == "answer_relevancy" and not embeddings:
                 note = f"answer_relevancy left out of '{name}': it needs an embeddings model (`embeddings`)."
@@ -89,7 +89,7 @@ def _scored_by_type(items: TestSet, chosen: list[str], judged: bool) -> list[str
     ones) to `chosen` when a judge can score it; the notes that say so, or why it is not."""
     notes: list[str] = []
     counts = Counter(scoring_of(item.question_type) for item in items.items)
-    for spec in LLM_METRICS.values():
+    for spec in LLM_METRICS:
         wanted = counts.get(spec.scoring, 0) if spec.scoring is not None else 0
         if not wanted or spec.name in chosen:
             continue

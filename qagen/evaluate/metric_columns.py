@@ -1,6 +1,7 @@
 """Every metric's names and scales: its column of `results.jsonl`, its name in `summary.json`, and how
-the summary reads the column, derived from the two registries (`qagen.evaluate.metrics.scoring.SCORES`
-for the deterministic metrics, `qagen.evaluate.judges.registry.LLM_METRICS` for the judged ones).
+the summary reads the column, derived from the registries (`qagen.evaluate.metrics.scoring`: the
+columns of qagen's deterministic metrics in `SCORES`, the others' in `DETERMINISTIC_METRICS`;
+`qagen.evaluate.judges.registry.LLM_METRICS` for the judged ones).
 
 A row holds what one question got (`hit@k`, `reciprocal_rank@k`, correctness's raw 1-5 score); the
 summary the mean over the questions, named as users name it (`hit@7`, `mrr@7`) and on the scale the
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from qagen.evaluate.judges.registry import LLM_METRICS
-from qagen.evaluate.metrics.scoring import SCORES, SCORES_BY_COLUMN
+from qagen.evaluate.metrics.scoring import SCORES, SCORES_BY_COLUMN, metric_of_column
 from qagen.evaluate.records import MetricColumn
 
 __all__ = ["metric_column", "row_column", "scale_notes", "summary_name", "summary_value"]
@@ -37,17 +38,22 @@ def row_column(name: str, k: int | None) -> str:
 
 def summary_value(column: str, value: float) -> float:
     """A row's value as the summary averages it: correctness as (N-1)/4, the rest as they are."""
-    spec = LLM_METRICS.get(column)
+    spec = LLM_METRICS.specs().get(column)
     rescaling = spec.summarised_as if spec is not None else None
     return rescaling.apply(value) if rescaling is not None else value
 
 
 def metric_column(column: str) -> MetricColumn:
-    """How the summary reads the row column `column` (a metric no registry knows reads as 0-1)."""
-    score, judged = SCORES_BY_COLUMN.get(column), LLM_METRICS.get(column)
-    meaning = score.help if score is not None else judged.help if judged is not None else ""
-    values = judged.value_range if judged is not None else _UNIT
-    rescaling = judged.summarised_as if judged is not None else None
+    """How the summary reads the row column `column`: what a question's value is and where it lies, as
+    its LLM metric says, else the column's declaration (`SCORES`) and its deterministic metric."""
+    judged = LLM_METRICS.specs().get(column)
+    values: tuple[float, float] | None
+    if judged is not None:
+        meaning, values, rescaling = judged.help, judged.value_range, judged.summarised_as
+    else:
+        own, metric = SCORES_BY_COLUMN.get(column), metric_of_column(column)
+        meaning = own.help if own is not None else metric.help if metric is not None else ""
+        values, rescaling = (metric.value_range if metric is not None else None), None
     return MetricColumn(
         results_column=column,
         question_value=meaning,
@@ -60,21 +66,23 @@ def metric_column(column: str) -> MetricColumn:
 def scale_notes(names: Iterable[str], k: int | None) -> list[str]:
     """What the summary values of the metrics `names` mean, one line per metric that is no plain 0-1
     mean of the column of its name: the rescaled ones (correctness), those on another range
-    (answer_relevancy's cosines), those named apart from their column (`mrr@7`); then one line for
-    the others. Empty when every metric is plain."""
+    (answer_relevancy's cosines) or on none stated (a count an installed package's metric gives), those
+    named apart from their column (`mrr@7`); then one line for the others. Empty when every metric is plain."""
     notes: list[str] = []
     plain: list[str] = []
     for name in names:
         column = row_column(name, k)
         read = metric_column(column)
-        low, high = (f"{bound:g}" for bound in read.range)
-        if read.summarised_as != _AS_IS:
-            first, last = (f"{bound:g}" for bound in read.results_range)
+        if read.range is None:
+            notes.append(f"{name}: the mean of results.jsonl's `{column}`, on a range its metric does not state")
+        elif read.summarised_as != _AS_IS and read.results_range is not None:
+            (low, high), (first, last) = (_bounds(read.range), _bounds(read.results_range))
             notes.append(
                 f"{name}: {low} to {high}, the mean of {read.summarised_as} over the {first}-{last} scores in "
                 f"results.jsonl's `{column}`"
             )
         elif read.range != _UNIT:
+            low, high = _bounds(read.range)
             notes.append(f"{name}: {low} to {high}, the mean of results.jsonl's `{column}`")
         elif k is not None and column.replace("@k", f"@{k}") != name:
             notes.append(f"{name}: 0 to 1, the mean of results.jsonl's `{column}`")
@@ -84,3 +92,7 @@ def scale_notes(names: Iterable[str], k: int | None) -> list[str]:
         cutoff = f" (`@k` there for `@{k}`)" if any(f"@{k}" in name for name in plain) else ""
         notes.append(f"the others: 0 to 1, the mean of the results.jsonl column of their name{cutoff}")
     return notes
+
+
+def _bounds(values: tuple[float, float]) -> tuple[str, str]:
+    return f"{values[0]:g}", f"{values[1]:g}"

@@ -220,14 +220,17 @@ class MetricColumn(Record):
         "(`mrr@7` is the mean of `reciprocal_rank@k`)."
     )
     question_value: str = Field(description="What a question's value in that column is, in a few words.")
-    results_range: tuple[float, float] = Field(
-        description="Where a question's value in that column lies: (1, 5) for correctness, the judge's raw score."
+    results_range: tuple[float, float] | None = Field(
+        description="Where a question's value in that column lies: (1, 5) for correctness, the judge's raw score; "
+        "null when its metric states no range (a count)."
     )
     summarised_as: str = Field(
         description="What the summary averages: `value` (the column's values as they are), or the formula each "
         "value goes through first (correctness: `(score - 1) / 4`, the notebook's normalisation)."
     )
-    range: tuple[float, float] = Field(description="Where the summary's mean, low and high lie.")
+    range: tuple[float, float] | None = Field(
+        description="Where the summary's mean, low and high lie; null when its metric states no range."
+    )
 
 
 class JudgeCounts(Record):

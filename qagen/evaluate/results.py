@@ -11,12 +11,13 @@ from collections import Counter
 from qagen.evaluate.judges.registry import LLM_METRICS, NOT_ITS_TYPE
 from qagen.evaluate.metric_columns import metric_column, summary_name, summary_value
 from qagen.evaluate.metrics.scoring import (
-    DETERMINISTIC_GROUPS,
+    DETERMINISTIC_METRICS,
     EVIDENCE_COLUMNS,
     NOT_RETRIEVAL_SCORED,
     PASSAGES_FOUND,
     Reported,
     deterministic_metrics,
+    metric_of_column,
     question_evidence,
 )
 from qagen.evaluate.metrics.statistics import mean_ci
@@ -30,7 +31,6 @@ from qagen.evaluate.records import (
     ResultRow,
     ResultsSummary,
 )
-from qagen.question_types import scoring_of
 
 MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
 """Metrics made of several judge calls (statements then verdicts; one call per context)."""
@@ -50,7 +50,7 @@ an answer with no statement ("I don't know") has no faithfulness (ragas: NaN, le
 
 def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
     """The per-question value columns, LLM metrics first, in the order the summary lists them."""
-    columns = [column for group in DETERMINISTIC_GROUPS if group in groups for column in DETERMINISTIC_GROUPS[group]]
+    columns = [column for metric in DETERMINISTIC_METRICS if metric.name in groups for column in metric.columns]
     return [*llm_metrics, *columns]
 
 
@@ -66,7 +66,8 @@ def result_row(
 ) -> ResultRow:
     """One question's row; `verdicts` has an entry for every LLM metric asked for (None: no verdict),
     `run` what the system reports over the run (for `deterministic_metrics`)."""
-    evidence = question_evidence(item) if "retrieval" in groups else None
+    reads_evidence = any(DETERMINISTIC_METRICS.get(group).reads_evidence for group in groups)
+    evidence = question_evidence(item) if reads_evidence else None
     return ResultRow(
         id=item.id,
         question=item.question,
@@ -94,9 +95,9 @@ def _cell(
     A metric that does not score the question's type has no value (`NOT_ITS_TYPE`)."""
     # No call was made: no reply, in the shape the metric's replies take.
     none: list[str] | None = [] if metric in MULTI_CALL_METRICS else None
-    if not LLM_METRICS[metric].judges(item):
+    if not LLM_METRICS.get(metric).judges(item):
         return MetricCell(value=None, reason=NOT_ITS_TYPE, raw=none, detail={})
-    empty = LLM_METRICS[metric].needs_contexts and output.retrieved_nothing(k)
+    empty = LLM_METRICS.get(metric).needs_contexts and output.retrieved_nothing(k)
     if empty and not run.contexts:
         return MetricCell(value=None, reason="no_contexts", raw=none, detail={})
     if verdict is None:
@@ -138,8 +139,10 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
     the questions without a value (`n + missing` = questions), `missing_by_reason` says why.
     """
     columns = metric_columns(llm_metrics, groups)
-    if "retrieval" in groups and any(PASSAGES_FOUND in row.scores for row in rows):
-        columns.append(PASSAGES_FOUND)  # only a test set with questions of several passages has it
+    # Columns only some questions have (passages_found@k: a test set with questions of several passages).
+    chosen = [metric for metric in DETERMINISTIC_METRICS if metric.name in groups]
+    optional = [column for metric in chosen for column in metric.optional_columns]
+    columns += [column for column in optional if any(column in row.scores for row in rows)]
     metrics = _metric_stats(rows, columns, k)
     types = Counter(row.question_type for row in rows if row.question_type is not None)
     by_type = {name: _metric_stats([row for row in rows if row.question_type == name], columns, k) for name in types}
@@ -160,10 +163,10 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
             failures=failures,
             not_judged={reason: n for reason, n in sorted(reasons.items()) if reason in NOT_JUDGED},
             undefined={reason: n for reason, n in sorted(reasons.items()) if reason in UNDEFINED},
-            prompts={prompt.name: prompt.hash for prompt in LLM_METRICS[metric].load_prompts()},
+            prompts={prompt.name: prompt.hash for prompt in LLM_METRICS.get(metric).load_prompts()},
         )
     # Said only where it matters: the system reports contexts, and some metric reads them.
-    reads_contexts = bool(groups) or any(LLM_METRICS[metric].needs_contexts for metric in llm_metrics)
+    reads_contexts = bool(groups) or any(LLM_METRICS.get(metric).needs_contexts for metric in llm_metrics)
     reports_contexts = reads_contexts and any(row.retrieved_docs for row in rows)
     return ResultsSummary(
         k=k,
@@ -210,8 +213,8 @@ def _missing_reason(row: ResultRow, column: str) -> str:
     cell = row.judged.get(column)
     if cell is not None:
         return cell.reason or "not_judged"
-    deterministic = (*DETERMINISTIC_GROUPS["retrieval"], PASSAGES_FOUND, *DETERMINISTIC_GROUPS["text"])
-    if column in deterministic and scoring_of(row.question_type) == "abstention":
+    metric = metric_of_column(column)
+    if metric is not None and not metric.scores(row.question_type):
         return NOT_RETRIEVAL_SCORED
     if column == PASSAGES_FOUND and row.generated_answer is not None:
         return ONE_PASSAGE

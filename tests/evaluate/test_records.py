@@ -112,7 +112,7 @@ def test_the_summary_says_which_results_column_each_metric_reads_and_on_what_sca
     summary = summarise(rows, k=7, llm_metrics=["correctness"], groups={"retrieval"}).model_dump(mode="json")
     assert set(summary["columns"]) == set(summary["metrics"])  # every metric, by its summary name
     assert summary["columns"]["correctness"] == {
-        "results_column": "correctness", "question_value": LLM_METRICS["correctness"].help,
+        "results_column": "correctness", "question_value": LLM_METRICS.get("correctness").help,
         "results_range": [1.0, 5.0], "summarised_as": "(score - 1) / 4", "range": [0.0, 1.0],
     }  # fmt: skip
     assert summary["columns"]["mrr@7"]["results_column"] == "reciprocal_rank@k"

@@ -4,7 +4,9 @@ made of (shares, passage pickers, reply labels, the free check) as units."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +22,16 @@ from qagen.evaluate.metrics.scoring import deterministic_metrics
 from qagen.evaluate.records import EvalItem, RagOutput
 from qagen.generation.replies import parse_labelled_qa
 from qagen.generation.tasks import BuildTasks
+from qagen.llm.prompts import prompts_dir
 from qagen.publish.card import CardContent, make_card
-from qagen.question_types import QUESTION_TYPES, draft_counts, parse_shares
+from qagen.question_types import (
+    QUESTION_TYPES,
+    QuestionTypeSpec,
+    TypeCritic,
+    draft_counts,
+    parse_shares,
+    register_question_type,
+)
 from qagen.question_types.pairs import shared_term_pairs
 from qagen.question_types.pickers import one_chunk
 from qagen.question_types.reworded import too_close
@@ -29,6 +39,7 @@ from qagen.question_types.unanswerable import ABSTENTION
 from qagen.records import Chunk, Draft, Passages, RetrievedContext
 from standins.corpus import write_corpus
 
+ROOT_PROMPTS = prompts_dir()
 MIX = "factoid=50,multi_hop=20,unanswerable=15,reworded=15"
 DRAFTS = 40
 
@@ -145,23 +156,25 @@ def _chunk(chunk_id: str, source: str, start: int, text: str) -> Chunk:
     return Chunk(id=chunk_id, source=source, text=text, start_index=start, end_index=start + len(text))
 
 
-def test_pairs_share_a_rare_term_prefer_another_document_and_never_overlap() -> None:
+def test_pairs_share_a_rare_term_prefer_their_own_document_and_never_overlap() -> None:
     common = "The service writes logs and reads settings. "
     chunks = [
         _chunk("a1", "a.txt", 0, common + "The zephyrine option sets the port."),
         _chunk("a2", "a.txt", 30, common + "The zephyrine option overlaps a1."),  # overlaps a1: never its partner
-        _chunk("a3", "a.txt", 500, common + "Mention of quillwort in the same file."),
+        _chunk("a3", "a.txt", 500, common + "Mention of quillwort and the zephyrine option in the same file."),
         _chunk("b1", "b.txt", 0, common + "Here zephyrine appears in another document."),
         _chunk("b2", "b.txt", 500, common + "And quillwort here too."),
-        *(_chunk(f"c{i}", "c.txt", 1000 * i, common + f"Filler number {i}.") for i in range(40)),
+        # Enough other chunks that a term in four of them is still rare.
+        *(_chunk(f"c{i}", "c.txt", 1000 * i, common + f"Filler number {i}.") for i in range(100)),
     ]
     picked = shared_term_pairs("multi_hop")(lambda: chunks, 7, None)
     pairs = {frozenset(group.chunk_ids): group.link for group in picked.groups}
     assert frozenset(("a1", "a2")) not in pairs
-    for ids, link in pairs.items():
-        sources = {chunk.source for chunk in chunks if chunk.id in ids}
-        assert len(ids) == 2 and link and len(sources) == 2  # another document whenever one shares the term
-    assert pairs[frozenset(("a3", "b2"))] == ("quillwort",)
+    assert all(len(ids) == 2 and link for ids, link in pairs.items())
+    # a1 and a3 share zephyrine in one document: a part of its own document before another document's.
+    assert "zephyrine" in pairs[frozenset(("a1", "a3"))]
+    # b1 and b2 share no term; each has partners only in a.txt.
+    assert not any(frozenset(("b1", "b2")) <= ids for ids in pairs)
     # Asking for more than the corpus can pair says how many fell short.
     assert shared_term_pairs("multi_hop")(lambda: chunks, 7, 10).short == 10 - len(picked.groups)
 
@@ -264,3 +277,53 @@ def test_the_shares_are_a_config_key_with_the_flags_checks(tmp_path: Path) -> No
     config.write_text('[build]\nquestion_types = "factoid=50"\n', encoding="utf-8")
     with pytest.raises(ConfigFileError, match=r"`build\.question_types` is not valid: .*adding up to 100"):
         read_config(config, "build")
+
+
+SHORT_PROMPT = (ROOT_PROMPTS / "qa_generation.txt").read_text(encoding="utf-8").replace("Factoid", "Short")
+SHORT_CRITIC = (ROOT_PROMPTS / "critique_groundedness.txt").read_text(encoding="utf-8") + "\nBe strict.\n"
+
+
+@pytest.fixture()
+def short_type(tmp_path: Path) -> Iterator[QuestionTypeSpec]:
+    """A question type registered in Python with a prompt folder of its own: its draft prompt and the
+    prompt it asks groundedness with."""
+    folder = tmp_path / "short_prompts"
+    folder.mkdir()
+    (folder / "qa_short.txt").write_text(SHORT_PROMPT, encoding="utf-8")
+    (folder / "critique_groundedness_short.txt").write_text(SHORT_CRITIC, encoding="utf-8")
+    spec = register_question_type(
+        QuestionTypeSpec(
+            name="short",
+            help="a factoid in a few words",
+            draft_prompt="qa_short",
+            question_label="Short question",
+            picker=one_chunk(None),
+            critics=(TypeCritic("groundedness", "critique_groundedness_short"), TypeCritic("standalone")),
+            prompt_folder=str(folder),
+        )
+    )
+    yield spec
+    QUESTION_TYPES.unregister("short")
+
+
+def test_a_type_brings_its_own_prompt_folder(short_type: QuestionTypeSpec, tmp_path: Path) -> None:
+    tasks = BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path="docs"), question_types={"short": 100}))
+    short = tasks.types["short"]
+    assert (short.draft.prompt.name, short.draft.prompt.text) == ("qa_short", SHORT_PROMPT)
+    asked = {critic.criterion: critic.prompt for critic in short.critics}
+    assert asked["groundedness"].text == SHORT_CRITIC and asked["standalone"].name == "critique_standalone"
+    assert short_type.passages == 1
+    # The run's prompts folder still replaces the type's own prompt, as it replaces a bundled one.
+    replaced = tmp_path / "mine"
+    replaced.mkdir()
+    (replaced / "qa_short.txt").write_text(SHORT_PROMPT + "\n", encoding="utf-8")
+    config = BuildConfig(corpus=CorpusSettings(path="docs"), question_types={"short": 100}, prompts_dir=str(replaced))
+    assert BuildTasks.for_config(config).types["short"].draft.prompt.text == SHORT_PROMPT + "\n"
+
+
+def test_a_type_s_own_prompt_may_not_take_a_bundled_prompt_s_name(short_type: QuestionTypeSpec) -> None:
+    folder = Path(short_type.prompt_folder or "")
+    (folder / "qa_generation.txt").write_text(SHORT_PROMPT, encoding="utf-8")
+    shadowing = dataclasses.replace(short_type, name="shadow", draft_prompt="qa_generation")
+    with pytest.raises(ConfigError, match=r"brings its own qa_generation.txt, the name of one of qagen's bundled"):
+        shadowing.load_prompt("qa_generation")

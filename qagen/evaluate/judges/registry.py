@@ -4,7 +4,8 @@ The registry is what everything else reads: `metric_groups()` (the `metrics` gro
 included), the CLI's help of the metrics option, the summary's judges and their prompt hashes, the
 review's list of judges that say "correct", and the stand-in LLM's grader layouts. A new metric is
 one `register_metric(MetricSpec(...))`, or `register_grader(name, help=..., prompt_folder=...)` for a
-boolean grader that is two prompt files (`grader_<name>_system.txt`, `grader_<name>.txt`).
+boolean grader that is two prompt files (`grader_<name>_system.txt`, `grader_<name>.txt`), or an
+entry point of an installed package (`qagen.llm_metrics`: docs/extending.md).
 
 Every judge is a pure state machine (`qagen.llm.task`) over a `JudgeInput` (the question, the
 answer, the reference and the contexts the judge sees) that ends with a `JudgeVerdict`: a value,
@@ -59,11 +60,12 @@ from qagen.evaluate.judges.ragas import (
     faithfulness,
 )
 from qagen.evaluate.judges.transcript import JudgeStep
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
 from qagen.evaluate.records import EvalItem, JudgementRecord
 from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import Ask, Compute, Done, Role, Step, Task
 from qagen.question_types import scoring_of
+from qagen.registry import Registry
 from qagen.runs.store import record_key
 
 __all__ = [
@@ -74,6 +76,7 @@ __all__ = [
     "JudgeTask",
     "MetricSpec",
     "Rescaling",
+    "grader",
     "metric_groups",
     "register_grader",
     "register_metric",
@@ -165,9 +168,11 @@ def _spec(
     return MetricSpec(name, contexts, reference, False, start, prompts, group=group, help=help, reviewable=reviewable)
 
 
-LLM_METRICS: dict[str, MetricSpec] = {
-    spec.name: spec
-    for spec in (
+LLM_METRICS: Registry[MetricSpec] = Registry(
+    "llm_metrics",
+    MetricSpec,
+    noun="LLM metric",
+    specs=(
         MetricSpec(
             "correctness",
             needs_contexts=False,
@@ -284,8 +289,10 @@ LLM_METRICS: dict[str, MetricSpec] = {
             help="unanswerable questions only: 1 when the system declines to answer, 0 when it answers anyway",
             scoring="abstention",
         ),
-    )
-}
+    ),
+)
+"""Every LLM metric: qagen's, those `register_metric` adds, and those installed packages bring (entry
+points `qagen.llm_metrics`, each naming a `MetricSpec`; `grader` makes one from two prompt files)."""
 
 
 ALL = "all"
@@ -293,22 +300,26 @@ ALL = "all"
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
     """Add an LLM metric to every evaluation from now on: `metrics` names it, or its group, or `all`."""
-    taken = {*LLM_METRICS, *DETERMINISTIC_GROUPS, ALL}
-    if spec.name in taken or spec.name in {s.group for s in LLM_METRICS.values() if s.group != s.name}:
+    if spec.name in _metric_names():
         raise ConfigError(f"A metric or group named {spec.name} exists already; give yours another name.")
-    LLM_METRICS[spec.name] = spec
-    return spec
+    return LLM_METRICS.register(spec)
 
 
 def unregister_metric(name: str) -> None:
     """Take a registered metric out again (tests, or a plugin that replaces one)."""
-    LLM_METRICS.pop(name)
+    LLM_METRICS.unregister(name)
 
 
 def register_grader(name: str, *, help: str, prompt_folder: Path | str, group: str = "graders") -> MetricSpec:
+    """Add the boolean grader `grader` makes to every evaluation from now on."""
+    return register_metric(grader(name, help=help, prompt_folder=prompt_folder, group=group))
+
+
+def grader(name: str, *, help: str, prompt_folder: Path | str, group: str = "graders") -> MetricSpec:
     """A boolean grader from two prompt files in `prompt_folder`: `grader_<name>_system.txt` (the
     instructions) and `grader_<name>.txt` (the data, between tags), whose placeholders among
-    `GRADER_INPUTS` say what it reads; the reply is `Explanation: ...` then `Grade: true|false`."""
+    `GRADER_INPUTS` say what it reads; the reply is `Explanation: ...` then `Grade: true|false`.
+    Register it (`register_metric`), or name it in an entry point of `qagen.llm_metrics`."""
     folder = Path(prompt_folder).resolve()
     system, user = (load_prompt(f"grader_{name}_system", folder), load_prompt(f"grader_{name}", folder))
     unknown = sorted(user.variables - set(GRADER_INPUTS))
@@ -324,31 +335,52 @@ def register_grader(name: str, *, help: str, prompt_folder: Path | str, group: s
         )
         return grade_with(name, model, system, user, **values)
 
-    return register_metric(
-        MetricSpec(
-            name,
-            needs_contexts="facts" in user.variables,
-            needs_reference="reference_answer" in user.variables,
-            needs_embeddings=False,
-            start=start,
-            prompts=(system.name, user.name),
-            group=group,
-            help=help,
-            reviewable=True,
-            prompt_folder=str(folder),
-        )
+    return MetricSpec(
+        name,
+        needs_contexts="facts" in user.variables,
+        needs_reference="reference_answer" in user.variables,
+        needs_embeddings=False,
+        start=start,
+        prompts=(system.name, user.name),
+        group=group,
+        help=help,
+        reviewable=True,
+        prompt_folder=str(folder),
     )
 
 
+def _metric_names() -> set[str]:
+    """Every name `metrics` knows: the LLM and deterministic metrics, the groups, `all`."""
+    groups = {spec.group for spec in LLM_METRICS if spec.group != spec.name}
+    return {*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names(), *groups, ALL}
+
+
 def metric_groups() -> dict[str, tuple[str, ...]]:
-    """The groups `metrics` accepts besides single names, from the registry: each LLM metric's group
-    (of more than the metric itself), then `all` (every LLM metric, then the deterministic groups)."""
+    """The groups `metrics` accepts besides single names, from the registries: each LLM metric's group
+    (of more than the metric itself), then `all` (every LLM metric, then the deterministic ones).
+    A name two metrics (or a metric and a group) share, which installed packages may bring, is refused."""
     groups: dict[str, tuple[str, ...]] = {}
-    for spec in LLM_METRICS.values():
+    for spec in LLM_METRICS:
         if spec.group != spec.name:
             groups[spec.group] = (*groups.get(spec.group, ()), spec.name)
-    groups[ALL] = (*LLM_METRICS, *DETERMINISTIC_GROUPS)
+    names = [*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names(), *groups, ALL]
+    shared = sorted({name for name in names if names.count(name) > 1})
+    if shared:
+        raise ConfigError(
+            f"The metric name {shared[0]} is taken twice (an LLM metric, a deterministic metric or a group, "
+            f"{_brought_by(shared[0])}); uninstall one of the packages that bring it."
+        )
+    groups[ALL] = (*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names())
     return groups
+
+
+def _brought_by(name: str) -> str:
+    packages = [
+        package
+        for package in (LLM_METRICS.installed_by(name), DETERMINISTIC_METRICS.installed_by(name))
+        if package is not None
+    ]
+    return f"brought by {', '.join(packages)}" if packages else "registered in Python"
 
 
 class JudgeTask(Task[JudgeInput, JudgementRecord]):
@@ -357,7 +389,7 @@ class JudgeTask(Task[JudgeInput, JudgementRecord]):
     role: Role = "judge"
 
     def __init__(self, metric: str, model: str, embed: Embed | None = None) -> None:
-        self.spec = LLM_METRICS[metric]
+        self.spec = LLM_METRICS.get(metric)
         self.name = f"judge:{metric}"
         self.model = model
         self.embed = embed
