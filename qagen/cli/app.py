@@ -15,6 +15,7 @@ from qagen.cli.build_settings import config_from_options
 from qagen.cli.config_file import config_option, show_only
 from qagen.cli.errors import PIPE_CLOSED_EXIT, friendly_errors
 from qagen.cli.flags import in_cli_terms
+from qagen.cli.next_steps import next_steps
 from qagen.cli.options import (
     BUILD_OPTIONS,
     batch_from_options,
@@ -160,8 +161,7 @@ def _next_steps(out: Path, *, pushed: bool) -> str:
     ]
     if not pushed:
         steps.append((f"qagen push {out} ORG/NAME", "publish it (private by default)"))
-    width = max(len(command) for command, _ in steps)
-    return "\nnext:\n" + "\n".join(f"  {command:<{width}}  # {why}" for command, why in steps)
+    return next_steps(steps)
 
 
 show_only(build, BUILD_SHOWN)

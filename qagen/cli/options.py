@@ -66,7 +66,8 @@ corpus_options = option_group(
 )  # fmt: skip
 _SMALLEST = " or ".join(f"{size} {unit}" for unit, size in MIN_CHUNK_SIZE.items())
 chunk_options = option_group(
-    click.option("--chunk-size", type=click.IntRange(min=1), default=2000, show_default=True, help=f"Maximum chunk length, in --length-unit (at least {_SMALLEST})."),
+    # No click range: the smallest size depends on --length-unit, which the chunk settings check (one bound, one message).
+    click.option("--chunk-size", type=int, default=2000, show_default=True, help=f"Maximum chunk length, in --length-unit (at least {_SMALLEST})."),
     click.option("--chunk-overlap", type=click.IntRange(min=0), default=200, show_default=True, help="Overlap between consecutive chunks, in --length-unit."),
     click.option("--length-unit", type=click.Choice(["characters", "tokens"]), default="characters", show_default=True, help="Measure chunk length in characters or in tiktoken tokens."),
     click.option("--encoding", default="cl100k_base", show_default=True, help="tiktoken encoding for --length-unit tokens."),

@@ -26,6 +26,7 @@ from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the b
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
 from qagen.evaluate.systems.protocol import ReaderSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
+from qagen.failures import is_call_failure_reason
 from qagen.llm.client import ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.concurrency import run_coroutine
@@ -260,30 +261,43 @@ def _raise_if_nothing_succeeded(summary: EvalSummary, out: Path) -> None:
     if questions and not answered:
         reasons = summary.failed_by_reason
         commonest = max(reasons, key=reasons.__getitem__) if reasons else "unknown"
+        whole = summary.failed_examples.get(commonest, commonest)  # the first such question's whole reason
         raise NothingUsableError(
-            f"None of the {questions} questions was answered (mostly {commonest}); "
-            f"every row is in {out / 'results.jsonl'}."
+            f"None of the {questions} questions was answered (mostly {whole}); every row is in {out / 'results.jsonl'}."
         )
     for metric, counts in summary.judges.items():
         if counts.judged == 0 and counts.failed > 0:
             failures = counts.failures
             commonest = max(failures, key=failures.__getitem__)
+            example = _example_failure(out, metric, commonest)
+            if is_call_failure_reason(commonest):
+                # No reply came: the server failed, which no reading of replies can mend.
+                raise NothingUsableError(
+                    f"The {metric} judge's server answered none of the {counts.failed} calls it was sent "
+                    f"(mostly {commonest}: {example or 'no message'}); see the server's log, then re-run the "
+                    f"same command to ask again. Every row is in {out / 'results.jsonl'}."
+                )
             raise NothingUsableError(
                 f"The {metric} judge could read none of the {counts.failed} verdicts it was asked for "
-                f"(mostly {commonest}; e.g. {_example_reply(out, metric, commonest)!r}); "
-                f"every reply is in {out / 'results.jsonl'}."
+                f"(mostly {commonest}; e.g. {example!r}); every reply is in {out / 'results.jsonl'}."
             )
 
 
-def _example_reply(out: Path, metric: str, reason: str) -> str:
-    """The first judge reply behind a failure of `metric` with `reason`, on one line."""
+def _example_failure(out: Path, metric: str, reason: str) -> str:
+    """What lies behind the first failure of `metric` with `reason`, on one line: the server's message
+    for a call that got no reply, else the judge's reply that could not be read."""
     with (out / "results.jsonl").open(encoding="utf-8") as rows:
         for line in rows:
             row = json.loads(line)
-            if row.get(f"{metric}_reason") == reason:
-                raw = row.get(f"{metric}_raw")
-                text = raw[-1] if isinstance(raw, list) and raw else raw
-                return " ".join(str(text or "").split())[:160]
+            if row.get(f"{metric}_reason") != reason:
+                continue
+            if is_call_failure_reason(reason):
+                errors = (row.get(f"{metric}_detail") or {}).get("call_errors") or [""]
+                # Long enough for a server's error body, whose message follows its status.
+                return " ".join(str(errors[-1]).split())[:300]
+            raw = row.get(f"{metric}_raw")
+            text = raw[-1] if isinstance(raw, list) and raw else raw
+            return " ".join(str(text or "").split())[:160]
     return ""
 
 

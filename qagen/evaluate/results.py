@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from qagen.evaluate.judges.correctness import normalise_correctness
 from qagen.evaluate.judges.registry import LLM_METRICS, NOT_ITS_TYPE
+from qagen.evaluate.metric_columns import metric_column, summary_name, summary_value
 from qagen.evaluate.metrics.scoring import (
     DETERMINISTIC_METRICS,
     EVIDENCE_COLUMNS,
@@ -47,30 +47,11 @@ UNDEFINED = frozenset({"no_statements"})
 """Reasons a judged metric has no value by its definition, which are no failure of the judge either:
 an answer with no statement ("I don't know") has no faithfulness (ragas: NaN, left out of means)."""
 
-_SUMMARY_NAMES = {"reciprocal_rank@k": "mrr@k", "evidence_reciprocal_rank@k": "evidence_mrr@k"}
-
 
 def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
     """The per-question value columns, LLM metrics first, in the order the summary lists them."""
     columns = [column for metric in DETERMINISTIC_METRICS if metric.name in groups for column in metric.columns]
     return [*llm_metrics, *columns]
-
-
-def summary_name(column: str, k: int) -> str:
-    """The summary's name of a row column: `reciprocal_rank@k` is `mrr@7`, `hit@k` is `hit@7`."""
-    return _SUMMARY_NAMES.get(column, column).replace("@k", f"@{k}")
-
-
-def row_column(name: str, k: int | None) -> str:
-    """The row column a summary metric is computed from (the inverse of `summary_name`)."""
-    generic = name.replace(f"@{k}", "@k") if k is not None else name
-    columns = {summary: column for column, summary in _SUMMARY_NAMES.items()}
-    return columns.get(generic, generic)
-
-
-def summary_value(column: str, value: float) -> float:
-    """A row's value as the summary averages it: correctness as (N-1)/4, the rest as they are."""
-    return normalise_correctness(value) if column == "correctness" else value
 
 
 def result_row(
@@ -134,8 +115,16 @@ def _cell(
 
 
 def _error_kind(error: str) -> str:
-    """An answer error up to its second level: `reader_failed: rate_limited`, `system_error: ValueError`."""
-    return ":".join(error.split(":")[:2]).strip()
+    """An answer error's kind: its first level and, when it is one word too, its second
+    (`reader_failed: rate_limited`, `system_error: ValueError`, `bad_response`); the rest is the detail
+    of one question, never cut into the kind (`no 'answer' in the reply (its keys are: ...)`)."""
+    levels: list[str] = []
+    for level in error.split(":", 2)[:2]:
+        word = level.strip()
+        if not word or len(word.split()) > 1:
+            break
+        levels.append(word)
+    return ": ".join(levels) or error.strip()
 
 
 def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: set[str]) -> ResultsSummary:
@@ -157,7 +146,11 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
     metrics = _metric_stats(rows, columns, k)
     types = Counter(row.question_type for row in rows if row.question_type is not None)
     by_type = {name: _metric_stats([row for row in rows if row.question_type == name], columns, k) for name in types}
-    failed = Counter(_error_kind(row.answer_error or "unknown") for row in rows if row.generated_answer is None)
+    errors = [row.answer_error or "unknown" for row in rows if row.generated_answer is None]
+    failed = Counter(_error_kind(error) for error in errors)
+    first_errors: dict[str, str] = {}
+    for error in errors:
+        first_errors.setdefault(_error_kind(error), error)
     judges: dict[str, JudgeCounts] = {}
     for metric in llm_metrics:
         cells = [row.judged[metric] for row in rows]
@@ -178,11 +171,13 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
     return ResultsSummary(
         k=k,
         metrics=metrics,
+        columns={summary_name(column, k): metric_column(column) for column in columns},
         questions=len(rows),
         answered=len(rows) - sum(failed.values()),
         retrieved_nothing=sum(_retrieved_nothing(row, k) for row in rows) if reports_contexts else 0,
         failed=sum(failed.values()),
         failed_by_reason=dict(sorted(failed.items())),
+        failed_examples=dict(sorted(first_errors.items())),
         judges=judges,
         question_types=dict(types),
         by_type=by_type,

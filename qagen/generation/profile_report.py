@@ -126,6 +126,18 @@ def profile_chart(profile: Mapping[str, Any], path: Path, title: str) -> Path:
     """Bar charts of the profile's distributions in one PNG: easiness (copied share, BM25 rank
     bins), coverage (documents by kept questions), and each critic's scores."""
     plt = pyplot()
+    figure = profile_figure(profile, title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def profile_figure(profile: Mapping[str, Any], title: str) -> Any:
+    """The figure `profile_chart` saves: four bar charts of counts, with whole-number count axes."""
+    plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     critics = list(profile["critic_scores"])
     figure, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     easiness, coverage = profile["easiness"], profile["coverage"]
@@ -147,12 +159,12 @@ def profile_chart(profile: Mapping[str, Any], path: Path, title: str) -> Path:
     axes[1][1].set_ylabel("drafts rated")
     if critics:
         axes[1][1].legend(fontsize=8)
+    for axis in axes.flat:
+        # Every chart counts questions, documents or drafts: a tick at 0.5 of them means nothing.
+        axis.yaxis.set_major_locator(MaxNLocator(integer=True))
     figure.suptitle(title)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return figure
 
 
 def _bars(axis: Any, labels: list[str], values: list[int], xlabel: str, ylabel: str) -> None:

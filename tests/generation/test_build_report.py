@@ -80,3 +80,29 @@ def test_a_build_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence
     assert result.stderr.startswith("error: The chart needs matplotlib, which is installed but cannot be imported (")
     assert result.stderr.endswith("): reinstall it with pip uninstall matplotlib, then pip install 'qagen[plot]'.\n")
     assert not chart.exists() and not (out / "profile.md").exists()  # refused before any work
+
+
+def test_the_profile_chart_counts_in_whole_numbers() -> None:
+    pytest.importorskip("matplotlib", reason="the chart needs the plot extra: pip install 'qagen[plot]'")
+    from qagen.generation.profile_report import profile_figure
+    from qagen.plotting import pyplot
+
+    # Small counts, where matplotlib's default ticks fall between whole numbers (0.5 of a question).
+    profile = {
+        "critic_scores": {"groundedness": {"4": 1, "5": 2}, "relevance": {"3": 1, "5": 2}},
+        "easiness": {
+            "copied_share_bins": {"<25%": 1, "25-50%": 2, ">50%": 0},
+            "bm25_rank": {"count": 3},
+            "ranked_first": 2,
+            "ranked_top5_share": 1.0,
+        },
+        "coverage": {"kept_per_document": {"0": 0, "1": 1, "2": 1}},
+    }
+    figure = profile_figure(profile, "profile")
+    try:
+        for axis in figure.axes:
+            figure.canvas.draw()
+            ticks = [tick for tick in axis.get_yticks() if axis.get_ylim()[0] <= tick <= axis.get_ylim()[1]]
+            assert ticks and all(float(tick).is_integer() for tick in ticks), (axis.get_ylabel(), ticks)
+    finally:
+        pyplot().close(figure)

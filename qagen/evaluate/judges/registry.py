@@ -36,7 +36,12 @@ from typing import NamedTuple
 
 from qagen.errors import ConfigError
 from qagen.evaluate.judges.abstention import ABSTENTION_PROMPT, ABSTENTION_SYSTEM, judge_abstention
-from qagen.evaluate.judges.correctness import CORRECTNESS_PROMPT, CORRECTNESS_SYSTEM, judge_correctness
+from qagen.evaluate.judges.correctness import (
+    CORRECTNESS_PROMPT,
+    CORRECTNESS_SYSTEM,
+    judge_correctness,
+    normalise_correctness,
+)
 from qagen.evaluate.judges.graders import (
     GRADER_INPUTS,
     grade_correct,
@@ -70,6 +75,7 @@ __all__ = [
     "JudgeInput",
     "JudgeTask",
     "MetricSpec",
+    "Rescaling",
     "grader",
     "metric_groups",
     "register_grader",
@@ -90,6 +96,20 @@ class JudgeInput(NamedTuple):
 
 MetricStart = Callable[[JudgeInput, str, "Embed | None"], JudgeStep]
 """`start(input, judge_model, embed)`: the first step of a metric's judgement."""
+
+
+class Rescaling(NamedTuple):
+    """How the summary reads a metric's values when not as they are: each value through `apply`
+    before the mean, as `formula` says (the report and `summary.json`'s `columns` quote it)."""
+
+    formula: str
+    apply: Callable[[float], float]
+    range: tuple[float, float]
+    """Where the rescaled values lie."""
+
+
+CORRECTNESS_RESCALING = Rescaling("(score - 1) / 4", normalise_correctness, (0.0, 1.0))
+"""The notebook's normalisation of the 1-5 rubric score: 0 when an answer scored 1, 1 when it scored 5."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +133,9 @@ class MetricSpec:
     help: str
     """What it measures, in a few words (the CLI's help lists it)."""
     value_range: tuple[float, float] = (0.0, 1.0)
-    """Where its values lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
+    """Where its values in `results.jsonl` lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
+    summarised_as: Rescaling | None = None
+    """How the summary reads its values, when not as they are (correctness: `CORRECTNESS_RESCALING`)."""
     reviewable: bool = False
     """Its value is a verdict on the answer (a grader's 1.0 / 0.0, correctness at its midpoint): the
     review compares it with people's `correct` labels (`qagen.review.eval_answers`)."""
@@ -161,6 +183,7 @@ LLM_METRICS: Registry[MetricSpec] = Registry(
             group="correctness",
             help="the cookbook's 1-5 rubric judge of the answer against the reference",
             value_range=(1.0, 5.0),
+            summarised_as=CORRECTNESS_RESCALING,
             reviewable=True,
         ),
         _spec(

@@ -34,13 +34,67 @@ from qagen.question_types.spec import Scoring
 from qagen.records import RetrievedContext
 from qagen.registry import Registry
 
-EVIDENCE_COLUMNS = ("evidence_hit@k", "evidence_reciprocal_rank@k", "evidence_ndcg@k")
-"""The chunk-level columns: a retrieved chunk is relevant when it holds the reference answer's
-evidence (`qagen.evaluate.metrics.evidence_hits`)."""
+
+@dataclass(frozen=True)
+class ScoreColumn:
+    """One column of qagen's own deterministic metrics, declared once: the metrics' columns and help,
+    the summary's names and the report's notes on scales read it from `SCORES`. Every value is on [0, 1]."""
+
+    column: str
+    """Its column of `results.jsonl`, one value per question; `@k` stands for the cutoff there."""
+    group: str
+    """The metric that fills it, the name `metrics` asks for it by (`retrieval`, `text`)."""
+    help: str
+    """What a question's value is, in a few words."""
+    summary: str | None = None
+    """Its name in `summary.json` when that is not the column's: the mean of reciprocal ranks is MRR
+    (`mrr@k`). `@k` is written out there (`mrr@7`)."""
+    several_passages: bool = False
+    """It exists on questions of several passages only (the others leave the column out)."""
+
+    @property
+    def summary_name(self) -> str:
+        return self.summary or self.column
+
 
 PASSAGES_FOUND = "passages_found@k"
 """A question of several passages: the share of its passages' documents among the top k (the partial
 hit beside `hit@k`, which needs them all). The column exists on such questions only."""
+
+SCORES: tuple[ScoreColumn, ...] = (
+    ScoreColumn("hit@k", "retrieval", "1 when the question's source document is among the top k, else 0"),
+    ScoreColumn(
+        "reciprocal_rank@k",
+        "retrieval",
+        "1 / the rank of the source document within the top k, 0 beyond",
+        summary="mrr@k",
+    ),
+    ScoreColumn("ndcg@k", "retrieval", "NDCG@k of the source document (binary relevance)"),
+    ScoreColumn("evidence_hit@k", "retrieval", "1 when a top-k chunk holds the reference answer's evidence, else 0"),
+    ScoreColumn(
+        "evidence_reciprocal_rank@k",
+        "retrieval",
+        "1 / the rank of the first chunk holding the evidence within the top k, 0 beyond",
+        summary="evidence_mrr@k",
+    ),
+    ScoreColumn("evidence_ndcg@k", "retrieval", "NDCG@k of the first chunk holding the evidence"),
+    ScoreColumn(
+        PASSAGES_FOUND,
+        "retrieval",
+        "the share of the question's passages whose document is among the top k",
+        several_passages=True,
+    ),
+    ScoreColumn("context_rouge_l_recall", "text", "ROUGE-L recall of the reference answer in the retrieved contexts"),
+    ScoreColumn("token_f1", "text", "token F1 of the answer against the reference (SQuAD's)"),
+)
+"""The columns of qagen's own deterministic metrics (`retrieval`, `text`), in the order the summary
+lists them."""
+
+SCORES_BY_COLUMN = {spec.column: spec for spec in SCORES}
+
+EVIDENCE_COLUMNS = tuple(spec.column for spec in SCORES if spec.column.startswith("evidence_"))
+"""The chunk-level columns: a retrieved chunk is relevant when it holds the reference answer's
+evidence (`qagen.evaluate.metrics.evidence_hits`)."""
 
 NOT_RETRIEVAL_SCORED = "scored_by_abstention"
 """Why a question of a type scored by abstention (`unanswerable`) has no retrieval or text values:
@@ -48,6 +102,17 @@ nothing in the corpus answers it, so there is nothing to retrieve, and the words
 nothing of whether it is one (a refusal that shares no word with the reference's "the documents do
 not answer" is still a refusal: the abstention judge reads it). The reason of every metric that
 scores only the questions of another way of scoring (`DeterministicMetric.scoring`)."""
+
+
+def _columns_of(group: str, *, several_passages: bool = False) -> tuple[str, ...]:
+    """The columns `SCORES` declares for one of qagen's metrics: those every question has, or those
+    of questions of several passages only."""
+    return tuple(spec.column for spec in SCORES if spec.group == group and spec.several_passages == several_passages)
+
+
+def _help_of(group: str) -> str:
+    """One of qagen's metrics in a few words: the summary's names of its columns every question has."""
+    return ", ".join(SCORES_BY_COLUMN[column].summary_name for column in _columns_of(group))
 
 
 class Reported(NamedTuple):
@@ -150,6 +215,9 @@ class DeterministicMetric:
     scoring: Scoring | None = "answer"
     """The questions it scores: those of the question types scored this way (`QuestionTypeSpec.scoring`);
     None: every question. The others have no value, with the reason `NOT_RETRIEVAL_SCORED`."""
+    value_range: tuple[float, float] | None = None
+    """Where its columns' values lie ((0, 1) for qagen's own); None: unbounded or unstated (a count).
+    `summary.json`'s `columns` and the report's notes on scales say it."""
 
     def scores(self, question_type: str | None) -> bool:
         """Whether it scores a question of this type."""
@@ -220,22 +288,25 @@ DETERMINISTIC_METRICS: Registry[DeterministicMetric] = Registry(
     specs=(
         DeterministicMetric(
             "retrieval",
-            help="hit@k, MRR, NDCG",
-            columns=("hit@k", "reciprocal_rank@k", "ndcg@k", *EVIDENCE_COLUMNS),
+            help=_help_of("retrieval"),
+            columns=_columns_of("retrieval"),
             score=_retrieval,
-            optional_columns=(PASSAGES_FOUND,),
+            optional_columns=_columns_of("retrieval", several_passages=True),
             reads_evidence=True,
+            value_range=(0.0, 1.0),
         ),
         DeterministicMetric(
             "text",
-            help="ROUGE-L recall, token F1",
-            columns=("context_rouge_l_recall", "token_f1"),
+            help=_help_of("text"),
+            columns=_columns_of("text"),
             score=_text,
+            value_range=(0.0, 1.0),
         ),
     ),
 )
-"""Every deterministic metric: qagen's, those registered in Python (`DETERMINISTIC_METRICS.register`),
-and those installed packages bring (entry points `qagen.deterministic_metrics`)."""
+"""Every deterministic metric: qagen's (their columns: `SCORES`), those registered in Python
+(`DETERMINISTIC_METRICS.register`), and those installed packages bring (entry points
+`qagen.deterministic_metrics`)."""
 
 
 def deterministic_metrics(

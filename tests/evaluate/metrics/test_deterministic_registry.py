@@ -11,6 +11,7 @@ import pytest
 from qagen.errors import ConfigError
 from qagen.evaluate.api import select_metrics
 from qagen.evaluate.judges.registry import metric_groups
+from qagen.evaluate.metric_columns import scale_notes
 from qagen.evaluate.metrics.scoring import (
     DETERMINISTIC_METRICS,
     NOT_RETRIEVAL_SCORED,
@@ -76,6 +77,14 @@ def test_a_registered_metric_is_named_scored_and_summarised(registered: Determin
     summary = summarise(rows, k=3, llm_metrics=[], groups={"answer_words"})
     stats = summary.metrics["answer_words"]
     assert (stats.mean, stats.n, stats.missing_by_reason) == (4.0, 1, {NOT_RETRIEVAL_SCORED: 1, "no_answer": 1})
+    # A count: the summary says what it is, and that its metric states no range (not qagen's 0-1).
+    assert summary.columns["answer_words"].model_dump() == {
+        "results_column": "answer_words", "question_value": "words in the answer", "results_range": None,
+        "summarised_as": "value", "range": None,
+    }  # fmt: skip
+    assert scale_notes(["answer_words"], 3) == [
+        "answer_words: the mean of results.jsonl's `answer_words`, on a range its metric does not state"
+    ]
 
 
 def test_a_metric_may_fill_only_the_columns_it_declares(registered: DeterministicMetric) -> None:
