@@ -141,6 +141,24 @@ def test_shares_are_split_within_one_draft_and_refused_when_they_do_not_add_up()
     assert not BuildConfig(corpus=corpus).mixed and BuildConfig(corpus=corpus, question_types={"reworded": 100}).mixed
 
 
+def test_a_type_named_twice_is_refused_naming_it_and_a_bare_name_is_the_whole_mix(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="names factoid twice"):
+        parse_shares("factoid=50,factoid=50")
+    # Collapsed, this one would add up to 100 and be taken silently as factoid=50,multi_hop=50.
+    with pytest.raises(ConfigError, match="names factoid twice"):
+        parse_shares("factoid=50, multi_hop=50,factoid=50")
+    assert parse_shares("multi_hop") == {"multi_hop": 100}
+
+    result = CliRunner().invoke(
+        main, ["build", str(tmp_path), "--out", str(tmp_path / "run"), "--question-types", "factoid=50,factoid=50"]
+    )
+    assert result.exit_code == 2 and "names factoid twice" in result.output, result.output
+    assert not (tmp_path / "run").exists()
+    # The option's help says what a bare name means.
+    help_text = " ".join(CliRunner().invoke(main, ["build", "--help"]).output.split())
+    assert "a bare name is the whole mix (multi_hop: multi_hop=100)" in help_text
+
+
 def _chunk(chunk_id: str, source: str, start: int, text: str) -> Chunk:
     return Chunk(id=chunk_id, source=source, text=text, start_index=start, end_index=start + len(text))
 
