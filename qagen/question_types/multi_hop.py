@@ -35,4 +35,6 @@ MULTI_HOP = QuestionTypeSpec(
         TypeCritic("reader", vetting="checks"),
     ),
     own_critics=(NEEDS_BOTH,),
+    passages_needed="two chunks that share a rare term (a name, an option, a command: a word few other chunks hold) "
+    "and are not near copies of each other",
 )

@@ -104,6 +104,9 @@ class QuestionTypeSpec:
     a passage, the answer rules) apply. False (an unanswerable question): its question alone is checked."""
     scoring: Scoring = "answer"
     """How the evaluator scores its answers."""
+    passages_needed: str | None = None
+    """For a type whose picker can fall short (`Picked.short`): what a draft's passages must be, said
+    when the corpus had none for some of its drafts. None: a picker of one chunk per draft, never short."""
 
     @property
     def passages(self) -> int:

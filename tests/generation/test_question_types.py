@@ -159,6 +159,41 @@ def test_a_type_named_twice_is_refused_naming_it_and_a_bare_name_is_the_whole_mi
     assert "a bare name is the whole mix (multi_hop: multi_hop=100)" in help_text
 
 
+def test_a_corpus_with_nothing_to_pair_says_why_instead_of_an_empty_success(llm: Any, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "tides.txt").write_text("The keeper recorded the semidiurnal tides every morning with a brass rod.\n")
+    model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", "4", "-q"]
+
+    def build(out: str, mix: str) -> Any:
+        return CliRunner().invoke(
+            main, ["build", str(corpus), "--out", str(tmp_path / out), *model, "--question-types", mix]
+        )
+
+    # Nothing but multi-hop drafts, and one chunk: no pair, so nothing to draft; a failure, said why.
+    alone = build("alone", "multi_hop=100")
+    assert alone.exit_code == 1, alone.output
+    said = " ".join(alone.stderr.split())
+    assert said.startswith(
+        "error: Nothing could be drafted. The corpus (1 chunk) had passages for 0 of the 4 multi_hop"
+    )
+    assert "two chunks that share a rare term" in said and "--chunk-size" in said and "--question-types" in said
+    assert "all of them" not in alone.output
+    # A re-run with nothing new to do says it again rather than standing by the empty outputs.
+    again = build("alone", "multi_hop=100")
+    assert again.exit_code == 1 and "Nothing could be drafted" in again.stderr, again.output
+
+    # Beside factoids the build keeps what it can, and says which drafts had no passages and why.
+    mixed = build("mixed", "factoid=50,multi_hop=50")
+    assert mixed.exit_code == 0, mixed.output
+    assert (
+        "sampled chunks       1 (the corpus had no passages for 2 of the drafts asked for: see below)" in mixed.stdout
+    )
+    assert "short of passages: The corpus (1 chunk) had passages for 0 of the 2 multi_hop drafts asked for" in (
+        " ".join(mixed.stderr.split())
+    )
+
+
 def _chunk(chunk_id: str, source: str, start: int, text: str) -> Chunk:
     return Chunk(id=chunk_id, source=source, text=text, start_index=start, end_index=start + len(text))
 
