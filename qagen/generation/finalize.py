@@ -30,6 +30,7 @@ from qagen.corpus.chunk_index import ChunkIndex
 from qagen.generation.filter import Assembler
 from qagen.generation.kept_quality import carried_over, stored_kept_quality
 from qagen.generation.ledger import Ledger
+from qagen.generation.mix_change import mix_change
 from qagen.generation.profile import ProfileCounter
 from qagen.generation.sample import Sample
 from qagen.generation.semantic_dedup import SemanticDedup, SemanticDuplicates, load_semantic_dedup
@@ -105,6 +106,7 @@ def write_outputs(
         return Outputs(_stored_summary(run), up_to_date=True, no_draft=None)
     # The estimate from people's labels is not the records': it is carried over, stale if the kept set changes.
     kept_quality = stored_kept_quality(run.summary_file)
+    changed_mix = mix_change(config, run)
     ledger = ledger or Ledger(run.drafts, run.critiques)
     ledger.scan()
     # The build's own index when its tasks have one (its critics' searches may have built it already).
@@ -152,6 +154,8 @@ def write_outputs(
         update={"profile": profile.result(duplicates), "kept_quality": carried_over(kept_quality, kept_ids)}
     )
     write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
+    if changed_mix is not None and (left_out := changed_mix.left_out(kept_ids)) is not None:
+        _say(left_out)
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:
         # Not when nothing could be drafted: the next run says so again instead of standing by it.

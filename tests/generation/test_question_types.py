@@ -194,6 +194,47 @@ def test_a_corpus_with_nothing_to_pair_says_why_instead_of_an_empty_success(llm:
     )
 
 
+def test_a_changed_mix_says_which_kept_questions_it_leaves_out_and_the_old_mix_brings_them_back(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+
+    def build(mix: str) -> Any:
+        args = ["build", corpus, "--out", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 8]
+        result = CliRunner().invoke(
+            main, [str(arg) for arg in [*args, "--chunk-size", 400, "--question-types", mix, "-q"]]
+        )
+        assert result.exit_code == 0, result.output
+        return result
+
+    def kept_by_type() -> dict[str, int]:
+        return {
+            name: counts["kept"]
+            for name, counts in json.loads((run / "summary.json").read_text())["question_types"].items()
+        }
+
+    build("factoid=50,unanswerable=50")
+    before = kept_by_type()
+    assert before["unanswerable"] >= 1  # else there is nothing to leave out and the test proves nothing
+    narrowed = build("factoid=100")
+    said = " ".join(narrowed.stderr.split())
+    gone = before["unanswerable"]
+    assert (
+        f"The question types changed from factoid=50,unanswerable=50 to factoid=100: {gone} question"
+        f"{'s' if gone != 1 else ''} kept before {'are' if gone != 1 else 'is'} left out of the dataset "
+        f"(unanswerable {gone}). Their drafts and verdicts stay in the run: asking for factoid=50,unanswerable=50 "
+        "again brings them back, with no call paid twice."
+    ) in said
+    assert all(row.get("question_type", "factoid") == "factoid" for row in load_from_disk(str(run / "dataset")))
+
+    # The old mix again: its unanswerable questions come back without a call.
+    llm.reset()
+    build("factoid=50,unanswerable=50")
+    assert kept_by_type() == before and not llm.log
+    # An unchanged mix says nothing of the kind.
+    assert "question types changed" not in build("factoid=50,unanswerable=50").stderr
+
+
 def _chunk(chunk_id: str, source: str, start: int, text: str) -> Chunk:
     return Chunk(id=chunk_id, source=source, text=text, start_index=start, end_index=start + len(text))
 
