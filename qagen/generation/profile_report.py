@@ -14,6 +14,7 @@ from typing import Any
 from qagen.errors import QagenError
 from qagen.generation.kept_quality import kept_quality_of, kept_quality_sentence
 from qagen.plotting import pyplot
+from qagen.runs.rundir import RunDir
 
 
 def _share(part: int, whole: int) -> str:
@@ -96,12 +97,33 @@ PROFILE_FILE = "profile.md"
 
 def build_summary(run: Path) -> Mapping[str, Any] | None:
     """The build's `summary.json` when `run` is a build's run directory; None for anything else
-    (an evaluation directory has a summary too, without a funnel)."""
+    (an evaluation directory has a summary too, without a funnel). A build's run directory (it has
+    `run.json`) whose summary is missing, unreadable or no build's is a `QagenError` saying how to
+    write it again: taken for an evaluation, it would be sent to `qagen evaluate`."""
+    summary_file = run / "summary.json"
     try:
-        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        _refuse_a_build_run(run, "is missing (the build has not got that far, or the file was removed)")
         return None
-    return summary if isinstance(summary, dict) and "funnel" in summary else None
+    except (OSError, ValueError) as exc:
+        _refuse_a_build_run(run, f"cannot be read ({exc})")
+        return None
+    if isinstance(summary, dict) and "funnel" in summary:
+        return summary
+    _refuse_a_build_run(run, "is no build's summary (it has no funnel)")
+    return None
+
+
+def _refuse_a_build_run(run: Path, problem: str) -> None:
+    """For a build's run directory, whose `summary.json` has `problem`: the way to a new summary."""
+    if not RunDir(run).exists():
+        return
+    raise QagenError(
+        f"{run} is a build's run directory, but its summary.json {problem}. Write it again from the run's "
+        f"records with `qagen filter {run}` (no LLM call), or re-run the build's command: it resumes where it "
+        "stopped and pays for no call twice."
+    )
 
 
 def write_profile(run: Path, summary: Mapping[str, Any]) -> tuple[str, Path]:

@@ -80,3 +80,38 @@ def test_a_build_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence
     assert result.stderr.startswith("error: The chart needs matplotlib, which is installed but cannot be imported (")
     assert result.stderr.endswith("): reinstall it with pip uninstall matplotlib, then pip install 'qagen[plot]'.\n")
     assert not chart.exists() and not (out / "profile.md").exists()  # refused before any work
+
+
+def test_report_on_a_build_without_a_readable_summary_says_how_to_write_it_again(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    built = CliRunner().invoke(main, [*args, "-n", "4", "--chunk-size", "400", "-q"])
+    assert built.exit_code == 0, built.output
+    summary_file = out / "summary.json"
+    kept = json.loads(summary_file.read_text(encoding="utf-8"))["funnel"]["kept"]
+    advice = (
+        f"Write it again from the run's records with `qagen filter {out}` (no LLM call), or re-run the build's "
+        "command: it resumes where it stopped and pays for no call twice.\n"
+    )
+
+    for broken, problem in (
+        (None, "is missing (the build has not got that far, or the file was removed)"),
+        ('{"funnel": ', "cannot be read (Expecting value: line 1 column 12 (char 11))"),
+        ('{"metrics": {}}', "is no build's summary (it has no funnel)"),
+    ):
+        if broken is None:
+            summary_file.unlink()
+        else:
+            summary_file.write_text(broken, encoding="utf-8")
+        result = CliRunner().invoke(main, ["report", str(out)])
+        assert result.exit_code == 1
+        assert result.stderr == f"error: {out} is a build's run directory, but its summary.json {problem}. {advice}"
+        assert "qagen evaluate" not in result.output
+
+    # The advice works: the summary is written again from the records, and the report reads it.
+    llm.reset()
+    assert CliRunner().invoke(main, ["filter", str(out)]).exit_code == 0 and not llm.log
+    assert json.loads(summary_file.read_text(encoding="utf-8"))["funnel"]["kept"] == kept
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
