@@ -38,7 +38,7 @@ from qagen.generation.summary import summarise_build
 from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
-from qagen.records import BuildSummary, CandidateRow, Duplicates, TypeFunnel
+from qagen.records import BuildSummary, CandidateRow, Duplicates, Passages, TypeFunnel
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -72,11 +72,13 @@ class _GenerationFailures:
         self.count: Counter[str] = Counter()
         self.first: dict[str, tuple[str, str | None]] = {}
 
-    def add(self, candidate: CandidateRow) -> None:
+    def add(self, candidate: CandidateRow, item: Passages) -> None:
+        """Count the candidate drafted from `item` (whose document names the case: an unanswerable
+        row's `source_doc` is empty)."""
         reason = candidate.reason
         if reason.startswith(_GENERATION):
             self.count[reason] += 1
-            self.first.setdefault(reason, (candidate.source_doc, candidate.generation_raw))
+            self.first.setdefault(reason, (item.first.source, candidate.generation_raw))
 
     def commonest(self, candidates: int) -> NoDraft:
         reason, times = self.count.most_common(1)[0]
@@ -130,7 +132,7 @@ def write_outputs(
     def candidates() -> Iterator[CandidateRow]:
         for item in sample:
             candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
-            failures.add(candidate)
+            failures.add(candidate, item)
             profile.add(candidate.model_dump(), assembler.last_check_reason)
             sample_ids.add(candidate.id)
             if candidate.status == "kept":
@@ -188,7 +190,7 @@ def _tally(
     for item in sample:
         candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
         if candidate.status == "kept":
-            passed.append(Passed(candidate.id, item.question_type, candidate.source_doc))
+            passed.append(Passed(candidate.id, item.question_type, item.first.source))
     return Tally(assembler.by_type(), passed)
 
 

@@ -70,9 +70,15 @@ class ProfileCounter:
         self.checks: Counter[str] = Counter()
 
     def add(self, row: Mapping[str, Any], check_reason: str | None = None) -> None:
-        """Count a row; `check_reason`: the free check that rejected it, if one did."""
-        self.sampled_documents.add(row["source_doc"])
-        self.sampled_chunks.add(row["chunk_id"])
+        """Count a row; `check_reason`: the free check that rejected it, if one did.
+
+        Coverage and easiness count the rows with a retrieval target: a question no passage answers
+        (unanswerable, its `source_doc` None: `NO_TARGET_COLUMNS`) covers no document, and how easily
+        its borrowed passage is found says nothing of how easy the question is."""
+        targeted = row["source_doc"] is not None
+        if targeted:
+            self.sampled_documents.add(row["source_doc"])
+            self.sampled_chunks.add(row["chunk_id"])
         if check_reason is not None:
             self.checks[check_reason] += 1
         for critic in self.critics:
@@ -82,10 +88,12 @@ class ProfileCounter:
         if row["status"] != "kept":
             return
         self.types[row.get("question_type") or DEFAULT_TYPE] += 1
-        self.kept_by_document[row["source_doc"]] += 1
-        self.kept_chunks.add(row["chunk_id"])
         self.question_chars.append(len(row["question"] or ""))
         self.answer_chars.append(len(row["answer"] or ""))
+        if not targeted:
+            return
+        self.kept_by_document[row["source_doc"]] += 1
+        self.kept_chunks.add(row["chunk_id"])
         if row.get("copied_share") is not None:
             self.copied.append(float(row["copied_share"]))
         if row.get("bm25_rank") is not None:

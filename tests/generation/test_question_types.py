@@ -64,7 +64,10 @@ def test_a_build_of_mixed_types_then_its_evaluation(llm: Any, tmp_path: Path) ->
     candidates, dataset = list(load_from_disk(str(run / "candidates"))), list(load_from_disk(str(run / "dataset")))
     assert {row["question_type"] for row in dataset} == set(types)
     for row in candidates:
-        assert row["contexts"][0] == row["context"] and row["chunk_ids"][0] == row["chunk_id"]
+        assert row["contexts"][0] == row["context"]
+        # An unanswerable question has no retrieval target: no chunk is named where a target is read.
+        target = None if row["question_type"] == "unanswerable" else row["chunk_ids"][0]
+        assert row["chunk_id"] == target and row["source_doc"] == (target and row["source_docs"][0])
         if row["question_type"] == "multi_hop":  # every multi-hop row names two different chunks
             assert len(row["chunk_ids"]) == 2 and len(set(row["chunk_ids"])) == 2, row
             assert len(row["contexts"]) == len(row["source_docs"]) == len(row["start_indices"]) == 2
@@ -233,6 +236,37 @@ def test_a_changed_mix_says_which_kept_questions_it_leaves_out_and_the_old_mix_b
     assert kept_by_type() == before and not llm.log
     # An unchanged mix says nothing of the kind.
     assert "question types changed" not in build("factoid=50,unanswerable=50").stderr
+
+
+def test_an_unanswerable_question_names_no_retrieval_target_and_the_profile_leaves_it_out(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    args = ["build", corpus, "--out", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 12]
+    _invoke(*args, "--chunk-size", 400, "--question-types", "factoid=50,unanswerable=50", "-q")
+    kept = list(load_from_disk(str(run / "dataset")))
+    unanswerable = [row for row in kept if row["question_type"] == "unanswerable"]
+    answerable = [row for row in kept if row["question_type"] != "unanswerable"]
+    assert unanswerable and answerable  # both kinds, or the test proves nothing
+    for row in unanswerable:
+        # No document answers it: no column names one, or a place in it.
+        target = ("source_doc", "chunk_id", "start_index", "end_index", "bm25_rank")
+        assert {column: row[column] for column in target} == dict.fromkeys(target), row
+        # What it was drafted from is still said, in the columns that say so.
+        assert row["contexts"] == [row["context"]] and len(row["source_docs"]) == len(row["chunk_ids"]) == 1
+    for row in answerable:
+        assert row["source_doc"] == row["source_docs"][0] and row["chunk_id"] == row["chunk_ids"][0]
+        assert row["bm25_rank"] is not None and row["start_index"] == row["start_indices"][0]
+
+    summary = json.loads((run / "summary.json").read_text())
+    assert "An unanswerable question has no retrieval target: its `source_doc`" in " ".join(str(_card(summary)).split())
+    profile = summary["profile"]
+    assert profile["question_types"] == {"factoid": len(answerable), "unanswerable": len(unanswerable)}
+    assert profile["easiness"]["bm25_rank"]["count"] == len(answerable)
+    assert profile["easiness"]["ranked_first"] == sum(row["bm25_rank"] == 1 for row in answerable)
+    assert profile["easiness"]["copied_share"]["count"] == sum(row["copied_share"] is not None for row in answerable)
+    assert profile["coverage"]["documents_with_kept"] == len({row["source_doc"] for row in answerable})
+    assert profile["coverage"]["chunks_with_kept"] == len({row["chunk_id"] for row in answerable})
 
 
 def _chunk(chunk_id: str, source: str, start: int, text: str) -> Chunk:
