@@ -536,7 +536,10 @@ class Duplicates(Record):
 class TestSetProfile(Record):
     """What a build kept, described."""
 
-    question_types: dict[str, int] = Field(description="Kept questions by type.")
+    question_types: dict[str, int] = Field(
+        description="Kept questions by type: every type of the build, in the order of its `question_types`, 0 when "
+        "none was kept."
+    )
     coverage: Coverage = Field(description="Documents and chunks covered.")
     easiness: Easiness = Field(description="How easy the kept questions are for retrieval.")
     question_chars: Distribution = Field(description="Length of the kept questions, in characters.")

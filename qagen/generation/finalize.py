@@ -124,7 +124,9 @@ def write_outputs(
     assembler = Assembler(
         config, tasks, sample, chunk_index=chunk_index, semantic=_semantic(config, vectors), chosen=chosen
     )
-    profile = ProfileCounter([critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document())
+    profile = ProfileCounter(
+        [critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document(), config.question_types
+    )
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
     kept_ids: list[str] = []

@@ -53,11 +53,14 @@ def _document_bin(count: int) -> str:
 class ProfileCounter:
     """Counts the profile one candidate row at a time (the rows as `CandidateRow.model_dump` gives)."""
 
-    def __init__(self, critics: Iterable[str], documents: Mapping[str, int]) -> None:
-        """`critics`: the build's critics; `documents`: every document's source and its number of chunks."""
+    def __init__(
+        self, critics: Iterable[str], documents: Mapping[str, int], question_types: Iterable[str] = (DEFAULT_TYPE,)
+    ) -> None:
+        """`critics`: the build's critics; `documents`: every document's source and its number of chunks;
+        `question_types`: the build's types, in its order, each counted even when none of it is kept."""
         self.critics = tuple(critics)
         self.documents = dict(documents)
-        self.types: Counter[str] = Counter()
+        self.types: Counter[str] = Counter(dict.fromkeys(question_types, 0))
         self.sampled_documents: set[str] = set()
         self.sampled_chunks: set[str] = set()
         self.kept_by_document: Counter[str] = Counter()
@@ -106,7 +109,7 @@ class ProfileCounter:
         first = sum(1 for rank in self.ranks if rank == 1)
         copied_bins = Counter(_bin(value) for value in self.copied)
         return TestSetProfile(
-            question_types=dict(sorted(self.types.items())),
+            question_types=dict(self.types),
             coverage=Coverage(
                 documents=len(self.documents),
                 documents_sampled=len(self.sampled_documents),

@@ -45,14 +45,17 @@ def profile_tables(profile: Mapping[str, Any]) -> str:
     parts: list[str] = []
     types = "\n".join(f"| {name} | {count} |" for name, count in profile["question_types"].items()) or "| - | 0 |"
     parts.append(f"| question type | kept |\n|---|---|\n{types}")
-    per_document = ", ".join(f"{name}: {count}" for name, count in coverage["kept_per_document"].items())
+    # One row per bin, said in words: "documents with 2 kept questions | 3" reads without a legend.
+    per_document = "".join(
+        f"\n| documents with {name} kept question{'' if name == '1' else 's'} | {count} |"
+        for name, count in coverage["kept_per_document"].items()
+    )
     parts.append(
         "| coverage | count |\n|---|---|\n"
         f"| documents with a kept question | {_share(coverage['documents_with_kept'], coverage['documents'])} |\n"
         f"| documents sampled | {_share(coverage['documents_sampled'], coverage['documents'])} |\n"
         f"| chunks with a kept question | {_share(coverage['chunks_with_kept'], coverage['chunks'])} |\n"
-        f"| chunks sampled | {_share(coverage['chunks_sampled'], coverage['chunks'])} |\n"
-        f"| documents by kept questions | {per_document} |"
+        f"| chunks sampled | {_share(coverage['chunks_sampled'], coverage['chunks'])} |" + per_document
     )
     ranked = easiness["bm25_rank"]["count"]
     first, top5 = easiness["ranked_first_share"], easiness["ranked_top5_share"]
@@ -88,7 +91,7 @@ def profile_tables(profile: Mapping[str, Any]) -> str:
     )
     checks = "\n".join(f"| {reason} | {count} |" for reason, count in profile["checks"].items()) or "| (none) | 0 |"
     parts.append(f"| rejected by a free check, before any critic | drafts |\n|---|---|\n{checks}")
-    return f"{kept} kept questions.\n\n" + "\n\n".join(parts)
+    return f"{kept} kept question{'' if kept == 1 else 's'}.\n\n" + "\n\n".join(parts)
 
 
 PROFILE_FILE = "profile.md"
@@ -146,7 +149,7 @@ def require_profile(summary: Mapping[str, Any], where: Path) -> Mapping[str, Any
 
 def profile_chart(profile: Mapping[str, Any], path: Path, title: str) -> Path:
     """Bar charts of the profile's distributions in one PNG: easiness (copied share, BM25 rank
-    bins), coverage (documents by kept questions), and each critic's scores."""
+    bins), coverage (documents by their number of kept questions), and each critic's scores."""
     plt = pyplot()
     critics = list(profile["critic_scores"])
     figure, axes = plt.subplots(2, 2, figsize=(11, 7.5))
