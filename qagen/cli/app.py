@@ -142,6 +142,10 @@ def build(
         from qagen.generation.target import SHORTFALL_SETTINGS
 
         click.echo(f"\nshort of the target: {in_cli_terms(result.shortfall, SHORTFALL_SETTINGS)}", err=True)
+    if result.short_of_passages:
+        from qagen.generation.passages_short import PASSAGES_SETTINGS
+
+        click.echo(f"\nshort of passages: {in_cli_terms(result.short_of_passages, PASSAGES_SETTINGS)}", err=True)
     click.echo(f"\nkept {result.summary.funnel.kept} questions: {out / 'dataset'} (every draft: {out / 'candidates'})")
     if push_repo:
         from qagen.publish.push import push_run

@@ -56,4 +56,6 @@ MULTI_HOP = QuestionTypeSpec(
         TypeCritic("second_alone", vetting="checks"),
     ),
     own_critics=(NEEDS_BOTH, FIRST_ALONE, SECOND_ALONE),
+    passages_needed="two chunks that share a rare term (a name, an option, a command: a word few other chunks hold) "
+    "and are not near copies of each other",
 )

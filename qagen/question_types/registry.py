@@ -44,7 +44,9 @@ def register_question_type(spec: QuestionTypeSpec) -> QuestionTypeSpec:
 
 
 def parse_shares(text: str) -> dict[str, int]:
-    """`factoid=60,multi_hop=20,...` as shares by type (`question_types` written as text); a bare name is 100."""
+    """`factoid=60,multi_hop=20,...` as shares by type (`question_types` written as text); a bare name
+    (`multi_hop`) is a share of 100, the whole mix. A type named twice is refused, not collapsed: which
+    of its shares was meant cannot be told."""
     shares: dict[str, int] = {}
     for part in (piece.strip() for piece in text.split(",")):
         if not part:
@@ -52,6 +54,12 @@ def parse_shares(text: str) -> dict[str, int]:
         name, equals, value = (piece.strip() for piece in part.partition("="))
         if not equals:
             value = "100"
+        if name in shares:
+            raise ConfigError(
+                f"`question_types` names {name} twice ({text.strip()!r}): give each type once, with its share of "
+                "the drafts, e.g. factoid=60,multi_hop=40.",
+                settings=("question_types",),
+            )
         try:
             shares[name] = int(value)
         except ValueError:

@@ -133,6 +133,10 @@ class QuestionTypeSpec:
 
         return load_prompt(name, self.prompt_folder_of(name))
 
+    passages_needed: str | None = None
+    """For a type whose picker can fall short (`Picked.short`): what a draft's passages must be, said
+    when the corpus had none for some of its drafts. None: a picker of one chunk per draft, never short."""
+
     @property
     def passages(self) -> int:
         """How many passages a draft of it reads: the draft prompt's `PASSAGE_PLACEHOLDERS`, or one."""

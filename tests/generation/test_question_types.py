@@ -75,7 +75,10 @@ def test_a_build_of_mixed_types_then_its_evaluation(llm: Any, tmp_path: Path) ->
     candidates, dataset = list(load_from_disk(str(run / "candidates"))), list(load_from_disk(str(run / "dataset")))
     assert {row["question_type"] for row in dataset} == set(types)
     for row in candidates:
-        assert row["contexts"][0] == row["context"] and row["chunk_ids"][0] == row["chunk_id"]
+        assert row["contexts"][0] == row["context"]
+        # An unanswerable question has no retrieval target: no chunk is named where a target is read.
+        target = None if row["question_type"] == "unanswerable" else row["chunk_ids"][0]
+        assert row["chunk_id"] == target and row["source_doc"] == (target and row["source_docs"][0])
         if row["question_type"] == "multi_hop":  # every multi-hop row names two different chunks
             assert len(row["chunk_ids"]) == 2 and len(set(row["chunk_ids"])) == 2, row
             assert len(row["contexts"]) == len(row["source_docs"]) == len(row["start_indices"]) == 2
@@ -150,6 +153,131 @@ def test_shares_are_split_within_one_draft_and_refused_when_they_do_not_add_up()
     with pytest.raises(ConfigError, match="no share"):
         parse_shares("factoid=half")
     assert not BuildConfig(corpus=corpus).mixed and BuildConfig(corpus=corpus, question_types={"reworded": 100}).mixed
+
+
+def test_a_type_named_twice_is_refused_naming_it_and_a_bare_name_is_the_whole_mix(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="names factoid twice"):
+        parse_shares("factoid=50,factoid=50")
+    # Collapsed, this one would add up to 100 and be taken silently as factoid=50,multi_hop=50.
+    with pytest.raises(ConfigError, match="names factoid twice"):
+        parse_shares("factoid=50, multi_hop=50,factoid=50")
+    assert parse_shares("multi_hop") == {"multi_hop": 100}
+
+    result = CliRunner().invoke(
+        main, ["build", str(tmp_path), "--out", str(tmp_path / "run"), "--question-types", "factoid=50,factoid=50"]
+    )
+    assert result.exit_code == 2 and "names factoid twice" in result.output, result.output
+    assert not (tmp_path / "run").exists()
+    # The option's help says what a bare name means.
+    help_text = " ".join(CliRunner().invoke(main, ["build", "--help"]).output.split())
+    assert "a bare name is the whole mix (multi_hop: multi_hop=100)" in help_text
+
+
+def test_a_corpus_with_nothing_to_pair_says_why_instead_of_an_empty_success(llm: Any, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "tides.txt").write_text("The keeper recorded the semidiurnal tides every morning with a brass rod.\n")
+    model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", "4", "-q"]
+
+    def build(out: str, mix: str) -> Any:
+        return CliRunner().invoke(
+            main, ["build", str(corpus), "--out", str(tmp_path / out), *model, "--question-types", mix]
+        )
+
+    # Nothing but multi-hop drafts, and one chunk: no pair, so nothing to draft; a failure, said why.
+    alone = build("alone", "multi_hop=100")
+    assert alone.exit_code == 1, alone.output
+    said = " ".join(alone.stderr.split())
+    assert said.startswith(
+        "error: Nothing could be drafted. The corpus (1 chunk) had passages for 0 of the 4 multi_hop"
+    )
+    assert "two chunks that share a rare term" in said and "--chunk-size" in said and "--question-types" in said
+    assert "all of them" not in alone.output
+    # A re-run with nothing new to do says it again rather than standing by the empty outputs.
+    again = build("alone", "multi_hop=100")
+    assert again.exit_code == 1 and "Nothing could be drafted" in again.stderr, again.output
+
+    # Beside factoids the build keeps what it can, and says which drafts had no passages and why.
+    mixed = build("mixed", "factoid=50,multi_hop=50")
+    assert mixed.exit_code == 0, mixed.output
+    assert (
+        "sampled chunks       1 (the corpus had no passages for 2 of the drafts asked for: see below)" in mixed.stdout
+    )
+    assert "short of passages: The corpus (1 chunk) had passages for 0 of the 2 multi_hop drafts asked for" in (
+        " ".join(mixed.stderr.split())
+    )
+
+
+def test_a_changed_mix_says_which_kept_questions_it_leaves_out_and_the_old_mix_brings_them_back(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+
+    def build(mix: str) -> Any:
+        args = ["build", corpus, "--out", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 8]
+        result = CliRunner().invoke(
+            main, [str(arg) for arg in [*args, "--chunk-size", 400, "--question-types", mix, "-q"]]
+        )
+        assert result.exit_code == 0, result.output
+        return result
+
+    def kept_by_type() -> dict[str, int]:
+        return {
+            name: counts["kept"]
+            for name, counts in json.loads((run / "summary.json").read_text())["question_types"].items()
+        }
+
+    build("factoid=50,unanswerable=50")
+    before = kept_by_type()
+    assert before["unanswerable"] >= 1  # else there is nothing to leave out and the test proves nothing
+    narrowed = build("factoid=100")
+    said = " ".join(narrowed.stderr.split())
+    gone = before["unanswerable"]
+    assert (
+        f"The question types changed from factoid=50,unanswerable=50 to factoid=100: {gone} question"
+        f"{'s' if gone != 1 else ''} kept before {'are' if gone != 1 else 'is'} left out of the dataset "
+        f"(unanswerable {gone}). Their drafts and verdicts stay in the run: asking for factoid=50,unanswerable=50 "
+        "again brings them back, with no call paid twice."
+    ) in said
+    assert all(row.get("question_type", "factoid") == "factoid" for row in load_from_disk(str(run / "dataset")))
+
+    # The old mix again: its unanswerable questions come back without a call.
+    llm.reset()
+    build("factoid=50,unanswerable=50")
+    assert kept_by_type() == before and not llm.log
+    # An unchanged mix says nothing of the kind.
+    assert "question types changed" not in build("factoid=50,unanswerable=50").stderr
+
+
+def test_an_unanswerable_question_names_no_retrieval_target_and_the_profile_leaves_it_out(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    args = ["build", corpus, "--out", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 12]
+    _invoke(*args, "--chunk-size", 400, "--question-types", "factoid=50,unanswerable=50", "-q")
+    kept = list(load_from_disk(str(run / "dataset")))
+    unanswerable = [row for row in kept if row["question_type"] == "unanswerable"]
+    answerable = [row for row in kept if row["question_type"] != "unanswerable"]
+    assert unanswerable and answerable  # both kinds, or the test proves nothing
+    for row in unanswerable:
+        # No document answers it: no column names one, or a place in it.
+        target = ("source_doc", "chunk_id", "start_index", "end_index", "bm25_rank")
+        assert {column: row[column] for column in target} == dict.fromkeys(target), row
+        # What it was drafted from is still said, in the columns that say so.
+        assert row["contexts"] == [row["context"]] and len(row["source_docs"]) == len(row["chunk_ids"]) == 1
+    for row in answerable:
+        assert row["source_doc"] == row["source_docs"][0] and row["chunk_id"] == row["chunk_ids"][0]
+        assert row["bm25_rank"] is not None and row["start_index"] == row["start_indices"][0]
+
+    summary = json.loads((run / "summary.json").read_text())
+    assert "An unanswerable question has no retrieval target: its `source_doc`" in " ".join(str(_card(summary)).split())
+    profile = summary["profile"]
+    assert profile["question_types"] == {"factoid": len(answerable), "unanswerable": len(unanswerable)}
+    assert profile["easiness"]["bm25_rank"]["count"] == len(answerable)
+    assert profile["easiness"]["ranked_first"] == sum(row["bm25_rank"] == 1 for row in answerable)
+    assert profile["easiness"]["copied_share"]["count"] == sum(row["copied_share"] is not None for row in answerable)
+    assert profile["coverage"]["documents_with_kept"] == len({row["source_doc"] for row in answerable})
+    assert profile["coverage"]["chunks_with_kept"] == len({row["chunk_id"] for row in answerable})
 
 
 def _chunk(chunk_id: str, source: str, start: int, text: str) -> Chunk:

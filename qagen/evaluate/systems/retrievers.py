@@ -90,7 +90,7 @@ class Retriever(Protocol):
 class BM25Retriever:
     """BM25 over the corpus's chunks (`qagen.corpus.bm25_index`), built once per corpus
     setting and process, and with `index_dir` saved there and reused by later runs while the corpus
-    files are unchanged (same names, sizes and modification times)."""
+    files are unchanged (same names, sizes and contents)."""
 
     name = "bm25"
 
@@ -107,7 +107,7 @@ class BM25Retriever:
         return self.corpus.cache_key(self.index_settings())
 
     def describe(self) -> dict[str, object]:
-        # The corpus it retrieves from (files' names, sizes and times): stored answers read from an
+        # The corpus it retrieves from (files' names, sizes and contents): stored answers read from an
         # older corpus are another system's answers, asked again, not reused.
         return {"retriever": "bm25s", "corpus_index": self.cache_key()[:16]}
 
