@@ -63,6 +63,7 @@ def run(llm: Any, corpus: Path, tmp_path: Path) -> Path:
     result = _invoke(
         "build", corpus, "--out", out, *model, "-n", "24", "--chunk-size", "400", "--chunk-overlap", "40",
         "--seed", "7", "-q", "--prompts", prompts, "--critic", "specificity", "--min-critic", "specificity=5",
+        "--vetting", "cookbook",  # a fourth critic beside the cookbook's three
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     return out

@@ -33,7 +33,8 @@ def build_and_evaluate(root: Path, *, drafts: int = 30) -> Iterator[Reviewed]:
     with StandInLLM() as llm:
         model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
         for args in (
-            ["build", corpus, "--out", root / "run", "-n", drafts, "--seed", "7", "--chunk-size", "400"],
+            ["build", corpus, "--out", root / "run", "-n", drafts, "--seed", "7", "--chunk-size", "400",
+             "--vetting", "cookbook"],
             ["evaluate", root / "run", "--baseline", "bm25", "--corpus", corpus, "--out", root / "eval",
              "--chunk-size", "400", "--metrics", "correctness,graders"],
         ):  # fmt: skip

@@ -27,7 +27,7 @@ def _command(llm: Any, corpus: Path, out: Path) -> list[str]:
     return [
         sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
         "--base-url", llm.base_url, "--n-generations", str(N), "--seed", "7", "--chunk-size", "400",
-        "--chunk-overlap", "40", "--concurrency", "4", "-q",
+        "--chunk-overlap", "40", "--concurrency", "4", "-q", "--vetting", "cookbook",
     ]  # fmt: skip
 
 
