@@ -87,8 +87,8 @@ def ask_skipped_critics(
         drafts_needing = len({call.drafted.draft.id for call in calls})
         what = (
             f"{len(calls)} critic call{'s' if len(calls) != 1 else ''} ({which}) for the {drafts_needing} sampled "
-            f"draft{'s' if drafts_needing != 1 else ''} whose critics stopped early, so every labelled draft has all "
-            "three scores"
+            f"draft{'s' if drafts_needing != 1 else ''} whose critics stopped early, so every labelled draft has every "
+            "critic's verdict"
         )
         if not allow_calls:
             ledger.close()
