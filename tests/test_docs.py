@@ -82,13 +82,12 @@ EXAMPLE_CORPUS = CorpusSummary(
 )  # fmt: skip
 EXAMPLE_FUNNEL = Funnel(
     requested=200, sampled=200, drafted=198, generation_failed={"parse_failure": 1, "refusal": 1},
-    critique_failed={"relevance:out_of_range": 1}, undecided={"generation": 0, "critique": 0}, rejected=86,
-    rejected_by={"groundedness": 20, "relevance": 27, "standalone": 39}, critic_calls_skipped=104, duplicates=4,
+    critique_failed={"supported:refusal": 1}, undecided={"generation": 0, "critique": 0}, rejected=86,
+    rejected_by={"clear": 31, "supported": 55}, critic_calls_skipped=31, duplicates=4,
     too_long=1, checks_rejected={"answer_in_question": 3, "evidence_not_found": 2}, kept=101,
     failure_examples={
         "parse_failure": "guide/install.md (chunk 9c1e07a4b2d35f68e0a1): Question: Which command installs the CLI?",
-        "relevance:out_of_range": "faq/billing.md (chunk 4be2d7f0a91c36e85d10): Evaluation: Useful to support "
-        "engineers. Total rating: 7",
+        "supported:refusal": "faq/billing.md (chunk 4be2d7f0a91c36e85d10): I cannot verify billing details.",
     },
 )  # fmt: skip
 EXAMPLE_USAGE = {
@@ -96,7 +95,7 @@ EXAMPLE_USAGE = {
         model="openai:gpt-4o-mini", calls=200, input_tokens=122_000, output_tokens=12_400, cost_usd=0.02574
     ),
     "critique": StageUsage(
-        model="openai:gpt-4o-mini", calls=490, input_tokens=372_400, output_tokens=22_050, cost_usd=0.06909
+        model="openai:gpt-4o-mini", calls=353, input_tokens=268_280, output_tokens=706, cost_usd=0.04067
     ),
 }
 
