@@ -19,12 +19,22 @@ from typing import Any, TypeVar
 import click
 from pydantic import TypeAdapter, ValidationError
 
-from qagen.cli.config_keys import ANY_NAME, CONFIG_KEYS, KEYS_BY_NAME, SECTION_HELP, Command, ConfigKey, click_command
+from qagen.cli.config_keys import (
+    ANY_NAME,
+    COMMAND_OPTIONS,
+    CONFIG_KEYS,
+    KEYS_BY_NAME,
+    SECTION_HELP,
+    STAGE_COMMANDS,
+    Command,
+    ConfigKey,
+)
+from qagen.cli.option_spec import CHOSEN_KEYS
 from qagen.cli.paths import UserPath
 
 # The keys each command reads.
 KEYS_FOR: dict[Command, tuple[ConfigKey, ...]] = {
-    command: tuple(key for key in CONFIG_KEYS if command in key.commands) for command in ("build", "evaluate")
+    command: tuple(key for key in CONFIG_KEYS if command in key.commands) for command in COMMAND_OPTIONS
 }
 
 if sys.version_info >= (3, 11):
@@ -36,6 +46,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_CONFIG_NAME = "qagen.toml"
 DOCS_PAGE = "docs/configuration.md"
+MORE_SETTINGS = (
+    f"Every setting listed in {DOCS_PAGE} is a key of a --config file or one --set SECTION.KEY=VALUE "
+    "(`qagen init` writes a starter file explaining every one); --help lists those set most often."
+)
+"""The epilog of a command whose --help leaves options out."""
 
 
 class ConfigFileError(click.BadParameter):
@@ -56,18 +71,63 @@ def read_config(path: Path, command: Command) -> dict[str, Any]:
         raise ConfigFileError(f"{path} cannot be read: {exc}.") from exc
     values: dict[str, Any] = {}
     for dotted, value in _flatten(document):
-        section, _, name = dotted.rpartition(".")
-        key = KEYS_BY_NAME.get(dotted) or KEYS_BY_NAME.get(f"{section}.{ANY_NAME}")
-        if key is None:
-            raise ConfigFileError(f"{path}: unknown key `{dotted}`{_did_you_mean(dotted, command)}")
-        checked = _checked(path, key, value)
-        if key.any_name:
-            # Which names exist is the library's to say (a critic of the run's own is named in the run).
-            checked = (f"{name}={checked}",)
-        if command in key.commands:
-            checked = _in_range(path, key, command, checked)
-            values[key.param] = (*values.get(key.param, ()), *checked) if key.any_name else checked
+        _add(values, _key(dotted, command, where=f"{path}:"), dotted, value, command, where=f"{path}:")
     return values
+
+
+def read_assignments(assignments: tuple[str, ...], command: Command) -> dict[str, Any]:
+    """The option values of `--set SECTION.KEY=VALUE ...`, as `read_config` gives a file's.
+
+    VALUE is read as a TOML value (`400`, `true`, `["bm25", "dense"]`, `"text"`), else as the text it is
+    (`openai:gpt-4o-mini`); a key that holds text takes it as text either way (`build.audience=1`).
+    """
+    values: dict[str, Any] = {}
+    for assignment in assignments:
+        dotted, equals, raw = assignment.partition("=")
+        dotted = dotted.strip()
+        where = f"--set {assignment}:"
+        if not equals or not dotted:
+            raise ConfigFileError(f"{where} write SECTION.KEY=VALUE, such as chunking.chunk_size=400.")
+        key = _key(dotted, command, where=where)
+        if command not in key.commands:
+            # In a file it would be another command's setting; given to this command, it would do nothing.
+            readers = ", ".join(f"`qagen {name}`" for name in key.commands)
+            verb = "reads" if len(key.commands) == 1 else "read"
+            raise ConfigFileError(f"{where} `qagen {command}` has no setting `{key.dotted}`; {readers} {verb} it.")
+        _add(values, key, dotted, _typed_text(key, raw.strip()), command, where=where)
+    return values
+
+
+def _typed_text(key: ConfigKey, raw: str) -> Any:
+    """`raw` as the value it writes in TOML, when that is a value of the key's type; else the text."""
+    try:
+        value = tomllib.loads(f"value = {raw}")["value"]
+    except tomllib.TOMLDecodeError:
+        return raw
+    try:
+        TypeAdapter(key.type).validate_python(value, strict=True)
+    except ValidationError:
+        return raw
+    return value
+
+
+def _key(dotted: str, command: Command, *, where: str) -> ConfigKey:
+    section = dotted.rpartition(".")[0]
+    key = KEYS_BY_NAME.get(dotted) or KEYS_BY_NAME.get(f"{section}.{ANY_NAME}")
+    if key is None:
+        raise ConfigFileError(f"{where} unknown key `{dotted}`{_did_you_mean(dotted, command)}")
+    return key
+
+
+def _add(values: dict[str, Any], key: ConfigKey, dotted: str, value: Any, command: Command, *, where: str) -> None:
+    """Check `value` for `key` and, when `command` reads the key, put it in `values` as its option takes it."""
+    checked = _checked(where, key, value)
+    if key.any_name:
+        # Which names exist is the library's to say (a critic of the run's own is named in the run).
+        checked = (f"{dotted.rpartition('.')[2]}={checked}",)
+    if command in key.commands:
+        checked = _in_range(where, key, checked)
+        values[key.param] = (*values.get(key.param, ()), *checked) if key.any_name else checked
 
 
 def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -100,25 +160,25 @@ def _did_you_mean(dotted: str, command: Command) -> str:
     return f" (every key is in `qagen init`'s starter file and {DOCS_PAGE})."
 
 
-def _checked(path: Path, key: ConfigKey, value: Any) -> Any:
+def _checked(where: str, key: ConfigKey, value: Any) -> Any:
     """`value` as its option takes it (a list as a comma list), its type checked by pydantic strictly:
     "8" is no number. Ranges and choices are the option's own (`_in_range`)."""
     try:
         typed = TypeAdapter(key.type).validate_python(value, strict=True)
     except ValidationError as exc:
         reason = exc.errors()[0]["msg"]
-        raise ConfigFileError(f"{path}: `{key.dotted}` is not valid: {reason[0].lower()}{reason[1:]}.") from exc
+        raise ConfigFileError(f"{where} `{key.dotted}` is not valid: {reason[0].lower()}{reason[1:]}.") from exc
     if key.comma_list:
         typed = ",".join(str(item) for item in (typed if isinstance(typed, list) else [typed]))
     return typed
 
 
-def _in_range(path: Path, key: ConfigKey, command: Command, typed: Any) -> Any:
+def _in_range(where: str, key: ConfigKey, typed: Any) -> Any:
     """`typed`, checked by its option's own type and callback (ranges, choices, files that must exist,
     key variables), so a key and its flag refuse the same values. Only for the keys of the command
-    run: a file named by a key of the other command may not exist yet."""
-    option = key.option(command)
-    ctx = click.Context(click_command(command))
+    run: a file named by a key of another command may not exist yet."""
+    option = key.option()
+    ctx = click.Context(click.Command(key.commands[0]))
     try:
         converted = (
             tuple(option.type.convert(item, option, ctx) for item in typed)
@@ -129,18 +189,29 @@ def _in_range(path: Path, key: ConfigKey, command: Command, typed: Any) -> Any:
             option.callback(ctx, option, converted)
     except click.BadParameter as exc:
         # The value is not repeated: a key pasted as `api_key_env` would be shown.
-        raise ConfigFileError(f"{path}: `{key.dotted}` is not valid: {exc.message.rstrip('.')}.") from exc
+        raise ConfigFileError(f"{where} `{key.dotted}` is not valid: {exc.message.rstrip('.')}.") from exc
     return typed
 
 
 def config_option(command: Command) -> Callable[[F], F]:
-    """The `--config FILE` option of `command`: read first, so every other option can take its value from it."""
+    """`--config FILE` and `--set SECTION.KEY=VALUE` of `command`: read before every other option, so each
+    can take its value from them. A `--set` wins over the file, a flag over both."""
+
+    def merge(ctx: click.Context, source: str, values: dict[str, Any]) -> None:
+        sources = ctx.meta.setdefault("qagen.config", {})
+        sources[source] = values
+        ctx.default_map = {**(ctx.default_map or {}), **sources.get("file", {}), **sources.get("set", {})}
+        ctx.meta[CHOSEN_KEYS] = set(sources.get("set", {}))
 
     def load(ctx: click.Context, _param: click.Parameter, path: Path | None) -> None:
         if path is not None:
-            ctx.default_map = {**(ctx.default_map or {}), **read_config(path, command)}
+            merge(ctx, "file", read_config(path, command))
 
-    return click.option(
+    def assign(ctx: click.Context, _param: click.Parameter, assignments: tuple[str, ...]) -> None:
+        if assignments:
+            merge(ctx, "set", read_assignments(assignments, command))
+
+    file_option = click.option(
         "--config",
         "config",
         type=UserPath(path_type=Path, exists=True, dir_okay=False),
@@ -150,6 +221,22 @@ def config_option(command: Command) -> Callable[[F], F]:
         help=f"A TOML file of settings (`qagen init` writes one, every key explained; {DOCS_PAGE} lists them); "
         "flags on the command line win over it.",
     )
+    set_option = click.option(
+        "--set",
+        "set",
+        metavar="SECTION.KEY=VALUE",
+        multiple=True,
+        is_eager=True,
+        expose_value=False,
+        callback=assign,
+        help=f"Set one key of the config file, repeatable (`--set chunking.chunk_overlap=100`): every setting "
+        f"this command reads, listed in {DOCS_PAGE}; wins over --config.",
+    )
+
+    def apply(function: F) -> F:
+        return file_option(set_option(function))
+
+    return apply
 
 
 def show_only(command: click.Command, shown: tuple[str, ...]) -> None:
@@ -218,13 +305,6 @@ def starter_file() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _flag(key: ConfigKey) -> str:
-    option = key.option()
-    if isinstance(option, click.Argument):
-        return option.make_metavar(click.Context(click.Command(key.commands[0])))
-    return next(opt for opt in option.opts if opt.startswith("--"))
-
-
 def reference_markdown() -> str:
     """docs/configuration.md: every key, its flag, its default and its help (a test keeps the page equal)."""
     lines = [
@@ -237,6 +317,12 @@ def reference_markdown() -> str:
         "read from the directory qagen runs in, as flags are. Each command reads its own tables and ignores",
         "the others, so one file serves both; `[calls]` applies to both. An unknown key is an error naming",
         "the closest known one; a value of the wrong type or out of range is an error naming the key.",
+        "",
+        "One key can be set on the command line too, without a file: `--set SECTION.KEY=VALUE`, repeatable",
+        "(`--set chunking.chunk_overlap=100 --set generator.spec=openai:gpt-4o-mini`). The value is read as",
+        "TOML (`400`, `true`, `[3, 7]`), else as the text it is; a `--set` wins over the file, a flag over",
+        "both. The stage commands (`qagen chunk`, `generate`, `critique`, `filter`, `batch export`) take",
+        "`--config` and `--set` too, each reading the keys of the flags it takes.",
         "",
         "The settings a build resolves (file, flags and defaults together) are recorded in the run",
         "directory's `run.json`, as when they are all given as flags. `--help` lists the flags set most",
@@ -253,14 +339,14 @@ def reference_markdown() -> str:
     for key in CONFIG_KEYS:
         if key.section != section:
             section = key.section
-            commands = " and ".join(f"`qagen {command}`" for command in key.commands)
+            commands = " and ".join(f"`qagen {command}`" for command in key.commands if command not in STAGE_COMMANDS)
             lines += ["", f"## `[{section}]`", "", f"{SECTION_HELP[section]} Read by {commands}.", ""]
             lines += ["| key | flag | default | what it sets |", "| --- | --- | --- | --- |"]
         default = key.default()
         shown = f"`{_toml(default)}`" if default is not None else _note(key)
         help_text = key.describe().replace("|", "\\|")
         name = "`<name>`" if key.any_name else f"`{key.name}`"
-        flag = f"{_flag(key)} NAME=SCORE" if key.any_name else _flag(key)
+        flag = f"{key.spec.flag} NAME=SCORE" if key.any_name else key.spec.flag
         lines.append(f"| {name} | `{flag}` | {shown} | {help_text} |")
     return "\n".join(lines) + "\n"
 

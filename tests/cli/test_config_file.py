@@ -15,8 +15,8 @@ from datasets import load_from_disk
 
 from qagen.cli.app import main
 from qagen.cli.build_settings import config_from_options
-from qagen.cli.config_file import read_config, reference_markdown, starter_file, tomllib
-from qagen.cli.config_keys import CONFIG_KEYS, NOT_KEYS, command_params
+from qagen.cli.config_file import _toml, read_config, reference_markdown, starter_file, tomllib
+from qagen.cli.config_keys import COMMAND_OPTIONS, CONFIG_KEYS, NOT_KEYS, Command, ConfigKey
 from qagen.cli.options import batch_from_options
 from qagen.config import BuildConfig
 
@@ -307,16 +307,39 @@ def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
 
 
 # --- --help lists the options set most often; every key is documented -------------------------------
-@pytest.mark.parametrize("command", ["build", "evaluate"])
-def test_help_lists_at_most_20_options(command: str) -> None:
-    cmd = main.commands[command]
-    listed = [param for param in cmd.get_params(click.Context(cmd)) if isinstance(param, click.Option)]
+def _commands(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:
+    """Every command of `qagen`, by its name as typed (`batch export`)."""
+    found: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found |= _commands(command, f"{prefix}{name} ")
+        else:
+            found[f"{prefix}{name}"] = command
+    return found
+
+
+COMMANDS = _commands()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_lists_at_most_20_options(name: str) -> None:
+    command = COMMANDS[name]
+    listed = [param for param in command.get_params(click.Context(command)) if isinstance(param, click.Option)]
     shown = [param for param in listed if not param.hidden]
     assert len(shown) <= 20, [param.opts for param in shown]
-    help_text = _invoke(command, "--help").output
-    assert sum(1 for line in help_text.splitlines() if line.startswith(("  -", "  --"))) == len(shown)
-    flags = {opt for param in shown for opt in param.opts}
-    assert "--config" in flags and not flags & {"--critic-base-url", "--judge-base-url", "--chunk-overlap"}
+    help_text = _invoke(*name.split(), "--help").output
+    options_part = help_text.split("\nOptions:\n", 1)[1].split("\n\n", 1)[0]
+    assert sum(1 for line in options_part.splitlines() if line.startswith(("  -", "  --"))) == len(shown)
+    if name in COMMAND_OPTIONS:  # options left out of --help stay reachable, and --help says how
+        assert {"--config", "--set"} <= {opt for param in shown for opt in param.opts}
+        assert "--set SECTION.KEY=VALUE" in " ".join(help_text.split())
+
+
+def test_build_and_evaluate_help_leave_the_rare_options_out() -> None:
+    for name in ("build", "evaluate"):
+        options = [param for param in COMMANDS[name].params if isinstance(param, click.Option)]
+        shown = {opt for param in options if not param.hidden for opt in param.opts}
+        assert "--config" in shown and not shown & {"--critic-base-url", "--judge-base-url", "--chunk-overlap"}
 
 
 def test_hidden_options_keep_working_and_stay_listed_on_the_stage_commands(tmp_path: Path) -> None:
@@ -326,12 +349,109 @@ def test_hidden_options_keep_working_and_stay_listed_on_the_stage_commands(tmp_p
     assert "--critic-base-url" in _invoke("critique", "--help").output
 
 
-@pytest.mark.parametrize("command", ["build", "evaluate"])
-def test_every_setting_with_a_flag_has_a_key(command: str) -> None:
+# The options of a stage command that are no setting of a key: its run directory, and where `qagen chunk`
+# writes (`build.out` is the build's; a stage works on the run it is given).
+_STAGE_OWN = {"run_dir", "out"}
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_OPTIONS))
+def test_every_setting_with_a_flag_has_a_key(command: Command) -> None:
     keyed = {key.param for key in CONFIG_KEYS if command in key.commands}
-    unkeyed = set(command_params(command)) - keyed - set(NOT_KEYS)  # type: ignore[arg-type]
+    params = {param.name for param in COMMANDS[command].params} - {"config", "set"}
+    own = _STAGE_OWN if command not in ("build", "evaluate") else set()
+    unkeyed = params - keyed - set(NOT_KEYS) - own
     assert not unkeyed, f"options of `qagen {command}` with no config key (add them to config_keys): {unkeyed}"
-    assert not keyed - set(command_params(command))  # type: ignore[arg-type]
+    assert not keyed - params
+    # The command is decorated with the very options its keys are read from.
+    assert {spec.param for spec in COMMAND_OPTIONS[command]} <= params
+
+
+# --- --set SECTION.KEY=VALUE: every key, on every command that reads it -----------------------------------
+@pytest.fixture()
+def in_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder holding what the keys' examples name (a corpus, an answers file, a run, prompts)."""
+    for folder in ("docs", "run", "my-prompts"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "answers.jsonl").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _required(command: str, key: ConfigKey) -> list[str]:
+    """What `command` needs besides the key (a run directory, an --out), unless the key gives it."""
+    if command == "evaluate":
+        return [*([] if key.param == "dataset" else ["run"]), *([] if key.param == "out" else ["--out", "e"])]
+    if command == "chunk":
+        return ["--out", "run2"]
+    return [] if command == "build" else ["run"]
+
+
+def _params(command: str, args: list[str]) -> click.Context:
+    cmd = COMMANDS[command]
+    return cmd.make_context(command, args)
+
+
+_KEY_COMMANDS = [(key, command) for key in CONFIG_KEYS for command in key.commands]
+
+
+@pytest.mark.parametrize(("key", "command"), _KEY_COMMANDS, ids=[f"{k.dotted}-{c}" for k, c in _KEY_COMMANDS])
+def test_set_reaches_every_key(in_a_project: Path, key: ConfigKey, command: str) -> None:
+    value = key.example if key.example is not None else key.default()
+    dotted = f"{key.section}.specificity" if key.any_name else key.dotted
+    required = _required(command, key)
+    with _params(command, [*required, "--set", f"{dotted}={_toml(value)}"]) as ctx:
+        assert ctx.get_parameter_source(key.param) == click.core.ParameterSource.DEFAULT_MAP, key.dotted
+        given = ctx.params[key.param]
+    if key.example is not None and key.example != key.default() and key.required is None:
+        with _params(command, required) as ctx:
+            assert ctx.params[key.param] != given, f"--set {dotted} changed nothing"
+
+
+def test_set_gives_the_run_its_flag_gives(tmp_path: Path) -> None:
+    by_set = _resolved(
+        "docs", "--out", "run", "--set", "chunking.chunk_overlap=100", "--set", "generator.spec=openai:local",
+        "--set", "filter.min_scores.clear=3", "--set", 'build.critics=["clear"]',
+        "--set", "build.audience=1", "--set", "filter.check_evidence=false",
+    )  # fmt: skip
+    by_flags = _resolved(
+        "docs", "--out", "run", "--chunk-overlap", "100", "--model", "openai:local", "--min-critic", "clear=3",
+        "--critic", "clear", "--audience", "1", "--no-evidence-check",
+    )  # fmt: skip
+    assert by_set == by_flags
+    assert by_set.chunking.chunk_overlap == 100 and by_set.audience == "1" and not by_set.check_evidence
+
+
+def test_set_wins_over_the_file_and_a_flag_over_both(tmp_path: Path) -> None:
+    config = _write(tmp_path / "q.toml", "[chunking]\nchunk_size = 400\nchunk_overlap = 40\n")
+    for order in (
+        ["--config", config, "--set", "chunking.chunk_size=500"],
+        ["--set", "chunking.chunk_size=500", "--config", config],
+    ):
+        resolved = _resolved("docs", "--out", "run", *order)
+        assert (resolved.chunking.chunk_size, resolved.chunking.chunk_overlap) == (500, 40)
+    flagged = _resolved("docs", "--out", "run", "--set", "chunking.chunk_size=500", "--chunk-size", "600")
+    assert flagged.chunking.chunk_size == 600
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "chunking.chunk_sise=4"],
+         "--set chunking.chunk_sise=4: unknown key `chunking.chunk_sise`; did you mean `chunking.chunk_size`?"),
+        (["--set", "chunking.chunk_size=abc"],
+         "--set chunking.chunk_size=abc: `chunking.chunk_size` is not valid: input should be a valid integer."),
+        (["--set", "filter.min_score=9"], "`filter.min_score` is not valid: 9 is not in the range 1<=x<=5."),
+        (["--set", "evaluate.k=3"],
+         "--set evaluate.k=3: `qagen build` has no setting `evaluate.k`; `qagen evaluate` reads it."),
+        (["--set", "chunking.chunk_size"],
+         "--set chunking.chunk_size: write SECTION.KEY=VALUE, such as chunking.chunk_size=400."),
+    ],
+)  # fmt: skip
+def test_a_wrong_set_is_named(tmp_path: Path, args: list[str], message: str) -> None:
+    result = _invoke("build", "docs", "--out", tmp_path / "run", *args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert message in " ".join(result.output.split())
+    assert not (tmp_path / "run").exists()
 
 
 def test_every_key_is_documented() -> None:
