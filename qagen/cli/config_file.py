@@ -13,10 +13,12 @@ import difflib
 import json
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import click
+from click.core import ParameterSource
 from pydantic import TypeAdapter, ValidationError
 
 from qagen.cli.config_keys import (
@@ -193,23 +195,64 @@ def _in_range(where: str, key: ConfigKey, typed: Any) -> Any:
     return typed
 
 
+@dataclass
+class ConfigSources:
+    """What `--config` and `--set` gave the command running (kept in its context's `meta`)."""
+
+    META: ClassVar[str] = "qagen.config"
+    command: Command
+    path: Path | None = None
+    file: dict[str, Any] = field(default_factory=dict)
+    """The file's values, by parameter."""
+    assigned: dict[str, Any] = field(default_factory=dict)
+    """The values of `--set`, by parameter."""
+
+
+def config_origins(ctx: click.Context | None) -> dict[str, tuple[str, str]]:
+    """Flag -> (key, where) of each option of the running command whose value came from `--config`
+    (where: the file) or `--set` (where: "--set"), so a message names the key the user wrote."""
+    given = ctx.meta.get(ConfigSources.META) if ctx is not None else None
+    if not isinstance(given, ConfigSources):
+        return {}
+    origins: dict[str, tuple[str, str]] = {}
+    for key in KEYS_FOR[given.command]:
+        if ctx is None or ctx.get_parameter_source(key.param) is not ParameterSource.DEFAULT_MAP:
+            continue
+        if key.param in given.assigned:
+            where = "--set"
+        elif key.param in given.file:
+            where = str(given.path)
+        else:
+            continue
+        origins[key.spec.flag] = (key.section if key.any_name else key.dotted, where)
+    return origins
+
+
 def config_option(command: Command) -> Callable[[F], F]:
     """`--config FILE` and `--set SECTION.KEY=VALUE` of `command`: read before every other option, so each
     can take its value from them. A `--set` wins over the file, a flag over both."""
 
-    def merge(ctx: click.Context, source: str, values: dict[str, Any]) -> None:
-        sources = ctx.meta.setdefault("qagen.config", {})
-        sources[source] = values
-        ctx.default_map = {**(ctx.default_map or {}), **sources.get("file", {}), **sources.get("set", {})}
-        ctx.meta[CHOSEN_KEYS] = set(sources.get("set", {}))
+    def sources(ctx: click.Context) -> ConfigSources:
+        found = ctx.meta.get(ConfigSources.META)
+        if not isinstance(found, ConfigSources):
+            found = ctx.meta[ConfigSources.META] = ConfigSources(command)
+        return found
+
+    def merge(ctx: click.Context, given: ConfigSources) -> None:
+        ctx.default_map = {**(ctx.default_map or {}), **given.file, **given.assigned}
+        ctx.meta[CHOSEN_KEYS] = set(given.assigned)
 
     def load(ctx: click.Context, _param: click.Parameter, path: Path | None) -> None:
         if path is not None:
-            merge(ctx, "file", read_config(path, command))
+            given = sources(ctx)
+            given.path, given.file = path, read_config(path, command)
+            merge(ctx, given)
 
     def assign(ctx: click.Context, _param: click.Parameter, assignments: tuple[str, ...]) -> None:
         if assignments:
-            merge(ctx, "set", read_assignments(assignments, command))
+            given = sources(ctx)
+            given.assigned = read_assignments(assignments, command)
+            merge(ctx, given)
 
     file_option = click.option(
         "--config",

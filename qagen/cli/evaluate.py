@@ -28,13 +28,15 @@ NOTE_SETTINGS = ("embeddings", "metrics")
 WARNING_SETTINGS = ("corpus",)
 
 
-def _int_list(value: str, name: str) -> list[int]:
+def _int_list(value: str, setting: str) -> list[int]:
     try:
         numbers = [int(part) for part in value.split(",") if part.strip()]
     except ValueError as exc:
-        raise ConfigError(f"{name} takes a number or a comma-separated list of numbers, got '{value}'.") from exc
+        raise ConfigError(
+            f"`{setting}` takes a number or a comma-separated list of numbers, got '{value}'.", settings=(setting,)
+        ) from exc
     if not numbers or min(numbers) < 1:
-        raise ConfigError(f"{name} must be at least 1, got '{value}'.")
+        raise ConfigError(f"`{setting}` must be at least 1, got '{value}'.", settings=(setting,))
     return numbers
 
 
@@ -80,8 +82,8 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
         )
     if options["baseline"] and not options["corpus"]:
         raise ConfigError("--baseline needs --corpus PATH.")
-    chunk_sizes = _int_list(options["chunk_size"], "--chunk-size")
-    ks = _int_list(options["k_values"], "--k")
+    chunk_sizes = _int_list(options["chunk_size"], "chunk_size")
+    ks = _int_list(options["k_values"], "k")
     if len(chunk_sizes) > 1 and not options["baseline"]:
         raise ConfigError("A --chunk-size grid only applies to --baseline.")
     grid = grid_points(options["baseline"], options["embeddings"], chunk_sizes, ks)

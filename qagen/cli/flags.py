@@ -14,6 +14,9 @@ import functools
 import re
 from collections.abc import Iterable
 
+import click
+
+from qagen.cli.config_file import config_origins
 from qagen.cli.config_keys import CONFIG_KEYS
 
 # Library settings set by a click parameter of another name.
@@ -66,12 +69,15 @@ def setting_flags() -> dict[str, str]:
 
 
 def in_cli_terms(message: str, settings: Iterable[str]) -> str:
-    """`message` with each backticked setting of `settings` shown as its flag.
+    """`message` with each backticked setting of `settings` shown as the user gave it.
 
     "`concurrency`" becomes "--concurrency", "`max_tokens=8,000`" "--max-tokens 8,000", and
-    "`force=True`" "--force". A setting with no flag keeps its name, backticks included.
+    "`force=True`" "--force". A setting the running command took from `--config` or `--set` is named
+    by its key and where it was: "`chunking.chunk_overlap` in qagen.toml", "`budget.max_tokens = 8,000`
+    (--set)". A setting with no flag keeps its name, backticks included.
     """
     flags = setting_flags()
+    origins = config_origins(click.get_current_context(silent=True))
 
     def replace(match: re.Match[str]) -> str:
         setting, value = match.group(1), match.group(2)
@@ -79,7 +85,12 @@ def in_cli_terms(message: str, settings: Iterable[str]) -> str:
             return flags[f"{setting}={value}"]
         if setting not in flags:
             return match.group(0)
-        return flags[setting] if value is None else f"{flags[setting]} {value}"
+        flag = flags[setting]
+        if flag in origins:
+            key, where = origins[flag]
+            named = f"`{key}`" if value is None else f"`{key} = {value}`"
+            return f"{named} ({where})" if where == "--set" else f"{named} in {where}"
+        return flag if value is None else f"{flag} {value}"
 
     for setting in settings:
         message = re.sub(rf"`({re.escape(setting)})(?:=([^`]*))?`", replace, message)

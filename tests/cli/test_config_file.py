@@ -230,7 +230,10 @@ def test_min_scores_takes_any_critic_and_the_library_names_the_unknown_ones(tmp_
     typo = _write(tmp_path / "typo.toml", "[filter.min_scores]\ngroundednes = 5\n")
     result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", typo)
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "names groundednes, which is no critic of this build; the critics are groundedness" in result.output
+    assert (
+        f"`filter.min_scores` in {typo} names groundednes, which is no critic of this build; the critics are "
+        "groundedness" in " ".join(result.output.split())
+    )
 
 
 def test_a_key_with_nothing_close_points_to_the_list_of_keys(tmp_path: Path) -> None:
@@ -264,6 +267,35 @@ def test_a_key_of_the_other_command_is_type_checked_but_its_files_need_not_exist
     wrong = _write(tmp_path / "w.toml", '[evaluate]\nk = ["three"]\n')
     result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", wrong)
     assert result.exit_code == 2 and "`evaluate.k" in result.output
+
+
+def test_a_value_from_the_file_or_a_set_is_named_by_its_key_not_a_flag(tmp_path: Path) -> None:
+    corpus = _write(tmp_path / "doc.txt", "A sentence to chunk.\n")
+    config = _write(tmp_path / "q.toml", "[chunking]\nchunk_overlap = 5000\n")
+    by_file = CliRunner().invoke(main, ["chunk", str(corpus), "--out", str(tmp_path / "r1"), "--config", str(config)])
+    assert by_file.exit_code == 1
+    assert by_file.stderr == (
+        f"error: `chunking.chunk_overlap` in {config} must be at least 0 and smaller than --chunk-size (2000), "
+        "got 5000.\n"
+    )
+    by_set = CliRunner().invoke(
+        main, ["chunk", str(corpus), "--out", str(tmp_path / "r2"), "--set", "chunking.chunk_overlap=5000"]
+    )
+    assert by_set.stderr.startswith("error: `chunking.chunk_overlap` (--set) must be at least 0")
+    evaluate_file = _write(tmp_path / "e.toml", "[evaluate]\nk = 0\n")
+    answers = _write(tmp_path / "answers.jsonl", "")
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", "run", "--out", str(tmp_path / "e"), "--answers", str(answers), "--config", str(evaluate_file)],
+    )
+    assert (
+        result.exit_code == 1
+        and result.stderr == f"error: `evaluate.k` in {evaluate_file} must be at least 1, got '0'.\n"
+    )
+    flagged = CliRunner().invoke(
+        main, ["evaluate", "run", "--out", str(tmp_path / "e"), "--answers", str(answers), "--k", "0"]
+    )
+    assert flagged.stderr == "error: --k must be at least 1, got '0'.\n"
 
 
 # --- qagen init ---------------------------------------------------------------------------------------
