@@ -12,7 +12,7 @@ import click
 
 from qagen._version import __version__
 from qagen.cli.build_settings import config_from_options
-from qagen.cli.config_file import config_option, show_only
+from qagen.cli.config_file import config_option, say_servers, show_only
 from qagen.cli.errors import PIPE_CLOSED_EXIT, friendly_errors
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import (
@@ -102,6 +102,7 @@ def build(
     from qagen.generation.pipeline import build as run_build
 
     out = require_out_and_corpus(out, options)
+    say_servers(ctx, "build")
     batch = batch_from_options(options)
     config = config_from_options(ctx, options, stored=None)
     if dry_run:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from qagen.cli.build_settings import config_from_options
-from qagen.cli.config_file import MORE_SETTINGS, config_option, show_only
+from qagen.cli.config_file import MORE_SETTINGS, config_option, say_servers, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.options import EXPORT_OPTIONS
 from qagen.cli.paths import UserPath
@@ -51,6 +51,7 @@ def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: A
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()
+    say_servers(ctx, "batch export")
     with RunDir(run_dir).locked() as run:
         # Exporting fixes both models: the file holds the drafts' requests, then each critic's.
         config = config_from_options(ctx, options, stored=run.stored_config(), fixed=run.fixed_roles())

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,7 @@ from qagen.cli.config_keys import (
 )
 from qagen.cli.option_spec import CHOSEN_KEYS
 from qagen.cli.paths import UserPath
+from qagen.redaction import redact
 
 # The keys each command reads.
 KEYS_FOR: dict[Command, tuple[ConfigKey, ...]] = {
@@ -228,6 +231,35 @@ def config_origins(ctx: click.Context | None) -> dict[str, tuple[str, str]]:
     return origins
 
 
+def server_notes(ctx: click.Context, command: Command) -> list[str]:
+    """Which server each model of `command` calls, where an environment variable had a say: used
+    (nothing on the command line or in the file set it), or set and not used (the file or a flag did)."""
+    notes: list[str] = []
+    origins = config_origins(ctx)
+    for key in KEYS_FOR[command]:
+        variable = key.spec.attrs.get("envvar")
+        if key.name != "base_url" or not isinstance(variable, str) or key.param not in ctx.params:
+            continue
+        value, ambient = ctx.params[key.param], os.environ.get(variable)
+        source = ctx.get_parameter_source(key.param)
+        if source is ParameterSource.ENVIRONMENT:
+            notes.append(f"{key.section}'s server: {value} (from {variable})")
+        elif ambient and value and ambient != value:
+            origin = origins.get(key.spec.flag)
+            if origin is None:
+                given = key.spec.flag
+            else:
+                given = f"--set {origin[0]}" if origin[1] == "--set" else f"`{origin[0]}` in {origin[1]}"
+            notes.append(f"{key.section}'s server: {value} (from {given}; {variable}={ambient} is not used)")
+    return notes
+
+
+def say_servers(ctx: click.Context, command: Command) -> None:
+    """Say once, at the start, which server a model calls when an environment variable had a say."""
+    for note in server_notes(ctx, command):
+        click.echo(f"note: {redact(note)}", err=True)
+
+
 def config_option(command: Command) -> Callable[[F], F]:
     """`--config FILE` and `--set SECTION.KEY=VALUE` of `command`: read before every other option, so each
     can take its value from them. A `--set` wins over the file, a flag over both."""
@@ -240,7 +272,9 @@ def config_option(command: Command) -> Callable[[F], F]:
 
     def merge(ctx: click.Context, given: ConfigSources) -> None:
         ctx.default_map = {**(ctx.default_map or {}), **given.file, **given.assigned}
-        ctx.meta[CHOSEN_KEYS] = set(given.assigned)
+        # An ambient environment variable (OPENAI_BASE_URL left set in a shell) gives way to a key the
+        # user wrote for this run: the file's or a --set.
+        ctx.meta[CHOSEN_KEYS] = {*given.file, *given.assigned}
 
     def load(ctx: click.Context, _param: click.Parameter, path: Path | None) -> None:
         if path is not None:
@@ -314,9 +348,19 @@ def _note(key: ConfigKey) -> str:
 
 
 def _wrap(text: str, width: int = 100) -> list[str]:
-    import textwrap
-
     return textwrap.wrap(text, width=width, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False)
+
+
+_VARIABLES = ", ".join(
+    dict.fromkeys(str(key.spec.attrs["envvar"]) for key in CONFIG_KEYS if isinstance(key.spec.attrs.get("envvar"), str))
+)
+PRECEDENCE = (
+    "a flag on the command line, then `--set SECTION.KEY=VALUE`, then the config file, then an environment "
+    f"variable ({_VARIABLES}), then the default. A key written in the file wins over a variable left set in "
+    "your shell; when a variable had a say in which server a model calls (used, or set and not used), the "
+    "command says which server it calls, and why, when it starts."
+)
+"""Where a setting's value comes from, in order (the starter file and the documentation say it)."""
 
 
 def starter_file() -> str:
@@ -327,8 +371,9 @@ def starter_file() -> str:
     """
     lines = [
         "# qagen settings: `qagen build --config qagen.toml` and `qagen evaluate --config qagen.toml`.",
-        "# Each key is the setting of the flag named beside it in " + DOCS_PAGE + "; a flag given on the command",
-        "# line wins over this file. Paths are read from the directory you run qagen in, as flags are.",
+        "# Each key is the setting of the flag named beside it in " + DOCS_PAGE + ".",
+        *_wrap(f"Which value counts: {PRECEDENCE}"),
+        "# Paths are read from the directory you run qagen in, as flags are; `~` is your home directory.",
         "# Each command reads its own tables and ignores the others: [calls] applies to both. A key shown",
         "# commented out is not set (what its help calls None).",
     ]
@@ -343,6 +388,10 @@ def starter_file() -> str:
             lines.append(f"# <name> = {_toml(key.example)}    # {_note(key)}")
         elif default is None:
             lines.append(f"# {key.name} = {_toml(key.example)}    # {_note(key)}")
+        elif isinstance(key.spec.attrs.get("envvar"), str):
+            # Written, the default would override the variable (a key wins over it): shown, not set.
+            variable = key.spec.attrs["envvar"]
+            lines.append(f"# {key.name} = {_toml(default)}    # not set: ${variable} if set, else this default")
         else:
             lines.append(f"{key.name} = {_toml(default)}")
     return "\n".join(lines) + "\n"
@@ -355,11 +404,12 @@ def reference_markdown() -> str:
         "",
         "`qagen build --config qagen.toml` and `qagen evaluate --config qagen.toml` read their settings from",
         "a TOML file; `qagen init` writes a starter file with every key below, its default and its help.",
-        "Every key is the setting of one flag: a flag given on the command line wins over the file (so does",
-        "its environment variable, such as `OPENAI_BASE_URL`), and the file wins over the defaults. Paths are",
-        "read from the directory qagen runs in, as flags are. Each command reads its own tables and ignores",
-        "the others, so one file serves both; `[calls]` applies to both. An unknown key is an error naming",
-        "the closest known one; a value of the wrong type or out of range is an error naming the key.",
+        "Every key is the setting of one flag. Paths are read from the directory qagen runs in, as flags are;",
+        "`~` is your home directory. Each command reads its own tables and ignores the others, so one file",
+        "serves both; `[calls]` applies to both. An unknown key is an error naming the closest known one; a",
+        "value of the wrong type or out of range is an error naming the key and the file.",
+        "",
+        *textwrap.wrap(f"Which value counts: {PRECEDENCE}", width=100, break_on_hyphens=False),
         "",
         "One key can be set on the command line too, without a file: `--set SECTION.KEY=VALUE`, repeatable",
         "(`--set chunking.chunk_overlap=100 --set generator.spec=openai:gpt-4o-mini`). The value is read as",

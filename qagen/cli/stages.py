@@ -14,7 +14,7 @@ import click
 from click.core import ParameterSource
 
 from qagen.cli.build_settings import config_from_options
-from qagen.cli.config_file import MORE_SETTINGS, config_option, show_only
+from qagen.cli.config_file import MORE_SETTINGS, config_option, say_servers, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import (
@@ -81,6 +81,7 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
+    say_servers(ctx, "generate" if role == "generator" else "critique")
     with RunDir(run_dir).locked() as run:
         fixed = run.fixed_roles()
         config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)

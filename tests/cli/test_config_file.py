@@ -15,7 +15,15 @@ from datasets import load_from_disk
 
 from qagen.cli.app import main
 from qagen.cli.build_settings import config_from_options
-from qagen.cli.config_file import _toml, read_config, reference_markdown, starter_file, tomllib
+from qagen.cli.config_file import (
+    PRECEDENCE,
+    _toml,
+    read_config,
+    reference_markdown,
+    server_notes,
+    starter_file,
+    tomllib,
+)
 from qagen.cli.config_keys import COMMAND_OPTIONS, CONFIG_KEYS, NOT_KEYS, Command, ConfigKey
 from qagen.cli.options import batch_from_options
 from qagen.config import BuildConfig
@@ -139,14 +147,49 @@ max_retries = 2
     assert flagged.chunking.chunk_overlap == 40 and flagged.critic.spec == "openai:x"
 
 
-def test_an_environment_variable_wins_over_the_file_as_documented(
+def test_the_file_wins_over_an_environment_variable_and_the_command_says_which_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = _write(tmp_path / "q.toml", '[generator]\nbase_url = "http://127.0.0.1:9/v1"\n')
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
-    assert _resolved("--config", config, "docs", "--out", "run").generator.base_url == "http://127.0.0.1:8/v1"
-    monkeypatch.delenv("OPENAI_BASE_URL")
     assert _resolved("--config", config, "docs", "--out", "run").generator.base_url == "http://127.0.0.1:9/v1"
+    assert _server_notes("--config", config, "docs", "--out", "run") == [
+        f"generator's server: http://127.0.0.1:9/v1 (from `generator.base_url` in {config}; "
+        "OPENAI_BASE_URL=http://127.0.0.1:8/v1 is not used)"
+    ]
+    assert _server_notes("docs", "--out", "run", "--set", "generator.base_url=http://127.0.0.1:7/v1") == [
+        "generator's server: http://127.0.0.1:7/v1 (from --set generator.base_url; "
+        "OPENAI_BASE_URL=http://127.0.0.1:8/v1 is not used)"
+    ]
+    flagged = ("--config", config, "docs", "--out", "run", "--base-url", "http://127.0.0.1:6/v1")
+    assert _resolved(*flagged).generator.base_url == "http://127.0.0.1:6/v1"  # a flag wins over both
+    # Only the variable: it is used, and said.
+    assert _resolved("docs", "--out", "run").generator.base_url == "http://127.0.0.1:8/v1"
+    assert _server_notes("docs", "--out", "run") == ["generator's server: http://127.0.0.1:8/v1 (from OPENAI_BASE_URL)"]
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert _server_notes("--config", config, "docs", "--out", "run") == []  # nothing ambiguous, nothing said
+    # The order is written where users read it.
+    assert PRECEDENCE in " ".join(line.lstrip("# ") for line in starter_file().splitlines())
+    assert "then the config file, then an environment variable (OPENAI_BASE_URL" in " ".join(
+        DOCS.read_text(encoding="utf-8").split()
+    )
+
+
+def test_build_says_once_which_server_it_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Tides are driven by the moon. " * 20, encoding="utf-8")
+    config = _write(tmp_path / "q.toml", '[generator]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
+    result = _invoke("build", corpus, "--out", tmp_path / "run", "--config", config, "--dry-run", "-q")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("note: generator's server: http://127.0.0.1:9/v1 (from `generator.base_url`") == 1
+
+
+def _server_notes(*args: object) -> list[str]:
+    command = main.commands["build"]
+    with command.make_context("build", [str(arg) for arg in args]) as ctx:
+        return server_notes(ctx, "build")
 
 
 def test_evaluate_reads_its_tables_and_its_flags_win(tmp_path: Path) -> None:
@@ -308,12 +351,15 @@ def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, mo
     tomllib.loads(written)
     for key in CONFIG_KEYS:  # every key is there, set to its default or shown commented out
         name = "<name>" if key.any_name else key.name
-        line = f"{name} = " if key.default() is not None else f"# {name} = "
+        # A key whose option reads an environment variable is shown, not set: set, it would override it.
+        line = f"{name} = " if key.default() is not None and not _reads_a_variable(key) else f"# {name} = "
         section = written.split(f"\n[{key.section}]\n", 1)[1].split("\n[", 1)[0]
         assert line in section, key.dotted
     for command in ("build", "evaluate"):
         values = read_config(tmp_path / "qagen.toml", command)  # type: ignore[arg-type]
-        defaults = {key.param: key.default() for key in CONFIG_KEYS if command in key.commands}
+        defaults = {
+            key.param: key.default() for key in CONFIG_KEYS if command in key.commands and not _reads_a_variable(key)
+        }
         expected = {param: value for param, value in defaults.items() if value is not None}
         as_options = {param: value for param, value in values.items()}
         assert {param: _listed(value) for param, value in as_options.items()} == {
@@ -322,6 +368,10 @@ def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, mo
     # A build from the starter file is a build at the defaults.
     assert _resolved("--config", "qagen.toml", "docs", "--out", "run") == _resolved("docs", "--out", "run")
     assert _evaluate_params("--config", "qagen.toml", "run", "--out", "e") == _evaluate_params("run", "--out", "e")
+
+
+def _reads_a_variable(key: ConfigKey) -> bool:
+    return "envvar" in key.spec.attrs
 
 
 def _listed(value: Any) -> Any:
