@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
-from qagen.cli.config_file import config_option, show_only
+from qagen.cli.config_file import config_option, config_origins, say_servers, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.evaluate_grid import GridPoint, grid_points, index_notes, split_list
 from qagen.cli.evaluate_options import EVALUATE_OPTIONS
@@ -40,6 +41,42 @@ def _int_list(value: str, setting: str) -> list[int]:
     return numbers
 
 
+SYSTEMS = ("answers", "rag_callable", "endpoint", "baseline")
+"""The options that name the system under test: one choice, made once."""
+
+
+def _system_options(ctx: click.Context, options: dict[str, Any]) -> str:
+    """The one option of `SYSTEMS` given, the others set to None. One given on the command line replaces
+    what the config file says (an example file's `baseline`, then `--rag my:answer`), as any flag wins
+    over the file."""
+    given = [name for name in SYSTEMS if options[name]]
+    typed = [name for name in given if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT_MAP]
+    if typed:
+        given = typed
+    if len(given) != 1:
+        named = [_as_given(ctx, name) for name in given]
+        both = (
+            f", not both {' and '.join(named)}" if len(named) == 2 else (f", not {', '.join(named)}" if named else "")
+        )
+        raise ConfigError(
+            f"Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline{both}."
+        )
+    for name in SYSTEMS:
+        if name not in given:
+            options[name] = None
+    return given[0]
+
+
+def _as_given(ctx: click.Context, param: str) -> str:
+    """How the user gave an option: its flag, or its key and where (`evaluate.baseline` in qagen.toml)."""
+    flag = EVALUATE_OPTIONS.by_param()[param].flag
+    origin = config_origins(ctx).get(flag)
+    if origin is None:
+        return flag
+    key, where = origin
+    return f"`{key}` ({where})" if where == "--set" else f"`{key}` in {where}"
+
+
 # The options `qagen evaluate --help` lists: those set most often. Every other option keeps working and
 # is a key of the config file (docs/configuration.md lists them all, with their flags).
 EVALUATE_SHOWN = (
@@ -55,8 +92,9 @@ EVALUATE_SHOWN = (
 )
 @config_option("evaluate")
 @EVALUATE_OPTIONS
+@click.pass_context
 @friendly_errors
-def evaluate(out: Path, quiet: bool, **options: Any) -> None:
+def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
     """Run a RAG system over DATASET's questions and score it.
 
     DATASET is a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or
@@ -75,11 +113,8 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
 
     register_secret(options["token"])
     batch = batch_from_options(options)
-    chosen = [name for name in ("answers", "rag_callable", "endpoint", "baseline") if options[name]]
-    if len(chosen) != 1:
-        raise ConfigError(
-            "Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline."
-        )
+    _system_options(ctx, options)
+    say_servers(ctx, "evaluate")
     if options["baseline"] and not options["corpus"]:
         raise ConfigError("--baseline needs --corpus PATH.")
     chunk_sizes = _int_list(options["chunk_size"], "chunk_size")

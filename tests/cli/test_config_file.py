@@ -25,6 +25,7 @@ from qagen.cli.config_file import (
     tomllib,
 )
 from qagen.cli.config_keys import COMMAND_OPTIONS, CONFIG_KEYS, NOT_KEYS, Command, ConfigKey
+from qagen.cli.evaluate import _system_options
 from qagen.cli.options import batch_from_options
 from qagen.config import BuildConfig
 
@@ -339,6 +340,24 @@ def test_a_value_from_the_file_or_a_set_is_named_by_its_key_not_a_flag(tmp_path:
         main, ["evaluate", "run", "--out", str(tmp_path / "e"), "--answers", str(answers), "--k", "0"]
     )
     assert flagged.stderr == "error: --k must be at least 1, got '0'.\n"
+
+
+def test_the_system_under_test_on_the_command_line_replaces_the_files(tmp_path: Path) -> None:
+    config = _write(tmp_path / "q.toml", '[evaluate]\nbaseline = "bm25"\ncorpus = "."\n')
+    command = main.commands["evaluate"]
+    with command.make_context("evaluate", ["--config", str(config), "run", "--out", "e", "--rag", "m:f"]) as ctx:
+        options = dict(ctx.params)
+        assert _system_options(ctx, options) == "rag_callable"
+        assert options["rag_callable"] == "m:f" and options["baseline"] is None
+    with command.make_context("evaluate", ["--config", str(config), "run", "--out", "e"]) as ctx:
+        assert _system_options(ctx, dict(ctx.params)) == "baseline"  # the file's, when nothing else is given
+    two = _write(tmp_path / "two.toml", '[evaluate]\nbaseline = "bm25"\nendpoint = "http://127.0.0.1:1/ask"\n')
+    result = _invoke("evaluate", "run", "--out", tmp_path / "e", "--config", two)
+    assert result.exit_code == 1
+    assert (
+        "exactly one of --answers, --rag, --endpoint or --baseline, not both "
+        f"`evaluate.endpoint` in {two} and `evaluate.baseline` in {two}." in " ".join(result.output.split())
+    )
 
 
 # --- qagen init ---------------------------------------------------------------------------------------
