@@ -136,10 +136,11 @@ def _add(values: dict[str, Any], key: ConfigKey, dotted: str, value: Any, comman
 
 
 def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """(dotted key, value) of every value; a table inside a known section is a section of its own."""
+    """(dotted key, value) of every value; a table inside a section is a section of its own, unless it is
+    the value of a key (`question_types = {factoid = 60, multi_hop = 40}`)."""
     for name, value in table.items():
         dotted = f"{prefix}{name}"
-        if isinstance(value, dict):
+        if isinstance(value, dict) and dotted not in KEYS_BY_NAME:  # a key may hold a table of its own
             yield from _flatten(value, f"{dotted}.")
         else:
             yield dotted, value
@@ -175,6 +176,8 @@ def _checked(where: str, key: ConfigKey, value: Any) -> Any:
         raise ConfigFileError(f"{where} `{key.dotted}` is not valid: {reason[0].lower()}{reason[1:]}.") from exc
     if key.comma_list:
         typed = ",".join(str(item) for item in (typed if isinstance(typed, list) else [typed]))
+    if isinstance(typed, dict):  # a table is the option's NAME=VALUE,... (`--question-types factoid=60,...`)
+        typed = ",".join(f"{name}={item}" for name, item in typed.items())
     return typed
 
 

@@ -213,10 +213,10 @@ def _build_keys() -> list[ConfigKey]:
             "question_types",
             "question_types",
             BUILD,
-            value_type=str,
+            value_type=str | dict[str, int],
             help="The question types to draft and their shares of the drafts in percent, adding up to 100, as "
-            "`TYPE=PERCENT,...` (factoid, multi_hop, unanswerable, reworded: `qagen.question_types`); default "
-            "factoid=100.",
+            "`TYPE=PERCENT,...` or a table (`{factoid = 60, multi_hop = 40}`) (factoid, multi_hop, unanswerable, "
+            "reworded: `qagen.question_types`); default factoid=100.",
             example="factoid=60,multi_hop=20,unanswerable=10,reworded=10",
         ),
         ConfigKey(

@@ -360,6 +360,18 @@ def test_the_system_under_test_on_the_command_line_replaces_the_files(tmp_path: 
     )
 
 
+def test_question_types_take_a_table_as_the_flag_takes_a_list(tmp_path: Path) -> None:
+    table = _write(tmp_path / "q.toml", "[build]\nquestion_types = {factoid = 60, multi_hop = 40}\n")
+    as_flag = _resolved("docs", "--out", "run", "--question-types", "factoid=60,multi_hop=40")
+    assert _resolved("--config", table, "docs", "--out", "run") == as_flag
+    assert as_flag.question_types == {"factoid": 60, "multi_hop": 40}
+    assert _resolved("docs", "--out", "run", "--set", "build.question_types={factoid=60, multi_hop=40}") == as_flag
+    wrong = _write(tmp_path / "w.toml", "[build]\nquestion_types = {factoid = 60, multi_hop = 30}\n")
+    result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", wrong)
+    assert result.exit_code == 2 and "`build.question_types` is not valid" in " ".join(result.output.split())
+    assert "did you mean" not in result.output
+
+
 # --- qagen init ---------------------------------------------------------------------------------------
 def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
