@@ -131,7 +131,7 @@ def _add(values: dict[str, Any], key: ConfigKey, dotted: str, value: Any, comman
         # Which names exist is the library's to say (a critic of the run's own is named in the run).
         checked = (f"{dotted.rpartition('.')[2]}={checked}",)
     if command in key.commands:
-        checked = _in_range(where, key, checked)
+        checked = _in_range(where, key, checked, written=value)
         values[key.param] = (*values.get(key.param, ()), *checked) if key.any_name else checked
 
 
@@ -181,7 +181,7 @@ def _checked(where: str, key: ConfigKey, value: Any) -> Any:
     return typed
 
 
-def _in_range(where: str, key: ConfigKey, typed: Any) -> Any:
+def _in_range(where: str, key: ConfigKey, typed: Any, *, written: Any) -> Any:
     """`typed`, checked by its option's own type and callback (ranges, choices, files that must exist,
     key variables), so a key and its flag refuse the same values. Only for the keys of the command
     run: a file named by a key of another command may not exist yet."""
@@ -197,8 +197,23 @@ def _in_range(where: str, key: ConfigKey, typed: Any) -> Any:
             option.callback(ctx, option, converted)
     except click.BadParameter as exc:
         # The value is not repeated: a key pasted as `api_key_env` would be shown.
-        raise ConfigFileError(f"{where} `{key.dotted}` is not valid: {exc.message.rstrip('.')}.") from exc
+        hint = _path_hint(written) if isinstance(option.type, click.Path) else ""
+        raise ConfigFileError(f"{where} `{key.dotted}` is not valid: {exc.message.rstrip('.')}{hint}.") from exc
+    if key.must_exist and not Path(os.path.expanduser(typed)).exists():
+        found = Path(os.path.expanduser(typed))
+        raise ConfigFileError(f"{where} `{key.dotted}` is not valid: {found} does not exist{_path_hint(written)}.")
     return typed
+
+
+def _path_hint(written: Any) -> str:
+    """How a path in the file was read: `~` as the home directory, a relative path from where qagen runs."""
+    if not isinstance(written, str):
+        return ""
+    if written.startswith("~"):
+        return f" (`~` is read as your home directory, {Path.home()})"
+    if not Path(written).is_absolute():
+        return f" (a relative path is read from the directory qagen runs in, {Path.cwd()}, not the file's)"
+    return ""
 
 
 @dataclass

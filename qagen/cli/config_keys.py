@@ -92,6 +92,8 @@ class ConfigKey:
     """A value to show, commented out, in the starter file, for a key with no default."""
     required: str | None = None
     """The command needs it, here or on the command line: what else may stand for it (the starter file says so)."""
+    must_exist: bool = False
+    """A path that must name something that exists (checked when the file is read, naming the key)."""
 
     @property
     def any_name(self) -> bool:
@@ -189,6 +191,7 @@ def _build_keys() -> list[ConfigKey]:
             setting=(CorpusSettings, "path"),
             example="docs",
             required="or `hf_dataset`, or CORPUS on the command line",
+            must_exist=True,
         ),
         ConfigKey(
             "corpus", "hf_dataset", "hf_dataset", BUILD, setting=(CorpusSettings, "hf_dataset"), example="org/name"

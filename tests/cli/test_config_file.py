@@ -372,6 +372,29 @@ def test_question_types_take_a_table_as_the_flag_takes_a_list(tmp_path: Path) ->
     assert "did you mean" not in result.output
 
 
+def test_a_path_with_a_tilde_is_the_home_directory_and_a_missing_one_says_how_it_was_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "docs").mkdir()
+    found = _write(tmp_path / "q.toml", '[corpus]\npath = "~/docs"\n')
+    assert _resolved("--config", found, "--out", "run").corpus.path == str(tmp_path / "docs")
+    missing = _write(tmp_path / "m.toml", '[corpus]\npath = "~/nodocs"\n')
+    result = _invoke("build", "--out", tmp_path / "run", "--config", missing)
+    assert result.exit_code == 2
+    assert (
+        f"{missing}: `corpus.path` is not valid: {tmp_path / 'nodocs'} does not exist (`~` is read as your home "
+        f"directory, {tmp_path})." in " ".join(result.output.split())
+    )
+    monkeypatch.chdir(tmp_path)
+    relative = _write(tmp_path / "r.toml", '[corpus]\npath = "nodocs"\n')
+    result = _invoke("build", "--out", tmp_path / "run", "--config", relative)
+    assert "nodocs does not exist (a relative path is read from the directory qagen runs in" in " ".join(
+        result.output.split()
+    )
+    assert not (tmp_path / "run").exists()
+
+
 # --- qagen init ---------------------------------------------------------------------------------------
 def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
