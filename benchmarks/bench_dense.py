@@ -265,6 +265,9 @@ def llm_drafts(run: Path, texts: dict[str, str]) -> LlmDrafts:
     probes, examples, skipped = [], [], Counter[str]()
     for row in rows:
         source, start, end = row["source_doc"], row["start_index"], row["end_index"]
+        if source is None:  # an unanswerable question: no chunk is its retrieval target
+            skipped["no retrieval target"] += 1
+            continue
         if texts.get(source, "")[start:end] != row["context"]:
             raise SystemExit(f"{run} was built on another corpus: its chunk of {source} at {start} differs.")
         asked = row["question"] or draft_question(row["generation_raw"] or "")

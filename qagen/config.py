@@ -101,12 +101,12 @@ class BuildConfig(BaseModel):
         "changes the sample, and a run keeps the pairing it was made with.",
     )
     vetting: Vetting = Field(
-        default="cookbook",
-        description="Which critics vet the drafts: `cookbook`, the notebook's three 1-5 critics (groundedness, "
-        "relevance, standalone); `checks`, yes/no checks read as probabilities (clear: the question says what "
-        "it is about; supported: the answer is correct and in the passage), which agree with a reviewer where a "
-        "small local model's 1-5 ratings do not (docs/building.md). A question type's own critics are asked "
-        "either way.",
+        default="checks",
+        description="Which critics vet the drafts: `checks`, yes/no checks read as probabilities (clear: the question "
+        "says what it is about; supported: the answer is correct and in the passage) and, for multi-hop and "
+        "unanswerable drafts, a reader that answers them from their passages; `cookbook`, the notebook's three 1-5 "
+        "critics (groundedness, relevance, standalone). With a small local model the checks keep what a reviewer "
+        "keeps where the 1-5 ratings do not (docs/building.md). A question type's own critics are asked either way.",
     )
     critics: tuple[CriticName, ...] = Field(
         default=(),

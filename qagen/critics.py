@@ -25,7 +25,7 @@ cookbook's published schema); every other critic's verdict goes to the one `extr
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -34,11 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from qagen.errors import ConfigError
 from qagen.llm.prompts import Prompt, load_prompt
 from qagen.records import CRITIC_NAME_PATTERN, CriticName
+from qagen.registry import Registry
 
 if TYPE_CHECKING:
     from qagen.records import Critique
 
-CriticScale = Literal["rating", "yes_no", "reader"]
+CriticScale = Literal["rating", "yes_no", "reader", "lone_reader"]
 """How a critic's reply is read (`qagen.generation.critique`):
 
 - `rating`: `Evaluation: ... Total rating: N`, N on 1-5 (the cookbook's protocol);
@@ -47,7 +48,10 @@ CriticScale = Literal["rating", "yes_no", "reader"]
   probabilities;
 - `reader`: the model answers the question from the passages alone (round-trip consistency, Alberti
   et al. 2019): 5 when its answer agrees with the drafted one, 1 when it differs or it says the
-  passages do not answer it.
+  passages do not answer it;
+- `lone_reader`: the same reader given one of a draft's passages (its prompt reads `{first_context}`
+  or `{second_context}`): 1 when its answer agrees with the drafted one (that passage alone answers a
+  question that should need both), 5 when it differs or it finds no answer.
 """
 
 Vetting = Literal["cookbook", "checks"]
@@ -73,10 +77,11 @@ ANSWERABLE = "answerable"
 """The reason a question drafted as unanswerable is rejected when the corpus answers it."""
 
 
-CRITIC_INPUTS = frozenset({"question", "context", "answer", "retrieved"})
+CRITIC_INPUTS = frozenset({"question", "context", "first_context", "second_context", "answer", "retrieved"})
 """What a critic's prompt may read of the draft: the question (required), its passages (`context`:
-the chunk, or every passage of a draft that reads several), the drafted answer, and the chunks a
-BM25 search of the whole corpus finds for the question (`retrieved`)."""
+the chunk, or every passage of a draft that reads several; `first_context`, `second_context`: one of
+them alone), the drafted answer, and the chunks a BM25 search of the whole corpus finds for the
+question (`retrieved`)."""
 CRITIC_SETTINGS = frozenset({"audience"})
 """The run's settings a critic's prompt may read (`BuildConfig` fields of the same name)."""
 
@@ -150,50 +155,30 @@ def check_prompt(spec: CriticSpec, prompt: Prompt) -> None:
         )
 
 
-class CriticRegistry:
+class CriticRegistry(Registry[CriticSpec]):
     """The critics by name, in the order they were declared (the order of columns, funnel and
-    summary); `asked()` gives them in the order they are asked."""
+    summary); `asked()` gives them in the order they are asked. `kind` names the entry points
+    installed packages add critics to it by (`qagen.registry`); None: code alone adds them."""
 
-    def __init__(self, specs: Iterable[CriticSpec] = ()) -> None:
-        self._specs: dict[str, CriticSpec] = {}
+    def __init__(self, specs: Iterable[CriticSpec] = (), *, kind: str | None = None) -> None:
         # A run's registry is asked for every threshold: made once per registry state and set of own critics.
         self._with_own: dict[tuple[tuple[str, ...], tuple[CriticSpec, ...]], CriticRegistry] = {}
-        for spec in specs:
-            self.add(spec)
+        super().__init__(kind, CriticSpec, noun="critic", specs=specs)
 
-    def add(self, spec: CriticSpec) -> CriticSpec:
-        if spec.name in self._specs:
-            raise ConfigError(f"A critic named {spec.name} is registered already; give yours another name.")
-        self._specs[spec.name] = spec
+    def register(self, spec: CriticSpec) -> CriticSpec:
         self._with_own.clear()
-        return spec
+        return super().register(spec)
+
+    def unregister(self, name: str) -> None:
+        self._with_own.clear()
+        super().unregister(name)
 
     def remove(self, name: str) -> None:
         """Unregister a critic (the cookbook's three stay: the dataset's columns are theirs)."""
         spec = self.get(name)
         if spec.own_columns:
             raise ConfigError(f"The critic {name} is one of the cookbook's three; it cannot be removed.")
-        del self._specs[name]
-        self._with_own.clear()
-
-    def get(self, name: str) -> CriticSpec:
-        try:
-            return self._specs[name]
-        except KeyError:
-            known = ", ".join(self.names())
-            raise ConfigError(f"There is no critic named {name!r}; the critics are {known}.") from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._specs
-
-    def __iter__(self) -> Iterator[CriticSpec]:
-        return iter(self._specs.values())
-
-    def __len__(self) -> int:
-        return len(self._specs)
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(self._specs)
+        self.unregister(name)
 
     def asked(self) -> tuple[CriticSpec, ...]:
         """In the order they are asked (`order`, then declaration)."""
@@ -211,9 +196,9 @@ class CriticRegistry:
         if key not in self._with_own:
             run = CriticRegistry(self)
             for spec in key[1]:
-                run.add(spec)
+                run.register(spec)
             for name in key[0]:
-                run.add(
+                run.register(
                     BUNDLED_OPT_IN.get(name)
                     if name in BUNDLED_OPT_IN
                     else from_prompt_file(name, order=run.next_order())
@@ -282,9 +267,11 @@ BUNDLED_OPT_IN = CriticRegistry(
             rejects_as="unsupported_answer",
             yes_at=0.7,
         ),
-    )
+    ),
+    kind="critics",
 )
-"""Bundled critics a build asks only when its `critics` setting names them."""
+"""Bundled critics a build asks only when its `critics` setting names them, and those installed
+packages bring (entry points `qagen.critics`, each naming a `CriticSpec` with its `prompt_folder`)."""
 
 
 def register_critic(
@@ -300,7 +287,7 @@ def register_critic(
     `critique_<name>`) in `prompt_folder` (default: qagen's bundled prompts), asked at `order`
     (default: after every critic registered), its threshold `threshold` (default: the build's
     `min_score`). Its verdicts go to `extra_critics`."""
-    return CRITICS.add(
+    return CRITICS.register(
         CriticSpec(
             name=name,
             prompt=prompt or f"critique_{name}",
@@ -342,8 +329,8 @@ def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
     server sent token probabilities, else its score as written; a yes/no critic's yes (5) when P(yes)
     reaches its `yes_at`, else no (1), or its written yes/no without probabilities; a reader by its measured
     agreement (`READER_AGREEMENT`), or its score when it found no answer."""
-    if spec.scale == "reader":
-        return _reader_value(critique)
+    if spec.scale in ("reader", "lone_reader"):
+        return _reader_value(critique, lone=spec.scale == "lone_reader")
     if critique.probability is None or critique.score is None:
         return critique.score
     if spec.scale == "rating":
@@ -353,11 +340,12 @@ def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
     return critique.score
 
 
-def _reader_value(critique: Critique) -> float | None:
-    """A reader's verdict from its measured agreement (5 agrees, 1 does not); its score otherwise."""
+def _reader_value(critique: Critique, *, lone: bool) -> float | None:
+    """A reader's verdict from its measured agreement (5 agrees, 1 does not; a lone reader the other way
+    round: its passage alone should not answer); its score otherwise."""
     if critique.agreement is None or critique.score is None:
         return critique.score
-    return 5 if critique.agreement >= READER_AGREEMENT else 1
+    return 5 if (critique.agreement >= READER_AGREEMENT) != lone else 1
 
 
 def passes(spec: CriticSpec, critique: Critique, threshold: int) -> bool:
@@ -371,7 +359,7 @@ def rejected_as_reason(spec: CriticSpec, critique: Critique) -> str:
     the drafted one, `not_answered_by_passage` when it found no answer, `answerable` when it answered
     a question drafted as unanswerable (its answer is kept, no agreement measured). Otherwise the
     critic's `rejects_as`, or its name."""
-    if spec.scale == "reader" and critique.agreement is None:
+    if spec.scale == "reader" and critique.agreement is None:  # a lone reader rejects only by agreeing
         return NOT_ANSWERED_BY_PASSAGE if critique.rationale is None else ANSWERABLE
     return spec.rejects_as or spec.name
 

@@ -193,10 +193,16 @@ class DatasetRow(Record):
     unchanged; the provenance columns after them say exactly what produced the row.
     """
 
-    context: str = Field(description="The chunk the question was drafted from.")
+    context: str = Field(
+        description="The chunk the question was drafted from (for an unanswerable question, the chunk it borrows its "
+        "subject from, which does not answer it)."
+    )
     question: str | None = Field(description="The drafted question (None for a candidate with no usable draft).")
     answer: str | None = Field(description="The drafted reference answer (None with the question).")
-    source_doc: str = Field(description="The source of the chunk's document.")
+    source_doc: str | None = Field(
+        description="The source of the chunk's document: where the answer is to be retrieved from. None for a "
+        "question no passage answers (`unanswerable`): it has no retrieval target (see `NO_TARGET_COLUMNS`)."
+    )
     groundedness_score: int | None = Field(description="The groundedness critic's 1-5 rating; None when not rated.")
     groundedness_eval: str | None = Field(description="The groundedness critic's rationale.")
     relevance_score: int | None = Field(description="The relevance critic's 1-5 rating; None when not rated.")
@@ -211,12 +217,12 @@ class DatasetRow(Record):
         "made with the three alone has the cookbook's columns and no other critic column.",
     )
     id: str = Field(description="The draft's id: a hash of the chunk, the generation prompt and the generator model.")
-    chunk_id: str = Field(description="The chunk's id (a content hash).")
-    start_index: int = Field(
+    chunk_id: str | None = Field(description="The chunk's id (a content hash); None with `source_doc`.")
+    start_index: int | None = Field(
         description="Character offset of the chunk in its document's text as qagen read it (line ends of text "
-        "files normalised to LF: see `Chunk.start_index`)."
+        "files normalised to LF: see `Chunk.start_index`); None with `source_doc`."
     )
-    end_index: int = Field(description="start_index + len(context).")
+    end_index: int | None = Field(description="start_index + len(context); None with `source_doc`.")
     generator_model: str = Field(description="Model spec of the generator.")
     critic_model: str = Field(description="Model spec of the critics.")
     qa_prompt_hash: str = Field(description="Hash of the generation prompt's text.")
@@ -253,7 +259,7 @@ class DatasetRow(Record):
     bm25_rank: int | None = Field(
         default=None,
         description="Rank of the question's own chunk among the corpus' chunks when the question is a BM25 query "
-        "(1: first; ties in its favour); None when not ranked.",
+        "(1: first; ties in its favour); None when not ranked (no usable draft, or no retrieval target).",
     )
     question_type: str = Field(
         default="factoid",
@@ -263,7 +269,8 @@ class DatasetRow(Record):
     contexts: tuple[str, ...] = Field(
         default=(),
         description="Every passage the question was drafted from, in order (`context` is the first): two for a "
-        "multi-hop question.",
+        "multi-hop question. These columns say what a question was drafted from, whatever its type: for an "
+        "unanswerable question, the passage it borrows its subject from, which is no retrieval target.",
     )
     source_docs: tuple[str, ...] = Field(default=(), description="The source of each passage's document.")
     chunk_ids: tuple[str, ...] = Field(default=(), description="Each passage's chunk id.")
@@ -273,6 +280,13 @@ class DatasetRow(Record):
 
 PASSAGE_COLUMNS = ("question_type", "contexts", "source_docs", "chunk_ids", "start_indices", "end_indices")
 """The columns of a build that drafts several question types (`BuildConfig.mixed`)."""
+
+NO_TARGET_COLUMNS = ("source_doc", "chunk_id", "start_index", "end_index", "bm25_rank")
+"""The columns that name a question's retrieval target (the cookbook's `source_doc` and where its chunk
+is), None in the row of a question its passages do not answer (`QuestionTypeSpec.answer_in_passages`
+False: an unanswerable question), so that no reader of the set takes the passage it borrowed its
+subject from for the place of its answer. The profile's coverage and easiness count only rows that
+have them."""
 
 
 class CandidateRow(DatasetRow):
@@ -484,7 +498,8 @@ class Distribution(Record):
 
 
 class Coverage(Record):
-    """How much of the corpus the kept questions cover."""
+    """How much of the corpus the kept questions cover: those with a retrieval target (an unanswerable
+    question covers no document: `NO_TARGET_COLUMNS`)."""
 
     documents: int = Field(description="Documents with at least one chunk.")
     documents_sampled: int = Field(description="Documents with at least one sampled chunk.")
@@ -498,7 +513,8 @@ class Coverage(Record):
 
 
 class Easiness(Record):
-    """How easy the kept questions are for retrieval (`qagen.generation.checks.easiness`)."""
+    """How easy the kept questions are for retrieval (`qagen.generation.checks.easiness`): those with a
+    retrieval target (an unanswerable question has none: `NO_TARGET_COLUMNS`)."""
 
     copied_share: Distribution = Field(description="Share of each question's content words found in its chunk.")
     copied_share_bins: dict[str, int] = Field(description="Kept questions by copied share (`0-0.2` ... `0.8-1`).")
@@ -520,7 +536,10 @@ class Duplicates(Record):
 class TestSetProfile(Record):
     """What a build kept, described."""
 
-    question_types: dict[str, int] = Field(description="Kept questions by type.")
+    question_types: dict[str, int] = Field(
+        description="Kept questions by type: every type of the build, in the order of its `question_types`, 0 when "
+        "none was kept."
+    )
     coverage: Coverage = Field(description="Documents and chunks covered.")
     easiness: Easiness = Field(description="How easy the kept questions are for retrieval.")
     question_chars: Distribution = Field(description="Length of the kept questions, in characters.")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -35,6 +36,25 @@ def committed() -> dict[str, Any]:
 
 def code_sources(notebook: dict[str, Any]) -> list[str]:
     return ["".join(cell["source"]) for cell in notebook["cells"] if cell["cell_type"] == "code"]
+
+
+def test_the_notebook_text_names_metrics_an_evaluation_makes() -> None:
+    """Every metric its text names in backticks with a cutoff (`hit@3`) or as a family (`evidence_*`)
+    is one an evaluation writes to its summary."""
+    from qagen.evaluate.judges.registry import LLM_METRICS
+    from qagen.evaluate.metric_columns import summary_name
+    from qagen.evaluate.metrics.scoring import SCORES
+
+    text = "".join("".join(cell["source"]) for cell in committed()["cells"] if cell["cell_type"] == "markdown")
+    named = re.findall(r"`([a-z_]+@\d+|[a-z_]+\*)`", text)
+    assert named
+    for name in named:
+        if name.endswith("*"):
+            family = [spec.column for spec in SCORES if spec.column.startswith(name[:-1])]
+            assert family or any(metric.startswith(name[:-1]) for metric in LLM_METRICS), f"no metric is `{name}`"
+            continue
+        k = int(name.rsplit("@", 1)[1])
+        assert name in {summary_name(spec.column, k) for spec in SCORES}, f"no metric is `{name}`"
 
 
 def test_committed_notebook_has_no_outputs() -> None:

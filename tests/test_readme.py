@@ -8,7 +8,8 @@ Hub, `my_rag` / the endpoint are tiny RAG systems, and `my_prompts` / `my_plugin
 prompts of a new critic and a new grader. Each fenced block runs in a directory of its own that
 already holds a built `run`; the servers and that run are made once for the module. No command may
 reach a host other than 127.0.0.1. A block that shows output rather than a command is fenced as
-`text` or with no language, and is not run.
+`text` or with no language, and is not run. A section whose example needs more than this environment
+(`RUN_ELSEWHERE`: a package to install) is run by the test named there.
 """
 
 from __future__ import annotations
@@ -50,8 +51,34 @@ def answer(question):
 """
 
 
+# Sections run by a test of their own: the page, the section's heading, and the test.
+RUN_ELSEWHERE = {("docs/extending.md", "A package of extensions"): "tests/test_plugins.py"}
+SECTION = re.compile(r"^## (?P<heading>.+)$", re.MULTILINE)
+
+
+def _sections(text: str) -> list[tuple[str, str]]:
+    """A page's text in `## ` sections, as (heading, text); the text before the first has the heading ''."""
+    starts = [(0, "")] + [(match.start(), match.group("heading").strip()) for match in SECTION.finditer(text)]
+    ends = [start for start, _ in starts[1:]] + [len(text)]
+    return [(heading, text[start:end]) for (start, heading), end in zip(starts, ends, strict=True)]
+
+
+def page_section(page: Path, heading: str) -> str:
+    """The text of one `## ` section of a page."""
+    [text] = [text for name, text in _sections(page.read_text(encoding="utf-8")) if name == heading]
+    return text
+
+
+def _blocks_in(text: str, language: str) -> list[str]:
+    return [body for lang, body in FENCE.findall(text) if lang == language]
+
+
 def _blocks(page: Path, language: str) -> list[str]:
-    return [body for lang, body in FENCE.findall(page.read_text(encoding="utf-8")) if lang == language]
+    """The page's blocks of `language`, but for those of the sections run elsewhere (`RUN_ELSEWHERE`)."""
+    name = page.relative_to(ROOT).as_posix()
+    sections = _sections(page.read_text(encoding="utf-8"))
+    kept = [text for heading, text in sections if (name, heading) not in RUN_ELSEWHERE]
+    return _blocks_in("".join(kept), language)
 
 
 def _pages_with(language: str, dense: bool | None = None) -> list[Any]:
@@ -238,7 +265,7 @@ def test_every_shell_command_works(readme_env: dict[str, Any], page: Path) -> No
     sent_to_openai = {
         kind
         for flag, kind in (
-            ("--critic-base-url https://api.openai.com", "critique"),
+            ("--critic-base-url https://api.openai.com", "check"),  # the default vetting's yes/no checks
             ("--judge-base-url https://api.openai.com", "judge"),
         )
         if any(flag in command for command in commands)

@@ -15,6 +15,7 @@ from qagen.cli.build_settings import config_from_options
 from qagen.cli.config_file import config_option, say_servers, show_only
 from qagen.cli.errors import PIPE_CLOSED_EXIT, friendly_errors
 from qagen.cli.flags import in_cli_terms
+from qagen.cli.next_steps import next_steps
 from qagen.cli.options import (
     BUILD_OPTIONS,
     batch_from_options,
@@ -25,6 +26,8 @@ from qagen.cli.options import (
     run_out_option,
     update_corpus_option,
 )
+from qagen.errors import QagenError
+from qagen.redaction import redact
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -135,6 +138,10 @@ def build(
         from qagen.generation.target import SHORTFALL_SETTINGS
 
         click.echo(f"\nshort of the target: {in_cli_terms(result.shortfall, SHORTFALL_SETTINGS)}", err=True)
+    if result.short_of_passages:
+        from qagen.generation.passages_short import PASSAGES_SETTINGS
+
+        click.echo(f"\nshort of passages: {in_cli_terms(result.short_of_passages, PASSAGES_SETTINGS)}", err=True)
     click.echo(f"\nkept {result.summary.funnel.kept} questions: {out / 'dataset'} (every draft: {out / 'candidates'})")
     if push_repo:
         from qagen.publish.push import push_run
@@ -154,8 +161,7 @@ def _next_steps(out: Path, *, pushed: bool) -> str:
     ]
     if not pushed:
         steps.append((f"qagen push {out} ORG/NAME", "publish it (private by default)"))
-    width = max(len(command) for command, _ in steps)
-    return "\nnext:\n" + "\n".join(f"  {command:<{width}}  # {why}" for command, why in steps)
+    return next_steps(steps)
 
 
 show_only(build, BUILD_SHOWN)
@@ -173,6 +179,9 @@ def run() -> None:
     try:
         main.main(prog_name="qagen")
         code = 0
+    except QagenError as exc:  # outside a command's own handling: the help of an option reading the registries
+        click.echo(f"error: {redact(str(exc))}", err=True)
+        code = 1
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
         if isinstance(exit_.code, str):

@@ -219,7 +219,8 @@ def _build_keys() -> list[ConfigKey]:
             value_type=str | dict[str, int],
             help="The question types to draft and their shares of the drafts in percent, adding up to 100, as "
             "`TYPE=PERCENT,...` or a table (`{factoid = 60, multi_hop = 40}`) (factoid, multi_hop, unanswerable, "
-            "reworded: `qagen.question_types`); default factoid=100.",
+            "reworded: `qagen.question_types`), each type once; a bare name is the whole mix (`multi_hop`: "
+            "multi_hop=100); default factoid=100.",
             example="factoid=60,multi_hop=20,unanswerable=10,reworded=10",
         ),
         ConfigKey(

@@ -14,13 +14,17 @@ from qagen.cli.errors import friendly_errors
 from qagen.cli.evaluate_grid import GridPoint, grid_points, index_notes, split_list
 from qagen.cli.evaluate_options import EVALUATE_OPTIONS
 from qagen.cli.flags import in_cli_terms
+from qagen.cli.next_steps import next_steps
 from qagen.cli.options import batch_from_options
 from qagen.cli.paths import UserPath
 from qagen.errors import ConfigError
+from qagen.evaluate.judges.registry import LLM_METRICS
+from qagen.failures import is_call_failure_reason
 from qagen.runs.batch.executor import BatchesRunningError
 
 if TYPE_CHECKING:
     from qagen.evaluate.records import EvalSummary
+    from qagen.evaluate.report import EvalRun
     from qagen.evaluate.systems.rerank.specs import RerankSpec
 
 # The settings the evaluator's notes name (`select_metrics`).
@@ -200,10 +204,29 @@ def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> N
         raise BatchesRunningError(running)
     runs = load_runs(outputs)
     click.echo("\n" + comparison_table(runs))
+    if runs:
+        click.echo(_evaluate_next_steps(options, out, runs))
+
+
+def _evaluate_next_steps(options: dict[str, Any], out: Path, runs: list[EvalRun]) -> str:
+    """What a user does with an evaluation next: compare it with another system's, chart a grid, check the judge."""
+    dataset = options["dataset"]
+    steps: list[tuple[str, str]] = []
     if len(runs) > 1:
         # Only the grid's runs: index folders that older versions kept beside them are no evaluations.
         pattern = "*_k[0-9]*" if options["baseline"] else "*"
-        click.echo(f"\na bar chart of them: qagen report {out}/{pattern} --chart comparison.png")
+        steps.append((f"qagen report {out}/{pattern} --chart comparison.png", "a bar chart of them, and paired tests"))
+    elif options["baseline"]:
+        steps.append((f"qagen evaluate {dataset} --rag MODULE:FUNCTION --out eval-mine", "score your own system"))
+        steps.append((f"qagen report {out} eval-mine", "compare the two: paired tests on the same questions"))
+    else:
+        corpus = "--baseline bm25 --corpus CORPUS --out eval-bm25"
+        steps.append((f"qagen evaluate {dataset} {corpus}", "score the bundled baseline"))
+        steps.append((f"qagen report {out} eval-bm25", "compare the two: paired tests on the same questions"))
+    judged = [metric for metric in runs[0].summary.get("judges", {}) if metric in LLM_METRICS]
+    if any(LLM_METRICS.get(metric).reviewable for metric in judged):
+        steps.append((f"qagen review {runs[0].path}", "label a sample of answers: how far to trust the judge"))
+    return next_steps(steps)
 
 
 def _print_note(note: str) -> None:
@@ -220,8 +243,14 @@ def _outcome(target: Path, summary: EvalSummary) -> str:
     """What happened to the questions and the judges, in a few lines (the counts of summary.json)."""
     lines = [f"{target}: {summary.answered}/{summary.questions} questions answered"]
     if summary.failed_by_reason:
-        reasons = ", ".join(f"{reason}: {n}" for reason, n in summary.failed_by_reason.items())
-        lines.append(f"  not answered: {reasons}")
+        kinds = ", ".join(f"{n} {kind}" for kind, n in summary.failed_by_reason.items())
+        lines.append(f"  not answered: {kinds}")
+        # Each kind's first reason whole: the detail after its kind is what says what to fix.
+        lines += [
+            f"    {whole}"
+            for kind in summary.failed_by_reason
+            if (whole := summary.failed_examples.get(kind, kind)) != kind
+        ]
     if summary.retrieved_nothing:
         lines.append(
             f"  {summary.retrieved_nothing} rows retrieved nothing: scored 0 on the retrieval metrics, as ragas does"
@@ -230,9 +259,14 @@ def _outcome(target: Path, summary: EvalSummary) -> str:
         parts = [f"{counts.judged} judged"]
         if counts.undefined:
             parts += [f"{n} {reason} (no value, as in ragas)" for reason, n in counts.undefined.items()]
-        if counts.failed:
-            reasons = ", ".join(f"{reason}: {n}" for reason, n in counts.failures.items())
-            parts.append(f"{counts.failed} judge failures ({reasons})")
+        unanswered = {reason: n for reason, n in counts.failures.items() if is_call_failure_reason(reason)}
+        if unanswered:
+            reasons = ", ".join(f"{reason} {n}" for reason, n in unanswered.items())
+            parts.append(f"{sum(unanswered.values())} calls got no reply from the judge's server ({reasons})")
+        unread = {reason: n for reason, n in counts.failures.items() if reason not in unanswered}
+        if unread:
+            reasons = ", ".join(f"{reason} {n}" for reason, n in unread.items())
+            parts.append(f"{sum(unread.values())} replies held no readable verdict ({reasons})")
         if len(parts) > 1:
             lines.append(f"  {metric}: {', '.join(parts)}")
     for role, spend in summary.batch.items():

@@ -14,10 +14,8 @@ import click
 
 from qagen.cli.flags import in_cli_terms
 from qagen.errors import ConfigError
+from qagen.evaluate.systems.retriever_specs import RETRIEVERS
 
-# The bundled baseline's retrievers (`qagen.evaluate.systems.retrievers.RETRIEVERS`, not imported
-# here: `qagen --help` loads no retrieval code).
-RETRIEVERS = ("bm25", "dense", "hybrid")
 # The loggers whose lines say whether an index was built or reused, and where it is kept (or that the
 # cache cannot keep it): shown to CLI users.
 INDEX_LOGGERS = ("qagen.evaluate.systems.dense_index", "qagen.corpus.bm25_index", "qagen.corpus.index_cache")
@@ -28,28 +26,34 @@ def split_list(value: str | None) -> list[str]:
 
 
 def baseline_systems(baseline: str | None, embeddings: str | None) -> list[tuple[str | None, str | None]]:
-    """The grid's systems as (retriever, embeddings model): one per retriever, a dense or hybrid one
-    per embeddings model; [(None, None)] for a system of the user's own."""
+    """The grid's systems as (retriever, embeddings model): one per retriever, one per embeddings model
+    of a retriever that ranks by embeddings (dense, hybrid); [(None, None)] for a system of the user's own."""
     kinds = list(dict.fromkeys(split_list(baseline)))
     if baseline is not None and not kinds:
-        raise ConfigError(f"--baseline takes {', '.join(RETRIEVERS)} or a comma list of them, got '{baseline}'.")
+        raise ConfigError(
+            f"--baseline takes {', '.join(RETRIEVERS.names())} or a comma list of them, got '{baseline}'."
+        )
     unknown = [kind for kind in kinds if kind not in RETRIEVERS]
     if unknown:
-        raise ConfigError(f"Unknown --baseline '{unknown[0]}'; choose from {', '.join(RETRIEVERS)}.")
+        raise ConfigError(f"Unknown --baseline '{unknown[0]}'; choose from {', '.join(RETRIEVERS.names())}.")
     models = list(dict.fromkeys(split_list(embeddings)))
-    dense = [kind for kind in kinds if kind != "bm25"]
+    dense = [kind for kind in kinds if RETRIEVERS.get(kind).needs_embeddings]
     if len(models) > 1 and not dense:
-        raise ConfigError("A list of --embeddings only applies to --baseline dense or hybrid.")
+        by_embeddings = " or ".join(spec.name for spec in RETRIEVERS if spec.needs_embeddings)
+        raise ConfigError(f"A list of --embeddings only applies to --baseline {by_embeddings}.")
     if not kinds:
         return [(None, None)]
+    for kind in kinds:
+        check = RETRIEVERS.get(kind).check
+        if check is not None:
+            check()
     if dense:
-        from qagen.corpus.embeddings import LOCAL, EmbeddingsModel, require_dense_extra
+        from qagen.corpus.embeddings import LOCAL, EmbeddingsModel
 
-        require_dense_extra("faiss")
         models = models or [LOCAL]
         for model in models:
             EmbeddingsModel(model)  # an unknown name or a missing model fails now, before any work
-    return [(kind, model) for kind in kinds for model in ([None] if kind == "bm25" else models)]
+    return [(kind, model) for kind in kinds for model in (models if kind in dense else [None])]
 
 
 class GridPoint(NamedTuple):

@@ -6,36 +6,52 @@ from pathlib import Path
 
 import click
 
+from qagen.cli.installed_help import ListsInstalled, installed
 from qagen.cli.option_spec import SettingOption, argument, option, option_group
 from qagen.cli.options import batch_options, call_options, variable_name
 from qagen.cli.paths import UserPath
 from qagen.config import DEFAULT_MODEL
-from qagen.evaluate.judges.registry import ALL, LLM_METRICS
+from qagen.evaluate.judges.registry import ALL, LLM_METRICS, MetricSpec
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
+from qagen.evaluate.systems.retriever_specs import RETRIEVERS
 
 
-def metrics_help() -> str:
-    """The `--metrics` help: every LLM metric with what it measures, by group, then the other groups."""
-    by_group: dict[str, list[str]] = {}
-    for spec in LLM_METRICS.values():
-        by_group.setdefault(spec.group, []).append(
-            f"{spec.name}: {spec.help}" if spec.name != spec.group else spec.name
-        )
-    singles = [f"{group} ({LLM_METRICS[group].help})" for group, names in by_group.items() if names == [group]]
-    parts = [*singles, *(f"{group} ({'; '.join(names)})" for group, names in by_group.items() if names != [group])]
+def _installed_rerankers() -> str:
+    from qagen.evaluate.systems.rerank.specs import RERANKERS
+
+    return installed(RERANKERS, lambda kind: kind.form)
+
+
+def metrics_help(*, installed: bool = True) -> str:
+    """The `--metrics` help: every LLM metric with what it measures, by group, then the deterministic
+    metrics; `installed`: those installed packages bring too (else qagen's own and those registered in
+    Python, as the configuration page lists them whatever is installed)."""
+    llm = tuple(LLM_METRICS) if installed else LLM_METRICS.own()
+    deterministic = tuple(DETERMINISTIC_METRICS) if installed else DETERMINISTIC_METRICS.own()
+    by_group: dict[str, list[MetricSpec]] = {}
+    for spec in llm:
+        by_group.setdefault(spec.group, []).append(spec)
+    singles = [f"{group} ({specs[0].help})" for group, specs in by_group.items() if [s.name for s in specs] == [group]]
+    grouped = [
+        f"{group} ({'; '.join(f'{spec.name}: {spec.help}' for spec in specs)})"
+        for group, specs in by_group.items()
+        if [spec.name for spec in specs] != [group]
+    ]
+    others = [f"{metric.name} ({metric.help})" for metric in deterministic]
+    return f"Comma list of metrics or groups: {'; '.join([*singles, *grouped, *others])}; {ALL}."
+
+
+def metrics_option_help(*, installed: bool = True) -> str:
     return (
-        f"Comma list of metrics or groups: {'; '.join(parts)}; retrieval (hit@k, MRR, NDCG); text (ROUGE-L "
-        f"recall, token F1); {ALL}."
+        f"{metrics_help(installed=installed)} Without --embeddings, the groups ragas and all leave answer_relevancy "
+        "out (with a note)."
     )
-
-
-def metrics_option_help() -> str:
-    return f"{metrics_help()} Without --embeddings, the groups ragas and all leave answer_relevancy out (with a note)."
 
 
 class _MetricsOption(SettingOption):
     """`--metrics`, whose help lists the metrics registered when it is shown (one registered after
-    the CLI was imported too)."""
+    the CLI was imported, or brought by an installed package, too)."""
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         self.help = metrics_option_help()
@@ -73,6 +89,8 @@ EVALUATE_OPTIONS = option_group(
     option(
         "--baseline",
         metavar="RETRIEVER[,...]",
+        cls=ListsInstalled,
+        installed=lambda: installed(RETRIEVERS),
         help="The bundled baseline over --corpus, answered by --model with the notebook's RAG prompt, retrieving with "
         "bm25, dense (--embeddings searched with FAISS; pip install 'qagen[dense]') or hybrid (both, reciprocal rank "
         "fusion); a comma list (bm25,dense,hybrid) runs a grid.",
@@ -100,6 +118,8 @@ EVALUATE_OPTIONS = option_group(
         "rerank",
         default="none",
         show_default=True,
+        cls=ListsInstalled,
+        installed=_installed_rerankers,
         help="Reranker of --baseline between retrieval and the reader: none, cross-encoder:PATH (a local "
         "sentence-transformers model folder), endpoint:MODEL (POST /rerank of vLLM or TEI at --rerank-url), reader "
         "(--model orders them, listwise); a comma list runs a grid.",
@@ -163,7 +183,7 @@ EVALUATE_OPTIONS = option_group(
         cls=_MetricsOption,
         default="correctness,retrieval,text",
         show_default=True,
-        help=metrics_option_help(),
+        help=metrics_option_help(installed=False),
     ),
     option(
         "--embeddings",

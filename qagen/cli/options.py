@@ -17,11 +17,12 @@ from typing import Any
 
 import click
 
+from qagen.cli.installed_help import ListsInstalled, installed
 from qagen.cli.option_spec import OptionGroup, OptionSpec, argument, option, option_group
 from qagen.cli.paths import UserPath
 from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL
 from qagen.corpus.settings import MIN_CHUNK_SIZE
-from qagen.critics import CRITICS, CriticSpec, check_name
+from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, check_name
 from qagen.errors import QagenError
 from qagen.generation.checks.rules import FREE_CHECK_NAMES, FREE_CHECKS
 from qagen.llm.backends import is_variable_name
@@ -62,7 +63,8 @@ corpus_options = option_group(
 )  # fmt: skip
 _SMALLEST = " or ".join(f"{size} {unit}" for unit, size in MIN_CHUNK_SIZE.items())
 chunk_options = option_group(
-    option("--chunk-size", type=click.IntRange(min=1), default=2000, show_default=True, help=f"Maximum chunk length, in --length-unit (at least {_SMALLEST})."),
+    # No click range: the smallest size depends on --length-unit, which the chunk settings check (one bound, one message).
+    option("--chunk-size", type=int, default=2000, show_default=True, help=f"Maximum chunk length, in --length-unit (at least {_SMALLEST})."),
     option("--chunk-overlap", type=click.IntRange(min=0), default=200, show_default=True, help="Overlap between consecutive chunks, in --length-unit."),
     option("--length-unit", type=click.Choice(["characters", "tokens"]), default="characters", show_default=True, help="Measure chunk length in characters or in tiktoken tokens."),
     option("--encoding", default="cl100k_base", show_default=True, help="tiktoken encoding for --length-unit tokens."),
@@ -72,10 +74,10 @@ chunk_options = option_group(
 
 # --- the sample and the models (run settings) -------------------------------------------------------
 def sample_options(*, stage: bool) -> OptionGroup:
-    types = "; ".join(f"{spec.name}: {spec.help}" for spec in QUESTION_TYPES)
+    types = "; ".join(f"{spec.name}: {spec.help}" for spec in QUESTION_TYPES.own())
     return option_group(
         option("--n-generations", "-n", type=click.IntRange(min=1), default=None, help=f"Draft this many questions (from this many chunks, spread across documents, for factoids); asking for more later extends the same sample {_default(stage, '[default: one per chunk]')}."),
-        option("--question-types", "question_types", metavar="TYPE=PERCENT,...", default=None, callback=_question_shares, help=f"The question types to draft and their shares of the drafts in percent, adding up to 100, e.g. factoid=60,multi_hop=20,unanswerable=10,reworded=10. The types: {types} {_default(stage, '[default: factoid=100]')}."),
+        option("--question-types", "question_types", metavar="TYPE=PERCENT,...", default=None, callback=_question_shares, cls=ListsInstalled, installed=lambda: installed(QUESTION_TYPES), help=f"The question types to draft and their shares of the drafts in percent, adding up to 100, e.g. factoid=60,multi_hop=20,unanswerable=10,reworded=10; a bare name is the whole mix (multi_hop: multi_hop=100); each type once. The types: {types} {_default(stage, '[default: factoid=100]')}."),
         option("--pair-embeddings", metavar="SPEC", default=None, callback=_none_if_off, help=f"Embeddings model that pairs the passages of multi-hop questions by meaning: local (the dense extra's bundled all-MiniLM-L6-v2, offline), a model folder, or provider:model. Rare shared terms find the candidates (a shared name, option or command); the embeddings choose among them the one closest in meaning, skipping near-duplicates. It changes the sample, so a run keeps the pairing it drafted with {_default(stage, '[default: none, rare terms alone]')}."),
     )  # fmt: skip
 
@@ -148,8 +150,8 @@ def _critic_names(ctx: click.Context, param: click.Parameter, value: tuple[str, 
 def prompts_option(*, stage: bool) -> OptionGroup:
     bundled = ", ".join(
         [
-            *(f"{spec.draft_prompt}.txt" for spec in QUESTION_TYPES),
-            *(f"{spec.prompt}.txt" for spec in CRITICS if spec.prompt_folder is None),
+            *(f"{spec.draft_prompt}.txt" for spec in QUESTION_TYPES.own() if spec.prompt_folder is None),
+            *(f"{spec.prompt}.txt" for spec in CRITICS.own() if spec.prompt_folder is None),
         ]
     )
     return option_group(
@@ -160,14 +162,14 @@ def prompts_option(*, stage: bool) -> OptionGroup:
 def vetting_option(*, stage: bool) -> OptionGroup:
     """Which critics vet the drafts (`BuildConfig.vetting`)."""
     return option_group(
-        option("--vetting", type=click.Choice(["cookbook", "checks"]), default=None if stage else "cookbook", help=f"Which critics vet the drafts: cookbook, the notebook's three 1-5 critics (groundedness, relevance, standalone); checks, two yes/no checks read as probabilities (clear: the question says what it is about; supported: the answer is right and in the passage), which agree with a reviewer far better when the critic is a small local model {_default(stage, '[default: cookbook]')}."),
+        option("--vetting", type=click.Choice(["checks", "cookbook"]), default=None if stage else "checks", help=f"Which critics vet the drafts: checks, two yes/no checks read as probabilities (clear: the question says what it is about; supported: the answer is right and in the passage) and a reader for multi-hop and unanswerable drafts, which agree with a reviewer far better when the critic is a small local model; cookbook, the notebook's three 1-5 critics (groundedness, relevance, standalone) {_default(stage, '[default: checks]')}."),
     )  # fmt: skip
 
 
 def own_critics_option(*, stage: bool) -> OptionGroup:
     """Critics of the run's own, each a prompt file in --prompts (`BuildConfig.critics`)."""
     return option_group(
-        option("--critic", "critics", metavar="NAME", multiple=True, callback=_critic_names, help=f"Another critic, repeatable: a bundled one (clear, supported, reader) or one of your own, the prompt file critique_NAME.txt in --prompts, in the critics' protocol (Evaluation: ... Total rating: N), reading {{question}} and any of {{context}}, {{audience}}; asked after the others, kept at --min-score {_default(stage, '[default: none]')}."),
+        option("--critic", "critics", metavar="NAME", multiple=True, callback=_critic_names, cls=ListsInstalled, installed=lambda: installed(BUNDLED_OPT_IN), help=f"Another critic, repeatable: a bundled one (clear, supported, reader) or one of your own, the prompt file critique_NAME.txt in --prompts, in the critics' protocol (Evaluation: ... Total rating: N), reading {{question}} and any of {{context}}, {{audience}}; asked after the others, kept at --min-score {_default(stage, '[default: none]')}."),
     )  # fmt: skip
 
 

@@ -1,10 +1,11 @@
 """Where the bundled baseline's indexes live between runs: one cache for every evaluation.
 
 A BM25 index, and a dense index with the chunks' embeddings, depend on the corpus (its path and its
-files' names, sizes and modification times), the chunking and, for dense, the embeddings model, never
-on the evaluation's output directory: they are kept in a cache folder of their own, under a key of
-exactly those (`CorpusChunks.cache_key`), so a second evaluation of the same corpus with the same
-model, into any output directory, embeds nothing and says where the index it reused lives.
+files' names, sizes and contents: a file edited with its size and time kept is a change), the
+chunking and, for dense, the embeddings model, never on the evaluation's output directory: they are
+kept in a cache folder of their own, under a key of exactly those (`CorpusChunks.cache_key`), so a
+second evaluation of the same corpus with the same model, into any output directory, embeds nothing
+and says where the index it reused lives.
 
 The cache is found as the Hugging Face libraries find theirs: `$QAGEN_CACHE`, else
 `$XDG_CACHE_HOME/qagen`, else `~/.cache/qagen`; an evaluation may name another (`index_cache_dir(cache)`).

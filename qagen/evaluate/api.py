@@ -17,7 +17,7 @@ from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError, NothingUsableError
 from qagen.evaluate.input_checks import check_inputs
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed, metric_groups
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
 from qagen.evaluate.out_dir import EVAL_FILE, require_evaluation_dir
 from qagen.evaluate.records import EvalSummary
 from qagen.evaluate.runner import Evaluation, system_identity
@@ -26,6 +26,7 @@ from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the b
 from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
 from qagen.evaluate.systems.protocol import ReaderSystem, SystemFactory
 from qagen.evaluate.testset import TestSet, load_testset
+from qagen.failures import is_call_failure_reason
 from qagen.llm.client import ModelSettings
 from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
 from qagen.llm.concurrency import run_coroutine
@@ -68,8 +69,8 @@ def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> t
                 settings=("embeddings",),
             )
         for part in groups.get(name, (name,)):
-            if part not in LLM_METRICS and part not in DETERMINISTIC_GROUPS:
-                known = sorted([*LLM_METRICS, *DETERMINISTIC_GROUPS, *groups])
+            if part not in LLM_METRICS and part not in DETERMINISTIC_METRICS:
+                known = sorted([*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names(), *groups])
                 raise ConfigError(f"Unknown metric '{part}'; choose from {', '.join(known)}.")
             if part == "answer_relevancy" and not embeddings:
                 note = f"answer_relevancy left out of '{name}': it needs an embeddings model (`embeddings`)."
@@ -88,7 +89,7 @@ def _scored_by_type(items: TestSet, chosen: list[str], judged: bool) -> list[str
     ones) to `chosen` when a judge can score it; the notes that say so, or why it is not."""
     notes: list[str] = []
     counts = Counter(scoring_of(item.question_type) for item in items.items)
-    for spec in LLM_METRICS.values():
+    for spec in LLM_METRICS:
         wanted = counts.get(spec.scoring, 0) if spec.scoring is not None else 0
         if not wanted or spec.name in chosen:
             continue
@@ -260,30 +261,43 @@ def _raise_if_nothing_succeeded(summary: EvalSummary, out: Path) -> None:
     if questions and not answered:
         reasons = summary.failed_by_reason
         commonest = max(reasons, key=reasons.__getitem__) if reasons else "unknown"
+        whole = summary.failed_examples.get(commonest, commonest)  # the first such question's whole reason
         raise NothingUsableError(
-            f"None of the {questions} questions was answered (mostly {commonest}); "
-            f"every row is in {out / 'results.jsonl'}."
+            f"None of the {questions} questions was answered (mostly {whole}); every row is in {out / 'results.jsonl'}."
         )
     for metric, counts in summary.judges.items():
         if counts.judged == 0 and counts.failed > 0:
             failures = counts.failures
             commonest = max(failures, key=failures.__getitem__)
+            example = _example_failure(out, metric, commonest)
+            if is_call_failure_reason(commonest):
+                # No reply came: the server failed, which no reading of replies can mend.
+                raise NothingUsableError(
+                    f"The {metric} judge's server answered none of the {counts.failed} calls it was sent "
+                    f"(mostly {commonest}: {example or 'no message'}); see the server's log, then re-run the "
+                    f"same command to ask again. Every row is in {out / 'results.jsonl'}."
+                )
             raise NothingUsableError(
                 f"The {metric} judge could read none of the {counts.failed} verdicts it was asked for "
-                f"(mostly {commonest}; e.g. {_example_reply(out, metric, commonest)!r}); "
-                f"every reply is in {out / 'results.jsonl'}."
+                f"(mostly {commonest}; e.g. {example!r}); every reply is in {out / 'results.jsonl'}."
             )
 
 
-def _example_reply(out: Path, metric: str, reason: str) -> str:
-    """The first judge reply behind a failure of `metric` with `reason`, on one line."""
+def _example_failure(out: Path, metric: str, reason: str) -> str:
+    """What lies behind the first failure of `metric` with `reason`, on one line: the server's message
+    for a call that got no reply, else the judge's reply that could not be read."""
     with (out / "results.jsonl").open(encoding="utf-8") as rows:
         for line in rows:
             row = json.loads(line)
-            if row.get(f"{metric}_reason") == reason:
-                raw = row.get(f"{metric}_raw")
-                text = raw[-1] if isinstance(raw, list) and raw else raw
-                return " ".join(str(text or "").split())[:160]
+            if row.get(f"{metric}_reason") != reason:
+                continue
+            if is_call_failure_reason(reason):
+                errors = (row.get(f"{metric}_detail") or {}).get("call_errors") or [""]
+                # Long enough for a server's error body, whose message follows its status.
+                return " ".join(str(errors[-1]).split())[:300]
+            raw = row.get(f"{metric}_raw")
+            text = raw[-1] if isinstance(raw, list) and raw else raw
+            return " ".join(str(text or "").split())[:160]
     return ""
 
 

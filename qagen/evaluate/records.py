@@ -212,6 +212,27 @@ class MetricStats(Record):
     )
 
 
+class MetricColumn(Record):
+    """Where a summary metric's per-question values are in `results.jsonl`, and how the summary reads them."""
+
+    results_column: str = Field(
+        description="The column of `results.jsonl` holding each question's value; `@k` stands for the cutoff there "
+        "(`mrr@7` is the mean of `reciprocal_rank@k`)."
+    )
+    question_value: str = Field(description="What a question's value in that column is, in a few words.")
+    results_range: tuple[float, float] | None = Field(
+        description="Where a question's value in that column lies: (1, 5) for correctness, the judge's raw score; "
+        "null when its metric states no range (a count)."
+    )
+    summarised_as: str = Field(
+        description="What the summary averages: `value` (the column's values as they are), or the formula each "
+        "value goes through first (correctness: `(score - 1) / 4`, the notebook's normalisation)."
+    )
+    range: tuple[float, float] | None = Field(
+        description="Where the summary's mean, low and high lie; null when its metric states no range."
+    )
+
+
 class JudgeCounts(Record):
     """What one LLM metric's judge did over the run."""
 
@@ -241,7 +262,12 @@ class ResultsSummary(Record):
     k: int = Field(description="Contexts judged and scored per question (the top k).")
     metrics: dict[str, MetricStats] = Field(
         description="Every metric by its summary name (`hit@7`, `mrr@7`...), LLM metrics first. `correctness` "
-        "is the mean of (score-1)/4, the notebook's normalisation."
+        "is the mean of (score-1)/4, the notebook's normalisation (`columns` says so for each metric)."
+    )
+    columns: dict[str, MetricColumn] = Field(
+        default_factory=dict,
+        description="Each metric of `metrics`, by the same name: its column of `results.jsonl` and how the summary "
+        "reads it (`correctness`: the judge's 1-5 score there, the mean of (score - 1) / 4 here, on 0-1).",
     )
     questions: int = Field(description="Questions evaluated (the test set's usable rows).")
     answered: int = Field(description="Questions the system answered.")
@@ -251,7 +277,15 @@ class ResultsSummary(Record):
         "the metrics of the retrieval (ragas' convention), so they stay in the means and the paired tests.",
     )
     failed: int = Field(description="Questions the system failed to answer.")
-    failed_by_reason: dict[str, int] = Field(description="Those failures by their first two levels of reason.")
+    failed_by_reason: dict[str, int] = Field(
+        description="Those failures by kind: the reason's first level, with its second when that is one word too "
+        "(`reader_failed: rate_limited`, `system_error: ValueError`, `bad_response`)."
+    )
+    failed_examples: dict[str, str] = Field(
+        default_factory=dict,
+        description="For each kind of `failed_by_reason`, the whole reason of its first question (`bad_response: "
+        "no 'answer' in the reply (its keys are: text)`).",
+    )
     judges: dict[str, JudgeCounts] = Field(description="Per LLM metric, what its judge did.")
     question_types: dict[str, int] = Field(
         default_factory=dict,

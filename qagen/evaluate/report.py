@@ -14,8 +14,9 @@ import numpy as np
 import numpy.typing as npt
 
 from qagen.errors import ConfigError, QagenError
+from qagen.evaluate.metric_columns import row_column, scale_notes, summary_value
 from qagen.evaluate.metrics.statistics import PairedResult, paired_test
-from qagen.evaluate.results import UNDEFINED, row_column, summary_value
+from qagen.evaluate.results import UNDEFINED
 from qagen.plotting import pyplot
 
 P_RESAMPLES = 10_000
@@ -189,6 +190,9 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
             f"beyond that estimated from {P_RESAMPLES:,} random ones, shown ± its standard error, "
             "or as a bound when no random pattern reached the observed difference."
         )
+    scales = scale_notes(_metrics(runs), runs[0].summary.get("k") if runs else None)
+    if scales:
+        text += "\n\nscales:\n" + "\n".join(f"  {line}" for line in scales)
     notes = list(_notes(runs))
     if notes:
         text += "\n\n" + "\n".join(notes)
@@ -312,6 +316,16 @@ def _format(rows: list[list[str]]) -> str:
 def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:
     """A bar chart of one metric across runs with its 95% intervals, like the notebook's (PNG)."""
     plt = pyplot()
+    figure = comparison_figure(runs, metric)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def comparison_figure(runs: list[EvalRun], metric: str) -> Any:
+    """The figure `bar_chart` saves: one bar per run with a value for `metric`, in percent."""
+    plt = pyplot()
     labels: list[str] = []
     means: list[float] = []
     errors: list[list[float]] = [[], []]
@@ -334,10 +348,8 @@ def bar_chart(runs: list[EvalRun], metric: str, path: Path) -> Path:
     axes.set_ylim(0, 105)
     axes.set_ylabel(f"{metric} (%)")
     axes.set_xlabel("RAG settings")
-    axes.set_title(f"{metric} of different RAG configurations (95% bootstrap intervals)")
+    # Two short lines: the narrowest chart (one or two runs) is 6 inches wide, too narrow for one long line.
+    axes.set_title(f"{metric} by RAG settings\n(with 95% bootstrap intervals)")
     plt.setp(axes.get_xticklabels(), rotation=20, ha="right")
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return figure

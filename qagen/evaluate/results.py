@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from collections import Counter
 
-from qagen.evaluate.judges.correctness import normalise_correctness
 from qagen.evaluate.judges.registry import LLM_METRICS, NOT_ITS_TYPE
+from qagen.evaluate.metric_columns import metric_column, summary_name, summary_value
 from qagen.evaluate.metrics.scoring import (
-    DETERMINISTIC_GROUPS,
+    DETERMINISTIC_METRICS,
     EVIDENCE_COLUMNS,
     NOT_RETRIEVAL_SCORED,
     PASSAGES_FOUND,
     Reported,
     deterministic_metrics,
+    metric_of_column,
     question_evidence,
 )
 from qagen.evaluate.metrics.statistics import mean_ci
@@ -30,7 +31,6 @@ from qagen.evaluate.records import (
     ResultRow,
     ResultsSummary,
 )
-from qagen.question_types import scoring_of
 
 MULTI_CALL_METRICS = frozenset({"faithfulness", "context_precision"})
 """Metrics made of several judge calls (statements then verdicts; one call per context)."""
@@ -47,30 +47,11 @@ UNDEFINED = frozenset({"no_statements"})
 """Reasons a judged metric has no value by its definition, which are no failure of the judge either:
 an answer with no statement ("I don't know") has no faithfulness (ragas: NaN, left out of means)."""
 
-_SUMMARY_NAMES = {"reciprocal_rank@k": "mrr@k", "evidence_reciprocal_rank@k": "evidence_mrr@k"}
-
 
 def metric_columns(llm_metrics: list[str], groups: set[str]) -> list[str]:
     """The per-question value columns, LLM metrics first, in the order the summary lists them."""
-    columns = [column for group in DETERMINISTIC_GROUPS if group in groups for column in DETERMINISTIC_GROUPS[group]]
+    columns = [column for metric in DETERMINISTIC_METRICS if metric.name in groups for column in metric.columns]
     return [*llm_metrics, *columns]
-
-
-def summary_name(column: str, k: int) -> str:
-    """The summary's name of a row column: `reciprocal_rank@k` is `mrr@7`, `hit@k` is `hit@7`."""
-    return _SUMMARY_NAMES.get(column, column).replace("@k", f"@{k}")
-
-
-def row_column(name: str, k: int | None) -> str:
-    """The row column a summary metric is computed from (the inverse of `summary_name`)."""
-    generic = name.replace(f"@{k}", "@k") if k is not None else name
-    columns = {summary: column for column, summary in _SUMMARY_NAMES.items()}
-    return columns.get(generic, generic)
-
-
-def summary_value(column: str, value: float) -> float:
-    """A row's value as the summary averages it: correctness as (N-1)/4, the rest as they are."""
-    return normalise_correctness(value) if column == "correctness" else value
 
 
 def result_row(
@@ -85,7 +66,8 @@ def result_row(
 ) -> ResultRow:
     """One question's row; `verdicts` has an entry for every LLM metric asked for (None: no verdict),
     `run` what the system reports over the run (for `deterministic_metrics`)."""
-    evidence = question_evidence(item) if "retrieval" in groups else None
+    reads_evidence = any(DETERMINISTIC_METRICS.get(group).reads_evidence for group in groups)
+    evidence = question_evidence(item) if reads_evidence else None
     return ResultRow(
         id=item.id,
         question=item.question,
@@ -113,9 +95,9 @@ def _cell(
     A metric that does not score the question's type has no value (`NOT_ITS_TYPE`)."""
     # No call was made: no reply, in the shape the metric's replies take.
     none: list[str] | None = [] if metric in MULTI_CALL_METRICS else None
-    if not LLM_METRICS[metric].judges(item):
+    if not LLM_METRICS.get(metric).judges(item):
         return MetricCell(value=None, reason=NOT_ITS_TYPE, raw=none, detail={})
-    empty = LLM_METRICS[metric].needs_contexts and output.retrieved_nothing(k)
+    empty = LLM_METRICS.get(metric).needs_contexts and output.retrieved_nothing(k)
     if empty and not run.contexts:
         return MetricCell(value=None, reason="no_contexts", raw=none, detail={})
     if verdict is None:
@@ -133,8 +115,16 @@ def _cell(
 
 
 def _error_kind(error: str) -> str:
-    """An answer error up to its second level: `reader_failed: rate_limited`, `system_error: ValueError`."""
-    return ":".join(error.split(":")[:2]).strip()
+    """An answer error's kind: its first level and, when it is one word too, its second
+    (`reader_failed: rate_limited`, `system_error: ValueError`, `bad_response`); the rest is the detail
+    of one question, never cut into the kind (`no 'answer' in the reply (its keys are: ...)`)."""
+    levels: list[str] = []
+    for level in error.split(":", 2)[:2]:
+        word = level.strip()
+        if not word or len(word.split()) > 1:
+            break
+        levels.append(word)
+    return ": ".join(levels) or error.strip()
 
 
 def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: set[str]) -> ResultsSummary:
@@ -149,12 +139,18 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
     the questions without a value (`n + missing` = questions), `missing_by_reason` says why.
     """
     columns = metric_columns(llm_metrics, groups)
-    if "retrieval" in groups and any(PASSAGES_FOUND in row.scores for row in rows):
-        columns.append(PASSAGES_FOUND)  # only a test set with questions of several passages has it
+    # Columns only some questions have (passages_found@k: a test set with questions of several passages).
+    chosen = [metric for metric in DETERMINISTIC_METRICS if metric.name in groups]
+    optional = [column for metric in chosen for column in metric.optional_columns]
+    columns += [column for column in optional if any(column in row.scores for row in rows)]
     metrics = _metric_stats(rows, columns, k)
     types = Counter(row.question_type for row in rows if row.question_type is not None)
     by_type = {name: _metric_stats([row for row in rows if row.question_type == name], columns, k) for name in types}
-    failed = Counter(_error_kind(row.answer_error or "unknown") for row in rows if row.generated_answer is None)
+    errors = [row.answer_error or "unknown" for row in rows if row.generated_answer is None]
+    failed = Counter(_error_kind(error) for error in errors)
+    first_errors: dict[str, str] = {}
+    for error in errors:
+        first_errors.setdefault(_error_kind(error), error)
     judges: dict[str, JudgeCounts] = {}
     for metric in llm_metrics:
         cells = [row.judged[metric] for row in rows]
@@ -167,19 +163,21 @@ def summarise(rows: list[ResultRow], *, k: int, llm_metrics: list[str], groups: 
             failures=failures,
             not_judged={reason: n for reason, n in sorted(reasons.items()) if reason in NOT_JUDGED},
             undefined={reason: n for reason, n in sorted(reasons.items()) if reason in UNDEFINED},
-            prompts={prompt.name: prompt.hash for prompt in LLM_METRICS[metric].load_prompts()},
+            prompts={prompt.name: prompt.hash for prompt in LLM_METRICS.get(metric).load_prompts()},
         )
     # Said only where it matters: the system reports contexts, and some metric reads them.
-    reads_contexts = bool(groups) or any(LLM_METRICS[metric].needs_contexts for metric in llm_metrics)
+    reads_contexts = bool(groups) or any(LLM_METRICS.get(metric).needs_contexts for metric in llm_metrics)
     reports_contexts = reads_contexts and any(row.retrieved_docs for row in rows)
     return ResultsSummary(
         k=k,
         metrics=metrics,
+        columns={summary_name(column, k): metric_column(column) for column in columns},
         questions=len(rows),
         answered=len(rows) - sum(failed.values()),
         retrieved_nothing=sum(_retrieved_nothing(row, k) for row in rows) if reports_contexts else 0,
         failed=sum(failed.values()),
         failed_by_reason=dict(sorted(failed.items())),
+        failed_examples=dict(sorted(first_errors.items())),
         judges=judges,
         question_types=dict(types),
         by_type=by_type,
@@ -215,8 +213,8 @@ def _missing_reason(row: ResultRow, column: str) -> str:
     cell = row.judged.get(column)
     if cell is not None:
         return cell.reason or "not_judged"
-    deterministic = (*DETERMINISTIC_GROUPS["retrieval"], PASSAGES_FOUND, *DETERMINISTIC_GROUPS["text"])
-    if column in deterministic and scoring_of(row.question_type) == "abstention":
+    metric = metric_of_column(column)
+    if metric is not None and not metric.scores(row.question_type):
         return NOT_RETRIEVAL_SCORED
     if column == PASSAGES_FOUND and row.generated_answer is not None:
         return ONE_PASSAGE

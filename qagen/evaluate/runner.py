@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from qagen.evaluate.judges.registry import LLM_METRICS, Embed, JudgeInput, JudgeTask
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS, Reported, reported
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS, Reported, reported
 from qagen.evaluate.records import (
     AnswerRecord,
     EvalItem,
@@ -58,8 +58,8 @@ def system_identity(system: RagSystem) -> str:
 
 def split_metrics(metrics: list[str]) -> tuple[set[str], list[str]]:
     """The deterministic groups and the LLM metric names asked for."""
-    groups = {m for m in metrics if m in DETERMINISTIC_GROUPS}
-    return groups, [m for m in metrics if m not in DETERMINISTIC_GROUPS]
+    groups = {m for m in metrics if m in DETERMINISTIC_METRICS}
+    return groups, [m for m in metrics if m not in DETERMINISTIC_METRICS]
 
 
 class _MadeRow(NamedTuple):
@@ -139,7 +139,7 @@ class Evaluation:
         for metric in self.llm_metrics:
             if known is not None and metric in known:
                 keys[metric] = known[metric].id
-            elif output.answer is not None and metric in self.judges and LLM_METRICS[metric].judges(item):
+            elif output.answer is not None and metric in self.judges and LLM_METRICS.get(metric).judges(item):
                 judged = judged or self._judge_input(item, output.answer, output)
                 keys[metric] = self.judges[metric].key(judged)
             else:
@@ -196,12 +196,13 @@ class Evaluation:
                     return {}
                 judged = self._judge_input(item, output.answer, output)
                 wait = output.retrieved_nothing(self.k) and not run.contexts
-                if wait and any(LLM_METRICS[m].needs_contexts and LLM_METRICS[m].judges(item) for m in self.judges):
+                reads_contexts = (LLM_METRICS.get(m) for m in self.judges)
+                if wait and any(spec.needs_contexts and spec.judges(item) for spec in reads_contexts):
                     waiting.append((item, output))
                 metrics = [
                     m
                     for m in self.judges
-                    if LLM_METRICS[m].judges(item) and not (wait and LLM_METRICS[m].needs_contexts)
+                    if LLM_METRICS.get(m).judges(item) and not (wait and LLM_METRICS.get(m).needs_contexts)
                 ]
                 records = await asyncio.gather(*(executor.run(self.judges[m], judged, judgements) for m in metrics))
                 return dict(zip(metrics, records, strict=True))

@@ -51,7 +51,7 @@ def question_settled(
         if verdict is None:
             # Never asked for (see `Evaluation.run`): a judge of contexts on a question that
             # retrieved nothing, from a system that reports no contexts at all. Else still to ask.
-            never = output.retrieved_nothing(k) and not run.contexts and LLM_METRICS[metric].needs_contexts
+            never = output.retrieved_nothing(k) and not run.contexts and LLM_METRICS.get(metric).needs_contexts
             if not never:
                 return False
         elif verdict.failure is not None and verdict.failure.retryable:

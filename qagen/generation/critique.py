@@ -115,6 +115,9 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
             inputs["question"] = neutralize(item.draft.question or "")
         if "context" in variables:
             inputs["context"] = passages_text(item.passages)
+        for name, chunk in zip(("first_context", "second_context"), item.passages.chunks, strict=False):
+            if name in variables:
+                inputs[name] = neutralize(chunk.text)
         if "answer" in variables:
             inputs["answer"] = neutralize(item.draft.answer or "")
         if "retrieved" in variables:
@@ -131,7 +134,7 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
             return self._record(
                 item, None, reply.verbatim, reply, score, None, probability=yes_probability(reply, verdict.offset)
             )
-        if self.scale == "reader":
+        if self.scale in ("reader", "lone_reader"):
             read = parse_reader_answer(reply.text)
             if read.reason:
                 return self._record(item, Failure.of(FailureKind(read.reason)), reply.verbatim, reply, None, None)
@@ -140,9 +143,12 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
                 score = YES_SCORE if read.answer is None else NO_SCORE
                 return self._record(item, None, reply.verbatim, reply, score, read.answer)
             if read.answer is None:  # the reader says the passages do not answer the question
-                return self._record(item, None, reply.verbatim, reply, NO_SCORE, None)
+                score = YES_SCORE if self.scale == "lone_reader" else NO_SCORE
+                return self._record(item, None, reply.verbatim, reply, score, None)
             agreement = answer_agreement(read.answer, item.draft.answer or "")
             score = YES_SCORE if agreement >= READER_AGREEMENT else NO_SCORE
+            if self.scale == "lone_reader":  # one passage alone should not answer as both do
+                score = YES_SCORE + NO_SCORE - score
             return self._record(item, None, reply.verbatim, reply, score, read.answer, agreement=agreement)
         parsed = parse_rating(reply.text)
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None

@@ -6,7 +6,7 @@ from pathlib import PurePath
 
 from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import parse_labelled_qa
-from qagen.llm.prompts import Prompt, load_prompt
+from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
 from qagen.llm.untrusted import neutralize
 from qagen.question_types.factoid import FACTOID
@@ -41,7 +41,7 @@ class DraftTask(SingleCallTask[Passages, Draft]):
         self.model = model
         self.question_type = question_type
         self.name = "draft" if question_type is FACTOID else f"draft:{question_type.name}"
-        self.prompt = prompt or load_prompt(question_type.draft_prompt)
+        self.prompt = prompt or question_type.load_prompt(question_type.draft_prompt)
         self.prompts = (self.prompt,)
 
     def key(self, item: Passages) -> str:

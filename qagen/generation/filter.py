@@ -20,6 +20,7 @@ from qagen.generation.semantic_dedup import SemanticDuplicates
 from qagen.generation.target import OVER_TARGET
 from qagen.generation.tasks import BuildTasks, TypeTasks
 from qagen.records import (
+    NO_TARGET_COLUMNS,
     UNDECIDED_STAGES,
     CandidateRow,
     CandidateStatus,
@@ -398,6 +399,9 @@ def _candidate(
         elif prompt_hash is not None:  # a critic that does not vet this type has no verdict to show
             extra.append(CriticReply(name=spec.name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw))
     chunk = item.first
+    # A question its passages do not answer (unanswerable) has no retrieval target: the columns that
+    # name one stay empty, so no reader takes the passage it borrowed its subject from for its answer.
+    no_target = {} if tasks.spec.answer_in_passages else dict.fromkeys(NO_TARGET_COLUMNS)
     return CandidateRow.model_validate(
         {
             "context": chunk.text,
@@ -428,6 +432,7 @@ def _candidate(
             "bm25_rank": quality.bm25_rank,
             "extra_critics": tuple(extra),
             **columns,
+            **no_target,
         }
     )
 

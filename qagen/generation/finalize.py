@@ -30,6 +30,7 @@ from qagen.corpus.chunk_index import ChunkIndex
 from qagen.generation.filter import Assembler
 from qagen.generation.kept_quality import carried_over, stored_kept_quality
 from qagen.generation.ledger import Ledger
+from qagen.generation.mix_change import mix_change
 from qagen.generation.profile import ProfileCounter
 from qagen.generation.sample import Sample
 from qagen.generation.semantic_dedup import SemanticDedup, SemanticDuplicates, load_semantic_dedup
@@ -37,7 +38,7 @@ from qagen.generation.summary import summarise_build
 from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
-from qagen.records import BuildSummary, CandidateRow, Duplicates, TypeFunnel
+from qagen.records import BuildSummary, CandidateRow, Duplicates, Passages, TypeFunnel
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -71,11 +72,13 @@ class _GenerationFailures:
         self.count: Counter[str] = Counter()
         self.first: dict[str, tuple[str, str | None]] = {}
 
-    def add(self, candidate: CandidateRow) -> None:
+    def add(self, candidate: CandidateRow, item: Passages) -> None:
+        """Count the candidate drafted from `item` (whose document names the case: an unanswerable
+        row's `source_doc` is empty)."""
         reason = candidate.reason
         if reason.startswith(_GENERATION):
             self.count[reason] += 1
-            self.first.setdefault(reason, (candidate.source_doc, candidate.generation_raw))
+            self.first.setdefault(reason, (item.first.source, candidate.generation_raw))
 
     def commonest(self, candidates: int) -> NoDraft:
         reason, times = self.count.most_common(1)[0]
@@ -105,6 +108,7 @@ def write_outputs(
         return Outputs(_stored_summary(run), up_to_date=True, no_draft=None)
     # The estimate from people's labels is not the records': it is carried over, stale if the kept set changes.
     kept_quality = stored_kept_quality(run.summary_file)
+    changed_mix = mix_change(config, run)
     ledger = ledger or Ledger(run.drafts, run.critiques)
     ledger.scan()
     # The build's own index when its tasks have one (its critics' searches may have built it already).
@@ -120,7 +124,9 @@ def write_outputs(
     assembler = Assembler(
         config, tasks, sample, chunk_index=chunk_index, semantic=_semantic(config, vectors), chosen=chosen
     )
-    profile = ProfileCounter([critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document())
+    profile = ProfileCounter(
+        [critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document(), config.question_types
+    )
     failures = _GenerationFailures()
     sample_ids: set[str] = set()
     kept_ids: list[str] = []
@@ -128,7 +134,7 @@ def write_outputs(
     def candidates() -> Iterator[CandidateRow]:
         for item in sample:
             candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
-            failures.add(candidate)
+            failures.add(candidate, item)
             profile.add(candidate.model_dump(), assembler.last_check_reason)
             sample_ids.add(candidate.id)
             if candidate.status == "kept":
@@ -152,6 +158,8 @@ def write_outputs(
         update={"profile": profile.result(duplicates), "kept_quality": carried_over(kept_quality, kept_ids)}
     )
     write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
+    if changed_mix is not None and (left_out := changed_mix.left_out(kept_ids)) is not None:
+        _say(left_out)
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:
         # Not when nothing could be drafted: the next run says so again instead of standing by it.
@@ -184,7 +192,7 @@ def _tally(
     for item in sample:
         candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
         if candidate.status == "kept":
-            passed.append(Passed(candidate.id, item.question_type, candidate.source_doc))
+            passed.append(Passed(candidate.id, item.question_type, item.first.source))
     return Tally(assembler.by_type(), passed)
 
 

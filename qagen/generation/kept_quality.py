@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from qagen.generation.write import DATA_FILE
+from qagen.question_types import DEFAULT_TYPE
 from qagen.records import KeptQuality
 from qagen.runs.rundir import RunDir
 
@@ -29,19 +30,28 @@ def kept_fingerprint(ids: Iterable[str]) -> str:
 
 
 def read_kept_ids(run: RunDir) -> list[str]:
-    """The ids of the run's kept questions, in `dataset/` order; none when it has no `dataset/` yet.
+    """The ids of the run's kept questions, in `dataset/` order; none when it has no `dataset/` yet."""
+    return list(read_kept_types(run))
 
-    Read from the one Arrow file `dataset/` holds (memory-mapped, the `id` column only), not through
+
+def read_kept_types(run: RunDir) -> dict[str, str]:
+    """The run's kept questions' types by id, in `dataset/` order (a set of factoids alone has no
+    `question_type` column: each is a `DEFAULT_TYPE`); none when it has no `dataset/` yet.
+
+    Read from the one Arrow file `dataset/` holds (memory-mapped, those two columns only), not through
     `datasets`, which cannot load back a `dataset/` of no row and writes cache files beside it.
     """
     import pyarrow as pa
 
     path = run.dataset_dir / DATA_FILE
     if not path.is_file():
-        return []
+        return {}
     with pa.memory_map(str(path)) as source:
         table = pa.ipc.open_stream(source).read_all()
-    return [str(item_id) for item_id in table.column("id").to_pylist()]
+    ids = [str(item_id) for item_id in table.column("id").to_pylist()]
+    if "question_type" not in table.column_names:
+        return dict.fromkeys(ids, DEFAULT_TYPE)
+    return {item_id: str(kind) for item_id, kind in zip(ids, table.column("question_type").to_pylist(), strict=True)}
 
 
 def stored_kept_quality(summary_file: Path) -> KeptQuality:

@@ -21,6 +21,7 @@ from qagen.generation.embedders import pairing_embedder
 from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, tally, write_outputs
 from qagen.generation.ledger import Ledger
+from qagen.generation.passages_short import passages_missing, short_of_passages
 from qagen.generation.sample import Sample
 from qagen.generation.target import next_plan, planned_drafts, record_plan, shortfall, start_plan
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
@@ -280,6 +281,12 @@ class BuildResult:
         """A build to a target size that kept fewer questions: one sentence saying so (`target.shortfall`)."""
         return shortfall(self.summary)
 
+    @property
+    def short_of_passages(self) -> str | None:
+        """Drafts the corpus had no passages for (a multi-hop pair): why, and how to get more
+        (`passages_short.short_of_passages`); None when every draft asked for got its passages."""
+        return short_of_passages(self.summary)
+
 
 def plan(
     config: BuildConfig, out: Path | str, *, progress: bool = True, update_corpus: bool = False, batch: bool = False
@@ -357,6 +364,8 @@ def _build(
     # Nothing to call and nothing changed since the outputs were written: they stand.
     if (settled := settled_summary(config, run, tasks)) is not None:
         _say(_UP_TO_DATE)
+        if settled.funnel.sampled == 0:
+            _raise_no_passages(settled)
         return BuildResult(run.root, settled)
     ledger = Ledger(run.drafts, run.critiques)
     if config.target is None:
@@ -370,6 +379,8 @@ def _build(
     outputs = write_outputs_and_say(config, run, tasks, sample, ledger, settled=left_nothing)
     if stopped is None and outputs.no_draft is not None:
         _raise_nothing_drafted(outputs.no_draft, run)
+    if stopped is None and outputs.summary.funnel.sampled == 0:
+        _raise_no_passages(outputs.summary)
     return BuildResult(run.root, outputs.summary, stopped)
 
 
@@ -394,6 +405,19 @@ def _draft_to_target(
         if following is None:
             return sample, stopped
         plan = following
+
+
+def _raise_no_passages(summary: BuildSummary) -> None:
+    """A build the corpus could give no draft its passages has nothing to show (an empty dataset with
+    exit 0 reads as a success): why, and what to do."""
+    missing = passages_missing(summary)
+    if missing is not None:
+        raise NothingUsableError(
+            f"Nothing could be drafted. {missing} Give the build more documents on the same subjects or smaller "
+            "chunks (`chunk_size`, in a new `out`), or a question type of one passage beside these "
+            "(`question_types`, e.g. factoid=50,multi_hop=50).",
+            settings=("chunk_size", "out", "question_types"),
+        )
 
 
 def _raise_nothing_drafted(no_draft: NoDraft, run: RunDir) -> None:

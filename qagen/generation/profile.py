@@ -53,11 +53,14 @@ def _document_bin(count: int) -> str:
 class ProfileCounter:
     """Counts the profile one candidate row at a time (the rows as `CandidateRow.model_dump` gives)."""
 
-    def __init__(self, critics: Iterable[str], documents: Mapping[str, int]) -> None:
-        """`critics`: the build's critics; `documents`: every document's source and its number of chunks."""
+    def __init__(
+        self, critics: Iterable[str], documents: Mapping[str, int], question_types: Iterable[str] = (DEFAULT_TYPE,)
+    ) -> None:
+        """`critics`: the build's critics; `documents`: every document's source and its number of chunks;
+        `question_types`: the build's types, in its order, each counted even when none of it is kept."""
         self.critics = tuple(critics)
         self.documents = dict(documents)
-        self.types: Counter[str] = Counter()
+        self.types: Counter[str] = Counter(dict.fromkeys(question_types, 0))
         self.sampled_documents: set[str] = set()
         self.sampled_chunks: set[str] = set()
         self.kept_by_document: Counter[str] = Counter()
@@ -70,9 +73,15 @@ class ProfileCounter:
         self.checks: Counter[str] = Counter()
 
     def add(self, row: Mapping[str, Any], check_reason: str | None = None) -> None:
-        """Count a row; `check_reason`: the free check that rejected it, if one did."""
-        self.sampled_documents.add(row["source_doc"])
-        self.sampled_chunks.add(row["chunk_id"])
+        """Count a row; `check_reason`: the free check that rejected it, if one did.
+
+        Coverage and easiness count the rows with a retrieval target: a question no passage answers
+        (unanswerable, its `source_doc` None: `NO_TARGET_COLUMNS`) covers no document, and how easily
+        its borrowed passage is found says nothing of how easy the question is."""
+        targeted = row["source_doc"] is not None
+        if targeted:
+            self.sampled_documents.add(row["source_doc"])
+            self.sampled_chunks.add(row["chunk_id"])
         if check_reason is not None:
             self.checks[check_reason] += 1
         for critic in self.critics:
@@ -82,10 +91,12 @@ class ProfileCounter:
         if row["status"] != "kept":
             return
         self.types[row.get("question_type") or DEFAULT_TYPE] += 1
-        self.kept_by_document[row["source_doc"]] += 1
-        self.kept_chunks.add(row["chunk_id"])
         self.question_chars.append(len(row["question"] or ""))
         self.answer_chars.append(len(row["answer"] or ""))
+        if not targeted:
+            return
+        self.kept_by_document[row["source_doc"]] += 1
+        self.kept_chunks.add(row["chunk_id"])
         if row.get("copied_share") is not None:
             self.copied.append(float(row["copied_share"]))
         if row.get("bm25_rank") is not None:
@@ -98,7 +109,7 @@ class ProfileCounter:
         first = sum(1 for rank in self.ranks if rank == 1)
         copied_bins = Counter(_bin(value) for value in self.copied)
         return TestSetProfile(
-            question_types=dict(sorted(self.types.items())),
+            question_types=dict(self.types),
             coverage=Coverage(
                 documents=len(self.documents),
                 documents_sampled=len(self.sampled_documents),

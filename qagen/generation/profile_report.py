@@ -14,6 +14,7 @@ from typing import Any
 from qagen.errors import QagenError
 from qagen.generation.kept_quality import kept_quality_of, kept_quality_sentence
 from qagen.plotting import pyplot
+from qagen.runs.rundir import RunDir
 
 
 def _share(part: int, whole: int) -> str:
@@ -44,14 +45,17 @@ def profile_tables(profile: Mapping[str, Any]) -> str:
     parts: list[str] = []
     types = "\n".join(f"| {name} | {count} |" for name, count in profile["question_types"].items()) or "| - | 0 |"
     parts.append(f"| question type | kept |\n|---|---|\n{types}")
-    per_document = ", ".join(f"{name}: {count}" for name, count in coverage["kept_per_document"].items())
+    # One row per bin, said in words: "documents with 2 kept questions | 3" reads without a legend.
+    per_document = "".join(
+        f"\n| documents with {name} kept question{'' if name == '1' else 's'} | {count} |"
+        for name, count in coverage["kept_per_document"].items()
+    )
     parts.append(
         "| coverage | count |\n|---|---|\n"
         f"| documents with a kept question | {_share(coverage['documents_with_kept'], coverage['documents'])} |\n"
         f"| documents sampled | {_share(coverage['documents_sampled'], coverage['documents'])} |\n"
         f"| chunks with a kept question | {_share(coverage['chunks_with_kept'], coverage['chunks'])} |\n"
-        f"| chunks sampled | {_share(coverage['chunks_sampled'], coverage['chunks'])} |\n"
-        f"| documents by kept questions | {per_document} |"
+        f"| chunks sampled | {_share(coverage['chunks_sampled'], coverage['chunks'])} |" + per_document
     )
     ranked = easiness["bm25_rank"]["count"]
     first, top5 = easiness["ranked_first_share"], easiness["ranked_top5_share"]
@@ -87,7 +91,7 @@ def profile_tables(profile: Mapping[str, Any]) -> str:
     )
     checks = "\n".join(f"| {reason} | {count} |" for reason, count in profile["checks"].items()) or "| (none) | 0 |"
     parts.append(f"| rejected by a free check, before any critic | drafts |\n|---|---|\n{checks}")
-    return f"{kept} kept questions.\n\n" + "\n\n".join(parts)
+    return f"{kept} kept question{'' if kept == 1 else 's'}.\n\n" + "\n\n".join(parts)
 
 
 PROFILE_FILE = "profile.md"
@@ -96,12 +100,33 @@ PROFILE_FILE = "profile.md"
 
 def build_summary(run: Path) -> Mapping[str, Any] | None:
     """The build's `summary.json` when `run` is a build's run directory; None for anything else
-    (an evaluation directory has a summary too, without a funnel)."""
+    (an evaluation directory has a summary too, without a funnel). A build's run directory (it has
+    `run.json`) whose summary is missing, unreadable or no build's is a `QagenError` saying how to
+    write it again: taken for an evaluation, it would be sent to `qagen evaluate`."""
+    summary_file = run / "summary.json"
     try:
-        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        _refuse_a_build_run(run, "is missing (the build has not got that far, or the file was removed)")
         return None
-    return summary if isinstance(summary, dict) and "funnel" in summary else None
+    except (OSError, ValueError) as exc:
+        _refuse_a_build_run(run, f"cannot be read ({exc})")
+        return None
+    if isinstance(summary, dict) and "funnel" in summary:
+        return summary
+    _refuse_a_build_run(run, "is no build's summary (it has no funnel)")
+    return None
+
+
+def _refuse_a_build_run(run: Path, problem: str) -> None:
+    """For a build's run directory, whose `summary.json` has `problem`: the way to a new summary."""
+    if not RunDir(run).exists():
+        return
+    raise QagenError(
+        f"{run} is a build's run directory, but its summary.json {problem}. Write it again from the run's "
+        f"records with `qagen filter {run}` (no LLM call), or re-run the build's command: it resumes where it "
+        "stopped and pays for no call twice."
+    )
 
 
 def write_profile(run: Path, summary: Mapping[str, Any]) -> tuple[str, Path]:
@@ -124,8 +149,20 @@ def require_profile(summary: Mapping[str, Any], where: Path) -> Mapping[str, Any
 
 def profile_chart(profile: Mapping[str, Any], path: Path, title: str) -> Path:
     """Bar charts of the profile's distributions in one PNG: easiness (copied share, BM25 rank
-    bins), coverage (documents by kept questions), and each critic's scores."""
+    bins), coverage (documents by their number of kept questions), and each critic's scores."""
     plt = pyplot()
+    figure = profile_figure(profile, title)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def profile_figure(profile: Mapping[str, Any], title: str) -> Any:
+    """The figure `profile_chart` saves: four bar charts of counts, with whole-number count axes."""
+    plt = pyplot()
+    from matplotlib.ticker import MaxNLocator
+
     critics = list(profile["critic_scores"])
     figure, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     easiness, coverage = profile["easiness"], profile["coverage"]
@@ -147,12 +184,12 @@ def profile_chart(profile: Mapping[str, Any], path: Path, title: str) -> Path:
     axes[1][1].set_ylabel("drafts rated")
     if critics:
         axes[1][1].legend(fontsize=8)
+    for axis in axes.flat:
+        # Every chart counts questions, documents or drafts: a tick at 0.5 of them means nothing.
+        axis.yaxis.set_major_locator(MaxNLocator(integer=True))
     figure.suptitle(title)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return figure
 
 
 def _bars(axis: Any, labels: list[str], values: list[int], xlabel: str, ylabel: str) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
 from qagen.corpus.chunk import ChunkSource
 from qagen.corpus.chunk_index import ChunkIndex
-from qagen.critics import CHECKS_VETTING_TYPED, check_prompt, passes
+from qagen.critics import CHECKS_VETTING_TYPED, CriticSpec, check_prompt, passes
+from qagen.errors import ConfigError
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
@@ -105,7 +106,7 @@ class BuildTasks:
             list(dict.fromkeys(bundled)),
             Path(config.prompts_dir) if config.prompts_dir else None,
             own=[spec.prompt for spec in critic_specs if spec.from_prompts_dir],
-            defaults_in={spec.prompt: Path(spec.prompt_folder) for spec in critic_specs if spec.prompt_folder},
+            defaults_in=_shipped_elsewhere(specs, asked, critic_specs),
         )
         settings = {"audience": config.audience}
         critics: dict[tuple[str, str], CriticTask] = {}
@@ -167,6 +168,36 @@ class BuildTasks:
         ):
             hashes.update({prompt.name: prompt.sha256 if role in roles else None for prompt in prompts})
         return hashes
+
+
+def _shipped_elsewhere(
+    types: list[QuestionTypeSpec], asked: dict[str, list[tuple[str, str]]], critics: list[CriticSpec]
+) -> dict[str, Path]:
+    """The folder of each prompt that ships outside qagen's bundled prompts: a registered critic's
+    (`CriticSpec.prompt_folder`), and those of a question type's prompts its own folder holds
+    (`QuestionTypeSpec.prompt_folder_of`). Two folders holding a prompt of one name are refused: a
+    build's prompts are known by their names (the fingerprint, the summary)."""
+    folders: dict[str, tuple[Path, str]] = {}
+
+    def place(prompt: str, folder: str, owner: str) -> None:
+        path = Path(folder)
+        if prompt in folders and folders[prompt][0] != path:
+            raise ConfigError(
+                f"The prompt {prompt}.txt of {owner} and that of {folders[prompt][1]} are in two folders "
+                f"({path} and {folders[prompt][0]}); give one of them another name, or build without one of the two."
+            )
+        folders[prompt] = (path, owner)
+
+    for critic in critics:
+        if critic.prompt_folder:
+            place(critic.prompt, critic.prompt_folder, f"the critic {critic.name}")
+    for spec in types:
+        own_prompts = {critic.prompt for critic in spec.critics if critic.prompt}
+        for prompt in [spec.draft_prompt, *(p for _, p in asked[spec.name] if p in own_prompts)]:
+            folder = spec.prompt_folder_of(prompt)
+            if folder is not None:
+                place(prompt, str(folder), f"the question type {spec.name}")
+    return {prompt: path for prompt, (path, _) in folders.items()}
 
 
 def _owned_by_a_type(name: str) -> bool:

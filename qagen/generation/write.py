@@ -13,7 +13,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from qagen.failures import is_call_failure_reason
-from qagen.records import PASSAGE_COLUMNS, BatchSpend, BuildSummary, CandidateRow, DatasetRow, Funnel, TypeFunnel
+from qagen.records import PASSAGE_COLUMNS, BatchSpend, BuildSummary, CandidateRow, DatasetRow, TypeFunnel
 from qagen.runs.store import writing
 
 DATA_FILE = "data-00000-of-00001.arrow"
@@ -174,7 +174,7 @@ def funnel_table(summary: BuildSummary) -> str:
         ("documents", str(corpus.documents)),
         ("inputs skipped", _with_reasons(corpus.skipped, corpus.skipped_by_reason)),
         ("chunks", f"{corpus.chunks} (identical chunks dropped: {corpus.duplicate_chunks})"),
-        ("sampled chunks", _sampled(funnel)),
+        ("sampled chunks", _sampled(summary)),
         ("drafted", str(funnel.drafted)),
         ("generation failed", _with_reasons(sum(funnel.generation_failed.values()), funnel.generation_failed)),
         ("critique failed", _with_reasons(sum(funnel.critique_failed.values()), funnel.critique_failed)),
@@ -249,8 +249,13 @@ def _batch_words(batched: BatchSpend) -> str:
     return f"{calls} calls, ${cost:.4f} at batch prices instead of ${online:.4f} online (saved ${online - cost:.4f})"
 
 
-def _sampled(funnel: Funnel) -> str:
-    """The sample size, and the size asked for when the corpus had fewer chunks."""
+def _sampled(summary: BuildSummary) -> str:
+    """The sample size, and the size asked for when the corpus had fewer chunks, or had no passages
+    for some drafts (a multi-hop draft needs a pair of chunks: not "all of them")."""
+    funnel = summary.funnel
+    short = sum(counts.short for counts in summary.question_types.values())
+    if short:
+        return f"{funnel.sampled} (the corpus had no passages for {short} of the drafts asked for: see below)"
     if funnel.requested is not None and funnel.requested > funnel.sampled:
         return f"{funnel.sampled} (all of them: {funnel.requested} were asked for)"
     return str(funnel.sampled)

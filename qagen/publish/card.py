@@ -176,6 +176,12 @@ def _intro(content: CardContent) -> str:
         if extra
         else ""
     )
+    no_target = (
+        " An unanswerable question has no retrieval target: its `source_doc`, `chunk_id`, offsets and `bm25_rank` "
+        "are null (its `context` is the passage it borrows its subject from, which does not answer it)."
+        if "unanswerable" in content.summary.get("question_types", {})
+        else ""
+    )
     return f"""# {name}
 
 A synthetic question/answer test set for evaluating retrieval-augmented generation (RAG) systems,
@@ -192,7 +198,7 @@ Columns: `context`, `question`, `answer`, `source_doc`, and for each critic `<cr
 `<criterion>_eval` (its rationale), as in the Hugging Face
 [RAG evaluation cookbook](https://huggingface.co/learn/cookbook/rag_evaluation){extra_columns}; then provenance:
 `id`, `chunk_id`, `start_index` / `end_index` (character offsets of the context in `source_doc`),
-the generator and critic models and the hash of every prompt."""
+the generator and critic models and the hash of every prompt.{no_target}"""
 
 
 def _with_reasons(total: int, reasons: Mapping[str, int]) -> str:

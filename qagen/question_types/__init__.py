@@ -3,15 +3,14 @@ how its reply is read, which critics vet it (with which prompts), and how the ev
 
 A type is one module with its `QuestionTypeSpec` (`spec.py` says what each field does) plus its
 prompt files, and one line in `registry.QUESTION_TYPES` (or `register_question_type` from your own
-code). Everything else reads the registry: the setting `BuildConfig.question_types`, sampling,
-drafting, the critics, the filter, the rows' `question_type`, the funnel, summary, card and review,
-and the evaluator's per-type scores.
+code, or an entry point of an installed package: docs/extending.md). Everything else reads the
+registry: the setting `BuildConfig.question_types`, sampling, drafting, the critics, the filter, the
+rows' `question_type`, the funnel, summary, card and review, and the evaluator's per-type scores.
 """
 
 from qagen.question_types.registry import (
     DEFAULT_TYPE,
     QUESTION_TYPES,
-    QuestionTypeRegistry,
     apportion,
     check_shares,
     draft_counts,
@@ -34,7 +33,6 @@ __all__ = [
     "PassagePicker",
     "Picked",
     "PickedPassages",
-    "QuestionTypeRegistry",
     "QuestionTypeSpec",
     "TextEmbedder",
     "TypeCritic",

@@ -1,9 +1,11 @@
 """`multi_hop`: a question that needs two passages, a bridge from one to the other or a comparison.
 
-The passages are two chunks that share a rare term (`pairs.shared_term_pairs`), from two documents
-when the corpus has such a pair. The groundedness critic reads both passages; one more critic,
+The passages are two chunks that share a rare term (`pairs.shared_term_pairs`), two parts of one
+document when it has such a pair, else from two documents. The groundedness critic reads both passages; one more critic,
 `needs_both`, confirms that neither passage alone answers the question, and a draft it rates low is
-rejected as `single_hop`.
+rejected as `single_hop`. Under checks vetting the reader answers it from both passages (it must
+answer as the draft does), then from each passage alone (`first_alone`, `second_alone`: an answer
+that agrees with the drafted one rejects it as `single_hop`), before the later critics are paid.
 """
 
 from __future__ import annotations
@@ -20,6 +22,23 @@ NEEDS_BOTH = CriticSpec(
     rejects_as="single_hop",
 )
 
+FIRST_ALONE = CriticSpec(
+    name="first_alone",
+    prompt="critique_first_alone",
+    order=26,
+    help="a reader given only the first passage does not answer as the draft does",
+    scale="lone_reader",
+    rejects_as="single_hop",
+)
+SECOND_ALONE = CriticSpec(
+    name="second_alone",
+    prompt="critique_second_alone",
+    order=26,
+    help="a reader given only the second passage does not answer as the draft does",
+    scale="lone_reader",
+    rejects_as="single_hop",
+)
+
 MULTI_HOP = QuestionTypeSpec(
     name="multi_hop",
     help="needs two passages that share a term: a bridge from one to the other, or a comparison",
@@ -33,6 +52,10 @@ MULTI_HOP = QuestionTypeSpec(
         TypeCritic("needs_both"),
         # Under checks vetting: a reader given both passages must answer as the draft does.
         TypeCritic("reader", vetting="checks"),
+        TypeCritic("first_alone", vetting="checks"),
+        TypeCritic("second_alone", vetting="checks"),
     ),
-    own_critics=(NEEDS_BOTH,),
+    own_critics=(NEEDS_BOTH, FIRST_ALONE, SECOND_ALONE),
+    passages_needed="two chunks that share a rare term (a name, an option, a command: a word few other chunks hold) "
+    "and are not near copies of each other",
 )

@@ -8,8 +8,12 @@ TF-IDF and BM25 weigh a word), so a pair that shares one very rare name outranks
 two common-ish words.
 
 The anchors are taken in the type's seeded round-robin order over documents (as single-passage
-types sample); each anchor gets the partner it shares the most weight with, from another document
-when any qualifies, else from the same document but a part that does not overlap it. A near copy
+types sample); each anchor gets the partner it shares the most weight with, from a part of its own
+document that does not overlap it when any qualifies, else from another document. Measured on 14
+pairs Qwen2.5-1.5B drafted from Python's library docs when another document came first, none made a
+question a reviewer keeps: two modules sharing a rare word (csv and statistics, zlib and secrets)
+rarely have a fact that bridges them, and the drafts used one passage or invented a link; two
+sections of one document share their subject. A near copy
 of the anchor (the same section in two documents, a page and its older version, an included file)
 is never its partner: one passage alone would answer any question on both. Lexically, a near copy
 shares at least `NEAR_COPY_TERM_SHARE` of the two chunks' terms (Jaccard); this bound holds with
@@ -121,8 +125,8 @@ def shared_term_pairs(own_order_of: str) -> PassagePicker:
                 for other in shared
                 if frozenset((anchor, other)) not in made and not _near_copies(terms[anchor], terms[other])
             ]
-            elsewhere = [other for other in candidates if placed[other].source != placed[anchor].source]
-            pool = elsewhere or candidates
+            own_document = [other for other in candidates if placed[other].source == placed[anchor].source]
+            pool = own_document or candidates
             if not pool:
                 continue
             # The most shared weight first; ties to the chunk with the smaller id, so the pick is the same everywhere.

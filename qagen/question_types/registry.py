@@ -1,14 +1,14 @@
 """The question types, one line each: the registry the build and the evaluator read.
 
 A type is one module (its `QuestionTypeSpec`) plus its prompt files; registering it here (or with
-`register_question_type` from your own code) makes it a value of `question_types`, a row's
-`question_type`, a line of the funnel, the card and the review, and a group of the evaluator's
-per-type scores.
+`register_question_type` from your own code, or as an entry point of an installed package) makes it
+a value of `question_types`, a row's `question_type`, a line of the funnel, the card and the review,
+and a group of the evaluator's per-type scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
 
 from qagen.errors import ConfigError
@@ -17,50 +17,20 @@ from qagen.question_types.multi_hop import MULTI_HOP
 from qagen.question_types.reworded import REWORDED
 from qagen.question_types.spec import QuestionTypeSpec
 from qagen.question_types.unanswerable import UNANSWERABLE
+from qagen.registry import Registry
 
 DEFAULT_TYPE = "factoid"
 """The type of every draft of a build that names none, and of every test-set row without a `question_type`."""
 
 
-class QuestionTypeRegistry:
-    """The question types by name, in the order they were registered (the order of the funnel and tables)."""
-
-    def __init__(self, *specs: QuestionTypeSpec) -> None:
-        self._specs: dict[str, QuestionTypeSpec] = {}
-        for spec in specs:
-            self.add(spec)
-
-    def add(self, spec: QuestionTypeSpec) -> QuestionTypeSpec:
-        if spec.name in self._specs:
-            raise ConfigError(f"A question type named {spec.name} is registered already; give yours another name.")
-        self._specs[spec.name] = spec
-        return spec
-
-    def get(self, name: str) -> QuestionTypeSpec:
-        try:
-            return self._specs[name]
-        except KeyError:
-            raise ConfigError(
-                f"There is no question type named {name!r}; the types are {', '.join(self._specs)}."
-            ) from None
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._specs
-
-    def __iter__(self) -> Iterator[QuestionTypeSpec]:
-        return iter(self._specs.values())
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(self._specs)
-
-
-QUESTION_TYPES = QuestionTypeRegistry(
-    FACTOID,
-    MULTI_HOP,
-    UNANSWERABLE,
-    REWORDED,
+QUESTION_TYPES: Registry[QuestionTypeSpec] = Registry(
+    "question_types",
+    QuestionTypeSpec,
+    noun="question type",
+    specs=(FACTOID, MULTI_HOP, UNANSWERABLE, REWORDED),
 )
-"""Every question type."""
+"""Every question type: qagen's, those registered in Python, and those installed packages bring
+(entry points `qagen.question_types`, each naming a `QuestionTypeSpec` with its `prompt_folder`)."""
 
 
 def scoring_of(question_type: str | None) -> str:
@@ -70,11 +40,13 @@ def scoring_of(question_type: str | None) -> str:
 
 def register_question_type(spec: QuestionTypeSpec) -> QuestionTypeSpec:
     """Add a question type to every build and evaluation from now on."""
-    return QUESTION_TYPES.add(spec)
+    return QUESTION_TYPES.register(spec)
 
 
 def parse_shares(text: str) -> dict[str, int]:
-    """`factoid=60,multi_hop=20,...` as shares by type (`question_types` written as text); a bare name is 100."""
+    """`factoid=60,multi_hop=20,...` as shares by type (`question_types` written as text); a bare name
+    (`multi_hop`) is a share of 100, the whole mix. A type named twice is refused, not collapsed: which
+    of its shares was meant cannot be told."""
     shares: dict[str, int] = {}
     for part in (piece.strip() for piece in text.split(",")):
         if not part:
@@ -82,6 +54,12 @@ def parse_shares(text: str) -> dict[str, int]:
         name, equals, value = (piece.strip() for piece in part.partition("="))
         if not equals:
             value = "100"
+        if name in shares:
+            raise ConfigError(
+                f"`question_types` names {name} twice ({text.strip()!r}): give each type once, with its share of "
+                "the drafts, e.g. factoid=60,multi_hop=40.",
+                settings=("question_types",),
+            )
         try:
             shares[name] = int(value)
         except ValueError:

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 from qagen.corpus.chunk import ChunkSource
 from qagen.critics import CriticSpec
+from qagen.errors import ConfigError
 from qagen.records import Draft, Passages
 
 if TYPE_CHECKING:  # numpy is imported only when texts are embedded
     import numpy as np
     from numpy.typing import NDArray
+
+    from qagen.llm.prompts import Prompt
 
 PASSAGE_PLACEHOLDERS = ("first_context", "second_context", "third_context", "fourth_context")
 """The draft prompt's placeholders of a type that reads several passages, in order."""
@@ -104,13 +108,39 @@ class QuestionTypeSpec:
     a passage, the answer rules) apply. False (an unanswerable question): its question alone is checked."""
     scoring: Scoring = "answer"
     """How the evaluator scores its answers."""
+    prompt_folder: str | None = None
+    """The folder of its own prompt files (its `draft_prompt`, the prompts its `critics` name), for a
+    type registered in Python or brought by an installed package; a prompt it does not hold is one of
+    qagen's bundled prompts. A run's `prompts_dir` may still replace any of them."""
+
+    def prompt_folder_of(self, name: str) -> Path | None:
+        """The folder of its prompt `name` when its `prompt_folder` holds it (None: a bundled prompt).
+        A prompt of its own may not take a bundled prompt's name: the build knows prompts by name."""
+        from qagen.llm.prompts import prompts_dir
+
+        if not self.prompt_folder or not (Path(self.prompt_folder) / f"{name}.txt").is_file():
+            return None
+        if (prompts_dir() / f"{name}.txt").is_file():
+            raise ConfigError(
+                f"The question type {self.name} brings its own {name}.txt, the name of one of qagen's bundled "
+                "prompts; give its file another name (and the type's spec with it)."
+            )
+        return Path(self.prompt_folder)
+
+    def load_prompt(self, name: str) -> Prompt:
+        """One of its prompts as it ships: from its `prompt_folder` when that holds it, else bundled."""
+        from qagen.llm.prompts import load_prompt
+
+        return load_prompt(name, self.prompt_folder_of(name))
+
+    passages_needed: str | None = None
+    """For a type whose picker can fall short (`Picked.short`): what a draft's passages must be, said
+    when the corpus had none for some of its drafts. None: a picker of one chunk per draft, never short."""
 
     @property
     def passages(self) -> int:
         """How many passages a draft of it reads: the draft prompt's `PASSAGE_PLACEHOLDERS`, or one."""
-        from qagen.llm.prompts import load_prompt
-
-        variables = load_prompt(self.draft_prompt).variables
+        variables = self.load_prompt(self.draft_prompt).variables
         return sum(name in variables for name in PASSAGE_PLACEHOLDERS) or 1
 
     @property

@@ -27,7 +27,7 @@ def judges() -> tuple[str, ...]:
     """The judges whose value is a verdict on the answer (`MetricSpec.reviewable`), from the registry:
     the correctness judge and the boolean graders; `correct` compares with the reference as people
     do, the others (relevance, groundedness) are reported against the same labels for what they are worth."""
-    return tuple(name for name, spec in LLM_METRICS.items() if spec.reviewable)
+    return tuple(spec.name for spec in LLM_METRICS if spec.reviewable)
 
 
 JUDGED_CORRECT = "judged:correct"

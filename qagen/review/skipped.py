@@ -140,13 +140,15 @@ def _ask(drafts: RunDrafts, ledger: Ledger, calls: list[SkippedCall], *, progres
 def _passages_of(row: CandidateRow) -> Passages:
     """The passages a candidate row was drafted from (the row holds all of them)."""
     if not row.chunk_ids:  # a build of factoids alone: the one chunk of the cookbook's columns
-        chunk = Chunk(
-            id=row.chunk_id,
-            source=row.source_doc,
-            text=row.context,
-            start_index=row.start_index,
-            end_index=row.end_index,
-        )
+        source, chunk_id, start, end = row.source_doc, row.chunk_id, row.start_index, row.end_index
+        if source is None or chunk_id is None or start is None or end is None:
+            # Only a question with no retrieval target leaves them empty, and such a type is drafted by
+            # builds of several types, whose rows name their passages in `chunk_ids`.
+            raise QagenError(
+                f"Candidate {row.id} names no passage: the run's candidates/ is damaged; `qagen filter` on the run "
+                "writes it again."
+            )
+        chunk = Chunk(id=chunk_id, source=source, text=row.context, start_index=start, end_index=end)
         return Passages(question_type=row.question_type, chunks=(chunk,))
     chunks = tuple(
         Chunk(id=chunk_id, source=source, text=text, start_index=start, end_index=end)

@@ -35,6 +35,8 @@ import hashlib
 import re
 from typing import Literal, NamedTuple
 
+from standins.llm.qagen_prompts import judge_prompts
+
 EvalKind = Literal[
     "ragas_faithfulness_statements",
     "ragas_faithfulness_verdicts",
@@ -177,15 +179,13 @@ def _sections(text: str) -> tuple[str, ...] | None:
 
 
 def grader_layouts() -> dict[tuple[str, ...], str]:
-    """The registered graders (`qagen.evaluate.judges.registry.LLM_METRICS`), by the labels of their
-    user message's data sections: the instructions are the system message, which the stand-in does
-    not see, so the labels in order tell the graders apart. Read from the registry on every call, so
-    a grader registered while the stand-in runs is recognised."""
-    from qagen.evaluate.judges.registry import LLM_METRICS  # the evaluator's, only when a grader is asked
-
+    """The graders (and judges of two prompts), by the labels of their user message's data sections:
+    the instructions are the system message, which the stand-in does not see, so the labels in order
+    tell the graders apart. Read on every call (`qagen_prompts.judge_prompts`), so a grader registered
+    while the stand-in runs in the same process is recognised."""
     layouts: dict[tuple[str, ...], str] = {}
-    for name, spec in LLM_METRICS.items():
-        if len(spec.prompts) == 2 and (labels := _sections(spec.load_prompts()[-1].text.strip())) is not None:
+    for name, text in judge_prompts():
+        if (labels := _sections(text.strip())) is not None:
             layouts.setdefault(labels, name)
     return layouts
 

@@ -52,6 +52,7 @@ class Knobs:
             "duplicate_rate": self.replies.duplicate_rate,
             "evidence_miss_rate": self.replies.evidence_miss_rate,
             "rule_break_rate": self.replies.rule_break_rate,
+            "single_hop_rate": self.replies.single_hop_rate,
             **self.shaping.rates(),
         }
         pass_rate = self.replies.pass_rate

@@ -109,12 +109,25 @@ UNANSWERABLE_MARK = "quantum teleport sync"
 """The feature no text has, which every unanswerable question the stand-in drafts asks about."""
 
 
-def draft_for(label: str, passages: tuple[str, ...], duplicate_rate: float = 0.0) -> tuple[str, str]:
+MULTI_HOP_MARK = "as cross-referenced under ref"
+"""In every multi-hop question the stand-in drafts."""
+
+
+def single_hop(question: str, rate: float) -> bool:
+    """The `rate` share of multi-hop questions (by question) the stand-in answers from their first passage
+    alone: what a reader given that passage alone answers too."""
+    return unit_interval("single-hop", question) < rate
+
+
+def draft_for(
+    label: str, passages: tuple[str, ...], duplicate_rate: float = 0.0, single_hop_rate: float = 0.0
+) -> tuple[str, str]:
     """The (question, answer) the stand-in drafts for a draft prompt with this question label.
 
     - `Factoid question`: `factoid_for` (as before question types).
     - several passages (a multi-hop draft): a question naming the topic of each and the digest of
-      both, answered by the first sentence of each passage.
+      both, answered by the first sentence of each passage (of the first alone for the
+      `single_hop_rate` share of questions).
     - `Unanswerable question`: a question on the passage's topic about a feature no text has, and
       an answer saying the documents do not say.
     - any other label (a type the stand-in has no rule for): a question in words of its own (none
@@ -126,8 +139,9 @@ def draft_for(label: str, passages: tuple[str, ...], duplicate_rate: float = 0.0
     digest = hashlib.sha256("\x00".join(passages).encode("utf-8")).hexdigest()
     if len(passages) > 1:
         topics = " and ".join(_topic(passage, 2) for passage in passages)
-        answer = " ".join(first_sentence(passage, 140) for passage in passages)
-        return f"Which fact links {topics}, as cross-referenced under ref {digest[:10]}?", answer
+        question = f"Which fact links {topics}, {MULTI_HOP_MARK} {digest[:10]}?"
+        used = passages[:1] if single_hop(question, single_hop_rate) else passages
+        return question, " ".join(first_sentence(passage, 140) for passage in used)
     if label.lower().startswith("unanswerable"):
         question = f"Which release of {_topic(passages[0], 2)} added {UNANSWERABLE_MARK}, ref {digest[:10]}?"
         return question, "The documents do not say."

@@ -22,13 +22,12 @@ every template states its instructions before the material it embeds (`classify_
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from standins.llm.eval_replies import EvalKind, EvalPrompt, classify_eval_prompt
+from standins.llm.qagen_prompts import critic_prompts
 from standins.llm.rerank import LISTWISE_OPENING
 
 PromptKind = Literal["generation", "critique", "check", "reader", "judge", "rerank", "answer"] | EvalKind
@@ -44,39 +43,11 @@ _MIN_PHRASE = 12
 """The shortest instruction text that names a critic: shorter ones could occur in any prompt."""
 
 
-_BUNDLED_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
-"""qagen's prompt files in the repository, read when qagen itself cannot be imported."""
-
-
-def _critic_prompt_texts() -> list[tuple[str, str]]:
-    """Each critic prompt's text with its critic's name: from qagen's registries when qagen and its
-    dependencies are installed (so a critic registered in Python while the stand-in runs is seen,
-    and the prompts question types ask critics with), else from the repository's
-    `prompts/critique_*.txt` (CI starts the stand-in before anything is installed)."""
-    if importlib.util.find_spec("pydantic") is None:
-        files = sorted(_BUNDLED_PROMPTS.glob("critique_*.txt"))
-        return [(path.stem.removeprefix("critique_"), path.read_text()) for path in files]
-    from qagen.critics import BUNDLED_OPT_IN, CRITICS, default_prompt
-    from qagen.llm.prompts import load_prompt
-    from qagen.question_types import QUESTION_TYPES
-
-    texts = {(spec.name, spec.prompt): default_prompt(spec).text for spec in (*CRITICS, *BUNDLED_OPT_IN)}
-    for question_type in QUESTION_TYPES:
-        for own in question_type.own_critics:
-            texts[own.name, own.prompt] = default_prompt(own).text
-        for critic in question_type.critics:
-            if critic.prompt is not None:
-                texts[critic.name, critic.prompt] = load_prompt(critic.prompt).text
-    return [(name, text) for (name, _), text in texts.items()]
-
-
 def critic_phrases() -> list[tuple[str, str]]:
     """Each critic prompt's phrase, with its critic's name: the text before the first placeholder
     of the first line no other critic prompt has (the line that says what it rates). Read on every
     call, so a critic registered while the stand-in runs is recognised."""
-    prompts = [
-        (name, [line.strip() for line in text.splitlines() if line.strip()]) for name, text in _critic_prompt_texts()
-    ]
+    prompts = [(name, [line.strip() for line in text.splitlines() if line.strip()]) for name, text in critic_prompts()]
     phrases: list[tuple[str, str]] = []
     for position, (name, own) in enumerate(prompts):
         others = {line for other, (_, their) in enumerate(prompts) if other != position for line in their}

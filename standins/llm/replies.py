@@ -26,12 +26,14 @@ from standins.llm.eval_replies import EVAL_KINDS, eval_reply, truncate
 from standins.llm.outcomes import (
     DEFAULT_PASS_RATE,
     FACTOID_LABEL,
+    MULTI_HOP_MARK,
     UNANSWERABLE_MARK,
     draft_for,
     factoid_for,
     first_sentence,
     judge_score,
     score_for,
+    single_hop,
     unit_interval,
 )
 from standins.llm.prompt_recognition import PromptInfo, PromptKind, classify_prompt
@@ -150,6 +152,9 @@ class ReplyPolicy:
     """Share of reader checks (by question) that say the passage does not answer the question."""
     answerable_rate: float = 0.0
     """Share of unanswerable questions (by question) that the corpus search answers, as the reader says."""
+    single_hop_rate: float = 0.0
+    """Share of multi-hop questions (by question) drafted from their first passage alone, which a reader
+    given that passage alone answers (the others it does not)."""
 
     def pass_rate_for(self, criterion: str) -> float:
         """The pass rate of one critic (a criterion missing from a mapping gets the default)."""
@@ -235,7 +240,7 @@ def _draft(info: PromptInfo, policy: ReplyPolicy, request_key: str) -> Reply:
             return Reply(recorded, "generation", "generation", format="recorded")
     label = info.label or FACTOID_LABEL
     if label != FACTOID_LABEL:  # another question type's prompt: `draft_for`, no rule broken on purpose
-        question, answer = draft_for(label, info.passages or (context,), policy.duplicate_rate)
+        question, answer = draft_for(label, info.passages or (context,), policy.duplicate_rate, policy.single_hop_rate)
         fmt = _variant(GENERATION_FORMATS, policy.generation_format_variety, request_key)
         quote = answer if info.asks_evidence else None
         return Reply(_generation_reply(question, answer, fmt, quote, label), "generation", "generation", format=fmt)
@@ -274,11 +279,14 @@ def reader_answer(info: PromptInfo, policy: ReplyPolicy) -> str:
         return (
             "Version 2.1 added it." if unit_interval("answerable", question) < policy.answerable_rate else NOT_ANSWERED
         )
+    passages = info.passages or (info.context or "",)
+    if MULTI_HOP_MARK in question and len(passages) == 1:
+        # One passage of a multi-hop question: it answers only a draft made from that passage alone.
+        return first_sentence(passages[0], 140) if single_hop(question, policy.single_hop_rate) else NOT_ANSWERED
     if unit_interval("reader-unanswered", question) < policy.reader_unanswered_rate:
         return NOT_ANSWERED
     if unit_interval("reader-mismatch", question) < policy.reader_mismatch_rate:
         return OTHER_ANSWER
-    passages = info.passages or (info.context or "",)
     parts = [factoid_for(passages[0])[1], *(first_sentence(passage, 140) for passage in passages)]
     return " ".join(part for part in parts if part)
 

@@ -48,7 +48,8 @@ def test_refiltering_lower_reports_undecided_drafts_not_failures_and_the_default
     llm: Any, corpus: Path, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    assert _build(llm, corpus, run).exit_code == 0
+    # The 1-5 ratings: a 3 stops the critics at threshold 4 and passes at 3 (a yes/no check has no 3).
+    assert _build(llm, corpus, run, "--vetting", "cookbook").exit_code == 0
     built, built_summary = _candidates(run), _summary(run)
 
     lowered = _invoke("filter", run, "--min-score", "3")
@@ -80,7 +81,7 @@ def test_refiltering_lower_reports_undecided_drafts_not_failures_and_the_default
     assert _summary(run)["funnel"]["undecided"] == {"generation": 0, "critique": 0}
     assert max(llm.requests_by_body().values()) == 1  # no call paid twice in the run directory
     # ... to exactly what a build at 3 gives.
-    assert _build(llm, corpus, tmp_path / "at3", "--min-score", "3").exit_code == 0
+    assert _build(llm, corpus, tmp_path / "at3", "--min-score", "3", "--vetting", "cookbook").exit_code == 0
     assert _candidates(run) == _candidates(tmp_path / "at3")
 
 
@@ -212,13 +213,13 @@ def test_staged_critics_are_chosen_by_critique_not_fixed_by_generate(llm: Any, c
     )
     fingerprint = json.loads((run / "run.json").read_text())["fingerprint"]
     assert fingerprint["generator_model"] == "openai:stand-in" and fingerprint["critic_model"] is None
-    assert fingerprint["prompts"]["qa_generation"] and fingerprint["prompts"]["critique_relevance"] is None
+    assert fingerprint["prompts"]["qa_generation"] and fingerprint["prompts"]["critique_supported"] is None
     # The critics' model is given to `critique`; their server is the generator's, from the run.
     result = _invoke("critique", run, "--critic-model", "openai:stand-in-critic", "-q")
     assert result.exit_code == 0, result.output
-    assert {e["model"] for e in llm.log if e["kind"] == "critique"} == {"stand-in-critic"}
+    assert {e["model"] for e in llm.log if e["kind"] in ("critique", "check")} == {"stand-in-critic"}
     fingerprint = json.loads((run / "run.json").read_text())["fingerprint"]
-    assert fingerprint["critic_model"] == "openai:stand-in-critic" and fingerprint["prompts"]["critique_relevance"]
+    assert fingerprint["critic_model"] == "openai:stand-in-critic" and fingerprint["prompts"]["critique_supported"]
     # Fixed now: another critic model is refused, and a later generate keeps the critics' prompts.
     refused = CliRunner().invoke(main, ["critique", str(run), "--critic-model", "openai:other"])
     assert refused.exit_code == 1 and "critic_model" in refused.output

@@ -4,6 +4,7 @@ judge failures and retries in the summary (the report: test_report.py)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -292,3 +293,52 @@ def test_an_edited_answers_file_is_judged_afresh(fake_llm: Any, tmp_path: Path) 
     assert len(fake_llm.log) - calls == 1
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
     assert rows[0]["generated_answer"] == "Something else entirely."
+
+
+def _evaluate_answers(llm: Any, tmp_path: Path, questions: int, *extra: str) -> Any:
+    from click.testing import CliRunner
+
+    from qagen.cli.app import main
+
+    testset = _testset(tmp_path / "set.jsonl", questions)
+    answers = _answers_file(tmp_path / "answers.jsonl", [f"What is item {i}?" for i in range(questions)])
+    args = ["evaluate", str(testset), "--answers", str(answers), "--model", "openai:stand-in", "--metrics"]
+    args += ["correctness", "--base-url", llm.base_url, "--max-retries", "0", "--out", str(tmp_path / "eval"), "-q"]
+    return CliRunner().invoke(main, [*args, *extra], catch_exceptions=False)
+
+
+def test_a_judge_whose_server_fails_reads_as_a_server_error_with_its_message(llm: Any, tmp_path: Path) -> None:
+    llm.configure(fault_rate=1.0, fault_kinds=["500"], fault_attempts=100)
+    result = _evaluate_answers(llm, tmp_path, 6, "--max-failure-rate", "1")
+    assert result.exit_code == 1
+    message = " ".join(result.output.split())
+    assert "The correctness judge's server answered none of the 6 calls it was sent" in message
+    assert "could read" not in message and "e.g. ''" not in message  # no reply was there to read
+    # The server's own message, as the client reported it.
+    assert "(mostly api_error:server_error: server_error: " in message and "Error code: 500" in message
+    assert "re-run the same command to ask again" in message
+
+
+def test_the_evaluate_outcome_tells_calls_without_reply_from_unreadable_verdicts(llm: Any, tmp_path: Path) -> None:
+    llm.configure(fault_rate=0.3, fault_kinds=["500"], fault_attempts=100, malformed_rate=0.3)
+    result = _evaluate_answers(llm, tmp_path, 20, "--max-failure-rate", "1")
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if line.startswith("  correctness:"))
+    assert re.search(r"\d+ calls got no reply from the judge's server \(api_error:server_error \d+\)", line), line
+    assert re.search(r"\d+ replies held no readable verdict \(", line), line
+    assert "judge failures" not in line
+
+
+def test_evaluate_names_what_to_do_next(llm: Any, tmp_path: Path) -> None:
+    result = _evaluate_answers(llm, tmp_path, 4)
+    assert result.exit_code == 0, result.output
+    steps = result.output.split("\nnext:\n", 1)[1]
+    out = tmp_path / "eval"
+    for command in (
+        f"qagen evaluate {tmp_path / 'set.jsonl'} --baseline bm25 --corpus CORPUS --out eval-bm25",
+        f"qagen report {out} eval-bm25",
+        f"qagen review {out}",  # the correctness judge's verdicts can be checked against labels
+    ):
+        assert command in steps, steps
+    # Aligned as the build's: each reason after its command, from one column.
+    assert len({line.index("  # ") for line in steps.splitlines()}) == 1

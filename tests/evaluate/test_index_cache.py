@@ -224,3 +224,31 @@ def test_a_damaged_index_is_rebuilt_once_and_replaced(
     assert [path.name for path in index_cache_dir(cache_home()).iterdir() if ".tmp-" in path.name] == []
     rows = [json.loads((tmp_path / name / "results.jsonl").read_text()) for name in ("first", "second", "third")]
     assert rows[0]["retrieved_docs"] == rows[1]["retrieved_docs"] == rows[2]["retrieved_docs"]
+
+
+def test_a_corpus_file_changed_with_its_size_and_time_kept_gets_a_new_index(
+    llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    corpus, testset = inputs
+    first = evaluate(llm, testset, corpus, tmp_path / "first")
+    assert first.exit_code == 0, first.output
+    [before] = saved_indexes(cache_home())
+
+    # An edit of the same length, its time set back: a restore from a backup or a `touch -r` does as much.
+    changed = corpus / "a.md"
+    kept = changed.stat()
+    changed.write_text("The council later moved the archive to the cellar.", encoding="utf-8")
+    os.utime(changed, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert (changed.stat().st_size, changed.stat().st_mtime_ns) == (kept.st_size, kept.st_mtime_ns)
+
+    # In the same process (the index kept in memory) and in a new one (the index saved in the cache).
+    for name, fresh_process in (("second", False), ("third", True)):
+        if fresh_process:
+            clear_memory()
+        result = evaluate(llm, testset, corpus, tmp_path / name)
+        assert result.exit_code == 0, result.output
+        retrieved = json.loads((tmp_path / name / "results.jsonl").read_text())["retrieved_docs"]
+        moved = [text for text in retrieved if "moved the archive" in text]
+        assert moved == ["The council later moved the archive to the cellar."], name
+    after = [path for path in saved_indexes(cache_home()) if path != before]
+    assert len(after) == 1, saved_indexes(cache_home())

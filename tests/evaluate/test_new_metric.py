@@ -45,7 +45,7 @@ def _invoke(*args: object) -> Result:
 
 
 def test_a_registered_metric_is_named_grouped_and_listed(concise: Path) -> None:
-    spec = LLM_METRICS["concise"]
+    spec = LLM_METRICS.get("concise")
     assert (spec.needs_contexts, spec.needs_reference, spec.group) == (False, False, "graders")
     assert metric_groups()["graders"][-1] == "concise" and "concise" in metric_groups()["all"]
     assert select_metrics(["graders"], embeddings=False)[0][-1] == "concise"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from qagen.evaluate.metrics.scoring import Reported
+from qagen.evaluate.judges.registry import LLM_METRICS
+from qagen.evaluate.metrics.scoring import SCORES_BY_COLUMN, Reported
 from qagen.evaluate.records import EvalItem, EvalSummary, EvalUsage, JudgeVerdict, RagOutput, ResultsSummary, SkippedRow
 from qagen.evaluate.results import result_row, summarise
 from qagen.records import RetrievedContext, Usage
@@ -100,3 +101,25 @@ def test_a_row_says_where_the_answer_was_found_and_the_summary_why_it_was_not() 
     assert dumped[2]["evidence"] is None and dumped[2]["evidence_hit@k"] is None  # no chunk text
     stats = summarise(rows, k=7, llm_metrics=[], groups={"retrieval"}).metrics["evidence_hit@7"]
     assert (stats.n, stats.missing_by_reason) == (1, {"answer_not_in_chunk": 1, "no_inputs": 1})
+
+
+def test_the_summary_says_which_results_column_each_metric_reads_and_on_what_scale() -> None:
+    rows = [
+        result_row(
+            ITEM, OUTPUT, {"correctness": CORRECT}, system="bm25", k=7, groups={"retrieval"}, run=Reported(True, True)
+        ),
+    ]
+    summary = summarise(rows, k=7, llm_metrics=["correctness"], groups={"retrieval"}).model_dump(mode="json")
+    assert set(summary["columns"]) == set(summary["metrics"])  # every metric, by its summary name
+    assert summary["columns"]["correctness"] == {
+        "results_column": "correctness", "question_value": LLM_METRICS.get("correctness").help,
+        "results_range": [1.0, 5.0], "summarised_as": "(score - 1) / 4", "range": [0.0, 1.0],
+    }  # fmt: skip
+    assert summary["columns"]["mrr@7"]["results_column"] == "reciprocal_rank@k"
+    assert summary["columns"]["evidence_mrr@7"]["results_column"] == "evidence_reciprocal_rank@k"
+    assert summary["columns"]["hit@7"] == {
+        "results_column": "hit@k", "question_value": SCORES_BY_COLUMN["hit@k"].help, "results_range": [0.0, 1.0],
+        "summarised_as": "value", "range": [0.0, 1.0],
+    }  # fmt: skip
+    # The row's raw 5 is the summary's 1.0, as the note says.
+    assert summary["metrics"]["correctness"]["mean"] == 1.0 and rows[0].judged["correctness"].value == 5

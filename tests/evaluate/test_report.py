@@ -158,3 +158,35 @@ def test_a_reader_that_stops_reading_ends_the_report_quietly(tmp_path: Path) -> 
     stderr = child.stderr.read().decode()
     assert child.wait(timeout=120) == 141
     assert stderr == ""
+
+
+def test_the_report_says_the_scale_of_each_metric_that_is_no_plain_mean_of_its_column(tmp_path: Path) -> None:
+    rows = [{"id": "1", "correctness": 2, "reciprocal_rank@k": 0.5, "hit@k": 1.0, "token_f1": 0.5}]
+    run = _run(tmp_path / "eval", {"correctness": 0.25, "mrr@7": 0.5, "hit@7": 1.0, "token_f1": 0.5}, rows)
+    table = comparison_table(load_runs([run]))
+    scales = table.split("\nscales:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert scales == [
+        "  correctness: 0 to 1, the mean of (score - 1) / 4 over the 1-5 scores in results.jsonl's `correctness`",
+        "  mrr@7: 0 to 1, the mean of results.jsonl's `reciprocal_rank@k`",
+        "  the others: 0 to 1, the mean of the results.jsonl column of their name (`@k` there for `@7`)",
+    ]
+    # A report of plain 0-1 means says nothing of scales.
+    plain = _run(tmp_path / "plain", {"token_f1": 0.5}, rows)
+    assert "scales:" not in comparison_table(load_runs([plain]))
+
+
+@pytest.mark.parametrize("metric", ["correctness", "context_relevance", "evidence_mrr@7"])
+def test_the_comparison_chart_title_fits_in_the_chart(tmp_path: Path, metric: str) -> None:
+    pytest.importorskip("matplotlib", reason="the chart needs the plot extra: pip install 'qagen[plot]'")
+    from qagen.evaluate.report import comparison_figure
+    from qagen.plotting import pyplot
+
+    runs = load_runs([_run(tmp_path / name, {metric: mean}, []) for name, mean in (("a", 0.5), ("b", 0.7))])
+    figure = comparison_figure(runs, metric)
+    try:
+        figure.canvas.draw()
+        title = figure.axes[0].title.get_window_extent(figure.canvas.get_renderer())
+        assert title.x0 >= 0 and title.x1 <= figure.bbox.x1 and title.y1 <= figure.bbox.y1
+        assert metric in figure.axes[0].get_title()
+    finally:
+        pyplot().close(figure)

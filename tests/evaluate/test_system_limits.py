@@ -165,7 +165,7 @@ def test_a_rag_function_that_raises_is_not_retried(
         tmp_path, monkeypatch, f"open({str(calls)!r}, 'a').write(question + '\\n'); raise ValueError('no')"
     )
     result = evaluate(testset, tmp_path / "eval", "--rag", spec, "--metrics", "text", "--max-retries", "3")
-    assert result.exit_code == 1 and "(mostly system_error: ValueError)" in result.output
+    assert result.exit_code == 1 and "(mostly system_error: ValueError: no)" in result.output
     assert [row["answer_error"] for row in rows(tmp_path / "eval")] == ["system_error: ValueError: no"] * 2
     assert len(calls.read_text().splitlines()) == len(QUESTIONS)  # a bug does not pass on another try
 
@@ -178,4 +178,21 @@ def test_a_rag_function_calling_sys_exit_fails_its_questions_not_the_run(
     assert result.exit_code == 0, result.output  # not 3, the exit code of a spending cap
     errors = [row["answer_error"] for row in rows(tmp_path / "eval")]
     assert errors == ["system_error: SystemExit: sys.exit(3) was called", ""]
-    assert "not answered: system_error: SystemExit: 1" in result.output
+    assert (
+        "not answered: 1 system_error: SystemExit\n    system_error: SystemExit: sys.exit(3) was called"
+        in result.output
+    )
+
+
+def test_the_outcome_shows_a_failed_answer_s_whole_reason(
+    testset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reason with colons of its own is grouped by its kind, never cut at its colon ("its keys are")."""
+    spec = rag_module(tmp_path, monkeypatch, "return 'ok' if 'glacier' in question else {'text': 'no answer key'}")
+    result = evaluate(testset, tmp_path / "eval", "--rag", spec, "--metrics", "text")
+    assert result.exit_code == 0, result.output
+    whole = "bad_response: no 'answer' in the reply (its keys are: text)"
+    assert [row["answer_error"] for row in rows(tmp_path / "eval")] == [whole, ""]
+    assert f"not answered: 1 bad_response\n    {whole}\n" in result.output
+    summary = json.loads((tmp_path / "eval" / "summary.json").read_text())
+    assert (summary["failed_by_reason"], summary["failed_examples"]) == ({"bad_response": 1}, {"bad_response": whole})

@@ -80,3 +80,98 @@ def test_a_build_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence
     assert result.stderr.startswith("error: The chart needs matplotlib, which is installed but cannot be imported (")
     assert result.stderr.endswith("): reinstall it with pip uninstall matplotlib, then pip install 'qagen[plot]'.\n")
     assert not chart.exists() and not (out / "profile.md").exists()  # refused before any work
+
+
+def test_the_profile_chart_counts_in_whole_numbers() -> None:
+    pytest.importorskip("matplotlib", reason="the chart needs the plot extra: pip install 'qagen[plot]'")
+    from qagen.generation.profile_report import profile_figure
+    from qagen.plotting import pyplot
+
+    # Small counts, where matplotlib's default ticks fall between whole numbers (0.5 of a question).
+    profile = {
+        "critic_scores": {"groundedness": {"4": 1, "5": 2}, "relevance": {"3": 1, "5": 2}},
+        "easiness": {
+            "copied_share_bins": {"<25%": 1, "25-50%": 2, ">50%": 0},
+            "bm25_rank": {"count": 3},
+            "ranked_first": 2,
+            "ranked_top5_share": 1.0,
+        },
+        "coverage": {"kept_per_document": {"0": 0, "1": 1, "2": 1}},
+    }
+    figure = profile_figure(profile, "profile")
+    try:
+        for axis in figure.axes:
+            figure.canvas.draw()
+            ticks = [tick for tick in axis.get_yticks() if axis.get_ylim()[0] <= tick <= axis.get_ylim()[1]]
+            assert ticks and all(float(tick).is_integer() for tick in ticks), (axis.get_ylabel(), ticks)
+    finally:
+        pyplot().close(figure)
+
+
+def test_report_on_a_build_without_a_readable_summary_says_how_to_write_it_again(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    built = CliRunner().invoke(main, [*args, "-n", "4", "--chunk-size", "400", "-q"])
+    assert built.exit_code == 0, built.output
+    summary_file = out / "summary.json"
+    kept = json.loads(summary_file.read_text(encoding="utf-8"))["funnel"]["kept"]
+    advice = (
+        f"Write it again from the run's records with `qagen filter {out}` (no LLM call), or re-run the build's "
+        "command: it resumes where it stopped and pays for no call twice.\n"
+    )
+
+    for broken, problem in (
+        (None, "is missing (the build has not got that far, or the file was removed)"),
+        ('{"funnel": ', "cannot be read (Expecting value: line 1 column 12 (char 11))"),
+        ('{"metrics": {}}', "is no build's summary (it has no funnel)"),
+    ):
+        if broken is None:
+            summary_file.unlink()
+        else:
+            summary_file.write_text(broken, encoding="utf-8")
+        result = CliRunner().invoke(main, ["report", str(out)])
+        assert result.exit_code == 1
+        assert result.stderr == f"error: {out} is a build's run directory, but its summary.json {problem}. {advice}"
+        assert "qagen evaluate" not in result.output
+
+    # The advice works: the summary is written again from the records, and the report reads it.
+    llm.reset()
+    assert CliRunner().invoke(main, ["filter", str(out)]).exit_code == 0 and not llm.log
+    assert json.loads(summary_file.read_text(encoding="utf-8"))["funnel"]["kept"] == kept
+    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
+
+
+def test_the_report_shows_every_question_type_of_the_build_and_says_coverage_in_words(
+    llm: StandInLLM, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "tides.txt").write_text("The keeper recorded the semidiurnal tides every morning with a brass rod.\n")
+    (corpus / "bells.txt").write_text("The bell founder cast the tenor bell in a pit beside the church tower.\n")
+    out = tmp_path / "run"
+    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    # One chunk per document and no shared rare term: no multi-hop pair, so multi_hop keeps nothing.
+    built = CliRunner().invoke(main, [*args, "-n", "4", "--question-types", "factoid=50,multi_hop=50", "-q"])
+    assert built.exit_code == 0, built.output
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    factoids = summary["question_types"]["factoid"]["kept"]
+    assert summary["question_types"]["multi_hop"]["kept"] == 0 and factoids >= 1
+
+    result = CliRunner().invoke(main, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    counted = f"{factoids} kept question{'' if factoids == 1 else 's'}."
+    assert result.output.startswith(
+        f"{counted}\n\n| question type | kept |\n|---|---|\n| factoid | {factoids} |\n| multi_hop | 0 |\n"
+    )
+    per_document = summary["profile"]["coverage"]["kept_per_document"]
+    assert (
+        f"| documents with 0 kept questions | {per_document['0']} |\n"
+        f"| documents with 1 kept question | {per_document['1']} |\n"
+        f"| documents with 2 kept questions | {per_document['2']} |\n"
+        f"| documents with 3-5 kept questions | {per_document['3-5']} |\n"
+        f"| documents with 6+ kept questions | {per_document['6+']} |\n"
+    ) in result.output
+    assert per_document["0"] + per_document["1"] + per_document["2"] == 2
+    assert "documents by kept questions" not in result.output

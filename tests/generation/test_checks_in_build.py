@@ -47,7 +47,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _critiqued(llm: StandInLLM) -> Counter[str]:
-    return Counter(entry["question"] for entry in llm.log if entry["prompt"] == "critique")
+    return Counter(entry["question"] for entry in llm.log if entry["prompt"] in ("critique", "check", "reader"))
 
 
 def test_drafts_failing_a_free_check_get_no_critic_call(corpus: Path, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from qagen.generation.sample import Sample
 from qagen.generation.tasks import BuildTasks
 from qagen.records import Chunk, Critique, Draft, Passages
 
-CONFIG = BuildConfig(corpus=CorpusSettings(path="docs"), n_generations=5)
+CONFIG = BuildConfig(corpus=CorpusSettings(path="docs"), n_generations=5, vetting="cookbook")  # 1-5 ratings
 TASKS = BuildTasks.for_config(CONFIG)
 
 

@@ -38,6 +38,7 @@ def _config(corpus: Path, base_url: str, n: int, **changes: Any) -> BuildConfig:
         "n_generations": n, "seed": 3, "generator": model, "critic": model, "max_answer_chars": 197,
         "concurrency": 8, "max_failure_rate": 1.0,
         "dedup_embeddings": None,  # duplicates by meaning have their own test (test_semantic_dedup.py)
+        "vetting": "cookbook",  # the writer before streaming knew the cookbook's columns, not `extra_critics`
     }  # fmt: skip
     return BuildConfig.model_validate({**settings, **changes})
 

@@ -89,7 +89,7 @@ def test_a_fourth_critic_is_one_prompt_file_and_its_name(tmp_path: Path) -> None
     (prompts / "critique_specificity.txt").write_text(SPECIFICITY_PROMPT, encoding="utf-8")
 
     corpus = CorpusSettings(path=str(tmp_path))
-    config = BuildConfig(corpus=corpus, critic=ModelSettings(spec="scripted:critic"))
+    config = BuildConfig(corpus=corpus, critic=ModelSettings(spec="scripted:critic"), vetting="cookbook")
     defaults = BuildTasks.for_config(config)
     # A run with the three default critics, then the same run resumed with the fourth one added.
     first = ScriptedBackend()

@@ -29,6 +29,13 @@ from standins.llm.server import StandInLLM
 from tests.generation.test_semantic_dedup import DIFFERENT, PARAPHRASES, require_dense
 
 
+def _score(row: dict[str, Any], critic: str) -> int | None:
+    """A critic's score in a row: its own column (the cookbook's three), else its entry in `extra_critics`."""
+    if f"{critic}_score" in row:
+        return row[f"{critic}_score"]
+    return next((verdict["score"] for verdict in row["extra_critics"] if verdict["name"] == critic), None)
+
+
 def _config(corpus: Path, llm: StandInLLM, **changes: Any) -> BuildConfig:
     model = ModelSettings(spec="openai:stand-in", base_url=llm.base_url)
     settings: dict[str, Any] = {
@@ -103,7 +110,8 @@ def test_thirty_documents_each_get_a_question_before_any_gets_a_second_and_the_f
     assert sum(easiness["copied_share_bins"].values()) == len(kept)
     # Each critic's scores over the drafts it rated, counted from the rows.
     for critic, counts in profile["critic_scores"].items():
-        rated = Counter(str(row[f"{critic}_score"]) for row in candidates if row[f"{critic}_score"] is not None)
+        scores = [_score(row, critic) for row in candidates]
+        rated = Counter(str(score) for score in scores if score is not None)
         assert counts == {str(score): rated.get(str(score), 0) for score in range(1, 6)}
 
 

@@ -36,8 +36,9 @@ def _build(llm: Any, corpus: Path, out: Path, *extra: object) -> Result:
 
 def test_the_tasks_send_the_prompt_of_the_folder(tmp_path: Path) -> None:
     folder = _own_prompts(tmp_path / "prompts")
-    tasks = BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path="x"), prompts_dir=str(folder)))
-    bundled = BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path="x")))
+    cookbook = BuildConfig(corpus=CorpusSettings(path="x"), vetting="cookbook")
+    tasks = BuildTasks.for_config(cookbook.model_copy(update={"prompts_dir": str(folder)}))
+    bundled = BuildTasks.for_config(cookbook)
     text = "The harbour opens at nine."
     chunk = Passages.of(Chunk(id="c", source="s.txt", text=text, start_index=0, end_index=len(text)))
     assert tasks.types["factoid"].draft.request(chunk) == bundled.types["factoid"].draft.request(chunk)  # as bundled

@@ -29,6 +29,8 @@ def _config(corpus: Path, llm: Any, **settings: Any) -> BuildConfig:
         critic=model,
         critics=CHECKS,
         dedup_embeddings=None,
+        # The checks beside the cookbook's critics, unless a test asks for the checks vetting alone.
+        vetting=settings.pop("vetting", "cookbook"),
         **settings,
     )
 
@@ -171,3 +173,23 @@ def test_the_funnel_says_duplicates_by_meaning_were_not_looked_for_without_a_mod
     result = build(_config(corpus, llm, n_generations=4), tmp_path / "run", progress=False)
     line = next(line for line in funnel_table(result.summary).splitlines() if "same meaning" in line)
     assert line.split()[-1] != "0" and "not looked for" in line
+
+
+def test_a_multi_hop_question_one_passage_answers_is_rejected_as_single_hop_before_supported(
+    corpus: Path, llm: Any, tmp_path: Path
+) -> None:
+    llm.configure(pass_rate=1.0, logprobs=True, single_hop_rate=0.5)
+    run = tmp_path / "run"
+    config = _config(corpus, llm, n_generations=16, question_types={"multi_hop": 100}, vetting="checks")
+    build(config.model_copy(update={"critics": ()}), run, progress=False)
+    rows = list(load_from_disk(str(run / "candidates")))
+    single = [row for row in rows if row["reason"].startswith("single_hop (first_alone")]
+    kept = [row for row in rows if row["status"] == "kept"]
+    assert single and kept  # about half were drafted from their first passage alone
+    for row in single:  # the reader of both passages agreed; the first passage alone answers as well
+        assert _asked(llm, row["question"]) == ["clear", "reader", "first_alone"], row["question"]
+    for row in kept:  # neither passage alone answers: both lone readers found nothing, then the later critics
+        assert _asked(llm, row["question"])[-4:] == ["first_alone", "second_alone", "supported", "needs_both"]
+    lone = [record for record in _critiques(run) if record.criterion in ("first_alone", "second_alone")]
+    assert {record.score for record in lone} == {1, 5}
+    assert all(record.agreement is not None for record in lone if record.score == 1)

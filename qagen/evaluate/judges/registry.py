@@ -4,7 +4,8 @@ The registry is what everything else reads: `metric_groups()` (the `metrics` gro
 included), the CLI's help of the metrics option, the summary's judges and their prompt hashes, the
 review's list of judges that say "correct", and the stand-in LLM's grader layouts. A new metric is
 one `register_metric(MetricSpec(...))`, or `register_grader(name, help=..., prompt_folder=...)` for a
-boolean grader that is two prompt files (`grader_<name>_system.txt`, `grader_<name>.txt`).
+boolean grader that is two prompt files (`grader_<name>_system.txt`, `grader_<name>.txt`), or an
+entry point of an installed package (`qagen.llm_metrics`: docs/extending.md).
 
 Every judge is a pure state machine (`qagen.llm.task`) over a `JudgeInput` (the question, the
 answer, the reference and the contexts the judge sees) that ends with a `JudgeVerdict`: a value,
@@ -35,7 +36,12 @@ from typing import NamedTuple
 
 from qagen.errors import ConfigError
 from qagen.evaluate.judges.abstention import ABSTENTION_PROMPT, ABSTENTION_SYSTEM, judge_abstention
-from qagen.evaluate.judges.correctness import CORRECTNESS_PROMPT, CORRECTNESS_SYSTEM, judge_correctness
+from qagen.evaluate.judges.correctness import (
+    CORRECTNESS_PROMPT,
+    CORRECTNESS_SYSTEM,
+    judge_correctness,
+    normalise_correctness,
+)
 from qagen.evaluate.judges.graders import (
     GRADER_INPUTS,
     grade_correct,
@@ -54,11 +60,12 @@ from qagen.evaluate.judges.ragas import (
     faithfulness,
 )
 from qagen.evaluate.judges.transcript import JudgeStep
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_GROUPS
+from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
 from qagen.evaluate.records import EvalItem, JudgementRecord
 from qagen.llm.prompts import Prompt, load_prompt
 from qagen.llm.task import Ask, Compute, Done, Role, Step, Task
 from qagen.question_types import scoring_of
+from qagen.registry import Registry
 from qagen.runs.store import record_key
 
 __all__ = [
@@ -68,6 +75,8 @@ __all__ = [
     "JudgeInput",
     "JudgeTask",
     "MetricSpec",
+    "Rescaling",
+    "grader",
     "metric_groups",
     "register_grader",
     "register_metric",
@@ -87,6 +96,20 @@ class JudgeInput(NamedTuple):
 
 MetricStart = Callable[[JudgeInput, str, "Embed | None"], JudgeStep]
 """`start(input, judge_model, embed)`: the first step of a metric's judgement."""
+
+
+class Rescaling(NamedTuple):
+    """How the summary reads a metric's values when not as they are: each value through `apply`
+    before the mean, as `formula` says (the report and `summary.json`'s `columns` quote it)."""
+
+    formula: str
+    apply: Callable[[float], float]
+    range: tuple[float, float]
+    """Where the rescaled values lie."""
+
+
+CORRECTNESS_RESCALING = Rescaling("(score - 1) / 4", normalise_correctness, (0.0, 1.0))
+"""The notebook's normalisation of the 1-5 rubric score: 0 when an answer scored 1, 1 when it scored 5."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +133,9 @@ class MetricSpec:
     help: str
     """What it measures, in a few words (the CLI's help lists it)."""
     value_range: tuple[float, float] = (0.0, 1.0)
-    """Where its values lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
+    """Where its values in `results.jsonl` lie: (1, 5) for the raw correctness score, (-1, 1) for cosines."""
+    summarised_as: Rescaling | None = None
+    """How the summary reads its values, when not as they are (correctness: `CORRECTNESS_RESCALING`)."""
     reviewable: bool = False
     """Its value is a verdict on the answer (a grader's 1.0 / 0.0, correctness at its midpoint): the
     review compares it with people's `correct` labels (`qagen.review.eval_answers`)."""
@@ -143,9 +168,11 @@ def _spec(
     return MetricSpec(name, contexts, reference, False, start, prompts, group=group, help=help, reviewable=reviewable)
 
 
-LLM_METRICS: dict[str, MetricSpec] = {
-    spec.name: spec
-    for spec in (
+LLM_METRICS: Registry[MetricSpec] = Registry(
+    "llm_metrics",
+    MetricSpec,
+    noun="LLM metric",
+    specs=(
         MetricSpec(
             "correctness",
             needs_contexts=False,
@@ -156,6 +183,7 @@ LLM_METRICS: dict[str, MetricSpec] = {
             group="correctness",
             help="the cookbook's 1-5 rubric judge of the answer against the reference",
             value_range=(1.0, 5.0),
+            summarised_as=CORRECTNESS_RESCALING,
             reviewable=True,
         ),
         _spec(
@@ -261,8 +289,10 @@ LLM_METRICS: dict[str, MetricSpec] = {
             help="unanswerable questions only: 1 when the system declines to answer, 0 when it answers anyway",
             scoring="abstention",
         ),
-    )
-}
+    ),
+)
+"""Every LLM metric: qagen's, those `register_metric` adds, and those installed packages bring (entry
+points `qagen.llm_metrics`, each naming a `MetricSpec`; `grader` makes one from two prompt files)."""
 
 
 ALL = "all"
@@ -270,22 +300,26 @@ ALL = "all"
 
 def register_metric(spec: MetricSpec) -> MetricSpec:
     """Add an LLM metric to every evaluation from now on: `metrics` names it, or its group, or `all`."""
-    taken = {*LLM_METRICS, *DETERMINISTIC_GROUPS, ALL}
-    if spec.name in taken or spec.name in {s.group for s in LLM_METRICS.values() if s.group != s.name}:
+    if spec.name in _metric_names():
         raise ConfigError(f"A metric or group named {spec.name} exists already; give yours another name.")
-    LLM_METRICS[spec.name] = spec
-    return spec
+    return LLM_METRICS.register(spec)
 
 
 def unregister_metric(name: str) -> None:
     """Take a registered metric out again (tests, or a plugin that replaces one)."""
-    LLM_METRICS.pop(name)
+    LLM_METRICS.unregister(name)
 
 
 def register_grader(name: str, *, help: str, prompt_folder: Path | str, group: str = "graders") -> MetricSpec:
+    """Add the boolean grader `grader` makes to every evaluation from now on."""
+    return register_metric(grader(name, help=help, prompt_folder=prompt_folder, group=group))
+
+
+def grader(name: str, *, help: str, prompt_folder: Path | str, group: str = "graders") -> MetricSpec:
     """A boolean grader from two prompt files in `prompt_folder`: `grader_<name>_system.txt` (the
     instructions) and `grader_<name>.txt` (the data, between tags), whose placeholders among
-    `GRADER_INPUTS` say what it reads; the reply is `Explanation: ...` then `Grade: true|false`."""
+    `GRADER_INPUTS` say what it reads; the reply is `Explanation: ...` then `Grade: true|false`.
+    Register it (`register_metric`), or name it in an entry point of `qagen.llm_metrics`."""
     folder = Path(prompt_folder).resolve()
     system, user = (load_prompt(f"grader_{name}_system", folder), load_prompt(f"grader_{name}", folder))
     unknown = sorted(user.variables - set(GRADER_INPUTS))
@@ -301,31 +335,52 @@ def register_grader(name: str, *, help: str, prompt_folder: Path | str, group: s
         )
         return grade_with(name, model, system, user, **values)
 
-    return register_metric(
-        MetricSpec(
-            name,
-            needs_contexts="facts" in user.variables,
-            needs_reference="reference_answer" in user.variables,
-            needs_embeddings=False,
-            start=start,
-            prompts=(system.name, user.name),
-            group=group,
-            help=help,
-            reviewable=True,
-            prompt_folder=str(folder),
-        )
+    return MetricSpec(
+        name,
+        needs_contexts="facts" in user.variables,
+        needs_reference="reference_answer" in user.variables,
+        needs_embeddings=False,
+        start=start,
+        prompts=(system.name, user.name),
+        group=group,
+        help=help,
+        reviewable=True,
+        prompt_folder=str(folder),
     )
 
 
+def _metric_names() -> set[str]:
+    """Every name `metrics` knows: the LLM and deterministic metrics, the groups, `all`."""
+    groups = {spec.group for spec in LLM_METRICS if spec.group != spec.name}
+    return {*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names(), *groups, ALL}
+
+
 def metric_groups() -> dict[str, tuple[str, ...]]:
-    """The groups `metrics` accepts besides single names, from the registry: each LLM metric's group
-    (of more than the metric itself), then `all` (every LLM metric, then the deterministic groups)."""
+    """The groups `metrics` accepts besides single names, from the registries: each LLM metric's group
+    (of more than the metric itself), then `all` (every LLM metric, then the deterministic ones).
+    A name two metrics (or a metric and a group) share, which installed packages may bring, is refused."""
     groups: dict[str, tuple[str, ...]] = {}
-    for spec in LLM_METRICS.values():
+    for spec in LLM_METRICS:
         if spec.group != spec.name:
             groups[spec.group] = (*groups.get(spec.group, ()), spec.name)
-    groups[ALL] = (*LLM_METRICS, *DETERMINISTIC_GROUPS)
+    names = [*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names(), *groups, ALL]
+    shared = sorted({name for name in names if names.count(name) > 1})
+    if shared:
+        raise ConfigError(
+            f"The metric name {shared[0]} is taken twice (an LLM metric, a deterministic metric or a group, "
+            f"{_brought_by(shared[0])}); uninstall one of the packages that bring it."
+        )
+    groups[ALL] = (*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names())
     return groups
+
+
+def _brought_by(name: str) -> str:
+    packages = [
+        package
+        for package in (LLM_METRICS.installed_by(name), DETERMINISTIC_METRICS.installed_by(name))
+        if package is not None
+    ]
+    return f"brought by {', '.join(packages)}" if packages else "registered in Python"
 
 
 class JudgeTask(Task[JudgeInput, JudgementRecord]):
@@ -334,7 +389,7 @@ class JudgeTask(Task[JudgeInput, JudgementRecord]):
     role: Role = "judge"
 
     def __init__(self, metric: str, model: str, embed: Embed | None = None) -> None:
-        self.spec = LLM_METRICS[metric]
+        self.spec = LLM_METRICS.get(metric)
         self.name = f"judge:{metric}"
         self.model = model
         self.embed = embed

@@ -32,8 +32,9 @@ def rag_baseline(
     **chunking: Any,
 ) -> SystemFactory:
     """The bundled baseline with the `retriever` named: `bm25`, `dense` (the chunks embedded by
-    `embeddings`, default `local`, searched with FAISS) or `hybrid` (both, fused by reciprocal rank),
-    then the notebook's prompt to the reader (give `reader=` to `evaluate`).
+    `embeddings`, default `local`, searched with FAISS), `hybrid` (both, fused by reciprocal rank), or
+    another of `RETRIEVERS` (one an installed package brings), then the notebook's prompt to the
+    reader (give `reader=` to `evaluate`).
 
     `embeddings` is `local` (all-MiniLM-L6-v2, in the dense extra), a sentence-transformers model
     folder, or a LangChain spec; `openai:...` is asked on `embeddings_server` (default: the
@@ -49,10 +50,12 @@ def rag_baseline(
     from qagen.evaluate.systems.baseline import Baseline
     from qagen.evaluate.systems.corpus_chunks import CorpusChunks
     from qagen.evaluate.systems.rerank.specs import make_reranker, parse_rerank
+    from qagen.evaluate.systems.retriever_specs import retriever_spec
     from qagen.evaluate.systems.retrievers import make_retriever
 
+    ranking = retriever_spec(retriever)  # a misspelt retriever or reranker fails now, before any work
     if isinstance(rerank, str):
-        parse_rerank(rerank)  # a misspelt reranker fails now, before any work
+        parse_rerank(rerank)
     if corpus is not None:
         corpus = Path(corpus).expanduser()
 
@@ -61,7 +64,7 @@ def rag_baseline(
             raise ConfigError("The bundled baseline needs a reader model (`reader`).", settings=("reader",))
         chunks = CorpusChunks(corpus, chunk_size=chunk_size, progress=progress, **chunking)
         model = None
-        if retriever != "bm25":
+        if ranking.needs_embeddings:
             model = EmbeddingsModel(embeddings or LOCAL, server=embeddings_server or reader.settings)
         ranker = make_retriever(
             retriever, chunks, embeddings=model, index_dir=index_dir, dense_index_dir=dense_index_dir

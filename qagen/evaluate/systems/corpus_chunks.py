@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import sys
 import threading
 from collections import OrderedDict
@@ -23,6 +22,8 @@ from tqdm import tqdm
 
 from qagen.corpus.chunk import ChunkStats, LengthUnit, chunk_documents, make_splitter
 from qagen.corpus.load.documents import CorpusReport, iter_documents
+from qagen.corpus.load.fingerprint import READABLE_SUFFIXES, file_digest
+from qagen.corpus.load.walk import corpus_files
 from qagen.errors import CorpusError
 from qagen.records import Document, RetrievedContext
 
@@ -92,6 +93,7 @@ class CorpusChunks:
         self.source_column = source_column
         self.progress = progress
         self.splitter = make_splitter(chunk_size, self.chunk_overlap, length_unit, encoding)
+        self._fingerprint: list[tuple[str, int, str]] | None = None
 
     @property
     def label(self) -> str:
@@ -114,9 +116,18 @@ class CorpusChunks:
         }
 
     def cache_key(self, settings: dict[str, object]) -> str:
-        """sha256 of an index's `settings` and the corpus files' names, sizes and times."""
-        keyed = {**settings, "files": fingerprint(self.corpus) if self.corpus is not None else None}
+        """sha256 of an index's `settings` and the corpus files' names, sizes and contents (`fingerprint`)."""
+        keyed = {**settings, "files": self._files()}
         return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode("utf-8")).hexdigest()
+
+    def _files(self) -> list[tuple[str, int, str]] | None:
+        """The corpus files' `fingerprint`, read once per `CorpusChunks` (an evaluation's systems ask
+        for their keys several times); None for a dataset corpus."""
+        if self.corpus is None:
+            return None
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(self.corpus)
+        return self._fingerprint
 
     def documents(self, report: CorpusReport) -> Iterator[Document]:
         """The corpus's documents, in a deterministic order; skipped inputs are counted in `report`."""
@@ -155,23 +166,19 @@ def warn_skipped(report: CorpusReport, what: str) -> None:
         )
 
 
-def fingerprint(corpus: Path) -> list[tuple[str, int, int]]:
-    """(relative path, size, mtime_ns) of every file under `corpus`: a changed corpus gets a new index."""
+def fingerprint(corpus: Path) -> list[tuple[str, int, str]]:
+    """(relative path, size, sha256) of every input the loader reads under `corpus`, walked as it walks
+    (symlinks followed, a cycle cut): what the chunks are made of, so a corpus changed in any way gets
+    a new index, a file edited with its size and modification time kept included (a restore from a
+    backup, `touch -r`, a tool that keeps times). Hashing reads each file once, at the speed of the
+    disk (`file_digest`), and leaves it in the page cache for the loader when the index is built. Files
+    of types the loader gets no text from are neither read nor counted, as in a build's `corpus.json`."""
     if not corpus.exists():
         raise CorpusError(f"Corpus path not found: {corpus}")
-    if corpus.is_file():
-        info = corpus.stat()
-        return [(corpus.name, info.st_size, info.st_mtime_ns)]
-    entries: list[tuple[str, int, int]] = []
-    # Symlinked folders are not followed here (a loop would never end); their files still count
-    # for the index itself, which the loader builds with loop detection.
-    for folder, subfolders, files in os.walk(corpus):
-        subfolders.sort()
-        for file in sorted(files):
-            path = Path(folder, file)
-            try:
-                info = path.stat()
-            except OSError:
-                continue  # the loader reports unreadable files; here they just do not change the key
-            entries.append((path.relative_to(corpus).as_posix(), info.st_size, info.st_mtime_ns))
+    entries: list[tuple[str, int, str]] = []
+    # Inputs the walk skips (links to files seen before, devices) are reported by the loader itself.
+    for file, relative in corpus_files(corpus, lambda skipped: None):
+        if file.suffix.lower() in READABLE_SUFFIXES:
+            digest = file_digest(file)
+            entries.append((relative, digest.size, digest.sha256))
     return entries

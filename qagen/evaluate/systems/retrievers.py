@@ -1,10 +1,11 @@
 """How the bundled baseline finds its chunks: a retriever ranks a corpus's chunks for a question.
 
-Three retrievers share one small contract (`Retriever`): BM25 (`BM25Retriever`, words), dense
-(`qagen.evaluate.systems.dense_index.DenseRetriever`, embeddings searched with FAISS) and hybrid
-(`HybridRetriever`, the two rankings fused by reciprocal rank fusion). Each returns chunks with
-their scores, best first; the baseline may then pass them through a `Reranker` before its reader
-answers from the top `k`.
+Every retriever shares one small contract (`Retriever`): qagen's BM25 (`BM25Retriever`, words),
+dense (`qagen.evaluate.systems.dense_index.DenseRetriever`, embeddings searched with FAISS) and
+hybrid (`HybridRetriever`, the two rankings fused by reciprocal rank fusion), and those of the
+registry (`qagen.evaluate.systems.retriever_specs.RETRIEVERS`, installed packages' included). Each
+returns chunks with their scores, best first; the baseline may then pass them through a `Reranker`
+before its reader answers from the top `k`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from qagen.evaluate.systems.corpus_chunks import CorpusChunks, remember, warn_sk
 
 # The step after retrieval has its own package (`qagen.evaluate.systems.rerank`); named here too.
 from qagen.evaluate.systems.rerank.base import Reranker as Reranker
+from qagen.evaluate.systems.retriever_specs import RetrieverOptions, retriever_spec
 from qagen.records import RetrievedContext
 
 if TYPE_CHECKING:
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FUSION_DEPTH",
-    "RETRIEVERS",
     "RRF_K",
     "BM25Retriever",
     "HybridRetriever",
@@ -39,8 +40,6 @@ __all__ = [
 ]
 
 
-# The retrievers the bundled baseline offers, by name.
-RETRIEVERS = ("bm25", "dense", "hybrid")
 # Reciprocal rank fusion's constant (Cormack, Clarke and Buettcher, SIGIR 2009): a chunk scores
 # sum(1 / (RRF_K + rank)) over the rankings, rank 1 the best. 60 is the paper's value and the
 # default of Elasticsearch, OpenSearch and LangChain's EnsembleRetriever; it damps the weight of
@@ -91,7 +90,7 @@ class Retriever(Protocol):
 class BM25Retriever:
     """BM25 over the corpus's chunks (`qagen.corpus.bm25_index`), built once per corpus
     setting and process, and with `index_dir` saved there and reused by later runs while the corpus
-    files are unchanged (same names, sizes and modification times)."""
+    files are unchanged (same names, sizes and contents)."""
 
     name = "bm25"
 
@@ -108,7 +107,7 @@ class BM25Retriever:
         return self.corpus.cache_key(self.index_settings())
 
     def describe(self) -> dict[str, object]:
-        # The corpus it retrieves from (files' names, sizes and times): stored answers read from an
+        # The corpus it retrieves from (files' names, sizes and contents): stored answers read from an
         # older corpus are another system's answers, asked again, not reused.
         return {"retriever": "bm25s", "corpus_index": self.cache_key()[:16]}
 
@@ -201,16 +200,15 @@ def make_retriever(
     index_dir: Path | None = None,
     dense_index_dir: Path | None = None,
 ) -> Retriever:
-    """The retriever `kind` names (`RETRIEVERS`) over `corpus`; BM25 indexes are saved in `index_dir`,
+    """The retriever `kind` names (`RETRIEVERS`) over `corpus`; word indexes are saved in `index_dir`,
     dense ones (embeddings and FAISS index) in `dense_index_dir`."""
-    if kind == "bm25":
-        return BM25Retriever(corpus, index_dir=index_dir)
-    if kind not in RETRIEVERS:
-        known = ", ".join(RETRIEVERS)
-        raise ConfigError(f"Unknown `retriever` '{kind}'; choose from {known}.", settings=("retriever",))
-    if embeddings is None:
+    spec = retriever_spec(kind)
+    if spec.needs_embeddings and embeddings is None:
         raise ConfigError(f"The {kind} retriever needs an embeddings model (`embeddings`).", settings=("embeddings",))
-    from qagen.evaluate.systems.dense_index import DenseRetriever
-
-    dense = DenseRetriever(corpus, embeddings, index_dir=dense_index_dir)
-    return dense if kind == "dense" else HybridRetriever(BM25Retriever(corpus, index_dir=index_dir), dense)
+    retriever = spec.make(corpus, RetrieverOptions(embeddings, index_dir, dense_index_dir))
+    if not isinstance(retriever, Retriever):
+        raise ConfigError(
+            f"The retriever {kind} made a {type(retriever).__name__}, which is no `Retriever` (corpus, name, "
+            "describe, build, contexts, search)."
+        )
+    return retriever

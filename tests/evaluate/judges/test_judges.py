@@ -93,7 +93,7 @@ JUDGE_PROMPTS = sorted(
 
 
 def test_every_registered_prompt_exists_and_every_judge_prompt_is_registered() -> None:
-    registered = {name for spec in LLM_METRICS.values() for name in spec.prompts}
+    registered = {name for spec in LLM_METRICS for name in spec.prompts}
     assert registered == set(JUDGE_PROMPTS)
 
 
@@ -473,8 +473,8 @@ SCRIPTS: dict[str, list[str]] = {
 
 
 def test_registry() -> None:
-    assert set(LLM_METRICS) == set(SCRIPTS)
-    flags = {name: (s.needs_contexts, s.needs_reference, s.needs_embeddings) for name, s in LLM_METRICS.items()}
+    assert set(LLM_METRICS.names()) == set(SCRIPTS)
+    flags = {s.name: (s.needs_contexts, s.needs_reference, s.needs_embeddings) for s in LLM_METRICS}
     assert flags == {
         "correctness": (False, True, False),
         "faithfulness": (True, False, False),
@@ -488,14 +488,14 @@ def test_registry() -> None:
         "retrieval_relevant": (True, False, False),
         "abstention": (False, False, False),
     }
-    assert LLM_METRICS["correctness"].value_range == (1.0, 5.0)
+    assert LLM_METRICS.get("correctness").value_range == (1.0, 5.0)
     # Only the abstention judge is kept to some questions: those of a type scored by abstention.
-    assert {name: spec.scoring for name, spec in LLM_METRICS.items() if spec.scoring} == {"abstention": "abstention"}
+    assert {spec.name: spec.scoring for spec in LLM_METRICS if spec.scoring} == {"abstention": "abstention"}
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_every_metric_runs_through_the_uniform_signature(name: str) -> None:
-    spec = LLM_METRICS[name]
+    spec = LLM_METRICS.get(name)
     client = FakeClient(SCRIPTS[name])
     judged = JudgeInput(EvalItem(id="q1", question="Which port?", true_answer="Port 8000."), "Port 8000.", CONTEXTS)
     verdict = run(spec.start(judged, MODEL, _embed), client)

@@ -4,7 +4,8 @@
 - `endpoint.EndpointReranker`: an OpenAI-compatible `/rerank` endpoint (vLLM, TEI);
 - `listwise.ListwiseReranker`: the reader model, asked once for the candidates' ids in order.
 
-`specs.reranker_from_spec` makes one from a spec string (`cross-encoder:PATH`, `endpoint:MODEL`, `reader`).
+`specs.RERANKERS` holds the kinds (installed packages' too); `specs.make_reranker` makes one from a spec
+string (`cross-encoder:PATH`, `endpoint:MODEL`, `reader`).
 """
 
 DEFAULT_RERANK_TOP = 30
