@@ -256,6 +256,13 @@ def test_no_circle_of_imports_spans_two_folders() -> None:
     assert not spanning, "circles of imports across folders:\n" + "\n".join(" <-> ".join(m) for m in spanning)
 
 
+def test_the_command_line_modules_import_no_circle() -> None:
+    """The commands are built from the option declarations and the config keys, which never read the
+    commands back (a circle through `qagen.cli.app` made every CLI module depend on every other)."""
+    circles = [members for members in read_graph().cycles() if any(m.startswith("qagen.cli.") for m in members)]
+    assert not circles, circles
+
+
 def test_at_most_max_upward_imports() -> None:
     upward = upward_edges(read_graph())
     assert len(upward) <= MAX_UPWARD, f"{len(upward)} imports run up the layers (at most {MAX_UPWARD}):\n" + describe(

@@ -12,7 +12,7 @@ import click
 
 from qagen._version import __version__
 from qagen.cli.build_settings import config_from_options
-from qagen.cli.config_file import config_option, show_only
+from qagen.cli.config_file import config_option, say_servers, show_only
 from qagen.cli.errors import PIPE_CLOSED_EXIT, friendly_errors
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.next_steps import next_steps
@@ -20,11 +20,12 @@ from qagen.cli.options import (
     BUILD_OPTIONS,
     batch_from_options,
     batch_options,
+    corpus_argument,
     output_options,
     require_out_and_corpus,
+    run_out_option,
     update_corpus_option,
 )
-from qagen.cli.paths import UserPath
 from qagen.errors import QagenError
 from qagen.redaction import redact
 
@@ -58,24 +59,18 @@ def main() -> None:
 # The options `qagen build --help` lists: those set most often. Every other option keeps working and
 # is a key of the config file (docs/configuration.md lists them all, with their flags).
 BUILD_SHOWN = (
-    "config", "out", "hf_dataset", "model", "base_url", "critic_model", "n_generations", "target", "chunk_size",
-    "audience", "question_types", "vetting", "min_score", "concurrency", "max_cost", "batch", "dry_run", "push_repo",
+    "config", "set", "out", "hf_dataset", "model", "base_url", "critic_model", "n_generations", "target", "chunk_size",
+    "audience", "question_types", "vetting", "min_score", "concurrency", "max_cost", "batch", "dry_run",
     "quiet",
 )  # fmt: skip
 
 
 @main.command(epilog="More settings (each model's server, key and temperature, chunking, thresholds, retries, caps, "
-    "prices) are keys of a --config file, each with a flag of its own: `qagen init` writes a starter file "
+    "prices) are keys of a --config file or --set SECTION.KEY=VALUE, each with a flag of its own: `qagen init` writes a starter file "
     "explaining every one; docs/configuration.md lists them with their flags.")  # fmt: skip
-@click.argument("corpus", required=False, type=UserPath(path_type=Path))
 @config_option("build")
-@click.option(
-    "--out",
-    "-o",
-    "out",
-    type=UserPath(path_type=Path),
-    help="Run directory: records, dataset/, candidates/, summary.json. Re-run the same command to resume. [required]",
-)
+@corpus_argument
+@run_out_option
 @BUILD_OPTIONS
 @update_corpus_option
 @batch_options
@@ -110,6 +105,7 @@ def build(
     from qagen.generation.pipeline import build as run_build
 
     out = require_out_and_corpus(out, options)
+    say_servers(ctx, "build")
     batch = batch_from_options(options)
     config = config_from_options(ctx, options, stored=None)
     if dry_run:

@@ -8,16 +8,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from qagen.cli.build_settings import config_from_options
+from qagen.cli.config_file import MORE_SETTINGS, config_option, say_servers, show_only
 from qagen.cli.errors import friendly_errors
-from qagen.cli.options import (
-    all_critics_option,
-    audience_option,
-    critic_model_options,
-    generator_options,
-    prompts_option,
-    sample_options,
-    threshold_options,
-)
+from qagen.cli.options import EXPORT_OPTIONS
 from qagen.cli.paths import UserPath
 
 if TYPE_CHECKING:
@@ -37,8 +30,9 @@ def batch() -> None:
     """
 
 
-@batch.command(name="export")
+@batch.command(name="export", epilog=MORE_SETTINGS)
 @click.argument("run_dir", type=UserPath(path_type=Path, exists=True, file_okay=False))
+@config_option("batch export")
 @click.option(
     "--out",
     "-o",
@@ -48,13 +42,7 @@ def batch() -> None:
     show_default=True,
     help="Requests file to write (Batch API input format).",
 )
-@sample_options(stage=True)
-@generator_options(stage=True)
-@critic_model_options(stage=True)
-@audience_option(stage=True)
-@prompts_option(stage=True)
-@all_critics_option
-@threshold_options
+@EXPORT_OPTIONS
 @click.pass_context
 @friendly_errors
 def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: Any) -> None:
@@ -63,6 +51,7 @@ def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: A
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()
+    say_servers(ctx, "batch export")
     with RunDir(run_dir).locked() as run:
         # Exporting fixes both models: the file holds the drafts' requests, then each critic's.
         config = config_from_options(ctx, options, stored=run.stored_config(), fixed=run.fixed_roles())
@@ -73,6 +62,14 @@ def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: A
         click.echo(
             f"{count} requests -> {out}; answer them with a batch runner, then `qagen batch import {run_dir} RESULTS`"
         )
+
+
+# The options `--help` lists: those set most often.
+EXPORT_SHOWN = (
+    "config", "set", "out", "n_generations", "question_types", "pair_embeddings", "model", "base_url", "critic_model",
+    "critic_base_url", "audience", "prompts_dir", "all_critics", "min_score", "min_critic",
+)  # fmt: skip
+show_only(export_command, EXPORT_SHOWN)
 
 
 @batch.command(name="import")

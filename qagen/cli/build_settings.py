@@ -93,7 +93,9 @@ def config_from_options(
 
 
 def _given(ctx: click.Context, key: str) -> bool:
-    return ctx.get_parameter_source(key) in {ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT}
+    """Set for this command: on the command line, in its environment variable, or by `--config`/`--set`."""
+    given = {ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT, ParameterSource.DEFAULT_MAP}
+    return ctx.get_parameter_source(key) in given
 
 
 def _with_default_invocation(stored: dict[str, Any]) -> dict[str, Any]:

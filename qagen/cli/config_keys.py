@@ -1,15 +1,18 @@
-"""The keys of a `qagen.toml` config file: one entry per key, naming the library setting it sets and
-the option of `qagen build` / `qagen evaluate` that carries it.
+"""The keys of a `qagen.toml` config file, one entry per key: the library setting it sets and the
+option that carries it on each command that reads it.
 
 A key is named as the library names its setting (`chunking.chunk_size` is `ChunkSettings.chunk_size`),
 and its type and description are read from that pydantic field where there is one; the settings
-that live only in `qagen evaluate`'s arguments take the option's help. Loading a file
-(`qagen.cli.config_file`) turns each key into the value of its option, so a key and its flag are one
-setting: the same checks, the same defaults, the same place in the run's recorded settings.
+that live only in `qagen evaluate`'s arguments take the option's help. Each option is declared once
+(`qagen.cli.options`, `qagen.cli.evaluate_options`): the commands are decorated with it, and a key
+reads its flag, default, type and checks from it. Loading a file or a `--set` (`qagen.cli.config_file`)
+turns each key into the value of its option, so a key and its flag are one setting: the same checks,
+the same defaults, the same place in the run's recorded settings.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,18 +20,50 @@ from typing import Any, Literal
 import click
 from pydantic import BaseModel
 
+from qagen.cli.evaluate_options import EVALUATE_OPTIONS
+from qagen.cli.option_spec import OptionGroup, OptionSpec, option_group
+from qagen.cli.options import (
+    BUILD_OPTIONS,
+    CHUNK_OPTIONS,
+    CRITIQUE_OPTIONS,
+    EXPORT_OPTIONS,
+    FILTER_OPTIONS,
+    GENERATE_OPTIONS,
+    batch_options,
+    corpus_argument,
+    run_out_option,
+)
 from qagen.config import BuildConfig
 from qagen.corpus.settings import ChunkSettings, CorpusSettings
 from qagen.critics import CRITICS
 from qagen.llm.backends import ModelSettings
 
-Command = Literal["build", "evaluate"]
+Command = Literal["build", "evaluate", "chunk", "generate", "critique", "filter", "batch export"]
 ANY_NAME = "*"
 """The name of a key that stands for any name in its table, such as a critic's in `filter.min_scores`:
 its option takes each as `NAME=VALUE`."""
 BUILD: tuple[Command, ...] = ("build",)
 EVALUATE: tuple[Command, ...] = ("evaluate",)
 BOTH: tuple[Command, ...] = ("build", "evaluate")
+
+COMMAND_OPTIONS: dict[Command, OptionGroup] = {
+    "build": option_group(corpus_argument, run_out_option, BUILD_OPTIONS, batch_options),
+    "evaluate": EVALUATE_OPTIONS,
+    "chunk": option_group(corpus_argument, CHUNK_OPTIONS),
+    "generate": GENERATE_OPTIONS,
+    "critique": CRITIQUE_OPTIONS,
+    "filter": FILTER_OPTIONS,
+    "batch export": EXPORT_OPTIONS,
+}
+"""The options of each command that read config keys (its others are no setting: `NOT_KEYS`, or a
+stage command's run directory). A stage command reads the build's keys of the options it takes."""
+STAGE_COMMANDS: tuple[Command, ...] = ("chunk", "generate", "critique", "filter", "batch export")
+
+
+@functools.cache
+def command_specs(command: Command) -> dict[str, OptionSpec]:
+    """The options `command` takes, by parameter name."""
+    return COMMAND_OPTIONS[command].by_param()
 
 
 @dataclass(frozen=True)
@@ -42,7 +77,7 @@ class ConfigKey:
     param: str
     """The click parameter of each command in `commands` that carries it."""
     commands: tuple[Command, ...]
-    """The commands that read it; the others ignore it, so one file serves both."""
+    """The commands that read it, `build` or `evaluate` first; the others ignore it, so one file serves all."""
     setting: tuple[type[BaseModel], str] | None = None
     """The pydantic field it sets: its type checks the value and its description documents the key."""
     value_type: Any = None
@@ -57,6 +92,8 @@ class ConfigKey:
     """A value to show, commented out, in the starter file, for a key with no default."""
     required: str | None = None
     """The command needs it, here or on the command line: what else may stand for it (the starter file says so)."""
+    must_exist: bool = False
+    """A path that must name something that exists (checked when the file is read, naming the key)."""
 
     @property
     def any_name(self) -> bool:
@@ -74,9 +111,14 @@ class ConfigKey:
         model, name = self.setting
         return model.model_fields[name].annotation
 
-    def option(self, command: Command | None = None) -> click.Parameter:
-        """The click parameter that carries the key on `command` (None: the first command that reads it)."""
-        return command_params(command or self.commands[0])[self.param]
+    @property
+    def spec(self) -> OptionSpec:
+        """The option that carries the key: the one of the first command that reads it (a stage command's
+        differs only in its help and in leaving a run's setting unset)."""
+        return command_specs(self.commands[0])[self.param]
+
+    def option(self) -> click.Parameter:
+        return self.spec.make()
 
     def describe(self) -> str:
         """One paragraph of help: the pydantic field's description, else `help`, else the option's help."""
@@ -99,17 +141,6 @@ class ConfigKey:
             kind = int if "int" in str(self.type) else str
             return [kind(part) for part in value.split(",") if part.strip()]
         return value
-
-
-def click_command(command: Command) -> click.Command:
-    from qagen.cli.app import main  # here, not at the top: the commands import this module
-
-    return main.commands[command]
-
-
-@functools.cache
-def command_params(command: Command) -> dict[str, click.Parameter]:
-    return {param.name: param for param in click_command(command).params if param.name is not None}
 
 
 _MODEL_EXAMPLES: dict[str, Any] = {
@@ -160,6 +191,7 @@ def _build_keys() -> list[ConfigKey]:
             setting=(CorpusSettings, "path"),
             example="docs",
             required="or `hf_dataset`, or CORPUS on the command line",
+            must_exist=True,
         ),
         ConfigKey(
             "corpus", "hf_dataset", "hf_dataset", BUILD, setting=(CorpusSettings, "hf_dataset"), example="org/name"
@@ -184,10 +216,11 @@ def _build_keys() -> list[ConfigKey]:
             "question_types",
             "question_types",
             BUILD,
-            value_type=str,
+            value_type=str | dict[str, int],
             help="The question types to draft and their shares of the drafts in percent, adding up to 100, as "
-            "`TYPE=PERCENT,...` (factoid, multi_hop, unanswerable, reworded: `qagen.question_types`), each type once; "
-            "a bare name is the whole mix (`multi_hop`: multi_hop=100); default factoid=100.",
+            "`TYPE=PERCENT,...` or a table (`{factoid = 60, multi_hop = 40}`) (factoid, multi_hop, unanswerable, "
+            "reworded: `qagen.question_types`), each type once; a bare name is the whole mix (`multi_hop`: "
+            "multi_hop=100); default factoid=100.",
             example="factoid=60,multi_hop=20,unanswerable=10,reworded=10",
         ),
         ConfigKey(
@@ -347,7 +380,17 @@ def _evaluate_keys() -> list[ConfigKey]:
     ]
 
 
-CONFIG_KEYS: tuple[ConfigKey, ...] = (*_build_keys(), *_call_keys(), *_evaluate_keys())
+def _with_stage_commands(key: ConfigKey) -> ConfigKey:
+    """A build key is read too by each stage command that takes its option."""
+    if "build" not in key.commands:
+        return key
+    stages = tuple(command for command in STAGE_COMMANDS if key.param in command_specs(command))
+    return dataclasses.replace(key, commands=(*key.commands, *stages))
+
+
+CONFIG_KEYS: tuple[ConfigKey, ...] = tuple(
+    _with_stage_commands(key) for key in (*_build_keys(), *_call_keys(), *_evaluate_keys())
+)
 """Every key of the config file, in the order the starter file and the documentation show them."""
 KEYS_BY_NAME: dict[str, ConfigKey] = {key.dotted: key for key in CONFIG_KEYS}
 

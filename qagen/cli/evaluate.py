@@ -7,21 +7,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from click.core import ParameterSource
 
-from qagen.cli.config_file import config_option, show_only
+from qagen.cli.config_file import config_option, config_origins, say_servers, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.evaluate_grid import GridPoint, grid_points, index_notes, split_list
+from qagen.cli.evaluate_options import EVALUATE_OPTIONS
 from qagen.cli.flags import in_cli_terms
-from qagen.cli.installed_help import ListsInstalled, installed
 from qagen.cli.next_steps import next_steps
-from qagen.cli.options import batch_from_options, batch_options, call_options, variable_name
+from qagen.cli.options import batch_from_options
 from qagen.cli.paths import UserPath
-from qagen.config import DEFAULT_MODEL
 from qagen.errors import ConfigError
-from qagen.evaluate.judges.registry import ALL, LLM_METRICS, MetricSpec
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
-from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
-from qagen.evaluate.systems.retriever_specs import RETRIEVERS
+from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.failures import is_call_failure_reason
 from qagen.runs.batch.executor import BatchesRunningError
 
@@ -36,231 +33,72 @@ NOTE_SETTINGS = ("embeddings", "metrics")
 WARNING_SETTINGS = ("corpus",)
 
 
-def _installed_rerankers() -> str:
-    from qagen.evaluate.systems.rerank.specs import RERANKERS
-
-    return installed(RERANKERS, lambda kind: kind.form)
-
-
-def _int_list(value: str, name: str) -> list[int]:
+def _int_list(value: str, setting: str) -> list[int]:
     try:
         numbers = [int(part) for part in value.split(",") if part.strip()]
     except ValueError as exc:
-        raise ConfigError(f"{name} takes a number or a comma-separated list of numbers, got '{value}'.") from exc
+        raise ConfigError(
+            f"`{setting}` takes a number or a comma-separated list of numbers, got '{value}'.", settings=(setting,)
+        ) from exc
     if not numbers or min(numbers) < 1:
-        raise ConfigError(f"{name} must be at least 1, got '{value}'.")
+        raise ConfigError(f"`{setting}` must be at least 1, got '{value}'.", settings=(setting,))
     return numbers
 
 
-def metrics_help(*, installed: bool = True) -> str:
-    """The `--metrics` help: every LLM metric with what it measures, by group, then the deterministic
-    metrics; `installed`: those installed packages bring too (else qagen's own and those registered in
-    Python, as the configuration page lists them whatever is installed)."""
-    llm = tuple(LLM_METRICS) if installed else LLM_METRICS.own()
-    deterministic = tuple(DETERMINISTIC_METRICS) if installed else DETERMINISTIC_METRICS.own()
-    by_group: dict[str, list[MetricSpec]] = {}
-    for spec in llm:
-        by_group.setdefault(spec.group, []).append(spec)
-    singles = [f"{group} ({specs[0].help})" for group, specs in by_group.items() if [s.name for s in specs] == [group]]
-    grouped = [
-        f"{group} ({'; '.join(f'{spec.name}: {spec.help}' for spec in specs)})"
-        for group, specs in by_group.items()
-        if [spec.name for spec in specs] != [group]
-    ]
-    others = [f"{metric.name} ({metric.help})" for metric in deterministic]
-    return f"Comma list of metrics or groups: {'; '.join([*singles, *grouped, *others])}; {ALL}."
+SYSTEMS = ("answers", "rag_callable", "endpoint", "baseline")
+"""The options that name the system under test: one choice, made once."""
 
 
-def metrics_option_help(*, installed: bool = True) -> str:
-    return (
-        f"{metrics_help(installed=installed)} Without --embeddings, the groups ragas and all leave answer_relevancy "
-        "out (with a note)."
-    )
+def _system_options(ctx: click.Context, options: dict[str, Any]) -> str:
+    """The one option of `SYSTEMS` given, the others set to None. One given on the command line replaces
+    what the config file says (an example file's `baseline`, then `--rag my:answer`), as any flag wins
+    over the file."""
+    given = [name for name in SYSTEMS if options[name]]
+    typed = [name for name in given if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT_MAP]
+    if typed:
+        given = typed
+    if len(given) != 1:
+        named = [_as_given(ctx, name) for name in given]
+        both = (
+            f", not both {' and '.join(named)}" if len(named) == 2 else (f", not {', '.join(named)}" if named else "")
+        )
+        raise ConfigError(
+            f"Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline{both}."
+        )
+    for name in SYSTEMS:
+        if name not in given:
+            options[name] = None
+    return given[0]
 
 
-class _MetricsOption(click.Option):
-    """`--metrics`, whose help lists the metrics registered when it is shown (one registered after
-    the CLI was imported, or brought by an installed package, too)."""
-
-    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
-        self.help = metrics_option_help()
-        return super().get_help_record(ctx)
+def _as_given(ctx: click.Context, param: str) -> str:
+    """How the user gave an option: its flag, or its key and where (`evaluate.baseline` in qagen.toml)."""
+    flag = EVALUATE_OPTIONS.by_param()[param].flag
+    origin = config_origins(ctx).get(flag)
+    if origin is None:
+        return flag
+    key, where = origin
+    return f"`{key}` ({where})" if where == "--set" else f"`{key}` in {where}"
 
 
 # The options `qagen evaluate --help` lists: those set most often. Every other option keeps working and
 # is a key of the config file (docs/configuration.md lists them all, with their flags).
 EVALUATE_SHOWN = (
-    "config", "out", "answers", "rag_callable", "endpoint", "baseline", "corpus", "chunk_size", "k_values", "rerank",
-    "model", "judge_model", "base_url", "metrics", "embeddings", "concurrency", "batch", "quiet",
+    "config", "set", "out", "answers", "rag_callable", "endpoint", "baseline", "corpus", "chunk_size", "k_values",
+    "rerank", "model", "judge_model", "base_url", "metrics", "embeddings", "concurrency", "batch", "quiet",
 )  # fmt: skip
 
 
 @click.command(
     epilog="More settings (each model's server, key and output cap, the test set's columns, the reranker's "
-    "candidates, retries) are keys of a --config file, each with a flag of its own: `qagen init` writes a starter "
-    "file explaining every one; docs/configuration.md lists them with their flags."
+    "candidates, retries) are keys of a --config file or --set SECTION.KEY=VALUE, each with a flag of its own: "
+    "`qagen init` writes a starter file explaining every one; docs/configuration.md lists them with their flags."
 )
-@click.argument("dataset")
 @config_option("evaluate")
-@click.option(
-    "--out",
-    "-o",
-    "out",
-    required=True,
-    type=UserPath(path_type=Path),
-    help="Evaluation directory: answers, verdicts, results.jsonl, summary.json (and the baseline's BM25 index). "
-    "Re-run the same command to resume.",
-)
-@click.option(
-    "--answers",
-    type=UserPath(path_type=Path, exists=True, dir_okay=False),
-    help="JSONL of {question, answer, contexts, sources} made by your RAG system elsewhere; rows match the "
-    "test set's questions by `id` if given, else ignoring case and spacing.",
-)
-@click.option(
-    "--rag",
-    "rag_callable",
-    metavar="MODULE:FUNCTION",
-    help="A Python function question -> str | {answer, contexts, sources} (sync or async).",
-)
-@click.option(
-    "--endpoint", metavar="URL", help='An HTTP endpoint: POST {"question": ...} returns {answer, contexts, sources}.'
-)
-@click.option(
-    "--baseline",
-    metavar="RETRIEVER[,...]",
-    cls=ListsInstalled,
-    installed=lambda: installed(RETRIEVERS),
-    help="The bundled baseline over --corpus, answered by --model with the notebook's RAG prompt, retrieving with "
-    "bm25, dense (--embeddings searched with FAISS; pip install 'qagen[dense]') or hybrid (both, reciprocal rank "
-    "fusion); a comma list (bm25,dense,hybrid) runs a grid.",
-)
-@click.option(
-    "--corpus",
-    type=UserPath(path_type=Path, exists=True),
-    help="The corpus for --baseline (a file or folder, as for qagen build).",
-)
-@click.option(
-    "--chunk-size",
-    default="2000",
-    show_default=True,
-    help="Baseline chunk size in characters; a comma list (500,1000,2000) runs a settings grid.",
-)
-@click.option(
-    "--k",
-    "k_values",
-    default="7",
-    show_default=True,
-    help="Contexts retrieved (and scored by hit@k, NDCG@k); a comma list (3,7) runs a grid.",
-)
-@click.option(
-    "--rerank",
-    "rerank",
-    default="none",
-    show_default=True,
-    cls=ListsInstalled,
-    installed=_installed_rerankers,
-    help="Reranker of --baseline between retrieval and the reader: none, cross-encoder:PATH (a local "
-    "sentence-transformers model folder), endpoint:MODEL (POST /rerank of vLLM or TEI at --rerank-url), reader "
-    "(--model orders them, listwise); a comma list runs a grid.",
-)
-@click.option(
-    "--rerank-top",
-    type=click.IntRange(min=1),
-    default=DEFAULT_RERANK_TOP,
-    show_default=True,
-    help="Candidates retrieved for the reranker; the reader gets the best --k of them (never fewer than --k).",
-)
-@click.option(
-    "--rerank-url",
-    default=None,
-    help="Server of --rerank endpoint:MODEL, e.g. http://127.0.0.1:8080 (default: --base-url).",
-)
-@click.option(
-    "--cache-dir",
-    type=UserPath(path_type=Path, file_okay=False),
-    default=None,
-    help="Where --baseline keeps its BM25 and dense indexes (the chunks' embeddings), reused by every later "
-    "evaluation of the same corpus, chunking and model whatever its --out. [default: $QAGEN_CACHE, else "
-    "$XDG_CACHE_HOME/qagen, else ~/.cache/qagen]",
-)
-@click.option(
-    "--model", default=DEFAULT_MODEL, show_default=True, help="Reader model of --baseline (LangChain provider:model)."
-)
-@click.option("--judge-model", default=None, help="Model of the LLM judges (default: --model).")
-@click.option(
-    "--base-url",
-    envvar="OPENAI_BASE_URL",
-    default=None,
-    help="OpenAI-compatible server for the reader (and the judges unless --judge-base-url). [env: OPENAI_BASE_URL]",
-)
-@click.option(
-    "--api-key-env",
-    metavar="VAR",
-    default=None,
-    callback=variable_name,
-    help="Name of the environment variable holding the key for --model, and the judges' unless --judge-api-key-env "
-    "(default: OPENAI_API_KEY for openai:* models). The name, not the key.",
-)
-@click.option(
-    "--judge-base-url",
-    envvar="QAGEN_JUDGE_BASE_URL",
-    default=None,
-    help="OpenAI-compatible server for the judges (default: --base-url). [env: QAGEN_JUDGE_BASE_URL]",
-)
-@click.option(
-    "--judge-api-key-env",
-    metavar="VAR",
-    default=None,
-    callback=variable_name,
-    help="Name of the environment variable holding the judges' key (default: --api-key-env).",
-)
-@click.option(
-    "--metrics",
-    cls=_MetricsOption,
-    default="correctness,retrieval,text",
-    show_default=True,
-    help=metrics_option_help(installed=False),
-)
-@click.option(
-    "--embeddings",
-    default=None,
-    help="Embeddings model of --baseline dense/hybrid (default: local): local (all-MiniLM-L6-v2, offline, in qagen[dense]), a sentence-transformers folder, or openai:MODEL (from --base-url); a comma list runs a grid. Also answer_relevancy's (from the judges' server; the first of a list).",
-)
-@click.option("--split", default="train", show_default=True, help="Split of DATASET when it is a dataset.")
-@click.option("--question-column", default="question", show_default=True, help="Question column of DATASET.")
-@click.option(
-    "--answer-column",
-    default=None,
-    help="Reference-answer column (default: answer, expected_answer, true_answer, reference...).",
-)
-@click.option("--token", envvar="HF_TOKEN", default=None, help="Hub token for a private DATASET. [env: HF_TOKEN]")
-@click.option(
-    "--max-output-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Cap on tokens per reply, for the reader and the judges (default: 2048; a reply cut at the cap is recorded as truncated).",
-)
-@click.option(
-    "--judge-max-output-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    help="The judges' own cap on tokens per reply (default: --max-output-tokens).",
-)
-@click.option(
-    "--interrupt-grace",
-    type=click.FloatRange(min=0),
-    default=5.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="After Ctrl-C, how long a --rag function still running may take to return; then its question is "
-    "recorded as failed (interrupted) and the run ends.",
-)
-@call_options
-@batch_options
-@click.option("--quiet", "-q", is_flag=True, default=False, help="No progress bars.")
+@EVALUATE_OPTIONS
+@click.pass_context
 @friendly_errors
-def evaluate(out: Path, quiet: bool, **options: Any) -> None:
+def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> None:
     """Run a RAG system over DATASET's questions and score it.
 
     DATASET is a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or
@@ -279,15 +117,12 @@ def evaluate(out: Path, quiet: bool, **options: Any) -> None:
 
     register_secret(options["token"])
     batch = batch_from_options(options)
-    chosen = [name for name in ("answers", "rag_callable", "endpoint", "baseline") if options[name]]
-    if len(chosen) != 1:
-        raise ConfigError(
-            "Give the RAG system to evaluate with exactly one of --answers, --rag, --endpoint or --baseline."
-        )
+    _system_options(ctx, options)
+    say_servers(ctx, "evaluate")
     if options["baseline"] and not options["corpus"]:
         raise ConfigError("--baseline needs --corpus PATH.")
-    chunk_sizes = _int_list(options["chunk_size"], "--chunk-size")
-    ks = _int_list(options["k_values"], "--k")
+    chunk_sizes = _int_list(options["chunk_size"], "chunk_size")
+    ks = _int_list(options["k_values"], "k")
     if len(chunk_sizes) > 1 and not options["baseline"]:
         raise ConfigError("A --chunk-size grid only applies to --baseline.")
     grid = grid_points(options["baseline"], options["embeddings"], chunk_sizes, ks)

@@ -2,17 +2,22 @@
 
 Library messages name a setting as a Python user knows it, in backticks, and list it in
 `QagenError.settings` (see `qagen.errors`). A CLI user set it with a flag, so the CLI shows the flag.
-The flags come from the click options themselves, so a new or renamed option needs no entry here;
-only settings whose library name differs from the click parameter's name are listed by hand.
+The flags of the settings a config key sets come from the options the keys are declared with
+(`qagen.cli.config_keys`), so a new or renamed key needs no entry here; the few settings of no key
+(an action, a secret, a command's own switch) and those whose library name differs from the option's
+parameter are listed by hand (a test checks that each is a flag of some command).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 import click
+
+from qagen.cli.config_file import config_origins
+from qagen.cli.config_keys import CONFIG_KEYS
 
 # Library settings set by a click parameter of another name.
 _RENAMED: dict[str, str] = {
@@ -25,6 +30,17 @@ _RENAMED: dict[str, str] = {
     "critic": "--critic-model",  # `BuildConfig.critic`
     "min_scores": "--min-critic",  # `BuildConfig.min_scores`: any critic's threshold, as NAME=SCORE
 }
+# Settings of no config key: what to do this once, a secret, a command's own choice.
+NOT_KEY_FLAGS: dict[str, str] = {
+    "token": "--token",  # a secret: HF_TOKEN or the flag, never a file
+    "update_corpus": "--update-corpus",
+    "update_corpus=True": "--update-corpus",
+    "force": "--force",
+    "force=True": "--force",
+    "chart": "--chart",
+    "metric": "--metric",
+    "size": "--size",
+}
 # A setting given one value that a flag stands for as a whole (a flag that turns a setting off).
 _VALUED: dict[str, str] = {
     "private=False": "--public",
@@ -32,49 +48,36 @@ _VALUED: dict[str, str] = {
 }
 
 
-def _options(command: click.Command) -> Iterator[click.Option]:
-    for parameter in command.params:
-        if isinstance(parameter, click.Option):
-            yield parameter
-    if isinstance(command, click.Group):
-        for sub in command.commands.values():
-            yield from _options(sub)
-
-
-def _long_flag(option: click.Option) -> str | None:
-    return next((opt for opt in option.opts if opt.startswith("--")), None)
-
-
 @functools.cache
 def setting_flags() -> dict[str, str]:
     """Every setting with a flag, as setting name -> flag, e.g. {"base_url": "--base-url", ...}.
 
-    Raises AssertionError when two options of one name have different flags: a setting would then
+    Raises AssertionError when two keys of one parameter have different flags: a setting would then
     be shown as the wrong one of them (a bug in the CLI, never the user's input).
     """
-    from qagen.cli.app import main  # here, not at the top: the commands import this module
-
     flags: dict[str, str] = {}
-    for option in _options(main):
-        flag = _long_flag(option)
-        if option.name is None or flag is None:
-            continue
+    for key in CONFIG_KEYS:
+        option = key.option()
+        if option.name is None or not key.spec.flag.startswith("--"):
+            continue  # an argument (CORPUS, DATASET): a setting named by its place, not a flag
+        flag = key.spec.flag
         if flags.setdefault(option.name, flag) != flag:
             raise AssertionError(f"option {option.name!r} is both {flags[option.name]} and {flag}")
-        if option.is_bool_flag and not option.secondary_opts:
-            flags[f"{option.name}=True"] = flag  # "`force=True`" is "--force"
-    for setting, flag in {**_RENAMED, **_VALUED}.items():
-        flags[setting] = flag
-    return flags
+        if getattr(option, "is_bool_flag", False) and not getattr(option, "secondary_opts", ()):
+            flags[f"{option.name}=True"] = flag  # "`batch=True`" is "--batch"
+    return {**flags, **NOT_KEY_FLAGS, **_RENAMED, **_VALUED}
 
 
 def in_cli_terms(message: str, settings: Iterable[str]) -> str:
-    """`message` with each backticked setting of `settings` shown as its flag.
+    """`message` with each backticked setting of `settings` shown as the user gave it.
 
     "`concurrency`" becomes "--concurrency", "`max_tokens=8,000`" "--max-tokens 8,000", and
-    "`force=True`" "--force". A setting with no flag keeps its name, backticks included.
+    "`force=True`" "--force". A setting the running command took from `--config` or `--set` is named
+    by its key and where it was: "`chunking.chunk_overlap` in qagen.toml", "`budget.max_tokens = 8,000`
+    (--set)". A setting with no flag keeps its name, backticks included.
     """
     flags = setting_flags()
+    origins = config_origins(click.get_current_context(silent=True))
 
     def replace(match: re.Match[str]) -> str:
         setting, value = match.group(1), match.group(2)
@@ -82,7 +85,12 @@ def in_cli_terms(message: str, settings: Iterable[str]) -> str:
             return flags[f"{setting}={value}"]
         if setting not in flags:
             return match.group(0)
-        return flags[setting] if value is None else f"{flags[setting]} {value}"
+        flag = flags[setting]
+        if flag in origins:
+            key, where = origins[flag]
+            named = f"`{key}`" if value is None else f"`{key} = {value}`"
+            return f"{named} ({where})" if where == "--set" else f"{named} in {where}"
+        return flag if value is None else f"{flag} {value}"
 
     for setting in settings:
         message = re.sub(rf"`({re.escape(setting)})(?:=([^`]*))?`", replace, message)

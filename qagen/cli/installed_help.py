@@ -12,6 +12,7 @@ from typing import Any, Protocol, TypeVar
 
 import click
 
+from qagen.cli.option_spec import SettingOption
 from qagen.registry import Registry
 
 
@@ -37,8 +38,9 @@ def installed(registry: Registry[SpecT], form: Callable[[SpecT], str] = lambda s
     return "From installed packages: " + "; ".join(f"{form(spec)} ({spec.help})" for spec in brought) + "."
 
 
-class ListsInstalled(click.Option):
-    """An option whose shown help ends with `installed()`: the extensions installed packages bring."""
+class ListsInstalled(SettingOption):
+    """An option whose shown help ends with `installed()`: the extensions installed packages bring
+    (a `SettingOption`, so its value is chosen as every other option's is)."""
 
     def __init__(self, *args: Any, installed: Callable[[], str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -14,6 +14,7 @@ import click
 from click.core import ParameterSource
 
 from qagen.cli.build_settings import config_from_options
+from qagen.cli.config_file import MORE_SETTINGS, config_option, say_servers, show_only
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.options import (
@@ -22,6 +23,7 @@ from qagen.cli.options import (
     FILTER_OPTIONS,
     GENERATE_OPTIONS,
     THRESHOLD_OPTIONS,
+    corpus_argument,
     output_options,
     update_corpus_option,
 )
@@ -33,13 +35,24 @@ if TYPE_CHECKING:
     from qagen.records import Funnel
 
 _RUN_DIR = UserPath(path_type=Path, exists=True, file_okay=False)
+# The options `--help` lists on the stage commands with more than about 20: those set most often.
+GENERATE_SHOWN = (
+    "config", "set", "n_generations", "question_types", "pair_embeddings", "model", "base_url", "api_key_env",
+    "temperature", "max_output_tokens", "prompts_dir", "concurrency", "max_tokens", "max_cost", "quiet",
+)  # fmt: skip
+CRITIQUE_SHOWN = (
+    "config", "set", "critic_model", "critic_base_url", "critic_api_key_env", "audience", "prompts_dir", "vetting",
+    "critics", "concurrency", "all_critics", "min_score", "min_critic", "free_checks", "check_evidence", "max_tokens",
+    "max_cost", "quiet",
+)  # fmt: skip
 # The options that decide which drafts pass: a critique that is to decide the drafts a re-filter
 # left undecided must be asked with the same ones.
 _DECIDING = (*THRESHOLD_OPTIONS, "max_answer_chars", "max_question_chars")
 
 
-@click.command()
-@click.argument("corpus", required=False, type=UserPath(path_type=Path))
+@click.command(epilog=MORE_SETTINGS)
+@config_option("chunk")
+@corpus_argument
 @click.option("--out", "-o", "out", required=True, type=UserPath(path_type=Path), help="Run directory to create.")
 @CHUNK_OPTIONS
 @update_corpus_option
@@ -68,6 +81,7 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
+    say_servers(ctx, "generate" if role == "generator" else "critique")
     with RunDir(run_dir).locked() as run:
         fixed = run.fixed_roles()
         config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
@@ -98,8 +112,9 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
         sys.exit(3)
 
 
-@click.command()
+@click.command(epilog=MORE_SETTINGS)
 @click.argument("run_dir", type=_RUN_DIR)
+@config_option("generate")
 @GENERATE_OPTIONS
 @output_options
 @click.pass_context
@@ -110,8 +125,9 @@ def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) 
     click.echo(f"drafts saved in {run_dir / 'drafts.jsonl'}; next: qagen critique {run_dir}")
 
 
-@click.command()
+@click.command(epilog=MORE_SETTINGS)
 @click.argument("run_dir", type=_RUN_DIR)
+@config_option("critique")
 @CRITIQUE_OPTIONS
 @output_options
 @click.pass_context
@@ -122,8 +138,9 @@ def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) 
     click.echo(f"critiques saved in {run_dir / 'critiques.jsonl'}; next: qagen filter {run_dir}")
 
 
-@click.command(name="filter")
+@click.command(name="filter", epilog=MORE_SETTINGS)
 @click.argument("run_dir", type=_RUN_DIR)
+@config_option("filter")
 @FILTER_OPTIONS
 @click.pass_context
 @friendly_errors
@@ -205,3 +222,7 @@ def _offline_notes(funnel: Funnel, run_dir: Path, given: str) -> list[str]:
             f"(up to {calls.get('critique', 0)}, a round at a time) {rounds}"
         )
     return notes
+
+
+show_only(generate, GENERATE_SHOWN)
+show_only(critique, CRITIQUE_SHOWN)

@@ -15,8 +15,17 @@ from datasets import load_from_disk
 
 from qagen.cli.app import main
 from qagen.cli.build_settings import config_from_options
-from qagen.cli.config_file import read_config, reference_markdown, starter_file, tomllib
-from qagen.cli.config_keys import CONFIG_KEYS, NOT_KEYS, command_params
+from qagen.cli.config_file import (
+    PRECEDENCE,
+    _toml,
+    read_config,
+    reference_markdown,
+    server_notes,
+    starter_file,
+    tomllib,
+)
+from qagen.cli.config_keys import COMMAND_OPTIONS, CONFIG_KEYS, NOT_KEYS, Command, ConfigKey
+from qagen.cli.evaluate import _system_options
 from qagen.cli.options import batch_from_options
 from qagen.config import BuildConfig
 
@@ -137,14 +146,49 @@ max_retries = 2
     assert flagged.chunking.chunk_overlap == 40 and flagged.critic.spec == "openai:x"
 
 
-def test_an_environment_variable_wins_over_the_file_as_documented(
+def test_the_file_wins_over_an_environment_variable_and_the_command_says_which_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = _write(tmp_path / "q.toml", '[generator]\nbase_url = "http://127.0.0.1:9/v1"\n')
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
-    assert _resolved("--config", config, "docs", "--out", "run").generator.base_url == "http://127.0.0.1:8/v1"
-    monkeypatch.delenv("OPENAI_BASE_URL")
     assert _resolved("--config", config, "docs", "--out", "run").generator.base_url == "http://127.0.0.1:9/v1"
+    assert _server_notes("--config", config, "docs", "--out", "run") == [
+        f"generator's server: http://127.0.0.1:9/v1 (from `generator.base_url` in {config}; "
+        "OPENAI_BASE_URL=http://127.0.0.1:8/v1 is not used)"
+    ]
+    assert _server_notes("docs", "--out", "run", "--set", "generator.base_url=http://127.0.0.1:7/v1") == [
+        "generator's server: http://127.0.0.1:7/v1 (from --set generator.base_url; "
+        "OPENAI_BASE_URL=http://127.0.0.1:8/v1 is not used)"
+    ]
+    flagged = ("--config", config, "docs", "--out", "run", "--base-url", "http://127.0.0.1:6/v1")
+    assert _resolved(*flagged).generator.base_url == "http://127.0.0.1:6/v1"  # a flag wins over both
+    # Only the variable: it is used, and said.
+    assert _resolved("docs", "--out", "run").generator.base_url == "http://127.0.0.1:8/v1"
+    assert _server_notes("docs", "--out", "run") == ["generator's server: http://127.0.0.1:8/v1 (from OPENAI_BASE_URL)"]
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    assert _server_notes("--config", config, "docs", "--out", "run") == []  # nothing ambiguous, nothing said
+    # The order is written where users read it.
+    assert PRECEDENCE in " ".join(line.lstrip("# ") for line in starter_file().splitlines())
+    assert "then the config file, then an environment variable (OPENAI_BASE_URL" in " ".join(
+        DOCS.read_text(encoding="utf-8").split()
+    )
+
+
+def test_build_says_once_which_server_it_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Tides are driven by the moon. " * 20, encoding="utf-8")
+    config = _write(tmp_path / "q.toml", '[generator]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
+    result = _invoke("build", corpus, "--out", tmp_path / "run", "--config", config, "--dry-run", "-q")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("note: generator's server: http://127.0.0.1:9/v1 (from `generator.base_url`") == 1
+
+
+def _server_notes(*args: object) -> list[str]:
+    command = main.commands["build"]
+    with command.make_context("build", [str(arg) for arg in args]) as ctx:
+        return server_notes(ctx, "build")
 
 
 def test_evaluate_reads_its_tables_and_its_flags_win(tmp_path: Path) -> None:
@@ -228,7 +272,10 @@ def test_min_scores_takes_any_critic_and_the_library_names_the_unknown_ones(tmp_
     typo = _write(tmp_path / "typo.toml", "[filter.min_scores]\ngroundednes = 5\n")
     result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", typo)
     assert result.exit_code == 1 and "Traceback" not in result.output
-    assert "names groundednes, which is no critic of this build; the critics are groundedness" in result.output
+    assert (
+        f"`filter.min_scores` in {typo} names groundednes, which is no critic of this build; the critics are "
+        "groundedness" in " ".join(result.output.split())
+    )
 
 
 def test_a_key_with_nothing_close_points_to_the_list_of_keys(tmp_path: Path) -> None:
@@ -264,6 +311,94 @@ def test_a_key_of_the_other_command_is_type_checked_but_its_files_need_not_exist
     assert result.exit_code == 2 and "`evaluate.k" in result.output
 
 
+def test_a_value_from_the_file_or_a_set_is_named_by_its_key_not_a_flag(tmp_path: Path) -> None:
+    corpus = _write(tmp_path / "doc.txt", "A sentence to chunk.\n")
+    config = _write(tmp_path / "q.toml", "[chunking]\nchunk_overlap = 5000\n")
+    by_file = CliRunner().invoke(main, ["chunk", str(corpus), "--out", str(tmp_path / "r1"), "--config", str(config)])
+    assert by_file.exit_code == 1
+    assert by_file.stderr == (
+        f"error: `chunking.chunk_overlap` in {config} must be at least 0 and smaller than --chunk-size (2000), "
+        "got 5000.\n"
+    )
+    by_set = CliRunner().invoke(
+        main, ["chunk", str(corpus), "--out", str(tmp_path / "r2"), "--set", "chunking.chunk_overlap=5000"]
+    )
+    assert by_set.stderr.startswith("error: `chunking.chunk_overlap` (--set) must be at least 0")
+    evaluate_file = _write(tmp_path / "e.toml", "[evaluate]\nk = 0\n")
+    answers = _write(tmp_path / "answers.jsonl", "")
+    result = CliRunner().invoke(
+        main,
+        ["evaluate", "run", "--out", str(tmp_path / "e"), "--answers", str(answers), "--config", str(evaluate_file)],
+    )
+    assert (
+        result.exit_code == 1
+        and result.stderr == f"error: `evaluate.k` in {evaluate_file} must be at least 1, got '0'.\n"
+    )
+    flagged = CliRunner().invoke(
+        main, ["evaluate", "run", "--out", str(tmp_path / "e"), "--answers", str(answers), "--k", "0"]
+    )
+    assert flagged.stderr == "error: --k must be at least 1, got '0'.\n"
+
+
+def test_the_system_under_test_on_the_command_line_replaces_the_files(tmp_path: Path) -> None:
+    config = _write(tmp_path / "q.toml", '[evaluate]\nbaseline = "bm25"\ncorpus = "."\n')
+    command = main.commands["evaluate"]
+    with command.make_context("evaluate", ["--config", str(config), "run", "--out", "e", "--rag", "m:f"]) as ctx:
+        options = dict(ctx.params)
+        assert _system_options(ctx, options) == "rag_callable"
+        assert options["rag_callable"] == "m:f" and options["baseline"] is None
+    with command.make_context("evaluate", ["--config", str(config), "run", "--out", "e"]) as ctx:
+        assert _system_options(ctx, dict(ctx.params)) == "baseline"  # the file's, when nothing else is given
+    two = _write(tmp_path / "two.toml", '[evaluate]\nbaseline = "bm25"\nendpoint = "http://127.0.0.1:1/ask"\n')
+    result = _invoke("evaluate", "run", "--out", tmp_path / "e", "--config", two)
+    assert result.exit_code == 1
+    assert (
+        "exactly one of --answers, --rag, --endpoint or --baseline, not both "
+        f"`evaluate.endpoint` in {two} and `evaluate.baseline` in {two}." in " ".join(result.output.split())
+    )
+
+
+def test_question_types_take_a_table_as_the_flag_takes_a_list(tmp_path: Path) -> None:
+    table = _write(tmp_path / "q.toml", "[build]\nquestion_types = {factoid = 60, multi_hop = 40}\n")
+    as_flag = _resolved("docs", "--out", "run", "--question-types", "factoid=60,multi_hop=40")
+    assert _resolved("--config", table, "docs", "--out", "run") == as_flag
+    assert as_flag.question_types == {"factoid": 60, "multi_hop": 40}
+    assert _resolved("docs", "--out", "run", "--set", "build.question_types={factoid=60, multi_hop=40}") == as_flag
+    # A bare name is the whole mix from a file or a --set as from the flag.
+    bare = _write(tmp_path / "b.toml", '[build]\nquestion_types = "multi_hop"\n')
+    assert _resolved("--config", bare, "docs", "--out", "run").question_types == {"multi_hop": 100}
+    assert _resolved("docs", "--out", "run", "--set", "build.question_types=multi_hop").question_types == {
+        "multi_hop": 100
+    }
+    wrong = _write(tmp_path / "w.toml", "[build]\nquestion_types = {factoid = 60, multi_hop = 30}\n")
+    result = _invoke("build", "docs", "--out", tmp_path / "run", "--config", wrong)
+    assert result.exit_code == 2 and "`build.question_types` is not valid" in " ".join(result.output.split())
+    assert "did you mean" not in result.output
+
+
+def test_a_path_with_a_tilde_is_the_home_directory_and_a_missing_one_says_how_it_was_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "docs").mkdir()
+    found = _write(tmp_path / "q.toml", '[corpus]\npath = "~/docs"\n')
+    assert _resolved("--config", found, "--out", "run").corpus.path == str(tmp_path / "docs")
+    missing = _write(tmp_path / "m.toml", '[corpus]\npath = "~/nodocs"\n')
+    result = _invoke("build", "--out", tmp_path / "run", "--config", missing)
+    assert result.exit_code == 2
+    assert (
+        f"{missing}: `corpus.path` is not valid: {tmp_path / 'nodocs'} does not exist (`~` is read as your home "
+        f"directory, {tmp_path})." in " ".join(result.output.split())
+    )
+    monkeypatch.chdir(tmp_path)
+    relative = _write(tmp_path / "r.toml", '[corpus]\npath = "nodocs"\n')
+    result = _invoke("build", "--out", tmp_path / "run", "--config", relative)
+    assert "nodocs does not exist (a relative path is read from the directory qagen runs in" in " ".join(
+        result.output.split()
+    )
+    assert not (tmp_path / "run").exists()
+
+
 # --- qagen init ---------------------------------------------------------------------------------------
 def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -274,12 +409,15 @@ def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, mo
     tomllib.loads(written)
     for key in CONFIG_KEYS:  # every key is there, set to its default or shown commented out
         name = "<name>" if key.any_name else key.name
-        line = f"{name} = " if key.default() is not None else f"# {name} = "
+        # A key whose option reads an environment variable is shown, not set: set, it would override it.
+        line = f"{name} = " if key.default() is not None and not _reads_a_variable(key) else f"# {name} = "
         section = written.split(f"\n[{key.section}]\n", 1)[1].split("\n[", 1)[0]
         assert line in section, key.dotted
     for command in ("build", "evaluate"):
         values = read_config(tmp_path / "qagen.toml", command)  # type: ignore[arg-type]
-        defaults = {key.param: key.default() for key in CONFIG_KEYS if command in key.commands}
+        defaults = {
+            key.param: key.default() for key in CONFIG_KEYS if command in key.commands and not _reads_a_variable(key)
+        }
         expected = {param: value for param, value in defaults.items() if value is not None}
         as_options = {param: value for param, value in values.items()}
         assert {param: _listed(value) for param, value in as_options.items()} == {
@@ -288,6 +426,10 @@ def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, mo
     # A build from the starter file is a build at the defaults.
     assert _resolved("--config", "qagen.toml", "docs", "--out", "run") == _resolved("docs", "--out", "run")
     assert _evaluate_params("--config", "qagen.toml", "run", "--out", "e") == _evaluate_params("run", "--out", "e")
+
+
+def _reads_a_variable(key: ConfigKey) -> bool:
+    return "envvar" in key.spec.attrs
 
 
 def _listed(value: Any) -> Any:
@@ -305,16 +447,39 @@ def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
 
 
 # --- --help lists the options set most often; every key is documented -------------------------------
-@pytest.mark.parametrize("command", ["build", "evaluate"])
-def test_help_lists_at_most_20_options(command: str) -> None:
-    cmd = main.commands[command]
-    listed = [param for param in cmd.get_params(click.Context(cmd)) if isinstance(param, click.Option)]
+def _commands(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:
+    """Every command of `qagen`, by its name as typed (`batch export`)."""
+    found: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found |= _commands(command, f"{prefix}{name} ")
+        else:
+            found[f"{prefix}{name}"] = command
+    return found
+
+
+COMMANDS = _commands()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_help_lists_at_most_20_options(name: str) -> None:
+    command = COMMANDS[name]
+    listed = [param for param in command.get_params(click.Context(command)) if isinstance(param, click.Option)]
     shown = [param for param in listed if not param.hidden]
     assert len(shown) <= 20, [param.opts for param in shown]
-    help_text = _invoke(command, "--help").output
-    assert sum(1 for line in help_text.splitlines() if line.startswith(("  -", "  --"))) == len(shown)
-    flags = {opt for param in shown for opt in param.opts}
-    assert "--config" in flags and not flags & {"--critic-base-url", "--judge-base-url", "--chunk-overlap"}
+    help_text = _invoke(*name.split(), "--help").output
+    options_part = help_text.split("\nOptions:\n", 1)[1].split("\n\n", 1)[0]
+    assert sum(1 for line in options_part.splitlines() if line.startswith(("  -", "  --"))) == len(shown)
+    if name in COMMAND_OPTIONS:  # options left out of --help stay reachable, and --help says how
+        assert {"--config", "--set"} <= {opt for param in shown for opt in param.opts}
+        assert "--set SECTION.KEY=VALUE" in " ".join(help_text.split())
+
+
+def test_build_and_evaluate_help_leave_the_rare_options_out() -> None:
+    for name in ("build", "evaluate"):
+        options = [param for param in COMMANDS[name].params if isinstance(param, click.Option)]
+        shown = {opt for param in options if not param.hidden for opt in param.opts}
+        assert "--config" in shown and not shown & {"--critic-base-url", "--judge-base-url", "--chunk-overlap"}
 
 
 def test_hidden_options_keep_working_and_stay_listed_on_the_stage_commands(tmp_path: Path) -> None:
@@ -324,12 +489,109 @@ def test_hidden_options_keep_working_and_stay_listed_on_the_stage_commands(tmp_p
     assert "--critic-base-url" in _invoke("critique", "--help").output
 
 
-@pytest.mark.parametrize("command", ["build", "evaluate"])
-def test_every_setting_with_a_flag_has_a_key(command: str) -> None:
+# The options of a stage command that are no setting of a key: its run directory, and where `qagen chunk`
+# writes (`build.out` is the build's; a stage works on the run it is given).
+_STAGE_OWN = {"run_dir", "out"}
+
+
+@pytest.mark.parametrize("command", sorted(COMMAND_OPTIONS))
+def test_every_setting_with_a_flag_has_a_key(command: Command) -> None:
     keyed = {key.param for key in CONFIG_KEYS if command in key.commands}
-    unkeyed = set(command_params(command)) - keyed - set(NOT_KEYS)  # type: ignore[arg-type]
+    params = {param.name for param in COMMANDS[command].params} - {"config", "set"}
+    own = _STAGE_OWN if command not in ("build", "evaluate") else set()
+    unkeyed = params - keyed - set(NOT_KEYS) - own
     assert not unkeyed, f"options of `qagen {command}` with no config key (add them to config_keys): {unkeyed}"
-    assert not keyed - set(command_params(command))  # type: ignore[arg-type]
+    assert not keyed - params
+    # The command is decorated with the very options its keys are read from.
+    assert {spec.param for spec in COMMAND_OPTIONS[command]} <= params
+
+
+# --- --set SECTION.KEY=VALUE: every key, on every command that reads it -----------------------------------
+@pytest.fixture()
+def in_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder holding what the keys' examples name (a corpus, an answers file, a run, prompts)."""
+    for folder in ("docs", "run", "my-prompts"):
+        (tmp_path / folder).mkdir()
+    (tmp_path / "answers.jsonl").write_text("", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _required(command: str, key: ConfigKey) -> list[str]:
+    """What `command` needs besides the key (a run directory, an --out), unless the key gives it."""
+    if command == "evaluate":
+        return [*([] if key.param == "dataset" else ["run"]), *([] if key.param == "out" else ["--out", "e"])]
+    if command == "chunk":
+        return ["--out", "run2"]
+    return [] if command == "build" else ["run"]
+
+
+def _params(command: str, args: list[str]) -> click.Context:
+    cmd = COMMANDS[command]
+    return cmd.make_context(command, args)
+
+
+_KEY_COMMANDS = [(key, command) for key in CONFIG_KEYS for command in key.commands]
+
+
+@pytest.mark.parametrize(("key", "command"), _KEY_COMMANDS, ids=[f"{k.dotted}-{c}" for k, c in _KEY_COMMANDS])
+def test_set_reaches_every_key(in_a_project: Path, key: ConfigKey, command: str) -> None:
+    value = key.example if key.example is not None else key.default()
+    dotted = f"{key.section}.specificity" if key.any_name else key.dotted
+    required = _required(command, key)
+    with _params(command, [*required, "--set", f"{dotted}={_toml(value)}"]) as ctx:
+        assert ctx.get_parameter_source(key.param) == click.core.ParameterSource.DEFAULT_MAP, key.dotted
+        given = ctx.params[key.param]
+    if key.example is not None and key.example != key.default() and key.required is None:
+        with _params(command, required) as ctx:
+            assert ctx.params[key.param] != given, f"--set {dotted} changed nothing"
+
+
+def test_set_gives_the_run_its_flag_gives(tmp_path: Path) -> None:
+    by_set = _resolved(
+        "docs", "--out", "run", "--set", "chunking.chunk_overlap=100", "--set", "generator.spec=openai:local",
+        "--set", "filter.min_scores.clear=3", "--set", 'build.critics=["clear"]',
+        "--set", "build.audience=1", "--set", "filter.check_evidence=false",
+    )  # fmt: skip
+    by_flags = _resolved(
+        "docs", "--out", "run", "--chunk-overlap", "100", "--model", "openai:local", "--min-critic", "clear=3",
+        "--critic", "clear", "--audience", "1", "--no-evidence-check",
+    )  # fmt: skip
+    assert by_set == by_flags
+    assert by_set.chunking.chunk_overlap == 100 and by_set.audience == "1" and not by_set.check_evidence
+
+
+def test_set_wins_over_the_file_and_a_flag_over_both(tmp_path: Path) -> None:
+    config = _write(tmp_path / "q.toml", "[chunking]\nchunk_size = 400\nchunk_overlap = 40\n")
+    for order in (
+        ["--config", config, "--set", "chunking.chunk_size=500"],
+        ["--set", "chunking.chunk_size=500", "--config", config],
+    ):
+        resolved = _resolved("docs", "--out", "run", *order)
+        assert (resolved.chunking.chunk_size, resolved.chunking.chunk_overlap) == (500, 40)
+    flagged = _resolved("docs", "--out", "run", "--set", "chunking.chunk_size=500", "--chunk-size", "600")
+    assert flagged.chunking.chunk_size == 600
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--set", "chunking.chunk_sise=4"],
+         "--set chunking.chunk_sise=4: unknown key `chunking.chunk_sise`; did you mean `chunking.chunk_size`?"),
+        (["--set", "chunking.chunk_size=abc"],
+         "--set chunking.chunk_size=abc: `chunking.chunk_size` is not valid: input should be a valid integer."),
+        (["--set", "filter.min_score=9"], "`filter.min_score` is not valid: 9 is not in the range 1<=x<=5."),
+        (["--set", "evaluate.k=3"],
+         "--set evaluate.k=3: `qagen build` has no setting `evaluate.k`; `qagen evaluate` reads it."),
+        (["--set", "chunking.chunk_size"],
+         "--set chunking.chunk_size: write SECTION.KEY=VALUE, such as chunking.chunk_size=400."),
+    ],
+)  # fmt: skip
+def test_a_wrong_set_is_named(tmp_path: Path, args: list[str], message: str) -> None:
+    result = _invoke("build", "docs", "--out", tmp_path / "run", *args)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert message in " ".join(result.output.split())
+    assert not (tmp_path / "run").exists()
 
 
 def test_every_key_is_documented() -> None:

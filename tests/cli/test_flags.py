@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -156,12 +157,23 @@ def test_qagen_errors_carry_their_settings() -> None:
     assert QagenError("no setting here").settings == ()
 
 
-def test_flags_come_from_the_click_options() -> None:
+def test_flags_come_from_the_config_keys_and_each_is_an_option_of_a_command() -> None:
     flags = setting_flags()
     assert flags["concurrency"] == "--concurrency" and flags["base_url"] == "--base-url"
     assert flags["max_failure_rate"] == "--max-failure-rate" and flags["n_generations"] == "--n-generations"
     assert flags["embeddings"] == "--embeddings" and flags["metrics"] == "--metrics"
     assert flags["k"] == "--k" and flags["judge"] == "--judge-model" and flags["license"] == "--license"
+    # Read without the command tree, so each must be checked against it: a renamed option would
+    # otherwise leave a message naming a flag no command takes.
+    taken = {opt for command in _all_commands(main) for param in command.params for opt in param.opts}
+    assert not set(flags.values()) - taken
+
+
+def _all_commands(command: click.Command) -> Iterator[click.Command]:
+    yield command
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            yield from _all_commands(sub)
 
 
 def test_the_critic_has_its_own_output_cap(tmp_path: Path) -> None:

@@ -113,6 +113,25 @@ def test_per_invocation_settings_take_their_default_and_run_settings_stay(tmp_pa
         assert config.critic.base_url == "http://127.0.0.1:2/v1", command
 
 
+def test_a_run_setting_given_by_set_or_a_config_file_is_given(tmp_path: Path) -> None:
+    """On a stage command, `--set` (or `--config`) gives a run setting as its flag does; not given, it stays."""
+    stored = BuildConfig(corpus=CorpusSettings(path="/docs"), generator=ModelSettings(spec="openai:g"), audience="ops")
+    config_file = tmp_path / "q.toml"
+    config_file.write_text('[build]\naudience = "students"\n', encoding="utf-8")
+    for command, given, field, expected in (
+        ("generate", ["--set", "generator.spec=openai:other"], "generator", "openai:other"),
+        ("generate", [], "generator", "openai:g"),
+        ("critique", ["--set", "build.audience=admins"], "audience", "admins"),
+        ("critique", ["--config", str(config_file)], "audience", "students"),
+        ("critique", [], "audience", "ops"),
+    ):
+        context = main.commands[command].make_context(command, [str(tmp_path), *given])
+        options = {key: value for key, value in context.params.items() if key not in {"run_dir", "quiet"}}
+        config = config_from_options(context, options, stored=stored, fixed=("generator", "critic"))
+        value = config.generator.spec if field == "generator" else config.audience
+        assert value == expected, (command, given)
+
+
 @pytest.mark.parametrize("command", ["generate", "batch export"])
 def test_a_new_question_type_mix_replaces_the_stored_one_as_build_does(command: str, tmp_path: Path) -> None:
     stored = BuildConfig(corpus=CorpusSettings(path="/docs"), question_types={"factoid": 50, "multi_hop": 50})
@@ -168,7 +187,7 @@ OWN_OPTIONS = {
 def test_stage_commands_take_only_the_options_that_apply(command: str) -> None:
     params = main.commands[command].params
     flags = {flag for p in params if isinstance(p, click.Option) for flag in p.opts if flag.startswith("--")}
-    assert flags == OWN_OPTIONS[command]
+    assert flags == {*OWN_OPTIONS[command], "--config", "--set"}  # the settings of a file, or one at a time
     # Run settings say where their value comes from; per-invocation ones show their default.
     help_text = " ".join(_invoke(command, "--help").output.split())
     if command in {"generate", "critique"}:
