@@ -146,7 +146,7 @@ def test_keys_in_other_variables_stay_out_of_every_output(llm: StandInLLM, corpu
             "--max-retries", "0", "-q", env=env,
         )  # fmt: skip
         assert evaluated.returncode == 0, evaluated.stderr
-        assert {entry["kind"] for entry in other.log} - {"fault"} == {"critique", "judge"}
+        assert {entry["kind"] for entry in other.log} - {"fault"} == {"check", "judge"}  # the default checks
     outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
     assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
 
@@ -242,7 +242,7 @@ def test_a_key_alone_in_the_critics_and_judges_urls_is_sent_as_their_bearer_key(
             "--chunk-size", "400", "--k", "3", "-q", env=judge_env,
         )  # fmt: skip
         assert evaluated.returncode == 0, evaluated.stderr
-        assert {entry["kind"] for entry in other.log} == {"critique", "judge"}  # no 401 among them
+        assert {entry["kind"] for entry in other.log} == {"check", "judge"}  # no 401 among them
         written = other.base_url.replace("http://", "http://REDACTED@")
     assert json.loads((tmp_path / "run" / "run.json").read_text())["config"]["critic"]["base_url"] == written
     outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
