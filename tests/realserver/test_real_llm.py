@@ -49,6 +49,7 @@ REAL = f"openai:{MODEL_ALIAS}"
 STAND_IN = "openai:stand-in"
 CAP = 128  # output tokens per reply
 BUILD_FLAGS = ["--chunk-size", "400", "--chunk-overlap", "40", "--concurrency", "1", "--max-output-tokens", str(CAP)]
+BUILD_FLAGS += ["--vetting", "cookbook"]  # the 1-5 ratings a real model writes, and what is read of them
 
 
 @dataclass(frozen=True)
