@@ -24,6 +24,8 @@ Efficiency (`--efficiency LATENCYxCONCURRENCY[:CALLS]`): a plain `qagen build` C
 the stand-in with that latency, enough drafts for CALLS calls (default 3,300 at 200 ms x 32 and
 9,100 at 1 s x 256); efficiency = calls x latency / concurrency / wall, start-up included.
 
+What it measured last, with what still grows: docs/benchmarks.md ("Memory and CPU of a large build").
+
 The stand-in LLM runs in a process of its own, so its CPU is not counted; on a 2-core machine it
 still competes with the build, so run the big sizes alone.
 """
@@ -86,7 +88,8 @@ timed(pipeline, ["chunk_stage"], "chunk")
 timed(pipeline, ["load_sample"], "sample")
 timed(pipeline, ["run_llm_stages"], "llm")
 timed(pipeline, ["write_outputs", "_finalize"], "finalize")
-timed(dedup.NearDuplicateFilter, ["first_seen"], "dedup", accumulate=True)
+timed(dedup.NearDuplicateFilter, ["match"], "dedup", accumulate=True)
+timed(dedup.NearDuplicateFilter, ["keep"], "dedup", accumulate=True)
 timed(bm25s.BM25, ["index"], "index", accumulate=True)
 sys.argv = ["qagen", *sys.argv[2:]]
 from qagen.cli.app import run
