@@ -15,11 +15,16 @@ and of the no-op re-run; then the log-log slope of each from the smallest to the
 (1.0 is linear). Stage times come from timers wrapped around the pipeline's stage functions in the
 build's own process (`_DRIVER`); CPU and memory are the process's own rusage (`os.wait4`). The
 builds draft factoids, or the mix of `--question-types` (unanswerable questions' critic searches
-the chunks during the LLM stage).
+the chunks during the LLM stage). They find near-duplicates by the word-overlap rule alone
+(`--dedup-embeddings none`): with the dense extra installed a build's default embeds every question
+with all-MiniLM-L6-v2 and compares each with every kept one, whose model and all-pairs comparison
+would be measured instead of the build (`--dedup-embeddings local` measures them).
 
 Efficiency (`--efficiency LATENCYxCONCURRENCY[:CALLS]`): a plain `qagen build` CLI process against
 the stand-in with that latency, enough drafts for CALLS calls (default 3,300 at 200 ms x 32 and
 9,100 at 1 s x 256); efficiency = calls x latency / concurrency / wall, start-up included.
+
+What it measured last, with what still grows: docs/benchmarks.md ("Memory and CPU of a large build").
 
 The stand-in LLM runs in a process of its own, so its CPU is not counted; on a 2-core machine it
 still competes with the build, so run the big sizes alone.
@@ -83,7 +88,8 @@ timed(pipeline, ["chunk_stage"], "chunk")
 timed(pipeline, ["load_sample"], "sample")
 timed(pipeline, ["run_llm_stages"], "llm")
 timed(pipeline, ["write_outputs", "_finalize"], "finalize")
-timed(dedup.NearDuplicateFilter, ["first_seen"], "dedup", accumulate=True)
+timed(dedup.NearDuplicateFilter, ["match"], "dedup", accumulate=True)
+timed(dedup.NearDuplicateFilter, ["keep"], "dedup", accumulate=True)
 timed(bm25s.BM25, ["index"], "index", accumulate=True)
 sys.argv = ["qagen", *sys.argv[2:]]
 from qagen.cli.app import run
@@ -160,11 +166,18 @@ def run_process(command: list[str]) -> Process:
 
 
 def build_args(
-    corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int, question_types: str | None = None
+    corpus: Path,
+    out: Path,
+    base_url: str,
+    drafts: int,
+    concurrency: int,
+    question_types: str | None = None,
+    dedup_embeddings: str = "none",
 ) -> list[str]:
     types = ["--question-types", question_types] if question_types else []
     return ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", base_url,
-            "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q", *types]  # fmt: skip
+            "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q",
+            "--dedup-embeddings", dedup_embeddings, *types]  # fmt: skip
 
 
 def calls_of(out: Path) -> int:
@@ -195,10 +208,12 @@ def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, floa
     return process, stages
 
 
-def measure_size(work: Path, base_url: str, drafts: int, concurrency: int, question_types: str | None) -> Measured:
+def measure_size(
+    work: Path, base_url: str, drafts: int, concurrency: int, question_types: str | None, dedup_embeddings: str
+) -> Measured:
     corpus = corpus_for(work, drafts)
     out = work / f"run-{drafts}"
-    args = build_args(corpus, out, base_url, drafts, concurrency, question_types)
+    args = build_args(corpus, out, base_url, drafts, concurrency, question_types, dedup_embeddings)
     build, stages = timed_build(args, work / "timings.jsonl")
     rerun, rerun_stages = timed_build(args, work / "timings.jsonl")
     return Measured(drafts, calls_of(out), build, stages, rerun, rerun_stages)
@@ -313,6 +328,9 @@ def main() -> None:
     parser.add_argument("--scale-concurrency", type=int, default=64)
     parser.add_argument("--no-scale", action="store_true", help="skip the scale runs")
     parser.add_argument("--question-types", help="scale runs: the builds' --question-types (default: factoids alone)")
+    parser.add_argument(
+        "--dedup-embeddings", default="none", help="scale runs: the builds' --dedup-embeddings (default: none)"
+    )
     parser.add_argument("--efficiency", default="0.2x32,1x256", help="LATENCYxCONCURRENCY[:CALLS], comma-separated")
     parser.add_argument("--no-efficiency", action="store_true", help="skip the efficiency runs")
     parser.add_argument("--trace", action="store_true", help="efficiency: log requests, split start-up/calls/end")
@@ -329,7 +347,10 @@ def main() -> None:
         with stand_in(0.0, work) as base_url:
             results = []
             for drafts in sizes:
-                results.append(measure_size(work, base_url, drafts, args.scale_concurrency, args.question_types))
+                measured = measure_size(
+                    work, base_url, drafts, args.scale_concurrency, args.question_types, args.dedup_embeddings
+                )
+                results.append(measured)
                 print(f"  {drafts:,} drafts measured", file=sys.stderr)
         report_scale(results, args.scale_concurrency)
     if not args.no_efficiency:

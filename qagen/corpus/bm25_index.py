@@ -11,7 +11,8 @@ import logging
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from qagen.records import Document, RetrievedContext
 __all__ = [
     "INDEX_VERSION",
     "BM25Index",
+    "TokenIds",
     "best_positions",
     "bm25_retriever",
     "index_chunks",
@@ -65,11 +67,43 @@ def token_ids(text: str, vocab: dict[str, int]) -> list[int]:
     return [vocab.setdefault(token, len(vocab)) for token in tokenize(text)]
 
 
-def bm25_retriever(ids: list[list[int]], vocab: dict[str, int]) -> Any:
-    """bm25s' index (BM25_PARAMETERS) of texts given as `token_ids` over `vocab`, which must not be empty."""
+class TokenIds:
+    """Texts as token ids over one vocabulary, held compactly: every id in one array of 4-byte ints.
+
+    A list of Python lists takes 8 bytes a token and more (the texts of a 100,000-chunk corpus hold
+    about 44 million tokens); bm25s reads the texts one at a time (three passes), so each text's list
+    is made only as it is read. Its `ids` and `vocab` are what bm25s' `index` reads of a corpus object.
+    """
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self._tokens = array("i")
+        self._ends = array("q")
+
+    def add(self, text: str) -> None:
+        """Append a text's tokens (`token_ids`, the vocabulary gaining its new tokens)."""
+        self._tokens.extend(token_ids(text, self.vocab))
+        self._ends.append(len(self._tokens))
+
+    @property
+    def ids(self) -> TokenIds:
+        return self
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        start, tokens = 0, self._tokens
+        for end in self._ends:
+            yield tokens[start:end].tolist()
+            start = end
+
+
+def bm25_retriever(ids: TokenIds) -> Any:
+    """bm25s' index (BM25_PARAMETERS) of texts given as token ids, whose vocabulary must not be empty."""
     retriever = bm25s.BM25(**BM25_PARAMETERS)
     # No empty-query token is needed: an empty query is never scored (`question_scores`).
-    retriever.index((ids, vocab), create_empty_token=False, show_progress=False)
+    retriever.index(ids, create_empty_token=False, show_progress=False)
     return retriever
 
 
@@ -154,20 +188,19 @@ class BM25Index:
 
 def index_chunks(documents: Iterable[Document], splitter: Any, *, progress: bool = True) -> BM25Index:
     """Chunk `documents` (dropping repeated chunks, as the test sets do) and index them with BM25."""
-    vocab: dict[str, int] = {}
-    ids: list[list[int]] = []
+    ids = TokenIds()
     contexts: list[RetrievedContext] = []
     with tqdm(desc="Chunking the corpus for BM25", unit=" chunks", file=sys.stderr, disable=not progress) as bar:
         for chunk in chunk_documents(documents, splitter, ChunkStats()):
-            ids.append(token_ids(chunk.text, vocab))
+            ids.add(chunk.text)
             contexts.append(
                 RetrievedContext(
                     text=chunk.text, source=chunk.source, start_index=chunk.start_index, end_index=chunk.end_index
                 )
             )
             bar.update()
-    if not vocab:
+    if not ids.vocab:
         raise CorpusError("The corpus has no words to index for the BM25 baseline.")
-    index = BM25Index(retriever=bm25_retriever(ids, vocab), contexts=contexts)
+    index = BM25Index(retriever=bm25_retriever(ids), contexts=contexts)
     _logger.info("Built a BM25 index of %d chunks.", len(contexts))
     return index

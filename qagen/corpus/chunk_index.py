@@ -71,16 +71,15 @@ class ChunkIndex:
         if self._built:
             return
         # Imported here: a build whose chunks are never asked about loads no bm25s.
-        from qagen.corpus.bm25_index import bm25_retriever, token_ids
+        from qagen.corpus.bm25_index import TokenIds, bm25_retriever
 
-        vocab: dict[str, int] = {}
-        ids: list[list[int]] = []
+        ids = TokenIds()
         for chunk in self._source():
             self._position[chunk.id] = len(ids)
             self._documents[chunk.source] += 1
-            ids.append(token_ids(chunk.text, vocab))
-        if vocab:
-            self._retriever = bm25_retriever(ids, vocab)
+            ids.add(chunk.text)
+        if ids.vocab:
+            self._retriever = bm25_retriever(ids)
         self._built = True
 
     def _read_chunks(self) -> list[Chunk]:

@@ -1,9 +1,11 @@
 """What a build knows of its stored drafts and critiques, kept small (`qagen.runs.record_index`).
 
-A state is a record without its replies (raw text, rationale, reasoning): all the LLM stage needs
-to decide (is a record finished, did the draft parse, does a score stop the critics), at a tenth of
-the memory. The stage's flow reads them as records through `LedgerStore` (the executor's store),
-so it runs exactly as over whole records; finalize reads each sampled chunk's whole records back
+A state is a record without its replies (raw text, rationale, reasoning), and a draft's without its
+question, answer and evidence: what the LLM stage needs to decide (is a record finished, does a
+score stop the critics) and what the spending cap counts, at a fraction of the memory (about 0.5 KB
+a draft and 0.4 KB a critique stay, held for every record of the run). The stage's flow reads them
+as records through `LedgerStore` (the executor's store), a stored draft read back from the log
+whole, so it runs exactly as over whole records; finalize reads each sampled chunk's whole records back
 from the logs. Both logs are scanned once per build, by the LLM stage; the records it appends are
 kept as they are written, so finalize (handed the same ledger) scans nothing again.
 """
@@ -28,15 +30,13 @@ R = TypeVar("R", bound=BaseModel)
 
 
 class DraftState(NamedTuple):
-    """A stored draft without its reply."""
+    """A stored draft without its reply, and without the question, answer and evidence read from it:
+    a stored draft asked for whole (`LedgerStore.get`) is read back from the log."""
 
     chunk_id: str
     model: str
     prompt_hash: str
     failure: Failure | None
-    question: str | None
-    answer: str | None
-    evidence: str | None
     input_tokens: int
     output_tokens: int
 
@@ -83,9 +83,6 @@ def _draft_state(draft: Draft) -> DraftState:
         model=_shared(draft.model),
         prompt_hash=_shared(draft.prompt_hash),
         failure=draft.failure,
-        question=draft.question,
-        answer=draft.answer,
-        evidence=draft.evidence,
         input_tokens=draft.usage.input_tokens,
         output_tokens=draft.usage.output_tokens,
     )
@@ -104,19 +101,11 @@ def _critique_state(critique: Critique) -> CritiqueState:
     )
 
 
-_BLANK_DRAFT = Draft(id="", chunk_id="", model="", prompt_hash="")
 _BLANK_CRITIQUE = Critique(id="", model="", draft_id="", criterion="", prompt_hash="")
 
 
-def _draft_of(key: str, state: DraftState) -> Draft:
-    # A copy of a blank record: `model_copy` is several times cheaper than `model_construct`.
-    usage = Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
-    fields = state._asdict()
-    del fields["input_tokens"], fields["output_tokens"]
-    return _BLANK_DRAFT.model_copy(update={"id": key, **fields, "usage": usage})
-
-
 def _critique_of(key: str, state: CritiqueState) -> Critique:
+    # A copy of a blank record: `model_copy` is several times cheaper than `model_construct`.
     usage = Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
     fields = state._asdict()
     del fields["input_tokens"], fields["output_tokens"]
@@ -164,8 +153,16 @@ class Ledger:
         self.critiques: RecordIndex[Critique, CritiqueState] = RecordIndex(critiques, _critique_state)
         self.retry_later = 0
         """Records added here whose call failed: a later run asks again."""
-        self.draft_store: LedgerStore[Draft, DraftState] = LedgerStore(self, self.drafts, _draft_of)
+        # A stored draft is read back whole (its question, answer and evidence are not kept): the
+        # critics of a resumed run need them, and a draft is asked for once per run.
+        self.draft_store: LedgerStore[Draft, DraftState] = LedgerStore(self, self.drafts, self._whole_draft)
         self.critique_store: LedgerStore[Critique, CritiqueState] = LedgerStore(self, self.critiques, _critique_of)
+
+    def _whole_draft(self, key: str, state: DraftState) -> Draft:
+        draft = self.drafts.get(key)
+        if draft is None:  # a state without its record: the index lost track of its own log
+            raise RuntimeError(f"{self.drafts.log.path} has no draft {key}; run the command again")
+        return draft
 
     @classmethod
     def read(cls, run: RunDir) -> Ledger:

@@ -22,7 +22,7 @@ from qagen.generation.estimate import Estimate, estimate
 from qagen.generation.finalize import NoDraft, Outputs, settled_summary, tally, write_outputs
 from qagen.generation.ledger import Ledger
 from qagen.generation.passages_short import passages_missing, short_of_passages
-from qagen.generation.sample import Sample
+from qagen.generation.sample import PassagesPlan, Sample, StoredPassages
 from qagen.generation.target import next_plan, planned_drafts, record_plan, shortfall, start_plan
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, warm_up
@@ -31,7 +31,7 @@ from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.concurrency import run_coroutine
 from qagen.llm.task import Role
 from qagen.question_types import QUESTION_TYPES, draft_counts
-from qagen.records import BuildSummary, Passages, SkippedInput
+from qagen.records import BuildSummary, SkippedInput
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
@@ -119,7 +119,8 @@ def chunk_stage(
 
 def load_sample(config: BuildConfig, run: RunDir, requested: dict[str, int] | None = None) -> Sample:
     """Every draft's passages, per question type (`QuestionTypeSpec.picker`), reading the chunk file
-    anew for each picker and once more for the chosen chunks instead of holding it all; the pickers
+    anew for each picker and once more for where the chosen chunks are, instead of holding it all (the
+    sample reads them back when it is gone through: `StoredPassages`); the pickers
     that pair passages by meaning read the `pair_embeddings` model.
 
     `requested`: the drafts asked of each type (a round of a build to a target size); None: the
@@ -130,13 +131,10 @@ def load_sample(config: BuildConfig, run: RunDir, requested: dict[str, int] | No
         name: QUESTION_TYPES.get(name).picker(run.iter_chunks, config.seed, n, embed)
         for name, n in wanted_drafts.items()
     }
-    wanted = {chunk_id for found in picked.values() for group in found.groups for chunk_id in group.chunk_ids}
-    by_id = {chunk.id: chunk for chunk in run.iter_chunks() if chunk.id in wanted}
-    items = (
-        Passages(question_type=name, chunks=tuple(by_id[chunk_id] for chunk_id in group.chunk_ids), link=group.link)
-        for name, found in picked.items()
-        for group in found.groups
+    plans = (
+        PassagesPlan(name, group.chunk_ids, group.link) for name, found in picked.items() for group in found.groups
     )
+    items = StoredPassages(run.chunks_file, plans)
     return Sample(items, wanted_drafts, {name: found.short for name, found in picked.items()})
 
 

@@ -4,11 +4,13 @@ sample of a build, the passages of every draft of every question type."""
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from array import array
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from fractions import Fraction
-from typing import NamedTuple
+from pathlib import Path
+from typing import BinaryIO, NamedTuple, overload
 
-from qagen.records import Passages
+from qagen.records import Chunk, Passages
 
 
 class ChunkRef(NamedTuple):
@@ -52,18 +54,127 @@ def take(order: Sequence[str], n: int | None) -> list[str]:
     return list(order if n is None else order[:n])
 
 
-class Sample(list[Passages]):
+class PassagesPlan(NamedTuple):
+    """One draft's passages as a picker chose them: its question type, its chunks by id, their link."""
+
+    question_type: str
+    chunk_ids: tuple[str, ...]
+    link: tuple[str, ...] = ()
+
+
+class StoredPassages(Sequence[Passages]):
+    """Drafts' passages read back from the run's chunk file when they are asked for.
+
+    Each draft keeps where its chunks' lines are (two 8-byte offsets a chunk), its type and its link
+    (the link only when it has one: a multi-hop pair's), not the chunks: a build of 100,000 drafts
+    would hold about 200 MB of chunk text otherwise. Reading them back costs a seek and a parse per
+    chunk each time the sample is gone through (the LLM stage, the final write).
+    """
+
+    def __init__(self, chunks_file: Path, plans: Iterable[PassagesPlan]) -> None:
+        """`plans`, in order; every chunk they name must be in `chunks_file` (a `KeyError` names one that is not)."""
+        plans = list(plans)
+        self._file = chunks_file
+        self._types: list[str] = []
+        self._type_of = array("H")
+        self._passage_ends = array("q")
+        self._starts, self._ends = array("q"), array("q")
+        self._links: dict[int, tuple[str, ...]] = {}
+        places = _line_places(chunks_file, {chunk_id for plan in plans for chunk_id in plan.chunk_ids})
+        for number, plan in enumerate(plans):
+            if plan.question_type not in self._types:
+                self._types.append(plan.question_type)
+            self._type_of.append(self._types.index(plan.question_type))
+            for chunk_id in plan.chunk_ids:
+                start, end = places[chunk_id]
+                self._starts.append(start)
+                self._ends.append(end)
+            self._passage_ends.append(len(self._starts))
+            if plan.link:
+                self._links[number] = plan.link
+        self._stamp = _file_stamp(chunks_file)
+
+    def __len__(self) -> int:
+        return len(self._type_of)
+
+    @overload
+    def __getitem__(self, index: int) -> Passages: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Passages]: ...
+    def __getitem__(self, index: int | slice) -> Passages | Sequence[Passages]:
+        if isinstance(index, slice):
+            return [self[number] for number in range(len(self))[index]]
+        number = range(len(self))[index]  # an IndexError out of range, negative indexes from the end
+        with self._open() as handle:
+            return self._passages(handle, number)
+
+    def __iter__(self) -> Iterator[Passages]:
+        with self._open() as handle:
+            for number in range(len(self)):
+                yield self._passages(handle, number)
+
+    def _open(self) -> BinaryIO:
+        if _file_stamp(self._file) != self._stamp:
+            raise RuntimeError(f"{self._file} changed after the sample was drawn from it; run the command again")
+        return self._file.open("rb")
+
+    def _passages(self, handle: BinaryIO, number: int) -> Passages:
+        first = self._passage_ends[number - 1] if number else 0
+        chunks = []
+        for passage in range(first, self._passage_ends[number]):
+            handle.seek(self._starts[passage])
+            chunks.append(Chunk.model_validate_json(handle.read(self._ends[passage] - self._starts[passage])))
+        question_type = self._types[self._type_of[number]]
+        return Passages(question_type=question_type, chunks=tuple(chunks), link=self._links.get(number, ()))
+
+
+def _line_places(chunks_file: Path, wanted: Collection[str]) -> dict[str, tuple[int, int]]:
+    """Where the line of each wanted chunk is in the chunk file: (start, end) byte offsets."""
+    places: dict[str, tuple[int, int]] = {}
+    offset = 0
+    with chunks_file.open("rb") as handle:
+        for line in handle:
+            end = offset + len(line)
+            chunk_id = Chunk.model_validate_json(line).id
+            if chunk_id in wanted:
+                places[chunk_id] = (offset, end)
+            offset = end
+    return places
+
+
+def _file_stamp(path: Path) -> tuple[int, int]:
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+class Sample(Sequence[Passages]):
     """A build's sampled items, each question type's in its sampling order, the types in the build's
-    order; with what was asked of each type and how many drafts the corpus could not give passages to."""
+    order; with what was asked of each type and how many drafts the corpus could not give passages to.
+
+    The items are any sequence of passages: a build's are read back from its chunk file as they are
+    gone through (`StoredPassages`), so a sample holds a few numbers a draft, not its chunks."""
 
     def __init__(
         self,
-        items: Iterable[Passages] = (),
+        items: Sequence[Passages] = (),
         requested: dict[str, int | None] | None = None,
         short: dict[str, int] | None = None,
     ) -> None:
-        super().__init__(items)
+        self.items: Sequence[Passages] = items
         self.requested: dict[str, int | None] = dict(requested or {})
         """The drafts asked of each type (None: one per chunk)."""
         self.short: dict[str, int] = dict(short or {})
         """Drafts asked of a type that the corpus could not give passages to."""
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @overload
+    def __getitem__(self, index: int) -> Passages: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Passages]: ...
+    def __getitem__(self, index: int | slice) -> Passages | Sequence[Passages]:
+        return self.items[index]
+
+    def __iter__(self) -> Iterator[Passages]:
+        return iter(self.items)

@@ -102,45 +102,83 @@ def save_outputs(
     build has critics beyond the three, so the rows have that column; `mixed`: it drafts several
     question types, so the rows have `question_type` and the passages' columns (see `omitted_columns`).
 
-    The rows are streamed (`datasets`' `ArrowWriter`, a batch at a time, into a scratch folder
-    beside the outputs), so a build never holds them all. Each output is then saved to a temporary
-    folder and swapped in: readers never see half a dataset, and a failed write leaves the previous one.
+    The rows are streamed (`datasets`' `ArrowWriter`, a batch at a time) straight into each output's
+    data file, in the batches `save_to_disk` writes, and its `state.json` and `dataset_info.json` are
+    written as `save_to_disk` writes them: no second pass reads the rows back (a pass that reads a
+    memory-mapped file back holds every page it read, which grew a build's peak memory by its
+    candidates' size). Each output is written to a temporary folder and swapped in: readers never
+    see half a dataset, and a failed write leaves the previous one.
     """
-    from datasets import Dataset
+    # The package first: it waits for the warm-up thread's import of it (`warm_up`) to finish, where
+    # importing a module inside it first can meet that module half made.
+    import datasets  # noqa: F401
     from datasets.arrow_writer import ArrowWriter
 
-    scratch = candidates_dir.with_name(f".{candidates_dir.name}.scratch")
-    every_columns = row_columns(CandidateRow, extra_critics=extra_critics, mixed=mixed)
-    kept_columns = row_columns(DatasetRow, extra_critics=extra_critics, mixed=mixed)
-    every_file, kept_file = str(scratch / "candidates.arrow"), str(scratch / "dataset.arrow")
     columns = {"extra_critics": extra_critics, "mixed": mixed}
+    every_columns, kept_columns = set(row_columns(CandidateRow, **columns)), set(row_columns(DatasetRow, **columns))
+    every_features, kept_features = row_features(CandidateRow, **columns), row_features(DatasetRow, **columns)
+    every_folder, kept_folder = _temporary(candidates_dir), _temporary(dataset_dir)
     with writing(candidates_dir), _quiet_datasets():
-        shutil.rmtree(scratch, ignore_errors=True)
-        scratch.mkdir(parents=True)
         try:
+            for folder in (every_folder, kept_folder):
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir(parents=True)
             with (
-                ArrowWriter(features=row_features(CandidateRow, **columns), path=every_file) as every,
-                ArrowWriter(features=row_features(DatasetRow, **columns), path=kept_file) as kept,
+                ArrowWriter(features=every_features, path=str(every_folder / DATA_FILE), **_BATCHES) as every,
+                ArrowWriter(features=kept_features, path=str(kept_folder / DATA_FILE), **_BATCHES) as kept,
             ):
                 for candidate in candidates:
-                    every.write(candidate.model_dump(include=set(every_columns)))
+                    every.write(candidate.model_dump(include=every_columns))
                     if candidate.status == "kept":
-                        kept.write(candidate.dataset_row().model_dump(include=set(kept_columns)))
+                        kept.write(candidate.dataset_row().model_dump(include=kept_columns))
                 every.finalize()
                 kept.finalize()
-            _save(Dataset.from_file(every_file, split="train"), candidates_dir)
-            _save(Dataset.from_file(kept_file, split="train"), dataset_dir)
+            _write_metadata(every_folder)
+            _write_metadata(kept_folder)
+            _swap_in(every_folder, candidates_dir)
+            _swap_in(kept_folder, dataset_dir)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(every_folder, ignore_errors=True)
+            shutil.rmtree(kept_folder, ignore_errors=True)
 
 
-def _save(dataset: Any, target: Path) -> None:
-    temporary = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(temporary, ignore_errors=True)
-    dataset.save_to_disk(str(temporary), num_shards=1)
+_BATCHES: dict[str, Any] = {"writer_batch_size": 1000, "embed_local_files": True}
+"""How `save_to_disk` writes a data file (`datasets.config.DEFAULT_MAX_BATCH_SIZE` rows a batch, smaller
+only for rows over 100 kB, which a build's are not), so the file is the one it would write."""
+
+
+def _temporary(target: Path) -> Path:
+    return target.with_name(f".{target.name}.tmp")
+
+
+def _write_metadata(folder: Path) -> None:
+    """`state.json` and `dataset_info.json` beside the data file, as `Dataset.save_to_disk` writes them
+    (opening the file memory-maps it and reads its schema, not its rows)."""
+    import json
+
+    from datasets import Dataset
+    from datasets.utils.py_utils import asdict  # `save_to_disk`'s own: fields left at None are not written
+
+    dataset = Dataset.from_file(str(folder / DATA_FILE), split="train")
+    state = {
+        key: dataset.__dict__[key]
+        for key in ("_fingerprint", "_format_columns", "_format_kwargs", "_format_type", "_output_all_columns")
+    }
+    state["_split"] = str(dataset.split)
+    state["_data_files"] = [{"filename": DATA_FILE}]
+    info = asdict(dataset.info)
+    del dataset
+    with (folder / "state.json").open("w", encoding="utf-8") as handle:
+        json.dump(state, handle, indent=2, sort_keys=True)
+    with (folder / "dataset_info.json").open("w", encoding="utf-8") as handle:
+        # As `save_to_disk`: only the first level sorted (nested features keep their order).
+        json.dump({key: info[key] for key in sorted(info)}, handle, indent=2)
+
+
+def _swap_in(folder: Path, target: Path) -> None:
     if target.exists():
         shutil.rmtree(target)
-    os.replace(temporary, target)
+    os.replace(folder, target)
 
 
 @contextmanager

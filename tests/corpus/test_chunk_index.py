@@ -18,6 +18,7 @@ import pytest
 from datasets import load_from_disk
 
 from qagen.config import BuildConfig
+from qagen.corpus.bm25_index import BM25_PARAMETERS, TokenIds, bm25_retriever, token_ids
 from qagen.corpus.chunk_index import RETRIEVED_CHUNKS, ChunkIndex
 from qagen.corpus.settings import CorpusSettings
 from qagen.generation.pipeline import build
@@ -88,6 +89,22 @@ def test_rank_equals_an_independent_bm25_ties_in_the_chunks_favour() -> None:
     assert index.rank("nothing here", "c0") == 1  # no word of the question in the corpus: a tie
 
 
+def test_compact_token_ids_give_bm25s_the_index_it_builds_from_lists() -> None:
+    texts = [chunk.text for chunk in _chunks()] + ["", "w1 w1 w2"]  # a text without a word, a repeated word
+    compact = TokenIds()
+    for text in texts:
+        compact.add(text)
+    vocab: dict[str, int] = {}
+    lists = [token_ids(text, vocab) for text in texts]
+    assert list(compact) == lists and compact.vocab == vocab and len(compact) == len(texts)
+    from_lists = bm25s.BM25(**BM25_PARAMETERS)
+    from_lists.index((lists, vocab), create_empty_token=False, show_progress=False)
+    built = bm25_retriever(compact)
+    for part in ("data", "indices", "indptr"):
+        assert built.scores[part].tobytes() == from_lists.scores[part].tobytes(), part
+    assert built.scores["num_docs"] == from_lists.scores["num_docs"] == len(texts)
+
+
 def test_top_is_the_independent_bm25s_best_chunks_earlier_first_among_equals() -> None:
     chunks = _chunks()
     index = ChunkIndex(lambda: chunks)
@@ -154,7 +171,7 @@ def test_a_build_with_unanswerable_questions_indexes_its_chunks_once(
     real = bm25s.BM25.index
 
     def counting(self: Any, corpus: Any, *args: Any, **kwargs: Any) -> Any:
-        indexed.append(len(corpus[0]))  # (token ids, vocabulary): the documents indexed
+        indexed.append(len(corpus.ids))  # (`TokenIds`): the documents indexed
         return real(self, corpus, *args, **kwargs)
 
     monkeypatch.setattr(bm25s.BM25, "index", counting)
