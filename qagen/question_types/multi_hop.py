@@ -22,22 +22,20 @@ NEEDS_BOTH = CriticSpec(
     rejects_as="single_hop",
 )
 
-FIRST_ALONE = CriticSpec(
-    name="first_alone",
-    prompt="critique_first_alone",
-    order=26,
-    help="a reader given only the first passage does not answer as the draft does",
-    scale="lone_reader",
-    rejects_as="single_hop",
-)
-SECOND_ALONE = CriticSpec(
-    name="second_alone",
-    prompt="critique_second_alone",
-    order=26,
-    help="a reader given only the second passage does not answer as the draft does",
-    scale="lone_reader",
-    rejects_as="single_hop",
-)
+
+def _lone_reader(which: str) -> CriticSpec:
+    """The reader given only the `which` (first, second) passage: it must not answer as the draft does."""
+    return CriticSpec(
+        name=f"{which}_alone",
+        prompt=f"critique_{which}_alone",
+        order=26,
+        help=f"a reader given only the {which} passage does not answer as the draft does",
+        scale="lone_reader",
+        rejects_as="single_hop",
+    )
+
+
+FIRST_ALONE, SECOND_ALONE = _lone_reader("first"), _lone_reader("second")
 
 MULTI_HOP = QuestionTypeSpec(
     name="multi_hop",
