@@ -26,6 +26,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "push": ("qagen.publish.push", "push_run"),
     "PushResult": ("qagen.publish.push", "PushResult"),
     "rag_baseline": ("qagen.evaluate.systems.bundled", "rag_baseline"),
+    "EvalConfig": ("qagen.evaluate.config", "EvalConfig"),
     "EvalSummary": ("qagen.evaluate.records", "EvalSummary"),
     "report": ("qagen.evaluate.report", "report"),
     "Report": ("qagen.evaluate.report", "Report"),
@@ -39,6 +40,7 @@ __all__ = [
     "BuildSummary",
     "ChunkSettings",
     "CorpusSettings",
+    "EvalConfig",
     "EvalSummary",
     "ModelSettings",
     "PushResult",
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from qagen.corpus.settings import ChunkSettings, CorpusSettings
     from qagen.errors import QagenError
     from qagen.evaluate.api import evaluate
+    from qagen.evaluate.config import EvalConfig
     from qagen.evaluate.records import EvalSummary
     from qagen.evaluate.report import Report, report
     from qagen.evaluate.systems.bundled import rag_baseline

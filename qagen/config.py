@@ -19,12 +19,11 @@ from qagen.critics import (
 )
 from qagen.errors import ConfigError
 from qagen.failures import FailureKind
-from qagen.llm.backends import ModelSettings
+from qagen.llm.backends import DEFAULT_MODEL, ModelSettings
 from qagen.llm.clients import CallLimits
 from qagen.question_types import DEFAULT_TYPE, QUESTION_TYPES, check_shares
 from qagen.records import CriticName, Draft
 
-DEFAULT_MODEL = "openai:gpt-4o-mini"
 DEFAULT_AUDIENCE = "people looking for information in this document collection"
 
 RARE_TERMS = "rare terms"

@@ -21,6 +21,7 @@ from qagen.config import BuildConfig
 from qagen.corpus.settings import CorpusSettings
 from qagen.errors import ConfigError, LLMUnavailableError
 from qagen.evaluate.api import evaluate, rag_baseline
+from qagen.evaluate.config import EvalConfig
 from qagen.llm.backends import LangChainBackend, ModelSettings, build_backend
 from qagen.redaction import redact
 from standins.llm.server import StandInLLM
@@ -144,11 +145,13 @@ def test_evaluate_from_python_with_a_reader_and_a_judge_on_different_servers(
     since = len(a.log)
     monkeypatch.setenv("OPENAI_API_KEY", KEY_A)
     summary = evaluate(
-        tmp_path / "run",
+        EvalConfig(
+            testset=tmp_path / "run",
+            reader=ModelSettings(spec=MODEL, base_url=a.base_url),
+            judge=ModelSettings(spec=MODEL, base_url=b.base_url, api_key_env="B_KEY"),
+        ),
         rag_baseline(corpus, chunk_size=400, k=3, progress=False),
         tmp_path / "eval",
-        reader=ModelSettings(spec=MODEL, base_url=a.base_url),
-        judge=ModelSettings(spec=MODEL, base_url=b.base_url, api_key_env="B_KEY"),
         progress=False,
     )
     assert summary.answered > 0 and summary.judges["correctness"].judged == summary.answered

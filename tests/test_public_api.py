@@ -20,6 +20,7 @@ EXPORTED = [
     "BuildSummary",
     "ChunkSettings",
     "CorpusSettings",
+    "EvalConfig",
     "EvalSummary",
     "ModelSettings",
     "PushResult",
@@ -45,6 +46,7 @@ def test_each_exported_name_is_the_object_it_stands_for() -> None:
     from qagen.corpus.settings import ChunkSettings, CorpusSettings
     from qagen.errors import QagenError
     from qagen.evaluate.api import evaluate
+    from qagen.evaluate.config import EvalConfig
     from qagen.evaluate.records import EvalSummary
     from qagen.evaluate.report import Report, report
     from qagen.evaluate.systems.bundled import rag_baseline
@@ -61,6 +63,7 @@ def test_each_exported_name_is_the_object_it_stands_for() -> None:
         "BuildSummary": BuildSummary,
         "ChunkSettings": ChunkSettings,
         "CorpusSettings": CorpusSettings,
+        "EvalConfig": EvalConfig,
         "EvalSummary": EvalSummary,
         "ModelSettings": ModelSettings,
         "PushResult": PushResult,
@@ -99,7 +102,9 @@ def test_qagen_evaluate_runs_an_evaluation_and_returns_its_summary(tmp_path: Pat
     def system(question: str) -> str:
         return "Item 0 is a lamp." if "0" in question else "I do not know."
 
-    summary = qagen.evaluate(testset, system, tmp_path / "eval", metrics=["text"], judge=None, progress=False)
+    summary = qagen.evaluate(
+        qagen.EvalConfig(testset=testset, metrics=["text"], judge=None), system, tmp_path / "eval", progress=False
+    )
     assert isinstance(summary, qagen.EvalSummary)
     assert (summary.questions, summary.answered) == (3, 3)
     assert summary.metrics["token_f1"].mean == pytest.approx(1 / 3)

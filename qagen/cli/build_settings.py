@@ -21,8 +21,8 @@ import click
 from click.core import ParameterSource
 
 from qagen.cli.options import THRESHOLD_OPTIONS
-from qagen.config import BUILD_ROLES, DEFAULT_MODEL, BuildConfig, BuildRole
-from qagen.llm.backends import ModelSettings
+from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
+from qagen.llm.backends import DEFAULT_MODEL, ModelSettings
 
 PER_INVOCATION = frozenset(
     {

@@ -2,8 +2,9 @@
 option that carries it on each command that reads it.
 
 A key is named as the library names its setting (`chunking.chunk_size` is `ChunkSettings.chunk_size`),
-and its type and description are read from that pydantic field where there is one; the settings
-that live only in `qagen evaluate`'s arguments take the option's help. Each option is declared once
+and its type and description are read from that pydantic field where there is one (`BuildConfig`,
+`EvalConfig` and the settings they hold); the keys of `qagen evaluate` that choose its system under test
+and its grid, no setting of one evaluation, take the option's help. Each option is declared once
 (`qagen.cli.options`, `qagen.cli.evaluate_options`): the commands are decorated with it, and a key
 reads its flag, default, type and checks from it. Loading a file or a `--set` (`qagen.cli.config_file`)
 turns each key into the value of its option, so a key and its flag are one setting: the same checks,
@@ -20,7 +21,7 @@ from typing import Any, Literal
 import click
 from pydantic import BaseModel
 
-from qagen.cli.evaluate_options import EVALUATE_OPTIONS
+from qagen.cli.evaluate_options import EVALUATE_OPTIONS, metrics_option_help
 from qagen.cli.option_spec import OptionGroup, OptionSpec, option_group
 from qagen.cli.options import (
     BUILD_OPTIONS,
@@ -36,6 +37,7 @@ from qagen.cli.options import (
 from qagen.config import BuildConfig
 from qagen.corpus.settings import ChunkSettings, CorpusSettings
 from qagen.critics import CRITICS
+from qagen.evaluate.config import EvalConfig
 from qagen.llm.backends import ModelSettings
 
 Command = Literal["build", "evaluate", "chunk", "generate", "critique", "filter", "batch export"]
@@ -348,15 +350,12 @@ def _evaluate_keys() -> list[ConfigKey]:
     def key(name: str, value_type: Any, param: str | None = None, **extra: Any) -> ConfigKey:
         return ConfigKey("evaluate", name, param or name, EVALUATE, value_type=value_type, **extra)
 
+    def setting(name: str, field: str | None = None, **extra: Any) -> ConfigKey:
+        """A key that is one field of `EvalConfig` (named `field` there when that differs)."""
+        return ConfigKey("evaluate", name, name, EVALUATE, setting=(EvalConfig, field or name), **extra)
+
     return [
-        key(
-            "dataset",
-            str,
-            help="The test set: a qagen run directory, a saved dataset directory, a Hub dataset id, or a .jsonl or "
-            ".csv file with question and reference-answer columns.",
-            example="run",
-            required="or DATASET on the command line",
-        ),
+        setting("dataset", "testset", value_type=str, example="run", required="or DATASET on the command line"),
         key("out", str, example="eval", required="or --out on the command line"),
         key("answers", str, example="answers.jsonl"),
         key("rag", str, "rag_callable", example="my_rag:answer"),
@@ -368,12 +367,13 @@ def _evaluate_keys() -> list[ConfigKey]:
         key("rerank", list[str] | str, comma_list=True),
         key("rerank_top", int),
         key("rerank_url", str, example="http://127.0.0.1:8080", inherits="reader.base_url"),
-        key("metrics", list[str] | str, comma_list=True),
+        # The option's help lists every metric; the field's type is the key's.
+        setting("metrics", value_type=list[str] | str, comma_list=True, help=metrics_option_help(installed=False)),
         key("embeddings", list[str] | str, comma_list=True, example=["local"]),
-        key("split", str),
-        key("question_column", str),
-        key("answer_column", str, example="answer"),
-        key("interrupt_grace", float),
+        setting("split"),
+        setting("question_column"),
+        setting("answer_column", value_type=str, example="answer"),
+        setting("interrupt_grace"),
         key("cache_dir", str, example="~/.cache/qagen"),
         *_model("reader", _READER, EVALUATE, inherits=None),
         *_model("judge", _JUDGE, EVALUATE, inherits="reader"),

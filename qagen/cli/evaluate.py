@@ -23,6 +23,7 @@ from qagen.failures import is_call_failure_reason
 from qagen.runs.batch.executor import BatchesRunningError
 
 if TYPE_CHECKING:
+    from qagen.evaluate.config import EvalConfig
     from qagen.evaluate.records import EvalSummary
     from qagen.evaluate.report import EvalRun
     from qagen.evaluate.systems.rerank.specs import RerankSpec
@@ -107,12 +108,11 @@ def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> N
     one of --answers, --rag, --endpoint or --baseline (bm25, dense, hybrid). With --batch, the judges (and the
     baseline's reader) answer through the Batch API; your own system is asked as usual.
     """
+    from qagen.cli.evaluate_settings import eval_config_from_options
     from qagen.evaluate.api import evaluate as run_evaluation
-    from qagen.evaluate.api import select_metrics
+    from qagen.evaluate.config import select_metrics
     from qagen.evaluate.report import comparison_table, load_runs
     from qagen.evaluate.systems.rerank.specs import RerankSpec
-    from qagen.evaluate.testset import load_testset
-    from qagen.llm.client import ModelSettings
     from qagen.redaction import register_secret
 
     register_secret(options["token"])
@@ -133,35 +133,12 @@ def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> N
         require_grid_dir(out)  # before the test set is read: a grid's points are folders inside `out`
     if any(spec.kind != "none" for spec in reranks) and not options["baseline"]:
         raise ConfigError("--rerank applies to --baseline: it reorders the baseline's retrieved chunks.")
-    metrics = options["metrics"].split(",")
-    # Fail before any work; notes come later.
-    chosen_metrics, _ = select_metrics(metrics, embeddings=options["embeddings"] is not None)
-    relevancy_embeddings = split_list(options["embeddings"])[0] if options["embeddings"] else None
+    # Checked before any work (the metrics too); notes come later. Each grid point has its own k.
+    config = eval_config_from_options(options, k=ks[0])
+    chosen_metrics, _ = select_metrics(config.metrics, embeddings=config.embeddings is not None)
     if "answer_relevancy" in chosen_metrics and len(split_list(options["embeddings"])) > 1:
-        _print_note(f"answer_relevancy compares embeddings made by {relevancy_embeddings} in every run of the grid.")
-    connection = {
-        "timeout": options["timeout"],
-        "max_retries": options["max_retries"],
-        "max_output_tokens": options["max_output_tokens"],
-    }
-    reader_endpoint = {"base_url": options["base_url"], "api_key_env": options["api_key_env"]}
-    # The judges' own server and key, each defaulting to the reader's.
-    judge_endpoint = {
-        "base_url": options["judge_base_url"] or options["base_url"],
-        "api_key_env": options["judge_api_key_env"] or options["api_key_env"],
-    }
-    judge_cap = {"max_output_tokens": options["judge_max_output_tokens"] or options["max_output_tokens"]}
-    judge = ModelSettings(
-        spec=options["judge_model"] or options["model"], **judge_endpoint, **{**connection, **judge_cap}
-    )
-    reader = ModelSettings(spec=options["model"], **reader_endpoint, **connection) if options["baseline"] else None
-    testset = load_testset(
-        options["dataset"],
-        split=options["split"],
-        question_column=options["question_column"],
-        answer_column=options["answer_column"],
-        token=options["token"],
-    )
+        _print_note(f"answer_relevancy compares embeddings made by {config.embeddings} in every run of the grid.")
+    testset = config.read_testset(token=options["token"])  # read once for every point of the grid
     for skipped in testset.skipped:
         click.echo(f"skipped row {skipped.row} of the test set: {skipped.reason}: {skipped.content[:120]}", err=True)
     # The rerankers are the grid's last axis: each grid point once per reranker, in a directory of its own.
@@ -171,26 +148,16 @@ def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> N
     running: list[str] = []  # --no-wait: every grid point's batches are submitted before the exit
     shown: set[str] = set()  # each grid point's summary keeps its warnings; the screen shows each once
     for point, rerank in points:
-        k = point.k
         name = point.name if reranks == [RerankSpec("none")] else f"{point.name}_rerank-{rerank_names[rerank]}"
         target = out if len(points) == 1 else out / name
-        system = _system(options, point, rerank, progress=not quiet)
+        system = _system(options, config, point, rerank, progress=not quiet)
         try:
             with index_notes():
                 summary = run_evaluation(
-                    testset,
+                    config.replace(testset=testset, k=point.k),
                     system,
                     target,
-                    metrics=metrics,
-                    judge=judge,
-                    reader=reader,
-                    k=k,
-                    concurrency=options["concurrency"],
-                    rpm=options["rpm"],
-                    max_failure_rate=options["max_failure_rate"],
-                    embeddings=relevancy_embeddings,
                     progress=not quiet,
-                    interrupt_grace=options["interrupt_grace"],
                     on_note=_print_note,
                     on_warning=lambda warning: _print_warning(warning, shown),
                     batch=batch,
@@ -300,8 +267,9 @@ def _rerank_names(specs: list[RerankSpec]) -> dict[RerankSpec, str]:
     }
 
 
-def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, progress: bool) -> Any:
-    from qagen.call_policy import CallPolicy
+def _system(
+    options: dict[str, Any], config: EvalConfig, point: GridPoint, rerank: RerankSpec, *, progress: bool
+) -> Any:
     from qagen.corpus.index_cache import index_cache_dir
     from qagen.evaluate.api import rag_baseline
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
@@ -310,14 +278,12 @@ def _system(options: dict[str, Any], point: GridPoint, rerank: RerankSpec, *, pr
 
     if options["answers"]:
         return AnswersFileSystem(options["answers"])
-    # --timeout and --max-retries reach the system under test as they reach the models.
-    policy = CallPolicy(timeout=options["timeout"], max_retries=options["max_retries"])
     if options["rag_callable"]:
         return CallableSystem.from_spec(
-            options["rag_callable"], interrupt_grace=options["interrupt_grace"], policy=policy
+            options["rag_callable"], interrupt_grace=config.interrupt_grace, policy=config.system_calls
         )
     if options["endpoint"]:
-        return EndpointSystem(options["endpoint"], policy=policy)
+        return EndpointSystem(options["endpoint"], policy=config.system_calls)
     # Indexes are kept in the cache, not in --out: any later evaluation (a re-run, another k, another
     # --out) reuses them until the corpus, the chunking or the model changes.
     # openai:... embeddings are asked on the reader's server, with its key.

@@ -10,11 +10,11 @@ from qagen.cli.installed_help import ListsInstalled, installed
 from qagen.cli.option_spec import SettingOption, argument, option, option_group
 from qagen.cli.options import batch_options, call_options, variable_name
 from qagen.cli.paths import UserPath
-from qagen.config import DEFAULT_MODEL
 from qagen.evaluate.judges.registry import ALL, LLM_METRICS, MetricSpec
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
 from qagen.evaluate.systems.retriever_specs import RETRIEVERS
+from qagen.llm.backends import DEFAULT_MODEL
 
 
 def _installed_rerankers() -> str:

@@ -20,12 +20,12 @@ import click
 from qagen.cli.installed_help import ListsInstalled, installed
 from qagen.cli.option_spec import OptionGroup, OptionSpec, argument, option, option_group
 from qagen.cli.paths import UserPath
-from qagen.config import DEFAULT_AUDIENCE, DEFAULT_MODEL
+from qagen.config import DEFAULT_AUDIENCE
 from qagen.corpus.settings import MIN_CHUNK_SIZE
 from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, check_name
 from qagen.errors import QagenError
 from qagen.generation.checks.rules import FREE_CHECK_NAMES, FREE_CHECKS
-from qagen.llm.backends import is_variable_name
+from qagen.llm.backends import DEFAULT_MODEL, is_variable_name
 from qagen.question_types import QUESTION_TYPES, check_shares, parse_shares
 
 FROM_THE_RUN = "[default: the run's]"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -13,22 +14,21 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import Runnable
 
 from qagen._version import __version__
-from qagen.call_policy import CallPolicy
 from qagen.errors import ConfigError, NothingUsableError
+from qagen.evaluate.config import EvalConfig, select_metrics
 from qagen.evaluate.input_checks import check_inputs
-from qagen.evaluate.judges.registry import LLM_METRICS, Embed, metric_groups
-from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
+from qagen.evaluate.judges.registry import LLM_METRICS, Embed
 from qagen.evaluate.out_dir import EVAL_FILE, require_evaluation_dir
 from qagen.evaluate.records import EvalSummary
 from qagen.evaluate.runner import Evaluation, system_identity
 from qagen.evaluate.stamp import EvalStamp
 from qagen.evaluate.systems.bundled import rag_baseline as rag_baseline  # the baseline with any retriever
-from qagen.evaluate.systems.callable import DEFAULT_INTERRUPT_GRACE, CallableSystem
+from qagen.evaluate.systems.callable import CallableSystem
 from qagen.evaluate.systems.protocol import ReaderSystem, SystemFactory
-from qagen.evaluate.testset import TestSet, load_testset
+from qagen.evaluate.testset import TestSet
 from qagen.failures import is_call_failure_reason
 from qagen.llm.client import ModelSettings
-from qagen.llm.clients import CallLimits, Clients, ModelLike, as_settings
+from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.concurrency import run_coroutine
 from qagen.llm.task import Role
 from qagen.question_types import scoring_of
@@ -38,8 +38,6 @@ from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.executor import Executor
 from qagen.runs.store import write_json_atomic
 
-DEFAULT_METRICS = ("correctness", "retrieval", "text")
-
 
 def _print_note(note: str) -> None:
     print(f"note: {note}", file=sys.stderr)
@@ -47,41 +45,6 @@ def _print_note(note: str) -> None:
 
 def _print_warning(warning: str) -> None:
     print(f"warning: {warning}", file=sys.stderr)
-
-
-def select_metrics(names: list[str] | tuple[str, ...], *, embeddings: bool) -> tuple[list[str], list[str]]:
-    """The metrics to run, groups (`ragas`, `graders`, `all`) expanded in a stable order, and notes.
-
-    answer_relevancy compares embeddings. Named on its own without an embeddings model it is an
-    error; as part of a group it is left out, with a note saying so, so that `metrics=["ragas"]`
-    runs the other four RAGAS metrics instead of refusing all five.
-    """
-    chosen: list[str] = []
-    notes: list[str] = []
-    groups = metric_groups()  # read now: a metric registered after import is in its group and `all`
-    for raw in names:
-        name = raw.strip()
-        if not name:
-            continue
-        if name == "answer_relevancy" and not embeddings:
-            raise ConfigError(
-                "answer_relevancy compares embeddings: give an embeddings model with `embeddings`.",
-                settings=("embeddings",),
-            )
-        for part in groups.get(name, (name,)):
-            if part not in LLM_METRICS and part not in DETERMINISTIC_METRICS:
-                known = sorted([*LLM_METRICS.names(), *DETERMINISTIC_METRICS.names(), *groups])
-                raise ConfigError(f"Unknown metric '{part}'; choose from {', '.join(known)}.")
-            if part == "answer_relevancy" and not embeddings:
-                note = f"answer_relevancy left out of '{name}': it needs an embeddings model (`embeddings`)."
-                if note not in notes:
-                    notes.append(note)
-                continue
-            if part not in chosen:
-                chosen.append(part)
-    if not chosen:
-        raise ConfigError("No metric to compute; choose some with `metrics`.", settings=("metrics",))
-    return chosen, notes
 
 
 def _scored_by_type(items: TestSet, chosen: list[str], judged: bool) -> list[str]:
@@ -104,42 +67,26 @@ def _scored_by_type(items: TestSet, chosen: list[str], judged: bool) -> list[str
 
 
 def evaluate(
-    testset: str | Path | TestSet,
+    config: EvalConfig | str | Path | TestSet,
     system: Any,
     out: Path | str,
     *,
-    metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS,
-    judge: ModelLike | None = "openai:gpt-4o-mini",
-    reader: ModelLike | None = None,
-    k: int = 7,
-    concurrency: int = 16,
-    rpm: float | None = None,
-    max_failure_rate: float = 0.5,
-    embeddings: str | Embeddings | Embed | None = None,
     progress: bool = True,
-    split: str = "train",
-    question_column: str = "question",
-    answer_column: str | None = None,
     token: str | None = None,
-    interrupt_grace: float = DEFAULT_INTERRUPT_GRACE,
-    system_calls: CallPolicy | None = None,
     on_note: Callable[[str], None] = _print_note,
     on_warning: Callable[[str], None] = _print_warning,
     batch: BatchOptions | None = None,
+    **deprecated_settings: Any,
 ) -> EvalSummary:
     """Run `system` over the test set's questions, judge and score the answers; return the summary.
 
-    `testset` is a `TestSet`, or what `load_testset` reads: a qagen run directory, a saved
-    dataset, a Hub dataset id, or a .jsonl/.csv file with question and reference-answer columns.
-    `system` is a RAG system (an object with `name` and `async answer(question) -> RagOutput`), any
-    callable `question -> str | {answer, contexts, sources}` (sync or async), a LangChain Runnable,
+    `config` holds the settings (`EvalConfig`: the test set, the metrics, the judge and reader, k,
+    the call limits), as `build` takes a `BuildConfig`; `qagen evaluate` makes the same from its
+    options. `system` is a RAG system (an object with `name` and `async answer(question) -> RagOutput`),
+    any callable `question -> str | {answer, contexts, sources}` (sync or async), a LangChain Runnable,
     or a `SystemFactory` that builds the system with the reader's client (e.g. `rag_baseline(...)`).
-    `judge` and `reader` are each a spec (`openai:gpt-4o-mini`), a `ModelSettings` (base URL,
-    timeout, retries), a LangChain chat model, or a ready `LLMClient`. Reader and judge calls share
-    one bound, `concurrency`, and one `rpm` limit.
-    `embeddings` (for answer_relevancy) is a LangChain spec such as `openai:text-embedding-3-small`
-    (served from the judge's `base_url`, with its key, when it has one), a LangChain `Embeddings`, or an async
-    function `texts -> vectors`.
+    Reader and judge calls share one bound, `concurrency`, and one `rpm` limit. `token` reads a
+    private Hub test set.
 
     With `batch`, the judges' calls (and the bundled baseline's reader calls) go in Batch API
     rounds: half the price, results within 24 hours (`qagen.runs.batch`); a system of your own is
@@ -150,7 +97,7 @@ def evaluate(
     A sync function runs in a thread of its own; on Ctrl-C it gets `interrupt_grace` seconds to
     return, then its question is recorded as failed (`interrupted: ...`) and KeyboardInterrupt ends
     the run. A function or Runnable has `system_calls.timeout` seconds per call and is called again
-    on a timeout up to `system_calls.max_retries` times (default: `CallPolicy()`, as the CLI's).
+    on a timeout up to `system_calls.max_retries` times.
 
     Notes about the metrics (one left out of a group) go to `on_note` (default: printed to stderr)
     and into the summary; warnings about the inputs (answers-file rows that match no question, a
@@ -159,26 +106,21 @@ def evaluate(
     `out/summary.json`; re-running with the same `out` resumes, paying for no call twice, and a
     re-run with nothing to do (nothing changed since a run that left no call to make) returns the
     stored summary without scoring again (`qagen.evaluate.stamp`).
+
+    The form of earlier versions, `evaluate(testset, system, out, metrics=..., judge=..., ...)`, still
+    runs with a DeprecationWarning until the next release: its keywords are the fields of `EvalConfig`.
     """
     from qagen.evaluate.systems.protocol import close_system
 
+    config = _settings(config, deprecated_settings)
     out = Path(out).expanduser()
     require_evaluation_dir(out)
-    if k < 1:
-        raise ConfigError(f"`k` must be at least 1, got {k}.", settings=("k",))
-    limits = CallLimits(concurrency=concurrency, rpm=rpm, max_failure_rate=max_failure_rate)
-    chosen, notes = select_metrics(list(metrics), embeddings=embeddings is not None)
+    limits = config.call_limits()
+    chosen, notes = select_metrics(config.metrics, embeddings=config.embeddings is not None)
     for note in notes:
         on_note(note)
-    items = (
-        testset
-        if isinstance(testset, TestSet)
-        else load_testset(
-            str(testset), split=split, question_column=question_column, answer_column=answer_column, token=token
-        )
-    )
-    judge = as_settings(judge) if isinstance(judge, str) else judge
-    reader = as_settings(reader) if isinstance(reader, str) else reader
+    items = config.read_testset(token=token)
+    judge, reader = config.judge, config.reader
     for note in _scored_by_type(items, chosen, judge is not None):
         notes.append(note)
         on_note(note)
@@ -186,6 +128,7 @@ def evaluate(
     if needs_judge and judge is None:
         raise ConfigError("LLM metrics need a judge model (`judge`).", settings=("judge",))
     judge_settings = judge if isinstance(judge, ModelSettings) else None
+    embeddings = config.embeddings
     embed = _embedder(embeddings, judge_settings) if embeddings is not None and "answer_relevancy" in chosen else None
     models: dict[Role, ModelLike] = {}
     if needs_judge and judge is not None:
@@ -201,13 +144,13 @@ def evaluate(
             reader_client = clients.get("reader")
             target = system.build(reader_client) if isinstance(system, SystemFactory) else system
             if isinstance(target, Runnable) or not hasattr(target, "answer"):
-                target = CallableSystem(target, interrupt_grace=interrupt_grace, policy=system_calls)
+                target = CallableSystem(target, interrupt_grace=config.interrupt_grace, policy=config.system_calls)
             checks = await check_inputs(target, items.items)
             for warning in checks.warnings:
                 on_warning(warning)
             judge_client = clients.get("judge")
             judge_model = judge_client.settings.spec if judge_client is not None else None
-            evaluation = Evaluation(out, items, target, chosen, k=k, judge_model=judge_model, embed=embed)
+            evaluation = Evaluation(out, items, target, chosen, k=config.k, judge_model=judge_model, embed=embed)
             describe = getattr(target, "describe", None)
             about = {
                 "system_settings": describe() if callable(describe) else {},
@@ -218,7 +161,7 @@ def evaluate(
                 **checks.facts,
                 "qagen_version": __version__,
             }
-            _record_settings(out, items, system_identity(target), about, k, judge_model)
+            _record_settings(out, items, system_identity(target), about, config.k, judge_model)
             stamp = EvalStamp.of(evaluation, about)
             stored = stamp.settled_summary()
             if stored is not None:
@@ -244,6 +187,24 @@ def evaluate(
     summary = summaries[0]
     _raise_if_nothing_succeeded(summary, out)
     return summary
+
+
+def _settings(config: EvalConfig | str | Path | TestSet, deprecated_settings: dict[str, Any]) -> EvalConfig:
+    """`config`, or the settings of the keyword form of earlier versions (deprecated: gone in the next release)."""
+    if isinstance(config, EvalConfig):
+        if deprecated_settings:
+            raise ConfigError(
+                f"evaluate() takes its settings in the EvalConfig: set {', '.join(deprecated_settings)} there "
+                "(`EvalConfig(testset=..., metrics=...)`), not as keywords beside it."
+            )
+        return config
+    warnings.warn(
+        "evaluate(testset, system, out, metrics=..., ...) is deprecated and goes in the next release: pass the "
+        "settings as one EvalConfig, evaluate(EvalConfig(testset=..., metrics=...), system, out).",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return EvalConfig(testset=config, **deprecated_settings)
 
 
 def _with_system_reader(clients: Clients, system: Any) -> Clients:

@@ -36,6 +36,8 @@ from qagen.redaction import redact, redact_url, register_secret
 
 # A key that OpenAI-compatible servers without authentication accept (vLLM, Ollama, llama.cpp).
 _NO_KEY_PLACEHOLDER = "EMPTY"
+DEFAULT_MODEL = "openai:gpt-4o-mini"
+"""The model of every role a run does not name one for."""
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY_FIELDS = frozenset({"api_key", "key", "openai_api_key", "token", "secret"})

@@ -91,19 +91,23 @@ def test_python_settings_and_run_directories_expand_tilde(home: Path) -> None:
 
 def test_a_python_evaluation_into_a_home_path_writes_there(home: Path) -> None:
     from qagen.evaluate.api import evaluate
+    from qagen.evaluate.config import EvalConfig
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
     testset = home / "set.jsonl"
     testset.write_text(json.dumps({"question": "What is x?", "answer": "X."}) + "\n", encoding="utf-8")
     answers = home / "answers.jsonl"
     answers.write_text(json.dumps({"question": "What is x?", "answer": "X."}) + "\n", encoding="utf-8")
-    summary = evaluate(str(testset), AnswersFileSystem(answers), "~/eval", metrics=["text"], progress=False)
+    summary = evaluate(
+        EvalConfig(testset=str(testset), metrics=["text"]), AnswersFileSystem(answers), "~/eval", progress=False
+    )
     assert summary.answered == 1
     assert (home / "eval" / "summary.json").is_file() and not Path("~").exists()
 
 
 def test_the_python_baseline_reads_a_home_corpus(home: Path, fake_llm: Any, corpus: Path) -> None:
     from qagen.evaluate.api import evaluate
+    from qagen.evaluate.config import EvalConfig
     from qagen.evaluate.systems.bundled import rag_baseline
 
     (home / "docs").symlink_to(corpus)
@@ -111,6 +115,9 @@ def test_the_python_baseline_reads_a_home_corpus(home: Path, fake_llm: Any, corp
     testset.write_text(json.dumps({"question": "What is x?", "answer": "X."}) + "\n", encoding="utf-8")
     baseline = rag_baseline("~/docs", chunk_size=400, progress=False, index_dir=home / "indexes")
     summary = evaluate(
-        testset, baseline, home / "eval", metrics=["retrieval"], reader=fake_llm.client(), progress=False
+        EvalConfig(testset=testset, metrics=["retrieval"], reader=fake_llm.client()),
+        baseline,
+        home / "eval",
+        progress=False,
     )
     assert summary.answered == 1

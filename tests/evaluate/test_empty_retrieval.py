@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from qagen.cli.app import main
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.metrics.scoring import EVIDENCE_COLUMNS
 from qagen.evaluate.report import comparison_table, load_runs
 
@@ -47,10 +48,10 @@ def test_an_empty_retrieval_scores_zero_only_for_a_system_that_reports_retrieval
             raise RuntimeError("down")
         return retriever(question)
 
-    options: dict[str, Any] = {"metrics": ["retrieval", "text"], "judge": None, "progress": False}
-    evaluate(testset, retriever, tmp_path / "retriever", **options)
-    evaluate(testset, plain, tmp_path / "plain", **options)
-    evaluate(testset, broken, tmp_path / "broken", **options)
+    config = EvalConfig(testset=testset, metrics=["retrieval", "text"], judge=None)
+    evaluate(config, retriever, tmp_path / "retriever", progress=False)
+    evaluate(config, plain, tmp_path / "plain", progress=False)
+    evaluate(config, broken, tmp_path / "broken", progress=False)
 
     def column(name: str, metric: str) -> list[float | None]:
         lines = (tmp_path / name / "results.jsonl").read_text().splitlines()
@@ -97,13 +98,8 @@ def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_pair
         return "The answer is 1."
 
     metrics = ["ragas", "grounded", "retrieval_relevant"]
-    options: dict[str, Any] = {
-        "metrics": metrics,
-        "judge": fake_llm.client(),
-        "progress": False,
-        "concurrency": 1,
-    }
-    stats = evaluate(testset, sometimes, tmp_path / "sometimes", **options)
+    config = EvalConfig(testset=testset, metrics=metrics, judge=fake_llm.client(), concurrency=1)
+    stats = evaluate(config, sometimes, tmp_path / "sometimes", progress=False)
     rows = [json.loads(line) for line in (tmp_path / "sometimes" / "results.jsonl").read_text().splitlines()]
     for row in rows[:3]:
         for metric in CONTEXT_METRICS:
@@ -129,7 +125,7 @@ def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_pair
         lower += summary.mean < sum(judged_before) / 3
     assert lower >= 3  # the stand-in supported some of what was retrieved: retrieving nothing now costs
 
-    evaluate(testset, always, tmp_path / "always", **options)
+    evaluate(config, always, tmp_path / "always", progress=False)
     runs = load_runs([tmp_path / "always", tmp_path / "sometimes"])
     for metric in CONTEXT_METRICS:
         assert len(runs[0].values(metric).keys() & runs[1].values(metric).keys()) == 6, metric
@@ -143,7 +139,7 @@ def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_pair
 
     # A system that never reports contexts is not judged on them, and no call is made for them.
     calls = len(fake_llm.log)
-    plain_stats = evaluate(testset, plain, tmp_path / "plain", **options)
+    plain_stats = evaluate(config, plain, tmp_path / "plain", progress=False)
     for metric in (*CONTEXT_METRICS, "faithfulness"):
         assert plain_stats.judges[metric].not_judged == {"no_contexts": 6}
         assert plain_stats.metrics[metric].mean is None

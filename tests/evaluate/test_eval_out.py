@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 from qagen.cli.app import main
 from qagen.errors import QagenError
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
 QUESTION = {"question": "What is x?", "answer": "X."}
@@ -76,10 +77,10 @@ def test_a_new_an_empty_and_an_existing_evaluation_folder_are_taken(inputs: tupl
 def test_the_python_api_refuses_a_file_and_a_foreign_folder(inputs: tuple[Path, Path], tmp_path: Path) -> None:
     testset, answers = inputs
     with pytest.raises(QagenError, match=r"is a file; `out` must be a folder") as raised:
-        evaluate(testset, AnswersFileSystem(answers), testset, metrics=["text"], progress=False)
+        evaluate(EvalConfig(testset=testset, metrics=["text"]), AnswersFileSystem(answers), testset, progress=False)
     assert raised.value.settings == ("out",)
     with pytest.raises(QagenError, match=r"is no qagen evaluation \(no eval.json\); choose another `out`"):
-        evaluate(testset, AnswersFileSystem(answers), tmp_path, metrics=["text"], progress=False)
+        evaluate(EvalConfig(testset=testset, metrics=["text"]), AnswersFileSystem(answers), tmp_path, progress=False)
 
 
 def _grid(llm: Any, inputs: tuple[Path, Path], corpus: Path, out: Path) -> Result:

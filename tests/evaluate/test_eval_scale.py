@@ -18,6 +18,7 @@ from qagen.corpus.index_cache import index_cache_dir
 from qagen.errors import QagenError
 from qagen.evaluate import results as results_module
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.report import EvalRun, comparison_table
 from qagen.evaluate.runner import Evaluation
 from qagen.evaluate.stamp import STAMP_FILE
@@ -140,8 +141,8 @@ def test_a_rerun_scores_each_question_once_and_writes_what_a_fresh_scoring_write
         return real(item, *args, **kwargs)
 
     monkeypatch.setattr(results_module, "deterministic_metrics", counting)
-    options: dict[str, Any] = {"metrics": ["retrieval", "text"], "judge": None, "progress": False, "concurrency": 1}
-    first = evaluate(testset, retriever, tmp_path / "eval", **options)
+    config = EvalConfig(testset=testset, metrics=["retrieval", "text"], judge=None, concurrency=1)
+    first = evaluate(config, retriever, tmp_path / "eval", progress=False)
     # Once per question during the run, and again at the end only for Q0 and Q1, whose rows were
     # made before the run had shown that the system reports contexts.
     assert len(scored) == 12 + 2
@@ -149,13 +150,13 @@ def test_a_rerun_scores_each_question_once_and_writes_what_a_fresh_scoring_write
     assert [json.loads(line)["hit@k"] for line in first_rows.splitlines()][:3] == [0.0, 0.0, 1.0]
 
     scored.clear()
-    assert evaluate(testset, retriever, tmp_path / "eval", **options) == first
+    assert evaluate(config, retriever, tmp_path / "eval", progress=False) == first
     assert scored == []  # nothing changed: the stamp holds (tests/evaluate/test_eval_stamp.py)
 
     # Without the stamp the re-run takes the full path; still each question is scored once, not twice.
     (tmp_path / "eval" / STAMP_FILE).unlink()
     written = (tmp_path / "eval" / "results.jsonl").stat().st_ino
-    again = evaluate(testset, retriever, tmp_path / "eval", **options)
+    again = evaluate(config, retriever, tmp_path / "eval", progress=False)
     assert len(scored) == 12
     assert again.metrics == first.metrics
     assert (tmp_path / "eval" / "results.jsonl").read_text() == first_rows

@@ -16,6 +16,7 @@ from fake_llm import FakeLLM
 from qagen.cli.app import main
 from qagen.evaluate import results as results_module
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.metrics.scoring import Reported
 from qagen.evaluate.records import EvalSummary, JudgeVerdict, RagOutput
 from qagen.evaluate.stamp import STAMP_FILE, question_settled
@@ -70,10 +71,11 @@ class Setup:
         self.judge = judge
         self.log = log
 
-    def evaluate(self, **options: Any) -> EvalSummary:
-        settings: dict[str, Any] = {"metrics": ["correctness", "retrieval", "text"], "judge": self.judge}
-        settings.update(progress=False, concurrency=1, **options)
-        return evaluate(self.testset, AnswersFileSystem(self.answers), self.out, **settings)
+    def evaluate(self, **settings: Any) -> EvalSummary:
+        config = EvalConfig(
+            testset=self.testset, metrics=["correctness", "retrieval", "text"], judge=self.judge, concurrency=1
+        )
+        return evaluate(config.replace(**settings), AnswersFileSystem(self.answers), self.out, progress=False)
 
     def calls(self) -> int:
         return sum(entry["method"] == "POST" for entry in self.log())
@@ -157,11 +159,11 @@ def test_a_system_that_failed_to_answer_is_asked_again_not_stamped(tmp_path: Pat
             raise RuntimeError("server down")
         return "Answer."
 
-    options: dict[str, Any] = {"metrics": ["text"], "judge": None, "progress": False}
-    assert evaluate(testset, system, tmp_path / "eval", **options).answered == 3
+    config = EvalConfig(testset=testset, metrics=["text"], judge=None)
+    assert evaluate(config, system, tmp_path / "eval", progress=False).answered == 3
     assert not (tmp_path / "eval" / STAMP_FILE).exists()
     down.clear()
-    assert evaluate(testset, system, tmp_path / "eval", **options).answered == 4
+    assert evaluate(config, system, tmp_path / "eval", progress=False).answered == 4
     assert (tmp_path / "eval" / STAMP_FILE).exists()
 
 

@@ -26,6 +26,7 @@ from langchain_core.runnables import RunnableLambda
 from qagen.cli.app import main
 from qagen.corpus.index_cache import index_cache_dir
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.testset import load_testset
 from qagen.llm.client import ModelSettings
 from standins.corpus import write_corpus
@@ -294,11 +295,13 @@ def test_http_endpoint(built: Built, endpoint: str, tmp_path: Path) -> None:
 def test_langchain_runnable_from_python(built: Built, tmp_path: Path) -> None:
     since = len(built.server.log)
     stats = evaluate(
-        str(built.run),
+        EvalConfig(
+            testset=str(built.run),
+            metrics=["correctness", "retrieval"],
+            judge=ModelSettings(spec="openai:stand-in", base_url=built.server.base_url),
+        ),
         RunnableLambda(_fake_rag),
         tmp_path / "eval",
-        metrics=["correctness", "retrieval"],
-        judge=ModelSettings(spec="openai:stand-in", base_url=built.server.base_url),
         progress=False,
     )
     _check_fake_rag_rows(tmp_path / "eval", built.server, since)
@@ -427,12 +430,14 @@ def test_answer_relevancy_with_embeddings_from_python(built: Built, tmp_path: Pa
     embedder = DeterministicFakeEmbedding(size=16)
     since = len(built.server.log)
     stats = evaluate(
-        built.run,
+        EvalConfig(
+            testset=built.run,
+            metrics=["answer_relevancy"],
+            judge=ModelSettings(spec="openai:stand-in", base_url=built.server.base_url),
+            embeddings=embedder,
+        ),
         system,
         tmp_path / "eval",
-        metrics=["answer_relevancy"],
-        judge=ModelSettings(spec="openai:stand-in", base_url=built.server.base_url),
-        embeddings=embedder,
         progress=False,
     )
     said = sent(built.server, since)

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from qagen.errors import ConfigError
-from qagen.evaluate.api import evaluate, select_metrics
+from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig, select_metrics
 from qagen.evaluate.judges.graders import render_grader
 from qagen.evaluate.judges.parsing import parse_grade
 from qagen.evaluate.judges.ragas import (
@@ -224,11 +225,9 @@ def test_unreadable_verdicts_are_counted_by_reason_never_scored(fake_llm: Any, t
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
     stats = evaluate(
-        testset,
+        EvalConfig(testset=testset, metrics=["correctness", "grounded"], judge=fake_llm.client()),
         AnswersFileSystem(answers),
         tmp_path / "eval",
-        metrics=["correctness", "grounded"],
-        judge=fake_llm.client(),
         progress=False,
     )
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
@@ -258,14 +257,14 @@ def test_failed_judge_calls_are_retried_on_the_next_run(llm: Any, tmp_path: Path
     testset = _testset(tmp_path / "set.jsonl", 20)
     answers = _answers_file(tmp_path / "answers.jsonl", [f"What is item {i}?" for i in range(20)])
     judge = ModelSettings(spec="openai:stand-in", base_url=llm.base_url, max_retries=0)
-    options: dict[str, Any] = {"metrics": ["correctness"], "judge": judge, "progress": False}
+    config = EvalConfig(testset=testset, metrics=["correctness"], judge=judge)
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
-    first = evaluate(testset, AnswersFileSystem(answers), tmp_path / "eval", **options)
+    first = evaluate(config, AnswersFileSystem(answers), tmp_path / "eval", progress=False)
     failures = first.judges["correctness"].failures
     assert failures == {"api_error:server_error": first.judges["correctness"].failed} and failures
     calls = len(llm.log)
-    second = evaluate(testset, AnswersFileSystem(answers), tmp_path / "eval", **options)
+    second = evaluate(config, AnswersFileSystem(answers), tmp_path / "eval", progress=False)
     assert len(llm.log) - calls == first.judges["correctness"].failed  # only the failed calls again
     assert second.judges["correctness"].model_dump() | {"prompts": {}} == {
         "judged": 20, "retrieved_nothing": 0, "failed": 0, "failures": {}, "not_judged": {}, "undefined": {},
@@ -280,16 +279,13 @@ def test_an_edited_answers_file_is_judged_afresh(fake_llm: Any, tmp_path: Path) 
     judge = fake_llm.client()
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
-    evaluate(
-        testset, AnswersFileSystem(answers), tmp_path / "eval", metrics=["correctness"], judge=judge, progress=False
-    )
+    config = EvalConfig(testset=testset, metrics=["correctness"], judge=judge)
+    evaluate(config, AnswersFileSystem(answers), tmp_path / "eval", progress=False)
     calls = len(fake_llm.log)
     lines = answers.read_text().splitlines()
     lines[0] = json.dumps({"question": questions[0], "answer": "Something else entirely."})
     answers.write_text("\n".join(lines) + "\n")
-    evaluate(
-        testset, AnswersFileSystem(answers), tmp_path / "eval", metrics=["correctness"], judge=judge, progress=False
-    )
+    evaluate(config, AnswersFileSystem(answers), tmp_path / "eval", progress=False)
     assert len(fake_llm.log) - calls == 1
     rows = [json.loads(line) for line in (tmp_path / "eval" / "results.jsonl").read_text().splitlines()]
     assert rows[0]["generated_answer"] == "Something else entirely."

@@ -21,6 +21,7 @@ import pytest
 
 import qagen
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.records import RagOutput
 from qagen.evaluate.systems.callable import CallableSystem
 from qagen.evaluate.systems.protocol import AnswerInterrupted
@@ -62,10 +63,13 @@ NOTEBOOK = (
     + """
 import asyncio, sys
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
+from qagen.evaluate.config import EvalConfig
 import slow_rag
 
 async def cell():
-    evaluate("set.jsonl", slow_rag.answer, "eval", metrics=["text"], progress=False, interrupt_grace=float(sys.argv[1]))
+    config = EvalConfig(testset="set.jsonl", metrics=["text"], interrupt_grace=float(sys.argv[1]))
+    evaluate(config, slow_rag.answer, "eval", progress=False)
 
 try:
     asyncio.new_event_loop().run_until_complete(cell())
@@ -225,5 +229,7 @@ def test_sync_functions_still_run_side_by_side(tmp_path: Path) -> None:
         barrier.wait()  # breaks (and fails the call) unless all eight are in flight at once
         return "A."
 
-    stats = evaluate(testset, together, tmp_path / "eval", metrics=["text"], progress=False, concurrency=8)
+    stats = evaluate(
+        EvalConfig(testset=testset, metrics=["text"], concurrency=8), together, tmp_path / "eval", progress=False
+    )
     assert stats.answered == 8

@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from qagen.errors import ConfigError
-from qagen.evaluate.api import select_metrics
+from qagen.evaluate.config import select_metrics
 from qagen.evaluate.judges.registry import LLM_METRICS, metric_groups, register_grader, unregister_metric
 from qagen.review.eval_answers import judges
 

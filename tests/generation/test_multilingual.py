@@ -29,6 +29,7 @@ from qagen.cli.app import main
 from qagen.corpus.chunk import ChunkStats, chunk_documents, make_splitter
 from qagen.corpus.load.documents import CorpusReport, iter_documents
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.systems import baseline as baseline_module
 from qagen.evaluate.systems.baseline import Baseline
 from qagen.evaluate.systems.bundled import rag_baseline
@@ -512,16 +513,9 @@ def test_evaluating_bm25_on_a_chinese_test_set(builds: Builds, fresh_bm25_memory
     built = builds.runs["zh"]
     model = ModelSettings(spec="openai:stand-in", base_url=builds.llm.base_url)
 
-    summary = evaluate(
-        str(built.run),
-        rag_baseline(built.corpus, chunk_size=CHUNK_SIZES["zh"], k=3, progress=False),
-        tmp_path / "eval",
-        metrics=["correctness", "retrieval"],
-        judge=model,
-        reader=model,
-        k=3,
-        progress=False,
-    )
+    config = EvalConfig(testset=built.run, metrics=["correctness", "retrieval"], judge=model, reader=model, k=3)
+    baseline = rag_baseline(built.corpus, chunk_size=CHUNK_SIZES["zh"], k=3, progress=False)
+    summary = evaluate(config, baseline, tmp_path / "eval", progress=False)
     kept = len(rows(built.run, "dataset"))
     assert summary.questions == summary.answered == kept
     # Questions drafted from Chinese chunks find their own document among the top 3.

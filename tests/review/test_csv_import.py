@@ -116,6 +116,7 @@ def _evaluation_with_formulas(tmp_path: Path) -> Path:
     """An evaluation whose question, reference and answer (and id) each begin as a formula does:
     third-party documents can carry such text, and a model can write it."""
     from qagen.evaluate.api import evaluate
+    from qagen.evaluate.config import EvalConfig
     from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
     row = {"id": "-7", "question": FORMULAS["question"], "answer": FORMULAS["reference"]}
@@ -123,7 +124,9 @@ def _evaluation_with_formulas(tmp_path: Path) -> Path:
     testset.write_text(json.dumps(row) + "\n", encoding="utf-8")
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({**row, "answer": FORMULAS["answer"]}) + "\n", encoding="utf-8")
-    evaluate(testset, AnswersFileSystem(answers), tmp_path / "eval", metrics=["text"], progress=False)
+    evaluate(
+        EvalConfig(testset=testset, metrics=["text"]), AnswersFileSystem(answers), tmp_path / "eval", progress=False
+    )
     return tmp_path / "eval"
 
 

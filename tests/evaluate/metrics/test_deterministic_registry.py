@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from qagen.errors import ConfigError
-from qagen.evaluate.api import select_metrics
+from qagen.evaluate.config import select_metrics
 from qagen.evaluate.judges.registry import metric_groups
 from qagen.evaluate.metric_columns import scale_notes
 from qagen.evaluate.metrics.scoring import (

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from qagen.cli.app import main
 from qagen.errors import ConfigError
 from qagen.evaluate.api import evaluate
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.records import EvalItem
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 
@@ -135,7 +136,13 @@ def test_evaluate_warns_and_records_the_unmatched_rows_in_the_summary(tmp_path: 
     testset = write_testset(tmp_path / "set.jsonl", QUESTIONS)
     warnings: list[str] = []
     system = answers(tmp_path / "answers.jsonl", ROWS)
-    stats = evaluate(testset, system, tmp_path / "eval", metrics=["text"], progress=False, on_warning=warnings.append)
+    stats = evaluate(
+        EvalConfig(testset=testset, metrics=["text"]),
+        system,
+        tmp_path / "eval",
+        progress=False,
+        on_warning=warnings.append,
+    )
     assert len(warnings) == 1 and warnings[0].startswith("2 of the 4 rows of the answers file answers.jsonl match no")
     assert "line 3: 'What is item 9?'; line 4: 'What is item 10?'" in warnings[0]
     assert stats.about["warnings"] == warnings

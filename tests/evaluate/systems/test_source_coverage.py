@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from qagen.cli.app import main
 from qagen.evaluate.api import evaluate, rag_baseline
+from qagen.evaluate.config import EvalConfig
 from qagen.evaluate.input_checks import normalize_source, source_coverage
 from standins.corpus import write_corpus
 
@@ -76,11 +77,9 @@ def test_evaluate_warns_before_scoring_and_keeps_the_warning(fake_llm: Any, tmp_
     testset = _testset(tmp_path / "set.jsonl", [names[0], names[1], "gone.md"])
     warnings: list[str] = []
     stats = evaluate(
-        testset,
+        EvalConfig(testset=testset, metrics=["retrieval"], reader=fake_llm.client()),
         rag_baseline(corpus, chunk_size=400, progress=False),
         tmp_path / "eval",
-        metrics=["retrieval"],
-        reader=fake_llm.client(),
         progress=False,
         on_warning=warnings.append,
     )
