@@ -300,7 +300,7 @@ def test_every_python_snippet_works(readme_env: dict[str, Any], page: Path) -> N
     for index, snippet in enumerate(snippets):
         work = _workdir(readme_env, f"python{index}")
         code = prelude + _substitute(snippet, readme_env).replace('Path("run")', 'Path("run-py")').replace(
-            '"run", my_rag_function', '"run-py", my_rag_function'
+            'testset="run"', 'testset="run-py"'
         )
         if "build(config" not in code:
             code = code.replace("run-py", "run")

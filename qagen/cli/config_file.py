@@ -444,6 +444,11 @@ def reference_markdown() -> str:
         "often; every flag below keeps working. Secrets have no key: the keys name the environment",
         "variables that hold them (`api_key_env`), and the Hub token is read from `HF_TOKEN`.",
         "",
+        "From Python the same settings are the fields of `qagen.BuildConfig` and `qagen.EvalConfig`, which",
+        "`qagen.build` and `qagen.evaluate` take ([From Python](python.md)). An `EvalConfig` is one evaluation:",
+        "the test set, the metrics, the reader, the judge and the calls; the keys that choose the system under",
+        "test, a grid of settings and where the results go are the command's.",
+        "",
         "This page is generated from the settings (`python -m qagen.cli.config_file`); a test keeps it so.",
         "",
         # A link to a file outside docs/ would not resolve on the documentation site (mkdocs --strict).
