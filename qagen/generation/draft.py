@@ -74,7 +74,9 @@ class DraftTask(SingleCallTask[Passages, Draft]):
         return user_request(self.prompt.render(**values))
 
     def parse(self, item: Passages, reply: Reply) -> Draft:
-        parsed = parse_labelled_qa(reply.text, self.question_type.question_label)
+        parsed = parse_labelled_qa(
+            reply.text, self.question_type.question_label, answer_optional=not self.question_type.answer_drafted
+        )
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
         answer = parsed.answer
         if answer is not None and self.question_type.reference_answer is not None:
