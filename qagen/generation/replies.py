@@ -195,6 +195,35 @@ def parse_labelled_qa(reply: str, label: str, *, answer_optional: bool = False) 
     return ParsedQA(None, None, no_verdict(reply))
 
 
+ECHOED_EXAMPLE_SHARE = 0.6
+"""A question that holds this share of the content words of one of its prompt's example questions
+copies the example (Qwen2.5-1.5B asked "How much slower is acme deploy with --wait ...", and the same
+with difflib put in, in 2 of 16 unanswerable drafts of Python's documentation)."""
+
+
+def prompt_examples(prompt_text: str, label: str) -> tuple[str, ...]:
+    """The example questions a draft prompt shows after the type's label (its template's own
+    `(your ...)` line aside)."""
+    found = []
+    for match in _question_label(label).finditer(prompt_text):
+        line = prompt_text[match.end() :].split("\n", 1)[0].strip()
+        if line and not line.startswith("("):
+            found.append(line)
+    return tuple(found)
+
+
+def echoes_example(question: str, examples: tuple[str, ...]) -> bool:
+    """The drafted question copies one of the prompt's example questions (`ECHOED_EXAMPLE_SHARE`)."""
+    from qagen.generation.checks.words import content_words
+
+    asked = set(content_words(question))
+    for example in examples:
+        words = set(content_words(example))
+        if words and len(words & asked) / len(words) >= ECHOED_EXAMPLE_SHARE:
+            return True
+    return False
+
+
 # A yes/no critic's verdict: the reply's first word, after markdown or an `Answer:` label ("Yes.",
 # "**No**", "Answer: yes, because ..."). A yes or no later in the text is not a verdict: the prompt
 # asks for it first, and a rationale that says "no" about something else must not be read as one.

@@ -204,6 +204,41 @@ def test_an_unanswerable_question_needs_no_answer_line() -> None:
         assert (draft.ok, draft.answer) == ((True, ABSTENTION) if name == "unanswerable" else (False, None)), name
 
 
+@pytest.mark.parametrize(
+    ("question", "copied"),
+    [
+        # Qwen2.5-1.5B's unanswerable drafts of Python's documentation: the example, then the example with difflib in.
+        ("How much slower is acme deploy with --wait than without it on a large cluster?", True),
+        ("How much faster is difflib with --wait than without it on a large cluster?", True),
+        # A drafted question in the example's mould, about the passage's own subject.
+        ("How much memory is used by gzip when compressing a large file?", False),
+        ("How much slower is bisect_right compared to insort_left for large data sets?", False),
+    ],
+)
+def test_a_draft_that_copies_its_prompts_example_is_a_template_echo(question: str, copied: bool) -> None:
+    from qagen.generation.draft import DraftTask
+    from qagen.llm.task import Reply
+    from qagen.question_types import QUESTION_TYPES
+    from qagen.records import Chunk, Passages, Usage
+
+    task = DraftTask("m", question_type=QUESTION_TYPES.get("unanswerable"))
+    assert task.examples == ("How much slower is acme deploy with --wait than without it on a large cluster?",)
+    text = "gzip.open opens a gzip-compressed file."
+    chunk = Chunk(id="c", source="gzip.rst", text=text, start_index=0, end_index=len(text))
+    reply = Reply(text=f"Unanswerable question: {question}\nAnswer: Not said.", usage=Usage())
+    draft = task.parse(Passages(question_type="unanswerable", chunks=(chunk,)), reply)
+    assert (draft.failure.kind if draft.failure else None) == ("template_echo" if copied else None)
+
+
+def test_every_bundled_draft_prompt_shows_an_example_it_can_recognise() -> None:
+    from qagen.generation.draft import DraftTask
+    from qagen.question_types import QUESTION_TYPES
+
+    examples = {spec.name: DraftTask("m", question_type=spec).examples for spec in QUESTION_TYPES}
+    assert examples["factoid"] == ()  # the notebook's prompt shows none
+    assert all(examples[name] for name in ("multi_hop", "unanswerable", "reworded")), examples
+
+
 _reply_text = st.text(
     alphabet=st.sampled_from(list("Total rating:Evaluation Feedback::: Answer Factoid question 0123456789./-*\n ")),
     max_size=200,
