@@ -348,8 +348,8 @@ def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
 
 
 def _reader_value(critique: Critique, *, lone: bool) -> float | None:
-    """A reader's verdict from its measured agreement (5 agrees, 1 does not; a lone reader the other way
-    round: its passage alone should not answer); its score otherwise."""
+    """A reader's verdict from its measured agreement (5 agrees, 1 does not; a lone reader 1 when its
+    answer holds the drafted one: its passage alone should not answer); its score otherwise."""
     if critique.agreement is None or critique.score is None:
         return critique.score
     if lone:
