@@ -50,9 +50,8 @@ CriticScale = Literal["rating", "yes_no", "reader", "lone_reader"]
   et al. 2019): 5 when its answer agrees with the drafted one, 1 when it differs or it says the
   passages do not answer it;
 - `lone_reader`: the same reader given one of a draft's passages (its prompt reads `{first_context}`
-  or `{second_context}`): 1 when its answer holds the drafted one (`LONE_READER_HOLDS`: that passage
-  alone answers a question that should need both), 5 when it holds less (one fact of two) or it finds
-  no answer.
+  or `{second_context}`): 1 when its answer agrees with the drafted one (that passage alone answers a
+  question that should need both), 5 when it differs or it finds no answer.
 """
 
 Vetting = Literal["cookbook", "checks"]
@@ -71,12 +70,6 @@ READER_AGREEMENT = 0.5
 """A reader's answer agrees with the drafted one at this agreement or above (`Critique.agreement`: the
 larger of token F1 and the share of the drafted answer's words it holds). Set between the 0.4 and 0.6
 of issue 28's probes, not tuned; applied when filtering, so a changed value re-filters the same records."""
-
-LONE_READER_HOLDS = 0.6
-"""A passage alone answers a question that should need two when the answer its reader gives holds this
-share of the drafted answer's words (`Critique.agreement` of a lone reader): one fact of a two-fact
-answer holds about half, so a question that asks for a fact from each passage is not single-hop. The
-single-hop drafts of the reviewed Python sets held 0.57-0.92 (benchmarks/bench_signals.py)."""
 
 NOT_ANSWERED_BY_PASSAGE = "not_answered_by_passage"
 """The reason a reader check gives a draft whose passages, the reader says, do not answer its question."""
@@ -348,13 +341,11 @@ def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
 
 
 def _reader_value(critique: Critique, *, lone: bool) -> float | None:
-    """A reader's verdict from its measured agreement (5 agrees, 1 does not; a lone reader 1 when its
-    answer holds the drafted one: its passage alone should not answer); its score otherwise."""
+    """A reader's verdict from its measured agreement (5 agrees, 1 does not; a lone reader the other way
+    round: its passage alone should not answer); its score otherwise."""
     if critique.agreement is None or critique.score is None:
         return critique.score
-    if lone:
-        return 1 if critique.agreement >= LONE_READER_HOLDS else 5
-    return 5 if critique.agreement >= READER_AGREEMENT else 1
+    return 5 if (critique.agreement >= READER_AGREEMENT) != lone else 1
 
 
 def passes(spec: CriticSpec, critique: Critique, threshold: int) -> bool:

@@ -166,8 +166,7 @@ class Critique(TaskOutput):
     agreement: float | None = Field(
         default=None,
         description="A reader check's agreement of its answer with the drafted one (0-1: the larger of token F1 "
-        "and the share of the drafted answer's words in the reader's; a lone reader's, that share alone); None "
-        "for other critics.",
+        "and the share of the drafted answer's words in the reader's); None for other critics.",
     )
 
 

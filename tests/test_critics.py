@@ -125,32 +125,3 @@ def test_a_readers_agreement_is_judged_when_filtering() -> None:
     assert passes(reader, read(1, READER_AGREEMENT, "git gc"), 4)  # the stored score does not decide
     assert not passes(reader, read(5, READER_AGREEMENT - 0.01, "git gc"), 4)
     assert not passes(reader, read(1, None, None), 4)  # no answer found: its score
-
-
-def test_a_lone_reader_rejects_only_when_its_passage_holds_the_whole_drafted_answer() -> None:
-    from qagen.critics import passes
-    from qagen.generation.critique import CriticTask, Drafted
-    from qagen.llm.prompts import load_prompt
-    from qagen.llm.task import Reply
-    from qagen.question_types.multi_hop import FIRST_ALONE
-    from qagen.records import Chunk, Draft, Passages, Usage
-
-    texts = ("The level argument of compress defaults to -1.", "open's mode defaults to 'rb'.")
-    chunks = tuple(
-        Chunk(id=f"c{n}", source=f"{n}.rst", text=text, start_index=0, end_index=len(text))
-        for n, text in enumerate(texts)
-    )
-    draft = Draft(
-        id="d", model="m", chunk_id="c0", prompt_hash="h",
-        question="What does zlib.compress's level default to, and gzip.open's mode?",
-        answer="compress's level defaults to -1; gzip.open's mode defaults to 'rb'.",
-    )  # fmt: skip
-    item = Drafted(draft, Passages(question_type="multi_hop", chunks=chunks))
-    task = CriticTask("first_alone", "m", load_prompt(FIRST_ALONE.prompt), scale=FIRST_ALONE.scale)
-
-    def passes_with(answer: str) -> bool:
-        return passes(FIRST_ALONE, task.parse(item, Reply(text=answer, usage=Usage())), 4)
-
-    assert passes_with("The level defaults to -1.")  # one fact of the two: the question still needs both passages
-    assert not passes_with("compress's level defaults to -1; gzip.open's mode defaults to 'rb'")  # single-hop
-    assert passes_with("NOT IN PASSAGE")

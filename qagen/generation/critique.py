@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from qagen.corpus.squad import squad_tokens, token_f1
-from qagen.critics import CRITICS, LONE_READER_HOLDS, READER_AGREEMENT, CriticScale, default_prompt
+from qagen.critics import CRITICS, READER_AGREEMENT, CriticScale, default_prompt
 from qagen.failures import Failure, FailureKind
 from qagen.generation.replies import parse_rating, parse_reader_answer, parse_yes_no
 from qagen.llm.prompts import Prompt
@@ -38,16 +38,11 @@ def answer_agreement(read: str, drafted: str) -> float:
     """How far a reader's answer agrees with the drafted one: the larger of their SQuAD token F1 and
     the share of the drafted answer's tokens the reader's holds (a reader that answers in a sentence
     around the drafted phrase agrees)."""
-    return max(token_f1(read, drafted), answer_held(read, drafted))
-
-
-def answer_held(read: str, drafted: str) -> float:
-    """The share of the drafted answer's SQuAD tokens a reader's answer holds (its F1 when the drafted
-    answer has none)."""
     drafted_tokens = Counter(squad_tokens(drafted))
     if not drafted_tokens:
         return token_f1(read, drafted)
-    return sum((drafted_tokens & Counter(squad_tokens(read))).values()) / sum(drafted_tokens.values())
+    held = sum((drafted_tokens & Counter(squad_tokens(read))).values()) / sum(drafted_tokens.values())
+    return max(token_f1(read, drafted), held)
 
 
 NOTHING_FOUND = "(The search found no passage that shares a word with the question.)"
@@ -150,12 +145,10 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
             if read.answer is None:  # the reader says the passages do not answer the question
                 score = YES_SCORE if self.scale == "lone_reader" else NO_SCORE
                 return self._record(item, None, reply.verbatim, reply, score, None)
-            if self.scale == "lone_reader":  # one passage alone should not hold the whole drafted answer
-                agreement = answer_held(read.answer, item.draft.answer or "")
-                score = NO_SCORE if agreement >= LONE_READER_HOLDS else YES_SCORE
-            else:
-                agreement = answer_agreement(read.answer, item.draft.answer or "")
-                score = YES_SCORE if agreement >= READER_AGREEMENT else NO_SCORE
+            agreement = answer_agreement(read.answer, item.draft.answer or "")
+            score = YES_SCORE if agreement >= READER_AGREEMENT else NO_SCORE
+            if self.scale == "lone_reader":  # one passage alone should not answer as both do
+                score = YES_SCORE + NO_SCORE - score
             return self._record(item, None, reply.verbatim, reply, score, read.answer, agreement=agreement)
         parsed = parse_rating(reply.text)
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
