@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from qagen.failures import Failure, FailureKind
-from qagen.generation.replies import parse_labelled_qa
+from qagen.generation.replies import echoes_example, parse_labelled_qa, prompt_examples
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
 from qagen.llm.untrusted import neutralize
@@ -43,6 +43,7 @@ class DraftTask(SingleCallTask[Passages, Draft]):
         self.name = "draft" if question_type is FACTOID else f"draft:{question_type.name}"
         self.prompt = prompt or question_type.load_prompt(question_type.draft_prompt)
         self.prompts = (self.prompt,)
+        self.examples = prompt_examples(self.prompt.text, question_type.question_label)
 
     def key(self, item: Passages) -> str:
         """The same passages, prompt and model never cost a second call (the prompt names the type;
@@ -74,8 +75,12 @@ class DraftTask(SingleCallTask[Passages, Draft]):
         return user_request(self.prompt.render(**values))
 
     def parse(self, item: Passages, reply: Reply) -> Draft:
-        parsed = parse_labelled_qa(reply.text, self.question_type.question_label)
+        parsed = parse_labelled_qa(
+            reply.text, self.question_type.question_label, answer_optional=not self.question_type.answer_drafted
+        )
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
+        if failure is None and echoes_example(parsed.question or "", self.examples):
+            failure = Failure.of(FailureKind.TEMPLATE_ECHO, "the question copies the prompt's example")
         answer = parsed.answer
         if answer is not None and self.question_type.reference_answer is not None:
             answer = self.question_type.reference_answer(answer)

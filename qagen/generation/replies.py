@@ -162,9 +162,10 @@ def parse_factoid_qa(reply: str) -> ParsedQA:
     return parse_labelled_qa(reply, FACTOID_LABEL)
 
 
-def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
+def parse_labelled_qa(reply: str, label: str, *, answer_optional: bool = False) -> ParsedQA:
     """Read `<label>: ... Answer: ...` (and an optional `Evidence: ...` line after the answer) from a
-    generator's reply (`label`: a question type's)."""
+    generator's reply (`label`: a question type's). `answer_optional`: a question with no `Answer:`
+    line after it is read, its answer empty (a type whose reference answer is not the drafted one)."""
     labelled = _question_label(label)
     for block in verdict_blocks(_ECHOED_EVIDENCE_LINE.sub("", reply)):
         question_label = labelled.search(block) or _UNLABELLED_QUESTION.match(block)
@@ -172,10 +173,10 @@ def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
             continue
         rest = block[question_label.end() :] if question_label.re is not _UNLABELLED_QUESTION else block
         answer_label = _ANSWER_LABEL.search(rest)
-        if answer_label is None:
+        if answer_label is None and not answer_optional:
             return ParsedQA(None, None, FailureKind.NO_ANSWER)
-        question = rest[: answer_label.start()].strip()
-        answer = rest[answer_label.end() :]
+        question = (rest if answer_label is None else rest[: answer_label.start()]).strip()
+        answer = "" if answer_label is None else rest[answer_label.end() :]
         # A model that drafts several pairs in one block: keep the first pair only.
         next_question = labelled.search(answer)
         if next_question is not None:
@@ -188,10 +189,39 @@ def parse_labelled_qa(reply: str, label: str) -> ParsedQA:
         answer = answer.strip()
         if not question:
             return ParsedQA(None, None, FailureKind.EMPTY_QUESTION)
-        if not answer:
+        if not answer and not answer_optional:
             return ParsedQA(None, None, FailureKind.EMPTY_ANSWER)
         return ParsedQA(question, answer, "", evidence)
     return ParsedQA(None, None, no_verdict(reply))
+
+
+ECHOED_EXAMPLE_SHARE = 0.6
+"""A question that holds this share of the content words of one of its prompt's example questions
+copies the example (Qwen2.5-1.5B asked "How much slower is acme deploy with --wait ...", and the same
+with difflib put in, in 2 of 16 unanswerable drafts of Python's documentation)."""
+
+
+def prompt_examples(prompt_text: str, label: str) -> tuple[str, ...]:
+    """The example questions a draft prompt shows after the type's label (its template's own
+    `(your ...)` line aside)."""
+    found = []
+    for match in _question_label(label).finditer(prompt_text):
+        line = prompt_text[match.end() :].split("\n", 1)[0].strip()
+        if line and not line.startswith("("):
+            found.append(line)
+    return tuple(found)
+
+
+def echoes_example(question: str, examples: tuple[str, ...]) -> bool:
+    """The drafted question copies one of the prompt's example questions (`ECHOED_EXAMPLE_SHARE`)."""
+    from qagen.generation.checks.words import content_words
+
+    asked = set(content_words(question))
+    for example in examples:
+        words = set(content_words(example))
+        if words and len(words & asked) / len(words) >= ECHOED_EXAMPLE_SHARE:
+            return True
+    return False
 
 
 # A yes/no critic's verdict: the reply's first word, after markdown or an `Answer:` label ("Yes.",

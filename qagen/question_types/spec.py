@@ -100,6 +100,10 @@ class QuestionTypeSpec:
     """A free check of its drafts before any critic (the reworded type's word-overlap bound)."""
     reference_answer: Callable[[str], str] | None = None
     """The reference answer made from the drafted one; None: the drafted answer as it is."""
+    answer_drafted: bool = True
+    """The reference answer comes from the drafted one. False: `reference_answer` makes it without it
+    (an abstention), so a reply with a question and no `Answer:` line is a draft: a small model often
+    stops after an unanswerable question (3 of 16 of Qwen2.5-1.5B's on Python's documentation)."""
     not_vetted_by: tuple[str, ...] = ()
     """Critics of the build that do not apply to it, so are not asked of its drafts (an unanswerable
     question's answer is an abstention: no passage supports it)."""

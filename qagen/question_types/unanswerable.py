@@ -42,6 +42,7 @@ UNANSWERABLE = QuestionTypeSpec(
     own_critics=(NOT_IN_CORPUS,),
     not_vetted_by=("supported",),
     reference_answer=lambda drafted: ABSTENTION,
+    answer_drafted=False,
     answer_in_passages=False,
     scoring="abstention",
 )

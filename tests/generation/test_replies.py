@@ -181,6 +181,64 @@ def test_a_bare_question_label_is_read_for_every_type(
     assert (parsed.question, parsed.answer, parsed.reason) == (question, answer, reason)
 
 
+def test_an_unanswerable_question_needs_no_answer_line() -> None:
+    from qagen.generation.draft import DraftTask
+    from qagen.llm.task import Reply
+    from qagen.question_types import QUESTION_TYPES
+    from qagen.question_types.unanswerable import ABSTENTION
+    from qagen.records import Chunk, Passages, Usage
+
+    # Qwen2.5-1.5B stopped after 3 of its 16 unanswerable questions on Python's documentation.
+    replies = ("Unanswerable question: How many hours does calendar.prcal take?", "Question: How fast is bisect?\n")
+    for reply in replies:
+        parsed = parse_labelled_qa(reply, "Unanswerable question", answer_optional=True)
+        assert parsed.reason == "" and parsed.question is not None and parsed.question.endswith("?")
+        assert parsed.answer == ""
+        assert parse_labelled_qa(reply, "Unanswerable question").reason == "no_answer"  # an answer is needed
+    # The draft task of a type whose reference answer is not the drafted one reads such a reply; others do not.
+    text = "prcal prints a year's calendar."
+    chunk = Chunk(id="c", source="calendar.rst", text=text, start_index=0, end_index=len(text))
+    for name in ("unanswerable", "factoid", "multi_hop"):
+        task = DraftTask("m", question_type=QUESTION_TYPES.get(name))
+        draft = task.parse(Passages(question_type=name, chunks=(chunk,)), Reply(text=replies[0], usage=Usage()))
+        assert (draft.ok, draft.answer) == ((True, ABSTENTION) if name == "unanswerable" else (False, None)), name
+
+
+@pytest.mark.parametrize(
+    ("question", "copied"),
+    [
+        # Qwen2.5-1.5B's unanswerable drafts of Python's documentation: the example, then the example with difflib in.
+        ("How much slower is acme deploy with --wait than without it on a large cluster?", True),
+        ("How much faster is difflib with --wait than without it on a large cluster?", True),
+        # A drafted question in the example's mould, about the passage's own subject.
+        ("How much memory is used by gzip when compressing a large file?", False),
+        ("How much slower is bisect_right compared to insort_left for large data sets?", False),
+    ],
+)
+def test_a_draft_that_copies_its_prompts_example_is_a_template_echo(question: str, copied: bool) -> None:
+    from qagen.generation.draft import DraftTask
+    from qagen.llm.task import Reply
+    from qagen.question_types import QUESTION_TYPES
+    from qagen.records import Chunk, Passages, Usage
+
+    task = DraftTask("m", question_type=QUESTION_TYPES.get("unanswerable"))
+    assert task.examples == ("How much slower is acme deploy with --wait than without it on a large cluster?",)
+    text = "gzip.open opens a gzip-compressed file."
+    chunk = Chunk(id="c", source="gzip.rst", text=text, start_index=0, end_index=len(text))
+    reply = Reply(text=f"Unanswerable question: {question}\nAnswer: Not said.", usage=Usage())
+    draft = task.parse(Passages(question_type="unanswerable", chunks=(chunk,)), reply)
+    assert (draft.failure.kind if draft.failure else None) == ("template_echo" if copied else None)
+
+
+def test_the_example_questions_of_the_bundled_draft_prompts_are_recognised() -> None:
+    from qagen.generation.draft import DraftTask
+    from qagen.question_types import QUESTION_TYPES
+
+    examples = {spec.name: DraftTask("m", question_type=spec).examples for spec in QUESTION_TYPES}
+    assert examples["factoid"] == examples["multi_hop"] == ()  # the notebook's prompt, and the multi-hop one, show none
+    assert all(len(examples[name]) == 1 and "acme" in examples[name][0] for name in ("unanswerable", "reworded"))
+
+
 _reply_text = st.text(
     alphabet=st.sampled_from(list("Total rating:Evaluation Feedback::: Answer Factoid question 0123456789./-*\n ")),
     max_size=200,
