@@ -197,8 +197,8 @@ def parse_labelled_qa(reply: str, label: str, *, answer_optional: bool = False) 
 
 ECHOED_EXAMPLE_SHARE = 0.6
 """A question that holds this share of the content words of one of its prompt's example questions
-copies the example (Qwen2.5-1.5B asked "How much slower is acme deploy with --wait ...", and the same
-with difflib put in, in 2 of 16 unanswerable drafts of Python's documentation)."""
+copies the example (Qwen2.5-1.5B asked the unanswerable prompt's own example about `acme deploy`, and
+the same with difflib put in, in 2 of 16 unanswerable drafts of Python's documentation)."""
 
 
 def prompt_examples(prompt_text: str, label: str) -> tuple[str, ...]:
