@@ -1,6 +1,7 @@
 """`unanswerable`: a question on the corpus' subject, in its words, that the corpus does not answer.
 
-Drafted from one chunk (its subject and style): out of the documents' scope, or on a false premise.
+Drafted from one chunk (its subject): what reference documentation does not say (speed or memory in
+numbers, comparisons with tools outside it, design history, the choice for one user's own situation).
 Its reference answer is an abstention (`ABSTENTION`), whatever the generator wrote after `Answer:`
 (its reason stays in the raw reply). That the corpus does not answer it is verified, not assumed:
 the top chunks BM25 finds for the question in the whole corpus (`{retrieved}`) go to the critic
@@ -28,7 +29,7 @@ NOT_IN_CORPUS = CriticSpec(
 
 UNANSWERABLE = QuestionTypeSpec(
     name="unanswerable",
-    help="on the corpus' subject, in its words, but not answered by it (out of scope, or a false premise)",
+    help="on the corpus' subject but not answered by it (speed, comparisons, history: what documentation omits)",
     draft_prompt="qa_unanswerable",
     question_label="Unanswerable question",
     picker=one_chunk("unanswerable"),
