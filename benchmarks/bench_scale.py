@@ -9,8 +9,8 @@
 Scale (`--sizes`, drafts; 0 ms stand-in, `--scale-concurrency` in flight): for each size, a fresh
 word-salad corpus of about 1.2 chunks per draft, one `qagen build`, then the same command again (a
 no-op re-run). Printed per size: CPU ms per LLM call and peak RSS of the whole CLI process, the
-time of each stage (chunk, LLM stage, finalize; near-duplicate removal inside finalize and BM25
-indexing of the chunks wherever it happens, with how many times it happened, also on their own)
+time of each stage (chunk, LLM stage, finalize; near-duplicate removal and the drafts' BM25 ranks
+inside finalize, and bm25s indexing every chunk wherever it happens, with how many times it happened, also on their own)
 and of the no-op re-run, and each stage's own peak RSS (Linux: the process's peak is reset as a
 stage begins); then the log-log slope of each from the smallest to the largest size
 (1.0 is linear). Stage times come from timers wrapped around the pipeline's stage functions in the
@@ -58,11 +58,11 @@ CALLS_PER_DRAFT = 3.3  # a little under the stand-in's 3.44 at its 0.8 pass rate
 _DRIVER = r"""
 import json, sys, time
 import bm25s
+from qagen.corpus import chunk_index
 from qagen.generation import dedup, pipeline
 
 log = open(sys.argv[1], "a", encoding="utf-8")
-spent = {"dedup": 0.0, "dedup cpu": 0.0, "index": 0.0, "index cpu": 0.0, "index calls": 0.0, "index MB": 0.0,
-         "index rise MB": 0.0}
+spent = {stage + part: 0.0 for stage in ("dedup", "index", "ranks") for part in ("", " cpu", " calls", " MB", " rise MB")}
 open_peaks = []  # the peak RSS (MB) of each stage being timed, innermost last
 process_peak = [0.0]  # the process's peak RSS before the last reset (the reset hides it from rusage too)
 
@@ -117,6 +117,7 @@ timed(pipeline, ["write_outputs", "_finalize"], "finalize")
 timed(dedup.NearDuplicateFilter, ["match"], "dedup", accumulate=True)
 timed(dedup.NearDuplicateFilter, ["keep"], "dedup", accumulate=True)
 timed(bm25s.BM25, ["index"], "index", accumulate=True)
+timed(chunk_index.ChunkIndex, ["ranks"], "ranks", accumulate=True)
 sys.argv = ["qagen", *sys.argv[2:]]
 from qagen.cli.app import run
 run()
@@ -232,7 +233,7 @@ def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, floa
         stage = entry["stage"]
         parts = {stage: entry["seconds"], f"{stage} cpu": entry["cpu"]}
         parts |= {f"{stage} MB": entry["MB"], f"{stage} start MB": entry["start MB"]}
-        parts.update({key: value for key, value in entry.items() if key.startswith(("dedup", "index"))})
+        parts.update({key: value for key, value in entry.items() if key.startswith(("dedup", "index", "ranks"))})
         for key, value in parts.items():
             # Times add up over the stage's runs; memory is the highest of them.
             combine = max if key.endswith("MB") else float.__add__
@@ -262,26 +263,30 @@ def slope(points: list[tuple[float, float]]) -> float:
 def report_scale(results: list[Measured], concurrency: int) -> None:
     print(f"\nscale: 0 ms stand-in, {concurrency} in flight (whole CLI process; stage times inside it)")
     header = ("drafts", "calls", "CPU ms/call", "w/o dedup", "LLM ms/call", "peak MB", "wall s", "chunk s",
-              "LLM s", "finalize s", "dedup s", "bm25s index s", "indexed", "no-op s", "no-op MB")  # fmt: skip
+              "LLM s", "finalize s", "dedup s", "ranks s", "bm25s index s", "indexed", "no-op s", "no-op MB")  # fmt: skip
     print("  " + "  ".join(f"{h:>11}" for h in header))
     for m in results:
         cpu = m.build.cpu * 1000 / m.calls
         row = [m.drafts, m.calls, cpu, cpu - m.stages.get("dedup cpu", 0.0) * 1000 / m.calls,
                m.stages.get("llm cpu", 0.0) * 1000 / m.calls, m.build.peak_mb, m.build.wall,
                m.stages.get("chunk", 0.0), m.stages.get("llm", 0.0), m.stages.get("finalize", 0.0),
-               m.stages.get("dedup", 0.0), m.stages.get("index", 0.0), int(m.stages.get("index calls", 0)),
+               m.stages.get("dedup", 0.0), m.stages.get("ranks", 0.0), m.stages.get("index", 0.0),
+               int(m.stages.get("index calls", 0)),
                m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
         print("  " + "  ".join(f"{v:>11,}" if isinstance(v, int) else f"{v:>11.2f}" for v in row))
     memory = ("chunk", "sample", "llm", "finalize")
-    print("  peak RSS by stage, MB (RSS as the stage began -> its peak; bm25s index: its peak, and its rise):")
-    print("  " + "  ".join(f"{h:>15}" for h in ("drafts", *memory, "bm25s index")))
+    print("  peak RSS by stage, MB (RSS as the stage began -> its peak; ranks, bm25s index: peak, and rise):")
+    print("  " + "  ".join(f"{h:>15}" for h in ("drafts", *memory, "ranks", "bm25s index")))
     for m in results:
         cells = [f"{m.stages.get(f'{s} start MB', 0.0):.0f} -> {m.stages.get(f'{s} MB', 0.0):.0f}" for s in memory]
-        index = f"{m.stages.get('index MB', 0.0):.0f} (+{m.stages.get('index rise MB', 0.0):.0f})"
-        print("  " + "  ".join(f"{c:>15}" for c in (f"{m.drafts:,}", *cells, index)))
+        inner = [
+            f"{m.stages.get(f'{s} MB', 0.0):.0f} (+{m.stages.get(f'{s} rise MB', 0.0):.0f})" for s in ("ranks", "index")
+        ]
+        print("  " + "  ".join(f"{c:>15}" for c in (f"{m.drafts:,}", *cells, *inner)))
     print(
         "  (CPU ms/call: the whole CLI process, and without near-duplicate removal; LLM ms/call: the LLM"
-        " stage's own CPU per call; dedup s: near-duplicate removal, inside finalize; bm25s index s: bm25s indexing the"
+        " stage's own CPU per call; dedup s: near-duplicate removal, inside finalize; ranks s: the drafts' BM25 ranks,"
+        " inside finalize; bm25s index s: bm25s indexing the"
         " chunks, wherever it happens, and indexed: how many times)"
     )
     if len(results) < 2:

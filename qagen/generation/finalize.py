@@ -27,7 +27,7 @@ from tqdm import tqdm
 from qagen._version import __version__
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex
-from qagen.generation.filter import Assembler
+from qagen.generation.filter import Assembler, sample_ranks
 from qagen.generation.kept_quality import carried_over, stored_kept_quality
 from qagen.generation.ledger import Ledger
 from qagen.generation.mix_change import mix_change
@@ -121,9 +121,8 @@ def write_outputs(
     chosen = None
     if config.target is not None:
         chosen = choose(_tally(config, tasks, sample, ledger, vectors).passed, config)
-    assembler = Assembler(
-        config, tasks, sample, chunk_index=chunk_index, semantic=_semantic(config, vectors), chosen=chosen
-    )
+    ranks = sample_ranks(sample, ledger.drafts, tasks, chunk_index)
+    assembler = Assembler(config, tasks, sample, ranks=ranks, semantic=_semantic(config, vectors), chosen=chosen)
     profile = ProfileCounter(
         [critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document(), config.question_types
     )
