@@ -70,9 +70,9 @@ class _Corpus:
         # Sorted ids, and where each is in the corpus: a chunk's position by binary search, in a few
         # bytes a chunk instead of a dict. Stable, so of two chunks with one id the later is found, as a
         # dict keeps the later.
-        self._ids = np.array(ids, dtype=np.bytes_) if ids else np.array([], dtype="S1")
-        self._order = np.argsort(self._ids, kind="stable")
-        self._sorted = self._ids[self._order]
+        by_id = np.array(ids, dtype=np.bytes_) if ids else np.array([], dtype="S1")
+        self._order = np.argsort(by_id, kind="stable")
+        self._sorted = by_id[self._order]
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -162,15 +162,12 @@ class _Shard:
 
 
 def _token_lists(tokens: BinaryIO, corpus: _Corpus, start: int, stop: int) -> Iterator[list[int]]:
-    """The token ids of chunks `start` to `stop`, read back from the token file."""
-    first = int(corpus.ends[start - 1]) if start else 0
-    tokens.seek(first * 4)
-    ids = array("i")
-    ids.fromfile(tokens, int(corpus.ends[stop - 1]) - first)
-    offset = 0
+    """The token ids of chunks `start` to `stop`, read back from the token file a chunk at a time."""
+    tokens.seek(4 * (int(corpus.ends[start - 1]) if start else 0))
     for length in corpus.lengths[start:stop]:
-        yield ids[offset : offset + length].tolist()
-        offset += length
+        ids = array("i")
+        ids.fromfile(tokens, length)
+        yield ids.tolist()
 
 
 def _index_shard(
@@ -242,6 +239,7 @@ def _count_higher(
             if own_shard[number] == here:
                 own_scores[number] = scores[position - start]
             ranks[number] += int(np.count_nonzero(scores > own_scores[number]))
+        del shard  # before the next one is indexed
     # The shards before each question's own one, which were indexed before its own score was known.
     for start in starts[:-1]:
         shard = _Shard.load(folder, start, min(start + shard_chunks, len(corpus)) - start)
