@@ -3,6 +3,7 @@ counting the funnel as a whole and per question type."""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -55,7 +56,7 @@ class _TypeCounts:
     undecided: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     kept: int = 0
-    copied: list[float] = field(default_factory=list)
+    copied: array[float] = field(default_factory=lambda: array("d"))
 
     def finished(self) -> TypeFunnel:
         return TypeFunnel(

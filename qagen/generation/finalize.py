@@ -39,6 +39,7 @@ from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
 from qagen.records import BuildSummary, CandidateRow, Duplicates, Passages, TypeFunnel
+from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -152,7 +153,8 @@ def write_outputs(
         semantic_model=dedup.model.label if dedup.model is not None else None,
         lexical_only_because=dedup.lexical_only_because,
     )
-    summarised = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids), assembler.by_type())
+    paid = ledger.paid_for(sample_ids, Journal(run.root).batched)
+    summarised = summarise_build(config, run, tasks, funnel, paid, assembler.by_type())
     summary = summarised.model_copy(
         update={"profile": profile.result(duplicates), "kept_quality": carried_over(kept_quality, kept_ids)}
     )
