@@ -9,9 +9,10 @@
 Scale (`--sizes`, drafts; 0 ms stand-in, `--scale-concurrency` in flight): for each size, a fresh
 word-salad corpus of about 1.2 chunks per draft, one `qagen build`, then the same command again (a
 no-op re-run). Printed per size: CPU ms per LLM call and peak RSS of the whole CLI process, the
-time of each stage (chunk, LLM stage, finalize; near-duplicate removal inside finalize and BM25
-indexing of the chunks wherever it happens, with how many times it happened, also on their own)
-and of the no-op re-run; then the log-log slope of each from the smallest to the largest size
+time of each stage (chunk, LLM stage, finalize; near-duplicate removal and the drafts' BM25 ranks
+inside finalize, and bm25s indexing every chunk wherever it happens, with how many times it happened, also on their own)
+and of the no-op re-run, and each stage's own peak RSS (Linux: the process's peak is reset as a
+stage begins); then the log-log slope of each from the smallest to the largest size
 (1.0 is linear). Stage times come from timers wrapped around the pipeline's stage functions in the
 build's own process (`_DRIVER`); CPU and memory are the process's own rusage (`os.wait4`). The
 builds draft factoids, or the mix of `--question-types` (unanswerable questions' critic searches
@@ -57,10 +58,27 @@ CALLS_PER_DRAFT = 3.3  # a little under the stand-in's 3.44 at its 0.8 pass rate
 _DRIVER = r"""
 import json, sys, time
 import bm25s
+from qagen.corpus import chunk_index
 from qagen.generation import dedup, pipeline
 
 log = open(sys.argv[1], "a", encoding="utf-8")
-spent = {"dedup": 0.0, "dedup cpu": 0.0, "index": 0.0, "index cpu": 0.0, "index calls": 0.0}
+spent = {stage + part: 0.0 for stage in ("dedup", "index", "ranks") for part in ("", " cpu", " calls", " MB", " rise MB")}
+open_peaks = []  # the peak RSS (MB) of each stage being timed, innermost last
+process_peak = [0.0]  # the process's peak RSS before the last reset (the reset hides it from rusage too)
+
+def status_mb(field):
+    with open("/proc/self/status", encoding="ascii") as status:
+        line = next(line for line in status if line.startswith(field + ":"))
+    return int(line.split()[1]) / 1024
+
+def fold_peak():
+    # Linux keeps one peak RSS a process (VmHWM), which writing 5 to clear_refs resets: each stage
+    # reads it into every stage still open before resetting it, so nested stages each see their own.
+    peak = status_mb("VmHWM")
+    open_peaks[:] = [max(seen, peak) for seen in open_peaks]
+    process_peak[0] = max(process_peak[0], peak)
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+        clear.write("5")
 
 def timed(owner, names, stage, *, accumulate=False):
     name = next((n for n in names if hasattr(owner, n)), None)
@@ -68,17 +86,25 @@ def timed(owner, names, stage, *, accumulate=False):
         return
     original = getattr(owner, name)
     def wrapper(*args, **kwargs):
+        fold_peak()
+        before = status_mb("VmRSS")
+        open_peaks.append(before)
         started, cpu = time.perf_counter(), time.process_time()
         try:
             return original(*args, **kwargs)
         finally:
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+            fold_peak()
+            peak = open_peaks.pop()
             if accumulate:
                 spent[stage] += seconds
                 spent[f"{stage} cpu"] += cpu
                 spent[f"{stage} calls"] = spent.get(f"{stage} calls", 0.0) + 1
+                spent[f"{stage} MB"] = max(spent.get(f"{stage} MB", 0.0), peak)
+                spent[f"{stage} rise MB"] = max(spent.get(f"{stage} rise MB", 0.0), peak - before)
             else:
-                entry = {"stage": stage, "seconds": seconds, "cpu": cpu, **spent}
+                entry = {"stage": stage, "seconds": seconds, "cpu": cpu, "MB": peak, "start MB": before,
+                         "process MB": process_peak[0], **spent}
                 log.write(json.dumps(entry) + "\n")
                 log.flush()
                 spent.update(dict.fromkeys(spent, 0.0))
@@ -91,6 +117,7 @@ timed(pipeline, ["write_outputs", "_finalize"], "finalize")
 timed(dedup.NearDuplicateFilter, ["match"], "dedup", accumulate=True)
 timed(dedup.NearDuplicateFilter, ["keep"], "dedup", accumulate=True)
 timed(bm25s.BM25, ["index"], "index", accumulate=True)
+timed(chunk_index.ChunkIndex, ["ranks"], "ranks", accumulate=True)
 sys.argv = ["qagen", *sys.argv[2:]]
 from qagen.cli.app import run
 run()
@@ -201,10 +228,16 @@ def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, floa
     stages: dict[str, float] = {}
     for line in timings.read_text().splitlines():
         entry = json.loads(line)
-        parts = {entry["stage"]: entry["seconds"], f"{entry['stage']} cpu": entry["cpu"]}
-        parts.update({key: value for key, value in entry.items() if key.startswith(("dedup", "index"))})
+        # Resetting the peak for each stage resets the one rusage reports too: the driver kept the earlier peaks.
+        process = process._replace(peak_mb=max(process.peak_mb, entry["process MB"]))
+        stage = entry["stage"]
+        parts = {stage: entry["seconds"], f"{stage} cpu": entry["cpu"]}
+        parts |= {f"{stage} MB": entry["MB"], f"{stage} start MB": entry["start MB"]}
+        parts.update({key: value for key, value in entry.items() if key.startswith(("dedup", "index", "ranks"))})
         for key, value in parts.items():
-            stages[key] = stages.get(key, 0.0) + value
+            # Times add up over the stage's runs; memory is the highest of them.
+            combine = max if key.endswith("MB") else float.__add__
+            stages[key] = combine(stages.get(key, 0.0), float(value))
     return process, stages
 
 
@@ -230,19 +263,30 @@ def slope(points: list[tuple[float, float]]) -> float:
 def report_scale(results: list[Measured], concurrency: int) -> None:
     print(f"\nscale: 0 ms stand-in, {concurrency} in flight (whole CLI process; stage times inside it)")
     header = ("drafts", "calls", "CPU ms/call", "w/o dedup", "LLM ms/call", "peak MB", "wall s", "chunk s",
-              "LLM s", "finalize s", "dedup s", "bm25s index s", "indexed", "no-op s", "no-op MB")  # fmt: skip
+              "LLM s", "finalize s", "dedup s", "ranks s", "bm25s index s", "indexed", "no-op s", "no-op MB")  # fmt: skip
     print("  " + "  ".join(f"{h:>11}" for h in header))
     for m in results:
         cpu = m.build.cpu * 1000 / m.calls
         row = [m.drafts, m.calls, cpu, cpu - m.stages.get("dedup cpu", 0.0) * 1000 / m.calls,
                m.stages.get("llm cpu", 0.0) * 1000 / m.calls, m.build.peak_mb, m.build.wall,
                m.stages.get("chunk", 0.0), m.stages.get("llm", 0.0), m.stages.get("finalize", 0.0),
-               m.stages.get("dedup", 0.0), m.stages.get("index", 0.0), int(m.stages.get("index calls", 0)),
+               m.stages.get("dedup", 0.0), m.stages.get("ranks", 0.0), m.stages.get("index", 0.0),
+               int(m.stages.get("index calls", 0)),
                m.rerun.wall, m.rerun.peak_mb]  # fmt: skip
         print("  " + "  ".join(f"{v:>11,}" if isinstance(v, int) else f"{v:>11.2f}" for v in row))
+    memory = ("chunk", "sample", "llm", "finalize")
+    print("  peak RSS by stage, MB (RSS as the stage began -> its peak; ranks, bm25s index: peak, and rise):")
+    print("  " + "  ".join(f"{h:>15}" for h in ("drafts", *memory, "ranks", "bm25s index")))
+    for m in results:
+        cells = [f"{m.stages.get(f'{s} start MB', 0.0):.0f} -> {m.stages.get(f'{s} MB', 0.0):.0f}" for s in memory]
+        inner = [
+            f"{m.stages.get(f'{s} MB', 0.0):.0f} (+{m.stages.get(f'{s} rise MB', 0.0):.0f})" for s in ("ranks", "index")
+        ]
+        print("  " + "  ".join(f"{c:>15}" for c in (f"{m.drafts:,}", *cells, *inner)))
     print(
         "  (CPU ms/call: the whole CLI process, and without near-duplicate removal; LLM ms/call: the LLM"
-        " stage's own CPU per call; dedup s: near-duplicate removal, inside finalize; bm25s index s: bm25s indexing the"
+        " stage's own CPU per call; dedup s: near-duplicate removal, inside finalize; ranks s: the drafts' BM25 ranks,"
+        " inside finalize; bm25s index s: bm25s indexing the"
         " chunks, wherever it happens, and indexed: how many times)"
     )
     if len(results) < 2:

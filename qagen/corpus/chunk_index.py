@@ -1,23 +1,27 @@
-"""BM25 over every chunk of a run, built once per build process on its first use, and asked two
-things about a question:
+"""BM25 over every chunk of a run, asked two things about a question:
 
 - `top`: the chunks BM25 ranks first for it, what a critic reading `{retrieved}` is shown (the
   unanswerable type's check that the corpus does not answer its question);
-- `rank`: where its own chunk ranks among all the run's chunks, the easiness figure `bm25_rank`
-  of every candidate row (rank 1: the evaluator's BM25 baseline retrieves the right chunk first).
+- `rank` (one question) and `ranks` (many): where its own chunk ranks among all the run's chunks,
+  the easiness figure `bm25_rank` of every candidate row (rank 1: the evaluator's BM25 baseline
+  retrieves the right chunk first).
 
 It is the evaluator's BM25 (`qagen.corpus.bm25_index`: its tokens, parameters and tie
-rules) over the run's own chunks. The build's tasks hold the one index (`BuildTasks.chunk_index`),
-so the critics' searches and the final write's ranks share it: a build tokenizes and indexes its
-chunks once, whatever asks. The index keeps the chunks' ids, not their texts: a build that only
-ranks holds no more than its ids; the chunks themselves are read once more, and kept, on the first
-`top`.
+rules) over the run's own chunks. `top` and `rank` ask one index of every chunk, built on the first
+of them and kept; the build's tasks hold it (`BuildTasks.chunk_index`), so the critics' searches and
+the final write's ranks share it. `ranks` asks that index when it is built already, and otherwise
+ranks shard by shard (`bm25_ranks`), the same ranks in memory that does not grow with the corpus:
+the final write of a build whose critics never searched builds no index of every chunk. The index
+keeps the chunks' ids, not their texts; the chunks themselves are read once more, and kept, on the
+first `top`.
 """
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple, overload
 
 from qagen.corpus.chunk import ChunkSource
 from qagen.records import Chunk
@@ -25,15 +29,49 @@ from qagen.records import Chunk
 RETRIEVED_CHUNKS = 5
 """How many chunks a critic reading `{retrieved}` is shown: the top of what a RAG system would read."""
 
+SHARD_CHUNKS = 10_000
+"""Chunks `ranks` indexes at once when there is no index of every chunk: building a shard peaks at
+about 4 KB a chunk (word-salad chunks of 2,000 characters), and each question is scored once a shard."""
+
+
+class RankQuery(NamedTuple):
+    """A question and the id of its own chunk; None: not to be ranked (its rank is None)."""
+
+    question: str
+    chunk_id: str | None
+
+
+class Ranks(Sequence[int | None]):
+    """The questions' ranks, in their order: 1 + the chunks scoring strictly higher than the own
+    chunk (ties count in its favour); None for a question not ranked or whose chunk is not indexed."""
+
+    def __init__(self, ranks: array[int]) -> None:
+        self._ranks = ranks  # 0: None
+
+    def __len__(self) -> int:
+        return len(self._ranks)
+
+    @overload
+    def __getitem__(self, index: int) -> int | None: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[int | None]: ...
+    def __getitem__(self, index: int | slice) -> int | Sequence[int | None] | None:
+        if isinstance(index, slice):
+            return [rank or None for rank in self._ranks[index]]
+        return self._ranks[index] or None
+
 
 class ChunkIndex:
     """BM25 over the chunks of `chunks` (every chunk of a run), read and indexed on the first question."""
 
-    def __init__(self, chunks: ChunkSource) -> None:
+    def __init__(self, chunks: ChunkSource, *, shard_chunks: int = SHARD_CHUNKS) -> None:
+        """`shard_chunks`: the chunks `ranks` indexes at once when there is no index of every chunk."""
         self._source = chunks
+        self._shard_chunks = shard_chunks
         self._built = False
         self._position: dict[str, int] = {}
-        self._documents: Counter[str] = Counter()
+        self._documents: Counter[str] | None = None
+        """The chunks of each document, once the chunks were read (by an index, `ranks`, `chunks_per_document`)."""
         self._retriever: Any = None  # bm25s.BM25 (untyped library)
         """None while not built, and for chunks without a single word (then every chunk scores 0)."""
         self._chunks: list[Chunk] | None = None
@@ -62,9 +100,26 @@ class ChunkIndex:
             return None
         return 1 if self._retriever is None else rank_of_position(self._retriever, question, position)
 
+    def ranks(self, questions: Iterable[RankQuery]) -> Ranks:
+        """Each question's `rank`, in order (None where `RankQuery.chunk_id` is None or not indexed):
+        from the index of every chunk when `top` or `rank` built it, else shard by shard (`bm25_ranks`)."""
+        if not self._built:
+            from qagen.corpus.bm25_ranks import bm25_ranks  # (numpy and bm25s: loaded when asked)
+
+            found = bm25_ranks(self._source(), questions, self._shard_chunks)
+            self._documents = found.documents
+            return found.ranks
+        ranks = array("q")
+        for question, chunk_id in questions:
+            rank = self.rank(question, chunk_id) if chunk_id is not None else None
+            ranks.append(rank or 0)
+        return Ranks(ranks)
+
     def chunks_per_document(self) -> Counter[str]:
-        """How many chunks each document (`Chunk.source`) has in the index."""
-        self._build()
+        """How many chunks each document (`Chunk.source`) has among the chunks (read once, by whatever
+        reads them first)."""
+        if self._documents is None:
+            self._documents = Counter(chunk.source for chunk in self._source())
         return Counter(self._documents)
 
     def _build(self) -> None:
@@ -74,10 +129,12 @@ class ChunkIndex:
         from qagen.corpus.bm25_index import TokenIds, bm25_retriever
 
         ids = TokenIds()
+        documents: Counter[str] = Counter()
         for chunk in self._source():
             self._position[chunk.id] = len(ids)
-            self._documents[chunk.source] += 1
+            documents[chunk.source] += 1
             ids.add(chunk.text)
+        self._documents = documents
         if ids.vocab:
             self._retriever = bm25_retriever(ids)
         self._built = True
@@ -85,7 +142,7 @@ class ChunkIndex:
     def _read_chunks(self) -> list[Chunk]:
         if self._chunks is None:
             chunks = list(self._source())
-            if len(chunks) != sum(self._documents.values()):
+            if len(chunks) != sum(self.chunks_per_document().values()):
                 raise RuntimeError("the run's chunks changed after they were indexed; run the command again")
             self._chunks = chunks
         return self._chunks

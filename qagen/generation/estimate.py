@@ -185,12 +185,8 @@ def _stored_critics(
 
 def _spent(config: BuildConfig, run: RunDir, ledger: Ledger) -> Spent:
     """Every call the run's records were paid for, priced as the build's summary prices them."""
-    drafts, critiques = ledger.paid_for({key for key, _ in ledger.drafts.items()})
-    batched = Journal(run.root).batched
-    stages = [
-        stage_usage(config.generator.spec, drafts, config, batched),
-        stage_usage(config.critic.spec, critiques, config, batched),
-    ]
+    drafts, critiques = ledger.paid_for(None, Journal(run.root).batched)
+    stages = [stage_usage(config.generator.spec, drafts, config), stage_usage(config.critic.spec, critiques, config)]
     costs = [stage.cost_usd for stage in stages]
     return Spent(
         calls=sum(stage.calls for stage in stages),

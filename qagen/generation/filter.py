@@ -3,12 +3,14 @@ counting the funnel as a whole and per question type."""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
-from qagen.corpus.chunk_index import ChunkIndex
+from qagen.corpus.chunk_index import ChunkIndex, RankQuery
 from qagen.critics import passes, rejected_as_reason, rejection
 from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EvidencePlacement
@@ -54,7 +56,7 @@ class _TypeCounts:
     undecided: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
     kept: int = 0
-    copied: list[float] = field(default_factory=list)
+    copied: array[float] = field(default_factory=lambda: array("d"))
 
     def finished(self) -> TypeFunnel:
         return TypeFunnel(
@@ -189,11 +191,12 @@ class Assembler:
         tasks: BuildTasks,
         sample: Sample,
         *,
-        chunk_index: ChunkIndex | None = None,
+        ranks: Sequence[int | None] | None = None,
         semantic: SemanticDuplicates | None = None,
         chosen: frozenset[str] | None = None,
     ) -> None:
-        """`chunk_index`: BM25 over the corpus, for each draft's `bm25_rank` (None: not ranked);
+        """`ranks`: each sampled item's `bm25_rank`, by its place in the sample (`sample_ranks`; None:
+        not ranked);
         `semantic`: the questions' embeddings, for duplicates by meaning (None: the lexical rule only);
         `chosen`: the ids of the passing drafts to keep (a build to a target size, `target.choose`),
         the other passing ones rejected as `over_target` (None: every one that passes is kept)."""
@@ -209,7 +212,9 @@ class Assembler:
                 share=share, requested=sample.requested.get(name), short=sample.short.get(name, 0)
             )
         self.dedup = NearDuplicateFilter(config.dedup_threshold)
-        self.chunk_index = chunk_index
+        self.ranks = ranks
+        self._position = 0
+        """The place in the sample of the item `candidate` takes next."""
         self.semantic = semantic
         self.chosen = chosen
         self.last_check_reason: str | None = None
@@ -219,6 +224,7 @@ class Assembler:
         config, tasks, counts = self.config, self.tasks.of(item), self.counts
         of_type = counts.types[item.question_type]
         of_type.sampled += 1
+        position, self._position = self._position, self._position + 1
         did = tasks.draft.key(item)
         draft = drafts.get(did)
         quality = _NOT_MEASURED
@@ -237,7 +243,8 @@ class Assembler:
             counts.drafted += 1
             of_type.drafted += 1
             checked = precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
-            quality = self._quality(draft, item, checked.evidence, checked.passage)
+            rank = self.ranks[position] if self.ranks is not None else None
+            quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank)
             # The build's free checks, then the type's own: either rejects before any critic is asked.
             reason = checked.reason or tasks.check(draft, item)
             if reason in TOO_LONG_REASONS:
@@ -267,21 +274,35 @@ class Assembler:
                     of_type.undecided += 1
         return _candidate(item, did, draft, fate, config, tasks, quality)
 
-    def _quality(
-        self, draft: Draft, item: Passages, evidence: EvidencePlacement | None, passage: Chunk | None
-    ) -> _Quality:
-        """The draft's evidence (placed in `passage`), how much of the question its first passage
-        spells out, and where BM25 ranks that passage for it."""
-        question, chunk = draft.question or "", item.first
-        rank = self.chunk_index.rank(question, chunk.id) if self.chunk_index is not None else None
-        return _Quality(evidence, passage or chunk, copied_share(question, chunk.text), rank)
-
     def funnel(self) -> Funnel:
         return self.counts.funnel()
 
     def by_type(self) -> dict[str, TypeFunnel]:
         """The funnel of each question type of the build, in the order of its `question_types`."""
         return self.counts.by_type()
+
+
+def _copied(draft: Draft, item: Passages) -> float | None:
+    """How much of the draft's question its first passage spells out (`copied_share`)."""
+    return copied_share(draft.question or "", item.first.text)
+
+
+def rank_queries(sample: Sample, drafts: Records[Draft], tasks: BuildTasks) -> Iterator[RankQuery]:
+    """What `bm25_rank` ranks for each sampled item, in order: a usable draft's question and its first
+    passage; a query ranked None for an item with no usable draft."""
+    for item in sample:
+        draft = drafts.get(tasks.draft_key(item))
+        if draft is not None and draft.ok:
+            yield RankQuery(draft.question or "", item.first.id)
+        else:
+            yield RankQuery("", None)
+
+
+def sample_ranks(
+    sample: Sample, drafts: Records[Draft], tasks: BuildTasks, chunk_index: ChunkIndex
+) -> Sequence[int | None]:
+    """Each sampled item's `bm25_rank` by its place in the sample, as the `Assembler` takes them (`ranks`)."""
+    return chunk_index.ranks(rank_queries(sample, drafts, tasks))
 
 
 def assemble(
@@ -295,8 +316,9 @@ def assemble(
     semantic: SemanticDuplicates | None = None,
 ) -> Assembly:
     """Candidate rows for every sampled item, in sampling order, all in memory (`Assembler` makes
-    them one at a time; `chunk_index` and `semantic` as it takes them)."""
-    assembler = Assembler(config, tasks, sample, chunk_index=chunk_index, semantic=semantic)
+    them one at a time; ranked against `chunk_index`, duplicates by meaning with `semantic`)."""
+    ranks = sample_ranks(sample, drafts, tasks, chunk_index) if chunk_index is not None else None
+    assembler = Assembler(config, tasks, sample, ranks=ranks, semantic=semantic)
     candidates = [assembler.candidate(item, drafts, critiques) for item in sample]
     return Assembly(
         candidates=candidates,

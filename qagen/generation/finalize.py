@@ -27,7 +27,7 @@ from tqdm import tqdm
 from qagen._version import __version__
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex
-from qagen.generation.filter import Assembler
+from qagen.generation.filter import Assembler, sample_ranks
 from qagen.generation.kept_quality import carried_over, stored_kept_quality
 from qagen.generation.ledger import Ledger
 from qagen.generation.mix_change import mix_change
@@ -39,6 +39,7 @@ from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
 from qagen.records import BuildSummary, CandidateRow, Duplicates, Passages, TypeFunnel
+from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
@@ -121,9 +122,8 @@ def write_outputs(
     chosen = None
     if config.target is not None:
         chosen = choose(_tally(config, tasks, sample, ledger, vectors).passed, config)
-    assembler = Assembler(
-        config, tasks, sample, chunk_index=chunk_index, semantic=_semantic(config, vectors), chosen=chosen
-    )
+    ranks = sample_ranks(sample, ledger.drafts, tasks, chunk_index)
+    assembler = Assembler(config, tasks, sample, ranks=ranks, semantic=_semantic(config, vectors), chosen=chosen)
     profile = ProfileCounter(
         [critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document(), config.question_types
     )
@@ -153,7 +153,8 @@ def write_outputs(
         semantic_model=dedup.model.label if dedup.model is not None else None,
         lexical_only_because=dedup.lexical_only_because,
     )
-    summarised = summarise_build(config, run, tasks, funnel, ledger.paid_for(sample_ids), assembler.by_type())
+    paid = ledger.paid_for(sample_ids, Journal(run.root).batched)
+    summarised = summarise_build(config, run, tasks, funnel, paid, assembler.by_type())
     summary = summarised.model_copy(
         update={"profile": profile.result(duplicates), "kept_quality": carried_over(kept_quality, kept_ids)}
     )

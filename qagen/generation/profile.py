@@ -8,6 +8,7 @@ drafts the free checks rejected. `qagen report RUN` prints it, and the dataset c
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -65,10 +66,11 @@ class ProfileCounter:
         self.sampled_chunks: set[str] = set()
         self.kept_by_document: Counter[str] = Counter()
         self.kept_chunks: set[str] = set()
-        self.copied: list[float] = []
-        self.ranks: list[int] = []
-        self.question_chars: list[int] = []
-        self.answer_chars: list[int] = []
+        # One number a kept question each: arrays of 8 bytes a number, not lists of Python objects.
+        self.copied = array("d")
+        self.ranks = array("q")
+        self.question_chars = array("q")
+        self.answer_chars = array("q")
         self.scores: dict[str, Counter[int]] = {critic: Counter() for critic in self.critics}
         self.checks: Counter[str] = Counter()
 

@@ -197,15 +197,15 @@ class Executor:
         end, instead of a tail where the last chains end one call after another.
         """
         bar = tqdm(total=len(items), desc=label, unit=unit, disable=not progress, file=sys.stderr)
-        queue: asyncio.Queue[ItemT] = asyncio.Queue()
-        for item in items:
-            queue.put_nowait(item)
+        # Taken one at a time as a worker is free, not queued up front: a build's items are read back
+        # from its chunk file as they are taken (`StoredPassages`), and queued they would all be in
+        # memory at once. The workers share one iterator, so items are still taken in order.
+        pending = iter(items)
 
         retries_before = retry_count().retries
 
         async def worker() -> None:
-            while not queue.empty():
-                item = queue.get_nowait()
+            for item in pending:
                 try:
                     await flow(item)
                 except BudgetReachedError:

@@ -6,6 +6,10 @@ facts of each record (is it finished, what score), and finalize reads whole reco
 chunk at a time. So an index keeps, per id, what `summarise` takes from the record (its "state")
 and the byte range of its line, and reads the record back from the log when it is asked for.
 
+Even those take about 0.5 KB a record as Python objects (a build of 100,000 drafts makes about
+280,000 records), so they are kept in a temporary SQLite database on disk, private to the index and
+deleted with it, of which only SQLite's page cache (a few MB) is in memory.
+
 The log is read once: `scan` reads the lines it has not read yet, and a record this process appends
 (`add`) is kept and located as it is written, so it is not read at all until it is asked for
 whole. As in `RecordLog.load`, a later record with the same id replaces an earlier one.
@@ -13,19 +17,69 @@ whole. As in `RecordLog.load`, a later record with the same id replaces an earli
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import pickle
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from qagen.errors import RunWriteError
 from qagen.runs.store import Located, RecordLog, RecordWriter
 
 R = TypeVar("R", bound=BaseModel)
 S = TypeVar("S")
 
+_SCAN_BATCH = 2000
+"""Entries a scan keeps at once (one transaction each)."""
+
 _NOT_SCANNED = -1
 """The offset of a record added by this process and not located by a scan yet."""
+
+
+class _Entries(Generic[S]):
+    """Each record's place in its log and its state, by record id, in a temporary SQLite database."""
+
+    def __init__(self) -> None:
+        # "": a temporary database on disk, deleted when closed. Used by one thread at a time, but
+        # not always the one that made it (a notebook's build runs its event loop in a thread).
+        self._db = sqlite3.connect("", check_same_thread=False, isolation_level=None)
+        self._db.execute(
+            "CREATE TABLE entry (key TEXT PRIMARY KEY, offset INTEGER, end INTEGER, line INTEGER, state BLOB)"
+            " WITHOUT ROWID"
+        )
+
+    def get(self, key: str) -> Located[S] | None:
+        row = self._db.execute("SELECT offset, end, line, state FROM entry WHERE key = ?", (key,)).fetchone()
+        return None if row is None else _located(row)
+
+    def put(self, entries: Iterable[tuple[str, Located[S]]]) -> None:
+        """Keep these entries, each replacing the one with its id (a later record replaces an earlier one)."""
+        rows = [(key, e.offset, e.end, e.line, pickle.dumps(e.record, pickle.HIGHEST_PROTOCOL)) for key, e in entries]
+        try:
+            with self._db:  # one transaction: a scan's thousands of lines are written at once
+                self._db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?)", rows)
+        except sqlite3.Error as exc:  # (a full disk where temporary files go)
+            raise RunWriteError(
+                f"Cannot keep the index of the run's records in a temporary file: {exc}. Free some space in the "
+                "temporary folder (the TMPDIR environment variable names another) and run the same command again: "
+                "every finished record is kept."
+            ) from exc
+
+    def items(self) -> Iterator[tuple[str, S]]:
+        for key, state in self._db.execute("SELECT key, state FROM entry"):
+            yield key, pickle.loads(state)
+
+    def __len__(self) -> int:
+        count: int = self._db.execute("SELECT count(*) FROM entry").fetchone()[0]
+        return count
+
+
+def _located(row: tuple[int, int, int, bytes]) -> Located[S]:
+    offset, end, line, state = row
+    # The states are this index's own, pickled by this process into its private database.
+    return Located(offset, end, line, pickle.loads(state))
 
 
 class RecordIndex(Generic[R, S]):
@@ -34,7 +88,7 @@ class RecordIndex(Generic[R, S]):
     def __init__(self, log: RecordLog[R], summarise: Callable[[R], S]) -> None:
         self.log = log
         self._summarise = summarise
-        self._entries: dict[str, Located[S]] = {}
+        self._entries: _Entries[S] = _Entries()
         self._scanned_bytes = 0
         self._scanned_lines = 0
         self._writer: RecordWriter[R] | None = None
@@ -42,10 +96,21 @@ class RecordIndex(Generic[R, S]):
 
     def scan(self) -> None:
         """Read the lines not read yet (every line the first time): states and places of their records."""
+        batch: list[tuple[str, Located[S]]] = []
         for located in self.log.iter_located(self._scanned_bytes, self._scanned_lines + 1):
             key = str(getattr(located.record, self.log.key))
-            self._entries[key] = Located(located.offset, located.end, located.line, self._summarise(located.record))
-            self._scanned_bytes, self._scanned_lines = located.end, located.line
+            batch.append((key, Located(located.offset, located.end, located.line, self._summarise(located.record))))
+            if len(batch) == _SCAN_BATCH:
+                self._keep(batch)
+                batch = []
+        self._keep(batch)
+
+    def _keep(self, batch: list[tuple[str, Located[S]]]) -> None:
+        """Keep scanned entries, and read on after them (a line that stops a scan is read again by the next)."""
+        if batch:
+            self._entries.put(batch)
+            last = batch[-1][1]
+            self._scanned_bytes, self._scanned_lines = last.end, last.line
 
     def state(self, key: str) -> S | None:
         """What the index keeps of the record with this id; None when there is none."""
@@ -53,11 +118,11 @@ class RecordIndex(Generic[R, S]):
         return None if entry is None else entry.record
 
     def states(self) -> Iterator[S]:
-        return (entry.record for entry in self._entries.values())
+        return (state for _, state in self._entries.items())
 
     def items(self) -> Iterator[tuple[str, S]]:
         """Each id with its state."""
-        return ((key, entry.record) for key, entry in self._entries.items())
+        return self._entries.items()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -69,7 +134,9 @@ class RecordIndex(Generic[R, S]):
             return None
         if entry.offset == _NOT_SCANNED:
             self.scan()
-            entry = self._entries[key]
+            entry = self._entries.get(key)
+            if entry is None:  # (a scan replaces an entry, never removes one)
+                raise RuntimeError(f"{self.log.path} lost the record {key}; run the command again")
         if self._reader is None:
             self._reader = self.log.path.open("rb")
         return self.log.read_at(self._reader, entry)
@@ -95,10 +162,10 @@ class RecordIndex(Generic[R, S]):
         if start == self._scanned_bytes:
             # Right after what was read: located now, and the next scan starts after it.
             end, line = self._writer.position(), self._scanned_lines + 1
-            self._entries[key] = Located(start, end, line, state)
+            self._entries.put([(key, Located(start, end, line, state))])
             self._scanned_bytes, self._scanned_lines = end, line
         else:  # (no scan yet, or lines of another writer between: the next scan reads them all)
-            self._entries[key] = Located(_NOT_SCANNED, _NOT_SCANNED, _NOT_SCANNED, state)
+            self._entries.put([(key, Located(_NOT_SCANNED, _NOT_SCANNED, _NOT_SCANNED, state))])
         return state
 
     def close(self) -> None:

@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import bm25s
+import numpy as np
 import pytest
 from datasets import load_from_disk
 
 from qagen.config import BuildConfig
+from qagen.corpus import bm25_ranks
 from qagen.corpus.bm25_index import BM25_PARAMETERS, TokenIds, bm25_retriever, token_ids
-from qagen.corpus.chunk_index import RETRIEVED_CHUNKS, ChunkIndex
+from qagen.corpus.chunk_index import RETRIEVED_CHUNKS, ChunkIndex, RankQuery
 from qagen.corpus.settings import CorpusSettings
 from qagen.generation.pipeline import build
 from qagen.llm.backends import ModelSettings
@@ -87,6 +89,76 @@ def test_rank_equals_an_independent_bm25_ties_in_the_chunks_favour() -> None:
     assert 1 in ranks and max(ranks) > 3  # the trials cover first places and others
     assert index.rank("w1", "missing") is None
     assert index.rank("nothing here", "c0") == 1  # no word of the question in the corpus: a tie
+
+
+@pytest.mark.parametrize("dense_share", [8, 10**9], ids=["frequent-words-dense", "all-sparse"])
+@pytest.mark.parametrize("shard_chunks", [1, 3, 7, 44, 1000])
+def test_ranks_shard_by_shard_equal_the_ranks_of_one_index_of_every_chunk(
+    shard_chunks: int, dense_share: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bm25_ranks, "DENSE_SHARE", dense_share)
+    chunks = _chunks(count=40, repeated=5)  # repeated texts: chunks tying with a question's own
+    queries = [RankQuery(" ".join(words), chunks[own].id) for words, own in _queries(chunks, 150)]
+    queries += [
+        RankQuery("w1 w1 w2 w1", "c3"),  # a repeated word counts each time
+        RankQuery(chunks[2].text, "c2"),
+        RankQuery(chunks[2].text, f"c{len(chunks) - 3}"),  # its repeat at the end: the same score
+        RankQuery("nothing here", "c0"),  # no word of the corpus: every chunk ties
+        RankQuery("", "c1"),
+        RankQuery("w1 w2", "missing"),  # a chunk not indexed
+        RankQuery("w1 w2", None),  # not ranked
+    ]
+    one_index = ChunkIndex(lambda: chunks)
+    expected = [one_index.rank(q.question, q.chunk_id) if q.chunk_id is not None else None for q in queries]
+    assert None in expected and 1 in expected and max(rank for rank in expected if rank) > 10
+
+    indexed: list[int] = []
+    monkeypatch.setattr(bm25s.BM25, "index", lambda *args, **kwargs: indexed.append(1))
+    sharded = ChunkIndex(lambda: chunks, shard_chunks=shard_chunks)
+    assert list(sharded.ranks(iter(queries))) == expected
+    assert indexed == []  # no index of every chunk was built
+    assert sharded.chunks_per_document() == Counter(chunk.source for chunk in chunks)
+
+
+def test_each_shard_scores_its_chunks_as_one_index_of_every_chunk_does_to_the_bit(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    vocabulary = [f"w{number}" for number in range(300)]
+    texts = [" ".join(rng.choices(vocabulary, k=rng.randint(5, 200))) for _ in range(600)]
+    chunks = [
+        Chunk(id=f"c{i}", source="d", text=text, start_index=0, end_index=len(text)) for i, text in enumerate(texts)
+    ]
+    every = TokenIds()
+    for chunk in chunks:
+        every.add(chunk.text)
+    one_index = bm25_retriever(every)
+    with (tmp_path / "tokens").open("w+b") as tokens:
+        corpus = bm25_ranks._Corpus(chunks, tokens)
+        tokens.flush()
+        questions = [" ".join(rng.choices(vocabulary, k=rng.randint(1, 12))) for _ in range(100)]
+        queries = bm25_ranks._Queries((RankQuery(question, None) for question in questions), corpus)
+        idf, average = corpus.idf(), corpus.average_length()
+        shards = [bm25_ranks._index_shard(tokens, corpus, start, min(start + 170, 600), idf, average) for start in
+                  range(0, 600, 170)]  # fmt: skip
+    assert any(shard.dense for shard in shards) and any(len(shard.dense) < 300 for shard in shards)
+    for number, question in enumerate(questions):
+        expected = one_index.get_scores_from_ids(one_index.get_tokens_ids(bm25_ranks.tokenize(question)))
+        scores = np.concatenate([shard.scores(queries.ids(number)) for shard in shards])
+        assert scores.dtype == expected.dtype and scores.tobytes() == expected.tobytes(), question
+
+
+def test_ranks_ask_the_index_of_every_chunk_when_it_is_built() -> None:
+    chunks = _chunks()
+    index = ChunkIndex(lambda: chunks, shard_chunks=4)
+    assert index.top("w1")  # builds the index of every chunk
+    queries = [RankQuery(" ".join(words), chunks[own].id) for words, own in _queries(chunks, 20)]
+    assert list(index.ranks(queries)) == [index.rank(q.question, q.chunk_id) for q in queries]
+
+
+def test_a_corpus_without_a_word_ranks_every_indexed_chunk_first_shard_by_shard() -> None:
+    punctuation = [Chunk(id=f"p{i}", source="punctuation", text="... !!", start_index=0, end_index=6) for i in range(3)]
+    index = ChunkIndex(lambda: punctuation, shard_chunks=2)
+    assert list(index.ranks([RankQuery("anything", "p2"), RankQuery("anything", "q")])) == [1, None]
+    assert list(ChunkIndex(list, shard_chunks=2).ranks([RankQuery("anything", "p2")])) == [None]  # no chunk
 
 
 def test_compact_token_ids_give_bm25s_the_index_it_builds_from_lists() -> None:

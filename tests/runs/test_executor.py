@@ -4,7 +4,9 @@ what the calls are waiting on."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import overload
 
 import pytest
 
@@ -147,7 +149,7 @@ def _items(count: int) -> list[Passages]:
     ]
 
 
-def _chains(backend: GaugedBackend, items: list[Passages], *, workers: int, lookahead: int, calls: int = 3) -> None:
+def _chains(backend: GaugedBackend, items: Sequence[Passages], *, workers: int, lookahead: int, calls: int = 3) -> None:
     """`calls` calls one after the other per item (a draft and its critics), through `map`."""
     task = DraftTask("scripted:generator")
 
@@ -184,3 +186,43 @@ def test_a_call_that_stops_the_run_lets_no_waiting_call_go_out() -> None:
     with pytest.raises(LLMUnavailableError, match="401"):
         _chains(backend, _items(20), workers=2, lookahead=4)
     assert len(backend.asked) == 2  # the first wave only; six calls were waiting for a slot
+
+
+class _ReadItems(Sequence[Passages]):
+    """Items made as they are taken (as a build's are read back from its chunk file), counting how
+    many were made when each call went out."""
+
+    def __init__(self, items: list[Passages]) -> None:
+        self._items = items
+        self.made = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Passages: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Passages]: ...
+    def __getitem__(self, index: int | slice) -> Passages | Sequence[Passages]:
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Passages]:
+        for item in self._items:
+            self.made += 1
+            yield item
+
+
+def test_items_are_taken_as_workers_are_free_not_all_at_once() -> None:
+    items = _ReadItems(_items(40))
+    made_at_calls: list[int] = []
+
+    class Noting(GaugedBackend):
+        async def reply(self, request: Request) -> Reply:
+            made_at_calls.append(items.made)
+            return await super().reply(request)
+
+    backend = Noting()
+    _chains(backend, items, workers=2, lookahead=3, calls=1)
+    assert len(backend.asked) == 40 and backend.asked == [f"item-{i}" for i in range(40)]
+    # When the first call goes out, only the window under way (2 slots x 3 ahead) has been made.
+    assert made_at_calls[0] == 6

@@ -1,0 +1,250 @@
+"""Where BM25 ranks each question's own chunk among all chunks, in memory that does not grow with them.
+
+One index of every chunk (`bm25_index.bm25_retriever`) takes memory in proportion to the corpus
+(building it over 125,000 chunks peaks near 600 MB), so the ranks of many questions are found over
+shards of `SHARD_CHUNKS` chunks, one shard in memory at a time:
+
+1. One counting pass over the chunks: the vocabulary, each token's document frequency, each chunk's
+   length and id; the chunks' token ids go to a temporary file. BM25's IDF and average length are
+   the whole corpus' (bm25s' own formulas over these counts), so a chunk scores in its shard exactly
+   what it scores in one index of every chunk, to the last bit of bm25s' float32.
+2. The questions, as token ids of that vocabulary (a token no chunk has scores nothing, as in bm25s).
+3. The shards, each indexed with bm25s' own scoring of a document's tokens: every question is scored
+   against each shard, and its own chunk's score taken from the shard that holds it. A question's
+   rank is 1 + the chunks scoring strictly higher than its own, counted shard by shard; shards before
+   a question's own one are counted in a second pass, from the shards kept on disk.
+
+A question's score for a shard adds, token by token in the question's order, each token's scores
+in float32, as bm25s' `get_scores_from_ids` does, so the sums are bm25s' to the bit; tokens in many
+of a shard's chunks are held as dense vectors (adding one is many times faster than scattering
+their scores into the sum, and adds the same numbers).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+import numpy as np
+from bm25s.scoring import _build_idf_array, _build_scores_and_indices_for_matrix, _select_idf_scorer
+
+from qagen.corpus.bm25_index import BM25_PARAMETERS, tokenize
+from qagen.corpus.chunk_index import RankQuery, Ranks
+from qagen.records import Chunk
+
+DENSE_SHARE = 8
+"""A token in at least 1 of this many of a shard's chunks is held as a dense vector over the shard."""
+
+MOST_DENSE = 256
+"""At most this many tokens a shard are held dense (the most frequent ones): a bound on its memory."""
+
+_DTYPE = np.float32
+"""bm25s' score type (its default `dtype`, which `BM25_PARAMETERS` keeps)."""
+
+
+class _Corpus:
+    """What the counting pass keeps of the chunks: the vocabulary and document frequencies, each
+    chunk's length, where its token ids are in the token file, and the chunks' ids to find them by."""
+
+    def __init__(self, chunks: Iterable[Chunk], tokens: BinaryIO) -> None:
+        self.vocab: dict[str, int] = {}
+        self.frequencies: list[int] = []
+        self.lengths = array("i")
+        self.documents: Counter[str] = Counter()
+        ids: list[bytes] = []
+        for chunk in chunks:
+            ids.append(chunk.id.encode("utf-8"))
+            self.documents[chunk.source] += 1
+            # setdefault hands back the dict's own int objects, so the lists share them.
+            tokens_of_chunk = [self.vocab.setdefault(token, len(self.vocab)) for token in tokenize(chunk.text)]
+            self.frequencies.extend([0] * (len(self.vocab) - len(self.frequencies)))
+            for token in set(tokens_of_chunk):
+                self.frequencies[token] += 1
+            self.lengths.append(len(tokens_of_chunk))
+            array("i", tokens_of_chunk).tofile(tokens)
+        self.ends = np.cumsum(np.asarray(self.lengths, dtype=np.int64))
+        # Sorted ids, and where each is in the corpus: a chunk's position by binary search, in a few
+        # bytes a chunk instead of a dict. Stable, so of two chunks with one id the later is found, as a
+        # dict keeps the later.
+        by_id = np.array(ids, dtype=np.bytes_) if ids else np.array([], dtype="S1")
+        self._order = np.argsort(by_id, kind="stable")
+        self._sorted = by_id[self._order]
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def position(self, chunk_id: str) -> int | None:
+        """The chunk's position in the corpus (the later one of a repeated id); None when not indexed."""
+        wanted = chunk_id.encode("utf-8")
+        found = int(np.searchsorted(self._sorted, wanted, side="right")) - 1
+        if found < 0 or self._sorted[found] != wanted:
+            return None
+        return int(self._order[found])
+
+    def idf(self) -> np.ndarray:
+        """Each token's IDF over the whole corpus, as bm25s computes it when it indexes every chunk."""
+        scorer = _select_idf_scorer(BM25_PARAMETERS["method"])
+        frequencies = dict(enumerate(self.frequencies))
+        idf: np.ndarray = _build_idf_array(frequencies, n_docs=len(self), compute_idf_fn=scorer, dtype=_DTYPE)
+        return idf
+
+    def average_length(self) -> np.float64:
+        """The chunks' mean length in tokens, as bm25s computes it: numpy's mean of the lengths, kept a
+        numpy float64 (a Python float would make bm25s' term-frequency part float32, not float64)."""
+        return np.float64(np.array(self.lengths.tolist()).mean())
+
+
+class _Queries:
+    """The questions as token ids of the corpus' vocabulary, each with its own chunk's position."""
+
+    def __init__(self, questions: Iterable[RankQuery], corpus: _Corpus) -> None:
+        self.tokens = array("i")
+        self.ends = array("q")
+        self.positions = array("q")  # -1: not ranked
+        for query in questions:
+            self.tokens.extend(
+                token for word in tokenize(query.question) if (token := corpus.vocab.get(word)) is not None
+            )
+            self.ends.append(len(self.tokens))
+            position = corpus.position(query.chunk_id) if query.chunk_id is not None else None
+            self.positions.append(-1 if position is None else position)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def ids(self, number: int) -> list[int]:
+        start = self.ends[number - 1] if number else 0
+        return self.tokens[start : self.ends[number]].tolist()
+
+
+class _Shard:
+    """One shard's index: each token's scores by chunk (bm25s' sparse columns), the frequent tokens'
+    also as dense vectors."""
+
+    def __init__(self, start: int, size: int, data: np.ndarray, chunks: np.ndarray, columns: np.ndarray) -> None:
+        self.start, self.size = start, size
+        self.data, self.chunks, self.columns = data, chunks, columns
+        counts = np.diff(columns)
+        frequent = np.flatnonzero(counts * DENSE_SHARE >= max(size, 1))
+        frequent = frequent[np.argsort(-counts[frequent], kind="stable")][:MOST_DENSE]
+        self.dense: dict[int, np.ndarray] = {}
+        for token in frequent.tolist():
+            vector = np.zeros(size, dtype=_DTYPE)
+            vector[chunks[columns[token] : columns[token + 1]]] = data[columns[token] : columns[token + 1]]
+            self.dense[token] = vector
+
+    def scores(self, ids: list[int]) -> np.ndarray:
+        """Each of the shard's chunks' score for a question of these token ids, added in their order."""
+        scores = np.zeros(self.size, dtype=_DTYPE)
+        for token in ids:
+            vector = self.dense.get(token)
+            if vector is not None:
+                np.add(scores, vector, out=scores)  # a zero where the token is not: the same sum
+                continue
+            start, end = self.columns[token], self.columns[token + 1]
+            if end > start:
+                np.add.at(scores, self.chunks[start:end], self.data[start:end])
+        return scores
+
+    def save(self, folder: Path) -> None:
+        np.save(folder / f"{self.start}-data.npy", self.data)
+        np.save(folder / f"{self.start}-chunks.npy", self.chunks)
+        np.save(folder / f"{self.start}-columns.npy", self.columns)
+
+    @classmethod
+    def load(cls, folder: Path, start: int, size: int) -> _Shard:
+        parts = (np.load(folder / f"{start}-{part}.npy") for part in ("data", "chunks", "columns"))
+        return cls(start, size, *parts)
+
+
+def _token_lists(tokens: BinaryIO, corpus: _Corpus, start: int, stop: int) -> Iterator[list[int]]:
+    """The token ids of chunks `start` to `stop`, read back from the token file a chunk at a time."""
+    tokens.seek(4 * (int(corpus.ends[start - 1]) if start else 0))
+    for length in corpus.lengths[start:stop]:
+        ids = array("i")
+        ids.fromfile(tokens, length)
+        yield ids.tolist()
+
+
+def _index_shard(
+    tokens: BinaryIO, corpus: _Corpus, start: int, stop: int, idf: np.ndarray, average: np.float64
+) -> _Shard:
+    """Chunks `start` to `stop` indexed with the whole corpus' IDF and average length: bm25s' scores
+    of each chunk's tokens, as sparse columns by token (a chunk's scores are its own, whatever the shard)."""
+    frequencies: Counter[int] = Counter()
+    for ids in _token_lists(tokens, corpus, start, stop):
+        frequencies.update(set(ids))
+    parameters = {key: BM25_PARAMETERS[key] for key in ("k1", "b", "method")}
+    data, chunks, token_of = _build_scores_and_indices_for_matrix(
+        corpus_token_ids=_token_lists(tokens, corpus, start, stop),
+        idf_array=idf,
+        avg_doc_len=average,
+        doc_frequencies=frequencies,
+        delta=None,
+        nonoccurrence_array=None,  # (only bm25l and bm25+ have one; `BM25_PARAMETERS` is lucene)
+        dtype=_DTYPE,
+        show_progress=False,
+        **parameters,
+    )
+    # By token, each token's chunks in order (they came chunk by chunk): the columns bm25s builds.
+    order = np.argsort(token_of, kind="stable")
+    columns = np.zeros(len(corpus.vocab) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(token_of, minlength=len(corpus.vocab)), out=columns[1:])
+    return _Shard(start, stop - start, data[order], chunks[order], columns)
+
+
+def bm25_ranks(chunks: Iterable[Chunk], questions: Iterable[RankQuery], shard_chunks: int) -> BM25Ranks:
+    """The rank of each question's own chunk among `chunks` (see the module), and the chunks per document."""
+    with (
+        tempfile.TemporaryDirectory(prefix="qagen-bm25-ranks-") as folder,
+        (Path(folder) / "tokens").open("w+b") as tokens,
+    ):
+        corpus = _Corpus(chunks, tokens)
+        tokens.flush()
+        queries = _Queries(questions, corpus)
+        ranks = array("q", (0 if position < 0 else 1 for position in queries.positions))
+        if corpus.vocab and any(position >= 0 for position in queries.positions):
+            _count_higher(tokens, corpus, queries, ranks, Path(folder), shard_chunks)
+        return BM25Ranks(Ranks(ranks), corpus.documents)
+
+
+class BM25Ranks(NamedTuple):
+    ranks: Ranks
+    documents: Counter[str]
+    """How many chunks each document has (`Chunk.source`): read on the way."""
+
+
+def _count_higher(
+    tokens: BinaryIO, corpus: _Corpus, queries: _Queries, ranks: array[int], folder: Path, shard_chunks: int
+) -> None:
+    """Add to each ranked question's rank the chunks scoring higher than its own chunk, shard by shard."""
+    idf, average = corpus.idf(), corpus.average_length()
+    starts = range(0, len(corpus), shard_chunks)
+    own_scores = array("f", bytes(4 * len(queries)))  # float32, as bm25s' scores
+    own_shard = [position // shard_chunks if position >= 0 else -1 for position in queries.positions]
+    for start in starts:
+        stop = min(start + shard_chunks, len(corpus))
+        shard = _index_shard(tokens, corpus, start, stop, idf, average)
+        if stop < len(corpus):
+            shard.save(folder)  # read again by the second pass
+        here = start // shard_chunks
+        for number, position in enumerate(queries.positions):
+            if own_shard[number] < 0 or own_shard[number] > here or not (ids := queries.ids(number)):
+                continue  # (a question with no token of the corpus: every chunk scores 0, its own ranks 1)
+            scores = shard.scores(ids)
+            if own_shard[number] == here:
+                own_scores[number] = scores[position - start]
+            ranks[number] += int(np.count_nonzero(scores > own_scores[number]))
+        del shard  # before the next one is indexed
+    # The shards before each question's own one, which were indexed before its own score was known.
+    for start in starts[:-1]:
+        shard = _Shard.load(folder, start, min(start + shard_chunks, len(corpus)) - start)
+        here = start // shard_chunks
+        for number in range(len(queries)):
+            if own_shard[number] > here and (ids := queries.ids(number)):
+                scores = shard.scores(ids)
+                ranks[number] += int(np.count_nonzero(scores > own_scores[number]))
