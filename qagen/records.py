@@ -102,8 +102,13 @@ class Passages(Record):
 class Usage(Record):
     """Token usage reported by the server for one call (zeros when the server reports none)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = Field(default=0, description="Input (prompt) tokens, the cached ones included.")
+    output_tokens: int = Field(default=0, description="Output (completion) tokens, reasoning included.")
+    cached_input_tokens: int = Field(
+        default=0,
+        description="Of `input_tokens`, those the server read from its prompt cache (a prefix it had seen): "
+        "billed at the cached-input price where the provider has one; 0 when the server reports none.",
+    )
 
 
 class TaskOutput(Record):
