@@ -39,6 +39,7 @@ class DraftState(NamedTuple):
     failure: Failure | None
     input_tokens: int
     output_tokens: int
+    cached_input_tokens: int
 
     @property
     def retry(self) -> bool:
@@ -62,6 +63,7 @@ class CritiqueState(NamedTuple):
     score: int | None
     input_tokens: int
     output_tokens: int
+    cached_input_tokens: int
 
     @property
     def retry(self) -> bool:
@@ -85,6 +87,7 @@ def _draft_state(draft: Draft) -> DraftState:
         failure=draft.failure,
         input_tokens=draft.usage.input_tokens,
         output_tokens=draft.usage.output_tokens,
+        cached_input_tokens=draft.usage.cached_input_tokens,
     )
 
 
@@ -98,6 +101,7 @@ def _critique_state(critique: Critique) -> CritiqueState:
         score=critique.score,
         input_tokens=critique.usage.input_tokens,
         output_tokens=critique.usage.output_tokens,
+        cached_input_tokens=critique.usage.cached_input_tokens,
     )
 
 
@@ -106,18 +110,25 @@ _BLANK_CRITIQUE = Critique(id="", model="", draft_id="", criterion="", prompt_ha
 
 def _critique_of(key: str, state: CritiqueState) -> Critique:
     # A copy of a blank record: `model_copy` is several times cheaper than `model_construct`.
-    usage = Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
+    usage = _usage(state)
     fields = state._asdict()
-    del fields["input_tokens"], fields["output_tokens"]
+    del fields["input_tokens"], fields["output_tokens"], fields["cached_input_tokens"]
     return _BLANK_CRITIQUE.model_copy(update={"id": key, **fields, "usage": usage})
+
+
+def _usage(state: DraftState | CritiqueState) -> Usage:
+    return Usage(
+        input_tokens=state.input_tokens,
+        output_tokens=state.output_tokens,
+        cached_input_tokens=state.cached_input_tokens,
+    )
 
 
 class PaidCall(NamedTuple):
     """A call paid for (a reply came, readable or not): its record's id and tokens."""
 
     id: str
-    input_tokens: int
-    output_tokens: int
+    usage: Usage
 
 
 class _State(Protocol):
@@ -185,24 +196,29 @@ class Ledger:
         self.drafts.close()
         self.critiques.close()
 
-    def spent(self) -> dict[str, tuple[int, int]]:
-        """Input and output tokens of every stored record, by model (what the spending cap counts)."""
-        spent: dict[str, tuple[int, int]] = {}
+    def spent(self) -> dict[str, Usage]:
+        """The tokens of every stored record, by model (what the spending cap counts)."""
+        spent: dict[str, list[int]] = {}
         states: Iterable[DraftState | CritiqueState] = itertools.chain(self.drafts.states(), self.critiques.states())
         for state in states:
-            before = spent.get(state.model, (0, 0))
-            spent[state.model] = (before[0] + state.input_tokens, before[1] + state.output_tokens)
-        return spent
+            tokens = spent.setdefault(state.model, [0, 0, 0])
+            tokens[0] += state.input_tokens
+            tokens[1] += state.output_tokens
+            tokens[2] += state.cached_input_tokens
+        return {
+            model: Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached)
+            for model, (input_tokens, output_tokens, cached) in spent.items()
+        }
 
     def paid_for(self, draft_ids: set[str]) -> tuple[list[PaidCall], list[PaidCall]]:
         """The generation and critique calls paid for these drafts (every critique of them counts)."""
         drafts = [
-            PaidCall(key, state.input_tokens, state.output_tokens)
+            PaidCall(key, _usage(state))
             for key in draft_ids
             if (state := self.drafts.state(key)) is not None and state.paid
         ]
         critiques = [
-            PaidCall(key, state.input_tokens, state.output_tokens)
+            PaidCall(key, _usage(state))
             for key, state in self.critiques.items()
             if state.draft_id in draft_ids and state.paid
         ]

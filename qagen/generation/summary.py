@@ -9,7 +9,8 @@ from qagen.config import BuildConfig
 from qagen.generation.ledger import PaidCall
 from qagen.generation.target import outcome
 from qagen.generation.tasks import BuildTasks
-from qagen.llm.cost import batch_spend, price_for
+from qagen.llm.cost import batch_spend, cost_of
+from qagen.llm.task import add_usage
 from qagen.records import (
     BatchSpend,
     BuildModels,
@@ -19,6 +20,7 @@ from qagen.records import (
     Funnel,
     StageUsage,
     TypeFunnel,
+    Usage,
 )
 from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
@@ -64,27 +66,35 @@ def summarise_build(
     )
 
 
-def _tokens(records: Sequence[PaidCall]) -> tuple[int, int]:
-    return sum(r.input_tokens for r in records), sum(r.output_tokens for r in records)
+def _tokens(records: Sequence[PaidCall]) -> Usage:
+    total = Usage()
+    for record in records:
+        total = add_usage(total, record.usage)
+    return total
 
 
 def stage_usage(model: str, records: Sequence[PaidCall], config: BuildConfig, batched: set[str]) -> StageUsage:
     """Calls and tokens paid for (failed calls without a reply are not), and their cost when known:
-    the calls answered in batches (`batched` record ids) at batch prices, the others at online prices."""
-    input_tokens, output_tokens = _tokens(records)
-    price = price_for(model, config.price_input, config.price_output)
+    the calls answered in batches (`batched` record ids) at batch prices, the others at online prices,
+    the cached part of their input at the cached-input price."""
+    tokens = _tokens(records)
+    price = config.price(model)
     cost = None
     if price is not None:
         online = _tokens([r for r in records if r.id not in batched])
         in_batches = _tokens([r for r in records if r.id in batched])
-        cost = round(price.cost(*online) + price.batch().cost(*in_batches), 6)
+        cost = round(cost_of(online, price) + cost_of(in_batches, price.batch()), 6)
     return StageUsage(
-        model=model, calls=len(records), input_tokens=input_tokens, output_tokens=output_tokens, cost_usd=cost
+        model=model,
+        calls=len(records),
+        input_tokens=tokens.input_tokens,
+        output_tokens=tokens.output_tokens,
+        cached_input_tokens=tokens.cached_input_tokens,
+        cost_usd=cost,
     )
 
 
 def _batch(model: str, records: Sequence[PaidCall], config: BuildConfig, batched: set[str]) -> BatchSpend:
     """The paid calls answered in batches, at batch prices and at online prices."""
     in_batches = [r for r in records if r.id in batched]
-    price = price_for(model, config.price_input, config.price_output)
-    return batch_spend(len(in_batches), *_tokens(in_batches), price)
+    return batch_spend(len(in_batches), _tokens(in_batches), config.price(model))
