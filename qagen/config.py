@@ -21,6 +21,7 @@ from qagen.errors import ConfigError
 from qagen.failures import FailureKind
 from qagen.llm.backends import DEFAULT_MODEL, ModelSettings
 from qagen.llm.clients import CallLimits
+from qagen.llm.cost import Price, price_for
 from qagen.question_types import DEFAULT_TYPE, QUESTION_TYPES, check_shares
 from qagen.records import CriticName, Draft
 
@@ -159,6 +160,11 @@ class BuildConfig(BaseModel):
         default=None, description="Dollars per million input tokens (default: known prices)."
     )
     price_output: float | None = Field(default=None, description="Dollars per million output tokens.")
+    price_cached_input: float | None = Field(
+        default=None,
+        description="Dollars per million cached input tokens: the part of a prompt the provider read from "
+        "its prompt cache (default: the known cached price; with none, the input price).",
+    )
     prompts_dir: PathSetting | None = Field(
         default=None,
         description="A folder of prompt files, named as the bundled ones, that replace them (None: the bundled "
@@ -296,6 +302,11 @@ class BuildConfig(BaseModel):
     def call_limits(self) -> CallLimits:
         """How fast the build may call its models (`rpm` is set alike on both models)."""
         return CallLimits(concurrency=self.concurrency, rpm=self.generator.rpm, max_failure_rate=self.max_failure_rate)
+
+    def price(self, model: str) -> Price | None:
+        """A model's price for this build: the prices given (`price_input`, `price_output`,
+        `price_cached_input`), else its known one; None when unknown (`qagen.llm.cost.price_for`)."""
+        return price_for(model, self.price_input, self.price_output, self.price_cached_input)
 
     def thresholds(self) -> dict[str, int]:
         """Every critic's minimum score, in declaration order."""

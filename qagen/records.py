@@ -102,8 +102,13 @@ class Passages(Record):
 class Usage(Record):
     """Token usage reported by the server for one call (zeros when the server reports none)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = Field(default=0, description="Input (prompt) tokens, the cached ones included.")
+    output_tokens: int = Field(default=0, description="Output (completion) tokens, reasoning included.")
+    cached_input_tokens: int = Field(
+        default=0,
+        description="Of `input_tokens`, those the server read from its prompt cache (a prefix it had seen): "
+        "billed at the cached-input price where the provider has one; 0 when the server reports none.",
+    )
 
 
 class TaskOutput(Record):
@@ -459,9 +464,14 @@ class StageUsage(Record):
     calls: int = Field(description="Calls paid for, for the sampled chunks.")
     input_tokens: int = Field(description="Input tokens, as the server reported them.")
     output_tokens: int = Field(description="Output tokens, as the server reported them.")
+    cached_input_tokens: int = Field(
+        default=0,
+        description="Of the input tokens, those the server read from its prompt cache (priced at the "
+        "model's cached-input price); 0 when it reported none.",
+    )
     cost_usd: float | None = Field(
-        description="Cost in US dollars, calls answered in batches at batch prices (see `batch`); None when "
-        "the model's price is unknown."
+        description="Cost in US dollars, calls answered in batches at batch prices (see `batch`), cached "
+        "input at the cached-input price; None when the model's price is unknown."
     )
 
 
@@ -471,6 +481,9 @@ class BatchSpend(Record):
     calls: int = Field(description="Calls answered in batches.")
     input_tokens: int = Field(description="Their input tokens, as the server reported them.")
     output_tokens: int = Field(description="Their output tokens, as the server reported them.")
+    cached_input_tokens: int = Field(
+        default=0, description="Of their input tokens, those the server read from its prompt cache."
+    )
     cost_usd: float | None = Field(description="What they cost at batch prices; None when the price is unknown.")
     online_cost_usd: float | None = Field(
         description="What the same tokens cost at online prices: the figure batch mode saved against."

@@ -62,7 +62,7 @@ _CHUNK_KEYS = {"chunk_size", "chunk_overlap", "length_unit", "encoding"}
 _TOP_KEYS = {
     "n_generations", "seed", "audience", "min_score", "all_critics", "dedup_threshold", "max_answer_chars",
     "max_question_chars", "concurrency", "max_failure_rate", "max_tokens", "max_cost", "price_input",
-    "price_output", "free_checks", "check_evidence", "max_copied_share", "dedup_embeddings",
+    "price_output", "price_cached_input", "free_checks", "check_evidence", "max_copied_share", "dedup_embeddings",
     "semantic_dedup_threshold", "pair_embeddings", "target", "max_drafts",
 }  # fmt: skip
 

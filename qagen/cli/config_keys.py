@@ -319,6 +319,7 @@ def _build_keys() -> list[ConfigKey]:
             ("max_cost", 5.0),
             ("price_input", 0.15),
             ("price_output", 0.6),
+            ("price_cached_input", 0.075),
         )
     ]
     return [

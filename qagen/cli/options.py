@@ -263,6 +263,7 @@ def price_options(*, stage: bool) -> OptionGroup:
     return option_group(
         option("--price-input", type=click.FloatRange(min=0), default=None, help=f"Dollars per million input tokens, for cost reports and --max-cost {_default(stage, '[default: known OpenAI prices]')}."),
         option("--price-output", type=click.FloatRange(min=0), default=None, help=f"Dollars per million output tokens {_default(stage, '[default: known OpenAI prices]')}."),
+        option("--price-cached-input", type=click.FloatRange(min=0), default=None, help=f"Dollars per million cached input tokens, the part of a prompt the provider read from its prompt cache {_default(stage, '[default: the known cached price, else the input price]')}."),
     )  # fmt: skip
 
 

@@ -19,7 +19,6 @@ from qagen.generation.ledger import Ledger
 from qagen.generation.sample import Sample
 from qagen.generation.summary import stage_usage
 from qagen.generation.tasks import BuildTasks, TypeTasks, stops_the_critics
-from qagen.llm.cost import price_for
 from qagen.runs.batch.journal import Journal
 from qagen.runs.executor import needs_call
 from qagen.runs.rundir import RunDir
@@ -145,8 +144,8 @@ def estimate(
     output_tokens = int(
         left.drafts * ASSUMED_OUTPUT_TOKENS["generation"] + left.critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]
     )
-    generator_price = price_for(config.generator.spec, config.price_input, config.price_output)
-    critic_price = price_for(config.critic.spec, config.price_input, config.price_output)
+    generator_price = config.price(config.generator.spec)
+    critic_price = config.price(config.critic.spec)
     if batch and generator_price is not None and critic_price is not None:
         generator_price, critic_price = generator_price.batch(), critic_price.batch()
     cost = None

@@ -39,6 +39,7 @@ class DraftState(NamedTuple):
     failure: Failure | None
     input_tokens: int
     output_tokens: int
+    cached_input_tokens: int
 
     @property
     def retry(self) -> bool:
@@ -62,6 +63,7 @@ class CritiqueState(NamedTuple):
     score: int | None
     input_tokens: int
     output_tokens: int
+    cached_input_tokens: int
 
     @property
     def retry(self) -> bool:
@@ -85,6 +87,7 @@ def _draft_state(draft: Draft) -> DraftState:
         failure=draft.failure,
         input_tokens=draft.usage.input_tokens,
         output_tokens=draft.usage.output_tokens,
+        cached_input_tokens=draft.usage.cached_input_tokens,
     )
 
 
@@ -98,6 +101,7 @@ def _critique_state(critique: Critique) -> CritiqueState:
         score=critique.score,
         input_tokens=critique.usage.input_tokens,
         output_tokens=critique.usage.output_tokens,
+        cached_input_tokens=critique.usage.cached_input_tokens,
     )
 
 
@@ -106,22 +110,45 @@ _BLANK_CRITIQUE = Critique(id="", model="", draft_id="", criterion="", prompt_ha
 
 def _critique_of(key: str, state: CritiqueState) -> Critique:
     # A copy of a blank record: `model_copy` is several times cheaper than `model_construct`.
-    usage = Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
+    usage = _usage(state)
     fields = state._asdict()
-    del fields["input_tokens"], fields["output_tokens"]
+    del fields["input_tokens"], fields["output_tokens"], fields["cached_input_tokens"]
     return _BLANK_CRITIQUE.model_copy(update={"id": key, **fields, "usage": usage})
 
 
+def _usage(state: DraftState | CritiqueState) -> Usage:
+    return Usage(
+        input_tokens=state.input_tokens,
+        output_tokens=state.output_tokens,
+        cached_input_tokens=state.cached_input_tokens,
+    )
+
+
 class Tokens(NamedTuple):
-    """Calls, and their input and output tokens, counted up."""
+    """Calls, and their tokens, counted up."""
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
 
-    def plus(self, input_tokens: int, output_tokens: int) -> Tokens:
-        """These counts and one more call."""
-        return Tokens(self.calls + 1, self.input_tokens + input_tokens, self.output_tokens + output_tokens)
+    def plus(self, usage: Usage) -> Tokens:
+        """These counts and one more call's."""
+        return Tokens(
+            self.calls + 1,
+            self.input_tokens + usage.input_tokens,
+            self.output_tokens + usage.output_tokens,
+            self.cached_input_tokens + usage.cached_input_tokens,
+        )
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens alone."""
+        return Usage(
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            cached_input_tokens=self.cached_input_tokens,
+        )
 
 
 class Paid(NamedTuple):
@@ -131,10 +158,10 @@ class Paid(NamedTuple):
     online: Tokens = Tokens()
     batched: Tokens = Tokens()
 
-    def plus(self, in_batch: bool, input_tokens: int, output_tokens: int) -> Paid:
+    def plus(self, in_batch: bool, usage: Usage) -> Paid:
         if in_batch:
-            return self._replace(batched=self.batched.plus(input_tokens, output_tokens))
-        return self._replace(online=self.online.plus(input_tokens, output_tokens))
+            return self._replace(batched=self.batched.plus(usage))
+        return self._replace(online=self.online.plus(usage))
 
     @property
     def total(self) -> Tokens:
@@ -206,14 +233,19 @@ class Ledger:
         self.drafts.close()
         self.critiques.close()
 
-    def spent(self) -> dict[str, tuple[int, int]]:
-        """Input and output tokens of every stored record, by model (what the spending cap counts)."""
-        spent: dict[str, tuple[int, int]] = {}
+    def spent(self) -> dict[str, Usage]:
+        """The tokens of every stored record, by model (what the spending cap counts)."""
+        spent: dict[str, list[int]] = {}
         states: Iterable[DraftState | CritiqueState] = itertools.chain(self.drafts.states(), self.critiques.states())
         for state in states:
-            before = spent.get(state.model, (0, 0))
-            spent[state.model] = (before[0] + state.input_tokens, before[1] + state.output_tokens)
-        return spent
+            tokens = spent.setdefault(state.model, [0, 0, 0])
+            tokens[0] += state.input_tokens
+            tokens[1] += state.output_tokens
+            tokens[2] += state.cached_input_tokens
+        return {
+            model: Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached)
+            for model, (input_tokens, output_tokens, cached) in spent.items()
+        }
 
     def paid_for(self, draft_ids: Container[str] | None, batched: Container[str]) -> tuple[Paid, Paid]:
         """The generation and critique calls paid for these drafts (None: every draft; every critique
@@ -223,8 +255,8 @@ class Ledger:
         drafts, critiques = Paid(), Paid()
         for key, draft in self.drafts.items():
             if draft.paid and (draft_ids is None or key in draft_ids):
-                drafts = drafts.plus(key in batched, draft.input_tokens, draft.output_tokens)
+                drafts = drafts.plus(key in batched, _usage(draft))
         for key, critique in self.critiques.items():
             if critique.paid and (draft_ids is None or critique.draft_id in draft_ids):
-                critiques = critiques.plus(key in batched, critique.input_tokens, critique.output_tokens)
+                critiques = critiques.plus(key in batched, _usage(critique))
         return drafts, critiques

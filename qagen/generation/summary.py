@@ -7,7 +7,7 @@ from qagen.config import BuildConfig
 from qagen.generation.ledger import Paid
 from qagen.generation.target import outcome
 from qagen.generation.tasks import BuildTasks
-from qagen.llm.cost import batch_spend, price_for
+from qagen.llm.cost import batch_spend, cost_of
 from qagen.records import (
     BatchSpend,
     BuildModels,
@@ -62,21 +62,23 @@ def summarise_build(
 
 def stage_usage(model: str, paid: Paid, config: BuildConfig) -> StageUsage:
     """Calls and tokens paid for (failed calls without a reply are not), and their cost when known:
-    the calls answered in batches at batch prices, the others at online prices."""
+    the calls answered in batches at batch prices, the others at online prices, the cached part of
+    their input at the cached-input price."""
     total = paid.total
-    price = price_for(model, config.price_input, config.price_output)
+    price = config.price(model)
     cost = None
     if price is not None:
-        cost = round(price.cost(*paid.online[1:]) + price.batch().cost(*paid.batched[1:]), 6)
+        cost = round(cost_of(paid.online.usage, price) + cost_of(paid.batched.usage, price.batch()), 6)
     return StageUsage(
         model=model,
         calls=total.calls,
         input_tokens=total.input_tokens,
         output_tokens=total.output_tokens,
+        cached_input_tokens=total.cached_input_tokens,
         cost_usd=cost,
     )
 
 
 def _batch(model: str, paid: Paid, config: BuildConfig) -> BatchSpend:
     """The paid calls answered in batches, at batch prices and at online prices."""
-    return batch_spend(*paid.batched, price_for(model, config.price_input, config.price_output))
+    return batch_spend(paid.batched.calls, paid.batched.usage, config.price(model))

@@ -24,10 +24,10 @@ from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
-from qagen.llm.cost import Budget, price_for
+from qagen.llm.cost import Budget
 from qagen.llm.prompts import load_prompts
 from qagen.question_types import QUESTION_TYPES, QuestionTypeSpec
-from qagen.records import Critique, Draft, Passages
+from qagen.records import Critique, Draft, Passages, Usage
 from qagen.runs.executor import Executor
 
 
@@ -256,13 +256,13 @@ def stops_the_critics(verdict: Critique, config: BuildConfig) -> bool:
     return not passes(config.critic_registry().get(verdict.criterion), verdict, config.threshold(verdict.criterion))
 
 
-def make_budget(config: BuildConfig, spent: dict[str, tuple[int, int]], *, batch: bool = False) -> Budget | None:
+def make_budget(config: BuildConfig, spent: dict[str, Usage], *, batch: bool = False) -> Budget | None:
     """The run's spending cap, counting what the run directory has spent already (`Ledger.spent`;
     None: no cap); at batch prices in batch mode."""
     if config.max_tokens is None and config.max_cost is None:
         return None
     models = {config.generator.spec, config.critic.spec}
-    prices = {model: price_for(model, config.price_input, config.price_output) for model in models}
+    prices = {model: config.price(model) for model in models}
     if batch:
         prices = {model: price.batch() if price else None for model, price in prices.items()}
     return Budget(max_tokens=config.max_tokens, max_cost=config.max_cost, prices=prices, spent=dict(spent))

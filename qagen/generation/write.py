@@ -13,6 +13,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 
 from qagen.failures import is_call_failure_reason
+from qagen.llm.cost import cached_note
 from qagen.records import PASSAGE_COLUMNS, BatchSpend, BuildSummary, CandidateRow, DatasetRow, TypeFunnel
 from qagen.runs.store import writing
 
@@ -234,7 +235,8 @@ def funnel_table(summary: BuildSummary) -> str:
         )
     for stage, usage in (("generation", summary.usage.generation), ("critique", summary.usage.critique)):
         cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""
-        tokens = f"{usage.input_tokens:,} in / {usage.output_tokens:,} out tokens{cost}"
+        cached = cached_note(usage.cached_input_tokens)
+        tokens = f"{usage.input_tokens:,} in{cached} / {usage.output_tokens:,} out tokens{cost}"
         lines.append((f"{stage} calls", f"{usage.calls} ({tokens})"))
         batched = summary.batch.get(stage)
         if batched:

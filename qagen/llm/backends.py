@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
@@ -243,11 +244,7 @@ class LangChainBackend:
             for message in request
         ]
         message = await self.model.ainvoke(messages)
-        metadata = message.usage_metadata or {}
-        usage = Usage(
-            input_tokens=int(metadata.get("input_tokens", 0) or 0),
-            output_tokens=int(metadata.get("output_tokens", 0) or 0),
-        )
+        usage = langchain_usage(message.usage_metadata)
         reasoning = message.additional_kwargs.get("reasoning_content")
         return normalise_reply(
             valid_text(_text_of(message.content)),
@@ -258,6 +255,19 @@ class LangChainBackend:
 
     async def aclose(self) -> None:
         """LangChain models own no connections that must be closed here."""
+
+
+def langchain_usage(metadata: Mapping[str, Any] | None) -> Usage:
+    """The tokens a LangChain message reports (`usage_metadata`); the cached part of the input is its
+    `input_token_details.cache_read` (what each provider's package reads from its own reply)."""
+    metadata = metadata or {}
+    details = metadata.get("input_token_details") or {}
+    input_tokens = int(metadata.get("input_tokens", 0) or 0)
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=int(metadata.get("output_tokens", 0) or 0),
+        cached_input_tokens=min(int(details.get("cache_read", 0) or 0), input_tokens),
+    )
 
 
 def _openai_server_and_key(settings: ModelSettings) -> tuple[ServerURL, str]:

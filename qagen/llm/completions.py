@@ -6,6 +6,7 @@ reply is read the same way."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -42,19 +43,44 @@ def parse_completion(body: bytes) -> Reply:
         message = choice["message"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise MalformedCompletionError(f"not a chat completion: {body[:200]!r}") from exc
-    usage = data.get("usage") or {}
     # vLLM's and llama.cpp's reasoning parsers say `reasoning_content`; some servers `reasoning`.
     reasoning = message.get("reasoning_content") or message.get("reasoning")
     return normalise_reply(
         valid_text(message.get("content") or ""),
-        Usage(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-        ),
+        usage_of(data),
         reasoning_content=valid_text(reasoning) if isinstance(reasoning, str) else None,
         finish_reason=choice.get("finish_reason"),
         tokens=_tokens(choice.get("logprobs")),
     )
+
+
+def usage_of(data: dict[str, Any]) -> Usage:
+    """The tokens a chat-completion body reports; a count that is missing or not a number is 0.
+
+    The cached part of the prompt is OpenAI's `usage.prompt_tokens_details.cached_tokens` (vLLM sends the
+    same with prefix caching on, and recent llama.cpp servers too); else llama.cpp's own `timings.cache_n`
+    (prompt tokens its slot's cache held). It is a part of the prompt, so never counted above it.
+    """
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    timings = data.get("timings")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    if cached is None and isinstance(timings, dict):
+        cached = _count(timings.get("cache_n"))
+    input_tokens = _count(usage.get("prompt_tokens")) or 0
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=_count(usage.get("completion_tokens")) or 0,
+        cached_input_tokens=min(cached or 0, input_tokens),
+    )
+
+
+def _count(value: Any) -> int | None:
+    """A token count as a server sends it (an integer, sometimes as a float); None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (0 <= value < math.inf):
+        return None
+    return int(value)
 
 
 def _tokens(logprobs: Any) -> tuple[TokenChoice, ...] | None:

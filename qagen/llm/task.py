@@ -185,5 +185,7 @@ def truncated(reply: Reply) -> Failure:
 def add_usage(total: Usage, more: Usage) -> Usage:
     """The sum of two usages."""
     return Usage(
-        input_tokens=total.input_tokens + more.input_tokens, output_tokens=total.output_tokens + more.output_tokens
+        input_tokens=total.input_tokens + more.input_tokens,
+        output_tokens=total.output_tokens + more.output_tokens,
+        cached_input_tokens=total.cached_input_tokens + more.cached_input_tokens,
     )

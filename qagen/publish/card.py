@@ -18,6 +18,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from qagen._version import __version__
 from qagen.critics import CRITICS
+from qagen.llm.cost import cached_note
 from qagen.redaction import redact
 
 MARKER_TAG = "qagen"
@@ -316,9 +317,10 @@ def _models(summary: Mapping[str, Any]) -> str:
         ]
         lines.append(f"- {label}: `{models.get(role)}`" + (f" ({', '.join(extra)})" if extra else ""))
     for stage, numbers in summary.get("usage", {}).items():
+        cached = numbers.get("cached_input_tokens") or 0  # a summary written before it was counted has none
         lines.append(
-            f"- {stage}: {numbers.get('calls')} calls, {numbers.get('input_tokens')} input and "
-            f"{numbers.get('output_tokens')} output tokens"
+            f"- {stage}: {numbers.get('calls')} calls, {numbers.get('input_tokens')} input{cached_note(cached)} "
+            f"and {numbers.get('output_tokens')} output tokens"
         )
     if any(settings.get(role, {}).get("base_url") for role in ("generator", "critic")):
         lines += ["", "The models were served by an OpenAI-compatible server whose address is not published."]

@@ -146,7 +146,7 @@ class Executor:
                     sent.append(request)
                     outcome = await client.complete(request)
             if self.budget is not None and isinstance(outcome, Reply):
-                self.budget.add(client.settings.spec, outcome.usage.input_tokens, outcome.usage.output_tokens)
+                self.budget.add(client.settings.spec, outcome.usage)
             return outcome
 
         record = await drive(task, item, call)

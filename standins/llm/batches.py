@@ -31,6 +31,7 @@ from standins.llm.knobs import Knobs
 from standins.llm.log import RequestLog, new_entry
 from standins.llm.outcomes import unit_interval
 from standins.llm.payloads import completion, error_body
+from standins.llm.prefix_cache import PrefixCache
 
 FILES_PATH = "/v1/files"
 BATCHES_PATH = "/v1/batches"
@@ -53,10 +54,10 @@ def body_sha(body: Any) -> str:
 
 
 def answer_line(
-    line: dict[str, Any], knobs: Knobs, attempts: AttemptCounter, log: RequestLog, *, fail: bool
+    line: dict[str, Any], knobs: Knobs, attempts: AttemptCounter, log: RequestLog, cache: PrefixCache, *, fail: bool
 ) -> dict[str, Any]:
     """The output (or error) line answering one input line, logged as method `BATCH`."""
-    from standins.llm.routes import answer, describe  # routes imports this module
+    from standins.llm.routes import answer, cached_part, describe  # routes imports this module
 
     custom_id = line.get("custom_id")
     body = line.get("body")
@@ -89,7 +90,16 @@ def answer_line(
         entry["model"] = str(body.get("model"))
         reply, shaped = answer(body, knobs, sha, reply_number)
         describe(entry, reply, shaped)
-        payload = completion(body, body["messages"], shaped, sha, kind=reply.prompt, logprobs=knobs.replies.logprobs)
+        cached = cached_part(knobs, cache, body["messages"], entry)
+        payload = completion(
+            body,
+            body["messages"],
+            shaped,
+            sha,
+            kind=reply.prompt,
+            logprobs=knobs.replies.logprobs,
+            cached_tokens=cached,
+        )
         status = 200
     entry["status_code"] = status
     log.record(entry)
@@ -146,9 +156,10 @@ class _Batch:
 class BatchAPI:
     """Files and batches in memory, answered as OpenAI answers them."""
 
-    def __init__(self, attempts: AttemptCounter, log: RequestLog) -> None:
+    def __init__(self, attempts: AttemptCounter, log: RequestLog, cache: PrefixCache) -> None:
         self._attempts = attempts
         self._log = log
+        self._cache = cache
         self._lock = threading.Lock()
         self._files: dict[str, tuple[str, str, bytes]] = {}  # id -> filename, purpose, content
         self._batches: dict[str, _Batch] = {}
@@ -254,7 +265,7 @@ class BatchAPI:
             )
             if fail:
                 self._failed_once.add(sha)
-            result = answer_line(line, knobs, self._attempts, self._log, fail=fail)
+            result = answer_line(line, knobs, self._attempts, self._log, self._cache, fail=fail)
             (outputs if result["response"]["status_code"] == 200 else errors).append(result)
         batch.counts = {"total": len(lines), "completed": len(outputs), "failed": len(errors)}
         if outputs:

@@ -39,6 +39,8 @@ class Knobs:
     batch_line_status: int = 0
     # The shape of `/rerank` replies (`standins.llm.rerank`): "results" (vLLM) or "list" (TEI).
     rerank_reply: str = "results"
+    # Report the prompt tokens shared with earlier prompts as cached (`standins.llm.prefix_cache`).
+    prefix_cache: bool = False
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
     shaping: ShapePolicy = dataclasses.field(default_factory=ShapePolicy)
 

@@ -41,6 +41,7 @@ class LogEntry(TypedDict):
     decoy_answer: str | None  # the reasoning's draft answer (generation, RAG answer)
     cut: str | None  # why the reply was cut short: "truncate_rate" or "max_tokens"
     huge_bytes: int | None  # huge_reply_bytes, if this reply was chosen for padding up to that size
+    cached_tokens: int | None  # with the `prefix_cache` knob: the prompt tokens reported cached
     # What credentials came with the request, only with the `record_credentials` knob (else None):
     # the raw query string and the Authorization header, unmasked.
     query: str | None
@@ -74,6 +75,7 @@ def new_entry(method: str, path: str, body_sha256: str | None) -> LogEntry:
         decoy_answer=None,
         cut=None,
         huge_bytes=None,
+        cached_tokens=None,
         query=None,
         authorization=None,
     )

@@ -16,21 +16,21 @@ from standins.llm.batches import answer_line
 from standins.llm.faults import AttemptCounter
 from standins.llm.knobs import Knobs
 from standins.llm.log import RequestLog
+from standins.llm.prefix_cache import PrefixCache
 
 
 def answer_requests(requests: Path, results: Path, knobs: Knobs | None = None, log: RequestLog | None = None) -> int:
     """Answer every line of `requests` into `results` (one output line each); return the count."""
     knobs = knobs or Knobs()
-    attempts = AttemptCounter()
+    attempts, cache = AttemptCounter(), PrefixCache()
     log = log or RequestLog()
     count = 0
     with requests.open(encoding="utf-8") as source, results.open("w", encoding="utf-8") as sink:
         for text in source:
             if not text.strip():
                 continue
-            sink.write(
-                json.dumps(answer_line(json.loads(text), knobs, attempts, log, fail=False), ensure_ascii=False) + "\n"
-            )
+            answered = answer_line(json.loads(text), knobs, attempts, log, cache, fail=False)
+            sink.write(json.dumps(answered, ensure_ascii=False) + "\n")
             count += 1
     return count
 

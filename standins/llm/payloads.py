@@ -21,21 +21,30 @@ MODELS_PATHS = frozenset({"/v1/models", "/models"})
 
 
 def completion(
-    request: dict[str, Any], messages: list[Any], shaped: Shaped, sha: str, *, kind: str = "", logprobs: bool = False
+    request: dict[str, Any],
+    messages: list[Any],
+    shaped: Shaped,
+    sha: str,
+    *,
+    kind: str = "",
+    logprobs: bool = False,
+    cached_tokens: int | None = None,
 ) -> dict[str, Any]:
     """The `chat.completion` body answering `request` with `shaped` (`n` copies of it); with `logprobs`
     (the server sends them) and a request that asks, the tokens of the reply of prompt kind `kind`
     (`standins.llm.logprobs`).
 
     ``reasoning_content`` is a field of the message only when the reply has reasoning there, and
-    then ``usage`` tells its tokens apart (``completion_tokens_details.reasoning_tokens``).
+    then ``usage`` tells its tokens apart (``completion_tokens_details.reasoning_tokens``). With
+    `cached_tokens` (the `prefix_cache` knob, `standins.llm.prefix_cache`), ``usage`` says how many
+    prompt tokens were cached, as OpenAI does (``prompt_tokens_details.cached_tokens``).
     """
     message: dict[str, Any] = {"role": "assistant", "content": shaped.content}
     if shaped.reasoning_content is not None:
         message["reasoning_content"] = shaped.reasoning_content
     n = request.get("n")
     choices = n if isinstance(n, int) and 1 <= n <= 16 else 1
-    prompt_tokens = tokens("".join(message_text(m) for m in messages))
+    prompt_tokens = tokens(whole_prompt(messages))
     reasoning_tokens = tokens(shaped.reasoning_content) * choices
     completion_tokens = tokens(shaped.content) * choices + reasoning_tokens
     usage: dict[str, Any] = {
@@ -43,6 +52,8 @@ def completion(
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+    if cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     if shaped.reasoning_content is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     asked = logprobs and request.get("logprobs") is True
@@ -92,6 +103,11 @@ def message_text(message: Any) -> str:
     if isinstance(content, list):
         return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return ""
+
+
+def whole_prompt(messages: list[Any]) -> str:
+    """Every message's text, joined: what `prompt_tokens` counts and a prompt cache holds."""
+    return "".join(message_text(m) for m in messages)
 
 
 def prompt_text(messages: list[Any]) -> str:

@@ -32,7 +32,9 @@ from standins.llm.payloads import (
     error_body,
     model_object,
     prompt_text,
+    whole_prompt,
 )
+from standins.llm.prefix_cache import PrefixCache
 from standins.llm.replies import Reply, make_reply
 from standins.llm.rerank import RERANK_PATHS
 from standins.llm.rerank_route import serve_rerank
@@ -70,6 +72,15 @@ def describe(entry: LogEntry, reply: Reply, shaped: Shaped) -> None:
     entry["huge_bytes"] = shaped.huge_bytes
 
 
+def cached_part(knobs: Knobs, cache: PrefixCache, messages: list[Any], entry: LogEntry) -> int | None:
+    """With the `prefix_cache` knob, the prompt tokens `cache` holds (noted in the log entry);
+    None without it, and then replies say nothing of a cache, as servers without one."""
+    if not knobs.prefix_cache:
+        return None
+    cached = entry["cached_tokens"] = cache.cached_tokens(whole_prompt(messages))
+    return cached
+
+
 class StandInApp:
     """The request -> response logic of the stand-in, with its knobs, request log and attempt counts."""
 
@@ -77,7 +88,8 @@ class StandInApp:
         self.knobs = knobs  # replaced whole by `StandInLLM.configure`; read once per request
         self.log = RequestLog()
         self.attempts = AttemptCounter()
-        self.batches = BatchAPI(self.attempts, self.log)
+        self.prefix_cache = PrefixCache()
+        self.batches = BatchAPI(self.attempts, self.log, self.prefix_cache)
         self.stopping = threading.Event()  # set by `StandInLLM.stop`: wakes handlers asleep in latency or a fault
         # Chat requests being served right now, and the most there ever were at once: what a
         # client's bound on calls in flight is checked against.
@@ -266,8 +278,15 @@ class StandInApp:
             reply = make_reply(prompt, request_key=sha, reply_number=0, policy=policy)
             limit = token_limit(request)
             shaped = shape(reply, knobs.shaping, request_key=sha, reply_number=0, max_tokens=limit)
+            cached = cached_part(knobs, self.prefix_cache, request["messages"], entry)
             payload = completion(
-                request, request["messages"], shaped, sha, kind=reply.prompt, logprobs=knobs.replies.logprobs
+                request,
+                request["messages"],
+                shaped,
+                sha,
+                kind=reply.prompt,
+                logprobs=knobs.replies.logprobs,
+                cached_tokens=cached,
             )
             send(handler, 200, encode(payload), {})
 
@@ -281,7 +300,11 @@ class StandInApp:
         shaped: Shaped,
         sha: str,
     ) -> None:
-        payload = completion(request, messages, shaped, sha, kind=reply.prompt, logprobs=self.knobs.replies.logprobs)
+        knobs = self.knobs
+        cached = cached_part(knobs, self.prefix_cache, messages, entry)
+        payload = completion(
+            request, messages, shaped, sha, kind=reply.prompt, logprobs=knobs.replies.logprobs, cached_tokens=cached
+        )
         describe(entry, reply, shaped)
         self._respond(handler, entry, 200, payload)
 

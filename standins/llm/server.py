@@ -20,6 +20,9 @@ answers the requests, `standins.llm.http` is the HTTP plumbing):
   ``batch_line_status``: the Batch API (`/v1/files`, `/v1/batches`; `standins.llm.batches`):
   slow batches, error lines, expired batches, connections lost while polling, every line a 401,
   403 or 404;
+- ``prefix_cache``: replies say, as OpenAI's do (``usage.prompt_tokens_details.cached_tokens``), how
+  many prompt tokens a prefix cache held: those of the longest prefix the prompt shares with any
+  prompt sent before (`standins.llm.prefix_cache`); off, replies say nothing of a cache;
 - ``rerank_reply``: the shape of ``/rerank`` replies, vLLM's ``results`` or TEI's ``list``
   (`standins.llm.rerank`, which also answers the listwise rerank prompt);
 - ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors;
@@ -123,6 +126,7 @@ class StandInLLM:
         batch_drop_polls: int = 0,
         batch_line_status: int = 0,
         rerank_reply: str = "results",
+        prefix_cache: bool = False,
         log_path: str | Path | None = None,
     ) -> None:
         self._requested_port = port
@@ -143,6 +147,7 @@ class StandInLLM:
             batch_drop_polls=batch_drop_polls,
             batch_line_status=batch_line_status,
             rerank_reply=rerank_reply,
+            prefix_cache=prefix_cache,
             replies=ReplyPolicy(
                 pass_rate=dict(pass_rate) if isinstance(pass_rate, Mapping) else pass_rate,
                 format_variety=format_variety,
@@ -282,8 +287,9 @@ class StandInLLM:
         return Counter(e["body_sha256"] for e in self.log if e["method"] == "POST" and e["body_sha256"])
 
     def reset(self) -> None:
-        """Forget the in-memory log and the attempt counters (the JSONL file is kept)."""
+        """Forget the in-memory log, the attempt counters and the prompt cache (the JSONL file is kept)."""
         self._app.attempts.clear()
+        self._app.prefix_cache.clear()
         self._app.log.clear()
 
 
@@ -316,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             huge_rate=args.huge_rate,
             api_key=args.api_key,
             models=args.models,
+            prefix_cache=args.prefix_cache,
             log_path=args.log,
         )
     except ValueError as exc:

@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     add("--huge-rate", type=_rate, default=1.0, help="share of replies padded to --huge-reply-bytes")
     add("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
     add("--models", type=_names, default=None, help="comma-separated names; others get 404")
+    add(
+        "--prefix-cache",
+        action="store_true",
+        help="report the prompt tokens shared with an earlier prompt as cached (usage.prompt_tokens_details)",
+    )
     add("--log", type=Path, default=None, help="append one JSON line per request to this file")
     add("--port-file", type=Path, default=None, help="write the port here once listening (for --port 0)")
     return parser

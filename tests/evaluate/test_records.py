@@ -77,7 +77,7 @@ def test_the_summary_writes_about_after_testset_and_the_scores_in_place() -> Non
     }  # fmt: skip
     assert summary["judges"]["correctness"]["judged"] == 1
     assert summary["skipped_rows"] == [{"row": 3, "reason": "empty_question", "content": "{}"}]
-    assert summary["usage"]["system"] == {"input_tokens": 1, "output_tokens": 0}
+    assert summary["usage"]["system"] == {"input_tokens": 1, "output_tokens": 0, "cached_input_tokens": 0}
     json.dumps(summary)  # plain JSON types only
     # The flat form reads back as it was: what is no field goes back into `about`.
     assert EvalSummary.model_validate(summary) == record

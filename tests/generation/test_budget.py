@@ -12,7 +12,8 @@ from datasets import load_from_disk
 
 from qagen.cli.app import main
 from qagen.errors import ConfigError
-from qagen.llm.cost import Budget, BudgetReachedError, Price, price_for
+from qagen.llm.cost import Budget, BudgetReachedError, Price, cost_of, price_for
+from qagen.records import Usage
 
 
 def _args(llm: Any, corpus: Path, out: Path, *extra: str) -> list[str]:
@@ -60,17 +61,42 @@ def test_token_cap_stops_cleanly_and_a_rerun_continues(llm: Any, corpus: Path, t
 
 
 def test_budget_counts_earlier_spending_and_prices() -> None:
-    budget = Budget(max_tokens=100, max_cost=None, prices={"m": None}, spent={"m": (60, 30)})
+    budget = Budget(
+        max_tokens=100, max_cost=None, prices={"m": None}, spent={"m": Usage(input_tokens=60, output_tokens=30)}
+    )
     budget.check()
-    budget.add("m", 5, 5)
+    budget.add("m", Usage(input_tokens=5, output_tokens=5, cached_input_tokens=5))  # cached input is input
     with pytest.raises(BudgetReachedError):
         budget.check()
-    assert budget.reached
+    assert budget.reached and budget.tokens == 100
     assert Price(1.0, 2.0).cost(1_000_000, 500_000) == pytest.approx(2.0)
-    assert price_for("openai:gpt-4o-mini") == Price(0.15, 0.60)
+    assert price_for("openai:gpt-4o-mini") == Price(0.15, 0.60, 0.075)
     assert price_for("openai:unknown") is None
     with pytest.raises(ConfigError, match="give `price_input` and `price_output`"):
         Budget(max_tokens=None, max_cost=1.0, prices={"openai:unknown": None}, spent={})
+
+
+def test_cached_input_is_priced_at_the_cached_price_and_without_one_at_the_input_price() -> None:
+    # 1M input tokens of which 400k cached, 100k output.
+    usage = Usage(input_tokens=1_000_000, output_tokens=100_000, cached_input_tokens=400_000)
+    assert cost_of(usage, Price(2.0, 8.0, 0.5)) == pytest.approx(0.6 * 2.0 + 0.4 * 0.5 + 0.1 * 8.0)
+    assert cost_of(usage, Price(2.0, 8.0)) == pytest.approx(1.0 * 2.0 + 0.1 * 8.0)
+    assert cost_of(usage, Price(2.0, 8.0, 0.5).batch()) == pytest.approx((0.6 * 2.0 + 0.4 * 0.5 + 0.1 * 8.0) / 2)
+    # A cap in dollars counts the cached tokens at their price.
+    budget = Budget(max_tokens=None, max_cost=1.5, prices={"m": Price(2.0, 8.0, 0.5)}, spent={"m": usage})
+    assert budget.cost == pytest.approx(2.2)
+    with pytest.raises(BudgetReachedError):
+        budget.check()
+
+
+def test_a_cached_input_price_given_sets_it_on_the_known_price_or_on_the_price_given() -> None:
+    assert price_for("openai:gpt-4.1", price_cached_input=0.5) == Price(2.0, 8.0, 0.5)
+    # A price given replaces the known one whole: its cached part is the input price unless given too.
+    assert price_for("openai:gpt-4o-mini", 1.0, 2.0) == Price(1.0, 2.0, None)
+    assert price_for("openai:unknown", 1.0, 2.0, 0.1) == Price(1.0, 2.0, 0.1)
+    with pytest.raises(ConfigError, match="needs the price of 'openai:unknown' too") as raised:
+        price_for("openai:unknown", price_cached_input=0.1)
+    assert raised.value.settings == ("price_input", "price_output", "price_cached_input")
 
 
 def test_a_dry_run_writes_nothing_a_later_run_must_match(llm: Any, corpus: Path, tmp_path: Path) -> None:

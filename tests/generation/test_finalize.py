@@ -129,6 +129,7 @@ def _usage_as_before(
             "calls": len(records),
             "input_tokens": sum(r.usage.input_tokens for r in records),
             "output_tokens": sum(r.usage.output_tokens for r in records),
+            "cached_input_tokens": sum(r.usage.cached_input_tokens for r in records),
             "cost_usd": usage[stage]["cost_usd"],
         }
         for stage, records in stages.items()

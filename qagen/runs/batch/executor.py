@@ -31,7 +31,8 @@ from qagen.llm.backends import chat_body
 from qagen.llm.client import STOPPING_STATUSES, LLMClient
 from qagen.llm.clients import Clients
 from qagen.llm.cost import Budget, BudgetReachedError
-from qagen.llm.task import Outcome, Reply, Request, Task, TaskRecord
+from qagen.llm.task import Outcome, Reply, Request, Task, TaskRecord, add_usage
+from qagen.records import Usage
 from qagen.runs.batch.api import BatchAPI, endpoint_of, require_batchable
 from qagen.runs.batch.journal import Journal, encode_body, request_id
 from qagen.runs.batch.results import LineOutcome, reply_of
@@ -108,7 +109,7 @@ class BatchExecutor(Executor):
 
     def _spent(self, client: LLMClient, outcome: Outcome) -> Outcome:
         if self.budget is not None and isinstance(outcome, Reply):
-            self.budget.add(client.settings.spec, outcome.usage.input_tokens, outcome.usage.output_tokens)
+            self.budget.add(client.settings.spec, outcome.usage)
         return outcome
 
     async def map(
@@ -241,15 +242,13 @@ class BatchExecutor(Executor):
         from the body, output assumed); the others end their flows as the cap does online."""
         if self.budget is None:
             return queued
-        planned: dict[str, tuple[int, int]] = {}
+        planned: dict[str, Usage] = {}
         fitting: dict[str, _Queued] = {}
         for custom_id, entry in queued.items():
             model = entry.client.settings.spec
-            before = planned.get(model, (0, 0))
-            trial = {
-                **planned,
-                model: (before[0] + int(len(entry.body) / _CHARS_PER_TOKEN), before[1] + _ASSUMED_OUTPUT_TOKENS),
-            }
+            assumed = Usage(input_tokens=int(len(entry.body) / _CHARS_PER_TOKEN), output_tokens=_ASSUMED_OUTPUT_TOKENS)
+            before = planned.get(model)
+            trial = {**planned, model: assumed if before is None else add_usage(before, assumed)}
             if self.budget.over(trial):
                 self.budget.reached = True
                 self._resolve(entry, BudgetReachedError())

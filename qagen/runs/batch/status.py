@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from qagen.llm.cost import BatchTally, price_for
+from qagen.llm.cost import BatchTally, cached_note, cost_of, price_for
+from qagen.llm.task import add_usage
 from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 
@@ -25,16 +26,17 @@ def describe_run(run_dir: Path) -> str:
         online, in_batches = spent.setdefault(record.model, (BatchTally(), BatchTally()))
         (in_batches if record.id in journal.batched else online).add(1, record.usage)
     for model, (online, in_batches) in sorted(spent.items()):
-        input_tokens = online.input_tokens + in_batches.input_tokens
-        output_tokens = online.output_tokens + in_batches.output_tokens
+        tokens = add_usage(online.usage, in_batches.usage)
         price = price_for(model)
         cost = ""
         if price is not None:
-            paid = price.cost(online.input_tokens, online.output_tokens)
-            paid += price.batch().cost(in_batches.input_tokens, in_batches.output_tokens)
-            cost = f", ${paid:.4f} (${price.cost(input_tokens, output_tokens):.4f} at online prices)"
+            paid = cost_of(online.usage, price) + cost_of(in_batches.usage, price.batch())
+            cost = f", ${paid:.4f} (${cost_of(tokens, price):.4f} at online prices)"
         batched = f"; {in_batches.calls:,} records from batches, at batch prices" if in_batches.calls else ""
-        lines.append(f"  spent on {model}: {input_tokens:,} input + {output_tokens:,} output tokens{cost}{batched}")
+        lines.append(
+            f"  spent on {model}: {tokens.input_tokens:,} input{cached_note(tokens.cached_input_tokens)} + "
+            f"{tokens.output_tokens:,} output tokens{cost}{batched}"
+        )
     if not journal.batches:
         lines.append("  batches: none")
     else:
