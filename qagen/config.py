@@ -102,9 +102,9 @@ class BuildConfig(BaseModel):
     )
     vetting: Vetting = Field(
         default="checks",
-        description="Which critics vet the drafts: `checks`, yes/no checks read as probabilities (clear: the question "
-        "says what it is about; supported: the answer is correct and in the passage) and, for multi-hop and "
-        "unanswerable drafts, a reader that answers them from their passages; `cookbook`, the notebook's three 1-5 "
+        description="Which critics vet the drafts: `checks`, yes/no checks read as probabilities (supported: the "
+        "answer is correct and in the passage) and, for multi-hop and unanswerable drafts, clear (the question says "
+        "what it is about) and a reader that answers them from their passages; `cookbook`, the notebook's three 1-5 "
         "critics (groundedness, relevance, standalone). With a small local model the checks keep what a reviewer "
         "keeps where the 1-5 ratings do not (docs/building.md). A question type's own critics are asked either way.",
     )

@@ -83,7 +83,7 @@ EXAMPLE_CORPUS = CorpusSummary(
 EXAMPLE_FUNNEL = Funnel(
     requested=200, sampled=200, drafted=198, generation_failed={"parse_failure": 1, "refusal": 1},
     critique_failed={"supported:refusal": 1}, undecided={"generation": 0, "critique": 0}, rejected=86,
-    rejected_by={"clear": 31, "supported": 55}, critic_calls_skipped=31, duplicates=4,
+    rejected_by={"supported": 86}, critic_calls_skipped=0, duplicates=4,
     too_long=1, checks_rejected={"answer_in_question": 3, "evidence_not_found": 2}, kept=101,
     failure_examples={
         "parse_failure": "guide/install.md (chunk 9c1e07a4b2d35f68e0a1): Question: Which command installs the CLI?",
@@ -95,7 +95,7 @@ EXAMPLE_USAGE = {
         model="openai:gpt-4o-mini", calls=200, input_tokens=122_000, output_tokens=12_400, cost_usd=0.02574
     ),
     "critique": StageUsage(
-        model="openai:gpt-4o-mini", calls=353, input_tokens=268_280, output_tokens=706, cost_usd=0.04067
+        model="openai:gpt-4o-mini", calls=192, input_tokens=145_920, output_tokens=384, cost_usd=0.02212
     ),
 }
 

@@ -48,7 +48,9 @@ MULTI_HOP = QuestionTypeSpec(
         TypeCritic("relevance"),
         TypeCritic("standalone"),
         TypeCritic("needs_both"),
-        # Under checks vetting: a reader given both passages must answer as the draft does.
+        # Under checks vetting: the question says what it is about; a reader given both passages must
+        # answer as the draft does.
+        TypeCritic("clear", vetting="checks"),
         TypeCritic("reader", vetting="checks"),
         TypeCritic("first_alone", vetting="checks"),
         TypeCritic("second_alone", vetting="checks"),

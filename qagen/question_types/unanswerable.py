@@ -38,6 +38,7 @@ UNANSWERABLE = QuestionTypeSpec(
         TypeCritic("standalone"),
         TypeCritic("not_in_corpus"),
         # The reader reads what a search of the whole corpus finds, and must not answer.
+        TypeCritic("clear", vetting="checks"),
         TypeCritic("reader", "critique_reader_corpus", vetting="checks"),
     ),
     own_critics=(NOT_IN_CORPUS,),

@@ -29,10 +29,10 @@ def test_dry_run_makes_no_call_and_estimates(llm: Any, corpus: Path, tmp_path: P
     assert llm.log == []
     assert "drafts to make          40" in result.output
     assert "LLM calls (expected)" in result.output and "cost (approx.)" in result.output
-    # With all critics asked, the expected critic calls are exactly one per critic and draft: the two checks
-    # of the default vetting (clear, supported), the cookbook's three critics.
+    # With all critics asked, the expected critic calls are exactly one per critic and draft: the one check
+    # the default vetting asks of factoids (supported), the cookbook's three critics.
     result = CliRunner().invoke(main, _args(llm, corpus, tmp_path / "run", "--dry-run", "--all-critics"))
-    assert "critic calls (expected) 80" in result.output
+    assert "critic calls (expected) 40" in result.output
     cookbook = _args(llm, corpus, tmp_path / "run", "--dry-run", "--all-critics", "--vetting", "cookbook")
     assert "critic calls (expected) 120" in CliRunner().invoke(main, cookbook).output
     assert llm.log == []

@@ -150,19 +150,40 @@ def test_a_model_that_refuses_token_probabilities_is_asked_without_them(
 def test_checks_vetting_asks_the_yes_no_checks_in_place_of_the_cookbook_critics(
     corpus: Path, llm: Any, tmp_path: Path
 ) -> None:
-    llm.configure(logprobs=True, pass_rate={"clear": 0.5, "supported": 1.0})
+    llm.configure(logprobs=True, pass_rate={"supported": 0.5})
     run = tmp_path / "run"
     config = _config(corpus, llm, n_generations=12).model_copy(update={"vetting": "checks", "critics": ()})
     build(config, run, progress=False)
     asked = {entry["criterion"] for entry in llm.log if entry.get("criterion")}
-    assert asked == {"clear", "supported"}
+    assert asked == {"supported"}  # of factoids: `clear` and the reader are asked of the other types alone
     rows = list(load_from_disk(str(run / "candidates")))
     kept = [row for row in rows if row["status"] == "kept"]
-    rejected = [row for row in rows if row["reason"].startswith("not_standalone (clear=1<4)")]
+    rejected = [row for row in rows if row["reason"].startswith("unsupported_answer (supported=1<4)")]
     assert kept and rejected
     for row in kept:  # the cookbook's columns are there, empty: no such critic was asked
         assert row["groundedness_score"] is None and row["standalone_score"] is None
-        assert {verdict["name"] for verdict in row["extra_critics"]} == {"clear", "supported"}
+        assert {verdict["name"] for verdict in row["extra_critics"]} == {"supported"}
+
+
+def test_checks_vetting_asks_clear_of_the_types_that_list_it_and_of_every_type_when_named(corpus: Path) -> None:
+    from qagen.generation.tasks import BuildTasks
+
+    every = {"factoid": 25, "multi_hop": 25, "unanswerable": 25, "reworded": 25}
+    config = BuildConfig(corpus=CorpusSettings(path=str(corpus)), question_types=every, vetting="checks")
+
+    def asked(config: BuildConfig) -> dict[str, list[str]]:
+        return {
+            name: [t.criterion for t in tasks.critics] for name, tasks in BuildTasks.for_config(config).types.items()
+        }
+
+    assert asked(config) == {
+        "factoid": ["supported"],
+        "multi_hop": ["clear", "reader", "first_alone", "second_alone", "supported", "needs_both"],
+        "unanswerable": ["clear", "reader", "not_in_corpus"],
+        "reworded": ["supported"],
+    }
+    named = asked(config.model_copy(update={"critics": ("clear",)}))
+    assert all(critics[0] == "clear" for critics in named.values()), named
 
 
 def test_the_funnel_says_duplicates_by_meaning_were_not_looked_for_without_a_model(
