@@ -138,8 +138,14 @@ def _replacements(folder: Path, names: list[str]) -> dict[str, Path]:
         else:
             unknown.append(path.name)
     if unknown:
-        other_bundled = sorted(p.name for p in prompts_dir().glob("*.txt") if p.stem not in names)
-        note = " (the bundled evaluation prompts are not used here)" if set(unknown) & set(other_bundled) else ""
+        other_bundled = {p.name for p in prompts_dir().glob("*.txt") if p.stem not in names}
+        unasked = [name for name in unknown if name in other_bundled]
+        note = (
+            f" ({', '.join(unasked)}: bundled prompts not asked here; a critic's prompt is asked when the build asks "
+            "the critic, as `critics` names it, and an evaluation's only by an evaluation)"
+            if unasked
+            else ""
+        )
         raise ConfigError(
             f"`prompts_dir` {folder} holds {', '.join(unknown)}, which replace no prompt{note}; the prompts "
             f"that can be replaced are {known}. Rename or remove the others.",

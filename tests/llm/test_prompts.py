@@ -80,10 +80,11 @@ def test_a_file_that_replaces_no_prompt_is_refused_with_the_names_that_do(tmp_pa
     with pytest.raises(ConfigError) as caught:
         load_prompts(BUILD_PROMPTS, tmp_path)
     assert str(caught.value) == (
-        f"`prompts_dir` {tmp_path} holds judge_correctness.txt, qa_generaton.txt, which replace no prompt (the "
-        "bundled evaluation prompts are not used here); the prompts that can be replaced are "
-        "critique_groundedness.txt, critique_relevance.txt, critique_standalone.txt, qa_generation.txt. Rename or "
-        "remove the others."
+        f"`prompts_dir` {tmp_path} holds judge_correctness.txt, qa_generaton.txt, which replace no prompt "
+        "(judge_correctness.txt: bundled prompts not asked here; a critic's prompt is asked when the build asks the "
+        "critic, as `critics` names it, and an evaluation's only by an evaluation); the prompts that can be "
+        "replaced are critique_groundedness.txt, critique_relevance.txt, critique_standalone.txt, qa_generation.txt. "
+        "Rename or remove the others."
     )
     assert caught.value.settings == ("prompts_dir",)
     with pytest.raises(ConfigError, match="is not a folder"):
