@@ -34,6 +34,7 @@ from functools import cache
 from typing import NamedTuple
 
 from qagen.failures import FailureKind
+from qagen.generation.checks.words import content_words
 from qagen.llm.reply_rules import NUMBER, Reason, check_score, no_verdict
 
 # Step 1 of the block rule: a line that is only a continuation marker.
@@ -214,8 +215,6 @@ def prompt_examples(prompt_text: str, label: str) -> tuple[str, ...]:
 
 def echoes_example(question: str, examples: tuple[str, ...]) -> bool:
     """The drafted question copies one of the prompt's example questions (`ECHOED_EXAMPLE_SHARE`)."""
-    from qagen.generation.checks.words import content_words
-
     asked = set(content_words(question))
     for example in examples:
         words = set(content_words(example))

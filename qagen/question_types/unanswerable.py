@@ -37,7 +37,8 @@ UNANSWERABLE = QuestionTypeSpec(
         TypeCritic("relevance"),
         TypeCritic("standalone"),
         TypeCritic("not_in_corpus"),
-        # The reader reads what a search of the whole corpus finds, and must not answer.
+        # Under checks vetting: the question says what it is about; the reader reads what a search of
+        # the whole corpus finds, and must not answer.
         TypeCritic("clear", vetting="checks"),
         TypeCritic("reader", "critique_reader_corpus", vetting="checks"),
     ),
