@@ -225,9 +225,11 @@ def threshold_signal(critic: str, threshold: float, *, probability: bool) -> Sig
 
 
 def _free_check(reviewed: Reviewed, config: BuildConfig) -> str | None:
+    """What a build rejects the draft for before any call: the build's checks, then its type's own."""
     drafted = reviewed.drafted
-    answered = QUESTION_TYPES.get(drafted.passages.question_type).answer_in_passages
-    return precheck(drafted.draft, drafted.passages, config, answered=answered).reason
+    spec = QUESTION_TYPES.get(drafted.passages.question_type)
+    reason = precheck(drafted.draft, drafted.passages, config, answered=spec.answer_in_passages).reason
+    return reason or (spec.check(drafted.draft, drafted.passages) if spec.check is not None else None)
 
 
 def _line(name: str, rejected: list[bool], keeps: list[bool], ids: list[str]) -> str:

@@ -37,6 +37,8 @@ FREE_CHECK_DEFAULTS: dict[str, bool] = {
     "source_pointing": True,
     "answer_in_question": True,
     "ungrounded_answer": True,
+    "answer_pointing": True,
+    "code_not_in_passages": True,
 }
 """The free checks a build can make before any critic (the values of `free_checks`), in the order
 they are tried, and whether each is on unless the build names its own; what each checks and the

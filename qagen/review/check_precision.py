@@ -35,6 +35,8 @@ CHECK_LABELS: dict[str, str] = {
     "source_pointing": "standalone",
     "ungrounded_answer": "groundedness",
     "answer_in_question": "keep",
+    "answer_pointing": "keep",
+    "code_not_in_passages": "groundedness",
 }
 """The reviewer's label each check is measured against (a criterion, or `keep`)."""
 
@@ -108,7 +110,7 @@ def evidence_of(draft: ReviewedDraft) -> EvidencePlacement:
 def rejections(draft: ReviewedDraft) -> dict[str, bool]:
     """Each check's verdict on the draft (True: rejected), every check asked, whether on or off."""
     verdicts = {EVIDENCE_CHECK: not evidence_of(draft).found}
-    verdicts.update({check.name: check.rejects(draft.question, draft.answer) for check in FREE_CHECKS})
+    verdicts.update({check.name: check.rejects(draft.question, draft.answer, (draft.chunk,)) for check in FREE_CHECKS})
     return verdicts
 
 

@@ -16,7 +16,7 @@ from datasets import Dataset, load_from_disk
 from qagen.config import BuildConfig
 from qagen.corpus.settings import CorpusSettings
 from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND
-from qagen.generation.checks.rules import ANSWER_IN_QUESTION, ANSWER_NOT_GROUNDED, SOURCE_POINTING
+from qagen.generation.checks.rules import ANSWER_IN_QUESTION, ANSWER_NOT_GROUNDED, FREE_CHECKS, SOURCE_POINTING
 from qagen.generation.pipeline import build
 from qagen.llm.backends import ModelSettings
 from qagen.llm.prompts import load_prompt
@@ -134,12 +134,9 @@ def test_the_reviewed_drafts_recorded_replies_build_and_the_checks_apply(referen
     by_id = {draft.id: draft for draft in read_reviewed(reviewed)}
     candidates = _rows(tmp_path / "run" / "candidates")
     assert len(candidates) == len(lines)
-    expected_reasons = {
-        "source_pointing": SOURCE_POINTING,
-        "answer_in_question": ANSWER_IN_QUESTION,
-        "ungrounded_answer": ANSWER_NOT_GROUNDED,
-        "evidence": EVIDENCE_NOT_FOUND,
-    }
+    # The build's order: every free check on by default, then the evidence check.
+    expected_reasons = {check.name: check.reason for check in FREE_CHECKS if check.default_on}
+    expected_reasons["evidence"] = EVIDENCE_NOT_FOUND
     rejected = 0
     for row in candidates:
         draft = by_id[row["source_doc"]]

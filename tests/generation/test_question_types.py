@@ -358,16 +358,19 @@ def test_each_type_reads_its_own_label(reply: str, label: str, question: str | N
 
 
 def test_reworded_drafts_that_copy_their_chunk_are_too_close() -> None:
-    chunk = _chunk("c", "a.txt", 0, "The reflog records every update of a branch tip for ninety days.")
+    chunk = _chunk("c", "a.txt", 0, "The reflog records every update of a branch tip for ninety days by default.")
     item = Passages.of(chunk, "reworded")
 
     def draft(question: str) -> Draft:
         return Draft(id="d", chunk_id="c", model="m", prompt_hash="h", question=question, answer="90 days.")
 
-    # Words are matched as written (no stemming): "records"/"update" are the chunk's, "record"/"updates" not.
-    assert too_close(draft("For how long does the reflog keep records of every update of a branch tip?"), item) == (
+    # Eight words in a row copied ("records every update of a branch tip for"): too close.
+    assert too_close(draft("For how long does the reflog keep records every update of a branch tip for?"), item) == (
         "too_close"
     )
+    # Seven in a row is a user's own phrase around the chunk's terms; so is every content word the chunk's.
+    assert too_close(draft("Does the reflog keep every update of a branch tip for long?"), item) is None
+    assert too_close(draft("What does the reflog record?"), item) is None
     assert too_close(draft("How long can I get back a commit I lost?"), item) is None
 
 

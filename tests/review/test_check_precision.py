@@ -12,7 +12,14 @@ from pathlib import Path
 from sklearn.metrics import cohen_kappa_score
 
 from qagen.generation.checks.evidence import place_evidence
-from qagen.generation.checks.rules import FREE_CHECKS, answer_in_question, points_at_source, says_not_grounded
+from qagen.generation.checks.rules import (
+    FREE_CHECKS,
+    answer_in_question,
+    answer_points_at_source,
+    code_not_in_passages,
+    points_at_source,
+    says_not_grounded,
+)
 from qagen.review.check_precision import CHECK_LABELS, critic_agreement, measure_checks, read_reviewed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,6 +34,8 @@ def test_each_check_against_the_reviewer(reference_data: Path) -> None:
         "source_pointing": lambda d: points_at_source(d.question),
         "ungrounded_answer": lambda d: says_not_grounded(d.question, d.answer),
         "answer_in_question": lambda d: answer_in_question(d.question, d.answer),
+        "answer_pointing": lambda d: answer_points_at_source(d.question, d.answer),
+        "code_not_in_passages": lambda d: code_not_in_passages(d.question, d.answer, (d.chunk,)),
     }
     for name, rejects in tests.items():
         label = CHECK_LABELS[name]
@@ -45,6 +54,7 @@ def test_each_check_against_the_reviewer(reference_data: Path) -> None:
     # Measured (the README's table): every check rejects something, and only drafts the reviewer failed.
     assert {name: m.rejected for name, m in measures.items()} == {
         "evidence": 5, "source_pointing": 8, "ungrounded_answer": 1, "answer_in_question": 1,
+        "answer_pointing": 1, "code_not_in_passages": 3,
     }  # fmt: skip
     assert all(m.precision == 1.0 for m in measures.values())
     # The shipping rule: a check on by default rejects no draft the reviewer kept.

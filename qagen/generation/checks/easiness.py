@@ -2,6 +2,9 @@
 
 - `copied_share`: the share of the question's distinct content words (`checks.words`) that occur in
   its chunk. 1.0 is a question made of the chunk's words; a reworded question scores lower.
+- `longest_copied_run`: the most consecutive words of the question that the chunk holds in the same
+  order: a phrase copied whole, which a short question in a user's own words ("What does the
+  `glob` function do?", every content word the chunk's) does not have.
 - The other easiness figure, where BM25 ranks a question's own chunk among all the corpus' chunks
   (`bm25_rank`), is asked of the build's one BM25 index of its chunks
   (`qagen.corpus.chunk_index.ChunkIndex.rank`).
@@ -11,6 +14,8 @@
 """
 
 from __future__ import annotations
+
+from difflib import SequenceMatcher
 
 from qagen.generation.checks.words import content_words
 
@@ -25,6 +30,16 @@ def copied_share(question: str, chunk: str) -> float | None:
     if not wanted:
         return None
     return len(wanted & set(content_words(chunk))) / len(wanted)
+
+
+def longest_copied_run(question: str, chunk: str) -> int:
+    """The most consecutive words (BM25's tokens, stopwords included) of the question found in the
+    same order in the chunk."""
+    from qagen.corpus.bm25_index import tokenize
+
+    asked, written = tokenize(question), tokenize(chunk)
+    matcher = SequenceMatcher(None, asked, written, autojunk=False)
+    return matcher.find_longest_match(0, len(asked), 0, len(written)).size
 
 
 def too_close(question: str, chunk: str, max_share: float) -> bool:

@@ -50,7 +50,7 @@ def precheck(draft: Draft, item: Passages, config: BuildConfig, *, answered: boo
         return Precheck(None, None)
     placed = [(place_evidence(draft.evidence, answer, passage.text), passage) for passage in item.chunks]
     evidence, passage = next(((found, at) for found, at in placed if found.found), placed[0])
-    failed = failed_check(question, answer, config.enabled_checks())
+    failed = failed_check(question, answer, config.enabled_checks(), [passage.text for passage in item.chunks])
     if failed is not None:
         return Precheck(failed.reason, evidence, passage)
     if config.check_evidence and not evidence.found:

@@ -6,6 +6,12 @@
 - `answer_in_question`: an answer written inside its own question is trivial.
 - `ungrounded_answer`: an answer that says the context does not hold it ("the context does not
   mention...", "based on general knowledge") is not grounded in it.
+- `answer_pointing`: an answer that talks about its passage ("the context provides", "as mentioned in
+  the passage", "the first passage states") is written about a text, not an answer a system can be
+  scored against.
+- `code_not_in_passages`: an answer that writes code (a `backticked` command, option or name) its
+  passages do not hold took it from the model's memory, not from the document: small models answer
+  "`git tag`" from a chunk that never names the command, or call a parameter `sleepfunc`.
 
 The phrases are written for the languages qagen's users draft in (English, French, German,
 Spanish, Italian, Portuguese; Chinese and Japanese for `source_pointing`) and all of them are tried
@@ -20,7 +26,7 @@ the critics"): a check that rejected a draft the reviewer kept ships off.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from qagen.config import FREE_CHECK_DEFAULTS
@@ -30,12 +36,12 @@ from qagen.generation.checks.words import content_words
 
 class FreeCheck(NamedTuple):
     """One rule: its name (the setting that turns it on or off), the reason a draft it rejects gets,
-    what it asks, and the test (`(question, answer) -> rejected`)."""
+    what it asks, and the test (`(question, answer, passages' texts) -> rejected`)."""
 
     name: str
     reason: str
     description: str
-    rejects: Callable[[str, str], bool]
+    rejects: Callable[[str, str, Sequence[str]], bool]
 
     @property
     def default_on(self) -> bool:
@@ -47,22 +53,26 @@ _SOURCE_NOUNS_EN = (
     r"context|passage|text|excerpt|extract|snippet|document|article|section|paragraph|page|manual page|man page"
     r"|tutorial|guide|story|example above|documentation provided"
 )
-# Each alternative is a phrase that only a question about a text in front of the reader uses.
+# Each alternative is a phrase that only a text about a text in front of its reader uses.
+_POINTING_EN = (
+    # ... but not the idiom "in the context of foreign keys" (a reviewer keeps such questions).
+    rf"\b(?:in|from|within|of|by|to)\s+(?:the|this|that)\s+(?:given\s+|provided\s+|above\s+|following\s+|"
+    rf"previous\s+|same\s+|current\s+)?(?:{_SOURCE_NOUNS_EN})\b(?!\s+of\b)",
+    # One of several passages a multi-hop draft was written from ("the first passage", "both texts").
+    r"\b(?:(?:the|this|that)\s+(?:first|second|third|other|two|latter|former)|both)\s+"
+    r"(?:passages?|excerpts?|extracts?|snippets?|contexts?|texts?)\b",
+    r"\bpassages?\s+(?:1|2|one|two)\b",
+    rf"\baccording\s+to\s+(?:the|this)\s+(?:{_SOURCE_NOUNS_EN}|author|writer)\b",
+    rf"\b(?:this|the\s+(?:given|provided|above|following))\s+(?:{_SOURCE_NOUNS_EN})\b",
+    r"\b(?:the\s+)?(?:situation|scenario|case|example|setup|story)\s+(?:described|mentioned|shown|given|above)\b",
+    r"\b(?:described|mentioned|shown|given|discussed|listed)\s+(?:above|here|below)\b",
+)
 _SOURCE_POINTING = re.compile(
     "|".join(
         (
             # English
-            # ... but not the idiom "in the context of foreign keys" (a reviewer keeps such questions).
-            rf"\b(?:in|from|within|of|by|to)\s+(?:the|this|that)\s+(?:given\s+|provided\s+|above\s+|following\s+|"
-            rf"previous\s+|same\s+|current\s+)?(?:{_SOURCE_NOUNS_EN})\b(?!\s+of\b)",
-            # One of several passages a multi-hop draft was written from ("the first passage", "both texts").
-            r"\b(?:(?:the|this|that)\s+(?:first|second|third|other|two|latter|former)|both)\s+"
-            r"(?:passages?|excerpts?|extracts?|snippets?|contexts?|texts?)\b",
-            rf"\baccording\s+to\s+(?:the|this)\s+(?:{_SOURCE_NOUNS_EN}|author|writer)\b",
-            rf"\b(?:this|the\s+(?:given|provided|above|following))\s+(?:{_SOURCE_NOUNS_EN})\b",
+            *_POINTING_EN,
             r"\bthe\s+(?:author|writer|narrator)\b",
-            r"\b(?:the\s+)?(?:situation|scenario|case|example|setup|story)\s+(?:described|mentioned|shown|given|above)\b",
-            r"\b(?:described|mentioned|shown|given|discussed|listed)\s+(?:above|here|below)\b",
             # French
             r"\b(?:selon|d'après|dans)\s+(?:le|ce|cet|la|cette|l')\s*(?:texte|passage|contexte|document|extrait|article)\b",
             r"\bl'auteur\b",
@@ -77,6 +87,22 @@ _SOURCE_POINTING = re.compile(
     ),
     re.IGNORECASE,
 )
+
+# An answer written about its passage: the question's phrases (but "the writer", a CSV writer in an
+# answer, is no author), and the passage as the subject of what it says ("the context provides").
+_ANSWER_POINTING = re.compile(
+    "|".join(
+        (
+            *_POINTING_EN,
+            r"\bthe\s+(?:given\s+|provided\s+)?(?:context|passages?|excerpts?)\s+(?:also\s+)?"
+            r"(?:provides?|states?|says|mentions?|describes?|explains?|shows?|notes?|gives?|indicates?)\b",
+        )
+    ),
+    re.IGNORECASE,
+)
+
+# A span of code in an answer: `git tag`, ``True`` (reStructuredText's double backticks hold one).
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 # An answer that says it is not drawn from the chunk.
 _NOT_GROUNDED = re.compile(
@@ -126,12 +152,12 @@ _SOURCE_POINTING_CJK = re.compile(
 )
 
 
-def points_at_source(question: str, _answer: str = "") -> bool:
+def points_at_source(question: str, _answer: str = "", _passages: Sequence[str] = ()) -> bool:
     """The question refers to a text the asker is not reading ("in the context", "the author")."""
     return _SOURCE_POINTING.search(question) is not None or _SOURCE_POINTING_CJK.search(question) is not None
 
 
-def answer_in_question(question: str, answer: str) -> bool:
+def answer_in_question(question: str, answer: str, _passages: Sequence[str] = ()) -> bool:
     """The answer, as whole words (case and punctuation aside), is written in its question, and it
     has at least one content word (an answer "a" or "the" says nothing either way). A one-word answer
     must be written with its own case: the exception `Full` is not given away by "a full queue"."""
@@ -144,14 +170,38 @@ def answer_in_question(question: str, answer: str) -> bool:
     return len(word.split()) > 1 or re.search(rf"(?<!\w){re.escape(word)}(?!\w)", question) is not None
 
 
-def says_not_grounded(_question: str, answer: str) -> bool:
+def says_not_grounded(_question: str, answer: str, _passages: Sequence[str] = ()) -> bool:
     """The answer says the context does not hold it, or that it comes from elsewhere."""
     return _NOT_GROUNDED.search(answer) is not None
+
+
+def answer_points_at_source(_question: str, answer: str, _passages: Sequence[str] = ()) -> bool:
+    """The answer talks about its passage ("the context provides", "as mentioned in the passage")."""
+    return _ANSWER_POINTING.search(answer) is not None
+
+
+def _code_form(text: str) -> str:
+    """Code as compared: runs of spaces and hyphens one space (`git commit` is a man page's `git-commit`),
+    a shell prompt and an empty call's parentheses dropped (`b16encode()` is the docs' `b16encode(s)`)."""
+    text = re.sub(r"[\s-]+", " ", text).strip(" .,;:")
+    return re.sub(r"\(\)$", "", re.sub(r"^[$>]\s*", "", text)).strip()
+
+
+def code_not_in_passages(_question: str, answer: str, passages: Sequence[str] = ()) -> bool:
+    """A span of code in the answer (between backticks) that none of its passages holds, letter case
+    kept (`True` is not `true`)."""
+    spans = [form for span in _CODE_SPAN.findall(answer) if (form := _code_form(span))]
+    if not spans:
+        return False
+    texts = [_code_form(passage) for passage in passages]
+    return any(not any(span in text for text in texts) for span in spans)
 
 
 SOURCE_POINTING = "question_points_at_source"
 ANSWER_IN_QUESTION = "answer_in_question"
 ANSWER_NOT_GROUNDED = "answer_not_grounded"
+ANSWER_POINTING = "answer_points_at_source"
+CODE_NOT_IN_PASSAGES = "answer_code_not_in_passages"
 
 FREE_CHECKS: tuple[FreeCheck, ...] = (
     FreeCheck(
@@ -172,6 +222,18 @@ FREE_CHECKS: tuple[FreeCheck, ...] = (
         'the answer says the context does not hold it ("the context does not mention", "general knowledge")',
         says_not_grounded,
     ),
+    FreeCheck(
+        "answer_pointing",
+        ANSWER_POINTING,
+        'the answer talks about its passage ("the context provides", "as mentioned in the passage")',
+        answer_points_at_source,
+    ),
+    FreeCheck(
+        "code_not_in_passages",
+        CODE_NOT_IN_PASSAGES,
+        "the answer writes code (between backticks) that its passages do not hold",
+        code_not_in_passages,
+    ),
 )
 """Every free check, in the order they are tried (the first that rejects gives the reason)."""
 
@@ -187,9 +249,11 @@ def free_check(name: str) -> FreeCheck:
     return next(check for check in FREE_CHECKS if check.name == name)
 
 
-def failed_check(question: str, answer: str, enabled: frozenset[str] | set[str]) -> FreeCheck | None:
-    """The first enabled check that rejects the draft, or None."""
+def failed_check(
+    question: str, answer: str, enabled: frozenset[str] | set[str], passages: Sequence[str] = ()
+) -> FreeCheck | None:
+    """The first enabled check that rejects the draft (its passages' texts given), or None."""
     for check in FREE_CHECKS:
-        if check.name in enabled and check.rejects(question, answer):
+        if check.name in enabled and check.rejects(question, answer, passages):
             return check
     return None

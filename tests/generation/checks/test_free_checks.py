@@ -8,10 +8,14 @@ import pytest
 from qagen.generation.checks.rules import (
     ANSWER_IN_QUESTION,
     ANSWER_NOT_GROUNDED,
+    ANSWER_POINTING,
+    CODE_NOT_IN_PASSAGES,
     FREE_CHECK_NAMES,
     FREE_CHECKS,
     SOURCE_POINTING,
     answer_in_question,
+    answer_points_at_source,
+    code_not_in_passages,
     failed_check,
     points_at_source,
     says_not_grounded,
@@ -110,7 +114,9 @@ def test_answers_that_say_the_context_lacks_them(answer: str, rejected: bool) ->
 
 def test_the_table_names_each_check_once_with_its_own_reason() -> None:
     assert len(set(FREE_CHECK_NAMES)) == len(FREE_CHECKS)
-    assert {check.reason for check in FREE_CHECKS} == {SOURCE_POINTING, ANSWER_IN_QUESTION, ANSWER_NOT_GROUNDED}
+    assert {check.reason for check in FREE_CHECKS} == {
+        SOURCE_POINTING, ANSWER_IN_QUESTION, ANSWER_NOT_GROUNDED, ANSWER_POINTING, CODE_NOT_IN_PASSAGES
+    }  # fmt: skip
     both = failed_check("What is in the context?", "The context does not mention it.", set(FREE_CHECK_NAMES))
     assert both is not None and both.reason == SOURCE_POINTING  # the first in the table
     off = failed_check("What is in the context?", "x", {"ungrounded_answer"})
@@ -136,3 +142,52 @@ def test_a_one_word_answer_is_in_its_question_only_with_its_own_case() -> None:
     assert answer_in_question("What does the glob function of glob return?", "glob")
     assert answer_in_question("Which Full exception does put raise?", "Full")
     assert answer_in_question("Is the default mode read only?", "read only")  # several words: case aside
+
+
+@pytest.mark.parametrize(
+    ("answer", "rejected"),
+    [
+        # Answers of Qwen2.5-1.5B that a reviewer rejects (git's and Python's documentation).
+        ("To make it easier, the context provides information about how to use old and new.", True),
+        ("The default timeout is 600 seconds, as mentioned in the passage about weakrefs.", True),
+        ("In the first passage, it states that the archive is written.", True),
+        ("This is used in Passage 2 to order the nodes.", True),
+        # Ordinary answers: a context manager, a CSV writer, the idiom "in the context of".
+        ("Use the object as a context manager in a with statement.", False),
+        ("The writer object's writerow() method writes one row.", False),
+        ("In the context of foreign keys, REFERENCES names the parent table.", False),
+        ("The text is wrapped at 70 columns.", False),
+    ],
+)
+def test_answers_that_talk_about_their_passage(answer: str, rejected: bool) -> None:
+    assert answer_points_at_source("What does it do?", answer) is rejected
+
+
+GIT_TAG_CHUNK = "Tag objects (created with -a, -s, or -u) are called annotated tags; see git-commit(1)."
+
+
+@pytest.mark.parametrize(
+    ("answer", "passages", "rejected"),
+    [
+        # The command is not in the chunk: the model's memory, not the document (a reviewer rejects it).
+        ("`git tag`", (GIT_TAG_CHUNK,), True),
+        (
+            "The `timefunc` and `sleepfunc` functions.",
+            ("scheduler(timefunc=time.monotonic, delayfunc=time.sleep)",),
+            True,
+        ),
+        ("The default is ``False``.", ("doublequote: the default is True.",), True),  # letter case kept
+        # The chunk holds it, as man pages and reference pages write it.
+        ("Pass `-a`.", (GIT_TAG_CHUNK,), False),
+        ("Run `git commit`.", (GIT_TAG_CHUNK,), False),  # git-commit(1)
+        ("Use the `b16encode()` function.", ("base64.b16encode(s): encode the bytes-like object s",), False),
+        ("`$ git --bare init`", ("$ git --bare init\nInitialized empty Git repository",), False),
+        # A multi-hop answer may take its code from either passage.
+        ("`-a` or `b16encode`", (GIT_TAG_CHUNK, "base64.b16encode(s)"), False),
+        ("No code at all.", (GIT_TAG_CHUNK,), False),
+    ],
+)
+def test_answers_writing_code_their_passages_do_not_hold(
+    answer: str, passages: tuple[str, ...], rejected: bool
+) -> None:
+    assert code_not_in_passages("Which command?", answer, passages) is rejected
