@@ -101,7 +101,7 @@ def _topic(context: str, count: int) -> str:
 
 FACTOID_LABEL = "Factoid question"
 COPIED_SHARE = 0.3
-"""The share of drafts of a type the stand-in has no rule for that it writes in the passage's own words
+"""The share of drafts of a type the stand-in has no rule for that copy the passage's words
 (the others are in words of its own): a check of the wording then has both to tell apart."""
 
 
@@ -132,7 +132,8 @@ def draft_for(
       an answer saying the documents do not say.
     - any other label (a type the stand-in has no rule for): a question in words of its own (none
       of the passage's content words: a user's wording) or, for the `COPIED_SHARE` of passages by
-      hash, one made of the passage's first content words; answered by its first sentence.
+      hash, one that copies the passage's first ten words as written (a reworded question's
+      `too_close`); answered by its first sentence.
     """
     if label == FACTOID_LABEL:
         return factoid_for(passages[0], duplicate_rate)
@@ -147,5 +148,6 @@ def draft_for(
         return question, "The documents do not say."
     answer = first_sentence(passages[0]) or "Nothing is stated."
     if unit_interval("copied", digest) < COPIED_SHARE:
-        return f"What does the text say about {_topic(passages[0], 6)}?", answer
+        opening = " ".join(passages[0].split()[:10])
+        return f"What does the text say about {opening}?", answer
     return f"How would someone look up the item filed as ref {digest[:10]}?", answer
