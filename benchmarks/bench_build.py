@@ -10,7 +10,7 @@ Prints, from one run on one machine (ratios are measured side by side, since mac
   at a time, four calls per draft), and the speed-up per draft;
 - LLM calls and tokens per draft and per kept question, beside the expected 2 + p1 + p1*p2 calls per
   draft for the observed pass rates of the critics in the order asked;
-- chunking throughput (MB/s) and peak memory of `qagen chunk` over the whole corpus.
+- chunking throughput (MB/s) and peak memory of `qagen stage chunk` over the whole corpus.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def chunking(corpus: Path, work: Path) -> tuple[float, float, int]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "qagen", "chunk", str(corpus), "--out", str(out), "-q"],
+        [sys.executable, "-m", "qagen", "stage", "chunk", str(corpus), "--out", str(out), "-q"],
         check=True,
         stdout=subprocess.DEVNULL,
     )

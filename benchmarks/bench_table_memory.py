@@ -8,7 +8,7 @@ commas, quotes: what a CSV writer has to quote and a JSON writer to escape). Two
 a fresh child process so that peaks do not mix:
 
 - `read`: `read_table` alone, the document consumed and dropped (the cost of the reader);
-- `chunk`: the whole `qagen chunk` command (reader, splitter, chunk file).
+- `chunk`: the whole `qagen stage chunk` command (reader, splitter, chunk file).
 
 Printed per format and measure: the cell's and the file's size, the child's peak RSS, the same
 child's peak over a one-row file of that format with a short cell (imports and the interpreter: the
@@ -51,7 +51,7 @@ assert characters > 0 and not skipped, skipped
 """
 _CHUNK = """
 import runpy, sys
-sys.argv = ["qagen", "chunk", sys.argv[1], "--out", sys.argv[2], "-q"]
+sys.argv = ["qagen", "stage", "chunk", sys.argv[1], "--out", sys.argv[2], "-q"]
 runpy.run_module("qagen", run_name="__main__")
 """
 _LAUNCHER = """

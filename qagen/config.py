@@ -322,9 +322,9 @@ class BuildConfig(BaseModel):
         Sample size, thresholds, concurrency, rate limits, the servers' addresses and the variables
         holding their keys may change: they only extend or re-filter the same records, or change how
         fast they come or where they are fetched from. `llm` names the roles whose models are
-        decided (True: both, False: none, as after `qagen chunk`); the fields of the others are None,
-        not decided yet, fixed by the first stage that calls that role (so `qagen generate` fixes the
-        generator and `qagen critique` the critics). `prompt_hashes` holds None for the prompts of a
+        decided (True: both, False: none, as after `qagen stage chunk`); the fields of the others are None,
+        not decided yet, fixed by the first stage that calls that role (so `qagen stage generate` fixes the
+        generator and `qagen stage critique` the critics). `prompt_hashes` holds None for the prompts of a
         role not decided (see `BuildTasks.prompt_hashes`).
         """
         roles = set(BUILD_ROLES if llm is True else () if llm is False else llm)
@@ -371,7 +371,7 @@ def describe_differences(stored: dict[str, Any], wanted: dict[str, Any], prefix:
     for key in sorted(stored.keys() | wanted.keys()):
         old, new = stored.get(key), wanted.get(key)
         if old is None or new is None:
-            continue  # not decided yet on one side (a run made by `qagen chunk`)
+            continue  # not decided yet on one side (a run made by `qagen stage chunk`)
         if isinstance(old, dict) and isinstance(new, dict):
             lines.extend(describe_differences(old, new, f"{prefix}{key}."))
         elif old != new:

@@ -84,9 +84,9 @@ def test_stage_commands_keep_the_critics_own_server(
 ) -> None:
     a, b = servers
     run = tmp_path / "run"
-    assert invoke("chunk", corpus, "--out", run, *SMALL).exit_code == 0
+    assert invoke("stage", "chunk", corpus, "--out", run, *SMALL).exit_code == 0
     generated = invoke(
-        "generate", run, "--model", MODEL, "--base-url", a.base_url, "--api-key-env", "A_KEY", "-n", "8", "-q",
+        "stage", "generate", run, "--model", MODEL, "--base-url", a.base_url, "--api-key-env", "A_KEY", "-n", "8", "-q",
         env={"QAGEN_CRITIC_BASE_URL": b.base_url},
     )  # fmt: skip
     assert generated.exit_code == 0, generated.output
@@ -95,13 +95,13 @@ def test_stage_commands_keep_the_critics_own_server(
     # generator's server in OPENAI_BASE_URL does not move the critics to it: `critique` has no
     # generator option.
     critiqued = invoke(
-        "critique", run, "--critic-api-key-env", "B_KEY", "-q",
+        "stage", "critique", run, "--critic-api-key-env", "B_KEY", "-q",
         env={"OPENAI_BASE_URL": a.base_url, "QAGEN_CRITIC_BASE_URL": b.base_url},
     )  # fmt: skip
     assert critiqued.exit_code == 0, critiqued.output
     # A later `critique` finds the critics' server and key in the run.
-    assert invoke("critique", run, "-q", env={"OPENAI_BASE_URL": a.base_url}).exit_code == 0
-    assert invoke("filter", run).exit_code == 0
+    assert invoke("stage", "critique", run, "-q", env={"OPENAI_BASE_URL": a.base_url}).exit_code == 0
+    assert invoke("stage", "filter", run).exit_code == 0
     assert kinds(a) == {"generation": 8}
     assert set(kinds(b)) <= {"critique", "check", "reader"} and kinds(b).total() >= 8
     config = json.loads((run / "run.json").read_text())["config"]

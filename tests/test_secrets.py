@@ -255,20 +255,20 @@ def test_a_stage_resumed_without_the_url_asks_for_it_again(llm: StandInLLM, corp
     run = str(tmp_path / "run")
     assert (
         qagen(
-            "chunk", str(corpus), "--out", run, "--chunk-size", "400", "--chunk-overlap", "40", key=OPENAI_KEY
+            "stage", "chunk", str(corpus), "--out", run, "--chunk-size", "400", "--chunk-overlap", "40", key=OPENAI_KEY
         ).returncode
         == 0
     )
     generated = qagen(
-        "generate", run, "--model", "openai:stand-in", "--base-url", url, "-n", "10", "-q", key=OPENAI_KEY
+        "stage", "generate", run, "--model", "openai:stand-in", "--base-url", url, "-n", "10", "-q", key=OPENAI_KEY
     )
     assert generated.returncode == 0, generated.stderr
     # The saved URL has no key: sending it would only earn a 401, so the command asks for the URL.
-    resumed = qagen("critique", run, "-q", key=OPENAI_KEY)
+    resumed = qagen("stage", "critique", run, "-q", key=OPENAI_KEY)
     asked = "give it again with its key (--base-url; the critics' own: --critic-base-url)"
     assert resumed.returncode == 1 and asked in resumed.stderr, resumed.stderr
     assert len(resumed.stderr.strip().splitlines()) == 1
-    again = qagen("critique", run, "--critic-base-url", url, "-q", key=OPENAI_KEY)
+    again = qagen("stage", "critique", run, "--critic-base-url", url, "-q", key=OPENAI_KEY)
     assert again.returncode == 0, again.stderr
     assert leaks(tmp_path / "run", resumed.stderr, again.stdout, again.stderr) == []
 

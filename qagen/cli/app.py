@@ -1,4 +1,4 @@
-"""`qagen` command line: `build` runs everything; `chunk`, `generate`, `critique`, `filter` run one stage."""
+"""`qagen` command line: `build` runs everything; `stage chunk`, `generate`, `critique`, `filter` run one stage."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def main() -> None:
     \b
     qagen build docs/ --out run --target 100            # everything, resumable
     qagen init && qagen build --config qagen.toml        # the settings in a file
-    qagen chunk / generate / critique / filter           # one stage at a time on a run directory
+    qagen stage chunk / generate / critique / filter     # one stage at a time on a run directory
     qagen evaluate run --baseline bm25 --corpus docs/ --out eval
 
     \b
@@ -201,10 +201,15 @@ def _register_commands() -> None:
     from qagen.cli.evaluate import evaluate, report
     from qagen.cli.init import init
     from qagen.cli.push import push
+    from qagen.cli.renamed import RenamedCommand
     from qagen.cli.review import agreement, review
-    from qagen.cli.stages import chunk, critique, filter_command, generate
+    from qagen.cli.stages import stage
 
-    for command in (chunk, generate, critique, filter_command, push, batch, status):
+    main.add_command(stage)
+    for name, command in stage.commands.items():
+        # Their names before `qagen stage` grouped them, still run by scripts.
+        main.add_command(RenamedCommand(name, command, f"qagen stage {name}"))
+    for command in (push, batch, status):
         main.add_command(command)
     main.add_command(evaluate)
     main.add_command(report)

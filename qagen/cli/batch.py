@@ -22,11 +22,11 @@ def batch() -> None:
     """Offline batches: export a round of requests for a batch runner (vLLM's run_batch, Ray Data), import its results.
 
     \b
-    qagen chunk docs/ --out run
+    qagen stage chunk docs/ --out run
     qagen batch export run --model openai:my-model --out requests.jsonl
     python -m vllm.entrypoints.openai.run_batch -i requests.jsonl -o results.jsonl --model my-model
     qagen batch import run results.jsonl      # then export again, until nothing is left
-    qagen filter run                          # writes dataset/ and candidates/
+    qagen stage filter run                    # writes dataset/ and candidates/
     """
 
 
@@ -57,7 +57,7 @@ def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: A
         config = config_from_options(ctx, options, stored=run.stored_config(), fixed=run.fixed_roles())
         count = export_requests(config, run_dir, out)
     if count == 0:
-        click.echo(f"nothing left to request: run `qagen filter {run_dir}` to write the dataset")
+        click.echo(f"nothing left to request: run `qagen stage filter {run_dir}` to write the dataset")
     else:
         click.echo(
             f"{count} requests -> {out}; answer them with a batch runner, then `qagen batch import {run_dir} RESULTS`"
@@ -89,7 +89,7 @@ def import_command(run_dir: Path, results: Path) -> None:
         left = export_requests(run.stored_config(), run_dir, None)
     click.echo(_import_report(imported, results))
     if left == 0:
-        click.echo(f"nothing left to request: run `qagen filter {run_dir}` to write the dataset")
+        click.echo(f"nothing left to request: run `qagen stage filter {run_dir}` to write the dataset")
     else:
         click.echo(f"next: `qagen batch export {run_dir}` ({left} requests)")
 

@@ -3,11 +3,11 @@
 Which value an option takes on a stage command (see `qagen.cli.options`):
 
 - `PER_INVOCATION` options take the value `--help` shows (the default unless given) on every
-  invocation: an earlier `qagen filter --min-score 3` does not make 3 the next command's threshold.
+  invocation: an earlier `qagen stage filter --min-score 3` does not make 3 the next command's threshold.
   Those a command does not take are the library's defaults (a cap given to `generate` does not
   limit a later `critique`).
 - Every other option is a setting of the run: the run's unless given. The options of a role no
-  stage has called yet (`ROLE_OPTIONS`; after `qagen chunk`, or `generate` for the critics) count
+  stage has called yet (`ROLE_OPTIONS`; after `qagen stage chunk`, or `generate` for the critics) count
   in full, defaults included, as for a new run: that stage fixes them.
 """
 

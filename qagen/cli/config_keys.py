@@ -40,7 +40,10 @@ from qagen.critics import CRITICS
 from qagen.evaluate.config import EvalConfig
 from qagen.llm.backends import ModelSettings
 
-Command = Literal["build", "evaluate", "chunk", "generate", "critique", "filter", "batch export"]
+Command = Literal[
+    "build", "evaluate", "stage chunk", "stage generate", "stage critique", "stage filter", "batch export"
+]
+"""A command that reads config keys, as typed after `qagen`."""
 ANY_NAME = "*"
 """The name of a key that stands for any name in its table, such as a critic's in `filter.min_scores`:
 its option takes each as `NAME=VALUE`."""
@@ -51,15 +54,21 @@ BOTH: tuple[Command, ...] = ("build", "evaluate")
 COMMAND_OPTIONS: dict[Command, OptionGroup] = {
     "build": option_group(corpus_argument, run_out_option, BUILD_OPTIONS, batch_options),
     "evaluate": EVALUATE_OPTIONS,
-    "chunk": option_group(corpus_argument, CHUNK_OPTIONS),
-    "generate": GENERATE_OPTIONS,
-    "critique": CRITIQUE_OPTIONS,
-    "filter": FILTER_OPTIONS,
+    "stage chunk": option_group(corpus_argument, CHUNK_OPTIONS),
+    "stage generate": GENERATE_OPTIONS,
+    "stage critique": CRITIQUE_OPTIONS,
+    "stage filter": FILTER_OPTIONS,
     "batch export": EXPORT_OPTIONS,
 }
 """The options of each command that read config keys (its others are no setting: `NOT_KEYS`, or a
 stage command's run directory). A stage command reads the build's keys of the options it takes."""
-STAGE_COMMANDS: tuple[Command, ...] = ("chunk", "generate", "critique", "filter", "batch export")
+STAGE_COMMANDS: tuple[Command, ...] = (
+    "stage chunk",
+    "stage generate",
+    "stage critique",
+    "stage filter",
+    "batch export",
+)
 
 
 @functools.cache

@@ -101,9 +101,9 @@ def _question_shares(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 def generator_options(*, stage: bool) -> OptionGroup:
-    """The generator's model and server (a stage command on a run made by `qagen chunk` fixes them)."""
+    """The generator's model and server (a stage command on a run made by `qagen stage chunk` fixes them)."""
     model = (
-        f"[default: the run's; {DEFAULT_MODEL} on a run made by `qagen chunk`]"
+        f"[default: the run's; {DEFAULT_MODEL} on a run made by `qagen stage chunk`]"
         if stage
         else f"[default: {DEFAULT_MODEL}]"
     )

@@ -236,7 +236,7 @@ def agreement(directory: Path, as_json: bool) -> None:
     """How far the critics of a run (or the judges of an evaluation) in DIRECTORY agree with the
     people who labelled it: per criterion and for the keep decision, raw agreement, Cohen's kappa
     with a 95% bootstrap interval, false keeps and false rejects, and the threshold that matches
-    the people best, with the `qagen filter` command that applies it. Makes no LLM call.
+    the people best, with the `qagen stage filter` command that applies it. Makes no LLM call.
     """
     from qagen.review.agreement import measure_agreement
     from qagen.review.agreement_text import agreement_table
@@ -252,13 +252,13 @@ def agreement(directory: Path, as_json: bool) -> None:
 
 
 def filter_command(directory: Path, settings: dict[str, int | float]) -> str:
-    """The `qagen filter` command that filters with exactly `settings`: every critic's threshold always
+    """The `qagen stage filter` command that filters with exactly `settings`: every critic's threshold always
     (a filter's thresholds are its own, never the run's; a critic with no option of its own by
     `--min-critic NAME=SCORE`), the other settings where they differ from the defaults."""
     from qagen.config import BuildConfig
 
     flags = setting_flags()
-    parts = ["qagen", "filter", shlex.quote(str(directory))]
+    parts = ["qagen", "stage", "filter", shlex.quote(str(directory))]
     for name, value in settings.items():
         default = BuildConfig.model_fields[name].default if name in BuildConfig.model_fields else None
         if name.startswith("min_") and name not in flags:

@@ -1,4 +1,4 @@
-"""`qagen chunk`, `generate`, `critique` and `filter`: the stages of `build`, one at a time on a run directory.
+"""`qagen stage chunk`, `generate`, `critique` and `filter`: the stages of `build`, one at a time on a run directory.
 
 Each takes only the options that apply to it (see `qagen.cli.options`): `generate` the generator's,
 `critique` the critics', `filter` the thresholds.
@@ -51,7 +51,7 @@ _DECIDING = (*THRESHOLD_OPTIONS, "max_answer_chars", "max_question_chars")
 
 
 @click.command(epilog=MORE_SETTINGS)
-@config_option("chunk")
+@config_option("stage chunk")
 @corpus_argument
 @click.option("--out", "-o", "out", required=True, type=UserPath(path_type=Path), help="Run directory to create.")
 @CHUNK_OPTIONS
@@ -81,13 +81,13 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
     from qagen.runs.rundir import RunDir
 
     RunDir(run_dir).require()  # first: a folder that holds no run is told so, and gets no lock file
-    say_servers(ctx, "generate" if role == "generator" else "critique")
+    say_servers(ctx, "stage generate" if role == "generator" else "stage critique")
     with RunDir(run_dir).locked() as run:
         fixed = run.fixed_roles()
         config = config_from_options(ctx, options, stored=run.stored_config(), fixed=fixed)
         tasks = BuildTasks.for_config(config, run.iter_chunks)
         if not run.chunking_done():
-            raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` first.")
+            raise QagenError(f"{run_dir} has no chunks yet; run `qagen stage chunk` first.")
         sample = load_sample(config, run)
         if role == "critic":
             drafts = run.drafts.load()
@@ -95,7 +95,7 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
                 # Checked before the run is opened, so the critics are not fixed by a command that did nothing.
                 raise QagenError(
                     f"{run_dir} has no drafts yet, so there is nothing to critique; make them with "
-                    f"`qagen generate {run_dir}` (or run every stage with `qagen build`)."
+                    f"`qagen stage generate {run_dir}` (or run every stage with `qagen build`)."
                 )
         roles = fixed | {role}
         run.open(config, tasks.prompt_hashes(roles), llm=roles)
@@ -114,7 +114,7 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
 
 @click.command(epilog=MORE_SETTINGS)
 @click.argument("run_dir", type=_RUN_DIR)
-@config_option("generate")
+@config_option("stage generate")
 @GENERATE_OPTIONS
 @output_options
 @click.pass_context
@@ -122,12 +122,12 @@ def _stage(run_dir: Path, ctx: click.Context, options: dict[str, Any], *, role: 
 def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
     """Draft a question/answer pair for each sampled chunk of RUN_DIR (stage 2)."""
     _stage(run_dir, ctx, options, role="generator", quiet=quiet)
-    click.echo(f"drafts saved in {run_dir / 'drafts.jsonl'}; next: qagen critique {run_dir}")
+    click.echo(f"drafts saved in {run_dir / 'drafts.jsonl'}; next: qagen stage critique {run_dir}")
 
 
 @click.command(epilog=MORE_SETTINGS)
 @click.argument("run_dir", type=_RUN_DIR)
-@config_option("critique")
+@config_option("stage critique")
 @CRITIQUE_OPTIONS
 @output_options
 @click.pass_context
@@ -135,12 +135,12 @@ def generate(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) 
 def critique(ctx: click.Context, /, run_dir: Path, quiet: bool, **options: Any) -> None:
     """Rate the drafts of RUN_DIR with the critics (stage 3); a low score stops a draft's critics."""
     _stage(run_dir, ctx, options, role="critic", quiet=quiet)
-    click.echo(f"critiques saved in {run_dir / 'critiques.jsonl'}; next: qagen filter {run_dir}")
+    click.echo(f"critiques saved in {run_dir / 'critiques.jsonl'}; next: qagen stage filter {run_dir}")
 
 
 @click.command(name="filter", epilog=MORE_SETTINGS)
 @click.argument("run_dir", type=_RUN_DIR)
-@config_option("filter")
+@config_option("stage filter")
 @FILTER_OPTIONS
 @click.pass_context
 @friendly_errors
@@ -148,7 +148,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     """Apply the thresholds and near-duplicate filter; write dataset/, candidates/ and summary.json (stage 4).
 
     Costs no call. Drafts whose critics were stopped by a score that now passes are undecided
-    until `qagen critique` asks the critics they still need (or, in a run made through offline
+    until `qagen stage critique` asks the critics they still need (or, in a run made through offline
     batch files, until `qagen batch export` and `qagen batch import` answer them).
     """
     from qagen.generation.pipeline import finalize, load_sample
@@ -164,7 +164,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
         tasks = BuildTasks.for_config(config, run.iter_chunks)
         run.open(config, tasks.prompt_hashes(fixed), llm=fixed)
         if not run.chunking_done():
-            raise QagenError(f"{run_dir} has no chunks yet; run `qagen chunk` (or `qagen build`) first.")
+            raise QagenError(f"{run_dir} has no chunks yet; run `qagen stage chunk` (or `qagen build`) first.")
         summary = finalize(config, run, tasks, load_sample(config, run))
     click.echo(funnel_table(summary))
     deciding = " ".join(
@@ -188,15 +188,15 @@ def undecided_notes(funnel: Funnel, run_dir: Path, options: str = "", *, offline
         count = undecided["generation"]
         notes.append(
             f"{count} sampled chunk{'s' if count != 1 else ''} have no draft yet (undecided, not failed): "
-            f"`qagen generate {run_dir}` ({calls.get('generation', count)} calls), then "
-            f"`qagen critique {run_dir}{given}`, decides them."
+            f"`qagen stage generate {run_dir}` ({calls.get('generation', count)} calls), then "
+            f"`qagen stage critique {run_dir}{given}`, decides them."
         )
     if undecided.get("critique"):
         count = undecided["critique"]
         notes.append(
             f"{count} draft{'s' if count != 1 else ''} passed every critic asked but need{'s' if count == 1 else ''} "
             "one never asked (undecided, not failed: a lower score had stopped their critics, or the run stopped); "
-            f"`qagen critique {run_dir}{given}` decides them (up to {calls.get('critique', 0)} calls)."
+            f"`qagen stage critique {run_dir}{given}` decides them (up to {calls.get('critique', 0)} calls)."
         )
     return notes
 
@@ -226,3 +226,26 @@ def _offline_notes(funnel: Funnel, run_dir: Path, given: str) -> list[str]:
 
 show_only(generate, GENERATE_SHOWN)
 show_only(critique, CRITIQUE_SHOWN)
+
+
+class _InOrder(click.Group):
+    """A group whose `--help` lists its commands in the order they run, not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
+
+
+@click.group(name="stage", cls=_InOrder)
+def stage() -> None:
+    """Run the stages of `qagen build` one at a time on a run directory: chunk, generate, critique, filter.
+
+    \b
+    qagen stage chunk docs/ --out run      # load and chunk the corpus into a new run directory
+    qagen stage generate run -n 100        # draft a question per sampled chunk
+    qagen stage critique run               # rate the drafts with the critics
+    qagen stage filter run                 # apply the thresholds; write dataset/ and candidates/
+    """
+
+
+for _command in (chunk, generate, critique, filter_command):
+    stage.add_command(_command)

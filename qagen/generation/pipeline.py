@@ -178,7 +178,7 @@ def run_llm_stages(
     said = said if said is not None else set()
 
     async def main() -> None:
-        # Only the roles this stage calls: `qagen critique` must not need the generator's server.
+        # Only the roles this stage calls: `qagen stage critique` must not need the generator's server.
         models: dict[Role, ModelLike] = {}
         if generate:
             models["generator"] = config.generator

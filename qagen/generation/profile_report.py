@@ -124,7 +124,7 @@ def _refuse_a_build_run(run: Path, problem: str) -> None:
         return
     raise QagenError(
         f"{run} is a build's run directory, but its summary.json {problem}. Write it again from the run's "
-        f"records with `qagen filter {run}` (no LLM call), or re-run the build's command: it resumes where it "
+        f"records with `qagen stage filter {run}` (no LLM call), or re-run the build's command: it resumes where it "
         "stopped and pays for no call twice."
     )
 
@@ -143,7 +143,9 @@ def require_profile(summary: Mapping[str, Any], where: Path) -> Mapping[str, Any
     """The summary's profile, or a clear error for a summary written before profiles existed."""
     profile = summary.get("profile")
     if not isinstance(profile, Mapping):
-        raise QagenError(f"{where} has no test-set profile (made by an older qagen): run `qagen filter` on it first.")
+        raise QagenError(
+            f"{where} has no test-set profile (made by an older qagen): run `qagen stage filter` on it first."
+        )
     return profile
 
 

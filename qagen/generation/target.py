@@ -13,7 +13,7 @@ A round only extends each type's sample (the passage pickers give a prefix of on
 every draft already paid for stays in it, and the plan of the round under way is written to the
 run directory (`rounds.json`) before its calls: a build that is stopped and run again asks for the
 same round, whose finished calls are records already, then sizes the next ones from what passed.
-The other commands (`qagen filter`, `critique`, a dry run) read the same plan, so they see the
+The other commands (`qagen stage filter`, `critique`, a dry run) read the same plan, so they see the
 sample the build drafted.
 
 When more drafts pass than a type's part, the part is chosen deterministically from them: round

@@ -206,7 +206,7 @@ def _by_meaning(summary: BuildSummary) -> str:
 
 
 def funnel_table(summary: BuildSummary) -> str:
-    """The funnel as a readable table (printed at the end of a build, and by `qagen filter`)."""
+    """The funnel as a readable table (printed at the end of a build, and by `qagen stage filter`)."""
     funnel, corpus = summary.funnel, summary.corpus
     rejected_by = {str(criterion): count for criterion, count in funnel.rejected_by.items()}
     lines: list[tuple[str, str]] = [

@@ -68,7 +68,7 @@ def load_run(run_dir: Path) -> LocalRun:
         summary = json.loads(run.summary_file.read_text(encoding="utf-8"))
         fingerprint = json.loads(run.run_file.read_text(encoding="utf-8")).get("fingerprint", {})
     except (OSError, ValueError) as exc:
-        raise QagenError(f"Cannot read {run.summary_file}: {exc}; run `qagen filter {run_dir}` again.") from exc
+        raise QagenError(f"Cannot read {run.summary_file}: {exc}; run `qagen stage filter {run_dir}` again.") from exc
     if summary.get("funnel", {}).get("kept") == 0:
         # Also because `datasets` cannot load back the empty `dataset/` that such a run holds.
         raise QagenError(
@@ -80,7 +80,9 @@ def load_run(run_dir: Path) -> LocalRun:
         kept = load_from_disk(str(run.dataset_dir), keep_in_memory=True)
         candidates = load_from_disk(str(run.candidates_dir), keep_in_memory=True)
     except (OSError, ValueError) as exc:
-        raise QagenError(f"Cannot read the outputs of {run_dir}: {exc}; run `qagen filter {run_dir}` again.") from exc
+        raise QagenError(
+            f"Cannot read the outputs of {run_dir}: {exc}; run `qagen stage filter {run_dir}` again."
+        ) from exc
     hashes = {name: str(digest) for name, digest in (fingerprint.get("prompts") or {}).items()}
     from qagen.review.agreement_text import card_section  # only a push reads the labels
     from qagen.review.estimate import estimate_kept_quality

@@ -11,7 +11,7 @@ label whose draft has no score for the criterion is counted as `unscored`, not c
 
 For each criterion, the threshold 1-5 whose verdicts agree best with the people (highest kappa;
 on ties the stricter, higher one) is found, and when it beats the run's own threshold on enough
-labels and better than chance, the run's kept count under it is computed the way `qagen filter`
+labels and better than chance, the run's kept count under it is computed the way `qagen stage filter`
 computes it (`qagen.review.thresholds`); else the report says why none is recommended.
 
 For an evaluation directory, people's `correct` labels are compared with the correctness judge

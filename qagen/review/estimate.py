@@ -104,8 +104,8 @@ def refresh_kept_quality(run_dir: Path) -> KeptQuality | None:
         summary = BuildSummary.model_validate_json(run.summary_file.read_bytes())
     except (OSError, ValueError) as exc:
         raise QagenError(
-            f"{run.summary_file} cannot be read ({exc}); write it again with `qagen filter {run_dir}` (no LLM call), "
-            "then estimate again."
+            f"{run.summary_file} cannot be read ({exc}); write it again with `qagen stage filter {run_dir}` "
+            "(no LLM call), then estimate again."
         ) from exc
     if summary.kept_quality != quality:
         replace_summary(run, summary.model_copy(update={"kept_quality": quality}))

@@ -62,7 +62,7 @@ def kept_sample(run_dir: Path, size: int, seed: int) -> KeptSample:
     if not ids:
         raise QagenError(
             f"{run_dir} has no kept question to sample: finish the build first (`qagen build` with the same settings "
-            "goes on where it stopped), or keep some with lower thresholds (`qagen filter`, no LLM call)."
+            "goes on where it stopped), or keep some with lower thresholds (`qagen stage filter`, no LLM call)."
         )
     fingerprint = kept_fingerprint(ids)
     stored = stored_kept_sample(run_dir)

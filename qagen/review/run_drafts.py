@@ -1,5 +1,5 @@
 """A run directory's drafts as a reviewer's tools see them: every sampled chunk's candidate row, made
-from the records with the run's own settings, exactly as `qagen filter` makes them (no call)."""
+from the records with the run's own settings, exactly as `qagen stage filter` makes them (no call)."""
 
 from __future__ import annotations
 

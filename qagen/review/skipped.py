@@ -145,8 +145,8 @@ def _passages_of(row: CandidateRow) -> Passages:
             # Only a question with no retrieval target leaves them empty, and such a type is drafted by
             # builds of several types, whose rows name their passages in `chunk_ids`.
             raise QagenError(
-                f"Candidate {row.id} names no passage: the run's candidates/ is damaged; `qagen filter` on the run "
-                "writes it again."
+                f"Candidate {row.id} names no passage: the run's candidates/ is damaged; `qagen stage filter` on "
+                "the run writes it again."
             )
         chunk = Chunk(id=chunk_id, source=source, text=row.context, start_index=start, end_index=end)
         return Passages(question_type=row.question_type, chunks=(chunk,))

@@ -7,7 +7,7 @@ threshold, on at least `MIN_LABELS` labels, and agrees with people better than c
 above 0 whose 95% bootstrap interval does not reach below 0). Otherwise no threshold is recommended and the
 fit says why (`ThresholdFit.withheld`): a kappa from 4 labels, or a rise from -0.10 to 0.00 on
 labels no threshold matches, is no reason to move one. What it would do is computed, not estimated: the run's
-candidates are made again from its records with the new threshold, exactly as `qagen filter` makes
+candidates are made again from its records with the new threshold, exactly as `qagen stage filter` makes
 them (no call), and their kept count is the one filtering with it gives.
 
 A lower threshold can leave drafts undecided: a score that stopped a draft's critics now passes, and
@@ -152,7 +152,7 @@ def filter_settings(drafts: RunDrafts, thresholds: Mapping[str, int]) -> dict[st
 
 
 def _with(drafts: RunDrafts, thresholds: dict[str, int]) -> RunDrafts:
-    """The run's candidates made again with these thresholds (as `qagen filter` would make them)."""
+    """The run's candidates made again with these thresholds (as `qagen stage filter` would make them)."""
     config = drafts.config
     scores: dict[str, int] = {str(criterion): score for criterion, score in config.min_scores.items()}
     scores.update(thresholds)

@@ -54,7 +54,8 @@ class RunDir:
     def require(self) -> None:
         if not self.exists():
             raise QagenError(
-                f"{self.root} is not a qagen run directory (no run.json); start with `qagen build` or `qagen chunk`."
+                f"{self.root} is not a qagen run directory (no run.json); start with `qagen build` or "
+                "`qagen stage chunk`."
             )
 
     def stored_config(self) -> BuildConfig:
@@ -93,7 +94,7 @@ class RunDir:
             self._new_run = _run_file(_fingerprint(config, prompt_hashes, llm), config)
             return
         wanted, stored = self.check_settings(config, prompt_hashes, llm=llm)
-        # Keep what was decided before (e.g. the models, when `qagen filter` runs without them).
+        # Keep what was decided before (e.g. the models, when `qagen stage filter` runs without them).
         write_json_atomic(self.run_file, _run_file(keep_decided(wanted, stored), config))
 
     def check_settings(
@@ -163,7 +164,7 @@ class RunDir:
         Raises `CorpusChangedError` listing what changed (files added, removed or changed) when the
         corpus differs and `update` is False: the chunks would no longer match the documents.
         """
-        # Here, not at the top: `qagen generate` and the other stage commands never read the corpus.
+        # Here, not at the top: `qagen stage generate` and the other stage commands never read the corpus.
         from qagen.corpus.load.fingerprint import CorpusFingerprint, compare, current_fingerprint
 
         if not self.corpus_file.exists():

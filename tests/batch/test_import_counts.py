@@ -73,7 +73,9 @@ def _said(*args: str) -> str:
 def exported(corpus: Path, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     """A run with 8 drafts' requests exported, and the offline runner's 8 result lines for them."""
     run = tmp_path / "run"
-    _said("chunk", str(corpus), "--out", str(run), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40")
+    _said(
+        "stage", "chunk", str(corpus), "--out", str(run), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40"
+    )
     _said("batch", "export", str(run), "--out", str(tmp_path / "requests.jsonl"), *MODEL)
     answer_requests(tmp_path / "requests.jsonl", tmp_path / "results.jsonl")
     lines = [json.loads(text) for text in (tmp_path / "results.jsonl").read_text().splitlines()]

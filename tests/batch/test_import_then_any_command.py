@@ -1,5 +1,5 @@
 """After `qagen batch import`, no command pays again for a request the imported file answered: the
-answers are records at once (so `qagen filter` does not send the user to `qagen generate`), and
+answers are records at once (so `qagen stage filter` does not send the user to `qagen stage generate`), and
 every executor, online ones included, takes a request answered in a batch from the run's cache."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _said(*args: str) -> str:
 def _imported_drafts(corpus: Path, tmp_path: Path) -> tuple[Path, set[str]]:
     """A run whose 8 drafts were exported, answered offline and imported; and their request ids."""
     run = tmp_path / "run"
-    _said("chunk", str(corpus), "--out", str(run), *SETTINGS)
+    _said("stage", "chunk", str(corpus), "--out", str(run), *SETTINGS)
     _said("batch", "export", str(run), "--out", str(tmp_path / "requests.jsonl"), *MODEL)
     answer_requests(tmp_path / "requests.jsonl", tmp_path / "results.jsonl")
     said = _said("batch", "import", str(run), str(tmp_path / "results.jsonl"))
@@ -43,8 +43,8 @@ def _drafts(run: Path) -> int:
 
 def test_filter_after_an_import_counts_the_drafts_and_suggests_no_generate(corpus: Path, tmp_path: Path) -> None:
     run, _ = _imported_drafts(corpus, tmp_path)
-    said = _said("filter", str(run))
-    assert "qagen generate" not in said and "no draft yet" not in said
+    said = _said("stage", "filter", str(run))
+    assert "qagen stage generate" not in said and "no draft yet" not in said
     assert "8 drafts passed every critic asked" in said
     assert "generation in batches  8 calls" in said
 
@@ -53,9 +53,9 @@ def test_filter_after_an_import_names_the_next_export_as_the_step_that_decides_t
     corpus: Path, tmp_path: Path
 ) -> None:
     run, _ = _imported_drafts(corpus, tmp_path)
-    said = _said("filter", str(run), "--min-score", "3")
+    said = _said("stage", "filter", str(run), "--min-score", "3")
     calls = json.loads((run / "summary.json").read_text())["funnel"]["undecided_calls"]["critique"]
-    assert "qagen critique" not in said  # no call is made from here in a run made through batch files
+    assert "qagen stage critique" not in said  # no call is made from here in a run made through batch files
     assert (
         "8 drafts passed every critic asked but need one never asked (undecided, not failed: its request was not "
         f"answered yet, or a lower score had stopped their critics); `qagen batch export {run} --min-score 3` "
@@ -76,8 +76,8 @@ def test_no_command_after_an_import_asks_an_imported_request_again(corpus: Path,
     with StandInLLM() as llm:
         online = ("--model", "openai:stand-in", "--base-url", llm.base_url, "-q")
         args = {
-            "generate": ["generate", str(run), *online],
-            "critique": ["critique", str(run), "--critic-base-url", llm.base_url, "-q"],
+            "generate": ["stage", "generate", str(run), *online],
+            "critique": ["stage", "critique", str(run), "--critic-base-url", llm.base_url, "-q"],
             "build": ["build", str(corpus), "--out", str(run), *online, "--n-generations", "8", *SETTINGS],
         }[command]
         _said(*args)
@@ -98,7 +98,7 @@ def test_answers_cached_but_not_yet_recorded_are_not_asked_again_online(corpus: 
     for index in run.glob("drafts.jsonl.*"):
         index.unlink()
     with StandInLLM() as llm:
-        _said("generate", str(run), "--model", "openai:stand-in", "--base-url", llm.base_url, "-q")
+        _said("stage", "generate", str(run), "--model", "openai:stand-in", "--base-url", llm.base_url, "-q")
         asked = llm.requests_by_body()
     assert not asked
     assert _drafts(run) == 8

@@ -28,7 +28,9 @@ def test_export_import_round_trip_gives_the_records_of_online_mode(corpus: Path,
     with StandInLLM() as online:
         _invoke(*build_args(online, corpus, tmp_path / "online"))
     run = tmp_path / "offline"
-    _invoke("chunk", str(corpus), "--out", str(run), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40")
+    _invoke(
+        "stage", "chunk", str(corpus), "--out", str(run), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40"
+    )
     model = ["--model", "openai:stand-in", "--n-generations", "40"]
     rounds = 0
     while True:
@@ -44,7 +46,7 @@ def test_export_import_round_trip_gives_the_records_of_online_mode(corpus: Path,
         assert "answers imported" in _invoke("batch", "import", str(run), str(results))
         assert "imported before" in _invoke("batch", "import", str(run), str(results))
     assert rounds >= 2
-    _invoke("filter", str(run))
+    _invoke("stage", "filter", str(run))
     for name in ("drafts.jsonl", "critiques.jsonl"):
         assert _records(run, name) == _records(tmp_path / "online", name)
     for name in ("dataset", "candidates"):

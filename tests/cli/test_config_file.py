@@ -314,14 +314,16 @@ def test_a_key_of_the_other_command_is_type_checked_but_its_files_need_not_exist
 def test_a_value_from_the_file_or_a_set_is_named_by_its_key_not_a_flag(tmp_path: Path) -> None:
     corpus = _write(tmp_path / "doc.txt", "A sentence to chunk.\n")
     config = _write(tmp_path / "q.toml", "[chunking]\nchunk_overlap = 5000\n")
-    by_file = CliRunner().invoke(main, ["chunk", str(corpus), "--out", str(tmp_path / "r1"), "--config", str(config)])
+    by_file = CliRunner().invoke(
+        main, ["stage", "chunk", str(corpus), "--out", str(tmp_path / "r1"), "--config", str(config)]
+    )
     assert by_file.exit_code == 1
     assert by_file.stderr == (
         f"error: `chunking.chunk_overlap` in {config} must be at least 0 and smaller than --chunk-size (2000), "
         "got 5000.\n"
     )
     by_set = CliRunner().invoke(
-        main, ["chunk", str(corpus), "--out", str(tmp_path / "r2"), "--set", "chunking.chunk_overlap=5000"]
+        main, ["stage", "chunk", str(corpus), "--out", str(tmp_path / "r2"), "--set", "chunking.chunk_overlap=5000"]
     )
     assert by_set.stderr.startswith("error: `chunking.chunk_overlap` (--set) must be at least 0")
     evaluate_file = _write(tmp_path / "e.toml", "[evaluate]\nk = 0\n")
@@ -485,11 +487,11 @@ def test_build_and_evaluate_help_leave_the_rare_options_out() -> None:
 def test_hidden_options_keep_working_and_stay_listed_on_the_stage_commands(tmp_path: Path) -> None:
     config = _resolved("docs", "--out", "run", "--chunk-overlap", "10", "--critic-base-url", "http://127.0.0.1:9/v1")
     assert config.chunking.chunk_overlap == 10 and config.critic.base_url == "http://127.0.0.1:9/v1"
-    assert "--chunk-overlap" in _invoke("chunk", "--help").output
-    assert "--critic-base-url" in _invoke("critique", "--help").output
+    assert "--chunk-overlap" in _invoke("stage", "chunk", "--help").output
+    assert "--critic-base-url" in _invoke("stage", "critique", "--help").output
 
 
-# The options of a stage command that are no setting of a key: its run directory, and where `qagen chunk`
+# The options of a stage command that are no setting of a key: its run directory, and where `qagen stage chunk`
 # writes (`build.out` is the build's; a stage works on the run it is given).
 _STAGE_OWN = {"run_dir", "out"}
 
@@ -521,7 +523,7 @@ def _required(command: str, key: ConfigKey) -> list[str]:
     """What `command` needs besides the key (a run directory, an --out), unless the key gives it."""
     if command == "evaluate":
         return [*([] if key.param == "dataset" else ["run"]), *([] if key.param == "out" else ["--out", "e"])]
-    if command == "chunk":
+    if command == "stage chunk":
         return ["--out", "run2"]
     return [] if command == "build" else ["run"]
 

@@ -123,7 +123,17 @@ def test_a_library_error_names_the_setting_in_python_and_the_flag_in_the_cli(tmp
 
     corpus = tmp_path / "doc.txt"
     corpus.write_text("A sentence to chunk.\n", encoding="utf-8")
-    args = ["chunk", str(corpus), "--out", str(tmp_path / "run"), "--chunk-size", "100", "--chunk-overlap", "200"]
+    args = [
+        "stage",
+        "chunk",
+        str(corpus),
+        "--out",
+        str(tmp_path / "run"),
+        "--chunk-size",
+        "100",
+        "--chunk-overlap",
+        "200",
+    ]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1
     assert result.stderr == "error: --chunk-overlap must be at least 0 and smaller than --chunk-size (100), got 200.\n"
@@ -132,7 +142,9 @@ def test_a_library_error_names_the_setting_in_python_and_the_flag_in_the_cli(tmp
 def test_a_setting_given_a_value_is_shown_as_the_flag_and_value(tmp_path: Path) -> None:
     corpus = tmp_path / "doc.txt"
     corpus.write_text("A sentence.\n", encoding="utf-8")
-    result = CliRunner().invoke(main, ["chunk", str(corpus), "--hf-dataset", "x", "--out", str(tmp_path / "run")])
+    result = CliRunner().invoke(
+        main, ["stage", "chunk", str(corpus), "--hf-dataset", "x", "--out", str(tmp_path / "run")]
+    )
     assert result.exit_code == 1
     assert result.stderr == "error: Give exactly one corpus: a path, or --hf-dataset NAME_OR_PATH.\n"
 

@@ -14,6 +14,7 @@ from datasets import load_from_disk
 
 from qagen.cli.app import main
 from qagen.cli.build_settings import PER_INVOCATION, config_from_options
+from qagen.cli.stages import stage
 from qagen.config import BuildConfig
 from qagen.corpus.settings import ChunkSettings, CorpusSettings
 from qagen.llm.backends import ModelSettings
@@ -52,7 +53,7 @@ def test_refiltering_lower_reports_undecided_drafts_not_failures_and_the_default
     assert _build(llm, corpus, run, "--vetting", "cookbook").exit_code == 0
     built, built_summary = _candidates(run), _summary(run)
 
-    lowered = _invoke("filter", run, "--min-score", "3")
+    lowered = _invoke("stage", "filter", run, "--min-score", "3")
     assert lowered.exit_code == 0, lowered.output
     funnel = _summary(run)["funnel"]
     assert funnel["critique_failed"] == {} and "not_critiqued_yet" not in lowered.output
@@ -65,19 +66,19 @@ def test_refiltering_lower_reports_undecided_drafts_not_failures_and_the_default
     calls = funnel["undecided_calls"]["critique"]
     assert calls == sum(row["reason"].count("not_asked") for row in undecided)
     assert f"undecided {len(undecided)} (critique {len(undecided)})" in " ".join(lowered.output.split())
-    assert f"`qagen critique {run} --min-score 3` decides them (up to {calls} calls)." in lowered.output
+    assert f"`qagen stage critique {run} --min-score 3` decides them (up to {calls} calls)." in lowered.output
 
     # No sticky threshold: without the option, filter applies the 4 its --help shows.
-    again = _invoke("filter", run)
+    again = _invoke("stage", "filter", run)
     assert again.exit_code == 0 and "decides them" not in again.output
     assert _summary(run)["thresholds"] == {"groundedness": 4, "relevance": 4, "standalone": 4}
     assert _summary(run)["funnel"] == built_summary["funnel"] and _candidates(run) == built
 
     # The critique the sentence names decides them, asking only the critics never asked ...
     before = _critic_calls(llm)
-    assert _invoke("critique", run, "--min-score", "3", "-q").exit_code == 0
+    assert _invoke("stage", "critique", run, "--min-score", "3", "-q").exit_code == 0
     assert 0 < _critic_calls(llm) - before <= calls
-    assert _invoke("filter", run, "--min-score", "3").exit_code == 0
+    assert _invoke("stage", "filter", run, "--min-score", "3").exit_code == 0
     assert _summary(run)["funnel"]["undecided"] == {"generation": 0, "critique": 0}
     assert max(llm.requests_by_body().values()) == 1  # no call paid twice in the run directory
     # ... to exactly what a build at 3 gives.
@@ -100,7 +101,7 @@ def test_per_invocation_settings_take_their_default_and_run_settings_stay(tmp_pa
         price_input=1.0,
     )
     for command in ("generate", "critique", "filter"):
-        context = main.commands[command].make_context(command, [str(tmp_path)])
+        context = stage.commands[command].make_context(command, [str(tmp_path)])
         options = {key: value for key, value in context.params.items() if key not in {"run_dir", "quiet"}}
         config = config_from_options(context, options, stored=stored, fixed=("generator", "critic"))
         defaults = BuildConfig(corpus=stored.corpus)
@@ -125,14 +126,14 @@ def test_a_run_setting_given_by_set_or_a_config_file_is_given(tmp_path: Path) ->
         ("critique", ["--config", str(config_file)], "audience", "students"),
         ("critique", [], "audience", "ops"),
     ):
-        context = main.commands[command].make_context(command, [str(tmp_path), *given])
+        context = stage.commands[command].make_context(command, [str(tmp_path), *given])
         options = {key: value for key, value in context.params.items() if key not in {"run_dir", "quiet"}}
         config = config_from_options(context, options, stored=stored, fixed=("generator", "critic"))
         value = config.generator.spec if field == "generator" else config.audience
         assert value == expected, (command, given)
 
 
-@pytest.mark.parametrize("command", ["generate", "batch export"])
+@pytest.mark.parametrize("command", ["stage generate", "batch export"])
 def test_a_new_question_type_mix_replaces_the_stored_one_as_build_does(command: str, tmp_path: Path) -> None:
     stored = BuildConfig(corpus=CorpusSettings(path="/docs"), question_types={"factoid": 50, "multi_hop": 50})
     click_command: click.Command = main
@@ -154,13 +155,13 @@ def test_each_per_invocation_option_shows_the_librarys_default() -> None:
     """What `--help` shows is what a stage command applies: the click default is the library's."""
     config, model = BuildConfig(corpus=CorpusSettings(path="x")), ModelSettings(spec="m")
     names = {"min_groundedness", "min_relevance", "min_standalone", "min_critic"}  # overrides: none by default
-    for command in ("build", "generate", "critique", "filter"):
-        for parameter in main.commands[command].params:
+    for command in (main.commands["build"], *(stage.commands[name] for name in ("generate", "critique", "filter"))):
+        for parameter in command.params:
             if parameter.name in PER_INVOCATION and parameter.name not in names:
                 library = getattr(config, parameter.name, None)
                 if parameter.name in {"rpm", "max_retries", "timeout"}:
                     library = getattr(model, parameter.name)
-                assert parameter.default == library, (command, parameter.name)
+                assert parameter.default == library, (command.name, parameter.name)
 
 
 # --- each command, its own options ----------------------------------------------------------------
@@ -186,11 +187,11 @@ OWN_OPTIONS = {
 
 @pytest.mark.parametrize("command", sorted(OWN_OPTIONS))
 def test_stage_commands_take_only_the_options_that_apply(command: str) -> None:
-    params = main.commands[command].params
+    params = stage.commands[command].params
     flags = {flag for p in params if isinstance(p, click.Option) for flag in p.opts if flag.startswith("--")}
     assert flags == {*OWN_OPTIONS[command], "--config", "--set"}  # the settings of a file, or one at a time
     # Run settings say where their value comes from; per-invocation ones show their default.
-    help_text = " ".join(_invoke(command, "--help").output.split())
+    help_text = " ".join(_invoke("stage", command, "--help").output.split())
     if command in {"generate", "critique"}:
         assert "--prompts DIR Folder of your own prompt files" in help_text
         assert help_text.count("[default: the run's") >= 5
@@ -202,41 +203,44 @@ def test_stage_commands_take_only_the_options_that_apply(command: str) -> None:
      ("critique", "--model"), ("critique", "-n"), ("critique", "--dedup-threshold")],
 )  # fmt: skip
 def test_an_option_that_does_not_apply_is_wrong_usage(command: str, option: str, tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, [command, str(tmp_path), option, "3"])
+    result = CliRunner().invoke(main, ["stage", command, str(tmp_path), option, "3"])
     assert result.exit_code == 2 and "No such option" in result.output
 
 
 def test_staged_critics_are_chosen_by_critique_not_fixed_by_generate(llm: Any, corpus: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    assert _invoke("chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
+    assert _invoke("stage", "chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
     assert (
-        _invoke("generate", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 6, "-q").exit_code == 0
+        _invoke(
+            "stage", "generate", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 6, "-q"
+        ).exit_code
+        == 0
     )
     fingerprint = json.loads((run / "run.json").read_text())["fingerprint"]
     assert fingerprint["generator_model"] == "openai:stand-in" and fingerprint["critic_model"] is None
     assert fingerprint["prompts"]["qa_generation"] and fingerprint["prompts"]["critique_supported"] is None
     # The critics' model is given to `critique`; their server is the generator's, from the run.
-    result = _invoke("critique", run, "--critic-model", "openai:stand-in-critic", "-q")
+    result = _invoke("stage", "critique", run, "--critic-model", "openai:stand-in-critic", "-q")
     assert result.exit_code == 0, result.output
     assert {e["model"] for e in llm.log if e["kind"] in ("critique", "check")} == {"stand-in-critic"}
     fingerprint = json.loads((run / "run.json").read_text())["fingerprint"]
     assert fingerprint["critic_model"] == "openai:stand-in-critic" and fingerprint["prompts"]["critique_supported"]
     # Fixed now: another critic model is refused, and a later generate keeps the critics' prompts.
-    refused = CliRunner().invoke(main, ["critique", str(run), "--critic-model", "openai:other"])
+    refused = CliRunner().invoke(main, ["stage", "critique", str(run), "--critic-model", "openai:other"])
     assert refused.exit_code == 1 and "critic_model" in refused.output
-    assert _invoke("generate", run, "-q").exit_code == 0
+    assert _invoke("stage", "generate", run, "-q").exit_code == 0
     assert json.loads((run / "run.json").read_text())["fingerprint"] == fingerprint
 
 
 # --- traps of a first hour ------------------------------------------------------------------------
 def test_critique_before_generate_says_there_are_no_drafts(corpus: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"
-    assert _invoke("chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
-    result = CliRunner().invoke(main, ["critique", str(run), "-q"])
+    assert _invoke("stage", "chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
+    result = CliRunner().invoke(main, ["stage", "critique", str(run), "-q"])
     assert result.exit_code == 1 and "saved" not in result.output
     assert result.stderr == (
         f"error: {run} has no drafts yet, so there is nothing to critique; make them with "
-        f"`qagen generate {run}` (or run every stage with `qagen build`).\n"
+        f"`qagen stage generate {run}` (or run every stage with `qagen build`).\n"
     )
     # Nothing was fixed by the command that did nothing: a critic model can still be chosen.
     assert json.loads((run / "run.json").read_text())["fingerprint"]["critic_model"] is None
@@ -263,7 +267,7 @@ def test_more_generations_than_chunks_is_said_in_one_line(llm: Any, tmp_path: Pa
 def test_a_chunk_size_too_small_to_hold_a_fact_is_refused(
     size: str, unit: str, smallest: int, corpus: Path, tmp_path: Path
 ) -> None:
-    args = ["chunk", str(corpus), "--out", str(tmp_path / "run"), "--chunk-size", size, "--chunk-overlap", "0"]
+    args = ["stage", "chunk", str(corpus), "--out", str(tmp_path / "run"), "--chunk-size", size, "--chunk-overlap", "0"]
     result = CliRunner().invoke(main, [*args, "--length-unit", unit])
     assert result.exit_code == 1
     assert result.stderr == (
@@ -278,20 +282,20 @@ def test_a_capped_generate_stops_with_exit_3_and_filter_names_what_decides_the_r
     llm: Any, corpus: Path, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    assert _invoke("chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
+    assert _invoke("stage", "chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
     model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 30, "--concurrency", 2, "-q"]
-    capped = CliRunner().invoke(main, ["generate", str(run), *map(str, model), "--max-tokens", "3000"])
+    capped = CliRunner().invoke(main, ["stage", "generate", str(run), *map(str, model), "--max-tokens", "3000"])
     assert capped.exit_code == 3 and "--max-tokens 3,000" in capped.stderr and "saved" not in capped.stdout
     drafted = len(llm.log)
-    filtered = _invoke("filter", run)
+    filtered = _invoke("stage", "filter", run)
     funnel = _summary(run)["funnel"]
     missing = funnel["undecided"]["generation"]
     assert missing == 30 - drafted and funnel["generation_failed"] == {}
     assert funnel["undecided"]["critique"] == 30 - missing  # drafted, no critic asked yet
     assert (
-        f"{missing} sampled chunks have no draft yet (undecided, not failed): `qagen generate {run}` ({missing} "
-        f"calls), then `qagen critique {run}`, decides them." in filtered.output
+        f"{missing} sampled chunks have no draft yet (undecided, not failed): `qagen stage generate {run}` ({missing} "
+        f"calls), then `qagen stage critique {run}`, decides them." in filtered.output
     )
     # The cap was for that invocation: the next generate has none, and finishes the sample.
-    assert _invoke("generate", run, "-q").exit_code == 0
+    assert _invoke("stage", "generate", run, "-q").exit_code == 0
     assert len(llm.log) == 30

@@ -120,17 +120,17 @@ def test_stages_one_by_one_equal_build(llm: Any, corpus: Path, tmp_path: Path) -
     common = ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7"]
     model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", "20", "-q"]
     run = str(tmp_path / "staged")
-    assert runner.invoke(main, ["chunk", str(corpus), "--out", run, *common, "-q"]).exit_code == 0
-    assert runner.invoke(main, ["generate", run, *model]).exit_code == 0
+    assert runner.invoke(main, ["stage", "chunk", str(corpus), "--out", run, *common, "-q"]).exit_code == 0
+    assert runner.invoke(main, ["stage", "generate", run, *model]).exit_code == 0
     # The critics' model and server are the generator's, taken from the run; the sample size too.
-    assert runner.invoke(main, ["critique", run, "-q"]).exit_code == 0
-    filtered = runner.invoke(main, ["filter", run])
+    assert runner.invoke(main, ["stage", "critique", run, "-q"]).exit_code == 0
+    filtered = runner.invoke(main, ["stage", "filter", run])
     assert filtered.exit_code == 0, filtered.output
     assert _build(llm, corpus, tmp_path / "built", n=20).exit_code == 0
     assert _rows(tmp_path / "staged" / "candidates") == _rows(tmp_path / "built" / "candidates")
     # Re-filtering with other thresholds costs no call.
     calls = len(llm.log)
-    assert runner.invoke(main, ["filter", run, "--min-score", "1"]).exit_code == 0
+    assert runner.invoke(main, ["stage", "filter", run, "--min-score", "1"]).exit_code == 0
     assert len(llm.log) == calls
 
 

@@ -118,7 +118,7 @@ def test_report_on_a_build_without_a_readable_summary_says_how_to_write_it_again
     summary_file = out / "summary.json"
     kept = json.loads(summary_file.read_text(encoding="utf-8"))["funnel"]["kept"]
     advice = (
-        f"Write it again from the run's records with `qagen filter {out}` (no LLM call), or re-run the build's "
+        f"Write it again from the run's records with `qagen stage filter {out}` (no LLM call), or re-run the build's "
         "command: it resumes where it stopped and pays for no call twice.\n"
     )
 
@@ -138,7 +138,7 @@ def test_report_on_a_build_without_a_readable_summary_says_how_to_write_it_again
 
     # The advice works: the summary is written again from the records, and the report reads it.
     llm.reset()
-    assert CliRunner().invoke(main, ["filter", str(out)]).exit_code == 0 and not llm.log
+    assert CliRunner().invoke(main, ["stage", "filter", str(out)]).exit_code == 0 and not llm.log
     assert json.loads(summary_file.read_text(encoding="utf-8"))["funnel"]["kept"] == kept
     assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
 

@@ -228,7 +228,7 @@ def test_a_call_left_to_redo_keeps_the_llm_stage_running(tmp_path: Path, monkeyp
         calls = len(server.log)
         build(config, tmp_path / "run", progress=False)
         assert len(server.log) > calls  # the failed calls were asked again
-        # `qagen filter` cannot tell whether anything is left to do: the next build looks.
+        # `qagen stage filter` cannot tell whether anything is left to do: the next build looks.
         run, tasks = RunDir(tmp_path / "run"), BuildTasks.for_config(config)
         server.configure(fault_rate=0.0)
         build(config, tmp_path / "run", progress=False)

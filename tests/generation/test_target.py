@@ -144,7 +144,7 @@ def test_filter_on_a_target_run_refilters_the_drafted_sample_to_the_target(
     assert _build(llm, corpus, tmp_path / "run", "--target", "20").exit_code == 0
     drafts = _summary(tmp_path / "run")["target"]["drafts"]
     calls = len(llm.log)
-    refiltered = CliRunner().invoke(main, ["filter", str(tmp_path / "run"), "--min-score", "3"])
+    refiltered = CliRunner().invoke(main, ["stage", "filter", str(tmp_path / "run"), "--min-score", "3"])
     assert refiltered.exit_code == 0, refiltered.output
     summary = _summary(tmp_path / "run")
     assert summary["funnel"]["sampled"] == drafts and summary["funnel"]["kept"] == 20

@@ -235,7 +235,7 @@ def test_repush_updates_without_duplicating_shards(hub: StandInHub, run_dir: Pat
     assert push_cli(str(run_dir), repo, "--token", TOKEN).exit_code == 0
     first = len(hub.commits(repo))
     # Re-filter the same run with a lower bar: more kept rows, same shard names.
-    result = CliRunner().invoke(main, ["filter", str(run_dir), "--min-score", "2"], catch_exceptions=False)
+    result = CliRunner().invoke(main, ["stage", "filter", str(run_dir), "--min-score", "2"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert push_cli(str(run_dir), repo, "--token", TOKEN).exit_code == 0
 

@@ -270,7 +270,7 @@ def test_a_run_keeps_the_pairing_it_drafted_with(tmp_path: Path) -> None:
 
 
 def test_the_pairing_is_fixed_by_the_first_stage_that_drafts(tmp_path: Path) -> None:
-    """`qagen chunk` decides no pairing (it takes no such flag): the first `qagen generate` does."""
+    """`qagen stage chunk` decides no pairing (it takes no such flag): the first `qagen stage generate` does."""
     corpus = CorpusSettings(path=str(tmp_path))
     chunked = BuildConfig(corpus=corpus).fingerprint({}, llm=False)
     assert chunked["pairing"] is None

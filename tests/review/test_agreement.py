@@ -1,5 +1,5 @@
 """`qagen review --export/--import` then `qagen agreement --json`, checked against scikit-learn and
-plain counts computed here from the files themselves; the printed `qagen filter` command keeps
+plain counts computed here from the files themselves; the printed `qagen stage filter` command keeps
 what the report predicts, with no call."""
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def test_export_import_and_agreement_match_sklearn_and_the_filter_keeps_what_was
     (advice,) = [r for r in report["recommendations"] if r["criterion"] == "relevance"]
     assert advice["threshold"] == 3 and "relevance: threshold 3 matches your reviewers better" in advice["sentence"]
     assert report["filter_command"] == (
-        f"qagen filter {run} --min-groundedness {report['thresholds']['groundedness']} --min-relevance 3 "
+        f"qagen stage filter {run} --min-groundedness {report['thresholds']['groundedness']} --min-relevance 3 "
         f"--min-standalone {report['thresholds']['standalone']}"
     )
     filtered = invoke(*shlex.split(report["filter_command"])[1:])

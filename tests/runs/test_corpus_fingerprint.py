@@ -26,7 +26,7 @@ CHUNKING = ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7", "-q"]
 
 
 def _chunk(corpus: Path | str, out: Path | str, *extra: str) -> Result:
-    return CliRunner().invoke(main, ["chunk", str(corpus), "--out", str(out), *CHUNKING, *extra])
+    return CliRunner().invoke(main, ["stage", "chunk", str(corpus), "--out", str(out), *CHUNKING, *extra])
 
 
 def _build(llm: Any, corpus: Path | str, out: Path | str, *extra: str) -> Result:

@@ -59,7 +59,7 @@ def test_a_corpus_without_text_then_the_right_corpus(llm: Any, corpus: Path, tmp
 def test_a_stage_command_on_a_folder_that_is_no_run_leaves_it_as_it_was(tmp_path: Path) -> None:
     folder = tmp_path / "mine"
     folder.mkdir()
-    result = CliRunner().invoke(main, ["filter", str(folder)])
+    result = CliRunner().invoke(main, ["stage", "filter", str(folder)])
     assert result.exit_code == 1 and "not a qagen run directory" in result.output
     assert list(folder.iterdir()) == []
 

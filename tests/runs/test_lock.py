@@ -77,7 +77,7 @@ def test_a_second_build_on_the_same_run_directory_is_refused_at_once(llm: Any, c
 def held(corpus: Path, tmp_path: Path) -> Iterator[Path]:
     """A chunked run directory whose lock this test process holds."""
     out = tmp_path / "run"
-    args = ["chunk", str(corpus), "--out", str(out), "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
+    args = ["stage", "chunk", str(corpus), "--out", str(out), "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
     assert CliRunner().invoke(main, args).exit_code == 0
     with RunDir(out).locked():
         yield out
@@ -88,8 +88,8 @@ def test_every_command_that_writes_to_a_run_directory_takes_the_lock(held: Path,
     before = {path.name: path.stat().st_mtime_ns for path in held.iterdir()}
     corpus_argument = [str(corpus), "--out"] if command in {"chunk", "build"} else []
     args = [command, *corpus_argument, str(held), "--chunk-size", "400", "--chunk-overlap", "40"]
-    if command in {"generate", "critique", "filter"}:
-        args = [command, str(held)]
+    if command != "build":
+        args = ["stage", *args] if command == "chunk" else ["stage", command, str(held)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 1
     assert f"is in use by another qagen process (PID {os.getpid()}, started " in result.output

@@ -3,7 +3,7 @@ the next round's requests as a Batch API input file (what `python -m vllm.entryp
 -i requests.jsonl -o results.jsonl` reads), and `import_results` reads a runner's output file into
 the run directory's batch cache, from which every later command takes those answers
 (`Journal.answer`). The records answered are made at once (`export_requests` with no file), so
-`qagen filter` and `qagen status` see them. Repeat until the export has nothing left; then the
+`qagen stage filter` and `qagen status` see them. Repeat until the export has nothing left; then the
 filter stage writes the dataset.
 
 An export runs the build's own flow with an executor that, at the first round, writes the round's

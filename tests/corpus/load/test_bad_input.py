@@ -252,7 +252,7 @@ def test_a_huge_cell_is_read_without_copies_of_it(tmp_path: Path, suffix: str) -
     big = _single_cell_table(tmp_path / f"big{suffix}", cell)
     peaks = []
     for table in (small, big):
-        process, peak = _peak_rss_mib("chunk", str(table), "--out", str(tmp_path / f"run-{table.stem}"), "-q")
+        process, peak = _peak_rss_mib("stage", "chunk", str(table), "--out", str(tmp_path / f"run-{table.stem}"), "-q")
         assert process.returncode == 0 and "skipped" not in process.stderr, process.stderr
         peaks.append(peak)
     ratio = (peaks[1] - peaks[0]) * 2**20 / cell
