@@ -57,7 +57,7 @@ embeddings model's default is measured, named `dense` and `hybrid`): with this c
 A retrieved chunk is a hit when it holds at least half of the evidence sentence's characters (by
 offsets into the module's text), so every chunk size is judged on the same evidence; hit@k is
 whether one of the top k chunks is a hit. Means have 95% percentile-bootstrap intervals and the
-differences to BM25 are paired per question (qagen.evaluate.metrics.statistics, as `qagen report`), at
+differences to BM25 are paired per question (qagen.evaluate.metrics.statistics, as `qagen compare`), at
 the smallest and largest k.
 It also times building each dense index against loading it back from the saved copy (a re-run).
 

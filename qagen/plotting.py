@@ -1,4 +1,4 @@
-"""matplotlib for the charts of `qagen report`, or one sentence saying why there is none."""
+"""matplotlib for the charts of `qagen profile` and `qagen compare`, or one sentence saying why there is none."""
 
 from __future__ import annotations
 

@@ -642,7 +642,7 @@ class BuildSummary(Record):
     )
     settings: dict[str, Any] = Field(description="The build's settings, as `BuildConfig` dumps them to JSON.")
     profile: TestSetProfile | None = Field(
-        default=None, description="What the build kept, described (`qagen.generation.profile`); `qagen report RUN`."
+        default=None, description="What the build kept, described (`qagen.generation.profile`); `qagen profile RUN`."
     )
     target: TargetOutcome | None = Field(
         default=None, description="A build to a target size: the target and what reaching it took; None without one."

@@ -39,7 +39,9 @@ def main() -> None:
     qagen build docs/ --out run --target 100            # everything, resumable
     qagen init && qagen build --config qagen.toml        # the settings in a file
     qagen stage chunk / generate / critique / filter     # one stage at a time on a run directory
+    qagen profile run                                    # the test set's profile
     qagen evaluate run --baseline bm25 --corpus docs/ --out eval
+    qagen compare eval eval-mine                         # evaluations side by side, paired tests
 
     \b
     Exit codes:
@@ -52,7 +54,7 @@ def main() -> None:
       3  stopped by --max-tokens / --max-cost; finished work is saved, re-run with a higher cap
       4  --batch --no-wait: batches submitted or still running; re-run the same command later
       130  interrupted (Ctrl-C); finished work is saved, re-run the same command to go on
-      141  the reader of the output stopped reading (qagen report RUN | head); nothing is wrong
+      141  the reader of the output stopped reading (qagen profile RUN | head); nothing is wrong
     """
 
 
@@ -155,7 +157,7 @@ def build(
 def _next_steps(out: Path, *, pushed: bool) -> str:
     """What a user does with a built set next: look at it, score a RAG system on it, publish it."""
     steps = [
-        (f"qagen report {out}", "the funnel, the profile, examples"),
+        (f"qagen profile {out}", "the funnel, the profile, examples"),
         (f"qagen evaluate {out} --baseline bm25 --corpus CORPUS --out eval", "score a baseline on it"),
         (f"qagen review {out} --sample kept", "label a sample: the share of good questions"),
     ]
@@ -198,10 +200,11 @@ def run() -> None:
 def _register_commands() -> None:
     """Commands defined in their own modules (they import their heavy parts only when run)."""
     from qagen.cli.batch import batch, status
-    from qagen.cli.evaluate import evaluate, report
+    from qagen.cli.evaluate import evaluate
     from qagen.cli.init import init
     from qagen.cli.push import push
     from qagen.cli.renamed import RenamedCommand
+    from qagen.cli.report import compare, profile, report
     from qagen.cli.review import agreement, review
     from qagen.cli.stages import stage
 
@@ -212,7 +215,9 @@ def _register_commands() -> None:
     for command in (push, batch, status):
         main.add_command(command)
     main.add_command(evaluate)
-    main.add_command(report)
+    main.add_command(profile)
+    main.add_command(compare)
+    main.add_command(report)  # hidden: `profile` or `compare`, as its argument says
     main.add_command(review)
     main.add_command(agreement)
     main.add_command(init)

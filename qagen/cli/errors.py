@@ -19,7 +19,7 @@ BATCHES_RUNNING_EXIT = 4
 """`--batch --no-wait`: the batches are submitted or still running (see `qagen --help`)."""
 
 PIPE_CLOSED_EXIT = 141
-"""The reader of the output stopped reading (`qagen report RUN | head`): 128 + SIGPIPE, the code a
+"""The reader of the output stopped reading (`qagen profile RUN | head`): 128 + SIGPIPE, the code a
 shell reports for a command its pipe's reader left, as for any tool that stops there."""
 
 F = TypeVar("F", bound=Callable[..., Any])

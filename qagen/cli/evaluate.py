@@ -1,4 +1,4 @@
-"""`qagen evaluate` and `qagen report`."""
+"""`qagen evaluate`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from qagen.cli.evaluate_options import EVALUATE_OPTIONS
 from qagen.cli.flags import in_cli_terms
 from qagen.cli.next_steps import next_steps
 from qagen.cli.options import batch_from_options
-from qagen.cli.paths import UserPath
 from qagen.errors import ConfigError
 from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.failures import is_call_failure_reason
@@ -182,14 +181,14 @@ def _evaluate_next_steps(options: dict[str, Any], out: Path, runs: list[EvalRun]
     if len(runs) > 1:
         # Only the grid's runs: index folders that older versions kept beside them are no evaluations.
         pattern = "*_k[0-9]*" if options["baseline"] else "*"
-        steps.append((f"qagen report {out}/{pattern} --chart comparison.png", "a bar chart of them, and paired tests"))
+        steps.append((f"qagen compare {out}/{pattern} --chart comparison.png", "a bar chart of them, and paired tests"))
     elif options["baseline"]:
         steps.append((f"qagen evaluate {dataset} --rag MODULE:FUNCTION --out eval-mine", "score your own system"))
-        steps.append((f"qagen report {out} eval-mine", "compare the two: paired tests on the same questions"))
+        steps.append((f"qagen compare {out} eval-mine", "compare the two: paired tests on the same questions"))
     else:
         corpus = "--baseline bm25 --corpus CORPUS --out eval-bm25"
         steps.append((f"qagen evaluate {dataset} {corpus}", "score the bundled baseline"))
-        steps.append((f"qagen report {out} eval-bm25", "compare the two: paired tests on the same questions"))
+        steps.append((f"qagen compare {out} eval-bm25", "compare the two: paired tests on the same questions"))
     judged = [metric for metric in runs[0].summary.get("judges", {}) if metric in LLM_METRICS]
     if any(LLM_METRICS.get(metric).reviewable for metric in judged):
         steps.append((f"qagen review {runs[0].path}", "label a sample of answers: how far to trust the judge"))
@@ -304,62 +303,3 @@ def _system(
 
 
 show_only(evaluate, EVALUATE_SHOWN)
-
-
-@click.command()
-@click.argument("eval_dirs", nargs=-1, required=True, type=UserPath(path_type=Path, exists=True, file_okay=False))
-@click.option(
-    "--chart",
-    "chart",
-    type=UserPath(path_type=Path, dir_okay=False),
-    default=None,
-    help="Also write a bar chart of the runs to this PNG file (needs matplotlib: pip install 'qagen[plot]').",
-)
-@click.option(
-    "--metric", default=None, help="Metric of the --chart (default: correctness, else the first with values)."
-)
-@click.option("--plot", "plot_path", type=UserPath(path_type=Path, dir_okay=False), default=None, hidden=True)
-@friendly_errors
-def report(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None, plot_path: Path | None) -> None:
-    """Compare evaluation directories: metrics with 95% intervals and paired tests; a bar chart with --chart.
-
-    Given one build's run directory instead (`qagen build --out RUN`), print the test set's profile
-    (question types, coverage, easiness, lengths, each critic's scores, duplicates removed, free-check
-    rejections) and the estimated share of kept questions a reviewer keeps (`qagen review RUN --sample
-    kept`), write it to RUN/profile.md, and with --chart a PNG of its distributions.
-    """
-    from qagen.cli.review import kept_quality_advice
-    from qagen.evaluate.report import report as compare
-    from qagen.generation.profile_report import build_summary, profile_chart, require_profile, write_profile
-    from qagen.plotting import pyplot
-    from qagen.review.estimate import refresh_kept_quality
-
-    chart = chart or plot_path  # --plot: the option's name before --chart, still accepted
-    if metric is not None and chart is None:
-        raise click.UsageError("--metric chooses the chart's metric: give --chart PATH too.")
-    builds = [(path, summary) for path in eval_dirs if (summary := build_summary(path)) is not None]
-    if builds:
-        if len(eval_dirs) > 1:
-            raise click.UsageError("Give one build run directory to profile, or evaluation directories to compare.")
-        if metric is not None:
-            raise click.UsageError("--metric chooses an evaluation chart's metric; a build's chart shows its profile.")
-        if chart is not None:
-            pyplot()  # before any work
-        run, summary = builds[0]
-        quality = refresh_kept_quality(run)  # as the labels say now, in summary.json too
-        if quality is not None:
-            summary = {**summary, "kept_quality": quality.model_dump(mode="json")}
-        tables, written = write_profile(run, summary)
-        click.echo(tables)
-        advice = kept_quality_advice(quality, run) if quality is not None else None
-        if advice is not None:
-            click.echo(advice)
-        click.echo(f"\nwritten: {written}")
-        if chart is not None:
-            profile = require_profile(summary, run)
-            click.echo(f"chart: {profile_chart(profile, chart, f'Test-set profile: {run.resolve().name}')}")
-        return
-    compared = compare(eval_dirs, chart=chart, metric=metric)
-    click.echo(compared.table)
-    if compared.chart is not None:
-        click.echo(f"\nchart: {compared.chart}")

@@ -105,7 +105,7 @@ def review(
 
     With --sample kept, a uniform random sample of a run's kept questions instead: labelled in its
     order, their keep decisions estimate the share of the kept questions a reviewer keeps, with a 95%
-    interval, in summary.json, `qagen report RUN` and the dataset card (from 20 labels on).
+    interval, in summary.json, `qagen profile RUN` and the dataset card (from 20 labels on).
 
     Without --export/--import, a page on 127.0.0.1 (its URL printed) shows one item at a time: the
     chunk with the answer highlighted, the question and the answer, to mark pass or fail per

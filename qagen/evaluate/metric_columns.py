@@ -6,7 +6,7 @@ columns of qagen's deterministic metrics in `SCORES`, the others' in `DETERMINIS
 A row holds what one question got (`hit@k`, `reciprocal_rank@k`, correctness's raw 1-5 score); the
 summary the mean over the questions, named as users name it (`hit@7`, `mrr@7`) and on the scale the
 notebook reports (correctness as (score - 1) / 4). `summary.json` says so for each metric
-(`ResultsSummary.columns`), and `qagen report` quotes it under its table (`scale_notes`).
+(`ResultsSummary.columns`), and `qagen compare` quotes it under its table (`scale_notes`).
 """
 
 from __future__ import annotations

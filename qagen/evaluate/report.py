@@ -220,7 +220,7 @@ def _per_type(runs: Sequence[EvalRun]) -> str:
 
 @dataclass(frozen=True)
 class Report:
-    """What `report` returns: the runs compared, their paired differences, the table `qagen report`
+    """What `report` returns: the runs compared, their paired differences, the table `qagen compare`
     prints, and the chart when one was asked for."""
 
     runs: tuple[EvalRun, ...]

@@ -56,7 +56,7 @@ def read_kept_types(run: RunDir) -> dict[str, str]:
 
 def stored_kept_quality(summary_file: Path) -> KeptQuality:
     """The estimate a run's `summary.json` holds; not estimated when it holds none it can read (the
-    labels are still there: the next label saved, or `qagen report RUN`, estimates again)."""
+    labels are still there: the next label saved, or `qagen profile RUN`, estimates again)."""
     try:
         summary = json.loads(summary_file.read_text(encoding="utf-8"))
         return KeptQuality.model_validate(summary.get("kept_quality") or {})
@@ -79,7 +79,7 @@ def kept_quality_of(summary: Mapping[str, Any]) -> KeptQuality:
 
 
 def kept_quality_sentence(quality: KeptQuality) -> str:
-    """What the estimate says, in one sentence (what `qagen report RUN`, the dataset card and the review
+    """What the estimate says, in one sentence (what `qagen profile RUN`, the dataset card and the review
     command print; the command line adds what to do next)."""
     if quality.status == "not_estimated":
         return f"{HEADLINE}: not estimated (nobody has labelled a sample of them)."

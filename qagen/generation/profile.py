@@ -3,7 +3,7 @@
 Counted from the candidate rows as finalize writes them, one row at a time: question types,
 coverage of the corpus' documents and chunks, easiness (`qagen.generation.checks.easiness`),
 question and answer lengths, each critic's score distribution, the duplicates removed and the
-drafts the free checks rejected. `qagen report RUN` prints it, and the dataset card carries it.
+drafts the free checks rejected. `qagen profile RUN` prints it, and the dataset card carries it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A build's test-set profile (`summary.json`'s `profile`) as Markdown tables, and as a PNG chart.
 
-The same tables are printed by `qagen report RUN` (with the estimate of the share of good kept
+The same tables are printed by `qagen profile RUN` (with the estimate of the share of good kept
 questions) and written into the dataset card.
 """
 
@@ -95,7 +95,7 @@ def profile_tables(profile: Mapping[str, Any]) -> str:
 
 
 PROFILE_FILE = "profile.md"
-"""Where `qagen report RUN` writes the profile in the run directory."""
+"""Where `qagen profile RUN` writes the profile in the run directory."""
 
 
 def build_summary(run: Path) -> Mapping[str, Any] | None:

@@ -264,7 +264,7 @@ def funnel_table(summary: BuildSummary) -> str:
     if summary.kept_quality.stale:
         table.append(
             "  the estimate of the share of good kept questions is stale: the kept questions changed since their "
-            "review sample was drawn (`qagen report RUN` says how to draw it again)"
+            "review sample was drawn (`qagen profile RUN` says how to draw it again)"
         )
     return "\n".join(table)
 

@@ -276,7 +276,7 @@ def _free_checks(funnel: Mapping[str, Any]) -> str:
 
 
 def _profile(summary: Mapping[str, Any]) -> str:
-    """The test set's profile (`qagen report RUN` prints the same tables)."""
+    """The test set's profile (`qagen profile RUN` prints the same tables)."""
     from qagen.generation.profile_report import profile_tables
 
     return (

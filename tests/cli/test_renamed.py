@@ -3,6 +3,7 @@ new name in one sentence on stderr and does what the new name does, exit codes i
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,48 @@ def test_an_old_stage_name_resumes_a_run_as_the_new_name_does(llm: Any, corpus: 
     assert drafted.exit_code == 0, drafted.output
     assert "next: qagen stage critique" in drafted.stdout  # the hint names the new form
     assert len((run / "drafts.jsonl").read_text().splitlines()) == 4
+
+
+def _evaluation(path: Path, correctness: float) -> Path:
+    """A finished evaluation directory of two questions."""
+    path.mkdir(parents=True)
+    stats = {"mean": correctness, "low": correctness, "high": correctness, "n": 2, "missing": 0}
+    (path / "summary.json").write_text(json.dumps({"k": 7, "metrics": {"correctness": stats}}))
+    rows = [{"id": str(i), "correctness": 1 + 4 * correctness} for i in range(2)]
+    (path / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_profile_and_compare_are_listed_and_report_is_not() -> None:
+    listed = _listed(_invoke("--help").output)
+    assert {"profile", "compare"} <= listed and "report" not in listed
+    assert "qagen profile" in _invoke("--help").output and "qagen compare" in _invoke("--help").output
+
+
+def test_report_on_evaluations_is_compare_and_says_so(tmp_path: Path) -> None:
+    a, b = _evaluation(tmp_path / "a", 0.5), _evaluation(tmp_path / "b", 1.0)
+    old, new = _invoke("report", a, b), _invoke("compare", a, b)
+    assert (old.exit_code, new.exit_code) == (0, 0)
+    assert old.stdout == new.stdout and "correctness" in new.stdout and not new.stderr
+    said = (
+        "note: `qagen report EVAL_DIR...` is deprecated; use `qagen compare EVAL_DIR...` instead (it does the same).\n"
+    )
+    assert old.stderr == said
+    wrong = _invoke("report", a, "--metric", "correctness")  # wrong usage keeps its code
+    assert wrong.exit_code == 2 and wrong.stderr.startswith(said)
+
+
+def test_report_on_a_build_run_is_profile_and_says_so(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    assert _invoke("build", corpus, "--out", run, *model, "-n", 6, *SMALL).exit_code == 0
+    old, new = _invoke("report", run), _invoke("profile", run)
+    assert (old.exit_code, new.exit_code) == (0, 0)
+    assert old.stdout == new.stdout and "| question type | kept |" in new.stdout and not new.stderr
+    assert old.stderr == "note: `qagen report RUN` is deprecated; use `qagen profile RUN` instead (it does the same).\n"
+    # Profile takes one build's run directory; compare names it when given one.
+    assert _invoke("report", run, run).exit_code == 2
+    evaluation = _evaluation(tmp_path / "eval", 0.5)
+    refused = _invoke("profile", evaluation)
+    assert refused.exit_code == 1 and "`qagen compare` compares evaluation directories" in refused.stderr
+    assert f"`qagen profile {run}`" in _invoke("compare", evaluation, run).stderr

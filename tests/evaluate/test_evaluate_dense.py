@@ -1,6 +1,6 @@
 """`qagen evaluate --baseline dense|hybrid`: the index reused by a second run, into the same or a new
 `--out` (no chunk embedded, one line saying where the index lives), two runs at once embedding the
-corpus once, the grid over retrievers and embeddings models, and `qagen report` over it."""
+corpus once, the grid over retrievers and embeddings models, and `qagen compare` over it."""
 
 from __future__ import annotations
 
@@ -171,8 +171,8 @@ def test_a_grid_over_retrievers_and_embeddings_models_and_its_report(
         kind = run.name.split("_")[0].split("-")[0]
         assert settings["retriever"] == {"bm25": "bm25s", "dense": "faiss", "hybrid": "rrf(bm25s, faiss)"}[kind]
         assert summary(run)["k"] == int(run.name[-1])
-    assert f"qagen report {grid}/*_k[0-9]* --chart comparison.png" in result.stdout
-    report = CliRunner().invoke(main, ["report", *map(str, runs)])
+    assert f"qagen compare {grid}/*_k[0-9]* --chart comparison.png" in result.stdout
+    report = CliRunner().invoke(main, ["compare", *map(str, runs)])
     assert report.exit_code == 0, report.output
     assert "hybrid-embedder_chunk300_k1 - bm25_chunk300_k1" in report.stdout
 

@@ -1,4 +1,4 @@
-"""End to end: `qagen evaluate` and `qagen report` over HTTP against the stand-in LLM.
+"""End to end: `qagen evaluate` and `qagen compare` over HTTP against the stand-in LLM.
 
 Every value an LLM judge produced is checked against what the stand-in server sent (its request
 log carries each reply with the `score` it meant), and every retrieval value against a textbook
@@ -323,11 +323,11 @@ def test_settings_grid_and_report(built: Built, tmp_path: Path) -> None:
         assert stats["system_settings"]["chunk_size"] == int(name[5:8]) and stats["k"] == int(name[-1])
         assert f"hit@{stats['k']}" in stats["metrics"]
     assert "paired on shared questions" in result.stdout and "chunk300_k4 - chunk300_k2" in result.stdout
-    assert not list(grid.rglob("*.png"))  # a chart only when asked, with `qagen report --chart`
-    assert f"qagen report {grid}/*_k[0-9]* --chart comparison.png" in result.stdout
+    assert not list(grid.rglob("*.png"))  # a chart only when asked, with `qagen compare --chart`
+    assert f"qagen compare {grid}/*_k[0-9]* --chart comparison.png" in result.stdout
     # The command shown works as the shell expands it: the runs, not the index folder beside them.
     assert sorted(path.name for path in grid.glob("*_k[0-9]*")) == names
-    assert invoke("report", *sorted(grid.glob("*_k[0-9]*"))).exit_code == 0
+    assert invoke("compare", *sorted(grid.glob("*_k[0-9]*"))).exit_code == 0
 
     # A run that answered only some questions: the paired test uses the ids both runs have values for.
     kept = rows(grid / "chunk300_k2")
@@ -339,7 +339,7 @@ def test_settings_grid_and_report(built: Built, tmp_path: Path) -> None:
     result = invoke("evaluate", built.run, "--answers", answers, *model(built.server), "--out", partial, "--k", "2")
     assert result.exit_code == 0, result.output
     plot = tmp_path / "plots" / "out.png"
-    result = invoke("report", grid / "chunk300_k2", partial, "--chart", plot, "--metric", "mrr@2")
+    result = invoke("compare", grid / "chunk300_k2", partial, "--chart", plot, "--metric", "mrr@2")
     assert result.exit_code == 0, result.output
     assert plot.read_bytes().startswith(PNG)
     first = {row["id"]: row["reciprocal_rank@k"] for row in kept}

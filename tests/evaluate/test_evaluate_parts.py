@@ -332,7 +332,7 @@ def test_evaluate_names_what_to_do_next(llm: Any, tmp_path: Path) -> None:
     out = tmp_path / "eval"
     for command in (
         f"qagen evaluate {tmp_path / 'set.jsonl'} --baseline bm25 --corpus CORPUS --out eval-bm25",
-        f"qagen report {out} eval-bm25",
+        f"qagen compare {out} eval-bm25",
         f"qagen review {out}",  # the correctness judge's verdicts can be checked against labels
     ):
         assert command in steps, steps

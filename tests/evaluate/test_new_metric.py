@@ -1,6 +1,6 @@
 """Issue 21's must-show for metrics: a new metric is one registry entry and its prompt files. A grader
 registered from two prompt files, through a real `qagen build` and `qagen evaluate` against the
-stand-in LLM, is judged on every answer, summarised in `summary.json` and reported by `qagen report`;
+stand-in LLM, is judged on every answer, summarised in `summary.json` and reported by `qagen compare`;
 `metrics` knows it by its name, its group and `all`, and `--metrics`' help lists it."""
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def test_a_registered_metric_reaches_the_summary_and_the_report(
     prompts = summary["judges"]["concise"]["prompts"]
     assert set(prompts) == {"grader_concise_system", "grader_concise"}
 
-    report = _invoke("report", out)
+    report = _invoke("compare", out)
     assert report.exit_code == 0, report.output
     [line] = [line for line in report.output.splitlines() if line.strip().startswith("concise")]
     assert f"{stats['mean']:.2f}"[:3] in line  # the mean, as the report rounds it

@@ -1,4 +1,4 @@
-"""`qagen report` and `comparison_table`: labels, paired tests and their p-values, and a chart only
+"""`qagen compare` and `comparison_table`: labels, paired tests and their p-values, and a chart only
 when asked."""
 
 from __future__ import annotations
@@ -103,11 +103,11 @@ def test_report_from_python_returns_the_paired_differences_it_prints(tmp_path: P
     assert compared.chart == tmp_path / "chart.png" and compared.chart.read_bytes().startswith(b"\x89PNG")
 
 
-# --------------------------------------------------------------------------- qagen report
+# --------------------------------------------------------------------------- qagen compare
 
 
 def _report(*args: object) -> Any:
-    return CliRunner().invoke(main, ["report", *map(str, args)], catch_exceptions=False)
+    return CliRunner().invoke(main, ["compare", *map(str, args)], catch_exceptions=False)
 
 
 def test_report_writes_a_chart_only_when_asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -148,10 +148,10 @@ def test_a_chart_without_matplotlib_is_refused_before_any_work(tmp_path: Path, m
 
 
 def test_a_reader_that_stops_reading_ends_the_report_quietly(tmp_path: Path) -> None:
-    """`qagen report RUN | head`: no "Broken pipe" error, and the shell's code for a pipe left."""
+    """`qagen compare RUN | head`: no "Broken pipe" error, and the shell's code for a pipe left."""
     run = _run(tmp_path / "eval", {"correctness": 0.5}, [{"id": "1", "correctness": 3}])
     child = subprocess.Popen(
-        [sys.executable, "-m", "qagen", "report", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-m", "qagen", "compare", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert child.stdout is not None and child.stderr is not None
     child.stdout.close()  # before the report is written: its first write finds no reader

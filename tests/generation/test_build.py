@@ -219,7 +219,7 @@ def test_a_build_that_kept_questions_says_what_to_do_next(llm: Any, corpus: Path
     assert result.exit_code == 0, result.output
     next_steps = result.output.split("\nnext:\n", 1)[1]
     run = tmp_path / "run"
-    for command in (f"qagen report {run}", f"qagen evaluate {run} --baseline bm25", f"qagen push {run} ORG/NAME"):
+    for command in (f"qagen profile {run}", f"qagen evaluate {run} --baseline bm25", f"qagen push {run} ORG/NAME"):
         assert command in next_steps, next_steps
     llm.configure(pass_rate=0.0)
     nothing = _build(llm, corpus, tmp_path / "empty", n=3)

@@ -1,4 +1,4 @@
-"""`qagen report RUN` on a build's run directory: the test set's profile printed, written to
+"""`qagen profile RUN` on a build's run directory: the test set's profile printed, written to
 RUN/profile.md and drawn with --chart; the dataset card carries the same tables."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def test_report_on_a_build_run_prints_writes_and_charts_the_profile(
     assert built.exit_code == 0, built.output
 
     chart = tmp_path / "profile.png"
-    result = CliRunner().invoke(main, ["report", str(out), "--chart", str(chart)], catch_exceptions=False)
+    result = CliRunner().invoke(main, ["profile", str(out), "--chart", str(chart)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     for heading in (
         "| question type | kept |",
@@ -60,9 +60,9 @@ def test_report_on_a_build_run_prints_writes_and_charts_the_profile(
     tables = profile_tables(summary["profile"])
     assert "## Profile" in str(card) and tables in str(card) and tables in result.output
 
-    # Two build runs are refused in one sentence.
-    twice = CliRunner().invoke(main, ["report", str(out), str(out)])
-    assert twice.exit_code != 0 and "Give one build run directory" in twice.output
+    # A build's run directory is no evaluation to compare: the command that profiles it is named.
+    compared = CliRunner().invoke(main, ["compare", str(out)])
+    assert compared.exit_code == 2 and f"`qagen profile {out}` prints its profile" in compared.stderr
 
 
 def test_a_build_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence(
@@ -75,7 +75,7 @@ def test_a_build_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence
     # Installed (found) but broken: its pyplot fails to import, as with a numpy it was not built for.
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     chart = tmp_path / "profile.png"
-    result = CliRunner().invoke(main, ["report", str(out), "--chart", str(chart)], catch_exceptions=False)
+    result = CliRunner().invoke(main, ["profile", str(out), "--chart", str(chart)], catch_exceptions=False)
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith("error: The chart needs matplotlib, which is installed but cannot be imported (")
     assert result.stderr.endswith("): reinstall it with pip uninstall matplotlib, then pip install 'qagen[plot]'.\n")
@@ -131,7 +131,7 @@ def test_report_on_a_build_without_a_readable_summary_says_how_to_write_it_again
             summary_file.unlink()
         else:
             summary_file.write_text(broken, encoding="utf-8")
-        result = CliRunner().invoke(main, ["report", str(out)])
+        result = CliRunner().invoke(main, ["profile", str(out)])
         assert result.exit_code == 1
         assert result.stderr == f"error: {out} is a build's run directory, but its summary.json {problem}. {advice}"
         assert "qagen evaluate" not in result.output
@@ -140,7 +140,7 @@ def test_report_on_a_build_without_a_readable_summary_says_how_to_write_it_again
     llm.reset()
     assert CliRunner().invoke(main, ["stage", "filter", str(out)]).exit_code == 0 and not llm.log
     assert json.loads(summary_file.read_text(encoding="utf-8"))["funnel"]["kept"] == kept
-    assert CliRunner().invoke(main, ["report", str(out)]).exit_code == 0
+    assert CliRunner().invoke(main, ["profile", str(out)]).exit_code == 0
 
 
 def test_the_report_shows_every_question_type_of_the_build_and_says_coverage_in_words(
@@ -159,7 +159,7 @@ def test_the_report_shows_every_question_type_of_the_build_and_says_coverage_in_
     factoids = summary["question_types"]["factoid"]["kept"]
     assert summary["question_types"]["multi_hop"]["kept"] == 0 and factoids >= 1
 
-    result = CliRunner().invoke(main, ["report", str(out)])
+    result = CliRunner().invoke(main, ["profile", str(out)])
     assert result.exit_code == 0, result.output
     counted = f"{factoids} kept question{'' if factoids == 1 else 's'}."
     assert result.output.startswith(

@@ -1,6 +1,6 @@
 """The share of good kept questions, estimated: a uniform random sample of the kept questions to label
 (`qagen review RUN --sample kept`), and from its labels an estimate with a Wilson interval in
-`summary.json`, `qagen report RUN` and the dataset card; too few labels and none said as such; a run
+`summary.json`, `qagen profile RUN` and the dataset card; too few labels and none said as such; a run
 resized or re-filtered after labelling says its estimate is stale."""
 
 from __future__ import annotations
@@ -131,21 +131,21 @@ def test_forty_imported_labels_put_the_estimate_in_the_summary_report_and_card(r
     assert "## Share of good questions" in card
     assert f"Estimated share of kept questions a reviewer keeps: {said}." in card
     assert "Wilson score interval (95%)" in card and "uniform random sample of the kept questions" in card
-    report = invoke("report", run)
+    report = invoke("profile", run)
     assert report.exit_code == 0 and f"Estimated share of kept questions a reviewer keeps: {said}" in report.output
     assert said in (run / "profile.md").read_text(encoding="utf-8")
 
 
 def test_ten_labels_are_too_few_and_none_is_not_estimated(run: Path, tmp_path: Path) -> None:
     assert "Estimated share of kept questions a reviewer keeps: not estimated" in _card(run)
-    assert f"label a sample of the kept questions: qagen review {run} --sample kept" in invoke("report", run).output
+    assert f"label a sample of the kept questions: qagen review {run} --sample kept" in invoke("profile", run).output
 
     _label_sheet(run, tmp_path / "kept.csv", 10)
     quality = _summary(run)["kept_quality"]
     assert quality["status"] == "too_few" and quality["labels"] == 10 and quality["min_labels"] == MIN_KEPT_LABELS
     assert quality["share"] is None and quality["low"] is None and quality["high"] is None
     expected = f"too few labels to estimate it (10 of {KEPT} kept questions; at least 20 are needed)"
-    assert expected in _card(run) and expected in invoke("report", run).output
+    assert expected in _card(run) and expected in invoke("profile", run).output
 
 
 def test_a_resized_or_refiltered_run_says_its_estimate_is_stale_until_the_sample_is_drawn_again(
@@ -159,7 +159,7 @@ def test_a_resized_or_refiltered_run_says_its_estimate_is_stale_until_the_sample
     after = _summary(run)["kept_quality"]
     assert _summary(run)["funnel"]["kept"] < KEPT
     assert after["stale"] and {**after, "stale": False} == before  # the estimate as it was, marked stale
-    report = invoke("report", run).output
+    report = invoke("profile", run).output
     assert "stale: the kept questions changed since the sample was drawn" in report
     assert f"(the labels given stay): qagen review {run} --sample kept" in report
     assert "stale" in _card(run)
@@ -176,7 +176,7 @@ def test_a_resized_or_refiltered_run_says_its_estimate_is_stale_until_the_sample
     assert redrawn.exit_code == 0
     sample = KeptSample.model_validate_json((run / KEPT_SAMPLE_FILE).read_bytes())
     assert sample.kept == resized
-    assert "stale" not in invoke("report", run).output
+    assert "stale" not in invoke("profile", run).output
     quality = _summary(run)["kept_quality"]
     assert not quality["stale"] and quality["kept"] == resized
     labelled = set(json.loads(line)["item_id"] for line in (run / "labels.jsonl").read_text().splitlines())
