@@ -44,7 +44,7 @@ def corpus_path(work: Path) -> Path:
 
 def run_build(corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int, *extra: str) -> tuple[float, dict]:
     command = [
-        sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
+        sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in",
         "--base-url", base_url, "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q",
         *extra,
     ]  # fmt: skip

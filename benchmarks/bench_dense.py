@@ -34,7 +34,7 @@ by `--corpus DIR` and kept), SmolLM2-135M-Instruct served by llama-cpp-python on
         --host 127.0.0.1 --port 18431 --n_ctx 4096 --seed 1234 --n_threads 2      # ended by its PID after
     python benchmarks/bench_dense.py --corpus pydocs --corpus-only                      # writes the corpus
     OPENAI_API_KEY=none qagen build pydocs -o drafts --chunk-size 1000 --chunk-overlap 100 -n 240 --seed 0 \
-        --model openai:smollm2 --base-url http://127.0.0.1:18431/v1 --concurrency 2 --max-output-tokens 128 \
+        --generator-model openai:smollm2 --base-url http://127.0.0.1:18431/v1 --concurrency 2 --max-output-tokens 128 \
         --temperature 0
 
 Every sampled chunk's reply (`candidates/`) is read, not only the kept rows: SmolLM2 writes

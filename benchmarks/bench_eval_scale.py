@@ -134,7 +134,7 @@ def evaluate_twice(
         ["--answers", str(answers)] if args.system == "answers" else ["--baseline", "bm25", "--corpus", str(corpus)]
     )
     command = [sys.executable, "-m", "qagen", "evaluate", str(testset), *system, "--out", str(out),
-               "--model", "openai:stand-in", "--base-url", url, "--concurrency", str(args.concurrency),
+               "--reader-model", "openai:stand-in", "--base-url", url, "--concurrency", str(args.concurrency),
                "--metrics", args.metrics, "-q"]  # fmt: skip
     return run(command, pythonpath, out.parent), run(command, pythonpath, out.parent)
 

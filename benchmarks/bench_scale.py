@@ -202,7 +202,7 @@ def build_args(
     dedup_embeddings: str = "none",
 ) -> list[str]:
     types = ["--question-types", question_types] if question_types else []
-    return ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", base_url,
+    return ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", base_url,
             "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q",
             "--dedup-embeddings", dedup_embeddings, *types]  # fmt: skip
 

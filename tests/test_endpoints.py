@@ -64,7 +64,7 @@ def test_build_generates_on_one_server_and_critiques_on_another(
 ) -> None:
     a, b = servers
     result = invoke(
-        "build", corpus, "--out", tmp_path / "run", "--model", MODEL, "-n", "12", *SMALL,
+        "build", corpus, "--out", tmp_path / "run", "--generator-model", MODEL, "-n", "12", *SMALL,
         "--base-url", a.base_url, "--api-key-env", "A_KEY",
         "--critic-base-url", b.base_url, "--critic-api-key-env", "B_KEY",
     )  # fmt: skip
@@ -86,7 +86,8 @@ def test_stage_commands_keep_the_critics_own_server(
     run = tmp_path / "run"
     assert invoke("stage", "chunk", corpus, "--out", run, *SMALL).exit_code == 0
     generated = invoke(
-        "stage", "generate", run, "--model", MODEL, "--base-url", a.base_url, "--api-key-env", "A_KEY", "-n", "8", "-q",
+        "stage", "generate", run, "--generator-model", MODEL, "--base-url", a.base_url, "--api-key-env",
+        "A_KEY", "-n", "8", "-q",
         env={"QAGEN_CRITIC_BASE_URL": b.base_url},
     )  # fmt: skip
     assert generated.exit_code == 0, generated.output
@@ -111,7 +112,8 @@ def test_stage_commands_keep_the_critics_own_server(
 
 def _built(server: StandInLLM, corpus: Path, out: Path) -> None:
     result = invoke(
-        "build", corpus, "--out", out, "--model", MODEL, "--base-url", server.base_url, "--api-key-env", "A_KEY",
+        "build", corpus, "--out", out, "--generator-model", MODEL, "--base-url", server.base_url,
+        "--api-key-env", "A_KEY",
         "-n", "10", *SMALL,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -125,7 +127,7 @@ def test_evaluate_reads_on_one_server_and_judges_on_another(
     since = len(a.log)
     monkeypatch.setenv("OPENAI_API_KEY", KEY_A)  # the reader's key, where it is by default
     result = invoke(
-        "evaluate", tmp_path / "run", "--baseline", "bm25", "--corpus", corpus, "--model", MODEL,
+        "evaluate", tmp_path / "run", "--baseline", "bm25", "--corpus", corpus, "--reader-model", MODEL,
         "--base-url", a.base_url, "--judge-api-key-env", "B_KEY", "--out", tmp_path / "eval",
         "--chunk-size", "400", "--k", "3", "-q", env={"QAGEN_JUDGE_BASE_URL": b.base_url},
     )  # fmt: skip

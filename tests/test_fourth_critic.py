@@ -59,7 +59,7 @@ def run(llm: Any, corpus: Path, tmp_path: Path) -> Path:
     prompts.mkdir()
     (prompts / "critique_specificity.txt").write_text(SPECIFICITY, encoding="utf-8")
     out = tmp_path / "run"
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     result = _invoke(
         "build", corpus, "--out", out, *model, "-n", "24", "--chunk-size", "400", "--chunk-overlap", "40",
         "--seed", "7", "-q", "--prompts", prompts, "--critic", "specificity", "--min-critic", "specificity=5",

@@ -46,7 +46,7 @@ def _observed(tmp_path: Path) -> dict[str, Any]:
         # One call at a time: identical requests (a grader that reads only the answer and contexts, a
         # critic that reads only a duplicated question) get the stand-in's replies in arrival order,
         # which concurrency would make a race.
-        model = ["--model", "openai:stand-in", "--base-url", server.base_url, "--concurrency", "1"]
+        model = ["--generator-model", "openai:stand-in", "--base-url", server.base_url, "--concurrency", "1"]
         _invoke(
             "build", corpus, "--out", run, *model, "--n-generations", "24", "--seed", "7",
             "--chunk-size", "400", "--chunk-overlap", "40", "-q",

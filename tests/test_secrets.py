@@ -46,14 +46,15 @@ def build(
     llm: StandInLLM, corpus: Path, out: Path, *extra: str, key: str, url: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return qagen(
-        "build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", url or llm.base_url,
+        "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url",
+        url or llm.base_url,
         "-n", "20", "--chunk-size", "400", "--chunk-overlap", "40", "-q", *extra, key=key,
     )  # fmt: skip
 
 
 def evaluate(llm: StandInLLM, run: Path, corpus: Path, out: Path, *, key: str) -> subprocess.CompletedProcess[str]:
     return qagen(
-        "evaluate", str(run), "--baseline", "bm25", "--corpus", str(corpus), "--model", "openai:stand-in",
+        "evaluate", str(run), "--baseline", "bm25", "--corpus", str(corpus), "--reader-model", "openai:stand-in",
         "--base-url", llm.base_url, "--out", str(out), "--chunk-size", "400", "--k", "3", "-q", key=key,
     )  # fmt: skip
 
@@ -89,7 +90,7 @@ def test_a_rejected_key_quoted_back_by_the_server_is_not_shown(llm: StandInLLM, 
     assert built.returncode == 1 and "401" in built.stderr, built.stderr
     assert [line for line in built.stderr.splitlines() if line.strip()] == [built.stderr.strip()]
     # A finished run to evaluate (made in this process: only its evaluation is under test here).
-    args = ["build", str(corpus), "--out", str(tmp_path / "good"), "--model", "openai:stand-in"]
+    args = ["build", str(corpus), "--out", str(tmp_path / "good"), "--generator-model", "openai:stand-in"]
     args += ["--base-url", llm.base_url, "-n", "10", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
     env = {"OPENAI_API_KEY": "the-right-key"}
     assert CliRunner().invoke(main, args, env=env, catch_exceptions=False).exit_code == 0
@@ -132,7 +133,7 @@ def test_keys_in_other_variables_stay_out_of_every_output(llm: StandInLLM, corpu
     with StandInLLM(api_key=CRITIC_KEY, **faults) as other:
         env = {"OPENAI_API_KEY": LOCAL_KEY, "CRITIC_KEY": CRITIC_KEY, "JUDGE_KEY": JUDGE_KEY}
         built = qagen_with(
-            "build", str(corpus), "--out", str(tmp_path / "run"), "--model", "openai:stand-in",
+            "build", str(corpus), "--out", str(tmp_path / "run"), "--generator-model", "openai:stand-in",
             "--base-url", llm.base_url, "--critic-base-url", other.base_url, "--critic-api-key-env", "CRITIC_KEY",
             "-n", "20", "--chunk-size", "400", "--chunk-overlap", "40", "--max-retries", "0", "-q", env=env,
         )  # fmt: skip
@@ -141,7 +142,7 @@ def test_keys_in_other_variables_stay_out_of_every_output(llm: StandInLLM, corpu
         other.configure(api_key=JUDGE_KEY)
         evaluated = qagen_with(
             "evaluate", str(tmp_path / "run"), "--baseline", "bm25", "--corpus", str(corpus),
-            "--model", "openai:stand-in", "--base-url", llm.base_url, "--judge-base-url", other.base_url,
+            "--reader-model", "openai:stand-in", "--base-url", llm.base_url, "--judge-base-url", other.base_url,
             "--judge-api-key-env", "JUDGE_KEY", "--out", str(tmp_path / "eval"), "--chunk-size", "400", "--k", "3",
             "--max-retries", "0", "-q", env=env,
         )  # fmt: skip
@@ -156,7 +157,8 @@ def test_a_rejected_key_from_another_variable_quoted_back_is_not_shown(
 ) -> None:
     llm.configure(api_key="the-right-key", echo_key=True)
     built = qagen_with(
-        "build", str(corpus), "--out", str(tmp_path / "run"), "--model", "openai:stand-in", "--base-url", llm.base_url,
+        "build", str(corpus), "--out", str(tmp_path / "run"), "--generator-model", "openai:stand-in",
+        "--base-url", llm.base_url,
         "--api-key-env", "MY_KEY", "-n", "10", "--chunk-size", "400", "--chunk-overlap", "40", "-q",
         env={"MY_KEY": CRITIC_KEY},
     )  # fmt: skip
@@ -188,7 +190,8 @@ def test_a_key_in_the_query_string_is_sent_and_never_written(
         assert saved[role]["base_url"] == f"{llm.base_url}?api-key=REDACTED&api-version=2024-06-01"
     llm.reset()
     evaluated = qagen_with(
-        "evaluate", str(tmp_path / "run"), "--baseline", "bm25", "--corpus", str(corpus), "--model", "openai:stand-in",
+        "evaluate", str(tmp_path / "run"), "--baseline", "bm25", "--corpus", str(corpus), "--reader-model",
+        "openai:stand-in",
         "--base-url", url, "--out", str(tmp_path / "eval"), "--chunk-size", "400", "--k", "3", "-q",
         env={"OPENAI_API_KEY": OPENAI_KEY},
     )  # fmt: skip
@@ -238,7 +241,7 @@ def test_a_key_alone_in_the_critics_and_judges_urls_is_sent_as_their_bearer_key(
         assert built.returncode == 0, built.stderr
         evaluated = qagen_with(
             "evaluate", str(tmp_path / "good"), "--baseline", "bm25", "--corpus", str(corpus),
-            "--model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(tmp_path / "eval"),
+            "--reader-model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(tmp_path / "eval"),
             "--chunk-size", "400", "--k", "3", "-q", env=judge_env,
         )  # fmt: skip
         assert evaluated.returncode == 0, evaluated.stderr
@@ -259,9 +262,8 @@ def test_a_stage_resumed_without_the_url_asks_for_it_again(llm: StandInLLM, corp
         ).returncode
         == 0
     )
-    generated = qagen(
-        "stage", "generate", run, "--model", "openai:stand-in", "--base-url", url, "-n", "10", "-q", key=OPENAI_KEY
-    )
+    model = ("--generator-model", "openai:stand-in", "--base-url", url)
+    generated = qagen("stage", "generate", run, *model, "-n", "10", "-q", key=OPENAI_KEY)
     assert generated.returncode == 0, generated.stderr
     # The saved URL has no key: sending it would only earn a 401, so the command asks for the URL.
     resumed = qagen("stage", "critique", run, "-q", key=OPENAI_KEY)

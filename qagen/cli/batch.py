@@ -23,7 +23,7 @@ def batch() -> None:
 
     \b
     qagen stage chunk docs/ --out run
-    qagen batch export run --model openai:my-model --out requests.jsonl
+    qagen batch export run --generator-model openai:my-model --out requests.jsonl
     python -m vllm.entrypoints.openai.run_batch -i requests.jsonl -o results.jsonl --model my-model
     qagen batch import run results.jsonl      # then export again, until nothing is left
     qagen stage filter run                    # writes dataset/ and candidates/
@@ -66,8 +66,8 @@ def export_command(ctx: click.Context, /, run_dir: Path, out: Path, **options: A
 
 # The options `--help` lists: those set most often.
 EXPORT_SHOWN = (
-    "config", "set", "out", "n_generations", "question_types", "pair_embeddings", "model", "base_url", "critic_model",
-    "critic_base_url", "audience", "prompts_dir", "all_critics", "min_score", "min_critic",
+    "config", "set", "out", "n_generations", "question_types", "pair_embeddings", "generator_model", "base_url",
+    "critic_model", "critic_base_url", "audience", "prompts_dir", "all_critics", "min_score", "min_critic",
 )  # fmt: skip
 show_only(export_command, EXPORT_SHOWN)
 

@@ -41,7 +41,7 @@ _PER_INVOCATION_MODEL_FIELDS = ("rpm", "max_retries", "timeout")
 
 # A model setting's option for the generator and for the critics; unset, the critics' is the generator's.
 _MODEL_FIELDS = {
-    "spec": ("model", "critic_model"),
+    "spec": ("generator_model", "critic_model"),
     "base_url": ("base_url", "critic_base_url"),
     "api_key_env": ("api_key_env", "critic_api_key_env"),
     "temperature": ("temperature", "critic_temperature"),

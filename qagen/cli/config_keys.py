@@ -183,11 +183,12 @@ def _model(
 
 # The options of each role's model. The evaluator's models have no temperature option: a verdict
 # stored under one temperature would be reused under another (its resume key leaves it out).
-_GENERATOR = {"spec": "model", "base_url": "base_url", "api_key_env": "api_key_env"}
+_GENERATOR = {"spec": "generator_model", "base_url": "base_url", "api_key_env": "api_key_env"}
 _GENERATOR |= {"temperature": "temperature", "max_output_tokens": "max_output_tokens"}
 _CRITIC = {field: f"critic_{param}" for field, param in _GENERATOR.items()}
 _CRITIC["spec"] = "critic_model"
 _READER = {field: param for field, param in _GENERATOR.items() if field != "temperature"}
+_READER["spec"] = "reader_model"
 _JUDGE = {field: f"judge_{param}" for field, param in _READER.items()}
 _JUDGE["spec"] = "judge_model"
 

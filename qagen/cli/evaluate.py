@@ -85,7 +85,7 @@ def _as_given(ctx: click.Context, param: str) -> str:
 # is a key of the config file (docs/configuration.md lists them all, with their flags).
 EVALUATE_SHOWN = (
     "config", "set", "out", "answers", "rag_callable", "endpoint", "baseline", "corpus", "chunk_size", "k_values",
-    "rerank", "model", "judge_model", "base_url", "metrics", "embeddings", "concurrency", "batch", "quiet",
+    "rerank", "reader_model", "judge_model", "base_url", "metrics", "embeddings", "concurrency", "batch", "quiet",
 )  # fmt: skip
 
 

@@ -91,9 +91,9 @@ EVALUATE_OPTIONS = option_group(
         metavar="RETRIEVER[,...]",
         cls=ListsInstalled,
         installed=lambda: installed(RETRIEVERS),
-        help="The bundled baseline over --corpus, answered by --model with the notebook's RAG prompt, retrieving with "
-        "bm25, dense (--embeddings searched with FAISS; pip install 'qagen[dense]') or hybrid (both, reciprocal rank "
-        "fusion); a comma list (bm25,dense,hybrid) runs a grid.",
+        help="The bundled baseline over --corpus, answered by --reader-model with the notebook's RAG prompt, "
+        "retrieving with bm25, dense (--embeddings searched with FAISS; pip install 'qagen[dense]') or hybrid (both, "
+        "reciprocal rank fusion); a comma list (bm25,dense,hybrid) runs a grid.",
     ),
     option(
         "--corpus",
@@ -122,7 +122,7 @@ EVALUATE_OPTIONS = option_group(
         installed=_installed_rerankers,
         help="Reranker of --baseline between retrieval and the reader: none, cross-encoder:PATH (a local "
         "sentence-transformers model folder), endpoint:MODEL (POST /rerank of vLLM or TEI at --rerank-url), reader "
-        "(--model orders them, listwise); a comma list runs a grid.",
+        "(--reader-model orders them, listwise); a comma list runs a grid.",
     ),
     option(
         "--rerank-top",
@@ -145,12 +145,13 @@ EVALUATE_OPTIONS = option_group(
         "$XDG_CACHE_HOME/qagen, else ~/.cache/qagen]",
     ),
     option(
-        "--model",
+        "--reader-model",
+        old_flag="--model",
         default=DEFAULT_MODEL,
         show_default=True,
         help="Reader model of --baseline (LangChain provider:model).",
     ),
-    option("--judge-model", default=None, help="Model of the LLM judges (default: --model)."),
+    option("--judge-model", default=None, help="Model of the LLM judges (default: --reader-model)."),
     option(
         "--base-url",
         envvar="OPENAI_BASE_URL",
@@ -162,8 +163,8 @@ EVALUATE_OPTIONS = option_group(
         metavar="VAR",
         default=None,
         callback=variable_name,
-        help="Name of the environment variable holding the key for --model, and the judges' unless --judge-api-key-env "
-        "(default: OPENAI_API_KEY for openai:* models). The name, not the key.",
+        help="Name of the environment variable holding the key for --reader-model, and the judges' unless "
+        "--judge-api-key-env (default: OPENAI_API_KEY for openai:* models). The name, not the key.",
     ),
     option(
         "--judge-base-url",

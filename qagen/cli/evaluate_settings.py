@@ -34,10 +34,12 @@ def eval_config_from_options(options: dict[str, Any], *, k: int) -> EvalConfig:
     }
     judge_cap = {"max_output_tokens": options["judge_max_output_tokens"] or options["max_output_tokens"]}
     judge = ModelSettings(
-        spec=options["judge_model"] or options["model"], **judge_endpoint, **{**connection, **judge_cap}
+        spec=options["judge_model"] or options["reader_model"], **judge_endpoint, **{**connection, **judge_cap}
     )
     # Only the bundled baseline answers with the reader model; a system of your own brings its own.
-    reader = ModelSettings(spec=options["model"], **reader_endpoint, **connection) if options["baseline"] else None
+    reader = (
+        ModelSettings(spec=options["reader_model"], **reader_endpoint, **connection) if options["baseline"] else None
+    )
     embeddings = split_list(options["embeddings"])[0] if options["embeddings"] else None
     return EvalConfig(
         testset=options["dataset"],

@@ -25,8 +25,9 @@ _RENAMED: dict[str, str] = {
     "retriever": "--baseline",  # `rag_baseline(retriever=...)`: the CLI names the baseline by its retriever
     "license": "--license",  # `license_id`, so as not to shadow the built-in
     "judge": "--judge-model",  # `evaluate(judge=ModelSettings(...))`
-    "reader": "--model",  # `evaluate(reader=...)`: the CLI's --model is the baseline's reader
-    "generator": "--model",  # `BuildConfig.generator`
+    "reader": "--reader-model",  # `EvalConfig.reader`: the model that answers for the baseline
+    "generator": "--generator-model",  # `BuildConfig.generator`
+    "model": "--generator-model",  # a model the server does not know: in `qagen evaluate`, `--reader-model`
     "critic": "--critic-model",  # `BuildConfig.critic`
     "min_scores": "--min-critic",  # `BuildConfig.min_scores`: any critic's threshold, as NAME=SCORE
 }
@@ -76,8 +77,11 @@ def in_cli_terms(message: str, settings: Iterable[str]) -> str:
     by its key and where it was: "`chunking.chunk_overlap` in qagen.toml", "`budget.max_tokens = 8,000`
     (--set)". A setting with no flag keeps its name, backticks included.
     """
+    context = click.get_current_context(silent=True)
     flags = setting_flags()
-    origins = config_origins(click.get_current_context(silent=True))
+    if context is not None and context.command.name == "evaluate":
+        flags = {**flags, "model": "--reader-model"}  # the model an evaluation's options name is the reader's
+    origins = config_origins(context)
 
     def replace(match: re.Match[str]) -> str:
         setting, value = match.group(1), match.group(2)

@@ -15,6 +15,8 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from qagen.cli.renamed import old_flag_name, old_flag_option
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 CHOSEN_KEYS = "qagen.chosen_keys"
@@ -23,10 +25,22 @@ CHOSEN_KEYS = "qagen.chosen_keys"
 
 class SettingOption(click.Option):
     """An option whose environment variable gives way to a value chosen for this command: an ambient
-    variable (OPENAI_BASE_URL left in a shell) must not undo a `--set` typed for this run."""
+    variable (OPENAI_BASE_URL left in a shell) must not undo a `--set` typed for this run.
+
+    `old_flag` is the option's earlier name (`--model` of `--generator-model`): a hidden option of its
+    own (`qagen.cli.renamed`) that says it is deprecated, whose value this option takes as typed.
+    """
+
+    def __init__(self, *args: Any, old_flag: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.old_flag = old_flag
 
     def consume_value(self, ctx: click.Context, opts: Mapping[str, Any]) -> tuple[Any, ParameterSource]:
         value, source = super().consume_value(ctx, opts)
+        if self.old_flag is not None and source is not ParameterSource.COMMANDLINE and self.name is not None:
+            typed = opts.get(old_flag_name(self.name))
+            if typed is not None:
+                return typed, ParameterSource.COMMANDLINE
         if source is ParameterSource.ENVIRONMENT and self.name in ctx.meta.get(CHOSEN_KEYS, ()):
             return ctx.lookup_default(self.name, call=True), ParameterSource.DEFAULT_MAP
         return value, source
@@ -61,6 +75,9 @@ class OptionSpec:
 
     def __call__(self, function: F) -> F:
         decorate = click.argument if self.argument else click.option
+        old_flag = self.attrs.get("old_flag")
+        if isinstance(old_flag, str):
+            function = old_flag_option(old_flag, self.param, self.flag)(function)
         return decorate(*self.decls, **self.attrs)(function)
 
 

@@ -112,9 +112,9 @@ def generator_options(*, stage: bool) -> OptionGroup:
     temperature = _default(stage, "[default: the model's own]")
     cap = _default(stage, "[default: 2048, room for a reasoning model's thinking]")
     return option_group(
-        option("--model", default=DEFAULT_MODEL, help=f"Generator model as LangChain's provider:model, e.g. openai:gpt-4o-mini {model}."),
-        option("--base-url", envvar="OPENAI_BASE_URL", default=None, help=f"URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI) for --model, and the critics unless --critic-base-url, e.g. http://localhost:8000/v1{base_url} [env: OPENAI_BASE_URL]"),
-        option("--api-key-env", metavar="VAR", default=None, callback=variable_name, help=f"Name of the environment variable holding the key for --model, not the key {key}."),
+        option("--generator-model", old_flag="--model", default=DEFAULT_MODEL, help=f"Generator model as LangChain's provider:model, e.g. openai:gpt-4o-mini {model}."),
+        option("--base-url", envvar="OPENAI_BASE_URL", default=None, help=f"URL of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, TGI) for --generator-model, and the critics unless --critic-base-url, e.g. http://localhost:8000/v1{base_url} [env: OPENAI_BASE_URL]"),
+        option("--api-key-env", metavar="VAR", default=None, callback=variable_name, help=f"Name of the environment variable holding the key for --generator-model (and the critics unless --critic-api-key-env), not the key {key}."),
         option("--temperature", type=float, default=None, help=f"Sampling temperature, for generator and critics {temperature}."),
         option("--max-output-tokens", type=click.IntRange(min=1), default=None, help=f"Cap on tokens per reply, for generator and critics; a reply cut at the cap is recorded as truncated {cap}."),
     )  # fmt: skip
@@ -124,7 +124,7 @@ def critic_model_options(*, stage: bool) -> OptionGroup:
     """The critics' model and server; each falls back to the generator's when not given."""
     inherit = "[default: the run's; on a run not critiqued yet, the generator's]" if stage else ""
     return option_group(
-        option("--critic-model", default=None, help=f"Model of the critics {inherit or '[default: --model]'}."),
+        option("--critic-model", default=None, help=f"Model of the critics {inherit or '[default: --generator-model]'}."),
         option("--critic-base-url", envvar="QAGEN_CRITIC_BASE_URL", default=None, help=f"URL of the critics' server {inherit or '[default: --base-url]'} [env: QAGEN_CRITIC_BASE_URL]."),
         option("--critic-api-key-env", metavar="VAR", default=None, callback=variable_name, help=f"Name of the environment variable holding the critics' key {inherit or '[default: --api-key-env]'}."),
         option("--critic-temperature", type=float, default=None, help=f"The critics' own sampling temperature {inherit or '[default: --temperature]'}."),

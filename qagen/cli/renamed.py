@@ -51,4 +51,12 @@ def old_flag_option(old_flag: str, param: str, new_flag: str) -> Any:
         if value is not None and not ctx.resilient_parsing:
             say_renamed(old_flag, new_flag)
 
-    return click.option(old_flag, old_flag_name(param), hidden=True, expose_value=False, default=None, callback=say)
+    return click.option(
+        old_flag,
+        old_flag_name(param),
+        hidden=True,
+        expose_value=False,
+        default=None,
+        callback=say,
+        help=f"The earlier name of {new_flag}, deprecated.",
+    )

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 _RUN_DIR = UserPath(path_type=Path, exists=True, file_okay=False)
 # The options `--help` lists on the stage commands with more than about 20: those set most often.
 GENERATE_SHOWN = (
-    "config", "set", "n_generations", "question_types", "pair_embeddings", "model", "base_url", "api_key_env",
+    "config", "set", "n_generations", "question_types", "pair_embeddings", "generator_model", "base_url", "api_key_env",
     "temperature", "max_output_tokens", "prompts_dir", "concurrency", "max_tokens", "max_cost", "quiet",
 )  # fmt: skip
 CRITIQUE_SHOWN = (

@@ -18,7 +18,7 @@ from standins.llm.server import StandInLLM
 
 def build_args(llm: StandInLLM, corpus: Path, out: Path, *extra: str, n: int = 40) -> list[str]:
     return [
-        "build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url,
+        "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url,
         "--n-generations", str(n), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40", "-q", *extra,
     ]  # fmt: skip
 
@@ -89,7 +89,7 @@ def assert_batch_prices(online: Path, batched: Path, table: str) -> None:
 
 def test_dry_run_with_batch_shows_half_the_online_price(corpus: Path, tmp_path: Path) -> None:
     def cost(*extra: str) -> float:
-        args = ["build", str(corpus), "--out", str(tmp_path / "plan"), "--model", "openai:gpt-4o-mini"]
+        args = ["build", str(corpus), "--out", str(tmp_path / "plan"), "--generator-model", "openai:gpt-4o-mini"]
         prices = ["--price-input", "100", "--price-output", "400"]
         result = CliRunner().invoke(main, [*args, *prices, "--n-generations", "30", "--dry-run", "-q", *extra])
         assert result.exit_code == 0, result.output

@@ -33,7 +33,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     corpus = write_corpus(root / "corpus", documents=8)
     with StandInLLM() as server:
         result = invoke(
-            "build", corpus, "--out", root / "run", *model(server), "--n-generations", "12", "--seed", "7",
+            "build", corpus, "--out", root / "run", "--generator-model", "openai:stand-in", "--base-url",
+            server.base_url,
+            "--n-generations", "12", "--seed", "7",
             "--chunk-size", "400", "--chunk-overlap", "40",
         )  # fmt: skip
         assert result.exit_code == 0, result.output
@@ -45,12 +47,12 @@ def invoke(*args: object) -> Result:
 
 
 def model(server: StandInLLM) -> list[str]:
-    return ["--model", "openai:stand-in", "--base-url", server.base_url]
+    return ["--reader-model", "openai:stand-in", "--base-url", server.base_url]
 
 
 def priced(server: StandInLLM) -> list[str]:
     """A model of known price (the stand-in answers any name): the summary prices its calls."""
-    return ["--model", "openai:gpt-4o-mini", "--base-url", server.base_url]
+    return ["--reader-model", "openai:gpt-4o-mini", "--base-url", server.base_url]
 
 
 def results(eval_dir: Path) -> list[dict[str, Any]]:

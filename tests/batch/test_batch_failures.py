@@ -40,7 +40,7 @@ def drafts(run: Path) -> list[dict[str, object]]:
 @pytest.mark.parametrize(
     ("knob", "expected"),
     [
-        ("models", r"does not know the model 'stand-in' \(404\); check --model\."),
+        ("models", r"does not know the model 'stand-in' \(404\); check --generator-model\."),
         ("api_key", r"rejected the API key of 'openai:stand-in' \(401\); check OPENAI_API_KEY\."),
     ],
 )

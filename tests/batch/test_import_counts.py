@@ -16,7 +16,7 @@ from qagen.cli.app import main
 from qagen.runs.batch.results import read_results
 from standins.llm.offline import answer_requests
 
-MODEL = ("--model", "openai:stand-in", "--n-generations", "8")
+MODEL = ("--generator-model", "openai:stand-in", "--n-generations", "8")
 NOT_A_COMPLETION = {"object": "list", "data": []}
 
 

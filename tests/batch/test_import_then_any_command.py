@@ -16,7 +16,7 @@ from standins.llm.offline import answer_requests
 from standins.llm.server import StandInLLM
 
 SETTINGS = ("--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40")
-MODEL = ("--model", "openai:stand-in", "--n-generations", "8")
+MODEL = ("--generator-model", "openai:stand-in", "--n-generations", "8")
 
 
 def _said(*args: str) -> str:
@@ -74,7 +74,7 @@ def test_filter_after_an_import_names_the_next_export_as_the_step_that_decides_t
 def test_no_command_after_an_import_asks_an_imported_request_again(corpus: Path, tmp_path: Path, command: str) -> None:
     run, imported = _imported_drafts(corpus, tmp_path)
     with StandInLLM() as llm:
-        online = ("--model", "openai:stand-in", "--base-url", llm.base_url, "-q")
+        online = ("--generator-model", "openai:stand-in", "--base-url", llm.base_url, "-q")
         args = {
             "generate": ["stage", "generate", str(run), *online],
             "critique": ["stage", "critique", str(run), "--critic-base-url", llm.base_url, "-q"],
@@ -98,7 +98,7 @@ def test_answers_cached_but_not_yet_recorded_are_not_asked_again_online(corpus: 
     for index in run.glob("drafts.jsonl.*"):
         index.unlink()
     with StandInLLM() as llm:
-        _said("stage", "generate", str(run), "--model", "openai:stand-in", "--base-url", llm.base_url, "-q")
+        _said("stage", "generate", str(run), "--generator-model", "openai:stand-in", "--base-url", llm.base_url, "-q")
         asked = llm.requests_by_body()
     assert not asked
     assert _drafts(run) == 8

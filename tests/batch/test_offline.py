@@ -31,7 +31,7 @@ def test_export_import_round_trip_gives_the_records_of_online_mode(corpus: Path,
     _invoke(
         "stage", "chunk", str(corpus), "--out", str(run), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40"
     )
-    model = ["--model", "openai:stand-in", "--n-generations", "40"]
+    model = ["--generator-model", "openai:stand-in", "--n-generations", "40"]
     rounds = 0
     while True:
         requests, results = tmp_path / f"requests{rounds}.jsonl", tmp_path / f"results{rounds}.jsonl"

@@ -212,14 +212,14 @@ chunk_size = 400
     )
     params = _evaluate_params("--config", config)
     assert (params["baseline"], params["k_values"], params["metrics"]) == ("bm25,dense", "3,7", "correctness")
-    assert (params["model"], params["judge_model"], params["judge_max_output_tokens"]) == (
+    assert (params["reader_model"], params["judge_model"], params["judge_max_output_tokens"]) == (
         "openai:reader",
         "openai:judge",
         512,
     )
     assert params["chunk_size"] == "2000"  # the build's chunking is not the baseline's
-    flagged = _evaluate_params("--config", config, "other-run", "--k", "5", "--model", "openai:m")
-    assert (flagged["dataset"], flagged["k_values"], flagged["model"]) == ("other-run", "5", "openai:m")
+    flagged = _evaluate_params("--config", config, "other-run", "--k", "5", "--reader-model", "openai:m")
+    assert (flagged["dataset"], flagged["k_values"], flagged["reader_model"]) == ("other-run", "5", "openai:m")
 
 
 # --- mistakes in the file: one sentence naming the file and the key ---------------------------------
@@ -499,7 +499,8 @@ _STAGE_OWN = {"run_dir", "out"}
 @pytest.mark.parametrize("command", sorted(COMMAND_OPTIONS))
 def test_every_setting_with_a_flag_has_a_key(command: Command) -> None:
     keyed = {key.param for key in CONFIG_KEYS if command in key.commands}
-    params = {param.name for param in COMMANDS[command].params} - {"config", "set"}
+    # `--config`, `--set` and an option's old name (`--model`) give their values to other options.
+    params = {param.name for param in COMMANDS[command].params if param.expose_value}
     own = _STAGE_OWN if command not in ("build", "evaluate") else set()
     unkeyed = params - keyed - set(NOT_KEYS) - own
     assert not unkeyed, f"options of `qagen {command}` with no config key (add them to config_keys): {unkeyed}"
@@ -556,7 +557,8 @@ def test_set_gives_the_run_its_flag_gives(tmp_path: Path) -> None:
         "--set", "build.audience=1", "--set", "filter.check_evidence=false",
     )  # fmt: skip
     by_flags = _resolved(
-        "docs", "--out", "run", "--chunk-overlap", "100", "--model", "openai:local", "--min-critic", "clear=3",
+        "docs", "--out", "run", "--chunk-overlap", "100", "--generator-model", "openai:local", "--min-critic",
+        "clear=3",
         "--critic", "clear", "--audience", "1", "--no-evidence-check",
     )  # fmt: skip
     assert by_set == by_flags

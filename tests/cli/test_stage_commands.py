@@ -27,7 +27,7 @@ def _invoke(*args: object) -> Result:
 
 
 def _build(llm: Any, corpus: Path, out: Path, *extra: object, n: int = 40) -> Result:
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     return _invoke("build", corpus, "--out", out, *model, "-n", n, *SMALL, "-q", *extra)
 
 
@@ -168,7 +168,8 @@ def test_each_per_invocation_option_shows_the_librarys_default() -> None:
 OWN_OPTIONS = {
     "chunk": {"--out", "--hf-dataset", "--split", "--text-column", "--source-column", "--chunk-size",
               "--chunk-overlap", "--length-unit", "--encoding", "--seed", "--update-corpus", "--quiet"},
-    "generate": {"--n-generations", "--question-types", "--pair-embeddings", "--model", "--base-url", "--api-key-env",
+    "generate": {"--n-generations", "--question-types", "--pair-embeddings", "--generator-model", "--model",
+    "--base-url", "--api-key-env",
                  "--temperature", "--max-output-tokens", "--prompts", "--concurrency", "--rpm", "--max-retries",
                  "--timeout", "--max-failure-rate", "--max-tokens", "--max-cost", "--price-input", "--price-output",
                  "--price-cached-input", "--quiet"},
@@ -199,8 +200,8 @@ def test_stage_commands_take_only_the_options_that_apply(command: str) -> None:
 
 @pytest.mark.parametrize(
     ("command", "option"),
-    [("filter", "-n"), ("filter", "--model"), ("generate", "--critic-model"), ("generate", "--min-score"),
-     ("critique", "--model"), ("critique", "-n"), ("critique", "--dedup-threshold")],
+    [("filter", "-n"), ("filter", "--generator-model"), ("generate", "--critic-model"), ("generate", "--min-score"),
+     ("critique", "--generator-model"), ("critique", "-n"), ("critique", "--dedup-threshold")],
 )  # fmt: skip
 def test_an_option_that_does_not_apply_is_wrong_usage(command: str, option: str, tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["stage", command, str(tmp_path), option, "3"])
@@ -212,7 +213,7 @@ def test_staged_critics_are_chosen_by_critique_not_fixed_by_generate(llm: Any, c
     assert _invoke("stage", "chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
     assert (
         _invoke(
-            "stage", "generate", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 6, "-q"
+            "stage", "generate", run, "--generator-model", "openai:stand-in", "--base-url", llm.base_url, "-n", 6, "-q"
         ).exit_code
         == 0
     )
@@ -283,7 +284,7 @@ def test_a_capped_generate_stops_with_exit_3_and_filter_names_what_decides_the_r
 ) -> None:
     run = tmp_path / "run"
     assert _invoke("stage", "chunk", corpus, "--out", run, *SMALL, "-q").exit_code == 0
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 30, "--concurrency", 2, "-q"]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url, "-n", 30, "--concurrency", 2, "-q"]
     capped = CliRunner().invoke(main, ["stage", "generate", str(run), *map(str, model), "--max-tokens", "3000"])
     assert capped.exit_code == 3 and "--max-tokens 3,000" in capped.stderr and "saved" not in capped.stdout
     drafted = len(llm.log)

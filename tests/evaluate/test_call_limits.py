@@ -27,7 +27,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     root = tmp_path_factory.mktemp("limits")
     corpus = write_corpus(root / "corpus", documents=8)
     with StandInLLM() as server:
-        args = ["build", str(corpus), "--out", str(root / "run"), "--model", "openai:stand-in"]
+        args = ["build", str(corpus), "--out", str(root / "run"), "--generator-model", "openai:stand-in"]
         args += ["--base-url", server.base_url, "-n", "12", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
         result = CliRunner().invoke(main, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output
@@ -36,7 +36,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
 
 def _evaluate(built: Built, out: Path, *extra: str, exit_code: int = 0) -> str:
     args = ["evaluate", str(built.run), "--baseline", "bm25", "--corpus", str(built.corpus), "--chunk-size", "400"]
-    args += ["--model", "openai:stand-in", "--base-url", built.server.base_url, "--out", str(out), "-q", *extra]
+    args += ["--reader-model", "openai:stand-in", "--base-url", built.server.base_url, "--out", str(out), "-q", *extra]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == exit_code, result.output
     return result.output

@@ -161,7 +161,8 @@ def test_the_cli_says_what_retrieved_nothing_and_what_had_no_statements(llm: Any
     result = CliRunner().invoke(
         main,
         ["evaluate", str(testset), "--answers", str(answers_file), "--out", str(tmp_path / "eval"), "-q",
-         "--metrics", "faithfulness,context_relevance", "--model", "openai:stand-in", "--base-url", llm.base_url],
+         "--metrics", "faithfulness,context_relevance", "--reader-model", "openai:stand-in", "--base-url",
+         llm.base_url],
         catch_exceptions=False,
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -85,7 +85,7 @@ def test_the_python_api_refuses_a_file_and_a_foreign_folder(inputs: tuple[Path, 
 
 def _grid(llm: Any, inputs: tuple[Path, Path], corpus: Path, out: Path) -> Result:
     testset, _ = inputs
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--reader-model", "openai:stand-in", "--base-url", llm.base_url]
     return _invoke(
         "evaluate", testset, "--baseline", "bm25", "--corpus", corpus, "--k", "1,2", *model, "--metrics", "retrieval",
         "--out", out, "-q",

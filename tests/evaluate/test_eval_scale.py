@@ -180,7 +180,7 @@ def _evaluate_baseline(
     llm: StandInLLM, testset: Path, corpus: Path, out: Path, chunk_size: int = 400
 ) -> dict[str, Any]:
     args = ["evaluate", str(testset), "--baseline", "bm25", "--corpus", str(corpus), "--chunk-size", str(chunk_size),
-            "--model", "openai:stand-in", "--base-url", llm.base_url, "--metrics", "retrieval,text", "--out",
+            "--reader-model", "openai:stand-in", "--base-url", llm.base_url, "--metrics", "retrieval,text", "--out",
             str(out), "-q"]  # fmt: skip
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output

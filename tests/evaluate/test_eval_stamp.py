@@ -178,7 +178,7 @@ def test_an_answers_file_without_some_answers_is_settled(setup: Setup, scored: l
 def test_the_cli_prints_the_same_after_a_stamped_rerun(llm: StandInLLM, tmp_path: Path) -> None:
     testset, answers = _testset(tmp_path / "set.jsonl"), _answers(tmp_path / "answers.jsonl")
     args = ["evaluate", str(testset), "--answers", str(answers), "--out", str(tmp_path / "eval"),
-            "--model", "openai:stand-in", "--base-url", llm.base_url, "-q"]  # fmt: skip
+            "--reader-model", "openai:stand-in", "--base-url", llm.base_url, "-q"]  # fmt: skip
     first = CliRunner().invoke(main, args, catch_exceptions=False)
     assert first.exit_code == 0 and (tmp_path / "eval" / STAMP_FILE).exists()
     again = CliRunner().invoke(main, args, catch_exceptions=False)

@@ -53,7 +53,7 @@ def inputs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def evaluate(llm: StandInLLM, testset: Path, corpus: Path, out: Path, *extra: str) -> Result:
-    args = ["evaluate", str(testset), "--corpus", str(corpus), "--model", "openai:stand-in", "--base-url",
+    args = ["evaluate", str(testset), "--corpus", str(corpus), "--reader-model", "openai:stand-in", "--base-url",
             llm.base_url, "--metrics", "retrieval", "--chunk-size", "300", "--out", str(out), "-q", *extra]  # fmt: skip
     return CliRunner().invoke(main, args, catch_exceptions=False)
 
@@ -124,7 +124,7 @@ def test_two_dense_evaluations_at_once_embed_the_corpus_once(
     llm.configure(latency=0.3)  # embedding takes a while: the second process starts while the first embeds
     cache = tmp_path / "shared cache"
     env = {**os.environ, "QAGEN_CACHE": str(cache)}
-    args = ["--corpus", str(corpus), "--model", "openai:stand-in", "--base-url", llm.base_url, "--metrics",
+    args = ["--corpus", str(corpus), "--reader-model", "openai:stand-in", "--base-url", llm.base_url, "--metrics",
             "retrieval", "--chunk-size", "300", "-q", "--baseline", "dense",
             "--embeddings", "openai:embedder"]  # fmt: skip
     processes = [

@@ -50,7 +50,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     corpus = write_corpus(root / "corpus", documents=12)
     with StandInLLM() as server:
         result = invoke(
-            "build", corpus, "--out", root / "run", *model(server), "--n-generations", "16", "--seed", "7",
+            "build", corpus, "--out", root / "run", *generator(server), "--n-generations", "16", "--seed", "7",
             "--chunk-size", "400", "--chunk-overlap", "40",
         )  # fmt: skip
         assert result.exit_code == 0, result.output
@@ -62,8 +62,12 @@ def invoke(*args: object) -> Result:
     return CliRunner().invoke(main, [str(arg) for arg in args] + quiet, catch_exceptions=False)
 
 
+def generator(server: StandInLLM) -> list[str]:
+    return ["--generator-model", "openai:stand-in", "--base-url", server.base_url]
+
+
 def model(server: StandInLLM) -> list[str]:
-    return ["--model", "openai:stand-in", "--base-url", server.base_url]
+    return ["--reader-model", "openai:stand-in", "--base-url", server.base_url]
 
 
 def rows(eval_dir: Path) -> list[dict[str, Any]]:

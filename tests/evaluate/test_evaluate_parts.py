@@ -298,7 +298,7 @@ def _evaluate_answers(llm: Any, tmp_path: Path, questions: int, *extra: str) -> 
 
     testset = _testset(tmp_path / "set.jsonl", questions)
     answers = _answers_file(tmp_path / "answers.jsonl", [f"What is item {i}?" for i in range(questions)])
-    args = ["evaluate", str(testset), "--answers", str(answers), "--model", "openai:stand-in", "--metrics"]
+    args = ["evaluate", str(testset), "--answers", str(answers), "--reader-model", "openai:stand-in", "--metrics"]
     args += ["correctness", "--base-url", llm.base_url, "--max-retries", "0", "--out", str(tmp_path / "eval"), "-q"]
     return CliRunner().invoke(main, [*args, *extra], catch_exceptions=False)
 

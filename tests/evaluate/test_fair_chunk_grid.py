@@ -67,11 +67,13 @@ def _old_rule_hit(contexts: list[dict[str, Any]], row: dict[str, Any]) -> float:
 def test_a_grid_over_chunk_sizes_scores_retrieval_not_size(tmp_path: Path) -> None:
     corpus = _corpus(tmp_path / "corpus")
     with StandInLLM() as server:
-        model = ["--model", "openai:stand-in", "--base-url", server.base_url]
+        server_url = ["--base-url", server.base_url]
+        model = ["--generator-model", "openai:stand-in", *server_url]
         _invoke("build", corpus, "--out", tmp_path / "run", *model, "--n-generations", "40", "--seed", "3")
+        reader = ["--reader-model", "openai:stand-in", *server_url]
         sizes = ",".join(map(str, SIZES))
         _invoke(
-            "evaluate", tmp_path / "run", "--baseline", "bm25", "--corpus", corpus, *model, "--out", tmp_path / "grid",
+            "evaluate", tmp_path / "run", "--baseline", "bm25", "--corpus", corpus, *reader, "--out", tmp_path / "grid",
             "--chunk-size", sizes, "--k", K, "--metrics", "retrieval",
         )  # fmt: skip
     references = {row["id"]: row for row in load_from_disk(str(tmp_path / "run" / "dataset"))}

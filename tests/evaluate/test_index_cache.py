@@ -42,7 +42,8 @@ def inputs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def arguments(llm: StandInLLM, testset: Path, corpus: Path, out: Path, *extra: str) -> list[str]:
-    return ["evaluate", str(testset), "--baseline", "bm25", "--corpus", str(corpus), "--model", "openai:stand-in",
+    return ["evaluate", str(testset), "--baseline", "bm25", "--corpus", str(corpus), "--reader-model",
+        "openai:stand-in",
             "--base-url", llm.base_url, "--metrics", "retrieval", "--chunk-size", "300", "--out", str(out), "-q",
             *extra]  # fmt: skip
 

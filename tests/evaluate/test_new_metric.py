@@ -59,12 +59,13 @@ def test_a_registered_metric_is_named_grouped_and_listed(concise: Path) -> None:
 def test_a_registered_metric_reaches_the_summary_and_the_report(
     concise: Path, llm: Any, corpus: Path, tmp_path: Path
 ) -> None:
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url]
+    reader = ["--reader-model", "openai:stand-in", "--base-url", llm.base_url]
     run, out = tmp_path / "run", tmp_path / "eval"
     built = _invoke("build", corpus, "--out", run, *model, "-n", "12", "--chunk-size", "400", "--seed", "7", "-q")
     assert built.exit_code == 0, built.output
     evaluated = _invoke(
-        "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *model, "--out", out, "--chunk-size", "400",
+        "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *reader, "--out", out, "--chunk-size", "400",
         "--metrics", "correctness,concise", "-q",
     )  # fmt: skip
     assert evaluated.exit_code == 0, evaluated.output

@@ -14,12 +14,13 @@ from standins.llm.server import StandInLLM
 
 
 def _run(llm: StandInLLM, corpus: Path, tmp_path: Path) -> list[dict[str, Any]]:
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     build = ["build", str(corpus), "--out", str(tmp_path / "run"), *model, "-n", "20", "--chunk-size", "400"]
     build += ["--chunk-overlap", "40", "-q"]
     assert CliRunner().invoke(main, build, catch_exceptions=False).exit_code == 0
     llm.configure(think_rate=0.4, reasoning_content_rate=0.2, truncate_rate=0.1)
-    evaluate = ["evaluate", str(tmp_path / "run"), "--baseline", "bm25", "--corpus", str(corpus), *model]
+    evaluate = ["evaluate", str(tmp_path / "run"), "--baseline", "bm25", "--corpus", str(corpus)]
+    evaluate += ["--reader-model", "openai:stand-in", "--base-url", llm.base_url]
     evaluate += ["--chunk-size", "400", "--out", str(tmp_path / "eval"), "--metrics", "correctness,graders", "-q"]
     result = CliRunner().invoke(main, evaluate, catch_exceptions=False)
     assert result.exit_code == 0, result.output

@@ -65,7 +65,7 @@ def _fresh_memory() -> Iterator[None]:
 def evaluate(setup: Setup, out: Path, *extra: str) -> Result:
     args = [
         "evaluate", setup.testset, "--baseline", "bm25", "--corpus", setup.corpus, "--chunk-size", CHUNK,
-        "--k", str(K), "--rerank-top", str(TOP), "--metrics", "retrieval", "--model", "openai:stand-in",
+        "--k", str(K), "--rerank-top", str(TOP), "--metrics", "retrieval", "--reader-model", "openai:stand-in",
         "--base-url", setup.server.base_url, "--out", out, "-q", *extra,
     ]  # fmt: skip
     return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)

@@ -71,7 +71,7 @@ def test_a_2mb_answer_reaches_the_judges_capped_and_the_row_says_so(
     out = tmp_path / "eval"
     result = evaluate(
         testset, out, "--rag", spec, "--metrics", "correctness",
-        "--model", "openai:stand-in", "--base-url", llm.base_url,
+        "--reader-model", "openai:stand-in", "--base-url", llm.base_url,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert sent, "the judges were never asked"

@@ -18,7 +18,7 @@ from qagen.records import Usage
 
 def _args(llm: Any, corpus: Path, out: Path, *extra: str) -> list[str]:
     return [
-        "build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url,
+        "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url,
         "-n", "40", "--seed", "3", "--chunk-size", "400", "--chunk-overlap", "40", "-q", *extra,
     ]  # fmt: skip
 
@@ -106,7 +106,7 @@ def test_a_dry_run_writes_nothing_a_later_run_must_match(llm: Any, corpus: Path,
     assert "drafts to make          40 (already made: 0)" in planned.output
     assert not out.exists() and llm.log == []
     # The real build may then choose other settings: nothing was fixed.
-    other = [*_args(llm, corpus, out), "--chunk-size", "600", "--seed", "4", "--model", "openai:other"]
+    other = [*_args(llm, corpus, out), "--chunk-size", "600", "--seed", "4", "--generator-model", "openai:other"]
     built = CliRunner().invoke(main, other, catch_exceptions=False)
     assert built.exit_code == 0, built.output
     # On that run, a dry run reads and writes nothing of it, and refuses other settings as the build would.

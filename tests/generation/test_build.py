@@ -18,7 +18,7 @@ KEY = "sk-test-PLANTED-7f3a9c2e41d8b6"
 
 
 def _build(llm: Any, corpus: Path, out: Path, *extra: str, n: int = 60) -> Any:
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["--n-generations", str(n), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40", "-q", *extra]
     return CliRunner().invoke(main, args, catch_exceptions=False)
 
@@ -118,7 +118,7 @@ def test_changed_settings_are_explained(llm: Any, corpus: Path, tmp_path: Path) 
 def test_stages_one_by_one_equal_build(llm: Any, corpus: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     common = ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7"]
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", "20", "-q"]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url, "-n", "20", "-q"]
     run = str(tmp_path / "staged")
     assert runner.invoke(main, ["stage", "chunk", str(corpus), "--out", run, *common, "-q"]).exit_code == 0
     assert runner.invoke(main, ["stage", "generate", run, *model]).exit_code == 0
@@ -172,7 +172,7 @@ def test_wrong_key_and_unknown_model_stop_early(
         str(corpus),
         "--out",
         str(tmp_path / "b"),
-        "--model",
+        "--generator-model",
         "openai:nope",
         "--base-url",
         llm.base_url,
@@ -185,7 +185,7 @@ def test_wrong_key_and_unknown_model_stop_early(
 def test_help_explains_every_option() -> None:
     result = CliRunner().invoke(main, ["build", "--help"])
     assert result.exit_code == 0
-    for option in ["--n-generations", "--model", "--critic-model", "--base-url", "--concurrency", "--config",
+    for option in ["--n-generations", "--generator-model", "--critic-model", "--base-url", "--concurrency", "--config",
                    "--audience", "--min-score", "--chunk-size", "--hf-dataset", "--vetting"]:  # fmt: skip
         assert option in result.output
     # The options --help leaves out (config keys, in docs/configuration.md) are explained all the same.

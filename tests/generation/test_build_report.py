@@ -21,7 +21,7 @@ def test_report_on_a_build_run_prints_writes_and_charts_the_profile(
 ) -> None:
     llm.configure(rule_break_rate=0.2, duplicate_rate=0.1)
     out = tmp_path / "run"
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["-n", "40", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
     built = CliRunner().invoke(main, args, catch_exceptions=False)
     assert built.exit_code == 0, built.output
@@ -69,7 +69,7 @@ def test_a_build_chart_with_a_matplotlib_that_cannot_be_imported_is_one_sentence
     llm: StandInLLM, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "run"
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     built = CliRunner().invoke(main, [*args, "-n", "6", "--chunk-size", "400", "--chunk-overlap", "40", "-q"])
     assert built.exit_code == 0, built.output
     # Installed (found) but broken: its pyplot fails to import, as with a numpy it was not built for.
@@ -112,7 +112,7 @@ def test_report_on_a_build_without_a_readable_summary_says_how_to_write_it_again
     llm: StandInLLM, corpus: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     built = CliRunner().invoke(main, [*args, "-n", "4", "--chunk-size", "400", "-q"])
     assert built.exit_code == 0, built.output
     summary_file = out / "summary.json"
@@ -151,7 +151,7 @@ def test_the_report_shows_every_question_type_of_the_build_and_says_coverage_in_
     (corpus / "tides.txt").write_text("The keeper recorded the semidiurnal tides every morning with a brass rod.\n")
     (corpus / "bells.txt").write_text("The bell founder cast the tenor bell in a pit beside the church tower.\n")
     out = tmp_path / "run"
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     # One chunk per document and no shared rare term: no multi-hop pair, so multi_hop keeps nothing.
     built = CliRunner().invoke(main, [*args, "-n", "4", "--question-types", "factoid=50,multi_hop=50", "-q"])
     assert built.exit_code == 0, built.output

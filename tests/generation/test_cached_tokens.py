@@ -22,7 +22,7 @@ PRICES = ("--price-input", str(INPUT), "--price-output", str(OUTPUT), "--price-c
 
 
 def _build(llm: StandInLLM, corpus: Path, out: Path, *extra: str) -> str:
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["-n", "16", "--seed", "5", "--chunk-size", "400", "--chunk-overlap", "40", "-q", *PRICES, *extra]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output

@@ -14,7 +14,7 @@ from standins.llm.server import StandInLLM
 
 
 def _build(llm: StandInLLM, corpus: Path, out: Path, *extra: str) -> tuple[int, str, float]:
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["-n", "12", "--chunk-size", "400", "--chunk-overlap", "40", "-q", *extra]
     started = time.monotonic()
     result = CliRunner().invoke(main, args, catch_exceptions=False)
@@ -56,7 +56,7 @@ def test_an_evaluation_that_answered_nothing_exits_non_zero(llm: StandInLLM, cor
     assert _build(llm, corpus, tmp_path / "run")[0] == 0
     llm.configure(fault_rate=1.0, fault_kinds=["500"], fault_attempts=1000)
     args = ["evaluate", str(tmp_path / "run"), "--baseline", "bm25", "--corpus", str(corpus), "--chunk-size", "400"]
-    args += ["--model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(tmp_path / "eval"), "-q"]
+    args += ["--reader-model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(tmp_path / "eval"), "-q"]
     args += ["--max-retries", "0", "--max-failure-rate", "1"]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 1, result.output

@@ -26,7 +26,7 @@ PERSISTENT = 1_000_000  # `fault_attempts` beyond any retry count: the fault nev
 
 
 def build(url: str, corpus: Path, out: Path, *extra: str, n: int = 30) -> Result:
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", url]
     args += ["--n-generations", str(n), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
     return CliRunner().invoke(main, [*args, *extra])
 
@@ -129,9 +129,9 @@ def test_wrong_key_stops_within_one_wave_of_calls(
 
 def test_unknown_model_stops_within_one_wave_of_calls(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
     llm.configure(models=["stand-in"])
-    args = ["--concurrency", "4", "--model", "openai:no-such-model"]
+    args = ["--concurrency", "4", "--generator-model", "openai:no-such-model"]
     message = one_sentence(build(llm.base_url, corpus, tmp_path / "run", *args))
-    assert "no-such-model" in message and "404" in message and "--model" in message
+    assert "no-such-model" in message and "404" in message and "--generator-model" in message
     assert 1 <= len(llm.log) <= 4
 
 

@@ -256,7 +256,7 @@ class Builds:
 
 
 def _build(llm: StandInLLM, corpus: Path, out: Path, chunk_size: int) -> None:
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["--chunk-size", str(chunk_size), "--chunk-overlap", str(chunk_size // 10), "--seed", "7"]
     args += ["--all-critics", "--vetting", "cookbook", "-q"]  # the rationales a 1-5 critic writes
     result = CliRunner().invoke(main, args, catch_exceptions=False)

@@ -29,7 +29,8 @@ def _own_prompts(folder: Path) -> Path:
 
 
 def _build(llm: Any, corpus: Path, out: Path, *extra: object) -> Result:
-    args = ["build", corpus, "--out", out, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", "12"]
+    args = ["build", corpus, "--out", out, "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
+    args += ["-n", "12"]
     # The cookbook's critics, whose prompts the tests replace.
     args += ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7", "-q", "--vetting", "cookbook", *extra]
     return CliRunner().invoke(main, [str(arg) for arg in args])

@@ -54,7 +54,7 @@ def _invoke(*args: object) -> str:
 def test_a_build_of_mixed_types_then_its_evaluation(llm: Any, tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "corpus")
     run, evaluation = tmp_path / "run", tmp_path / "eval"
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     build = ["build", corpus, "--out", run, *model, "-n", DRAFTS, "--chunk-size", "400", "--chunk-overlap", "40"]
     table = _invoke(*build, "--question-types", MIX, "-q")
 
@@ -177,7 +177,7 @@ def test_a_corpus_with_nothing_to_pair_says_why_instead_of_an_empty_success(llm:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "tides.txt").write_text("The keeper recorded the semidiurnal tides every morning with a brass rod.\n")
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url, "-n", "4", "-q"]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url, "-n", "4", "-q"]
 
     def build(out: str, mix: str) -> Any:
         return CliRunner().invoke(
@@ -214,7 +214,8 @@ def test_a_changed_mix_says_which_kept_questions_it_leaves_out_and_the_old_mix_b
     run = tmp_path / "run"
 
     def build(mix: str) -> Any:
-        args = ["build", corpus, "--out", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 8]
+        args = ["build", corpus, "--out", run, "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
+        args += ["-n", 8]
         result = CliRunner().invoke(
             main, [str(arg) for arg in [*args, "--chunk-size", 400, "--question-types", mix, "-q"]]
         )
@@ -253,7 +254,7 @@ def test_an_unanswerable_question_names_no_retrieval_target_and_the_profile_leav
     llm: Any, corpus: Path, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    args = ["build", corpus, "--out", run, "--model", "openai:stand-in", "--base-url", llm.base_url, "-n", 12]
+    args = ["build", corpus, "--out", run, "--generator-model", "openai:stand-in", "--base-url", llm.base_url, "-n", 12]
     _invoke(*args, "--chunk-size", 400, "--question-types", "factoid=50,unanswerable=50", "-q")
     kept = list(load_from_disk(str(run / "dataset")))
     unanswerable = [row for row in kept if row["question_type"] == "unanswerable"]

@@ -21,7 +21,7 @@ from standins.llm.server import StandInLLM
 
 
 def _build(llm: StandInLLM, corpus: Path, out: Path, *extra: str) -> None:
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["-n", "40", "--chunk-size", "400", "--chunk-overlap", "40", "--all-critics", "-q", *extra]
     args += ["--vetting", "cookbook"]  # the decoy ratings in the thinking are the 1-5 critics' own
     result = CliRunner().invoke(main, args, catch_exceptions=False)

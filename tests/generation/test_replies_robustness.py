@@ -109,7 +109,7 @@ def test_every_malformed_reply_is_a_failed_record_with_its_reason_and_raw_reply(
 ) -> None:
     llm.configure(malformed_rate=0.4)
     out = tmp_path / "run"
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     # Every malformed reply a 1-5 critic can send (a yes/no check's own are in test_reader_checks.py).
     args += ["-n", "40", "--chunk-size", "400", "--chunk-overlap", "40", "--all-critics", "-q", "--vetting", "cookbook"]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
@@ -161,14 +161,15 @@ def test_malformed_judge_and_reader_replies_are_failed_rows_in_the_evaluation(
     llm: StandInLLM, corpus: Path, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    args = ["build", str(corpus), "--out", str(run), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(run), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["-n", "30", "--chunk-size", "400", "--chunk-overlap", "40", "--min-score", "1", "-q"]
     assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
     llm.reset()
     llm.configure(malformed_rate=0.5)
     out = tmp_path / "eval"
-    evaluate = ["evaluate", str(run), "--baseline", "bm25", "--corpus", str(corpus), "--model", "openai:stand-in"]
-    evaluate += ["--base-url", llm.base_url, "--out", str(out), "--metrics", "correctness", "-q"]
+    evaluate = ["evaluate", str(run), "--baseline", "bm25", "--corpus", str(corpus)]
+    evaluate += ["--reader-model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(out)]
+    evaluate += ["--metrics", "correctness", "-q"]
     result = CliRunner().invoke(main, evaluate, env={"OPENAI_API_KEY": "test-key"}, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     rows: list[dict[str, Any]] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -215,7 +216,7 @@ def test_a_reply_with_half_an_emoji_is_kept_without_a_crash(
 
     monkeypatch.setattr(llm_routes, "make_reply", cut_emoji)
     out = tmp_path / "run"
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["-n", "5", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0 and result.exception is None, result.exception

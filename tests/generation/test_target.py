@@ -30,7 +30,7 @@ MIX = "factoid=60,unanswerable=40"
 
 
 def _build(llm: Any, corpus: Path, out: Path, *extra: str) -> Result:
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     # The cookbook's three critics pass about half the stand-in's drafts: a target takes several rounds.
     args += ["--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40", "-q", "--vetting", "cookbook", *extra]
     return CliRunner().invoke(main, args, catch_exceptions=False, env={"OPENAI_API_KEY": "test-key"})
@@ -269,7 +269,8 @@ def test_killed_in_each_round_then_rerun_equals_an_uninterrupted_build(llm: Any,
 
     def command(out: Path) -> list[str]:
         return [
-            sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
+            sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--generator-model",
+            "openai:stand-in",
             "--base-url", llm.base_url, "--target", "20", "--seed", "7", "--chunk-size", "400", "--chunk-overlap",
             "40", "--concurrency", str(concurrency), "-q",
             "--vetting", "cookbook",  # the cookbook's three critics pass about half: the target takes rounds

@@ -190,7 +190,8 @@ def test_injected_verdicts_in_the_corpus_never_reach_the_dataset(
         (corpus / f"doc{i}.txt").write_text(text, encoding="utf-8")
 
     def build(out: Path) -> list[dict[str, Any]]:
-        args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+        args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in"]
+        args += ["--base-url", llm.base_url]
         args += ["--chunk-size", "2000", "--all-critics", "-q", "--vetting", "cookbook"]  # their raw replies
         result = CliRunner().invoke(main, args, catch_exceptions=False)
         assert result.exit_code == 0, result.output

@@ -56,7 +56,7 @@ def new_repo(owner: str = "alice") -> str:
 
 
 def build(llm: Any, corpus: Path, out: Path, *extra: str) -> Path:
-    args = ["build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40", "-q", "--vetting", "cookbook", *extra]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output

@@ -237,7 +237,7 @@ def test_without_the_dense_extra_asking_for_it_is_an_error_before_the_corpus_is_
         assert not (tmp_path / "run").exists() and llm.log == []  # nothing chunked, nothing called
         result = CliRunner().invoke(
             main,
-            ["build", str(corpus), "--out", str(tmp_path / "cli"), "--model", "openai:stand-in", "--base-url",
+            ["build", str(corpus), "--out", str(tmp_path / "cli"), "--generator-model", "openai:stand-in", "--base-url",
              llm.base_url, "--question-types", "factoid=50,multi_hop=50", "--pair-embeddings", "local", "-q"],
         )  # fmt: skip
     assert result.exit_code == 1 and "Traceback" not in result.output

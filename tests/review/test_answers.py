@@ -17,7 +17,7 @@ from tests.review.conftest import build_run, invoke
 
 def test_answer_labels_measure_the_judge_and_the_graders(llm: Any, corpus: Path, tmp_path: Path) -> None:
     run = build_run(llm, corpus, tmp_path / "run", n=40)
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--reader-model", "openai:stand-in", "--base-url", llm.base_url]
     evaluation = tmp_path / "eval"
     result = invoke(
         "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *model, "--out", evaluation,

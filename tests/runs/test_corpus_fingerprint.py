@@ -30,7 +30,7 @@ def _chunk(corpus: Path | str, out: Path | str, *extra: str) -> Result:
 
 
 def _build(llm: Any, corpus: Path | str, out: Path | str, *extra: str) -> Result:
-    model = ["--model", "openai:stand-in", "--base-url", llm.base_url]
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     return CliRunner().invoke(main, ["build", str(corpus), "--out", str(out), *model, *CHUNKING, *extra])
 
 

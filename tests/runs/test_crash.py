@@ -32,7 +32,7 @@ RECORD_FILES = ("drafts.jsonl", "critiques.jsonl", "answers.jsonl", "judgements.
 
 def build_command(llm: StandInLLM, corpus: Path, out: Path, n: int = 40) -> list[str]:
     return [
-        sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
+        sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in",
         "--base-url", llm.base_url, "-n", str(n), "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40",
         "--concurrency", str(CONCURRENCY), "-q",
     ]  # fmt: skip
@@ -41,7 +41,7 @@ def build_command(llm: StandInLLM, corpus: Path, out: Path, n: int = 40) -> list
 def evaluate_command(llm: StandInLLM, run: Path, corpus: Path, out: Path) -> list[str]:
     return [
         sys.executable, "-m", "qagen", "evaluate", str(run), "--baseline", "bm25", "--corpus", str(corpus),
-        "--model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(out), "--chunk-size", "400",
+        "--reader-model", "openai:stand-in", "--base-url", llm.base_url, "--out", str(out), "--chunk-size", "400",
         "--k", "3", "--concurrency", str(CONCURRENCY), "-q",
     ]  # fmt: skip
 
@@ -197,7 +197,7 @@ def test_evaluate_killed_mid_way_finishes_like_an_uninterrupted_evaluation(
     llm: StandInLLM, corpus: Path, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
-    args = ["build", str(corpus), "--out", str(run), "--model", "openai:stand-in", "--base-url", llm.base_url]
+    args = ["build", str(corpus), "--out", str(run), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
     args += ["-n", "40", "--chunk-size", "400", "--chunk-overlap", "40", "--min-score", "1", "-q"]
     assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
     questions = len(load_from_disk(str(run / "dataset")))

@@ -20,7 +20,7 @@ FULL_AFTER = 6
 
 def _command(llm: Any, corpus: Path, out: Path) -> list[str]:
     return [
-        "build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url,
+        "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url,
         "-n", "20", "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40", "--concurrency", "1", "-q",
     ]  # fmt: skip
 

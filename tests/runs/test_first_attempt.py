@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 
-MODEL = ["--model", "openai:stand-in", "-n", "8", "--seed", "7", "-q"]
+MODEL = ["--generator-model", "openai:stand-in", "-n", "8", "--seed", "7", "-q"]
 CHUNKING = ["--chunk-size", "400", "--chunk-overlap", "40"]
 
 

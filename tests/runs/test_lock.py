@@ -25,7 +25,7 @@ N = 40
 
 def _command(llm: Any, corpus: Path, out: Path) -> list[str]:
     return [
-        sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--model", "openai:stand-in",
+        sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in",
         "--base-url", llm.base_url, "--n-generations", str(N), "--seed", "7", "--chunk-size", "400",
         "--chunk-overlap", "40", "--concurrency", "4", "-q", "--vetting", "cookbook",
     ]  # fmt: skip

@@ -30,7 +30,7 @@ def qagen(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 
 def build(llm: StandInLLM, corpus: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return qagen(
-        "build", str(corpus), "--out", str(out), "--model", "openai:stand-in", "--base-url", llm.base_url,
+        "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in", "--base-url", llm.base_url,
         "-n", "20", "--chunk-size", "400", "--chunk-overlap", "40", "-q", *extra,
     )  # fmt: skip
 
@@ -195,7 +195,7 @@ def test_a_huge_sparse_file_is_skipped_without_being_read_into_memory(llm: Stand
     with (corpus / "disk image.txt").open("wb") as handle:
         handle.truncate(400 * 2**20)  # 400 MiB of NUL bytes, made in no time as a sparse file
     process, peak = _peak_rss_mib(
-        "build", str(corpus), "--out", str(tmp_path / "run"), "--model", "openai:stand-in",
+        "build", str(corpus), "--out", str(tmp_path / "run"), "--generator-model", "openai:stand-in",
         "--base-url", llm.base_url, "-n", "5", "-q",
     )  # fmt: skip
     assert process.returncode == 0 and "Traceback" not in process.stderr, process.stderr
@@ -215,7 +215,7 @@ def test_a_300_mb_text_file_builds_with_bounded_memory(llm: StandInLLM, tmp_path
             handle.write(block)
     size_mib = (corpus / "huge.txt").stat().st_size / 2**20
     process, peak = _peak_rss_mib(
-        "build", str(corpus), "--out", str(tmp_path / "run"), "--model", "openai:stand-in",
+        "build", str(corpus), "--out", str(tmp_path / "run"), "--generator-model", "openai:stand-in",
         "--base-url", llm.base_url, "-n", "20", "-q",
     )  # fmt: skip
     assert process.returncode == 0 and "Traceback" not in process.stderr, process.stderr

@@ -101,7 +101,7 @@ def test_cli_warns_when_the_corpus_holds_none_of_the_sources(llm: Any, tmp_path:
     testset = _testset(tmp_path / "set.jsonl", sorted(p.name for p in built_from.iterdir()))
     args = [
         "evaluate", testset, "--baseline", "bm25", "--corpus", other, "--chunk-size", "400",
-        "--metrics", "retrieval", "--model", "openai:stand-in", "--base-url", llm.base_url,
+        "--metrics", "retrieval", "--reader-model", "openai:stand-in", "--base-url", llm.base_url,
         "--out", tmp_path / "eval", "-q",
     ]  # fmt: skip
     result = CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
