@@ -46,13 +46,15 @@ def _observed(tmp_path: Path) -> dict[str, Any]:
         # One call at a time: identical requests (a grader that reads only the answer and contexts, a
         # critic that reads only a duplicated question) get the stand-in's replies in arrival order,
         # which concurrency would make a race.
-        model = ["--generator-model", "openai:stand-in", "--base-url", server.base_url, "--concurrency", "1"]
+        calls = ["--base-url", server.base_url, "--concurrency", "1"]
+        model = ["--generator-model", "openai:stand-in", *calls]
+        reader = ["--reader-model", "openai:stand-in", *calls]
         _invoke(
             "build", corpus, "--out", run, *model, "--n-generations", "24", "--seed", "7",
             "--chunk-size", "400", "--chunk-overlap", "40", "-q",
         )  # fmt: skip
         _invoke(
-            "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *model, "--out", evaluation,
+            "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *reader, "--out", evaluation,
             "--chunk-size", "400", "--metrics", "correctness,ragas,graders,retrieval,text", "-q",
         )  # fmt: skip
     build_summary = json.loads((run / "summary.json").read_text())

@@ -103,8 +103,9 @@ def test_a_build_of_mixed_types_then_its_evaluation(llm: Any, tmp_path: Path) ->
 
     # `qagen evaluate` with the BM25 baseline: per-type scores, unanswerable questions by abstention.
     printed = _invoke(
-        "evaluate", run, "--baseline", "bm25", "--corpus", corpus, *model, "--out", evaluation,
-        "--chunk-size", "400", "--metrics", "correctness,retrieval,text", "-q",
+        "evaluate", run, "--baseline", "bm25", "--corpus", corpus, "--reader-model", "openai:stand-in",
+        "--base-url", llm.base_url, "--out", evaluation, "--chunk-size", "400",
+        "--metrics", "correctness,retrieval,text", "-q",
     )  # fmt: skip
     assert "per question type:" in printed and "unanswerable" in printed
     result = json.loads((evaluation / "summary.json").read_text())
