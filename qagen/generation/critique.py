@@ -5,7 +5,9 @@ placeholders, so the resume key cannot miss an input. `{question}` is the drafte
 `{context}` its passages (the chunk; several passages each labelled `Passage N:`), `{answer}` the
 drafted answer and `{retrieved}` the chunks a BM25 search of the corpus finds for the question (all
 untrusted, neutralised, between the prompt's data tags); any other placeholder is a setting of the
-run (`{audience}`), given in `settings`, which goes in as written and into the key. Which critics a
+run (`{audience}`), given in `settings`, which goes in as written and into the key. A prompt reading
+every passage is sent after them, as every call about the draft opens (`qagen.generation.passage_frame`);
+the key stays that of its inputs, so a run made before resumes with its verdicts. Which critics a
 build asks, in which order, with which prompts, is the registries' (`qagen.critics`,
 `qagen.question_types`).
 """
@@ -19,10 +21,11 @@ from typing import NamedTuple
 from qagen.corpus.squad import squad_tokens, token_f1
 from qagen.critics import CRITICS, READER_AGREEMENT, CriticScale, default_prompt
 from qagen.failures import Failure, FailureKind
+from qagen.generation.passage_frame import Shown, passages_text, render
 from qagen.generation.replies import parse_rating, parse_reader_answer, parse_yes_no
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
-from qagen.llm.untrusted import PASSAGE_SEPARATOR, neutralize, passages
+from qagen.llm.untrusted import neutralize, passages
 from qagen.llm.verdict_probability import expected_rating, yes_probability
 from qagen.question_types import QUESTION_TYPES
 from qagen.records import Chunk, Critique, Draft, Passages, Usage
@@ -56,15 +59,6 @@ class Drafted(NamedTuple):
     draft: Draft
     passages: Passages
     retrieved: tuple[Chunk, ...] = ()
-
-
-def passages_text(item: Passages) -> str:
-    """The passages as a critic's `{context}`: the chunk itself, or each passage labelled, apart."""
-    if len(item.chunks) == 1:
-        return neutralize(item.first.text)
-    return PASSAGE_SEPARATOR.join(
-        f"Passage {number}:\n{neutralize(chunk.text).strip()}" for number, chunk in enumerate(item.chunks, 1)
-    )
 
 
 class CriticTask(SingleCallTask[Drafted, Critique]):
@@ -107,23 +101,31 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
         found = ("\x00".join(chunk.id for chunk in item.retrieved),) if self.reads_retrieved else ()
         return record_key("critique", item.draft.id, self.criterion, self.prompt.sha256, self.model, settings, *found)
 
+    def shown(self, item: Passages) -> dict[str, Shown]:
+        """The prompt's passage placeholders and what each shows: `{context}` every passage,
+        `{first_context}` and `{second_context}` one each."""
+        variables = self.prompt.variables
+        shown: dict[str, Shown] = {}
+        if "context" in variables:
+            shown["context"] = Shown(passages_text(item), tuple(range(len(item.chunks))))
+        for position, (name, chunk) in enumerate(zip(("first_context", "second_context"), item.chunks, strict=False)):
+            if name in variables:
+                shown[name] = Shown(neutralize(chunk.text), (position,))
+        return shown
+
     def request(self, item: Drafted) -> Request:
         # Only what the prompt reads is neutralised: the chunk is long, and most critics never see it.
+        # A critic that reads every passage opens with them, as the draft's call did (`passage_frame`).
         inputs: dict[str, str] = {}
         variables = self.prompt.variables
         if "question" in variables:
             inputs["question"] = neutralize(item.draft.question or "")
-        if "context" in variables:
-            inputs["context"] = passages_text(item.passages)
-        for name, chunk in zip(("first_context", "second_context"), item.passages.chunks, strict=False):
-            if name in variables:
-                inputs[name] = neutralize(chunk.text)
         if "answer" in variables:
             inputs["answer"] = neutralize(item.draft.answer or "")
         if "retrieved" in variables:
             found = [chunk.text for chunk in item.retrieved]
             inputs["retrieved"] = passages(found) if found else NOTHING_FOUND
-        return user_request(self.prompt.render(**inputs, **self.settings))
+        return user_request(render(self.prompt, item.passages, self.shown(item.passages), {**inputs, **self.settings}))
 
     def parse(self, item: Drafted, reply: Reply) -> Critique:
         if self.scale == "yes_no":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from qagen.failures import Failure, FailureKind
+from qagen.generation.passage_frame import Shown, render
 from qagen.generation.replies import echoes_example, parse_labelled_qa, prompt_examples
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
@@ -52,19 +53,27 @@ class DraftTask(SingleCallTask[Passages, Draft]):
         link = ("\x00".join(item.link),) if "link" in self.prompt.variables else ()
         return record_key("draft", *item.chunk_ids, self.prompt.sha256, self.model, *link)
 
+    def shown(self, item: Passages) -> dict[str, Shown]:
+        """The prompt's passage placeholders and what each shows: `{context}` the first (or only)
+        passage, `{first_context}`, `{second_context}`... each its own."""
+        variables = self.prompt.variables
+        shown: dict[str, Shown] = {}
+        if "context" in variables:
+            shown["context"] = Shown(neutralize(item.first.text), (0,))
+        shown.update(
+            (name, Shown(neutralize(chunk.text), (position,)))
+            for position, (name, chunk) in enumerate(zip(PASSAGE_PLACEHOLDERS, item.chunks, strict=False))
+            if name in variables
+        )
+        return shown
+
     def request(self, item: Passages) -> Request:
         # The passages are untrusted text, neutralised (the prompt file puts them between data tags),
         # so a chunk that holds `Factoid question: ...` cannot pose as a reply. The linking terms are
-        # content words (letters and digits only): no marker can hide in them.
+        # content words (letters and digits only): no marker can hide in them. The passages open the
+        # message (`passage_frame`), as they open every later call about the draft.
         values: dict[str, str] = {}
         variables = self.prompt.variables
-        if "context" in variables:
-            values["context"] = neutralize(item.first.text)
-        values.update(
-            (name, neutralize(chunk.text))
-            for name, chunk in zip(PASSAGE_PLACEHOLDERS, item.chunks, strict=False)
-            if name in variables
-        )
         if "link" in variables:
             values["link"] = ", ".join(item.link)
         values.update(
@@ -72,7 +81,7 @@ class DraftTask(SingleCallTask[Passages, Draft]):
             for name, chunk in zip(DOCUMENT_PLACEHOLDERS, item.chunks, strict=False)
             if name in variables
         )
-        return user_request(self.prompt.render(**values))
+        return user_request(render(self.prompt, item, self.shown(item), values))
 
     def parse(self, item: Passages, reply: Reply) -> Draft:
         parsed = parse_labelled_qa(

@@ -10,15 +10,20 @@ is assumed: each later critic is asked about `ASSUMED_PASS_RATE` of the drafts b
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from qagen.config import BuildConfig
-from qagen.generation.critique import Drafted
+from qagen.generation.critique import CriticTask, Drafted
+from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
+from qagen.generation.passage_frame import Shown, frame, framed
 from qagen.generation.sample import Sample
 from qagen.generation.summary import stage_usage
 from qagen.generation.tasks import BuildTasks, TypeTasks, stops_the_critics
+from qagen.llm.prompts import Prompt
+from qagen.records import Passages
 from qagen.runs.batch.journal import Journal
 from qagen.runs.executor import needs_call
 from qagen.runs.rundir import RunDir
@@ -59,6 +64,10 @@ class Estimate:
     output_tokens: int
     cost: float | None
     already_done: int
+    repeated_input_tokens: int = 0
+    """Of `input_tokens`, those repeating the opening of an earlier call about the same draft (its
+    passages): what a server's prefix cache can serve; priced as input all the same, as a server may
+    keep no cache."""
     batch: bool = False
     """Priced as batch work (half the online price)."""
     spent: Spent | None = None
@@ -74,7 +83,13 @@ class Estimate:
             f"  drafts to make          {self.drafts:,} (already made: {self.already_done:,})",
             f"  critic calls (expected) {self.critic_calls:,.0f}",
             f"  LLM calls (expected)    {self.calls:,.0f}",
-            f"  input tokens (approx.)  {self.input_tokens:,}",
+            f"  input tokens (approx.)  {self.input_tokens:,}"
+            + (
+                f" ({self.repeated_input_tokens:,} of them each draft's passages again, which a server's prefix "
+                "cache can serve)"
+                if self.repeated_input_tokens
+                else ""
+            ),
             f"  output tokens (approx.) {self.output_tokens:,}",
             f"  cost (approx.)          {cost}" + (" at batch prices (half the online price)" if self.batch else ""),
         ]
@@ -91,22 +106,41 @@ class Estimate:
 
 
 class _Left:
-    """Calls and input characters still to pay for, expected."""
+    """Calls and input characters still to pay for, expected, and the characters of them that repeat the
+    opening of an earlier call about the same draft (its passages: `passage_frame`)."""
 
     def __init__(self) -> None:
         self.drafts = 0
         self.critic_calls = 0.0
         self.input_chars = 0.0
+        self.repeated_chars = 0.0
 
-    def critics(self, config: BuildConfig, of_type: TypeTasks, passages: int, *, share: float = 1.0) -> None:
-        """The critics of a draft not stored yet, each asked about a share of the drafts."""
-        for critic in of_type.critics:
-            self.critic(critic.prompt.text, "context" in critic.prompt.variables, passages, share)
+    def draft(self, task: DraftTask, item: Passages) -> None:
+        self.drafts += 1
+        self.input_chars += _message_chars(task.prompt, task.shown(item), item)
+
+    def critics(
+        self, config: BuildConfig, critics: Sequence[CriticTask], item: Passages, *, share: float = 1.0, opened: bool
+    ) -> None:
+        """Critics of a draft, each asked about a share of the drafts (the first `share`); `opened`: a
+        call about the draft opened with its passages just before them (its drafting call)."""
+        for critic in critics:
+            shown = critic.shown(item)
+            self.critic_calls += share
+            self.input_chars += share * (_message_chars(critic.prompt, shown, item) + ASSUMED_QUESTION_CHARS)
+            if framed(shown, item):
+                if opened:
+                    self.repeated_chars += share * len(frame(item))
+                opened = True
             share = share if config.all_critics else share * ASSUMED_PASS_RATE
 
-    def critic(self, prompt: str, reads_context: bool, passages: int, share: float) -> None:
-        self.critic_calls += share
-        self.input_chars += share * (len(prompt) + ASSUMED_QUESTION_CHARS + (passages if reads_context else 0))
+
+def _message_chars(prompt: Prompt, shown: Mapping[str, Shown], item: Passages) -> int:
+    """The characters of a call's message, before the question and answer are known: the passages
+    once, in the frame or in place (`passage_frame.render`), and the prompt's own text."""
+    if framed(shown, item):
+        return len(frame(item)) + len(prompt.text)
+    return len(prompt.text) + sum(len(placeholder.text) for placeholder in shown.values())
 
 
 def estimate(
@@ -129,18 +163,17 @@ def estimate(
         left = _Left()
         for item in sample:
             of_type = tasks.of(item)
-            passages = sum(len(chunk.text) for chunk in item.chunks)
             draft = ledger.draft_store.get(tasks.draft_key(item))
             if draft is None or needs_call(draft):
-                left.drafts += 1
-                left.input_chars += len(of_type.draft.prompt.text) + passages
-                left.critics(config, of_type, passages)
+                left.draft(of_type.draft, item)
+                left.critics(config, of_type.critics, item, opened=framed(of_type.draft.shown(item), item))
             elif of_type.reaches_the_critics(draft, item, config):
-                _stored_critics(config, tasks.drafted(draft, item), of_type, ledger, left, passages)
+                _stored_critics(config, tasks.drafted(draft, item), of_type, ledger, left)
         spent = _spent(config, records, ledger) if records.exists() else None
     finally:
         ledger.close()
     input_tokens = int(left.input_chars / CHARS_PER_TOKEN)
+    repeated_tokens = int(left.repeated_chars / CHARS_PER_TOKEN)
     output_tokens = int(
         left.drafts * ASSUMED_OUTPUT_TOKENS["generation"] + left.critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]
     )
@@ -162,23 +195,22 @@ def estimate(
         output_tokens=output_tokens,
         cost=cost,
         already_done=len(sample) - left.drafts,
+        repeated_input_tokens=repeated_tokens,
         batch=batch,
         spent=spent,
     )
 
 
-def _stored_critics(
-    config: BuildConfig, drafted: Drafted, of_type: TypeTasks, ledger: Ledger, left: _Left, passages: int
-) -> None:
+def _stored_critics(config: BuildConfig, drafted: Drafted, of_type: TypeTasks, ledger: Ledger, left: _Left) -> None:
     """The critics of a stored draft, walked as the build walks them: a verdict stored is read (a
     low score stops the ones after it); from the first one missing on, they are expected."""
-    share = 1.0
-    for critic in of_type.critics:
+    for position, critic in enumerate(of_type.critics):
         verdict = ledger.critique_store.get(critic.key(drafted))
         if verdict is None or needs_call(verdict):
-            left.critic(critic.prompt.text, "context" in critic.prompt.variables, passages, share)
-            share = share if config.all_critics else share * ASSUMED_PASS_RATE
-        elif stops_the_critics(verdict, config):
+            # A call of an earlier session opened with the passages: no cache is assumed to hold them still.
+            left.critics(config, of_type.critics[position:], drafted.passages, opened=False)
+            return
+        if stops_the_critics(verdict, config):
             return
 
 

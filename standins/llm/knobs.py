@@ -41,6 +41,8 @@ class Knobs:
     rerank_reply: str = "results"
     # Report the prompt tokens shared with earlier prompts as cached (`standins.llm.prefix_cache`).
     prefix_cache: bool = False
+    # Keep each chat request's whole prompt in its log entry (`LogEntry.messages`).
+    log_prompts: bool = False
     replies: ReplyPolicy = dataclasses.field(default_factory=ReplyPolicy)
     shaping: ShapePolicy = dataclasses.field(default_factory=ShapePolicy)
 

@@ -42,6 +42,7 @@ class LogEntry(TypedDict):
     cut: str | None  # why the reply was cut short: "truncate_rate" or "max_tokens"
     huge_bytes: int | None  # huge_reply_bytes, if this reply was chosen for padding up to that size
     cached_tokens: int | None  # with the `prefix_cache` knob: the prompt tokens reported cached
+    messages: str | None  # with the `log_prompts` knob: the request's messages' text, joined (as a cache holds it)
     # What credentials came with the request, only with the `record_credentials` knob (else None):
     # the raw query string and the Authorization header, unmasked.
     query: str | None
@@ -76,6 +77,7 @@ def new_entry(method: str, path: str, body_sha256: str | None) -> LogEntry:
         cut=None,
         huge_bytes=None,
         cached_tokens=None,
+        messages=None,
         query=None,
         authorization=None,
     )

@@ -18,6 +18,11 @@ Prompt kinds, decided from the text of the last user message:
 
 When several markers occur (a chunk may quote a prompt template), the earliest one wins, since
 every template states its instructions before the material it embeds (`classify_prompt`).
+
+A prompt may open with the passages it is about in a data block, the frame every call about one draft
+shares (qagen's `qagen.generation.passage_frame`): its placeholders then refer to the passages above.
+The frame is read apart (`split_frame`): the kind is told from what follows it, and a draft prompt's
+passages are the frame's.
 """
 
 from __future__ import annotations
@@ -39,6 +44,11 @@ _READER_ENDING = re.compile(r"write exactly: NOT IN PASSAGE\b.*</question>\s*Ans
 _TAGGED_QUESTION = re.compile(r"<question>\s*(?:Question:[ \t]*)?(?P<question>.*?)\s*</question>", re.DOTALL)
 
 _PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+_FRAME = re.compile(r"\A<context>\n(?P<body>.*?)\n</context>\n\n", re.DOTALL)
+"""qagen's frame (`qagen.generation.passage_frame.frame`, not imported: the stand-in never imports qagen).
+The passages in it are neutralised, so the first closing tag is the frame's own."""
+_SEPARATOR = "\n\n---\n\n"
+"""Between the frame's passages (`qagen.llm.untrusted.PASSAGE_SEPARATOR`)."""
 _MIN_PHRASE = 12
 """The shortest instruction text that names a critic: shorter ones could occur in any prompt."""
 
@@ -64,7 +74,7 @@ class PromptInfo:
     """What the stand-in understood from a prompt."""
 
     kind: PromptKind
-    text: str
+    text: str  # the prompt, after its frame when it opens with one (`split_frame`)
     criterion: str | None = None
     question: str | None = None  # critique: the rated question; judge: the instruction
     context: str | None = None  # generation: the chunk (the first passage)
@@ -93,6 +103,19 @@ def extract_passages(text: str) -> tuple[str, ...]:
         body = text[start.end() : end if end > start.end() else len(text)]
         found.append(body.strip().split("</context>")[0].rstrip())
     return tuple(found)
+
+
+def split_frame(text: str) -> tuple[tuple[str, ...], str]:
+    """The passages of the frame a prompt opens with (none: it has no frame), and the prompt after it."""
+    found = _FRAME.match(text)
+    if found is None:
+        return (), text
+    body = found.group("body")
+    if not _PASSAGE.match(body):
+        return (body.strip(),), text[found.end() :]
+    return tuple(part.strip() for part in _PASSAGE.split(body.replace(_SEPARATOR, "\n")) if part.strip()), text[
+        found.end() :
+    ]
 
 
 def extract_context(text: str) -> str:
@@ -185,6 +208,7 @@ def classify_prompt(text: str) -> PromptInfo:
     ending = text.rstrip()
     if ending.endswith(_YES_NO_ENDING) or _READER_ENDING.search(ending):
         return _check_prompt(text, "check" if ending.endswith(_YES_NO_ENDING) else "reader")
+    framed, text = split_frame(text)
     evaluation = classify_eval_prompt(text)
     if evaluation is not None:
         return PromptInfo(kind=evaluation.kind, text=text, criterion=evaluation.criterion, evaluation=evaluation)
@@ -214,7 +238,7 @@ def classify_prompt(text: str) -> PromptInfo:
         return PromptInfo(kind="critique", text=text, criterion=criterion, question=extract_question(text))
     if kind == "generation":
         assert template is not None
-        passages = extract_passages(text) or (extract_context(text),)
+        passages = framed or extract_passages(text) or (extract_context(text),)
         label = template.group("label")
         asks = _line_labels("Evidence:", text[template.start() : text.find("Context:", template.start())])
         return PromptInfo(

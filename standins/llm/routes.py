@@ -74,7 +74,10 @@ def describe(entry: LogEntry, reply: Reply, shaped: Shaped) -> None:
 
 def cached_part(knobs: Knobs, cache: PrefixCache, messages: list[Any], entry: LogEntry) -> int | None:
     """With the `prefix_cache` knob, the prompt tokens `cache` holds (noted in the log entry);
-    None without it, and then replies say nothing of a cache, as servers without one."""
+    None without it, and then replies say nothing of a cache, as servers without one. With the
+    `log_prompts` knob the entry keeps the whole prompt."""
+    if knobs.log_prompts:
+        entry["messages"] = whole_prompt(messages)
     if not knobs.prefix_cache:
         return None
     cached = entry["cached_tokens"] = cache.cached_tokens(whole_prompt(messages))

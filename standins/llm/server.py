@@ -23,6 +23,8 @@ answers the requests, `standins.llm.http` is the HTTP plumbing):
 - ``prefix_cache``: replies say, as OpenAI's do (``usage.prompt_tokens_details.cached_tokens``), how
   many prompt tokens a prefix cache held: those of the longest prefix the prompt shares with any
   prompt sent before (`standins.llm.prefix_cache`); off, replies say nothing of a cache;
+- ``log_prompts``: each answered chat request's log entry keeps its messages' text (``messages``), so
+  a test can compare the prompts a client sent (how calls about one draft share their opening);
 - ``rerank_reply``: the shape of ``/rerank`` replies, vLLM's ``results`` or TEI's ``list``
   (`standins.llm.rerank`, which also answers the listwise rerank prompt);
 - ``api_key`` (401 without it) and ``models`` (404 for any other model), OpenAI-shaped errors;
@@ -127,6 +129,7 @@ class StandInLLM:
         batch_line_status: int = 0,
         rerank_reply: str = "results",
         prefix_cache: bool = False,
+        log_prompts: bool = False,
         log_path: str | Path | None = None,
     ) -> None:
         self._requested_port = port
@@ -148,6 +151,7 @@ class StandInLLM:
             batch_line_status=batch_line_status,
             rerank_reply=rerank_reply,
             prefix_cache=prefix_cache,
+            log_prompts=log_prompts,
             replies=ReplyPolicy(
                 pass_rate=dict(pass_rate) if isinstance(pass_rate, Mapping) else pass_rate,
                 format_variety=format_variety,
@@ -323,6 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             api_key=args.api_key,
             models=args.models,
             prefix_cache=args.prefix_cache,
+            log_prompts=args.log_prompts,
             log_path=args.log,
         )
     except ValueError as exc:

@@ -96,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="report the prompt tokens shared with an earlier prompt as cached (usage.prompt_tokens_details)",
     )
+    add("--log-prompts", action="store_true", help="keep each chat request's prompt in its log entry (messages)")
     add("--log", type=Path, default=None, help="append one JSON line per request to this file")
     add("--port-file", type=Path, default=None, help="write the port here once listening (for --port 0)")
     return parser

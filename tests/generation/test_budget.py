@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,18 @@ def test_dry_run_makes_no_call_and_estimates(llm: Any, corpus: Path, tmp_path: P
     assert "critic calls (expected) 40" in result.output
     cookbook = _args(llm, corpus, tmp_path / "run", "--dry-run", "--all-critics", "--vetting", "cookbook")
     assert "critic calls (expected) 120" in CliRunner().invoke(main, cookbook).output
+    # The check reads the draft's passage again, at the start of its message, where a prefix cache has it;
+    # the cookbook's critic of the passage is asked after two of the question alone, of 0.8 x 0.8 of the drafts.
+    repeated = {}
+    for vetting in ("checks", "cookbook"):
+        output = (
+            CliRunner().invoke(main, _args(llm, corpus, tmp_path / "run", "--dry-run", "--vetting", vetting)).output
+        )
+        found = re.search(r"input tokens \(approx\.\)  ([\d,]+) \(([\d,]+) of them each draft's passages again", output)
+        assert found, output
+        total, repeated[vetting] = (int(figure.replace(",", "")) for figure in found.groups())
+        assert 0 < repeated[vetting] < total / 3
+    assert repeated["cookbook"] == pytest.approx(0.64 * repeated["checks"], rel=0.01)
     assert llm.log == []
 
 
