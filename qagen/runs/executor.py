@@ -7,7 +7,10 @@
 - `ask(task, item)`: the same without a store (a step inside something that is stored whole).
 - `map(items, flow)`: runs `flow(item)` for every item, as many at a time as the run may have
   calls in flight, with a progress bar; the flow states the dependencies between tasks (critics
-  after their draft, cheapest first, stop at the first rejection) with plain `await`s.
+  after their draft, cheapest first, stop at the first rejection) with plain `await`s. A free slot
+  goes to the call of the item taken first, so one item's calls (a draft, then its critics) go out
+  one after another while other items' calls run beside them: a server's prefix cache still holds
+  the passages they all open with (`qagen.generation.passage_frame`).
 - The spending cap is checked before every call; once it is reached no new call starts, the calls
   in flight finish and are saved, and `map` returns (`budget.reached` tells).
 - A request answered in a batch of the run (`answers`: its batch journal, an imported results
@@ -20,10 +23,13 @@ tasks never call a model themselves.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from tqdm import tqdm
@@ -78,6 +84,60 @@ async def drive_steps(step: Step[AnyRecordT], call: Call) -> AnyRecordT:
     return step.record
 
 
+_TAKEN = ContextVar("_TAKEN", default=0)
+"""Within `map`, the position of the item a flow works on, in the order items were taken."""
+
+
+class _Slots:
+    """Slots for calls, each given to the waiting call of the item taken first (`_TAKEN`).
+
+    A slot freed is handed over one turn of the event loop later: the flow whose call ended carries
+    on at once to its next call (no wait in between), which takes the slot before any call of an
+    item taken after it. So an item's calls go out one after another, as a server's prefix cache
+    needs them to, while other items' run on the other slots.
+    """
+
+    def __init__(self, count: int) -> None:
+        self._free = count
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []  # (item taken, arrival, future): a heap
+        self._arrivals = itertools.count()
+        self._handing_over = False
+
+    async def acquire(self) -> None:
+        taken = _TAKEN.get()
+        self._drop_cancelled()
+        if self._free > 0 and (not self._waiting or self._waiting[0][0] > taken):
+            self._free -= 1
+            return
+        granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (taken, next(self._arrivals), granted))
+        try:
+            await granted
+        except asyncio.CancelledError:
+            if granted.done() and not granted.cancelled():
+                self.release()  # handed over as the caller was cancelled: not used
+            raise
+
+    def release(self) -> None:
+        self._free += 1
+        if self._waiting and not self._handing_over:
+            self._handing_over = True
+            asyncio.get_running_loop().call_soon(self._hand_over)
+
+    def _hand_over(self) -> None:
+        self._handing_over = False
+        self._drop_cancelled()
+        while self._free > 0 and self._waiting:
+            _, _, granted = heapq.heappop(self._waiting)
+            self._free -= 1
+            granted.set_result(None)
+            self._drop_cancelled()
+
+    def _drop_cancelled(self) -> None:
+        while self._waiting and self._waiting[0][2].done():
+            heapq.heappop(self._waiting)
+
+
 class _Halted(Exception):
     """A call not made because another one stopped the run (see `Executor._slot`)."""
 
@@ -108,7 +168,7 @@ class Executor:
         """The run's batch journal: requests answered in its batches are taken from there, not sent."""
         # While `map` runs with a lookahead: `workers` slots in the order calls ask for one, and
         # whether a call raised (the run is stopping, so the calls still waiting are not made).
-        self._slots: asyncio.Semaphore | None = None
+        self._slots: _Slots | None = None
         self._halted = False
         self._made: list[str] = []  # records made from batch answers, not yet in the journal
 
@@ -173,10 +233,13 @@ class Executor:
         if self._slots is None:
             yield
             return
-        async with self._slots:
+        await self._slots.acquire()
+        try:
             if self._halted:
                 raise _Halted
             yield
+        finally:
+            self._slots.release()
 
     async def map(
         self,
@@ -194,18 +257,21 @@ class Executor:
         `lookahead` over 1 more items are under way than slots, their calls queued for a slot in the
         order they are made, so when the last items are taken there are still enough unfinished
         chains of calls (a draft, then its critics) to keep every slot busy until close to the
-        end, instead of a tail where the last chains end one call after another.
+        end, instead of a tail where the last chains end one call after another. A free slot goes to
+        the item taken first (`_Slots`): an item's calls go out one after another.
         """
         bar = tqdm(total=len(items), desc=label, unit=unit, disable=not progress, file=sys.stderr)
         # Taken one at a time as a worker is free, not queued up front: a build's items are read back
         # from its chunk file as they are taken (`StoredPassages`), and queued they would all be in
         # memory at once. The workers share one iterator, so items are still taken in order.
         pending = iter(items)
+        order = itertools.count()
 
         retries_before = retry_count().retries
 
         async def worker() -> None:
             for item in pending:
+                _TAKEN.set(next(order))
                 try:
                     await flow(item)
                 except BudgetReachedError:
@@ -229,7 +295,7 @@ class Executor:
 
         ticking = asyncio.ensure_future(ticker()) if progress else None
         if self.lookahead > 1:
-            self._slots, self._halted = asyncio.Semaphore(self.workers), False
+            self._slots, self._halted = _Slots(self.workers), False
         try:
             await run_all([worker for _ in range(max(1, min(self.workers * self.lookahead, len(items))))])
         finally:
