@@ -4,16 +4,16 @@ keeps, for one version of qagen; two versions' results side by side.
 
     # llama-cpp-python's server prints, per call, `prompt eval time = ... ms / N tokens` (its
     # llama_perf_context_print, on by default: `--verbose true`) to its stderr, kept in LOG.
-    # Run each version with its own qagen (PYTHONPATH), this script from any checkout that has it:
-    git worktree add /tmp/qagen-before dc9131a
-    PYTHONPATH=/tmp/qagen-before python benchmarks/bench_prefix.py run --label before --out /tmp/prefix-before \\
+    # Run once as the build is by default and once with the shared prefix on (`build.shared_prefix`);
+    # or each version with its own qagen (PYTHONPATH), this script from any checkout that has it:
+    PYTHONPATH=$PWD python benchmarks/bench_prefix.py run --label before --out /tmp/prefix-before \\
         --base-url http://127.0.0.1:8766/v1 --model openai:qwen2.5-1.5b --server-log ~/.cache/qagen-real-model/server.log
-    PYTHONPATH=$PWD python benchmarks/bench_prefix.py run --label after --out /tmp/prefix-after \\
+    PYTHONPATH=$PWD python benchmarks/bench_prefix.py run --label after --out /tmp/prefix-after --shared-prefix \\
         --base-url http://127.0.0.1:8766/v1 --model openai:qwen2.5-1.5b --server-log ~/.cache/qagen-real-model/server.log
     python benchmarks/bench_prefix.py compare /tmp/prefix-before /tmp/prefix-after
 
 `run` makes two measurements, each a default `qagen build` (checks vetting, factoids, the server's
-one-request-at-a-time concurrency of 1) but the model:
+one-request-at-a-time concurrency of 1) but the model, and the shared prefix with `--shared-prefix`:
 
 1. Cost: a build of `--limit` drafts (30) from git's manual pages (Debian's git-doc, the 20 pages of
    benchmarks/reviewed/gitman_build_reviewed.jsonl, seed 21: the same sample for every version). The
@@ -100,6 +100,12 @@ def _reviewed() -> list[dict[str, Any]]:
     return [json.loads(line) for line in REVIEWED.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _shared(args: argparse.Namespace) -> dict[str, Any]:
+    """The build setting `--shared-prefix` asks for; nothing without it (a version that predates the
+    setting refuses a field it does not know)."""
+    return {"shared_prefix": True} if args.shared_prefix else {}
+
+
 def cost(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from qagen.config import BuildConfig
     from qagen.corpus.settings import CorpusSettings
@@ -109,7 +115,7 @@ def cost(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     model = ModelSettings(spec=args.model, base_url=args.base_url, timeout=args.timeout)
     config = BuildConfig(
         corpus=CorpusSettings(path=str(_gitman_corpus(work))), n_generations=args.limit, seed=args.seed,
-        generator=model, critic=model, concurrency=1,
+        generator=model, critic=model, concurrency=1, **_shared(args),
     )  # fmt: skip
     log = ServerLog(args.server_log)
     started = time.perf_counter()
@@ -164,6 +170,7 @@ def quality(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             n_generations=len(lines), seed=args.seed,
             generator=ModelSettings(spec="openai:recorded", base_url=replayer.base_url),
             critic=ModelSettings(spec=args.model, base_url=args.base_url, timeout=args.timeout), concurrency=1,
+            **_shared(args),
         )  # fmt: skip
         build(config, work / "reviewed", progress=not args.quiet)
     keep = {line["id"]: bool(line["review"]["keep"]) for line in lines}
@@ -248,6 +255,7 @@ def main() -> None:
     measure.add_argument("--seed", type=int, default=21)
     measure.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for one reply")
     measure.add_argument("--no-quality", action="store_true", help="skip the reviewed drafts' measurement")
+    measure.add_argument("--shared-prefix", action="store_true", help="build with build.shared_prefix on")
     measure.add_argument("--quiet", action="store_true", help="no progress bars")
     compare = commands.add_parser("compare", help="the results of earlier runs side by side")
     compare.add_argument("outs", type=Path, nargs="+", help="the --out folders of `run`, first the one to compare with")

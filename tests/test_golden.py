@@ -8,9 +8,7 @@ moved to numpy's `default_rng` (only the summary's interval bounds changed), and
 generation prompt asks for the evidence sentence, so its hash and every request body changed; rows
 gained the evidence, copied-share and BM25-rank columns; the funnel counts free-check rejections and
 duplicates by meaning), and when each stage's usage gained its cached input tokens (issue 29: 0 here,
-the stand-in reports none by default), and when every call about a draft began opening with its
-passages (issue 29: every drafting and critic request body changed, so the stand-in's hash-picked
-malformed and reworded replies fell on other drafts). Any change to a row, a reason
+the stand-in reports none by default). Any change to a row, a reason
 string, an id or a count shows up here. Regenerate it only for a deliberate change of behaviour
 (`QAGEN_WRITE_GOLDEN=1 python -m pytest tests/test_golden.py`), and say so in the commit. A change
 to the request body alone (a new field) also changes it: the stand-in picks replies by hash.

@@ -63,7 +63,7 @@ _TOP_KEYS = {
     "n_generations", "seed", "audience", "min_score", "all_critics", "dedup_threshold", "max_answer_chars",
     "max_question_chars", "concurrency", "max_failure_rate", "max_tokens", "max_cost", "price_input",
     "price_output", "price_cached_input", "free_checks", "check_evidence", "max_copied_share", "dedup_embeddings",
-    "semantic_dedup_threshold", "pair_embeddings", "target", "max_drafts",
+    "semantic_dedup_threshold", "pair_embeddings", "target", "max_drafts", "shared_prefix",
 }  # fmt: skip
 
 

@@ -250,6 +250,7 @@ def _build_keys() -> list[ConfigKey]:
             "build", "prompts_dir", "prompts_dir", BUILD, setting=(BuildConfig, "prompts_dir"), example="my-prompts"
         ),
         ConfigKey("build", "vetting", "vetting", BUILD, setting=(BuildConfig, "vetting"), example="checks"),
+        ConfigKey("build", "shared_prefix", "shared_prefix", BUILD, setting=(BuildConfig, "shared_prefix")),
         ConfigKey(
             "build",
             "critics",

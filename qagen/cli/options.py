@@ -267,6 +267,10 @@ def price_options(*, stage: bool) -> OptionGroup:
     )  # fmt: skip
 
 
+# Left out of --help (a config key): how each draft's calls are laid out for a server's prefix cache.
+shared_prefix_option = option_group(
+    option("--shared-prefix/--no-shared-prefix", "shared_prefix", default=False, show_default=True, help="Open every call about a draft that reads its passages with them, and give a free call slot to the draft taken first, so a server's prefix cache reads each draft's passages once; off by default, as a small model drafted worse questions so."),
+)  # fmt: skip
 dry_run_option = option_group(
     option("--dry-run", is_flag=True, default=False, help="Chunk and sample, then print the expected calls, tokens and cost; make no LLM call."),
 )  # fmt: skip
@@ -293,7 +297,7 @@ BUILD_OPTIONS = option_group(
     corpus_options, chunk_options, sample_options(stage=False), target_options, generator_options(stage=False),
     critic_model_options(stage=False), call_options, audience_option(stage=False), all_critics_option,
     threshold_options, check_options, dedup_option, prompts_option(stage=False), vetting_option(stage=False),
-    own_critics_option(stage=False),
+    own_critics_option(stage=False), shared_prefix_option,
     cap_options, price_options(stage=False), dry_run_option,
 )  # fmt: skip
 CHUNK_OPTIONS = option_group(corpus_options, chunk_options)

@@ -5,9 +5,9 @@ placeholders, so the resume key cannot miss an input. `{question}` is the drafte
 `{context}` its passages (the chunk; several passages each labelled `Passage N:`), `{answer}` the
 drafted answer and `{retrieved}` the chunks a BM25 search of the corpus finds for the question (all
 untrusted, neutralised, between the prompt's data tags); any other placeholder is a setting of the
-run (`{audience}`), given in `settings`, which goes in as written and into the key. A prompt reading
-every passage is sent after them, as every call about the draft opens (`qagen.generation.passage_frame`);
-the key stays that of its inputs, so a run made before resumes with its verdicts. Which critics a
+run (`{audience}`), given in `settings`, which goes in as written and into the key. With `shared_prefix`
+a prompt reading every passage is sent after them, as every call about the draft opens
+(`qagen.generation.passage_frame`); the key stays that of its inputs. Which critics a
 build asks, in which order, with which prompts, is the registries' (`qagen.critics`,
 `qagen.question_types`).
 """
@@ -21,7 +21,7 @@ from typing import NamedTuple
 from qagen.corpus.squad import squad_tokens, token_f1
 from qagen.critics import CRITICS, READER_AGREEMENT, CriticScale, default_prompt
 from qagen.failures import Failure, FailureKind
-from qagen.generation.passage_frame import Shown, passages_text, render
+from qagen.generation.passage_frame import Shown, framed, passages_text, render
 from qagen.generation.replies import parse_rating, parse_reader_answer, parse_yes_no
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
@@ -74,8 +74,10 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
         settings: Mapping[str, str] | None = None,
         *,
         scale: CriticScale = "rating",
+        shared_prefix: bool = False,
     ) -> None:
         self.criterion = criterion
+        self.shared_prefix = shared_prefix  # a prompt reading every passage opens with them (`passage_frame`)
         self.scale = scale
         self.name = f"critique:{criterion}"
         self.model = model
@@ -115,7 +117,7 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
 
     def request(self, item: Drafted) -> Request:
         # Only what the prompt reads is neutralised: the chunk is long, and most critics never see it.
-        # A critic that reads every passage opens with them, as the draft's call did (`passage_frame`).
+        # With `shared_prefix`, a critic that reads every passage opens with them, as the draft's call did.
         inputs: dict[str, str] = {}
         variables = self.prompt.variables
         if "question" in variables:
@@ -125,7 +127,13 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
         if "retrieved" in variables:
             found = [chunk.text for chunk in item.retrieved]
             inputs["retrieved"] = passages(found) if found else NOTHING_FOUND
-        return user_request(render(self.prompt, item.passages, self.shown(item.passages), {**inputs, **self.settings}))
+        shown = self.shown(item.passages)
+        text = render(self.prompt, item.passages, shown, {**inputs, **self.settings}, shared=self.shared_prefix)
+        return user_request(text)
+
+    def frames(self, item: Passages) -> bool:
+        """Whether the request about a draft of the item opens with its passages (`passage_frame.frame`)."""
+        return self.shared_prefix and framed(self.shown(item), item)
 
     def parse(self, item: Drafted, reply: Reply) -> Critique:
         if self.scale == "yes_no":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from qagen.failures import Failure, FailureKind
-from qagen.generation.passage_frame import Shown, render
+from qagen.generation.passage_frame import Shown, framed, render
 from qagen.generation.replies import echoes_example, parse_labelled_qa, prompt_examples
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
@@ -38,8 +38,16 @@ class DraftTask(SingleCallTask[Passages, Draft]):
 
     role: Role = "generator"
 
-    def __init__(self, model: str, prompt: Prompt | None = None, question_type: QuestionTypeSpec = FACTOID) -> None:
+    def __init__(
+        self,
+        model: str,
+        prompt: Prompt | None = None,
+        question_type: QuestionTypeSpec = FACTOID,
+        *,
+        shared_prefix: bool = False,
+    ) -> None:
         self.model = model
+        self.shared_prefix = shared_prefix  # open the request with the passages (`BuildConfig.shared_prefix`)
         self.question_type = question_type
         self.name = "draft" if question_type is FACTOID else f"draft:{question_type.name}"
         self.prompt = prompt or question_type.load_prompt(question_type.draft_prompt)
@@ -70,8 +78,8 @@ class DraftTask(SingleCallTask[Passages, Draft]):
     def request(self, item: Passages) -> Request:
         # The passages are untrusted text, neutralised (the prompt file puts them between data tags),
         # so a chunk that holds `Factoid question: ...` cannot pose as a reply. The linking terms are
-        # content words (letters and digits only): no marker can hide in them. The passages open the
-        # message (`passage_frame`), as they open every later call about the draft.
+        # content words (letters and digits only): no marker can hide in them. With `shared_prefix` the
+        # passages open the message (`passage_frame`), as they open every later call about the draft.
         values: dict[str, str] = {}
         variables = self.prompt.variables
         if "link" in variables:
@@ -81,7 +89,11 @@ class DraftTask(SingleCallTask[Passages, Draft]):
             for name, chunk in zip(DOCUMENT_PLACEHOLDERS, item.chunks, strict=False)
             if name in variables
         )
-        return user_request(render(self.prompt, item, self.shown(item), values))
+        return user_request(render(self.prompt, item, self.shown(item), values, shared=self.shared_prefix))
+
+    def frames(self, item: Passages) -> bool:
+        """Whether the request about the item opens with its passages (`passage_frame.frame`)."""
+        return self.shared_prefix and framed(self.shown(item), item)
 
     def parse(self, item: Passages, reply: Reply) -> Draft:
         parsed = parse_labelled_qa(

@@ -18,7 +18,7 @@ from qagen.config import BuildConfig
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
-from qagen.generation.passage_frame import Shown, frame, framed
+from qagen.generation.passage_frame import Shown, frame
 from qagen.generation.sample import Sample
 from qagen.generation.summary import stage_usage
 from qagen.generation.tasks import BuildTasks, TypeTasks, stops_the_critics
@@ -117,7 +117,7 @@ class _Left:
 
     def draft(self, task: DraftTask, item: Passages) -> None:
         self.drafts += 1
-        self.input_chars += _message_chars(task.prompt, task.shown(item), item)
+        self.input_chars += _message_chars(task.prompt, task.shown(item), item, framed=task.frames(item))
 
     def critics(
         self, config: BuildConfig, critics: Sequence[CriticTask], item: Passages, *, share: float = 1.0, opened: bool
@@ -125,20 +125,21 @@ class _Left:
         """Critics of a draft, each asked about a share of the drafts (the first `share`); `opened`: a
         call about the draft opened with its passages just before them (its drafting call)."""
         for critic in critics:
-            shown = critic.shown(item)
+            framed = critic.frames(item)
             self.critic_calls += share
-            self.input_chars += share * (_message_chars(critic.prompt, shown, item) + ASSUMED_QUESTION_CHARS)
-            if framed(shown, item):
+            message = _message_chars(critic.prompt, critic.shown(item), item, framed=framed)
+            self.input_chars += share * (message + ASSUMED_QUESTION_CHARS)
+            if framed:
                 if opened:
                     self.repeated_chars += share * len(frame(item))
                 opened = True
             share = share if config.all_critics else share * ASSUMED_PASS_RATE
 
 
-def _message_chars(prompt: Prompt, shown: Mapping[str, Shown], item: Passages) -> int:
+def _message_chars(prompt: Prompt, shown: Mapping[str, Shown], item: Passages, *, framed: bool) -> int:
     """The characters of a call's message, before the question and answer are known: the passages
-    once, in the frame or in place (`passage_frame.render`), and the prompt's own text."""
-    if framed(shown, item):
+    once, in the frame (`framed`) or in place (`passage_frame.render`), and the prompt's own text."""
+    if framed:
         return len(frame(item)) + len(prompt.text)
     return len(prompt.text) + sum(len(placeholder.text) for placeholder in shown.values())
 
@@ -166,7 +167,7 @@ def estimate(
             draft = ledger.draft_store.get(tasks.draft_key(item))
             if draft is None or needs_call(draft):
                 left.draft(of_type.draft, item)
-                left.critics(config, of_type.critics, item, opened=framed(of_type.draft.shown(item), item))
+                left.critics(config, of_type.critics, item, opened=of_type.draft.frames(item))
             elif of_type.reaches_the_critics(draft, item, config):
                 _stored_critics(config, tasks.drafted(draft, item), of_type, ledger, left)
         spent = _spent(config, records, ledger) if records.exists() else None

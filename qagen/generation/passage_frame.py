@@ -11,6 +11,9 @@ as the yes/no checks and the reader do) has that block taken as the frame: it is
 A prompt that reads only some of a draft's passages (a lone reader: one passage of two) or none of them
 (a question alone, what a search of the corpus finds) is sent as before, without the frame: shown text
 it is meant not to see, it would judge something else.
+
+The frame is opt-in (`BuildConfig.shared_prefix`): unframed, each prompt has its passages in place, as
+its file reads. A small model drafting after the frame quoted the wrong evidence sentence more often.
 """
 
 from __future__ import annotations
@@ -59,17 +62,20 @@ def reference(shown: Shown, item: Passages) -> str:
 
 
 def framed(shown: Mapping[str, Shown], item: Passages) -> bool:
-    """Whether the prompt's placeholders show every passage of the item, so its call opens with the frame."""
+    """Whether the prompt's placeholders show every passage of the item, so its call opens with the
+    frame where the frame is on."""
     seen = {position for placeholder in shown.values() for position in placeholder.passages}
     return seen == set(range(len(item.chunks)))
 
 
-def render(prompt: Prompt, item: Passages, shown: Mapping[str, Shown], values: Mapping[str, str]) -> str:
-    """The prompt's text for the item: the frame, then the prompt with each placeholder of `shown`
-    filled with its reference (and its opening data block, when it has one, given by the frame); or,
-    for a prompt that does not show every passage, the prompt with the passages' text in place.
-    `values` fills the other placeholders."""
-    if not framed(shown, item):
+def render(
+    prompt: Prompt, item: Passages, shown: Mapping[str, Shown], values: Mapping[str, str], *, shared: bool
+) -> str:
+    """The prompt's text for the item: with `shared`, the frame, then the prompt with each placeholder
+    of `shown` filled with its reference (and its opening data block, when it has one, given by the
+    frame); without it, or for a prompt that does not show every passage, the prompt with the passages'
+    text in place. `values` fills the other placeholders."""
+    if not shared or not framed(shown, item):
         return prompt.render(**values, **{name: placeholder.text for name, placeholder in shown.items()})
     references = {name: reference(placeholder, item) for name, placeholder in shown.items()}
     text = prompt.render(**values, **references)

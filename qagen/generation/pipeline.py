@@ -197,6 +197,8 @@ def run_llm_stages(
                         budget=budget,
                         lookahead=_LOOKAHEAD,
                         answers=Journal(run.root),
+                        # Each draft's calls in a row, so a server's prefix cache holds the passages they open with.
+                        first_taken_first=config.shared_prefix,
                     )
                     if batch is None
                     else batch_executor(clients, run.root, batch, budget=budget)

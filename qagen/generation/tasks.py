@@ -115,12 +115,17 @@ class BuildTasks:
                 if (name, prompt) not in critics:
                     check_prompt(registry.get(name), prompts[prompt])
                     critics[name, prompt] = CriticTask(
-                        name, config.critic.spec, prompts[prompt], settings, scale=registry.get(name).scale
+                        name,
+                        config.critic.spec,
+                        prompts[prompt],
+                        settings,
+                        scale=registry.get(name).scale,
+                        shared_prefix=config.shared_prefix,
                     )
         types = {
             spec.name: TypeTasks(
                 spec,
-                DraftTask(config.generator.spec, prompts[spec.draft_prompt], spec),
+                DraftTask(config.generator.spec, prompts[spec.draft_prompt], spec, shared_prefix=config.shared_prefix),
                 tuple(critics[pair] for pair in asked[spec.name]),
             )
             for spec in specs

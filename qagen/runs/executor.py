@@ -7,10 +7,10 @@
 - `ask(task, item)`: the same without a store (a step inside something that is stored whole).
 - `map(items, flow)`: runs `flow(item)` for every item, as many at a time as the run may have
   calls in flight, with a progress bar; the flow states the dependencies between tasks (critics
-  after their draft, cheapest first, stop at the first rejection) with plain `await`s. A free slot
-  goes to the call of the item taken first, so one item's calls (a draft, then its critics) go out
-  one after another while other items' calls run beside them: a server's prefix cache still holds
-  the passages they all open with (`qagen.generation.passage_frame`).
+  after their draft, cheapest first, stop at the first rejection) with plain `await`s. With
+  `first_taken_first` a free slot goes to the call of the item taken first, so one item's calls (a
+  draft, then its critics) go out one after another while other items' calls run beside them: a
+  server's prefix cache still holds the passages they all open with (`qagen.generation.passage_frame`).
 - The spending cap is checked before every call; once it is reached no new call starts, the calls
   in flight finish and are saved, and `map` returns (`budget.reached` tells).
 - A request answered in a batch of the run (`answers`: its batch journal, an imported results
@@ -158,6 +158,7 @@ class Executor:
         budget: Budget | None = None,
         lookahead: int = 1,
         answers: Journal | None = None,
+        first_taken_first: bool = False,
     ) -> None:
         self.clients = clients
         self.workers = workers
@@ -166,9 +167,13 @@ class Executor:
         """Items `map` keeps under way per call slot (see `map`)."""
         self.answers = answers
         """The run's batch journal: requests answered in its batches are taken from there, not sent."""
-        # While `map` runs with a lookahead: `workers` slots in the order calls ask for one, and
-        # whether a call raised (the run is stopping, so the calls still waiting are not made).
-        self._slots: _Slots | None = None
+        self.first_taken_first = first_taken_first
+        """While `map` runs ahead, a free slot goes to the call of the item taken first (`_Slots`), not to
+        the call that asked first: an item's calls go out one after another."""
+        # While `map` runs with a lookahead: `workers` slots (in the order calls ask for one, unless
+        # `first_taken_first`), and whether a call raised (the run is stopping, so the calls still
+        # waiting are not made).
+        self._slots: _Slots | asyncio.Semaphore | None = None
         self._halted = False
         self._made: list[str] = []  # records made from batch answers, not yet in the journal
 
@@ -257,8 +262,9 @@ class Executor:
         `lookahead` over 1 more items are under way than slots, their calls queued for a slot in the
         order they are made, so when the last items are taken there are still enough unfinished
         chains of calls (a draft, then its critics) to keep every slot busy until close to the
-        end, instead of a tail where the last chains end one call after another. A free slot goes to
-        the item taken first (`_Slots`): an item's calls go out one after another.
+        end, instead of a tail where the last chains end one call after another. With
+        `first_taken_first` a free slot goes to the item taken first (`_Slots`): an item's calls go
+        out one after another.
         """
         bar = tqdm(total=len(items), desc=label, unit=unit, disable=not progress, file=sys.stderr)
         # Taken one at a time as a worker is free, not queued up front: a build's items are read back
@@ -295,7 +301,8 @@ class Executor:
 
         ticking = asyncio.ensure_future(ticker()) if progress else None
         if self.lookahead > 1:
-            self._slots, self._halted = _Slots(self.workers), False
+            slots = _Slots(self.workers) if self.first_taken_first else asyncio.Semaphore(self.workers)
+            self._slots, self._halted = slots, False
         try:
             await run_all([worker for _ in range(max(1, min(self.workers * self.lookahead, len(items))))])
         finally:

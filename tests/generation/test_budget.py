@@ -36,13 +36,15 @@ def test_dry_run_makes_no_call_and_estimates(llm: Any, corpus: Path, tmp_path: P
     assert "critic calls (expected) 40" in result.output
     cookbook = _args(llm, corpus, tmp_path / "run", "--dry-run", "--all-critics", "--vetting", "cookbook")
     assert "critic calls (expected) 120" in CliRunner().invoke(main, cookbook).output
-    # The check reads the draft's passage again, at the start of its message, where a prefix cache has it;
-    # the cookbook's critic of the passage is asked after two of the question alone, of 0.8 x 0.8 of the drafts.
+    # Off by default: no call opens with the passages, so none repeats another's opening.
+    assert "again" not in CliRunner().invoke(main, _args(llm, corpus, tmp_path / "run", "--dry-run")).output
+    # With the shared prefix, the check reads the draft's passage again, at the start of its message, where a
+    # prefix cache has it; the cookbook's critic of the passage is asked after two of the question alone, of
+    # 0.8 x 0.8 of the drafts.
     repeated = {}
     for vetting in ("checks", "cookbook"):
-        output = (
-            CliRunner().invoke(main, _args(llm, corpus, tmp_path / "run", "--dry-run", "--vetting", vetting)).output
-        )
+        shared = ("--dry-run", "--vetting", vetting, "--set", "build.shared_prefix=true")
+        output = CliRunner().invoke(main, _args(llm, corpus, tmp_path / "run", *shared)).output
         found = re.search(r"input tokens \(approx\.\)  ([\d,]+) \(([\d,]+) of them each draft's passages again", output)
         assert found, output
         total, repeated[vetting] = (int(figure.replace(",", "")) for figure in found.groups())

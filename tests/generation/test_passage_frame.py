@@ -1,6 +1,7 @@
-"""Every call about one draft that reads its passages opens with the same text, the passages, sent
-once; a call meant to read less of them (one passage of two, the question alone) is shown no more than
-it reads; prompt files keep their wording, the bundled ones and a user's own."""
+"""With the shared prefix on, every call about one draft that reads its passages opens with the same
+text, the passages, sent once; a call meant to read less of them (one passage of two, the question
+alone) is shown no more than it reads; prompt files keep their wording, the bundled ones and a user's
+own. Off (the default), each request is the prompt file with its passages in place, as it reads."""
 
 from __future__ import annotations
 
@@ -41,8 +42,25 @@ def _shared(one: str, other: str) -> int:
     return next((at for at, (a, b) in enumerate(zip(one, other, strict=False)) if a != b), min(len(one), len(other)))
 
 
-def _tasks(tmp_path: Path, **settings: object) -> BuildTasks:
-    return BuildTasks.for_config(BuildConfig(corpus=CorpusSettings(path=str(tmp_path)), **settings))
+def _tasks(tmp_path: Path, *, shared_prefix: bool = True, **settings: object) -> BuildTasks:
+    config = BuildConfig(corpus=CorpusSettings(path=str(tmp_path)), shared_prefix=shared_prefix, **settings)
+    return BuildTasks.for_config(config)
+
+
+def test_off_by_default_a_request_is_its_prompt_file_with_the_passages_in_place(tmp_path: Path) -> None:
+    assert BuildConfig(corpus=CorpusSettings(path=str(tmp_path))).shared_prefix is False
+    item = Passages.of(_chunk("a", FIRST))
+    sent = _messages(_tasks(tmp_path, shared_prefix=False, all_critics=True), item)
+    assert sent["draft"] == load_prompt("qa_generation").render(context=FIRST, document="a")
+    assert sent["critique:supported"] == load_prompt("critique_supported").render(
+        context=FIRST, question="What does --prune do?", answer="It prunes."
+    )
+    # A multi-hop draft's passages each in its own place; the reader of both, labelled, in the check's.
+    both = Passages(question_type="multi_hop", chunks=(_chunk("a", FIRST), _chunk("b", SECOND)), link=("prune",))
+    tasks = _tasks(tmp_path, shared_prefix=False, question_types={"multi_hop": 100})
+    drafting = _messages(tasks, both)["draft"]
+    assert not drafting.startswith("<context>") and drafting.count(FIRST) == drafting.count(SECOND) == 1
+    assert not any(task.frames(both) for task in (tasks.of(both).draft, *tasks.of(both).critics))
 
 
 def test_a_factoids_calls_open_with_its_passage_sent_once(tmp_path: Path) -> None:

@@ -149,14 +149,22 @@ def _items(count: int) -> list[Passages]:
     ]
 
 
-def _chains(backend: GaugedBackend, items: Sequence[Passages], *, workers: int, lookahead: int, calls: int = 3) -> None:
+def _chains(
+    backend: GaugedBackend,
+    items: Sequence[Passages],
+    *,
+    workers: int,
+    lookahead: int,
+    calls: int = 3,
+    first_taken_first: bool = False,
+) -> None:
     """`calls` calls one after the other per item (a draft and its critics), through `map`."""
     task = DraftTask("scripted:generator")
 
     async def run() -> None:
         client = LLMClient(backend, ModelSettings(spec="scripted:generator"))
         clients = Clients.connect({"generator": client}, CallLimits(concurrency=workers, max_failure_rate=1.0))
-        executor = Executor(clients, workers=workers, lookahead=lookahead)
+        executor = Executor(clients, workers=workers, lookahead=lookahead, first_taken_first=first_taken_first)
 
         async def chain(item: Passages) -> None:
             for _ in range(calls):
@@ -167,10 +175,24 @@ def _chains(backend: GaugedBackend, items: Sequence[Passages], *, workers: int, 
     asyncio.run(run())
 
 
-def test_running_ahead_keeps_calls_within_the_bound_and_each_items_calls_together() -> None:
+def test_running_ahead_starts_more_chains_than_slots_and_keeps_calls_within_the_bound() -> None:
     backend = GaugedBackend()
     items = _items(12)
     _chains(backend, items, workers=2, lookahead=3)
+    assert len(backend.asked) == 12 * 3 and backend.most_in_flight == 2
+    # The first calls of six chains go out before any chain's second call: work from the whole
+    # window is under way, so the last chains do not end one by one.
+    assert backend.asked[:6] == [f"item-{i}" for i in range(6)]
+    # Without running ahead, the first two chains end before a third one starts.
+    plain = GaugedBackend()
+    _chains(plain, items, workers=2, lookahead=1)
+    assert plain.most_in_flight == 2 and set(plain.asked[:6]) == {"item-0", "item-1"}
+
+
+def test_first_taken_first_keeps_calls_within_the_bound_and_each_items_calls_together() -> None:
+    backend = GaugedBackend()
+    items = _items(12)
+    _chains(backend, items, workers=2, lookahead=3, first_taken_first=True)
     assert len(backend.asked) == 12 * 3 and backend.most_in_flight == 2
     # Six chains are under way, yet a free slot goes to the item taken first: items 0 and 1 run side by
     # side, and each one's calls have all gone out before a call of an item two places later.
@@ -179,11 +201,15 @@ def test_running_ahead_keeps_calls_within_the_bound_and_each_items_calls_togethe
     assert all(last[f"item-{i}"] < first[f"item-{i + 2}"] for i in range(10)), backend.asked
 
 
-def test_with_one_slot_an_items_calls_go_out_one_after_another() -> None:
+def test_with_one_slot_and_first_taken_first_an_items_calls_go_out_one_after_another() -> None:
     # What a server with one prompt cache (llama.cpp) needs: nothing about another item in between.
     backend = GaugedBackend()
-    _chains(backend, _items(6), workers=1, lookahead=4)
+    _chains(backend, _items(6), workers=1, lookahead=4, first_taken_first=True)
     assert backend.asked == [f"item-{i}" for i in range(6) for _ in range(3)]
+    # Without it, the calls go out in the order they ask for the slot: the drafts of the window first.
+    plain = GaugedBackend()
+    _chains(plain, _items(6), workers=1, lookahead=4)
+    assert plain.asked[:4] == [f"item-{i}" for i in range(4)]
 
 
 def test_a_call_that_stops_the_run_lets_no_waiting_call_go_out() -> None:
