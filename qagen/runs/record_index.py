@@ -7,8 +7,8 @@ chunk at a time. So an index keeps, per id, what `summarise` takes from the reco
 and the byte range of its line, and reads the record back from the log when it is asked for.
 
 Even those take about 0.5 KB a record as Python objects (a build of 100,000 drafts makes about
-280,000 records), so they are kept in a temporary SQLite database on disk, private to the index and
-deleted with it, of which only SQLite's page cache (a few MB) is in memory.
+280,000 records), so they are kept in a scratch database on disk (`qagen.runs.scratch`), private to
+the index and deleted with it, of which only SQLite's page cache (a few MB) is in memory.
 
 The log is read once: `scan` reads the lines it has not read yet, and a record this process appends
 (`add`) is kept and located as it is written, so it is not read at all until it is asked for
@@ -18,14 +18,13 @@ whole. As in `RecordLog.load`, a later record with the same id replaces an earli
 from __future__ import annotations
 
 import pickle
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from qagen.errors import RunWriteError
+from qagen.runs.scratch import scratch_database, scratch_writes
 from qagen.runs.store import Located, RecordLog, RecordWriter
 
 R = TypeVar("R", bound=BaseModel)
@@ -42,9 +41,7 @@ class _Entries(Generic[S]):
     """Each record's place in its log and its state, by record id, in a temporary SQLite database."""
 
     def __init__(self) -> None:
-        # "": a temporary database on disk, deleted when closed. Used by one thread at a time, but
-        # not always the one that made it (a notebook's build runs its event loop in a thread).
-        self._db = sqlite3.connect("", check_same_thread=False, isolation_level=None)
+        self._db = scratch_database()
         self._db.execute(
             "CREATE TABLE entry (key TEXT PRIMARY KEY, offset INTEGER, end INTEGER, line INTEGER, state BLOB)"
             " WITHOUT ROWID"
@@ -57,15 +54,9 @@ class _Entries(Generic[S]):
     def put(self, entries: Iterable[tuple[str, Located[S]]]) -> None:
         """Keep these entries, each replacing the one with its id (a later record replaces an earlier one)."""
         rows = [(key, e.offset, e.end, e.line, pickle.dumps(e.record, pickle.HIGHEST_PROTOCOL)) for key, e in entries]
-        try:
-            with self._db:  # one transaction: a scan's thousands of lines are written at once
-                self._db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?)", rows)
-        except sqlite3.Error as exc:  # (a full disk where temporary files go)
-            raise RunWriteError(
-                f"Cannot keep the index of the run's records in a temporary file: {exc}. Free some space in the "
-                "temporary folder (the TMPDIR environment variable names another) and run the same command again: "
-                "every finished record is kept."
-            ) from exc
+        # One transaction: a scan's thousands of lines are written at once.
+        with scratch_writes("the index of the run's records"), self._db:
+            self._db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?)", rows)
 
     def items(self) -> Iterator[tuple[str, S]]:
         for key, state in self._db.execute("SELECT key, state FROM entry"):
