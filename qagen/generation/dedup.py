@@ -14,8 +14,8 @@ Finding it is an exact set-similarity join, linear-ish instead of quadratic:
   under its first few words only (2 of 12 at t = 0.9), and a question looks only there.
 - Length and position filter. For sizes a and b the least overlap `need(a, b)` the float test can
   accept is computed exactly (by that same test); a kept set of size b is looked up only under the
-  question's first `a - need + 1` words and its own first `b - need + 1`, so postings are grouped by
-  size and position and the rest is never scanned.
+  question's first `a - need + 1` words and its own first `b - need + 1`, so postings are kept by
+  word, size and position, and only the sizes a question can reach are read.
 - Verification counts the shared words against that least overlap, which is the float test itself:
   `o / (a + b - o)` grows with o and correctly rounded division is monotone, so for given sizes the
   test holds exactly when o reaches the least o it accepts. Found by that same float expression, no
@@ -30,13 +30,14 @@ the same answers; a good one only makes the lists short.
 
 from __future__ import annotations
 
+import json
 import math
 import re
-import sys
 import unicodedata
-from collections import Counter
 from collections.abc import Collection
 from fractions import Fraction
+
+from qagen.runs.scratch import scratch_database, scratch_writes
 
 # Letters and digits of every script; each CJK character is a word of its own, since Chinese and
 # Japanese are written without spaces between words.
@@ -49,11 +50,26 @@ _FIRST_REBUILD = 64
 _GROWTH = 4
 _WORK_PER_REBUILD = 4
 
+_SCHEMA = """
+CREATE TABLE kept (number INTEGER PRIMARY KEY, id TEXT NOT NULL, words TEXT NOT NULL, size INTEGER NOT NULL,
+    prefix INTEGER NOT NULL);
+CREATE TABLE word (word TEXT PRIMARY KEY, rank INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE posting (word TEXT NOT NULL, size INTEGER NOT NULL, position INTEGER NOT NULL, kept INTEGER NOT NULL,
+    PRIMARY KEY (word, size, position, kept)) WITHOUT ROWID;
+"""
+"""The index of the kept questions: each kept set (`words`: a JSON list; `prefix`: its prefix length),
+each word's rank in the global order, and the postings of the kept sets' prefixes, by word, size and
+position."""
+
 
 def question_words(question: str) -> frozenset[str]:
-    """The set of normalised words of a question (NFKC, case-folded, punctuation dropped); interned,
-    so the kept questions' sets, their counts and their index share one string a word."""
-    return frozenset(sys.intern(word) for word in _WORDS.findall(unicodedata.normalize("NFKC", question).casefold()))
+    """The set of normalised words of a question (NFKC, case-folded, punctuation dropped)."""
+    return frozenset(_WORDS.findall(unicodedata.normalize("NFKC", question).casefold()))
+
+
+def _ordered(words: Collection[str], ranks: dict[str, int]) -> list[str]:
+    """The words in the global order."""
+    return sorted(words, key=ranks.__getitem__)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -68,6 +84,10 @@ class NearDuplicateFilter:
     Two questions are near-duplicates when the Jaccard similarity of their word sets reaches the
     threshold (0.9 by default: identical after normalisation, or one word different in a long
     question).
+
+    The index of the kept questions (their words, each word's rank, the postings of their prefixes)
+    is a scratch database on disk (`qagen.runs.scratch`): as Python objects it took about 0.9 KB a
+    kept question, so a build's memory grew with its drafts.
     """
 
     def __init__(self, threshold: float = 0.9) -> None:
@@ -79,21 +99,22 @@ class NearDuplicateFilter:
         # rounded quotient q with fl(q) >= t has q >= t / (1 + 2**-53). Exact rational, so the bound
         # itself has no rounding; used for the longest prefix a set of one size can need.
         self._overlap_factor = Fraction(threshold) * (1 - Fraction(1, 2**52))
-        # Kept sets as tuples of interned words (`question_words`): a frozenset and its own copy of
-        # every word took about 1.3 KB a kept question, a tuple of shared words about 0.2 KB.
-        self._kept_words: list[tuple[str, ...]] = []
-        self._kept_ids: list[str] = []
+        self._db = scratch_database()
+        self._db.executescript(_SCHEMA)
+        # One transaction for the filter's life, never committed: nothing is kept past it, and a
+        # transaction for each question written would cost several times the lookups.
+        self._db.execute("BEGIN")
+        self._kept = 0  # kept sets so far, numbered from 0 in the order kept
+        self._kept_sizes: set[int] = set()
         self._first_empty: str | None = None
-        # word -> size of the kept set -> position of the word in that set's prefix -> kept indexes
-        self._postings: dict[str, dict[int, dict[int, list[int]]]] = {}
-        self._rank: dict[str, int] = {}  # the global order: rank by count at the last rebuild
         self._unseen_rank = 0  # the rank given to the last word unseen at the last rebuild
-        self._counts: Counter[str] = Counter()  # how many kept sets contain each word
         self._indexed_words = 0
         self._kept_at_rebuild = 0
         self._work_since_rebuild = 0
         self._reaches: dict[int, tuple[int, dict[int, tuple[int, int]]]] = {}
         self._prefix_lengths: dict[int, int] = {}
+        self._matched: tuple[frozenset[str], dict[str, int]] | None = None
+        """The last question `match` looked up, with its words' ranks (`keep` registers it next)."""
 
     def first_seen(self, question: str, item_id: str) -> str | None:
         """Register the question; return the id of the earlier near-duplicate, or None if it is new."""
@@ -109,8 +130,7 @@ class NearDuplicateFilter:
         if not words:
             # Two empty sets are identical (Jaccard 1.0); an empty set matches nothing else.
             return self._first_empty
-        earlier = self._earliest_match(words)
-        return None if earlier is None else self._kept_ids[earlier]
+        return self._earliest_match(words)
 
     def keep(self, question: str, item_id: str) -> None:
         """Register a kept question (one `match` found no near-duplicate of)."""
@@ -119,98 +139,124 @@ class NearDuplicateFilter:
             if self._first_empty is None:
                 self._first_empty = item_id
             return
-        self._keep(words, item_id)
+        with scratch_writes("the index of the kept questions"):
+            self._keep(words, item_id)
 
-    def _earliest_match(self, words: frozenset[str]) -> int | None:
-        """The first kept set, by (size, order kept), that the pairwise test accepts."""
-        size, kept_words = len(words), self._kept_words
+    def _earliest_match(self, words: frozenset[str]) -> str | None:
+        """The id of the first kept set, by (size, order kept), that the pairwise test accepts.
+
+        Only the postings the position filters let through are read (each word of the question's
+        prefix, under each kept size it can reach, up to the last position there), in that order, so
+        the first one the test accepts is the one."""
+        size = len(words)
         length, reach = self._reach(size)
-        best: tuple[int, int] | None = None  # (size, kept index) of the earliest match so far
+        ranks = self._ranks(words)
+        self._matched = (words, ranks)
+        # Each prefix word under each size of kept set there is that it can reach, with the last
+        # position there (a low threshold reaches hundreds of sizes, of which few are kept).
+        reached = [(other_size, *reach[other_size]) for other_size in self._kept_sizes if other_size in reach]
+        wanted = [
+            (word, other_size, kept_last)
+            for position, word in enumerate(_ordered(words, ranks)[:length])
+            for other_size, question_last, kept_last in reached
+            if position <= question_last
+        ]
+        rows = self._db.execute(
+            "SELECT posting.size, kept.number, kept.id, kept.words FROM json_each(?) AS wanted"
+            " JOIN posting ON posting.word = json_extract(wanted.value, '$[0]')"
+            " AND posting.size = json_extract(wanted.value, '$[1]')"
+            " AND posting.position <= json_extract(wanted.value, '$[2]')"
+            " JOIN kept ON kept.number = posting.kept ORDER BY posting.size, posting.kept",
+            (json.dumps(wanted),),
+        )
         verified: set[int] = set()
         work = 0
-        for position, word in enumerate(self._ordered_prefix(words, length)):
-            by_size = self._postings.get(word)
-            if by_size is None:
+        found: str | None = None
+        for other_size, kept, kept_id, kept_words in rows:
+            work += 1
+            if kept in verified:
                 continue
-            for other_size in by_size if len(by_size) <= len(reach) else reach:
-                limits = reach.get(other_size)
-                by_position = by_size.get(other_size)
-                if limits is None or by_position is None or position > limits[0]:
-                    continue
-                if best is not None and other_size > best[0]:
-                    continue
-                need = size - limits[0]
-                for other_position, bucket in by_position.items():
-                    if other_position > limits[1]:
-                        continue
-                    work += len(bucket)
-                    for kept in bucket:
-                        if kept in verified:
-                            continue
-                        verified.add(kept)
-                        # The float test itself, as an integer: it holds exactly from `need` on.
-                        if (best is None or (other_size, kept) < best) and len(
-                            words.intersection(kept_words[kept])
-                        ) >= need:
-                            best = (other_size, kept)
+            verified.add(kept)
+            # The float test itself, as an integer: it holds exactly from `need` on.
+            if len(words.intersection(json.loads(kept_words))) >= size - reach[other_size][0]:
+                found = kept_id
+                break
+        rows.close()
         self._work_since_rebuild += work
         self.comparisons += len(verified)
-        return None if best is None else best[1]
+        return found
 
     def _keep(self, words: frozenset[str], item_id: str) -> None:
-        self._kept_words.append(tuple(words))
-        self._kept_ids.append(item_id)
-        self._counts.update(words)
-        kept = len(self._kept_words)
-        grown = kept >= max(_FIRST_REBUILD, _GROWTH * self._kept_at_rebuild)
+        ranks = self._matched[1] if self._matched is not None and self._matched[0] == words else self._ranks(words)
+        self._matched = None
+        number, size = self._kept, len(words)
+        self._kept += 1
+        self._kept_sizes.add(size)
+        self._db.execute(
+            "INSERT INTO kept (number, id, words, size, prefix) VALUES (?, ?, ?, ?, ?)",
+            (number, item_id, json.dumps(list(words)), size, self._prefix_length(size)),
+        )
+        grown = self._kept >= max(_FIRST_REBUILD, _GROWTH * self._kept_at_rebuild)
         if grown or self._work_since_rebuild > _WORK_PER_REBUILD * self._indexed_words + _FIRST_REBUILD:
             self._rebuild()
         else:
-            self._index(kept - 1)
+            self._index(number, words, ranks)
 
     def _rebuild(self) -> None:
         """Re-rank the words by the kept sets' counts (rarest first) and index every kept set anew."""
-        ranked = sorted(self._counts, key=lambda word: (self._counts[word], word))
-        self._rank = {word: rank for rank, word in enumerate(ranked)}
+        db = self._db
+        # The kept sets' words by how many of them hold each: words met only in questions that were
+        # not kept drop out of the order (they are unseen again).
+        db.execute("DELETE FROM word")
+        db.execute(
+            "INSERT INTO word (word, rank) SELECT value, row_number() OVER (ORDER BY count(*), value) - 1"
+            " FROM kept, json_each(kept.words) GROUP BY value"
+        )
         self._unseen_rank = 0
-        self._postings = {}
-        self._indexed_words = 0
-        for kept in range(len(self._kept_words)):
-            self._index(kept)
-        self._kept_at_rebuild = len(self._kept_words)
+        db.execute("DELETE FROM posting")
+        # Each kept set's first `prefix` words in the new order (ranks are distinct: a total order).
+        db.execute(
+            "INSERT INTO posting (word, size, position, kept)"
+            " SELECT word, size, position, kept FROM ("
+            "  SELECT word.word AS word, kept.size AS size, kept.prefix AS prefix, kept.number AS kept,"
+            "   row_number() OVER (PARTITION BY kept.number ORDER BY word.rank) - 1 AS position"
+            "  FROM kept, json_each(kept.words) AS kept_word JOIN word ON word.word = kept_word.value"
+            " ) WHERE position < prefix"
+        )
+        self._indexed_words = db.execute("SELECT count(*) FROM posting").fetchone()[0]
+        self._kept_at_rebuild = self._kept
         self._work_since_rebuild = 0
 
-    def _index(self, kept: int) -> None:
-        words = self._kept_words[kept]
+    def _index(self, number: int, words: frozenset[str], ranks: dict[str, int]) -> None:
         size, length = len(words), self._prefix_length(len(words))
-        postings = self._postings
-        for position, word in enumerate(self._ordered_prefix(words, length)):
-            by_size = postings.get(word)
-            if by_size is None:
-                by_size = postings[word] = {}
-            by_position = by_size.get(size)
-            if by_position is None:
-                by_position = by_size[size] = {}
-            bucket = by_position.get(position)
-            if bucket is None:
-                by_position[position] = [kept]
-            else:
-                bucket.append(kept)
+        prefix = _ordered(words, ranks)[:length]
+        self._db.executemany(
+            "INSERT INTO posting (word, size, position, kept) VALUES (?, ?, ?, ?)",
+            ((word, size, position, number) for position, word in enumerate(prefix)),
+        )
         self._indexed_words += length
 
-    def _ordered_prefix(self, words: Collection[str], length: int) -> list[str]:
-        """The first `length` words in the global order."""
-        rank = self._rank
-        try:
-            return sorted(words, key=rank.__getitem__)[:length]
-        except KeyError:
-            # Words unseen since the last rebuild are the rarest: they rank before all others, newest
-            # first, and keep that rank until the next rebuild so the order stays fixed meanwhile.
-            # (Only questions meet them: a kept set's words were ranked when it was a question.)
-            for word in [word for word in words if word not in rank]:
+    def _ranks(self, words: frozenset[str]) -> dict[str, int]:
+        """Each word's rank in the global order. Words unseen since the last rebuild are the rarest:
+        they rank before all others, newest first, and keep that rank until the next rebuild so the
+        order stays fixed meanwhile. (Only questions meet them: a kept set's words were ranked when it
+        was a question.)"""
+        ranks: dict[str, int] = dict(
+            self._db.execute(
+                "SELECT word, rank FROM word WHERE word IN (SELECT value FROM json_each(?))", (json.dumps(list(words)),)
+            ).fetchall()
+        )
+        unseen = [word for word in words if word not in ranks]
+        if unseen:
+            for word in unseen:
                 self._unseen_rank -= 1
-                rank[word] = self._unseen_rank
-            return sorted(words, key=rank.__getitem__)[:length]
+                ranks[word] = self._unseen_rank
+            with scratch_writes("the index of the kept questions"):
+                self._db.executemany(
+                    "INSERT INTO word (word, rank) VALUES (?, ?)",
+                    ((word, ranks[word]) for word in unseen),
+                )
+        return ranks
 
     def _prefix_length(self, size: int) -> int:
         """Words of a set of this size that any accepted pair must share its smallest common word among."""

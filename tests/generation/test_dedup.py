@@ -3,6 +3,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import tracemalloc
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
@@ -269,3 +270,27 @@ def test_realistic_questions_need_about_one_comparison_each() -> None:
     outcome = decisions(dedup, questions)
     assert 200 < outcome.count(None) < 3900  # near-duplicates were planted and found
     assert dedup.comparisons <= 2 * len(questions)
+
+
+def test_the_kept_questions_are_indexed_on_disk() -> None:
+    # A build's questions: a template's words, a few of the passage's, and a word of their own.
+    rng = random.Random(5)
+    vocabulary = [f"w{rank}" for rank in range(100)]
+    questions = [
+        f"Which fact about {' '.join(rng.sample(vocabulary, 3))} is recorded under ref r{number}?"
+        for number in range(6000)
+    ]
+    dedup = NearDuplicateFilter(0.9)
+    tracemalloc.start()
+    try:
+        assert decisions(dedup, questions[:1000]).count(None) == 1000
+        held = tracemalloc.get_traced_memory()[0]
+        assert [dedup.first_seen(question, f"q{number}") for number, question in enumerate(questions[1000:], 1000)] == [
+            None
+        ] * 5000
+        grown = tracemalloc.get_traced_memory()[0] - held
+    finally:
+        tracemalloc.stop()
+    # In memory, 5,000 more kept questions took about 4.5 MB (0.9 KB each).
+    assert grown < 100_000
+    assert dedup.first_seen(questions[4321].upper(), "again") == "q4321"
