@@ -2,8 +2,9 @@
 
 A state is a record without its replies (raw text, rationale, reasoning), and a draft's without its
 question, answer and evidence: what the LLM stage needs to decide (is a record finished, does a
-score stop the critics) and what the spending cap counts, at a fraction of the memory (about 0.5 KB
-a draft and 0.4 KB a critique stay, held for every record of the run). The stage's flow reads them
+score stop the critics) and what the spending cap counts, at a fraction of the size (about 0.5 KB
+a draft and 0.4 KB a critique as Python objects), held for every record of the run in the index's
+scratch database on disk, not in memory. The stage's flow reads them
 as records through `LedgerStore` (the executor's store), a stored draft read back from the log
 whole, so it runs exactly as over whole records; finalize reads each sampled chunk's whole records back
 from the logs. Both logs are scanned once per build, by the LLM stage; the records it appends are
@@ -13,7 +14,6 @@ kept as they are written, so finalize (handed the same ledger) scans nothing aga
 from __future__ import annotations
 
 import itertools
-import sys
 from collections.abc import Callable, Container, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Generic, NamedTuple, Protocol, TypeVar
@@ -74,16 +74,11 @@ class CritiqueState(NamedTuple):
         return self.failure is None or not self.failure.is_call_failure
 
 
-def _shared(text: str) -> str:
-    # Interned: thousands of records name the same model, prompt or draft; one string serves them.
-    return sys.intern(text)
-
-
 def _draft_state(draft: Draft) -> DraftState:
     return DraftState(
         chunk_id=draft.chunk_id,
-        model=_shared(draft.model),
-        prompt_hash=_shared(draft.prompt_hash),
+        model=draft.model,
+        prompt_hash=draft.prompt_hash,
         failure=draft.failure,
         input_tokens=draft.usage.input_tokens,
         output_tokens=draft.usage.output_tokens,
@@ -93,10 +88,10 @@ def _draft_state(draft: Draft) -> DraftState:
 
 def _critique_state(critique: Critique) -> CritiqueState:
     return CritiqueState(
-        draft_id=_shared(critique.draft_id),
-        criterion=_shared(critique.criterion),
-        model=_shared(critique.model),
-        prompt_hash=_shared(critique.prompt_hash),
+        draft_id=critique.draft_id,
+        criterion=critique.criterion,
+        model=critique.model,
+        prompt_hash=critique.prompt_hash,
         failure=critique.failure,
         score=critique.score,
         input_tokens=critique.usage.input_tokens,
