@@ -28,7 +28,7 @@ from qagen._version import __version__
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex
 from qagen.generation.filter import Assembler, sample_ranks
-from qagen.generation.kept_quality import carried_over, stored_kept_quality
+from qagen.generation.kept_quality import carried_over, read_kept_ids, stored_kept_quality
 from qagen.generation.ledger import Ledger
 from qagen.generation.mix_change import mix_change
 from qagen.generation.profile import ProfileCounter
@@ -41,6 +41,7 @@ from qagen.generation.write import DATA_FILE, save_outputs
 from qagen.records import BuildSummary, CandidateRow, Duplicates, Passages, TypeFunnel
 from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
+from qagen.runs.scratch import KeySet
 from qagen.runs.store import write_json_atomic
 
 STAMP_FILE = "outputs.stamp.json"
@@ -128,8 +129,9 @@ def write_outputs(
         [critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document(), config.question_types
     )
     failures = _GenerationFailures()
-    sample_ids: set[str] = set()
-    kept_ids: list[str] = []
+    # On disk: a set of 100,000 ids takes about 15 MB in memory (the kept ones are read back from
+    # `dataset/` where they are needed).
+    sample_ids = KeySet("the sampled drafts' ids")
 
     def candidates() -> Iterator[CandidateRow]:
         for item in sample:
@@ -137,8 +139,6 @@ def write_outputs(
             failures.add(candidate, item)
             profile.add(candidate.model_dump(), assembler.last_check_reason)
             sample_ids.add(candidate.id)
-            if candidate.status == "kept":
-                kept_ids.append(candidate.id)
             yield candidate
 
     try:
@@ -155,11 +155,10 @@ def write_outputs(
     )
     paid = ledger.paid_for(sample_ids, Journal(run.root).batched)
     summarised = summarise_build(config, run, tasks, funnel, paid, assembler.by_type())
-    summary = summarised.model_copy(
-        update={"profile": profile.result(duplicates), "kept_quality": carried_over(kept_quality, kept_ids)}
-    )
+    kept_quality = carried_over(kept_quality, lambda: read_kept_ids(run))
+    summary = summarised.model_copy(update={"profile": profile.result(duplicates), "kept_quality": kept_quality})
     write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
-    if changed_mix is not None and (left_out := changed_mix.left_out(kept_ids)) is not None:
+    if changed_mix is not None and (left_out := changed_mix.left_out(read_kept_ids(run))) is not None:
         _say(left_out)
     no_draft = failures.commonest(len(sample)) if sample and funnel.drafted == 0 else None
     if no_draft is None:

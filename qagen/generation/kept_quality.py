@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +64,15 @@ def stored_kept_quality(summary_file: Path) -> KeptQuality:
         return KeptQuality()
 
 
-def carried_over(quality: KeptQuality, kept_ids: Iterable[str]) -> KeptQuality:
-    """`quality` for a run whose kept questions are now `kept_ids`: stale when they are no longer the
-    ones its sample was drawn from, fresh again when a re-filter brought those back."""
+def carried_over(quality: KeptQuality, kept_ids: Callable[[], Iterable[str]]) -> KeptQuality:
+    """`quality` for a run whose kept questions are now those `kept_ids` gives: stale when they are no
+    longer the ones its sample was drawn from, fresh again when a re-filter brought those back.
+
+    `kept_ids` is called only when the estimate has a sample to compare with: a build of 100,000
+    drafts would otherwise hold all its kept ids to compare with nothing."""
     if quality.kept_fingerprint is None:
         return quality
-    return quality.model_copy(update={"stale": quality.kept_fingerprint != kept_fingerprint(kept_ids)})
+    return quality.model_copy(update={"stale": quality.kept_fingerprint != kept_fingerprint(kept_ids())})
 
 
 def kept_quality_of(summary: Mapping[str, Any]) -> KeptQuality:

@@ -80,7 +80,7 @@ def estimate_from(sample: KeptSample, decisions: dict[str, bool], kept_ids: list
                 "method": "wilson",
             }
         )
-    return carried_over(quality, kept_ids)
+    return carried_over(quality, lambda: kept_ids)
 
 
 def estimate_kept_quality(run_dir: Path) -> KeptQuality:
