@@ -25,7 +25,8 @@ from __future__ import annotations
 import tempfile
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import repeat
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -52,16 +53,17 @@ class _Corpus:
 
     def __init__(self, chunks: Iterable[Chunk], tokens: BinaryIO) -> None:
         self.vocab: dict[str, int] = {}
-        self.frequencies: list[int] = []
+        self.frequencies = array("q")  # by token id: 8 bytes a token, not a list of Python ints
         self.lengths = array("i")
         self.documents: Counter[str] = Counter()
-        ids: list[bytes] = []
+        ids, id_ends = bytearray(), array("q")  # every id's bytes, one after another: no object a chunk
         for chunk in chunks:
-            ids.append(chunk.id.encode("utf-8"))
+            ids += chunk.id.encode("utf-8")
+            id_ends.append(len(ids))
             self.documents[chunk.source] += 1
             # setdefault hands back the dict's own int objects, so the lists share them.
             tokens_of_chunk = [self.vocab.setdefault(token, len(self.vocab)) for token in tokenize(chunk.text)]
-            self.frequencies.extend([0] * (len(self.vocab) - len(self.frequencies)))
+            self.frequencies.extend(repeat(0, len(self.vocab) - len(self.frequencies)))
             for token in set(tokens_of_chunk):
                 self.frequencies[token] += 1
             self.lengths.append(len(tokens_of_chunk))
@@ -70,7 +72,8 @@ class _Corpus:
         # Sorted ids, and where each is in the corpus: a chunk's position by binary search, in a few
         # bytes a chunk instead of a dict. Stable, so of two chunks with one id the later is found, as a
         # dict keeps the later.
-        by_id = np.array(ids, dtype=np.bytes_) if ids else np.array([], dtype="S1")
+        by_id = _id_array(ids, id_ends)
+        del ids, id_ends
         self._order = np.argsort(by_id, kind="stable")
         self._sorted = by_id[self._order]
 
@@ -88,14 +91,45 @@ class _Corpus:
     def idf(self) -> np.ndarray:
         """Each token's IDF over the whole corpus, as bm25s computes it when it indexes every chunk."""
         scorer = _select_idf_scorer(BM25_PARAMETERS["method"])
-        frequencies = dict(enumerate(self.frequencies))
+        frequencies = _ByTokenId(self.frequencies)
         idf: np.ndarray = _build_idf_array(frequencies, n_docs=len(self), compute_idf_fn=scorer, dtype=_DTYPE)
         return idf
 
     def average_length(self) -> np.float64:
-        """The chunks' mean length in tokens, as bm25s computes it: numpy's mean of the lengths, kept a
-        numpy float64 (a Python float would make bm25s' term-frequency part float32, not float64)."""
-        return np.float64(np.array(self.lengths.tolist()).mean())
+        """The chunks' mean length in tokens, as bm25s computes it: numpy's mean of the lengths (an
+        integer array's mean adds them as float64, whatever its integer type, so the lengths are read
+        in place instead of as a list of Python ints), kept a numpy float64 (a Python float would make
+        bm25s' term-frequency part float32, not float64)."""
+        return np.float64(np.asarray(self.lengths).mean())
+
+
+def _id_array(ids: bytearray, ends: array[int]) -> np.ndarray:
+    """The ids (the n-th is `ids[ends[n - 1]:ends[n]]`) as numpy bytes, padded with NULs to the
+    longest, as `np.array` pads a list of them."""
+    stops = np.asarray(ends, dtype=np.int64)
+    widths = np.diff(stops, prepend=0)
+    by_id = np.zeros(len(stops), dtype=f"S{max(int(widths.max(initial=0)), 1)}")
+    for number in range(len(stops)):
+        start = ends[number - 1] if number else 0
+        by_id[number] = bytes(ids[start : ends[number]])
+    return by_id
+
+
+class _ByTokenId(Mapping[int, int]):
+    """The document frequencies by token id as bm25s' IDF reads them (a mapping), over the counting
+    pass' array, instead of a dict of the whole vocabulary made to be read once."""
+
+    def __init__(self, frequencies: array[int]) -> None:
+        self._frequencies = frequencies
+
+    def __getitem__(self, token: int) -> int:
+        return self._frequencies[token]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self._frequencies)))
+
+    def __len__(self) -> int:
+        return len(self._frequencies)
 
 
 class _Queries:
