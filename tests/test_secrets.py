@@ -52,10 +52,12 @@ def build(
     )  # fmt: skip
 
 
-def evaluate(llm: StandInLLM, run: Path, corpus: Path, out: Path, *, key: str) -> subprocess.CompletedProcess[str]:
+def evaluate(
+    llm: StandInLLM, run: Path, corpus: Path, out: Path, *extra: str, key: str
+) -> subprocess.CompletedProcess[str]:
     return qagen(
         "evaluate", str(run), "--baseline", "bm25", "--corpus", str(corpus), "--reader-model", "openai:stand-in",
-        "--base-url", llm.base_url, "--out", str(out), "--chunk-size", "400", "--k", "3", "-q", key=key,
+        "--base-url", llm.base_url, "--out", str(out), "--chunk-size", "400", "--k", "3", "-q", *extra, key=key,
     )  # fmt: skip
 
 
@@ -108,7 +110,10 @@ def test_keys_quoted_in_error_bodies_stay_out_of_failed_rows(llm: StandInLLM, co
     built = build(llm, corpus, tmp_path / "run", "--max-retries", "0", key=LOCAL_KEY)
     assert built.returncode == 0, built.stderr
     assert "api_error" in built.stdout  # the failures are really there, with their details
-    evaluated = evaluate(llm, tmp_path / "run", corpus, tmp_path / "eval", key=LOCAL_KEY)
+    # No retries either: a 429 the stand-in repeats would only be waited out (its backoff), not scrubbed.
+    evaluated = evaluate(
+        llm, tmp_path / "run", corpus, tmp_path / "eval", "--set", "calls.max_retries=0", key=LOCAL_KEY
+    )
     assert evaluated.returncode == 0, evaluated.stderr
     outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
     assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
