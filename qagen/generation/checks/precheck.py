@@ -41,8 +41,9 @@ def precheck(draft: Draft, item: Passages, config: BuildConfig, *, answered: boo
         return Precheck(too_long, None)
     question, answer = draft.question or "", draft.answer or ""
     chunk = item.first
+    texts = [passage.text for passage in item.chunks]
     if not answered:
-        failed = failed_check(question, answer, config.enabled_checks() & QUESTION_CHECKS)
+        failed = failed_check(question, answer, config.enabled_checks() & QUESTION_CHECKS, texts)
         if failed is not None:
             return Precheck(failed.reason, None)
         if config.max_copied_share is not None and too_close(question, chunk.text, config.max_copied_share):
@@ -50,7 +51,7 @@ def precheck(draft: Draft, item: Passages, config: BuildConfig, *, answered: boo
         return Precheck(None, None)
     placed = [(place_evidence(draft.evidence, answer, passage.text), passage) for passage in item.chunks]
     evidence, passage = next(((found, at) for found, at in placed if found.found), placed[0])
-    failed = failed_check(question, answer, config.enabled_checks(), [passage.text for passage in item.chunks])
+    failed = failed_check(question, answer, config.enabled_checks(), texts)
     if failed is not None:
         return Precheck(failed.reason, evidence, passage)
     if config.check_evidence and not evidence.found:

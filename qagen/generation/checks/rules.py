@@ -187,7 +187,7 @@ def _code_form(text: str) -> str:
     return re.sub(r"\(\)$", "", re.sub(r"^[$>]\s*", "", text)).strip()
 
 
-def code_not_in_passages(_question: str, answer: str, passages: Sequence[str] = ()) -> bool:
+def code_not_in_passages(_question: str, answer: str, passages: Sequence[str]) -> bool:
     """A span of code in the answer (between backticks) that none of its passages holds, letter case
     kept (`True` is not `true`)."""
     spans = [form for span in _CODE_SPAN.findall(answer) if (form := _code_form(span))]
@@ -250,9 +250,10 @@ def free_check(name: str) -> FreeCheck:
 
 
 def failed_check(
-    question: str, answer: str, enabled: frozenset[str] | set[str], passages: Sequence[str] = ()
+    question: str, answer: str, enabled: frozenset[str] | set[str], passages: Sequence[str]
 ) -> FreeCheck | None:
-    """The first enabled check that rejects the draft (its passages' texts given), or None."""
+    """The first enabled check that rejects the draft, or None. `passages`: the texts the draft was
+    written from, always given: a check of the answer's code against none would reject all code."""
     for check in FREE_CHECKS:
         if check.name in enabled and check.rejects(question, answer, passages):
             return check

@@ -117,9 +117,9 @@ def test_the_table_names_each_check_once_with_its_own_reason() -> None:
     assert {check.reason for check in FREE_CHECKS} == {
         SOURCE_POINTING, ANSWER_IN_QUESTION, ANSWER_NOT_GROUNDED, ANSWER_POINTING, CODE_NOT_IN_PASSAGES
     }  # fmt: skip
-    both = failed_check("What is in the context?", "The context does not mention it.", set(FREE_CHECK_NAMES))
+    both = failed_check("What is in the context?", "The context does not mention it.", set(FREE_CHECK_NAMES), ())
     assert both is not None and both.reason == SOURCE_POINTING  # the first in the table
-    off = failed_check("What is in the context?", "x", {"ungrounded_answer"})
+    off = failed_check("What is in the context?", "x", {"ungrounded_answer"}, ())
     assert off is None  # a check turned off rejects nothing
 
 
