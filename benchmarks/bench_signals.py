@@ -34,8 +34,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from qagen.config import BuildConfig, CorpusSettings
-from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, passes
+from qagen.config import BuildConfig
+from qagen.corpus.settings import CorpusSettings
+from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, Vetting, passes
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.replies import parse_factoid_qa
@@ -112,7 +113,7 @@ _EVERY_TYPE = {"factoid": 25, "multi_hop": 25, "unanswerable": 25, "reworded": 2
 
 
 @cache
-def _build_tasks(model: str, names: tuple[str, ...], vetting: str) -> BuildTasks:
+def _build_tasks(model: str, names: tuple[str, ...], vetting: Vetting) -> BuildTasks:
     config = BuildConfig(
         corpus=CorpusSettings(path="."), question_types=_EVERY_TYPE, critic=ModelSettings(spec=model),
         critics=tuple(name for name in names if name in BUNDLED_OPT_IN), vetting=vetting,
@@ -123,7 +124,7 @@ def _build_tasks(model: str, names: tuple[str, ...], vetting: str) -> BuildTasks
 def task_for(name: str, question_type: str, model: str) -> CriticTask | None:
     """The critic's task as a build asks it of this question type (its prompt for the type included);
     None when a build does not vet the type with it."""
-    vetting = "cookbook" if name in COOKBOOK else "checks"
+    vetting: Vetting = "cookbook" if name in COOKBOOK else "checks"
     names = tuple(spec.name for spec in BUNDLED_OPT_IN)
     return _build_tasks(model, names, vetting).types[question_type].critic(name)
 
@@ -329,8 +330,9 @@ def report(args: argparse.Namespace) -> None:
         found: dict[str, Critique] = {}
         for name in names:
             task = task_for(name, reviewed.drafted.passages.question_type, args.model)
-            if task is not None and (record := by_key.get(task.key(reviewed.drafted))) is not None and record.ok:
-                found[name] = record
+            stored = by_key.get(task.key(reviewed.drafted)) if task is not None else None
+            if stored is not None and stored.ok:
+                found[name] = stored
         verdicts[reviewed.drafted.draft.id] = found
     recorded = _recorded_scores(args.reviewed)
     groups: dict[str, list[Reviewed]] = {}
@@ -356,8 +358,9 @@ def report(args: argparse.Namespace) -> None:
         checks = [_free_check(member, config) is not None for member in members]
         print(_line("free checks (default on)", checks, keeps, ids))
         reasons = Counter(reason for member in members if (reason := _free_check(member, config)))
-        if reasons:
-            print(f"    {dict(reasons)}")
+        for reason in sorted(reasons):  # each free check alone: its rejections' precision
+            alone = [_free_check(member, config) == reason for member in members]
+            print(_line(f"  {reason}", alone, keeps, ids))
         if any(member.drafted.draft.id in recorded for member in members):
             before = [any((recorded.get(i, {}).get(c) or 0) < 4 for c in COOKBOOK) for i in ids]
             print(_line("recorded cookbook critics >= 4", before, keeps, ids))
