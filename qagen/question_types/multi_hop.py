@@ -1,11 +1,17 @@
-"""`multi_hop`: a question that needs two passages, a bridge from one to the other or a comparison.
+"""`multi_hop`: a question that needs two passages, composed from a factoid of each.
 
 The passages are two chunks that share a rare term (`pairs.shared_term_pairs`), two parts of one
-document when it has such a pair, else from two documents. The groundedness critic reads both passages; one more critic,
-`needs_both`, confirms that neither passage alone answers the question, and a draft it rates low is
-rejected as `single_hop`. Under checks vetting the reader answers it from both passages (it must
-answer as the draft does), then from each passage alone (`first_alone`, `second_alone`: an answer
-that agrees with the drafted one rejects it as `single_hop`), before the later critics are paid.
+document when it has such a pair, else from two documents. Each passage is drafted alone as a
+factoid (the factoid's prompt, parser and free checks), then one call writes a question that needs
+both answers, and its answer from them (`qagen.generation.compose`): asked for the whole question
+in one call, Qwen2.5-Coder-1.5B wrote none a reviewer keeps (0 of 44 over four prompts: wrong
+answers, questions one passage answers, "passage 1"), while it composes two factoids faithfully.
+
+The groundedness critic reads both passages; one more critic, `needs_both`, confirms that neither
+passage alone answers the question, and a draft it rates low is rejected as `single_hop`. Under
+checks vetting the reader answers it from both passages (it must answer as the draft does), then
+from each passage alone (`first_alone`, `second_alone`: an answer that agrees with the drafted one
+rejects it as `single_hop`), before the later critics are paid.
 """
 
 from __future__ import annotations
@@ -39,8 +45,8 @@ FIRST_ALONE, SECOND_ALONE = _lone_reader("first"), _lone_reader("second")
 
 MULTI_HOP = QuestionTypeSpec(
     name="multi_hop",
-    help="needs two passages that share a term: a bridge from one to the other, or a comparison",
-    draft_prompt="qa_multi_hop",
+    help="needs two passages that share a term: one question composed from a factoid of each",
+    draft_prompt="qa_multi_hop_compose",
     question_label="Multi-hop question",
     picker=shared_term_pairs("multi_hop"),
     critics=(
@@ -56,6 +62,7 @@ MULTI_HOP = QuestionTypeSpec(
         TypeCritic("second_alone", vetting="checks"),
     ),
     own_critics=(NEEDS_BOTH, FIRST_ALONE, SECOND_ALONE),
+    parts="factoid",
     passages_needed="two chunks that share a rare term (a name, an option, a command: a word few other chunks hold) "
     "and are not near copies of each other",
 )

@@ -119,6 +119,18 @@ def single_hop(question: str, rate: float) -> bool:
     return unit_interval("single-hop", question) < rate
 
 
+def composed_for(parts: tuple[tuple[str, str], ...], single_hop_rate: float = 0.0) -> tuple[str, str]:
+    """The (question, answer) the stand-in composes from its parts' (question, answer)s (qagen's multi-hop
+    drafts): a question naming the topic of each part's answer and the digest of them all, answered by
+    the parts' answers in order (the first's alone for the `single_hop_rate` share of questions: a reader
+    given the first passage alone answers it)."""
+    digest = hashlib.sha256("\x00".join(f"{q}\x00{a}" for q, a in parts).encode("utf-8")).hexdigest()
+    topics = " and ".join(_topic(answer, 2) for _, answer in parts)
+    question = f"Which fact links {topics}, {MULTI_HOP_MARK} {digest[:10]}?"
+    used = parts[:1] if single_hop(question, single_hop_rate) else parts
+    return question, " ".join(answer for _, answer in used)
+
+
 def draft_for(
     label: str, passages: tuple[str, ...], duplicate_rate: float = 0.0, single_hop_rate: float = 0.0
 ) -> tuple[str, str]:
