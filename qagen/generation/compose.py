@@ -1,10 +1,12 @@
 """Drafts composed from parts (`QuestionTypeSpec.parts`: the multi-hop question): each passage is
-drafted alone as a question of the parts' type, then one call writes a question that needs every
-part's answer, and its answer from them.
+drafted alone as a question of the parts' type, then one call writes a question that asks for every
+part's answer; its answer is theirs, joined (`joined_answer`).
 
 A small model asked for a question that needs two passages, in one call, answered it wrongly, or from
 one passage, or pointed at "passage 1" (Qwen2.5-Coder-1.5B: 0 of 44 drafts kept by a reviewer over
 four prompts); asked to join two questions it drafted from one passage each, it does so faithfully.
+Asked to write the joined answer too, it added what neither part says (a default for an attribute no
+passage names, in 2 of 5 composed drafts), so the answer is the parts' own, each already checked.
 
 The parts are drafts of their own: records in the draft log, keyed as the parts' type keys a draft of
 that passage (a factoid of the same chunk, prompt and model is the same record), so a run killed
@@ -60,8 +62,14 @@ def documents_phrase(item: Passages) -> str:
     return f"the documents {', '.join(quoted[:-1])} and {quoted[-1]}"
 
 
+def joined_answer(parts: Sequence[Draft]) -> str:
+    """A composed draft's answer: its parts' answers in order, each a sentence of its own."""
+    sentences = [(part.answer or "").strip() for part in parts]
+    return " ".join(s if s.endswith((".", "!", "?")) else f"{s}." for s in sentences if s)
+
+
 class ComposeTask(SingleCallTask[Composing, Draft]):
-    """Ask the generator for one question that needs every part's answer, and its answer from them."""
+    """Ask the generator for one question that asks for every part's answer (its answer: `joined_answer`)."""
 
     role: Role = "generator"
 
@@ -109,7 +117,8 @@ class ComposeTask(SingleCallTask[Composing, Draft]):
         return user_request(self.prompt.render(**values))
 
     def parse(self, item: Composing, reply: Reply) -> Draft:
-        parsed = parse_labelled_qa(reply.text, self.question_type.question_label)
+        # The reply's own `Answer:` line, if the model wrote one, is not the answer: the parts' answers are.
+        parsed = parse_labelled_qa(reply.text, self.question_type.question_label, answer_optional=True)
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
         if failure is None and echoes_example(parsed.question or "", self.examples):
             failure = Failure.of(FailureKind.TEMPLATE_ECHO, "the question copies the prompt's example")
@@ -122,7 +131,7 @@ class ComposeTask(SingleCallTask[Composing, Draft]):
             prompt_hash=self.prompt.hash,
             failure=failure,
             question=parsed.question if ok else None,
-            answer=parsed.answer if ok else None,
+            answer=joined_answer(item.parts) if ok else None,
             evidence=(evidence or None) if ok else None,
             parts=item.parts,
             raw=reply.verbatim,

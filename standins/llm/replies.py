@@ -33,8 +33,8 @@ from standins.llm.outcomes import (
     factoid_for,
     first_sentence,
     judge_score,
+    lone_reader_answer,
     score_for,
-    single_hop,
     unit_interval,
 )
 from standins.llm.prompt_recognition import PromptInfo, PromptKind, classify_prompt
@@ -287,8 +287,8 @@ def reader_answer(info: PromptInfo, policy: ReplyPolicy) -> str:
         )
     passages = info.passages or (info.context or "",)
     if MULTI_HOP_MARK in question and len(passages) == 1:
-        # One passage of a multi-hop question: it answers only a draft made from that passage alone.
-        return first_sentence(passages[0], 140) if single_hop(question, policy.single_hop_rate) else NOT_ANSWERED
+        # One passage of a multi-hop question: it answers only a question one passage answers.
+        return lone_reader_answer(question) or NOT_ANSWERED
     if unit_interval("reader-unanswered", question) < policy.reader_unanswered_rate:
         return NOT_ANSWERED
     if unit_interval("reader-mismatch", question) < policy.reader_mismatch_rate:

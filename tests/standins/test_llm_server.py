@@ -24,7 +24,14 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 import qagen
-from standins.llm.outcomes import DUPLICATE_QUESTION, MULTI_HOP_MARK, composed_for, factoid_for, first_sentence
+from standins.llm.outcomes import (
+    DUPLICATE_QUESTION,
+    MULTI_HOP_MARK,
+    composed_for,
+    factoid_for,
+    first_sentence,
+    lone_reader_answer,
+)
 from standins.llm.prompt_recognition import classify_prompt, extract_context, extract_question
 from standins.llm.replies import (
     FALLBACK_ANSWER,
@@ -239,9 +246,13 @@ def test_the_composing_prompt_is_answered_from_its_parts_questions_and_answers(l
     question, answer = composed_for(tuple(parts))
     assert reply == f"Multi-hop question: {question}\nAnswer: {answer}"
     assert MULTI_HOP_MARK in question and answer == f"{parts[0][1]} {parts[1][1]}"
-    # A share of them is answered from the first part alone: a reader of the first passage answers it too.
-    lone = [composed_for(((f"Q{n}?", "First."), ("Other?", "Second.")), single_hop_rate=0.5)[1] for n in range(40)]
-    assert {"First.", "First. Second."} == set(lone)
+    # A share of them one passage alone answers: the question carries every part's answer, encoded, which a
+    # reader of either passage gives; a reader of one passage of the others gives none.
+    composed = [composed_for(((f"Q{n}?", "First."), ("Other?", "Second.")), single_hop_rate=0.5) for n in range(40)]
+    assert {answer for _, answer in composed} == {"First. Second."}
+    lone = [lone_reader_answer(question) for question, _ in composed]
+    assert {"First. Second.", None} == set(lone)
+    assert all("First" not in question and "Second" not in question for question, _ in composed)
 
 
 @pytest.mark.parametrize("criterion", CRITERIA)
