@@ -120,7 +120,10 @@ class BuildConfig(BaseModel):
         "`critique_<name>.txt` in `prompts_dir`, asked after the registered ones, in this order.",
     )
     max_answer_chars: int = Field(
-        default=300, description="A draft with a longer answer is rejected as `answer_too_long` (the notebook's 300)."
+        default=300,
+        description="A draft with a longer answer is rejected as `answer_too_long` (the notebook's 300); a draft "
+        "composed from parts (a multi-hop question: one answer from a factoid's of each passage) may have this "
+        "per part.",
     )
     max_question_chars: int = Field(
         default=500, description="A draft with a longer question is rejected as `question_too_long`."
@@ -285,7 +288,8 @@ class BuildConfig(BaseModel):
         """
         if len(draft.question or "") > self.max_question_chars:
             return FailureKind.QUESTION_TOO_LONG.value
-        if len(draft.answer or "") > self.max_answer_chars:
+        # A composed answer is written from its parts' answers, each within the limit.
+        if len(draft.answer or "") > self.max_answer_chars * max(1, len(draft.parts)):
             return FailureKind.ANSWER_TOO_LONG.value
         return None
 

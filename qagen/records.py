@@ -146,7 +146,14 @@ class Draft(TaskOutput):
     answer: str | None = None
     evidence: str | None = Field(
         default=None,
-        description="The sentence of the chunk the reply quoted as the answer's evidence; None when it quoted none.",
+        description="The sentence of the chunk the reply quoted as the answer's evidence; None when it quoted none. "
+        "A composed draft's: its parts' sentences, one a line.",
+    )
+    parts: tuple[Draft, ...] = Field(
+        default=(),
+        description="The drafts a composed draft was written from (a multi-hop question's factoid of each passage, "
+        "`qagen.generation.compose`), in the order of its passages, with their replies; each is also a record of "
+        "its own (its usage is counted there, not here). Empty for a draft of one call.",
     )
 
 

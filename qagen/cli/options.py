@@ -221,7 +221,7 @@ threshold_options = option_group(
     option("--min-score", type=click.IntRange(1, 5), default=4, show_default=True, help="Keep a draft when every critic's score is at least this."),
     *(_threshold_option(spec) for spec in CRITICS),
     option("--min-critic", "min_critic", metavar="NAME=SCORE", multiple=True, callback=_critic_thresholds, help="Keep a draft when the critic NAME scores at least SCORE, for any critic, your own (--critic) included; repeatable."),
-    option("--max-answer-chars", type=click.IntRange(min=1), default=300, show_default=True, help="A draft with a longer answer is no factoid: rejected as answer_too_long, not critiqued (the notebook's limit)."),
+    option("--max-answer-chars", type=click.IntRange(min=1), default=300, show_default=True, help="A draft with a longer answer is no factoid: rejected as answer_too_long, not critiqued (the notebook's limit); a multi-hop answer, composed from a factoid's of each passage, may have this per passage."),
     option("--max-question-chars", type=click.IntRange(min=1), default=500, show_default=True, help="A draft with a longer question is rejected as question_too_long, not critiqued."),
 )  # fmt: skip
 

@@ -155,7 +155,7 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
             if read.answer is None:  # the reader says the passages do not answer the question
                 score = YES_SCORE if self.scale == "lone_reader" else NO_SCORE
                 return self._record(item, None, reply.verbatim, reply, score, None)
-            agreement = answer_agreement(read.answer, item.draft.answer or "")
+            agreement = answer_agreement(read.answer, self.expected_answer(item))
             score = YES_SCORE if agreement >= READER_AGREEMENT else NO_SCORE
             if self.scale == "lone_reader":  # one passage alone should not answer as both do
                 score = YES_SCORE + NO_SCORE - score
@@ -166,6 +166,15 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
         return self._record(
             item, failure, reply.verbatim, reply, parsed.score, parsed.rationale, probability=probability
         )
+
+    def expected_answer(self, item: Drafted) -> str:
+        """What a reader's answer is compared with: the drafted answer; for a lone reader of a draft composed
+        from parts (a multi-hop question), the answers of the parts drafted from the passages it is not
+        shown: its passage alone gives its own part's answer by construction, and must not give the other's."""
+        if self.scale != "lone_reader" or not item.draft.parts:
+            return item.draft.answer or ""
+        shown = {position for placeholder in self.shown(item.passages).values() for position in placeholder.passages}
+        return " ".join(part.answer or "" for position, part in enumerate(item.draft.parts) if position not in shown)
 
     def failed(self, item: Drafted, failure: Failure, reply: Reply | None = None) -> Critique:
         return self._record(item, failure, reply.verbatim if reply else failure.detail, reply, None, None)

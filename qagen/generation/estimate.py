@@ -3,18 +3,21 @@ its run directory has spent already.
 
 The estimate follows the build's own decisions over what the run directory holds: a draft stored
 is not made again (unless its call failed in a way worth another, as the build redoes it); a
-draft's critics are asked only when it passed the free checks, in order, each stored verdict
-read as the build reads it (a low score stops the critics after it). Only what is not stored yet
+composed draft (a multi-hop question, `qagen.generation.compose`) costs a call for each part not
+stored and one to compose them, none when its stored parts end it; a draft's critics are asked
+only when it passed the free checks, in order, each stored verdict read as the build reads it (a
+low score stops the critics after it). Only what is not stored yet
 is assumed: each later critic is asked about `ASSUMED_PASS_RATE` of the drafts before it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from qagen.config import BuildConfig
+from qagen.generation.compose import ComposeTask, judge_parts
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
@@ -23,7 +26,7 @@ from qagen.generation.sample import Sample
 from qagen.generation.summary import stage_usage
 from qagen.generation.tasks import BuildTasks, TypeTasks, stops_the_critics
 from qagen.llm.prompts import Prompt
-from qagen.records import Passages
+from qagen.records import Draft, Passages
 from qagen.runs.batch.journal import Journal
 from qagen.runs.executor import needs_call
 from qagen.runs.rundir import RunDir
@@ -32,6 +35,8 @@ from qagen.runs.rundir import RunDir
 # usual figure for English with OpenAI's tokenizers; other scripts take more tokens per character).
 CHARS_PER_TOKEN = 4.0
 ASSUMED_QUESTION_CHARS = 120
+ASSUMED_ANSWER_CHARS = 120
+"""A drafted answer, as the composing call reads each part's."""
 ASSUMED_OUTPUT_TOKENS = {"generation": 60, "critique": 80}
 ASSUMED_PASS_RATE = 0.8
 
@@ -59,6 +64,8 @@ class Estimate:
     settings: ClassVar[tuple[str, ...]] = ("price_input", "price_output")
 
     drafts: int
+    draft_calls: int
+    """The calls that make the drafts: one a draft, a composed draft's parts and composing call."""
     critic_calls: float
     input_tokens: int
     output_tokens: int
@@ -75,12 +82,18 @@ class Estimate:
 
     @property
     def calls(self) -> float:
-        return self.drafts + self.critic_calls
+        return self.draft_calls + self.critic_calls
 
     def describe(self) -> str:
         cost = dollars(self.cost) if self.cost is not None else "unknown (give `price_input`/`price_output`)"
         lines = [
             f"  drafts to make          {self.drafts:,} (already made: {self.already_done:,})",
+            f"  drafting calls          {self.draft_calls:,}"
+            + (
+                " (a multi-hop draft: a factoid of each passage, then the call that composes them)"
+                if self.draft_calls != self.drafts
+                else ""
+            ),
             f"  critic calls (expected) {self.critic_calls:,.0f}",
             f"  LLM calls (expected)    {self.calls:,.0f}",
             f"  input tokens (approx.)  {self.input_tokens:,}"
@@ -111,12 +124,37 @@ class _Left:
 
     def __init__(self) -> None:
         self.drafts = 0
+        self.draft_calls = 0
         self.critic_calls = 0.0
         self.input_chars = 0.0
         self.repeated_chars = 0.0
 
-    def draft(self, task: DraftTask, item: Passages) -> None:
+    def draft(
+        self, config: BuildConfig, task: DraftTask | ComposeTask, item: Passages, stored: Callable[[str], Draft | None]
+    ) -> bool:
+        """A draft to make, and its calls: of a composed draft, one for each part not `stored` (by record
+        id, or stored with a failure worth another call) and the composing call. False when its parts,
+        all stored, end it: nothing is made, and no critic asked."""
+        if isinstance(task, DraftTask):
+            self._call(task, item)
+            self.drafts += 1
+            return True
+        part_items = task.part_items(item)
+        parts = [stored(task.part.key(part)) for part in part_items]
+        finished = [part if part is not None and not needs_call(part) else None for part in parts]
+        verdict = judge_parts(finished, item, config, task.part.question_type)
+        if not verdict.missing and not verdict.composable:
+            return False
+        for part_item, part in zip(part_items, finished, strict=True):
+            if part is None:
+                self._call(task.part, part_item)
+        self.draft_calls += 1
+        self.input_chars += len(task.prompt.text) + len(part_items) * (ASSUMED_QUESTION_CHARS + ASSUMED_ANSWER_CHARS)
         self.drafts += 1
+        return True
+
+    def _call(self, task: DraftTask, item: Passages) -> None:
+        self.draft_calls += 1
         self.input_chars += _message_chars(task.prompt, task.shown(item), item, framed=task.frames(item))
 
     def critics(
@@ -166,8 +204,8 @@ def estimate(
             of_type = tasks.of(item)
             draft = ledger.draft_store.get(tasks.draft_key(item))
             if draft is None or needs_call(draft):
-                left.draft(of_type.draft, item)
-                left.critics(config, of_type.critics, item, opened=of_type.draft.frames(item))
+                if left.draft(config, of_type.draft, item, ledger.draft_store.get):
+                    left.critics(config, of_type.critics, item, opened=of_type.draft.frames(item))
             elif of_type.reaches_the_critics(draft, item, config):
                 _stored_critics(config, tasks.drafted(draft, item), of_type, ledger, left)
         spent = _spent(config, records, ledger) if records.exists() else None
@@ -176,7 +214,7 @@ def estimate(
     input_tokens = int(left.input_chars / CHARS_PER_TOKEN)
     repeated_tokens = int(left.repeated_chars / CHARS_PER_TOKEN)
     output_tokens = int(
-        left.drafts * ASSUMED_OUTPUT_TOKENS["generation"] + left.critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]
+        left.draft_calls * ASSUMED_OUTPUT_TOKENS["generation"] + left.critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]
     )
     generator_price = config.price(config.generator.spec)
     critic_price = config.price(config.critic.spec)
@@ -185,12 +223,13 @@ def estimate(
     cost = None
     if generator_price is not None and critic_price is not None:
         # Split the tokens by stage in proportion to calls: close enough for an estimate.
-        share = left.drafts / max(left.drafts + left.critic_calls, 1)
+        share = left.draft_calls / max(left.draft_calls + left.critic_calls, 1)
         cost = generator_price.cost(int(input_tokens * share), int(output_tokens * share)) + critic_price.cost(
             int(input_tokens * (1 - share)), int(output_tokens * (1 - share))
         )
     return Estimate(
         drafts=left.drafts,
+        draft_calls=left.draft_calls,
         critic_calls=left.critic_calls,
         input_tokens=input_tokens,
         output_tokens=output_tokens,

@@ -15,6 +15,7 @@ from qagen.critics import passes, rejected_as_reason, rejection
 from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.checks.precheck import precheck
+from qagen.generation.compose import ended_by_part
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.sample import Sample
@@ -229,6 +230,12 @@ class Assembler:
         draft = drafts.get(did)
         quality = _NOT_MEASURED
         self.last_check_reason = None
+        # A composed draft's parts are judged first: one that failed, or that a free check rejects,
+        # ends it with its reason (shown with that part's reply), whether it was composed or not.
+        parts = tasks.judge_parts(item, draft, config, drafts.get)
+        compose = tasks.compose
+        if parts is not None and compose is not None and not parts.missing:
+            draft = ended_by_part(compose, item, parts) or draft
         if draft is None:
             # Never asked, not failed: the next `generate` (or build) drafts it.
             fate = _Fate("undecided", f"generation:{NOT_ASKED}", {})
@@ -242,7 +249,8 @@ class Assembler:
         else:
             counts.drafted += 1
             of_type.drafted += 1
-            checked = precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
+            rejected_part = parts.rejected if parts is not None else None
+            checked = rejected_part or precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
             rank = self.ranks[position] if self.ranks is not None else None
             quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank)
             # The build's free checks, then the type's own: either rejects before any critic is asked.

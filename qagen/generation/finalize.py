@@ -139,6 +139,8 @@ def write_outputs(
             failures.add(candidate, item)
             profile.add(candidate.model_dump(), assembler.last_check_reason)
             sample_ids.add(candidate.id)
+            for part in tasks.of(item).part_keys(item):  # a composed draft's parts were paid for it too
+                sample_ids.add(part)
             yield candidate
 
     try:

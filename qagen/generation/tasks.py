@@ -1,17 +1,19 @@
 """The LLM work of a build: its tasks (per question type, one draft task and the critics in the
 order they are asked) and the one place their dependencies are stated (`BuildFlow`).
 
-The dependencies: a draft's critics are asked after it, and only when it parsed and passed the
-checks that cost no call (the build's, `qagen.generation.checks.precheck`, then its type's own);
-cheapest first (the two that read only the question before those that also read the passages); a
-low score stops the critics after it (unless `all_critics`), and so does a critic call that
-failed, which is redone on the next run together with the critics after it, in order, exactly as
-in a run without the failure.
+The dependencies: a composed draft (a multi-hop question) is written after its parts, and only
+when each parsed and passed the checks that cost no call (`qagen.generation.compose`); a draft's
+critics are asked after it, and only when it parsed and passed the checks that cost no call (the
+build's, `qagen.generation.checks.precheck`, then its type's own); cheapest first (the two that
+read only the question before those that also read the passages); a low score stops the critics
+after it (unless `all_critics`), and so does a critic call that failed, which is redone on the
+next run together with the critics after it, in order, exactly as in a run without the failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import asyncio
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from qagen.corpus.chunk_index import ChunkIndex
 from qagen.critics import CHECKS_VETTING_TYPED, CriticSpec, check_prompt, passes
 from qagen.errors import ConfigError
 from qagen.generation.checks.precheck import precheck
+from qagen.generation.compose import ComposeTask, Composing, PartsVerdict, judge_parts
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
@@ -28,7 +31,7 @@ from qagen.llm.cost import Budget
 from qagen.llm.prompts import load_prompts
 from qagen.question_types import QUESTION_TYPES, QuestionTypeSpec
 from qagen.records import Critique, Draft, Passages, Usage
-from qagen.runs.executor import Executor
+from qagen.runs.executor import Executor, needs_call
 
 
 @dataclass(frozen=True)
@@ -36,8 +39,39 @@ class TypeTasks:
     """One question type's draft task and critics, critics in the order they are asked."""
 
     spec: QuestionTypeSpec
-    draft: DraftTask
+    draft: DraftTask | ComposeTask
+    """The task whose record is the type's draft: drafted in one call, or composed from parts."""
     critics: tuple[CriticTask, ...]
+
+    @property
+    def compose(self) -> ComposeTask | None:
+        """The composing task of a type drafted from parts (`QuestionTypeSpec.parts`); None otherwise."""
+        return self.draft if isinstance(self.draft, ComposeTask) else None
+
+    def part_keys(self, item: Passages) -> tuple[str, ...]:
+        """The record ids of the parts the item's draft is composed from (none for a type of one call):
+        calls paid for it, beside its own."""
+        compose = self.compose
+        return () if compose is None else compose.part_keys(item)
+
+    def judge_parts(
+        self,
+        item: Passages,
+        draft: Draft | None,
+        config: BuildConfig,
+        stored: Callable[[str], Draft | None] | None = None,
+    ) -> PartsVerdict | None:
+        """What the parts of a composed type's draft decide (`compose.judge_parts`): the parts the draft
+        holds, or with no draft the stored ones (`stored`, by record id: none without it); None for a
+        type drafted in one call."""
+        compose = self.compose
+        if compose is None:
+            return None
+        if draft is not None:
+            parts: tuple[Draft | None, ...] = draft.parts
+        else:
+            parts = tuple(stored(key) if stored else None for key in compose.part_keys(item))
+        return judge_parts(parts, item, config, compose.part.question_type)
 
     def critic(self, criterion: str) -> CriticTask | None:
         """The type's task of a critic; None when the type is not vetted by it."""
@@ -47,6 +81,9 @@ class TypeTasks:
         """Whether the draft's critics are asked: it parsed and passed the checks that cost no call
         (the build's, `checks.precheck`, then the type's own)."""
         if not draft.ok:
+            return False
+        parts = self.judge_parts(item, draft, config)
+        if parts is not None and not parts.composable:
             return False
         if precheck(draft, item, config, answered=self.spec.answer_in_passages).reason is not None:
             return False
@@ -100,13 +137,14 @@ class BuildTasks:
             order = sorted(chosen, key=lambda name: registry.get(name).order)
             asked[spec.name] = [(name, chosen[name]) for name in order]
         critic_specs = [registry.get(name) for name in dict.fromkeys(n for pairs in asked.values() for n, _ in pairs)]
-        bundled = [spec.draft_prompt for spec in specs]
+        part_specs = {spec.name: _part_type(spec) for spec in specs if spec.parts is not None}
+        bundled = [spec.draft_prompt for spec in [*specs, *part_specs.values()]]
         bundled += [p for pairs in asked.values() for n, p in pairs if not registry.get(n).from_prompts_dir]
         prompts = load_prompts(
             list(dict.fromkeys(bundled)),
             Path(config.prompts_dir) if config.prompts_dir else None,
             own=[spec.prompt for spec in critic_specs if spec.from_prompts_dir],
-            defaults_in=_shipped_elsewhere(specs, asked, critic_specs),
+            defaults_in=_shipped_elsewhere([*specs, *part_specs.values()], asked, critic_specs),
         )
         settings = {"audience": config.audience}
         critics: dict[tuple[str, str], CriticTask] = {}
@@ -122,10 +160,19 @@ class BuildTasks:
                         scale=registry.get(name).scale,
                         shared_prefix=config.shared_prefix,
                     )
+
+        def drafting(spec: QuestionTypeSpec) -> DraftTask:
+            shared = config.shared_prefix
+            return DraftTask(config.generator.spec, prompts[spec.draft_prompt], spec, shared_prefix=shared)
+
         types = {
             spec.name: TypeTasks(
                 spec,
-                DraftTask(config.generator.spec, prompts[spec.draft_prompt], spec, shared_prefix=config.shared_prefix),
+                drafting(spec)
+                if spec.name not in part_specs
+                else ComposeTask(
+                    config.generator.spec, prompts[spec.draft_prompt], spec, drafting(part_specs[spec.name])
+                ),
                 tuple(critics[pair] for pair in asked[spec.name]),
             )
             for spec in specs
@@ -198,11 +245,22 @@ def _shipped_elsewhere(
             place(critic.prompt, critic.prompt_folder, f"the critic {critic.name}")
     for spec in types:
         own_prompts = {critic.prompt for critic in spec.critics if critic.prompt}
-        for prompt in [spec.draft_prompt, *(p for _, p in asked[spec.name] if p in own_prompts)]:
+        for prompt in [spec.draft_prompt, *(p for _, p in asked.get(spec.name, ()) if p in own_prompts)]:
             folder = spec.prompt_folder_of(prompt)
             if folder is not None:
                 place(prompt, str(folder), f"the question type {spec.name}")
     return {prompt: path for prompt, (path, _) in folders.items()}
+
+
+def _part_type(spec: QuestionTypeSpec) -> QuestionTypeSpec:
+    """The type a composed type's parts are drafted as: one drafted in one call."""
+    part = QUESTION_TYPES.get(spec.parts or "")
+    if part.parts is not None:
+        raise ConfigError(
+            f"The question type {spec.name} is composed from {part.name} drafts, which are composed themselves; "
+            "compose it from a type drafted in one call (factoid)."
+        )
+    return part
 
 
 def _owned_by_a_type(name: str) -> bool:
@@ -237,11 +295,7 @@ class BuildFlow:
 
     async def __call__(self, item: Passages) -> None:
         tasks = self.tasks.of(item)
-        draft = (
-            await self.executor.run(tasks.draft, item, self.drafts)
-            if self.generate
-            else self.drafts.get(tasks.draft.key(item))
-        )
+        draft = await self._draft(tasks, item) if self.generate else self.drafts.get(tasks.draft.key(item))
         if not self.critique or draft is None or not tasks.reaches_the_critics(draft, item, self.config):
             return  # a draft a free check rejects costs no critic
         drafted = self.tasks.drafted(draft, item)
@@ -249,6 +303,23 @@ class BuildFlow:
             verdict = await self.executor.run(critic, drafted, self.critiques)
             if stops_the_critics(verdict, self.config):
                 return
+
+    async def _draft(self, tasks: TypeTasks, item: Passages) -> Draft | None:
+        """The item's draft, made when it is not stored; of a composed type, its parts first (together),
+        and None when they end it before the composing call (`compose`)."""
+        compose = tasks.draft
+        if not isinstance(compose, ComposeTask):
+            return await self.executor.run(compose, item, self.drafts)
+        found = self.drafts.get(compose.key(item))
+        if found is not None and not needs_call(found):
+            return found
+        parts = await asyncio.gather(
+            *(self.executor.run(compose.part, part, self.drafts) for part in compose.part_items(item))
+        )
+        if not judge_parts(parts, item, self.config, compose.part.question_type).composable:
+            return None
+        composing = Composing(question_type=item.question_type, chunks=item.chunks, link=item.link, parts=tuple(parts))
+        return await self.executor.run(compose, composing, self.drafts)
 
 
 def stops_the_critics(verdict: Critique, config: BuildConfig) -> bool:

@@ -87,7 +87,9 @@ class QuestionTypeSpec:
     draft_prompt: str
     """The prompt file that drafts it. Its placeholders say what it reads: `{context}` (the one
     passage), or `{first_context}`, `{second_context}`... (`PASSAGE_PLACEHOLDERS`: several), and
-    `{link}` (the terms they share)."""
+    `{link}` (the terms they share). Of a type drafted from `parts`, the prompt that composes them: it
+    reads the parts' questions and answers (`qagen.generation.compose.PART_PLACEHOLDERS`) and the
+    documents' names (`{documents}`), not the passages."""
     question_label: str
     """The label of the question in the draft's reply (`Factoid question`), before the `Answer:` line."""
     picker: PassagePicker
@@ -137,15 +139,16 @@ class QuestionTypeSpec:
 
         return load_prompt(name, self.prompt_folder_of(name))
 
+    parts: str | None = None
+    """A type whose drafts are composed: each of its passages is first drafted alone as a question of
+    this type (its draft prompt, its parser, its free checks; a record of its own, so a resumed run pays
+    for none twice), then `draft_prompt` writes one question that needs every part's answer
+    (`qagen.generation.compose`). A part that fails, or that a free check rejects, ends the draft with
+    its reason before the composing call. None: `draft_prompt` drafts it from its passages in one call."""
+
     passages_needed: str | None = None
     """For a type whose picker can fall short (`Picked.short`): what a draft's passages must be, said
     when the corpus had none for some of its drafts. None: a picker of one chunk per draft, never short."""
-
-    @property
-    def passages(self) -> int:
-        """How many passages a draft of it reads: the draft prompt's `PASSAGE_PLACEHOLDERS`, or one."""
-        variables = self.load_prompt(self.draft_prompt).variables
-        return sum(name in variables for name in PASSAGE_PLACEHOLDERS) or 1
 
     @property
     def critic_names(self) -> tuple[str, ...]:

@@ -15,6 +15,9 @@
   in flight finish and are saved, and `map` returns (`budget.reached` tells).
 - A request answered in a batch of the run (`answers`: its batch journal, an imported results
   file included) is taken from there, never sent again: whichever command meets it next.
+- A request already in flight for another item (a chunk drafted as a part of two multi-hop drafts
+  at once, or as a factoid and a part) is not sent again: the second waits for the first's reply,
+  paid once (both store the record it makes; the batch executor queues such a request once too).
 
 This is the online strategy (async, bounded in flight). A batch strategy runs the same tasks:
 tasks never call a model themselves.
@@ -176,6 +179,9 @@ class Executor:
         self._slots: _Slots | asyncio.Semaphore | None = None
         self._halted = False
         self._made: list[str] = []  # records made from batch answers, not yet in the journal
+        # Requests in flight, by client and request: the reply each will bring (None: it brought none, a
+        # waiter asks itself), so the same request is not sent twice at once.
+        self._in_flight: dict[tuple[int, Request], asyncio.Future[Outcome | None]] = {}
 
     async def run(self, task: Task[ItemT, RecordT], item: ItemT, store: Store[RecordT]) -> RecordT:
         """The item's record: the stored one when finished, else made now and stored at once."""
@@ -205,11 +211,22 @@ class Executor:
             if outcome is not None:
                 answered.append(request)
             else:
-                async with self._slot():
-                    if self.budget is not None:
-                        self.budget.check()
-                    sent.append(request)
-                    outcome = await client.complete(request)
+                in_flight = (id(client), request)
+                while (sent_already := self._in_flight.get(in_flight)) is not None:
+                    shared = await sent_already
+                    if shared is not None:
+                        sent.append(request)
+                        return shared  # paid (and counted against the cap) by the call that brought it
+                brought: Outcome | None = None
+                self._in_flight[in_flight] = asyncio.get_running_loop().create_future()
+                try:
+                    async with self._slot():
+                        if self.budget is not None:
+                            self.budget.check()
+                        sent.append(request)
+                        outcome = brought = await client.complete(request)
+                finally:
+                    self._in_flight.pop(in_flight).set_result(brought)
             if self.budget is not None and isinstance(outcome, Reply):
                 self.budget.add(client.settings.spec, outcome.usage)
             return outcome

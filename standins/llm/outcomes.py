@@ -8,6 +8,7 @@ at the server; `standins.llm.replies` writes these decisions into replies.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 
@@ -117,6 +118,35 @@ def single_hop(question: str, rate: float) -> bool:
     """The `rate` share of multi-hop questions (by question) the stand-in answers from their first passage
     alone: what a reader given that passage alone answers too."""
     return unit_interval("single-hop", question) < rate
+
+
+SINGLE_HOP_MARK = "in one place as "
+"""In a composed multi-hop question that one passage alone answers (`composed_for`), before its parts'
+answers, encoded (URL-safe base64: no word of them in the question)."""
+
+
+def composed_for(parts: tuple[tuple[str, str], ...], single_hop_rate: float = 0.0) -> tuple[str, str]:
+    """The (question, answer) the stand-in composes from its parts' (question, answer)s (qagen's multi-hop
+    drafts): a question naming the topic of each part's answer and the digest of them all, answered by
+    the parts' answers in order. For the `single_hop_rate` share of questions either passage alone gives
+    every part's answer (`lone_reader_answer`): the question carries them, encoded, after `SINGLE_HOP_MARK`."""
+    digest = hashlib.sha256("\x00".join(f"{q}\x00{a}" for q, a in parts).encode("utf-8")).hexdigest()
+    topics = " and ".join(_topic(answer, 2) for _, answer in parts)
+    question = f"Which fact links {topics}, {MULTI_HOP_MARK} {digest[:10]}?"
+    answers = " ".join(answer for _, answer in parts)
+    if single_hop(question, single_hop_rate):
+        encoded = base64.urlsafe_b64encode(answers.encode("utf-8")).decode("ascii")
+        question = f"{question[:-1]}, {SINGLE_HOP_MARK}{encoded}?"
+    return question, answers
+
+
+def lone_reader_answer(question: str) -> str | None:
+    """What a reader given one passage of a composed multi-hop question answers when that passage alone
+    answers it (`composed_for`): every part's answer; None for the others."""
+    marked = re.search(rf"{re.escape(SINGLE_HOP_MARK)}(?P<encoded>[A-Za-z0-9_=-]+)\?\Z", question)
+    if marked is None:
+        return None
+    return base64.urlsafe_b64decode(marked.group("encoded")).decode("utf-8")
 
 
 def draft_for(

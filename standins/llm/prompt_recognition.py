@@ -10,7 +10,10 @@ Prompt kinds, decided from the text of the last user message:
   ``unknown`` if none matches), and the rated question is read from it.
 - ``generation``: a draft prompt: its answer template has a line ``<Label> question: (your ...``
   (``Factoid question``, ``Multi-hop question``: any question type's) and it embeds ``Context:``;
-  the label and the passages (the chunk, or each ``Passage N:``) are read from it.
+  the label and the passages (the chunk, or each ``Passage N:``) are read from it. A composing
+  prompt (qagen's multi-hop drafts: `qagen.generation.compose`) embeds, instead of passages, the
+  parts' questions and answers (``Question 1:`` ... ``</question>``, ``Answer 1:`` ... ``</answer>``),
+  read as its `parts`.
 - the evaluator's RAGAS-style and grader prompts (``ragas_*``, ``grader``), recognised by how their
   prompt files begin (`standins.llm.eval_replies`, which documents each protocol).
 - ``rerank``: qagen's listwise rerank prompt, told by its opening (`standins.llm.rerank`).
@@ -81,6 +84,7 @@ class PromptInfo:
     label: str | None = None  # generation: the question's label (`Factoid question`, a type's)
     passages: tuple[str, ...] = ()  # generation: every passage (one, or each `Passage N:`)
     asks_evidence: bool = False  # generation: the prompt asks for the evidence sentence (`Evidence:`)
+    parts: tuple[tuple[str, str], ...] = ()  # generation: a composing prompt's parts, (question, answer) each
     response: str | None = None  # judge: the response under evaluation
     evaluation: EvalPrompt | None = None  # ragas_* and grader: what `eval_replies` read from the prompt
 
@@ -92,6 +96,17 @@ def _line_labels(label: str, text: str) -> list[re.Match[str]]:
 # A draft prompt's answer template: `Factoid question: (your factoid question)`, any type's label.
 _DRAFT_TEMPLATE = re.compile(r"^(?P<label>[A-Z][\w-]*(?: [\w-]+)* question): \(your ", re.MULTILINE)
 _PASSAGE = re.compile(r"^[ \t]*Passage \d+:[ \t]*", re.MULTILINE)
+# A composing prompt's parts: `Question 1: ...` up to its closing data tag, then `Answer 1: ...` up to its own.
+_PART = re.compile(
+    r"^[ \t]*Question (?P<number>\d+):[ \t]*(?P<question>.*?)\s*</question>\s*<answer>\s*"
+    r"Answer (?P=number):[ \t]*(?P<answer>.*?)\s*</answer>",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def extract_parts(text: str) -> tuple[tuple[str, str], ...]:
+    """The (question, answer) of each part a composing prompt shows, in order."""
+    return tuple((found.group("question"), found.group("answer")) for found in _PART.finditer(text))
 
 
 def extract_passages(text: str) -> tuple[str, ...]:
@@ -222,7 +237,10 @@ def classify_prompt(text: str) -> PromptInfo:
     if critique >= 0:
         found["critique"] = critique
     template = _DRAFT_TEMPLATE.search(text, 0, limit)
-    if template is not None and ("Context:" in text[template.start() :] or _PASSAGE.search(text, template.start())):
+    parts = extract_parts(text[: template.start()]) if template is not None else ()
+    if template is not None and (
+        parts or "Context:" in text[template.start() :] or _PASSAGE.search(text, template.start())
+    ):
         found["generation"] = template.start()
     kind: PromptKind = min(found, key=found.__getitem__) if found else "answer"
     if kind == "judge":
@@ -236,6 +254,9 @@ def classify_prompt(text: str) -> PromptInfo:
         places = [(text.find(phrase), critic) for critic, phrase in critic_phrases() if phrase in text]
         criterion = min(places)[1] if places else "unknown"
         return PromptInfo(kind="critique", text=text, criterion=criterion, question=extract_question(text))
+    if kind == "generation" and parts:
+        assert template is not None
+        return PromptInfo(kind="generation", text=text, label=template.group("label"), parts=parts)
     if kind == "generation":
         assert template is not None
         passages = framed or extract_passages(text) or (extract_context(text),)

@@ -7,11 +7,11 @@ the same reply, in any process, on any machine. Replies by prompt kind:
 - ``judge``: ``Feedback: ... [RESULT] N`` with ``N = judge_score(instruction, response)``.
 - ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
 - ``generation``: ``<Label>: {q}`` then ``Answer: {a}`` (`draft_for`, the label a question type's;
-  `factoid_for` for ``Factoid question``), then ``Evidence: {sentence}`` when the prompt asks for it:
-  the answer's sentence, copied; for the `evidence_miss_rate` share of contexts a sentence the chunk
-  does not hold (`MISSING_EVIDENCE`), and for the `rule_break_rate` share a factoid that breaks one
-  of the prompt's rules (`RULE_BREAKS`). With `recorded_drafts`, a context found there gets its
-  recorded reply instead.
+  `factoid_for` for ``Factoid question``; `composed_for` for a composing prompt's parts), then
+  ``Evidence: {sentence}`` when the prompt asks for it: the answer's sentence, copied; for the
+  `evidence_miss_rate` share of contexts a sentence the chunk does not hold (`MISSING_EVIDENCE`),
+  and for the `rule_break_rate` share a factoid that breaks one of the prompt's rules
+  (`RULE_BREAKS`). With `recorded_drafts`, a context found there gets its recorded reply instead.
 - the evaluator's RAGAS-style and grader prompts: answered by `standins.llm.eval_replies`.
 - ``rerank``: the passages' identifiers by word overlap with the question (`standins.llm.rerank`).
 - ``answer``: a short plain answer.
@@ -28,12 +28,13 @@ from standins.llm.outcomes import (
     FACTOID_LABEL,
     MULTI_HOP_MARK,
     UNANSWERABLE_MARK,
+    composed_for,
     draft_for,
     factoid_for,
     first_sentence,
     judge_score,
+    lone_reader_answer,
     score_for,
-    single_hop,
     unit_interval,
 )
 from standins.llm.prompt_recognition import PromptInfo, PromptKind, classify_prompt
@@ -233,6 +234,11 @@ def recorded_key(context: str) -> str:
 
 def _draft(info: PromptInfo, policy: ReplyPolicy, request_key: str) -> Reply:
     """The generator's reply (see the module docstring)."""
+    if info.parts:
+        question, answer = composed_for(info.parts, policy.single_hop_rate)
+        fmt = _variant(GENERATION_FORMATS, policy.generation_format_variety, request_key)
+        label = info.label or FACTOID_LABEL
+        return Reply(_generation_reply(question, answer, fmt, None, label), "generation", "generation", format=fmt)
     context = info.context or ""
     if policy.recorded_drafts is not None:
         recorded = policy.recorded_drafts.get(recorded_key(context))
@@ -281,8 +287,8 @@ def reader_answer(info: PromptInfo, policy: ReplyPolicy) -> str:
         )
     passages = info.passages or (info.context or "",)
     if MULTI_HOP_MARK in question and len(passages) == 1:
-        # One passage of a multi-hop question: it answers only a draft made from that passage alone.
-        return first_sentence(passages[0], 140) if single_hop(question, policy.single_hop_rate) else NOT_ANSWERED
+        # One passage of a multi-hop question: it answers only a question one passage answers.
+        return lone_reader_answer(question) or NOT_ANSWERED
     if unit_interval("reader-unanswered", question) < policy.reader_unanswered_rate:
         return NOT_ANSWERED
     if unit_interval("reader-mismatch", question) < policy.reader_mismatch_rate:
@@ -343,7 +349,8 @@ def _malformed(info: PromptInfo, good: Reply, which: str, request_key: str) -> R
         head = good.content.split("Total rating:")[0].split("[RESULT]")[0].strip()
         content = f"{head} Overall, I would call it reasonably good."
     elif which == "no_structure":
-        question, answer = draft_for(info.label or FACTOID_LABEL, info.passages or (info.context or "",))
+        label, passages = info.label or FACTOID_LABEL, info.passages or (info.context or "",)
+        question, answer = composed_for(info.parts) if info.parts else draft_for(label, passages)
         content = f"A good question here would be: {question} The answer is: {answer}"
     return Reply(
         content=content,

@@ -61,6 +61,27 @@ def test_batch_and_online_give_the_same_dataset_in_at_most_four_rounds(corpus: P
     assert_batch_prices(tmp_path / "online", tmp_path / "batch", table)
 
 
+def test_multi_hop_drafts_composed_in_batches_are_the_online_ones(corpus: Path, tmp_path: Path) -> None:
+    # A round of parts (a factoid of each passage), a round of composing calls, then the critics' rounds.
+    mix = ("--question-types", "factoid=50,multi_hop=50")
+    with StandInLLM() as online:
+        result = CliRunner().invoke(main, build_args(online, corpus, tmp_path / "online", *mix, n=12))
+        assert result.exit_code == 0, result.output
+        online_bodies = online.requests_by_body()
+    with StandInLLM(batch_polls=1) as batch:
+        args = build_args(batch, corpus, tmp_path / "batch", *mix, "--batch", "--batch-poll", "0.01", n=12)
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        log = batch.log
+    for name in ("dataset", "candidates"):
+        assert rows(tmp_path / "batch", name) == rows(tmp_path / "online", name)
+    assert any(row["question_type"] == "multi_hop" for row in rows(tmp_path / "batch", "dataset"))
+    batch_bodies = [entry["body_sha256"] for entry in log if entry["method"] == "BATCH"]
+    assert sorted(batch_bodies) == sorted(online_bodies) and len(set(batch_bodies)) == len(batch_bodies)
+    composing = [entry for entry in log if entry["method"] == "BATCH" and entry["reply"].startswith("Multi-hop")]
+    assert composing and summary(tmp_path / "batch")["usage"] == summary(tmp_path / "online")["usage"]
+
+
 def summary(run: Path) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((run / "summary.json").read_text())
     return data

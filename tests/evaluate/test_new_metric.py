@@ -74,8 +74,10 @@ def test_a_registered_metric_reaches_the_summary_and_the_report(
     graded = [entry for entry in llm.log if entry["kind"] == "grader" and entry["criterion"] == "concise"]
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     values = [row["concise"] for row in rows if row["concise"] is not None]
-    assert graded and len(values) == len(graded) == sum(row["generated_answer"] is not None for row in rows)
-    assert sorted(values) == sorted(float(entry["score"]) for entry in graded)
+    assert graded and len(values) == sum(row["generated_answer"] is not None for row in rows)
+    # Two answers alike ask the grader the same request: sent once when both are in flight at once.
+    assert len({entry["body_sha256"] for entry in graded}) == len(graded) <= len(values)
+    assert set(values) == {float(entry["score"]) for entry in graded}
 
     summary = json.loads((out / "summary.json").read_text())
     stats = summary["metrics"]["concise"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from qagen.config import BuildConfig
 from qagen.corpus.settings import CorpusSettings
+from qagen.generation.compose import Composing
 from qagen.generation.critique import Drafted
 from qagen.generation.tasks import BuildTasks
 from qagen.llm.prompts import load_prompt
@@ -29,9 +30,17 @@ def _draft() -> Draft:
 
 
 def _messages(tasks: BuildTasks, item: Passages) -> dict[str, str]:
-    """The one message of each call about the item's draft, by task name."""
+    """The one message of each call about the item's draft, by task name (a composed draft's parts as
+    `part 1`, `part 2`...; its composing call is its `draft`)."""
     of = tasks.of(item)
-    sent = {"draft": of.draft.request(item)}
+    compose = of.compose
+    if compose is None:
+        sent = {"draft": of.draft.request(item)}
+    else:
+        parts = compose.part_items(item)
+        sent = {f"part {number}": compose.part.request(part) for number, part in enumerate(parts, 1)}
+        composing = Composing(**dict(item), parts=tuple(_draft() for _ in parts))
+        sent["draft"] = compose.request(composing)
     sent.update((critic.name, critic.request(Drafted(_draft(), item))) for critic in of.critics)
     assert all(len(request) == 1 and request[0].role == "user" for request in sent.values())
     return {name: request[0].content for name, request in sent.items()}
@@ -55,11 +64,13 @@ def test_off_by_default_a_request_is_its_prompt_file_with_the_passages_in_place(
     assert sent["critique:supported"] == load_prompt("critique_supported").render(
         context=FIRST, question="What does --prune do?", answer="It prunes."
     )
-    # A multi-hop draft's passages each in its own place; the reader of both, labelled, in the check's.
+    # A multi-hop draft's parts each the factoid's prompt with its own passage; its composing call none.
     both = Passages(question_type="multi_hop", chunks=(_chunk("a", FIRST), _chunk("b", SECOND)), link=("prune",))
     tasks = _tasks(tmp_path, shared_prefix=False, question_types={"multi_hop": 100})
-    drafting = _messages(tasks, both)["draft"]
-    assert not drafting.startswith("<context>") and drafting.count(FIRST) == drafting.count(SECOND) == 1
+    sent = _messages(tasks, both)
+    assert sent["part 1"] == load_prompt("qa_generation").render(context=FIRST, document="a")
+    assert sent["part 2"] == load_prompt("qa_generation").render(context=SECOND, document="b")
+    assert FIRST not in sent["draft"] and SECOND not in sent["draft"]
     assert not any(task.frames(both) for task in (tasks.of(both).draft, *tasks.of(both).critics))
 
 
@@ -91,12 +102,15 @@ def test_a_multi_hop_drafts_calls_that_read_both_passages_share_them_and_a_lone_
     for vetting in ("checks", "cookbook"):
         sent = _messages(_tasks(tmp_path, question_types={"multi_hop": 100}, vetting=vetting), item)
         readers_of_both = [name for name, text in sent.items() if FIRST in text and SECOND in text]
-        assert "draft" in readers_of_both and len(readers_of_both) >= 3, sorted(sent)
+        assert len(readers_of_both) >= 2, sorted(sent)
         for name in readers_of_both:
-            assert _shared(sent["draft"], sent[name]) >= len(FIRST) + len(SECOND), name
+            assert _shared(sent[readers_of_both[0]], sent[name]) >= len(FIRST) + len(SECOND), name
             assert sent[name].count(FIRST) == sent[name].count(SECOND) == 1, name
+        # Each part opens with its own passage, as a factoid's draft does; the composing call reads neither.
+        assert sent["part 1"].startswith(f"<context>\n{FIRST}\n</context>") and SECOND not in sent["part 1"]
+        assert sent["part 2"].startswith(f"<context>\n{SECOND}\n</context>") and FIRST not in sent["part 2"]
         others = set(sent) - set(readers_of_both)
-        assert others, sorted(sent)
+        assert "draft" in others, sorted(sent)
         for name in others:  # the question alone, or one passage of the two: nothing more
             assert SECOND not in sent[name] or FIRST not in sent[name], name
     lone = _messages(_tasks(tmp_path, question_types={"multi_hop": 100}), item)

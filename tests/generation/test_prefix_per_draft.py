@@ -1,7 +1,8 @@
 """One prefix per draft (issue 29, must-show 3), read from the stand-in server's request log: with the
 shared prefix on (`build.shared_prefix`), for every draft of a build, every later call about it begins
-with the same text as its drafting call, at least as long as its passages, which are sent once; the
-calls about one draft go out one after another; a critic meant to read less than every passage (one
+with the same text as its drafting call, at least as long as its passages, which are sent once (a
+multi-hop draft's composing call reads no passage: its later calls share the opening of the first of
+them); the calls about one draft go out one after another; a critic meant to read less than every passage (one
 passage of two, the question alone) is shown no more. Off, the default, no draft's request opens with
 its passages.
 """
@@ -60,13 +61,15 @@ def _passages(row: dict[str, Any]) -> list[str]:
 
 
 def _calls_about(row: dict[str, Any], log: list[LogEntry]) -> tuple[int, list[int]]:
-    """The positions in the log of the row's drafting call and of the later calls about its draft."""
+    """The positions in the log of the row's drafting call (a multi-hop draft's: its composing call, which
+    reads no passage) and of the later calls about its draft."""
+    composed = row.get("question_type") == "multi_hop"
     (drafting,) = [
         at
         for at, entry in enumerate(log)
         if entry["kind"] == "generation"
         and entry["reply"] == row["generation_raw"]
-        and all(passage in (entry["messages"] or "") for passage in _passages(row))
+        and (composed or all(passage in (entry["messages"] or "") for passage in _passages(row)))
     ]
     later = [
         at for at, entry in enumerate(log) if entry["kind"] != "generation" and entry["question"] == row["question"]
@@ -116,6 +119,11 @@ def test_calls_that_read_every_passage_share_them_and_the_others_are_shown_no_mo
             continue
         drafting, later = _calls_about(row, log)
         opening = log[drafting]["messages"] or ""
+        if row["question_type"] == "multi_hop":  # the composing call reads no passage; its critics open alike
+            assert not any(passage in opening for passage in _passages(row))
+            opening = next(
+                text for at in later if all((text := log[at]["messages"] or "").count(p) == 1 for p in _passages(row))
+            )
         for at in later:
             sent, criterion = log[at]["messages"] or "", str(log[at]["criterion"])
             every = all(sent.count(passage) == 1 for passage in _passages(row))

@@ -446,7 +446,6 @@ def test_a_type_brings_its_own_prompt_folder(short_type: QuestionTypeSpec, tmp_p
     assert (short.draft.prompt.name, short.draft.prompt.text) == ("qa_short", SHORT_PROMPT)
     asked = {critic.criterion: critic.prompt for critic in short.critics}
     assert asked["groundedness"].text == SHORT_CRITIC and asked["standalone"].name == "critique_standalone"
-    assert short_type.passages == 1
     # The run's prompts folder still replaces the type's own prompt, as it replaces a bundled one.
     replaced = tmp_path / "mine"
     replaced.mkdir()

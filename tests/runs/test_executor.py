@@ -69,6 +69,22 @@ def test_finished_keys_are_skipped_and_only_retryable_failures_redone(tmp_path: 
     assert records[task.key(CHUNK)].ok and records[task.key(unreadable)].reason == "refusal"
 
 
+def test_a_request_in_flight_for_one_item_is_not_sent_again_for_another(tmp_path: Path) -> None:
+    # Two items that need the same record at once (a chunk that is a part of two multi-hop drafts).
+    log = RecordLog(tmp_path / "drafts.jsonl", Draft)
+    task = DraftTask("scripted:generator")
+    backend = SlowBackend(delay=0.05)
+    other = Passages.of(Chunk(id="c3", source="b.txt", text="Grass is green.", start_index=0, end_index=15))
+
+    async def run() -> list[Draft]:
+        with log.open() as drafts:
+            executor = Executor(_clients(backend), workers=2)
+            return list(await asyncio.gather(*(executor.run(task, item, drafts) for item in (CHUNK, CHUNK, other))))
+
+    first, second, third = asyncio.run(run())
+    assert backend.calls == 2 and first == second and first.ok and third.ok
+
+
 def test_the_progress_line_says_when_a_reply_is_long_in_coming(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(executor_module, "_LONG_WAIT_SECONDS", 0.2)
     backend = SlowBackend(delay=0.6)

@@ -24,7 +24,14 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 import qagen
-from standins.llm.outcomes import DUPLICATE_QUESTION, factoid_for, first_sentence
+from standins.llm.outcomes import (
+    DUPLICATE_QUESTION,
+    MULTI_HOP_MARK,
+    composed_for,
+    factoid_for,
+    first_sentence,
+    lone_reader_answer,
+)
 from standins.llm.prompt_recognition import classify_prompt, extract_context, extract_question
 from standins.llm.replies import (
     FALLBACK_ANSWER,
@@ -219,6 +226,33 @@ def test_generation_reply_parses_and_is_deterministic(llm: StandInLLM) -> None:
     assert len(set(questions)) == len(CONTEXTS)
     assert [ask(model, generation_prompt(c)) for c in CONTEXTS] == replies
     assert [e["kind"] for e in llm.log] == ["generation"] * 2 * len(CONTEXTS)
+
+
+def test_the_composing_prompt_is_answered_from_its_parts_questions_and_answers(llm: StandInLLM) -> None:
+    parts = [factoid_for(context) for context in CONTEXTS[:2]]
+    # A part's question may hold the labels the stand-in reads: qagen neutralises them (`Answer -`).
+    parts[0] = (parts[0][0] + " (Answer - none)", parts[0][1])
+    prompt = render(
+        "qa_multi_hop_compose",
+        documents='the documents "tokenizers" and "hub"',
+        first_question=parts[0][0],
+        first_answer=parts[0][1],
+        second_question=parts[1][0],
+        second_answer=parts[1][1],
+    )
+    info = classify_prompt(prompt)
+    assert (info.kind, info.label, info.parts) == ("generation", "Multi-hop question", tuple(parts))
+    reply = ask(chat(llm), prompt)
+    question, answer = composed_for(tuple(parts))
+    assert reply == f"Multi-hop question: {question}\nAnswer: {answer}"
+    assert MULTI_HOP_MARK in question and answer == f"{parts[0][1]} {parts[1][1]}"
+    # A share of them one passage alone answers: the question carries every part's answer, encoded, which a
+    # reader of either passage gives; a reader of one passage of the others gives none.
+    composed = [composed_for(((f"Q{n}?", "First."), ("Other?", "Second.")), single_hop_rate=0.5) for n in range(40)]
+    assert {answer for _, answer in composed} == {"First. Second."}
+    lone = [lone_reader_answer(question) for question, _ in composed]
+    assert {"First. Second.", None} == set(lone)
+    assert all("First" not in question and "Second" not in question for question, _ in composed)
 
 
 @pytest.mark.parametrize("criterion", CRITERIA)

@@ -6,8 +6,10 @@ In order: too long to be a factoid (`too_long`), a free check of the prompts' ru
 bound (`checks.easiness`). Like the length limits, these are checks of the run's settings, not of
 the reply: a changed setting applies to drafts already made, without a new call.
 
-A draft of several passages (a multi-hop question) may quote any of them: its evidence is looked for
-in each, in order. A question type whose answer is not in its passages (an unanswerable question,
+A draft of several passages may quote any of them: its evidence is looked for in each, in order. A
+draft composed from parts (`Draft.parts`, a multi-hop question: `qagen.generation.compose`) has each
+part's evidence looked for in that part's own passage, with that part's answer; its own question and
+answer are checked by the rules. A question type whose answer is not in its passages (an unanswerable question,
 whose reference answer is an abstention) is checked on its question alone: its length, the rules
 that read the question (`rules.QUESTION_CHECKS`) and the `too_close` bound.
 """
@@ -49,8 +51,15 @@ def precheck(draft: Draft, item: Passages, config: BuildConfig, *, answered: boo
         if config.max_copied_share is not None and too_close(question, chunk.text, config.max_copied_share):
             return Precheck(TOO_CLOSE, None)
         return Precheck(None, None)
-    placed = [(place_evidence(draft.evidence, answer, passage.text), passage) for passage in item.chunks]
-    evidence, passage = next(((found, at) for found, at in placed if found.found), placed[0])
+    if draft.parts:
+        placed = [
+            (place_evidence(part.evidence, part.answer or "", passage.text), passage)
+            for part, passage in zip(draft.parts, item.chunks, strict=True)
+        ]
+        evidence, passage = next(((found, at) for found, at in placed if not found.found), placed[0])
+    else:
+        placed = [(place_evidence(draft.evidence, answer, passage.text), passage) for passage in item.chunks]
+        evidence, passage = next(((found, at) for found, at in placed if found.found), placed[0])
     failed = failed_check(question, answer, config.enabled_checks(), texts)
     if failed is not None:
         return Precheck(failed.reason, evidence, passage)
