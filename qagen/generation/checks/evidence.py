@@ -12,8 +12,7 @@ table quoted with single spaces) is found whole. The match keeps its offsets in 
 A quote found in the chunk must also hold the answer it stands for: at least one content word
 (`checks.words`; `the` holds no answer), and when the answer has content words, at least
 `MIN_QUOTE_ANSWER_SHARE` of them, each exactly or by a close spelling. Otherwise it is
-`unsupported`: a sentence of the chunk, but not the answer's evidence; like a quote the chunk does
-not hold, it rejects only when the answer's own words are not in the chunk either (`place_evidence`).
+`unsupported`: a sentence of the chunk, but not the answer's evidence.
 
 A reply without the evidence line (an older prompt, a prompt of the user's own) still gets a
 check: the answer's content words (`checks.words`) are looked for among the chunk's words, each
@@ -199,20 +198,18 @@ def answer_share_in_quote(answer: str, quote: str) -> float:
 
 def place_evidence(quote: str | None, answer: str, chunk: str) -> EvidencePlacement:
     """The draft's evidence in its chunk: its quote when the reply gave one (found in the chunk and
-    holding the answer), else its answer's words. A quote that fails, because the chunk does not hold it
-    or because it does not hold the answer, rejects only when the answer's words are not in the chunk
-    either: small models wrap the sentence in prose ("The context states: ...") or quote it with its
-    markup rewritten (on Python's documentation 3 of the 11 drafts rejected on their quote alone were
-    drafts a reviewer keeps), and quote a neighbouring sentence of the chunk under a right answer (on
-    git's manual pages 7 of the 18 drafts rejected so were drafts a reviewer keeps; a wrong answer is
-    the `supported` check's to find)."""
+    holding the answer), else its answer's words. A quote the chunk does not hold rejects only when the
+    answer's words are not there either: small models wrap the sentence in prose ("The context states:
+    ...") or quote it with its markup rewritten, and on Python's documentation 3 of the 11 drafts
+    rejected on their quote alone were drafts a reviewer keeps. A quote the chunk holds that does not
+    hold the answer still rejects (`unsupported`): it points at the wrong sentence."""
     if quote is None or not quote.strip():
         return place_answer(answer, chunk)
     placed = place_quote(quote, chunk)
-    if placed.found:
-        share = answer_share_in_quote(answer, quote)
-        if share >= MIN_QUOTE_ANSWER_SHARE:
-            return placed
-        placed = EvidencePlacement(match="unsupported", score=round(share, 4), start=None, end=None)
-    by_answer = place_answer(answer, chunk)
-    return by_answer if by_answer.match == "answer_words" else placed
+    if not placed.found:
+        by_answer = place_answer(answer, chunk)
+        return by_answer if by_answer.match == "answer_words" else placed
+    share = answer_share_in_quote(answer, quote)
+    if share < MIN_QUOTE_ANSWER_SHARE:
+        return EvidencePlacement(match="unsupported", score=round(share, 4), start=None, end=None)
+    return placed

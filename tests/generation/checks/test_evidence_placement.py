@@ -41,7 +41,7 @@ def test_a_quote_copied_with_small_differences_is_still_found(quote: str) -> Non
     placed = place_quote(quote, CHUNK)
     assert placed.found and placed.match == "quoted"
     assert placed.start is not None and placed.end is not None
-    assert "packs loose" in CHUNK[placed.start : placed.end]
+    assert "packs loose objects" in CHUNK[placed.start : placed.end]
 
 
 @pytest.mark.parametrize(
@@ -124,21 +124,13 @@ def test_a_quote_of_the_whole_chunk_with_small_differences_is_found() -> None:
         ("the", "Bright purple with gold stripes"),  # a word of the chunk, holding no answer
         ("the", "No"),  # an answer of no content word: the quote still needs one
         ("Tags are refs that point at a commit and never move.", "Bright purple with gold stripes"),
+        ("Tags are refs that point at a commit and never move.", "It packs loose objects into one packfile"),
     ],
 )
-def test_a_quote_that_does_not_hold_an_answer_the_chunk_lacks_is_not_evidence(quote: str, answer: str) -> None:
+def test_a_quote_in_the_chunk_that_does_not_hold_the_answer_is_not_evidence(quote: str, answer: str) -> None:
     placed = place_evidence(quote, answer, CHUNK)
     assert placed.match == "unsupported" and not placed.found
     assert placed.start is None and placed.end is None
-
-
-def test_a_quote_of_the_wrong_sentence_under_an_answer_the_chunk_holds_is_placed_by_the_answer() -> None:
-    # A small model quotes a neighbouring sentence under a right answer (7 of 18 such rejections on git's
-    # manual pages were drafts a reviewer keeps): the answer's own words place it.
-    placed = place_evidence("Tags are refs that point at a commit and never move.", "It packs loose objects", CHUNK)
-    assert placed.match == "answer_words" and placed.found
-    assert placed.start is not None and placed.end is not None
-    assert "packs loose" in CHUNK[placed.start : placed.end]
 
 
 @pytest.mark.parametrize(
