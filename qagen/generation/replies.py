@@ -98,6 +98,10 @@ _ANSWER_LABEL = re.compile(
 _UNLABELLED_QUESTION = re.compile(
     r"\A\s*(?P<question>(?:[^\n:]|:(?!\s))*\?)[ \t]*\n(?=[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::))"
 )
+# A reply that is one such question and nothing else, read for a type whose reply needs no answer (an
+# unanswerable question, a composed multi-hop one): Qwen2.5-Coder-1.5B wrote 4 of 36 such drafts on
+# Python's documentation so ("Output:::\nWhat is the name of the module that provides UUID objects ...?").
+_LONE_QUESTION = re.compile(r"\A\s*(?P<question>(?:[^\n:]|:(?!\s))*\?)\s*\Z")
 # The evidence line the default prompt asks for after the answer (optional: older prompts and the
 # user's own do not ask for it); line-initial, like `Answer:`.
 _EVIDENCE_LABEL = re.compile(r"^[ \t]*\**[ \t]*Evidence[ \t]*\**[ \t]*:[ \t]*\**", re.IGNORECASE | re.MULTILINE)
@@ -169,10 +173,15 @@ def parse_labelled_qa(reply: str, label: str, *, answer_optional: bool = False) 
     line after it is read, its answer empty (a type whose reference answer is not the drafted one)."""
     labelled = _question_label(label)
     for block in verdict_blocks(_ECHOED_EVIDENCE_LINE.sub("", reply)):
-        question_label = labelled.search(block) or _UNLABELLED_QUESTION.match(block)
+        question_label = (
+            labelled.search(block)
+            or _UNLABELLED_QUESTION.match(block)
+            or (_LONE_QUESTION.match(block) if answer_optional else None)
+        )
         if question_label is None:
             continue
-        rest = block[question_label.end() :] if question_label.re is not _UNLABELLED_QUESTION else block
+        labelled_here = question_label.re is labelled
+        rest = block[question_label.end() :] if labelled_here else block
         answer_label = _ANSWER_LABEL.search(rest)
         if answer_label is None and not answer_optional:
             return ParsedQA(None, None, FailureKind.NO_ANSWER)

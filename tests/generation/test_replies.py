@@ -181,6 +181,26 @@ def test_a_bare_question_label_is_read_for_every_type(
     assert (parsed.question, parsed.answer, parsed.reason) == (question, answer, reason)
 
 
+@pytest.mark.parametrize(
+    ("reply", "question"),
+    [
+        # Qwen2.5-Coder-1.5B on Python's documentation: a composed multi-hop question, an unanswerable one.
+        ("Output:::\nWhat is the name of the module that provides UUID objects and what does `uuid1` do?",
+         "What is the name of the module that provides UUID objects and what does `uuid1` do?"),
+        ("How much memory does :func:`gzip.compress` use on a 1 GB file?\n",
+         "How much memory does :func:`gzip.compress` use on a 1 GB file?"),
+        # Prose, several lines, a label-like "word: ": not a lone question.
+        ("Here is one: What is X?", None),
+        ("What is X?\nWhat is Y?", None),
+        ("Output:::\nNo question came to mind.", None),
+    ],
+)  # fmt: skip
+def test_a_reply_of_one_question_alone_is_read_only_where_no_answer_is_needed(reply: str, question: str | None) -> None:
+    parsed = parse_labelled_qa(reply, "Multi-hop question", answer_optional=True)
+    assert (parsed.question, parsed.reason == "") == (question, question is not None)
+    assert parse_labelled_qa(reply, "Multi-hop question").reason != ""  # a type that needs an answer
+
+
 def test_an_unanswerable_question_needs_no_answer_line() -> None:
     from qagen.generation.draft import DraftTask
     from qagen.llm.task import Reply
