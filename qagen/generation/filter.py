@@ -275,7 +275,9 @@ class Assembler:
                     if quality.copied_share is not None:
                         of_type.copied.append(quality.copied_share)
                 elif fate.status == "rejected":
-                    of_type.rejected.update(fate.rejected_as)
+                    # A draft counts once, under the first reason it was rejected for (the critics asked
+                    # together, or every critic asked, may each reject it).
+                    of_type.rejected[fate.rejected_as[0]] += 1
                 elif fate.status == "failed":
                     of_type.critique_failed += 1
                 else:

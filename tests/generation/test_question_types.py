@@ -460,3 +460,21 @@ def test_a_type_s_own_prompt_may_not_take_a_bundled_prompt_s_name(short_type: Qu
     shadowing = dataclasses.replace(short_type, name="shadow", draft_prompt="qa_generation")
     with pytest.raises(ConfigError, match=r"brings its own qa_generation.txt, the name of one of qagen's bundled"):
         shadowing.load_prompt("qa_generation")
+
+
+def test_a_draft_several_critics_reject_counts_once_in_its_types_funnel(llm: Any, tmp_path: Path) -> None:
+    # Every critic asked, most rejecting: a draft rejected by several critics is still one rejected draft.
+    llm.configure(pass_rate=0.3)
+    corpus = write_corpus(tmp_path / "corpus")
+    run = tmp_path / "run"
+    model = ["--generator-model", "openai:stand-in", "--base-url", llm.base_url]
+    _invoke("build", corpus, "--out", run, *model, "-n", 12, "--question-types", "factoid=50,multi_hop=50",
+            "--vetting", "cookbook", "--all-critics", "--chunk-size", "400", "--chunk-overlap", "40", "-q")  # fmt: skip
+    types = json.loads((run / "summary.json").read_text())["question_types"]
+    candidates = list(load_from_disk(str(run / "candidates")))
+    several = [row for row in candidates if row["status"] == "rejected" and row["reason"].count("<") > 1]
+    assert several, "no draft was rejected by more than one critic: the test shows nothing"
+    for name, counts in types.items():
+        rejected = [row for row in candidates if row["question_type"] == name and row["status"] == "rejected"]
+        assert counts["rejected"] == len(rejected) == sum(counts["rejected_by"].values()), name
+        assert counts["rejected"] + counts["kept"] <= counts["drafted"], name
