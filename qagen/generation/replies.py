@@ -93,11 +93,12 @@ _ANSWER_LABEL = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 # A question written with no label at all: the block's first line up to its question mark, before an
-# `Answer:` on the next line or on the same one, a question with no label-like "word: " in it ("What is
-# X?\nAnswer: Y": Qwen2.5-1.5B wrote 2 of 64 drafts so on Python's documentation, and "What is X? Answer:
-# Y" 1 of 36 later; "Here is a question: What is X?" is prose, not a question).
+# `Answer:` on the same line or a later one (blank lines between), a question with no label-like "word: "
+# in it ("What is X?\nAnswer: Y": Qwen2.5-1.5B wrote 2 of 64 drafts so on Python's documentation, and
+# "What is X?\n\nAnswer: Y" 1 of 36 later; "Here is a question: What is X?" is prose, not a question).
 _UNLABELLED_QUESTION = re.compile(
-    r"\A\s*(?P<question>(?:[^\n:]|:(?!\s))*\?)(?:[ \t]*\n|[ \t]+)(?=[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::))"
+    r"\A\s*(?P<question>(?:[^\n:]|:(?!\s))*\?)(?:[ \t]*\n(?:[ \t]*\n)*|[ \t]+)"
+    r"(?=[ \t]*\**[ \t]*Answer[ \t]*\**[ \t]*:(?!::))"
 )
 # A reply that is one such question and nothing else, read for a type whose reply needs no answer (an
 # unanswerable question, a composed multi-hop one): Qwen2.5-Coder-1.5B wrote 4 of 36 such drafts on

@@ -166,7 +166,9 @@ BARE_LABEL_TABLE = [
     ("Output:::\nWhat is the recommended practice for multiple checkouts in Git?\nAnswer: It is NOT "
      "recommended.", "What is the recommended practice for multiple checkouts in Git?", "It is NOT recommended.", ""),
     ("Output:::\nHere is one for you.\nAnswer: It is NOT recommended.", None, None, "parse_failure"),
-    # ... or before it on its own line (Qwen2.5-Coder-1.5B, a reworded draft of Python's docs).
+    # ... or a blank line before it (Qwen2.5-Coder-1.5B, a reworded draft of Python's docs), or on its line.
+    ("How can I time a loop with `timeit`?\n\nAnswer: Use the `timeit` command-line interface.",
+     "How can I time a loop with `timeit`?", "Use the `timeit` command-line interface.", ""),
     ("How can I time a loop with `timeit`? Answer: Use the `timeit` command-line interface.",
      "How can I time a loop with `timeit`?", "Use the `timeit` command-line interface.", ""),
     ("Here is one for you? Or not: Answer: no.", None, None, "parse_failure"),
