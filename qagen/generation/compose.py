@@ -122,32 +122,44 @@ class ComposeTask(SingleCallTask[Composing, Draft]):
         failure = Failure.of(FailureKind(parsed.reason)) if parsed.reason else None
         if failure is None and echoes_example(parsed.question or "", self.examples):
             failure = Failure.of(FailureKind.TEMPLATE_ECHO, "the question copies the prompt's example")
-        ok = failure is None
-        evidence = "\n".join(part.evidence for part in item.parts if part.evidence)
-        return Draft(
-            id=self.key(item),
-            chunk_id=item.first.id,
-            model=self.model,
-            prompt_hash=self.prompt.hash,
-            failure=failure,
-            question=parsed.question if ok else None,
-            answer=joined_answer(item.parts) if ok else None,
-            evidence=(evidence or None) if ok else None,
-            parts=item.parts,
-            raw=reply.verbatim,
-            reasoning=reply.reasoning,
-            usage=reply.usage,
+        if failure is not None:
+            return self._record(item, failure, reply, reply.verbatim)
+        evidence = "\n".join(part.evidence for part in item.parts if part.evidence) or None
+        return self._record(
+            item,
+            None,
+            reply,
+            reply.verbatim,
+            question=parsed.question,
+            answer=joined_answer(item.parts),
+            evidence=evidence,
         )
 
     def failed(self, item: Composing, failure: Failure, reply: Reply | None = None) -> Draft:
+        return self._record(item, failure, reply, reply.verbatim if reply else failure.detail)
+
+    def _record(
+        self,
+        item: Composing,
+        failure: Failure | None,
+        reply: Reply | None,
+        raw: str,
+        *,
+        question: str | None = None,
+        answer: str | None = None,
+        evidence: str | None = None,
+    ) -> Draft:
         return Draft(
             id=self.key(item),
             chunk_id=item.first.id,
             model=self.model,
             prompt_hash=self.prompt.hash,
             failure=failure,
+            question=question,
+            answer=answer,
+            evidence=evidence,
             parts=item.parts,
-            raw=reply.verbatim if reply else failure.detail,
+            raw=raw,
             reasoning=reply.reasoning if reply else None,
             usage=reply.usage if reply else Usage(),
         )
