@@ -53,7 +53,7 @@ class DraftState(NamedTuple):
 
 
 class CritiqueState(NamedTuple):
-    """A stored critique without its reply and rationale."""
+    """A stored critique without its reply and rationale: what the flow's next step reads of it."""
 
     draft_id: str
     criterion: str
@@ -61,6 +61,10 @@ class CritiqueState(NamedTuple):
     prompt_hash: str
     failure: Failure | None
     score: int | None
+    # A verdict is read from these when it has them (`critics.verdict_value`): without them a resumed
+    # build judged a "Yes" at P(yes) 0.63 by its written word and paid for critics after its rejection.
+    probability: float | None
+    agreement: float | None
     input_tokens: int
     output_tokens: int
     cached_input_tokens: int
@@ -94,6 +98,8 @@ def _critique_state(critique: Critique) -> CritiqueState:
         prompt_hash=critique.prompt_hash,
         failure=critique.failure,
         score=critique.score,
+        probability=critique.probability,
+        agreement=critique.agreement,
         input_tokens=critique.usage.input_tokens,
         output_tokens=critique.usage.output_tokens,
         cached_input_tokens=critique.usage.cached_input_tokens,
