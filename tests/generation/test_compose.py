@@ -127,7 +127,9 @@ def test_a_part_that_cannot_be_read_fails_its_draft_with_its_reason(corpus: Path
     first = build(_config(corpus, llm, n_generations=4), tmp_path / "first", progress=False)
     assert first.summary.funnel.generation_failed == {}
     broken = next(iter(load_from_disk(str(tmp_path / "first" / "candidates"))))["contexts"][1]
-    llm.configure(recorded_drafts={recorded_key(broken): "Sorry, nothing here to ask about."}, log_prompts=True)
+    llm.configure(
+        recorded_drafts={recorded_key(broken): "Sorry, nothing here to ask about."}, log_prompts=True, pass_rate=1.0
+    )
     run = tmp_path / "run"
     result = build(_config(corpus, llm, n_generations=4), run, progress=False)
     failed = [row for row in load_from_disk(str(run / "candidates")) if row["status"] == "failed"]
@@ -206,8 +208,8 @@ def test_each_parts_evidence_is_looked_for_in_its_own_passage_and_the_answer_may
     checked = precheck(composed.model_copy(update={"parts": swapped}), item, config)
     assert checked.reason == "evidence_not_found" and checked.passage == second
     verdict = judge_parts(swapped, item, config, QUESTION_TYPES.get("factoid"))
-    assert verdict.rejected is not None and verdict.rejected.reason == "evidence_not_found"
-    assert verdict.rejected_part == swapped[1] and not verdict.composable
+    assert verdict.checked is not None and verdict.checked.reason == "evidence_not_found"
+    assert verdict.ending == swapped[1] and verdict.critique is None and not verdict.composable
     too_long = composed.model_copy(update={"answer": "x" * 81})
     assert precheck(too_long, item, config).reason == "answer_too_long"
     assert judge_parts((parts[0], None), item, config, QUESTION_TYPES.get("factoid")).missing
