@@ -251,7 +251,8 @@ class Assembler:
             of_type.drafted += 1
             part_checks = parts.checked if parts is not None else None
             checked = part_checks or precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
-            rank = self.ranks[position] if self.ranks is not None else None
+            # A draft its parts ended shows no question to rank (one composed all the same is not shown).
+            rank = self.ranks[position] if self.ranks is not None and part_checks is None else None
             quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank)
             # The build's free checks, then the type's own: either rejects before any critic is asked.
             reason = checked.reason or (None if part_checks else tasks.check(draft, item))
