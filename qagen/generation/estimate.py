@@ -4,20 +4,20 @@ its run directory has spent already.
 The estimate follows the build's own decisions over what the run directory holds: a draft stored
 is not made again (unless its call failed in a way worth another, as the build redoes it); a
 composed draft (a multi-hop question, `qagen.generation.compose`) costs a call for each part not
-stored and one to compose them, none when its stored parts end it; a draft's critics are asked
-only when it passed the free checks, in order, each stored verdict read as the build reads it (a
-low score stops the critics after it). Only what is not stored yet
-is assumed: each later critic is asked about `ASSUMED_PASS_RATE` of the drafts before it.
+stored, one for each verdict of its parts' critics not stored (under checks vetting), and one to
+compose them, none when what its parts' records decide ends it; a draft's critics are asked only
+when it passed the free checks, in order, each stored verdict read as the build reads it (a low
+score stops the critics after it). Only what is not stored yet is assumed: a part drafted or vetted
+now passes, and each later critic is asked about `ASSUMED_PASS_RATE` of the drafts before it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from qagen.config import BuildConfig
-from qagen.generation.compose import ComposeTask, judge_parts
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
@@ -28,7 +28,7 @@ from qagen.generation.tasks import BuildTasks, TypeTasks, stops_the_critics
 from qagen.llm.prompts import Prompt
 from qagen.records import Draft, Passages
 from qagen.runs.batch.journal import Journal
-from qagen.runs.executor import needs_call
+from qagen.runs.executor import finished, needs_call
 from qagen.runs.rundir import RunDir
 
 # Assumptions of the estimate, stated in its output. Tokens are estimated as characters / 4 (the
@@ -129,29 +129,45 @@ class _Left:
         self.input_chars = 0.0
         self.repeated_chars = 0.0
 
-    def draft(
-        self, config: BuildConfig, task: DraftTask | ComposeTask, item: Passages, stored: Callable[[str], Draft | None]
-    ) -> bool:
-        """A draft to make, and its calls: of a composed draft, one for each part not `stored` (by record
-        id, or stored with a failure worth another call) and the composing call. False when its parts,
-        all stored, end it: nothing is made, and no critic asked."""
+    def draft(self, config: BuildConfig, tasks: BuildTasks, item: Passages, ledger: Ledger) -> bool:
+        """A draft to make, and its calls: of a composed draft, one for each part not stored (or stored
+        with a failure worth another call), then those of its parts' critics (`part_critics`), then the
+        composing call. False when what its parts stored decide ends it: nothing more is made, and no
+        critic of its own asked."""
+        task = tasks.of(item).draft
         if isinstance(task, DraftTask):
             self._call(task, item)
             self.drafts += 1
             return True
         part_items = task.part_items(item)
-        parts = [stored(task.part.key(part)) for part in part_items]
-        finished = [part if part is not None and not needs_call(part) else None for part in parts]
-        verdict = judge_parts(finished, item, config, task.part.question_type)
-        if not verdict.missing and not verdict.composable:
+        parts = [finished(ledger.draft_store.get(task.part.key(part))) for part in part_items]
+        stored = tasks.judge_parts(item, parts, config, lambda key: finished(ledger.critique_store.get(key)))
+        if stored is not None and stored.ends:
             return False
-        for part_item, part in zip(part_items, finished, strict=True):
+        for part_item, part in zip(part_items, parts, strict=True):
             if part is None:
                 self._call(task.part, part_item)
+        self.part_critics(config, tasks, item, parts, ledger)
         self.draft_calls += 1
         self.input_chars += len(task.prompt.text) + len(part_items) * (ASSUMED_QUESTION_CHARS + ASSUMED_ANSWER_CHARS)
         self.drafts += 1
         return True
+
+    def part_critics(
+        self, config: BuildConfig, tasks: BuildTasks, item: Passages, parts: Sequence[Draft | None], ledger: Ledger
+    ) -> None:
+        """The calls of the parts' critics (`TypeTasks.part_critics`), asked of each part together: every one
+        of a part drafted now (assumed past its free checks), and of a stored part those whose verdict is
+        not stored (or is worth another call)."""
+        of_type = tasks.of(item)
+        compose = of_type.compose
+        assert compose is not None, "only a composed draft has parts"
+        for part, part_item in zip(parts, compose.part_items(item), strict=True):
+            drafted = None if part is None else tasks.drafted(part, part_item, of_type.part_critics)
+            for critic in of_type.part_critics:
+                if drafted is None or finished(ledger.critique_store.get(critic.key(drafted))) is None:
+                    # Opened with the passage just before it when the part was drafted now (its drafting call).
+                    self.critics(config, (critic,), part_item, opened=part is None and compose.part.frames(part_item))
 
     def _call(self, task: DraftTask, item: Passages) -> None:
         self.draft_calls += 1
@@ -204,9 +220,11 @@ def estimate(
             of_type = tasks.of(item)
             draft = ledger.draft_store.get(tasks.draft_key(item))
             if draft is None or needs_call(draft):
-                if left.draft(config, of_type.draft, item, ledger.draft_store.get):
+                if left.draft(config, tasks, item, ledger):
                     left.critics(config, of_type.critics, item, opened=of_type.draft.frames(item))
-            elif of_type.reaches_the_critics(draft, item, config):
+            elif tasks.reaches_the_critics(draft, item, config, lambda key: finished(ledger.critique_store.get(key))):
+                if draft.parts:  # a stage that drafted alone left the parts' critics to the next
+                    left.part_critics(config, tasks, item, draft.parts, ledger)
                 _stored_critics(config, tasks.drafted(draft, item), of_type, ledger, left)
         spent = _spent(config, records, ledger) if records.exists() else None
     finally:

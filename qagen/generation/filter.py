@@ -230,9 +230,9 @@ class Assembler:
         draft = drafts.get(did)
         quality = _NOT_MEASURED
         self.last_check_reason = None
-        # A composed draft's parts are judged first: one that failed, or that a free check rejects,
-        # ends it with its reason (shown with that part's reply), whether it was composed or not.
-        parts = tasks.judge_parts(item, draft, config, drafts.get)
+        # A composed draft's parts are judged first: one that failed, or that a free check or its critic
+        # rejects, ends it with its reason (shown with that part's reply), whether it was composed or not.
+        parts = self.tasks.judge_parts(item, self.tasks.stored_parts(item, draft, drafts.get), config, critiques.get)
         compose = tasks.compose
         if parts is not None and compose is not None and not parts.missing:
             draft = ended_by_part(compose, item, parts) or draft
@@ -249,12 +249,13 @@ class Assembler:
         else:
             counts.drafted += 1
             of_type.drafted += 1
-            rejected_part = parts.rejected if parts is not None else None
-            checked = rejected_part or precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
-            rank = self.ranks[position] if self.ranks is not None else None
+            part_checks = parts.checked if parts is not None else None
+            checked = part_checks or precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
+            # A draft its parts ended shows no question to rank (one composed all the same is not shown).
+            rank = self.ranks[position] if self.ranks is not None and part_checks is None else None
             quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank)
             # The build's free checks, then the type's own: either rejects before any critic is asked.
-            reason = checked.reason or tasks.check(draft, item)
+            reason = checked.reason or (None if part_checks else tasks.check(draft, item))
             if reason in TOO_LONG_REASONS:
                 counts.too_long += 1
             elif reason is not None:
@@ -264,8 +265,13 @@ class Assembler:
                 of_type.rejected[reason] += 1
                 fate = _Fate("rejected", reason, {})
             else:
-                drafted = self.tasks.drafted(draft, item)
-                fate = _judge(drafted, critiques, config, tasks, counts, self.dedup, self.semantic)
+                if parts is not None and parts.critique is not None:
+                    fate = _part_vetted(parts.critique, item, config, counts)
+                elif parts is not None and parts.unvetted:
+                    fate = _undecided(parts.unvetted, {}, counts)
+                else:
+                    drafted = self.tasks.drafted(draft, item)
+                    fate = _judge(drafted, critiques, config, tasks, counts, self.dedup, self.semantic)
                 if fate.status == "kept" and self.chosen is not None and did not in self.chosen:
                     counts.over_target += 1
                     fate = fate._replace(status="rejected", reason=OVER_TARGET, rejected_as=(OVER_TARGET,))
@@ -384,9 +390,7 @@ def _judge(
         counts.failed(counts.critique_failed, failure, drafted.passages.first, critique.raw)
         return _Fate("failed", f"critique:{failure}", found)
     if missing:
-        counts.undecided["critique"] += 1
-        counts.undecided_calls["critique"] += len(missing)
-        return _Fate("undecided", "; ".join(f"critique:{criterion}:{NOT_ASKED}" for criterion in missing), found)
+        return _undecided(missing, found, counts)
     question = draft.question or ""
     earlier = dedup.match(question)
     if earlier is not None:
@@ -399,6 +403,30 @@ def _judge(
     if semantic is not None:
         semantic.keep(draft.id)
     return _Fate("kept", "", found)
+
+
+def _undecided(missing: Sequence[str], found: dict[str, Critique], counts: _Counts) -> _Fate:
+    """A draft waiting for the critics `missing` names (each once for every call to make)."""
+    counts.undecided["critique"] += 1
+    counts.undecided_calls["critique"] += len(missing)
+    reason = "; ".join(f"critique:{criterion}:{NOT_ASKED}" for criterion in dict.fromkeys(missing))
+    return _Fate("undecided", reason, found)
+
+
+def _part_vetted(critique: Critique, item: Passages, config: BuildConfig, counts: _Counts) -> _Fate:
+    """A composed draft a part's critic ended (`PartsVerdict.critique`), counted once as a draft that
+    critic rejects, or whose call failed: with the reason it gives a draft of the part's type."""
+    criterion = critique.criterion
+    if not critique.ok or critique.score is None:
+        failure = f"{criterion}:{critique.reason}"
+        counts.failed(counts.critique_failed, failure, item.first, critique.raw)
+        return _Fate("failed", f"critique:{failure}", {})
+    spec = config.critic_registry().get(criterion)
+    counts.rejected += 1
+    counts.rejected_by[criterion] += 1
+    return _Fate(
+        "rejected", rejection(spec, critique, config.threshold(criterion)), {}, (rejected_as_reason(spec, critique),)
+    )
 
 
 def _candidate(

@@ -2,25 +2,28 @@
 order they are asked) and the one place their dependencies are stated (`BuildFlow`).
 
 The dependencies: a composed draft (a multi-hop question) is written after its parts, and only
-when each parsed and passed the checks that cost no call (`qagen.generation.compose`); a draft's
-critics are asked after it, and only when it parsed and passed the checks that cost no call (the
-build's, `qagen.generation.checks.precheck`, then its type's own); cheapest first (the two that
-read only the question before those that also read the passages); a low score stops the critics
-after it (unless `all_critics`), and so does a critic call that failed, which is redone on the
-next run together with the critics after it, in order, exactly as in a run without the failure.
+when each parsed, passed the checks that cost no call and, under checks vetting, its critics
+(`TypeTasks.part_critics`, asked of the parts together; `qagen.generation.compose`): a stage that
+drafts alone composes without them, and leaves them to the stage that critiques, which asks them
+before the composed draft's own critics; a draft's critics are asked after it, and only when it
+parsed and passed the checks that cost no call (the build's, `qagen.generation.checks.precheck`,
+then its type's own); cheapest first (the two that read only the question before those that also
+read the passages); a low score stops the critics after it (unless `all_critics`), and so does a
+critic call that failed, which is redone on the next run together with the critics after it, in
+order, exactly as in a run without the failure.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
 from qagen.corpus.chunk import ChunkSource
 from qagen.corpus.chunk_index import ChunkIndex
-from qagen.critics import CHECKS_VETTING_TYPED, CriticSpec, check_prompt, passes
+from qagen.critics import CHECKS_VETTING, CHECKS_VETTING_TYPED, CriticSpec, check_prompt, passes
 from qagen.errors import ConfigError
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.compose import ComposeTask, Composing, PartsVerdict, judge_parts
@@ -31,7 +34,7 @@ from qagen.llm.cost import Budget
 from qagen.llm.prompts import load_prompts
 from qagen.question_types import QUESTION_TYPES, QuestionTypeSpec
 from qagen.records import Critique, Draft, Passages, Usage
-from qagen.runs.executor import Executor, needs_call
+from qagen.runs.executor import Executor, finished, needs_call
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,10 @@ class TypeTasks:
     draft: DraftTask | ComposeTask
     """The task whose record is the type's draft: drafted in one call, or composed from parts."""
     critics: tuple[CriticTask, ...]
+    part_critics: tuple[CriticTask, ...] = ()
+    """Of a type drafted from parts, the critics each part is asked before the composing call: those of
+    `CHECKS_VETTING` its part type is asked in this build's vetting (none in the cookbook's), the very
+    tasks a build of that type asks them with (`qagen.generation.compose`)."""
 
     @property
     def compose(self) -> ComposeTask | None:
@@ -54,40 +61,9 @@ class TypeTasks:
         compose = self.compose
         return () if compose is None else compose.part_keys(item)
 
-    def judge_parts(
-        self,
-        item: Passages,
-        draft: Draft | None,
-        config: BuildConfig,
-        stored: Callable[[str], Draft | None] | None = None,
-    ) -> PartsVerdict | None:
-        """What the parts of a composed type's draft decide (`compose.judge_parts`): the parts the draft
-        holds, or with no draft the stored ones (`stored`, by record id: none without it); None for a
-        type drafted in one call."""
-        compose = self.compose
-        if compose is None:
-            return None
-        if draft is not None:
-            parts: tuple[Draft | None, ...] = draft.parts
-        else:
-            parts = tuple(stored(key) if stored else None for key in compose.part_keys(item))
-        return judge_parts(parts, item, config, compose.part.question_type)
-
     def critic(self, criterion: str) -> CriticTask | None:
         """The type's task of a critic; None when the type is not vetted by it."""
         return next((task for task in self.critics if task.criterion == criterion), None)
-
-    def reaches_the_critics(self, draft: Draft, item: Passages, config: BuildConfig) -> bool:
-        """Whether the draft's critics are asked: it parsed and passed the checks that cost no call
-        (the build's, `checks.precheck`, then the type's own)."""
-        if not draft.ok:
-            return False
-        parts = self.judge_parts(item, draft, config)
-        if parts is not None and not parts.composable:
-            return False
-        if precheck(draft, item, config, answered=self.spec.answer_in_passages).reason is not None:
-            return False
-        return self.check(draft, item) is None
 
     def check(self, draft: Draft, item: Passages) -> str | None:
         """The type's free check of a parsed draft (before any critic): the rejection reason, or None."""
@@ -118,8 +94,9 @@ class BuildTasks:
             for spec in registry
             if not spec.own_columns and not _owned_by_a_type(spec.name) and spec.name not in typed_only
         ]
-        asked: dict[str, list[tuple[str, str]]] = {}  # type -> (critic, prompt), in the order asked
-        for spec in specs:
+
+        def asked_of(spec: QuestionTypeSpec) -> list[tuple[str, str]]:
+            """The type's critics and their prompts, in the order asked."""
             # A type may name the prompt of a critic the build does not ask (an opt-in one): only the asked count.
             chosen = {
                 critic.name: critic.prompt or registry.get(critic.name).prompt
@@ -135,9 +112,18 @@ class BuildTasks:
             if config.vetting == "checks":  # the checks vet in place of the cookbook's critics
                 chosen = {name: prompt for name, prompt in chosen.items() if not registry.get(name).own_columns}
             order = sorted(chosen, key=lambda name: registry.get(name).order)
-            asked[spec.name] = [(name, chosen[name]) for name in order]
-        critic_specs = [registry.get(name) for name in dict.fromkeys(n for pairs in asked.values() for n, _ in pairs)]
+            return [(name, chosen[name]) for name in order]
+
+        asked = {spec.name: asked_of(spec) for spec in specs}  # type -> (critic, prompt), in the order asked
         part_specs = {spec.name: _part_type(spec) for spec in specs if spec.parts is not None}
+        # A part is asked the critics of `CHECKS_VETTING` as its type is: the same tasks, so the same records.
+        part_asked = {
+            part.name: [pair for pair in asked_of(part) if config.vetting == "checks" and pair[0] in CHECKS_VETTING]
+            for part in part_specs.values()
+        }
+        # A part type the build drafts too: its own list holds its parts' critics.
+        asked |= {name: pairs for name, pairs in part_asked.items() if name not in asked}
+        critic_specs = [registry.get(name) for name in dict.fromkeys(n for pairs in asked.values() for n, _ in pairs)]
         bundled = [spec.draft_prompt for spec in [*specs, *part_specs.values()]]
         bundled += [p for pairs in asked.values() for n, p in pairs if not registry.get(n).from_prompts_dir]
         prompts = load_prompts(
@@ -161,6 +147,10 @@ class BuildTasks:
                         shared_prefix=config.shared_prefix,
                     )
 
+        part_critics = {
+            name: tuple(critics[pair] for pair in part_asked[part.name]) for name, part in part_specs.items()
+        }
+
         def drafting(spec: QuestionTypeSpec) -> DraftTask:
             shared = config.shared_prefix
             return DraftTask(config.generator.spec, prompts[spec.draft_prompt], spec, shared_prefix=shared)
@@ -174,6 +164,7 @@ class BuildTasks:
                     config.generator.spec, prompts[spec.draft_prompt], spec, drafting(part_specs[spec.name])
                 ),
                 tuple(critics[pair] for pair in asked[spec.name]),
+                part_critics.get(spec.name, ()),
             )
             for spec in specs
         }
@@ -190,21 +181,83 @@ class BuildTasks:
     def draft_key(self, item: Passages) -> str:
         return self.of(item).draft.key(item)
 
-    def drafted(self, draft: Draft, item: Passages) -> Drafted:
-        """What the item's critics judge: the draft, its passages, and what a search finds for its
-        question when one of them reads it."""
-        if not any(task.reads_retrieved for task in self.of(item).critics):
+    def drafted(self, draft: Draft, item: Passages, critics: Sequence[CriticTask] | None = None) -> Drafted:
+        """What the item's critics (or `critics`) judge: the draft, its passages, and what a search finds
+        for its question when one of them reads it."""
+        if not any(task.reads_retrieved for task in (self.of(item).critics if critics is None else critics)):
             return Drafted(draft, item)
         if self.chunk_index is None:
             raise RuntimeError("a critic reads {retrieved}: make the build's tasks with the run's chunks")
         return Drafted(draft, item, self.chunk_index.top(draft.question or ""))
 
+    def parts_drafted(self, item: Passages, parts: Sequence[Draft]) -> tuple[Drafted, ...]:
+        """What the parts' critics judge of each part of the item's composed draft: the part, from its
+        passage alone, as they judge a draft of the part's type."""
+        tasks = self.of(item)
+        compose = tasks.compose
+        assert compose is not None, "only a composed draft has parts"
+        return tuple(
+            self.drafted(part, alone, tasks.part_critics)
+            for part, alone in zip(parts, compose.part_items(item), strict=True)
+        )
+
+    def judge_parts(
+        self,
+        item: Passages,
+        parts: Sequence[Draft | None],
+        config: BuildConfig,
+        critiques: Callable[[str], Critique | None] | None = None,
+    ) -> PartsVerdict | None:
+        """What the parts of the item's composed draft decide (`compose.judge_parts`), their critics'
+        verdicts read from `critiques` by record id (None: their free checks alone); None for a type
+        drafted in one call."""
+        tasks = self.of(item)
+        compose = tasks.compose
+        if compose is None:
+            return None
+
+        def verdicts(drafted: Sequence[Draft]) -> list[dict[str, Critique | None]]:
+            assert critiques is not None
+            return [
+                {critic.criterion: critiques(critic.key(part)) for critic in tasks.part_critics}
+                for part in self.parts_drafted(item, drafted)
+            ]
+
+        vetted = critiques is not None and bool(tasks.part_critics)
+        return judge_parts(parts, item, config, compose.part.question_type, verdicts if vetted else None)
+
+    def stored_parts(
+        self, item: Passages, draft: Draft | None, drafts: Callable[[str], Draft | None]
+    ) -> tuple[Draft | None, ...]:
+        """The parts of the item's draft: those it holds, or with no draft the stored ones (by record id
+        from `drafts`); none for a type drafted in one call."""
+        if draft is not None:
+            return draft.parts
+        return tuple(drafts(key) for key in self.of(item).part_keys(item))
+
+    def reaches_the_critics(
+        self, draft: Draft, item: Passages, config: BuildConfig, critiques: Callable[[str], Critique | None]
+    ) -> bool:
+        """Whether the draft's critics are asked: it parsed and passed the checks that cost no call (the
+        build's, `checks.precheck`, then the type's own), and, composed from parts, its parts passed
+        theirs and no stored verdict of their critics (`critiques`, by record id) ends it (the ones not
+        stored are asked first: `BuildFlow`)."""
+        if not draft.ok:
+            return False
+        parts = self.judge_parts(item, draft.parts, config, critiques)
+        if parts is not None and parts.ends:
+            return False
+        tasks = self.of(item)
+        if precheck(draft, item, config, answered=tasks.spec.answer_in_passages).reason is not None:
+            return False
+        return tasks.check(draft, item) is None
+
     @property
     def critics(self) -> tuple[CriticTask, ...]:
-        """Every critic task of the build, each once, in the order the types ask them."""
+        """Every critic task of the build, each once, in the order the types ask them (a part's after its type's)."""
         seen: dict[int, CriticTask] = {}
         for tasks in self.types.values():
-            for task in tasks.critics:
+            for task in (*tasks.critics, *tasks.part_critics):
                 seen.setdefault(id(task), task)
         return tuple(seen.values())
 
@@ -296,7 +349,12 @@ class BuildFlow:
     async def __call__(self, item: Passages) -> None:
         tasks = self.tasks.of(item)
         draft = await self._draft(tasks, item) if self.generate else self.drafts.get(tasks.draft.key(item))
-        if not self.critique or draft is None or not tasks.reaches_the_critics(draft, item, self.config):
+        if not self.critique or draft is None or not draft.ok:
+            return
+        # A composed draft's parts' critics, asked before it was composed; a stage that drafted alone left them here.
+        if draft.parts and not await self._parts_pass(item, draft.parts):
+            return
+        if not self.tasks.reaches_the_critics(draft, item, self.config, self.critiques.get):
             return  # a draft a free check rejects costs no critic
         drafted = self.tasks.drafted(draft, item)
         for critic in tasks.critics:
@@ -306,7 +364,8 @@ class BuildFlow:
 
     async def _draft(self, tasks: TypeTasks, item: Passages) -> Draft | None:
         """The item's draft, made when it is not stored; of a composed type, its parts first (together),
-        and None when they end it before the composing call (`compose`)."""
+        then their critics (together, when the stage critiques), and None when they end it before the
+        composing call (`compose`)."""
         compose = tasks.draft
         if not isinstance(compose, ComposeTask):
             return await self.executor.run(compose, item, self.drafts)
@@ -318,8 +377,27 @@ class BuildFlow:
         )
         if not judge_parts(parts, item, self.config, compose.part.question_type).composable:
             return None
+        if self.critique and not await self._parts_pass(item, parts):
+            return None
         composing = Composing(question_type=item.question_type, chunks=item.chunks, link=item.link, parts=tuple(parts))
         return await self.executor.run(compose, composing, self.drafts)
+
+    async def _parts_pass(self, item: Passages, parts: Sequence[Draft]) -> bool:
+        """Whether the parts (each past its free checks) pass their critics: the verdicts not stored (or
+        stored from a call worth another) asked together, unless the stored ones end the draft already."""
+        stored = self.tasks.judge_parts(item, parts, self.config, lambda key: finished(self.critiques.get(key)))
+        if stored is None or not stored.unvetted:
+            return stored is None or stored.composable
+        critics = self.tasks.of(item).part_critics
+        await asyncio.gather(
+            *(
+                self.executor.run(critic, drafted, self.critiques)
+                for drafted in self.tasks.parts_drafted(item, parts)
+                for critic in critics
+            )
+        )
+        verdict = self.tasks.judge_parts(item, parts, self.config, self.critiques.get)
+        return verdict is not None and verdict.composable
 
 
 def stops_the_critics(verdict: Critique, config: BuildConfig) -> bool:

@@ -6,6 +6,11 @@ factoid (the factoid's prompt, parser and free checks), then one call writes a q
 for both answers, its answer theirs joined (`qagen.generation.compose`): asked for the whole question
 in one call, Qwen2.5-Coder-1.5B wrote none a reviewer keeps (0 of 44 over four prompts: wrong
 answers, questions one passage answers, "passage 1"), while it composes two factoids faithfully.
+Under checks vetting each factoid is asked `supported` (is its answer correct and in its passage?)
+before the composing call, as a factoid build asks it (the same record): of 12 composed drafts a blind
+reviewer kept none, about 5 of them for a part's wrong answer ("glob. glob.", "key and reverse.
+`heap[0]`"), which the free checks cannot see; a part it rejects ends the draft as
+`unsupported_answer`, and the composing call is not paid.
 
 The groundedness critic reads both passages; one more critic, `needs_both`, confirms that neither
 passage alone answers the question, and a draft it rates low is rejected as `single_hop`. Under

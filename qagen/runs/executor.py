@@ -150,6 +150,11 @@ def needs_call(record: TaskRecord | None) -> bool:
     return record is None or (record.failure is not None and record.failure.retryable)
 
 
+def finished(record: RecordT | None) -> RecordT | None:
+    """A stored record as a run takes it: None when it is missing or worth another call (`needs_call`)."""
+    return None if needs_call(record) else record
+
+
 class Executor:
     """Runs tasks on the clients of one run, within its spending cap."""
 

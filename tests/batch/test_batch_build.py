@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from datasets import load_from_disk
 
 from qagen.cli.app import main
+from standins.llm.outcomes import MULTI_HOP_MARK
 from standins.llm.server import StandInLLM
 
 
@@ -62,7 +63,8 @@ def test_batch_and_online_give_the_same_dataset_in_at_most_four_rounds(corpus: P
 
 
 def test_multi_hop_drafts_composed_in_batches_are_the_online_ones(corpus: Path, tmp_path: Path) -> None:
-    # A round of parts (a factoid of each passage), a round of composing calls, then the critics' rounds.
+    # A round of parts (a factoid of each passage), a round of their verdicts (supported), a round of composing
+    # calls, then the critics' rounds.
     mix = ("--question-types", "factoid=50,multi_hop=50")
     with StandInLLM() as online:
         result = CliRunner().invoke(main, build_args(online, corpus, tmp_path / "online", *mix, n=12))
@@ -80,6 +82,42 @@ def test_multi_hop_drafts_composed_in_batches_are_the_online_ones(corpus: Path, 
     assert sorted(batch_bodies) == sorted(online_bodies) and len(set(batch_bodies)) == len(batch_bodies)
     composing = [entry for entry in log if entry["method"] == "BATCH" and entry["reply"].startswith("Multi-hop")]
     assert composing and summary(tmp_path / "batch")["usage"] == summary(tmp_path / "online")["usage"]
+
+
+def test_a_multi_hop_builds_parts_are_asked_supported_in_a_round_before_the_composing_calls(
+    corpus: Path, tmp_path: Path
+) -> None:
+    with StandInLLM(batch_polls=1) as batch:
+        args = build_args(
+            batch, corpus, tmp_path / "batch", "--question-types", "multi_hop", "--batch", "--batch-poll", "0.01", n=8
+        )
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+        log = [entry for entry in batch.log if entry["method"] == "BATCH"]
+    uploaded = [event for event in journal(tmp_path / "batch") if event["event"] == "uploaded"]
+    round_of = {custom_id: event["round"] for event in uploaded for custom_id in event["custom_ids"]}
+    rounds: dict[str, set[int]] = {}
+    for entry in log:
+        if entry["reply"].startswith("Factoid question:"):
+            kind = "part"
+        elif entry["reply"].startswith("Multi-hop question:"):
+            kind = "compose"
+        elif entry["criterion"] == "supported" and MULTI_HOP_MARK not in entry["question"]:
+            kind = "part supported"
+        else:
+            kind = "critic"
+        rounds.setdefault(kind, set()).add(round_of[entry["body_sha256"]])
+    # The parts, then their verdicts, then the composing calls, then the composed drafts' critics.
+    assert rounds["part"] == {1} and rounds["part supported"] == {2} and rounds["compose"] == {3}
+    assert min(rounds["critic"]) == 4
+
+    with StandInLLM() as online:
+        result = CliRunner().invoke(
+            main, build_args(online, corpus, tmp_path / "online", "--question-types", "multi_hop", n=8)
+        )
+        assert result.exit_code == 0, result.output
+    for name in ("dataset", "candidates"):
+        assert rows(tmp_path / "batch", name) == rows(tmp_path / "online", name)
 
 
 def summary(run: Path) -> dict[str, Any]:

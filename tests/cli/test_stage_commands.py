@@ -233,6 +233,32 @@ def test_staged_critics_are_chosen_by_critique_not_fixed_by_generate(llm: Any, c
     assert json.loads((run / "run.json").read_text())["fingerprint"] == fingerprint
 
 
+def test_a_staged_multi_hop_build_asks_its_parts_supported_in_the_critique_stage(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    """`generate` has no critic: it composes every draft whose parts pass their free checks, and `critique`
+    asks the parts' verdicts before a composed draft's own critics; the outcome is the one-shot build's."""
+    staged, built = tmp_path / "staged", tmp_path / "built"
+    model, types = (
+        ["--generator-model", "openai:stand-in", "--base-url", llm.base_url],
+        ["--question-types", "multi_hop"],
+    )
+    assert _invoke("stage", "chunk", corpus, "--out", staged, *SMALL, "-q").exit_code == 0
+    assert _invoke("stage", "generate", staged, *model, "-n", 12, *types, "-q").exit_code == 0
+    assert not [entry for entry in llm.log if entry["kind"] in ("critique", "check", "reader")]
+    composed = {draft["id"]: draft for draft in map(json.loads, (staged / "drafts.jsonl").read_text().splitlines())}
+    assert _invoke("stage", "critique", staged, "-q").exit_code == 0
+    assert _invoke("stage", "filter", staged).exit_code == 0
+    ended = [
+        row for row in _candidates(staged) if row["reason"].startswith("unsupported_answer (") and not row["question"]
+    ]
+    assert ended and all(composed[row["id"]]["parts"] for row in ended)  # composed, then ended by a part
+    asked = {entry["question"] for entry in llm.log if entry["kind"] in ("critique", "check", "reader")}
+    assert not any(composed[row["id"]]["question"] in asked for row in ended)  # no critic of its own
+    assert _build(llm, corpus, built, *types, n=12).exit_code == 0
+    assert _candidates(staged) == _candidates(built)
+
+
 # --- traps of a first hour ------------------------------------------------------------------------
 def test_critique_before_generate_says_there_are_no_drafts(corpus: Path, tmp_path: Path) -> None:
     run = tmp_path / "run"

@@ -1,5 +1,6 @@
 """`kill -9` in the middle of a build, then the same command: same dataset, no call paid twice (a
-multi-hop draft's parts, each a call of its own before the composing call, included)."""
+multi-hop draft's parts and their `supported` verdicts, each a call of its own before the composing
+call, included)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ on a queued call (Compute steps and finished flows are not), nothing else can ha
 calls are answered: that is a round. Its requests are sent as one batch per endpoint
 (`qagen.runs.batch.rounds`), and their outcomes resolve the calls, so the flows go on to their
 next step (the first critic after the drafts, ...): a build of factoids takes at most four rounds
-(a multi-hop draft's parts come a round before its composing call).
+(a multi-hop draft's parts come two rounds before its composing call: the parts, then their critics).
 
 A request's custom_id is the sha256 of its body, which is byte for byte the body an online call
 sends (`qagen.llm.backends.chat_body`); answers already cached in the run directory (an earlier
