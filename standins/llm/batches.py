@@ -98,6 +98,7 @@ def answer_line(
             sha,
             kind=reply.prompt,
             logprobs=knobs.replies.logprobs,
+            doubtful_yes_rate=knobs.replies.doubtful_yes_rate,
             cached_tokens=cached,
         )
         status = 200

@@ -5,7 +5,9 @@ The content is sent as three tokens: what precedes the verdict, the verdict, wha
 alternatives are chosen so the expectation keeps the written verdict's side of every whole-number
 threshold (a rating d < 5 holds 0.9 of d and 0.1 of d + 1, so its expectation is d + 0.1; a 5 holds all
 of it; a yes holds 0.9 of yes, a no 0.1), so a build's decisions are those of the written verdicts.
-Other replies are one token, certain.
+A doubtful yes (`ReplyPolicy.doubtful_yes_rate`) is written "Yes" but holds only 0.55 of it, below every
+check's `yes_at`: as a small model's "Yes" at P(yes) 0.6 is, a verdict its written word and its
+measurement disagree on. Other replies are one token, certain.
 """
 
 from __future__ import annotations
@@ -22,13 +24,18 @@ def _entry(token: str, alternatives: list[tuple[str, float]]) -> dict[str, Any]:
     return {"token": token, "logprob": top[0]["logprob"] if top else 0.0, "bytes": None, "top_logprobs": top}
 
 
-def logprobs_content(content: str | None, kind: str) -> list[dict[str, Any]] | None:
-    """The `logprobs.content` list of a reply of prompt kind `kind` (None for no content)."""
+DOUBTFUL_YES = 0.55
+"""P(yes) of a doubtful yes: below the lowest `yes_at` of the bundled checks (0.6)."""
+
+
+def logprobs_content(content: str | None, kind: str, *, doubtful: bool = False) -> list[dict[str, Any]] | None:
+    """The `logprobs.content` list of a reply of prompt kind `kind` (None for no content); `doubtful`: a
+    yes that holds only `DOUBTFUL_YES` of its probability."""
     if not content:
         return None
     if kind == "check" and content in ("Yes", "No"):
         other = "No" if content == "Yes" else "Yes"
-        share = 0.9 if content == "Yes" else 0.1
+        share = (DOUBTFUL_YES if doubtful else 0.9) if content == "Yes" else 0.1
         return [_entry(content, [(content, max(share, 1 - share)), (other, min(share, 1 - share))])]
     match = _RATING.search(content) if kind == "critique" else None
     if match is None:

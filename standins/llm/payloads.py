@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from standins.llm.logprobs import logprobs_content
+from standins.llm.outcomes import unit_interval
 from standins.llm.shaping import Shaped, tokens
 
 DEFAULT_MODEL = "stand-in"
@@ -28,11 +29,12 @@ def completion(
     *,
     kind: str = "",
     logprobs: bool = False,
+    doubtful_yes_rate: float = 0.0,
     cached_tokens: int | None = None,
 ) -> dict[str, Any]:
     """The `chat.completion` body answering `request` with `shaped` (`n` copies of it); with `logprobs`
     (the server sends them) and a request that asks, the tokens of the reply of prompt kind `kind`
-    (`standins.llm.logprobs`).
+    (`standins.llm.logprobs`), a yes doubtful for `doubtful_yes_rate` of the requests (by their hash).
 
     ``reasoning_content`` is a field of the message only when the reply has reasoning there, and
     then ``usage`` tells its tokens apart (``completion_tokens_details.reasoning_tokens``). With
@@ -57,7 +59,8 @@ def completion(
     if shaped.reasoning_content is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     asked = logprobs and request.get("logprobs") is True
-    written = logprobs_content(shaped.content, kind) if asked else None
+    doubtful = unit_interval("doubtful-yes", sha) < doubtful_yes_rate
+    written = logprobs_content(shaped.content, kind, doubtful=doubtful) if asked else None
     sent = {"content": written, "refusal": None} if written is not None else None
     return {
         "id": "chatcmpl-" + hashlib.sha256(f"{sha}:{time.time_ns()}".encode()).hexdigest()[:24],

@@ -145,6 +145,9 @@ class ReplyPolicy:
     logprobs: bool = False
     """Send token log probabilities when a request asks for them (`standins.llm.logprobs`); False: a server
     that never sends them (most do not unless asked; some never do)."""
+    doubtful_yes_rate: float = 0.0
+    """Share of the yes/no checks written "Yes" (by request) whose token probabilities hold only 0.55 of
+    yes (`standins.llm.logprobs`): read from them, the verdict is a no."""
     refuse_logprobs: bool = False
     """Answer 400 to a request that asks for token log probabilities (as OpenAI's reasoning models do)."""
     reader_mismatch_rate: float = 0.0

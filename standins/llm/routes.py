@@ -289,6 +289,7 @@ class StandInApp:
                 sha,
                 kind=reply.prompt,
                 logprobs=knobs.replies.logprobs,
+                doubtful_yes_rate=knobs.replies.doubtful_yes_rate,
                 cached_tokens=cached,
             )
             send(handler, 200, encode(payload), {})
@@ -306,7 +307,14 @@ class StandInApp:
         knobs = self.knobs
         cached = cached_part(knobs, self.prefix_cache, messages, entry)
         payload = completion(
-            request, messages, shaped, sha, kind=reply.prompt, logprobs=knobs.replies.logprobs, cached_tokens=cached
+            request,
+            messages,
+            shaped,
+            sha,
+            kind=reply.prompt,
+            logprobs=knobs.replies.logprobs,
+            doubtful_yes_rate=knobs.replies.doubtful_yes_rate,
+            cached_tokens=cached,
         )
         describe(entry, reply, shaped)
         self._respond(handler, entry, 200, payload)

@@ -216,3 +216,19 @@ def test_a_multi_hop_question_one_passage_answers_is_rejected_as_single_hop_befo
     lone = [record for record in _critiques(run) if record.criterion in ("first_alone", "second_alone")]
     assert {record.score for record in lone} == {1, 5}
     assert all(record.agreement is not None for record in lone if record.score == 1)
+
+
+def test_a_resumed_run_reads_each_stored_verdict_as_the_first_run_did(corpus: Path, llm: Any, tmp_path: Path) -> None:
+    # A "Yes" at P(yes) 0.55 is a no: the first run stops that draft's critics there, and a resumed run,
+    # reading the stored verdicts, must stop at the same place and so make no call.
+    llm.configure(logprobs=True, pass_rate=1.0, doubtful_yes_rate=0.5)
+    run = tmp_path / "run"
+    config = _config(corpus, llm, n_generations=10)
+    build(config, run, progress=False)
+    doubted = [record for record in _critiques(run) if record.score == 5 and (record.probability or 1.0) < 0.6]
+    assert doubted, "no yes/no verdict was written yes and read as no"
+    calls = len(llm.log)
+    # As a run stopped before its outputs were written: no stamp says the build has nothing to do.
+    (run / "outputs.stamp.json").unlink()
+    build(config, run, progress=False)
+    assert len(llm.log) == calls
