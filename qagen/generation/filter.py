@@ -266,7 +266,7 @@ class Assembler:
                 fate = _Fate("rejected", reason, {})
             else:
                 if parts is not None and parts.critique is not None:
-                    fate = _part_vetted(parts.critique, item, config, counts)
+                    fate = _part_vetted(parts.critique, parts.ending, item, config, counts)
                 elif parts is not None and parts.unvetted:
                     fate = _undecided(parts.unvetted, {}, counts)
                 else:
@@ -413,20 +413,22 @@ def _undecided(missing: Sequence[str], found: dict[str, Critique], counts: _Coun
     return _Fate("undecided", reason, found)
 
 
-def _part_vetted(critique: Critique, item: Passages, config: BuildConfig, counts: _Counts) -> _Fate:
+def _part_vetted(critique: Critique, part: Draft | None, item: Passages, config: BuildConfig, counts: _Counts) -> _Fate:
     """A composed draft a part's critic ended (`PartsVerdict.critique`), counted once as a draft that
-    critic rejects, or whose call failed: with the reason it gives a draft of the part's type."""
+    critic rejects, or whose call failed: with the reason it gives a draft of the part's type, and which
+    part (by its passage's place) it was."""
     criterion = critique.criterion
+    chunk_ids = [chunk.id for chunk in item.chunks]
+    which = f" in part {chunk_ids.index(part.chunk_id) + 1}" if part is not None and part.chunk_id in chunk_ids else ""
     if not critique.ok or critique.score is None:
         failure = f"{criterion}:{critique.reason}"
         counts.failed(counts.critique_failed, failure, item.first, critique.raw)
-        return _Fate("failed", f"critique:{failure}", {})
+        return _Fate("failed", f"critique:{failure}{which}", {})
     spec = config.critic_registry().get(criterion)
     counts.rejected += 1
     counts.rejected_by[criterion] += 1
-    return _Fate(
-        "rejected", rejection(spec, critique, config.threshold(criterion)), {}, (rejected_as_reason(spec, critique),)
-    )
+    reason = rejection(spec, critique, config.threshold(criterion)) + which
+    return _Fate("rejected", reason, {}, (rejected_as_reason(spec, critique),))
 
 
 def _candidate(

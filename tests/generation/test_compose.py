@@ -202,6 +202,8 @@ def test_a_part_supported_rejects_ends_its_draft_before_the_composing_call(
         assert row["id"] not in drafts and row["question"] is None and row["status"] == "rejected"
         (part,) = [draft for draft in drafts.values() if draft.raw == row["generation_raw"]]
         assert not part.parts and _rejected_part(part.question or "", 0.3)
+        which = row["chunk_ids"].index(part.chunk_id) + 1
+        assert row["reason"].endswith(f" in part {which}")
         assert row["evidence_quote"] == part.evidence
         assert all(critic["score"] is None and critic["raw"] is None for critic in row["extra_critics"])
         assert not any(part.question in text for text in composing)
