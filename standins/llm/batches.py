@@ -97,8 +97,7 @@ def answer_line(
             shaped,
             sha,
             kind=reply.prompt,
-            logprobs=knobs.replies.logprobs,
-            doubtful_yes_rate=knobs.replies.doubtful_yes_rate,
+            replies=knobs.replies,
             cached_tokens=cached,
         )
         status = 200

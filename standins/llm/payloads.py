@@ -14,6 +14,7 @@ from typing import Any
 
 from standins.llm.logprobs import logprobs_content
 from standins.llm.outcomes import unit_interval
+from standins.llm.replies import ReplyPolicy
 from standins.llm.shaping import Shaped, tokens
 
 DEFAULT_MODEL = "stand-in"
@@ -28,13 +29,13 @@ def completion(
     sha: str,
     *,
     kind: str = "",
-    logprobs: bool = False,
-    doubtful_yes_rate: float = 0.0,
+    replies: ReplyPolicy | None = None,
     cached_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """The `chat.completion` body answering `request` with `shaped` (`n` copies of it); with `logprobs`
-    (the server sends them) and a request that asks, the tokens of the reply of prompt kind `kind`
-    (`standins.llm.logprobs`), a yes doubtful for `doubtful_yes_rate` of the requests (by their hash).
+    """The `chat.completion` body answering `request` with `shaped` (`n` copies of it); when the server's
+    `replies` policy sends token log probabilities and the request asks for them, the tokens of the reply
+    of prompt kind `kind` (`standins.llm.logprobs`), a yes doubtful for the policy's `doubtful_yes_rate`
+    of the requests (by their hash).
 
     ``reasoning_content`` is a field of the message only when the reply has reasoning there, and
     then ``usage`` tells its tokens apart (``completion_tokens_details.reasoning_tokens``). With
@@ -58,8 +59,8 @@ def completion(
         usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
     if shaped.reasoning_content is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
-    asked = logprobs and request.get("logprobs") is True
-    doubtful = unit_interval("doubtful-yes", sha) < doubtful_yes_rate
+    asked = replies is not None and replies.logprobs and request.get("logprobs") is True
+    doubtful = replies is not None and unit_interval("doubtful-yes", sha) < replies.doubtful_yes_rate
     written = logprobs_content(shaped.content, kind, doubtful=doubtful) if asked else None
     sent = {"content": written, "refusal": None} if written is not None else None
     return {

@@ -288,8 +288,7 @@ class StandInApp:
                 shaped,
                 sha,
                 kind=reply.prompt,
-                logprobs=knobs.replies.logprobs,
-                doubtful_yes_rate=knobs.replies.doubtful_yes_rate,
+                replies=knobs.replies,
                 cached_tokens=cached,
             )
             send(handler, 200, encode(payload), {})
@@ -312,8 +311,7 @@ class StandInApp:
             shaped,
             sha,
             kind=reply.prompt,
-            logprobs=knobs.replies.logprobs,
-            doubtful_yes_rate=knobs.replies.doubtful_yes_rate,
+            replies=knobs.replies,
             cached_tokens=cached,
         )
         describe(entry, reply, shaped)
