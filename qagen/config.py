@@ -90,7 +90,15 @@ class BuildConfig(BaseModel):
     )
     min_score: int = Field(default=4, description="Keep a draft when every critic scores it at least this (1-5).")
     min_scores: dict[CriticName, int] = Field(
-        default_factory=dict, description="Per-critic minimum scores, overriding `min_score` and a critic's default."
+        default_factory=dict,
+        description="Per-critic minimum scores of the 1-5 critics, overriding `min_score` and a critic's default.",
+    )
+    cuts: dict[CriticName, float] = Field(
+        default_factory=dict,
+        description="Per-check cuts of the checks that are not 1-5 ratings: a yes/no check passes a draft when "
+        "P(yes), read from the server's token probabilities, is at least its cut (default: the check's own, "
+        "supported 0.7, clear 0.6); a reader when its answer's agreement with the drafted one is at least its "
+        "cut (default 0.5). Applied when filtering, so a changed cut re-filters the same records.",
     )
     question_types: dict[str, int] = Field(
         default_factory=lambda: {DEFAULT_TYPE: 100},
@@ -223,6 +231,7 @@ class BuildConfig(BaseModel):
         for name, score in scores.items():
             if not 1 <= score <= 5:
                 raise ConfigError(f"Minimum scores are on the 1-5 scale; {name}={score} is not.")
+        self._check_cuts(registry)
         if self.n_generations is not None and self.n_generations < 1:
             raise ConfigError(
                 f"`n_generations` must be at least 1, got {self.n_generations}.", settings=("n_generations",)
@@ -292,6 +301,38 @@ class BuildConfig(BaseModel):
         if len(draft.answer or "") > self.max_answer_chars * max(1, len(draft.parts)):
             return FailureKind.ANSWER_TOO_LONG.value
         return None
+
+    def _check_cuts(self, registry: CriticRegistry) -> None:
+        """A 1-5 critic has a minimum score, a yes/no or reader check a cut in (0, 1): each named in its
+        own setting, so no setting is silently without effect."""
+        for name in self.min_scores:
+            spec = registry.get(name)
+            if spec.scale != "rating":
+                read = "P(yes)" if spec.scale == "yes_no" else "its answer's agreement with the drafted one"
+                raise ConfigError(
+                    f"{name} is no 1-5 critic: it is decided by {read} held to a cut in (0, 1), so a minimum "
+                    f"score has no effect on it; set its cut instead (`filter.cuts.{name}`, or "
+                    f"`--cut {name}=0.8`).",
+                    settings=("min_scores", "cuts"),
+                )
+        for name, value in self.cuts.items():
+            if name not in registry:
+                raise ConfigError(
+                    f"`cuts` names {name}, which is no check of this build; the checks are "
+                    f"{', '.join(registry.names())}.",
+                    settings=("cuts",),
+                )
+            if registry.get(name).scale == "rating":
+                raise ConfigError(
+                    f"{name} is a 1-5 critic: it has a minimum score, not a cut (`filter.min_scores.{name}`, or "
+                    f"`--min-critic {name}=4`).",
+                    settings=("cuts", "min_scores"),
+                )
+            if not 0 < value < 1:
+                raise ConfigError(
+                    f"A check's cut is a probability or an agreement in (0, 1); {name}={value} is not.",
+                    settings=("cuts",),
+                )
 
     def critic_registry(self) -> CriticRegistry:
         """Every critic of this build: the registered ones (`qagen.critics.CRITICS`), those only its

@@ -27,25 +27,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from qagen.errors import ConfigError
 from qagen.llm.prompts import Prompt, load_prompt
-from qagen.records import CRITIC_NAME_PATTERN, CriticName
+from qagen.records import CRITIC_NAME_PATTERN, CheckKind, CriticName
 from qagen.registry import Registry
 
-if TYPE_CHECKING:
-    from qagen.records import Critique
-
-CriticScale = Literal["rating", "yes_no", "reader", "lone_reader"]
+CriticScale = CheckKind
 """How a critic's reply is read (`qagen.generation.critique`):
 
 - `rating`: `Evaluation: ... Total rating: N`, N on 1-5 (the cookbook's protocol);
 - `yes_no`: a reply that opens with Yes or No (CheckEval's checklist items; NeMo's answerability
-  filter): recorded as 5 or 1 on the same scale, and as 1 + 4 P(yes) when the server sends token
-  probabilities;
+  filter): recorded as 5 or 1 on the same scale as written, with P(yes) when the server sends token
+  probabilities (what decides: `qagen.generation.vetting`);
 - `reader`: the model answers the question from the passages alone (round-trip consistency, Alberti
   et al. 2019): 5 when its answer agrees with the drafted one, 1 when it differs or it says the
   passages do not answer it;
@@ -67,17 +64,6 @@ CHECKS_VETTING_TYPED = ("clear", "reader")
 reviewer keeps (benchmarks/bench_signals.py): the reader on git's how-to pages; `clear` on git's manual
 pages (precision 0.62), where over three reviewed sets the factoids kept without it are as often good
 (0.65 against 0.66) and 31 of 40 good ones are kept instead of 25."""
-
-READER_AGREEMENT = 0.5
-"""A reader's answer agrees with the drafted one at this agreement or above (`Critique.agreement`: the
-larger of token F1 and the share of the drafted answer's words it holds). Set between the 0.4 and 0.6
-of issue 28's probes, not tuned; applied when filtering, so a changed value re-filters the same records."""
-
-NOT_ANSWERED_BY_PASSAGE = "not_answered_by_passage"
-"""The reason a reader check gives a draft whose passages, the reader says, do not answer its question."""
-ANSWERABLE = "answerable"
-"""The reason a question drafted as unanswerable is rejected when the corpus answers it."""
-
 
 CRITIC_INPUTS = frozenset({"question", "context", "first_context", "second_context", "answer", "retrieved"})
 """What a critic's prompt may read of the draft: the question (required), its passages (`context`:
@@ -139,9 +125,9 @@ class CriticSpec(BaseModel):
         default=0.5,
         gt=0,
         lt=1,
-        description="A yes/no critic passes a draft when P(yes), read from the server's token probabilities, is at "
-        "least this (measured per critic: a small model's P(yes) is not calibrated); as written without them. "
-        "Applied when filtering, so a changed value re-filters the same records.",
+        description="A yes/no critic's default cut: it passes a draft when P(yes), read from the server's token "
+        "probabilities, is at least this (measured per critic: a small model's P(yes) is not calibrated); as "
+        "written without them. A build's `cuts` overrides it (`qagen.generation.vetting`).",
     )
 
 
@@ -324,56 +310,6 @@ def default_prompt(spec: CriticSpec) -> Prompt:
 def cookbook_critics() -> tuple[CriticSpec, ...]:
     """The critics with columns of their own, in column order."""
     return tuple(spec for spec in CRITICS if spec.own_columns)
-
-
-def verdict_value(spec: CriticSpec, critique: Critique) -> float | None:
-    """What the threshold applies to, on the 1-5 scale: a rating critic's expected rating when the
-    server sent token probabilities, else its score as written; a yes/no critic's yes (5) when P(yes)
-    reaches its `yes_at`, else no (1), or its written yes/no without probabilities; a reader by its measured
-    agreement (`READER_AGREEMENT`), or its score when it found no answer."""
-    if spec.scale in ("reader", "lone_reader"):
-        return _reader_value(critique, lone=spec.scale == "lone_reader")
-    if critique.probability is None or critique.score is None:
-        return critique.score
-    if spec.scale == "rating":
-        return critique.probability
-    if spec.scale == "yes_no":
-        return 5 if critique.probability >= spec.yes_at else 1
-    return critique.score
-
-
-def _reader_value(critique: Critique, *, lone: bool) -> float | None:
-    """A reader's verdict from its measured agreement (5 agrees, 1 does not; a lone reader the other way
-    round: its passage alone should not answer); its score otherwise."""
-    if critique.agreement is None or critique.score is None:
-        return critique.score
-    return 5 if (critique.agreement >= READER_AGREEMENT) != lone else 1
-
-
-def passes(spec: CriticSpec, critique: Critique, threshold: int) -> bool:
-    """The verdict meets the threshold (`verdict_value`)."""
-    value = verdict_value(spec, critique)
-    return value is not None and value >= threshold
-
-
-def rejected_as_reason(spec: CriticSpec, critique: Critique) -> str:
-    """What a rejection by this critic shows. A reader: `answer_mismatch` when its answer differs from
-    the drafted one, `not_answered_by_passage` when it found no answer, `answerable` when it answered
-    a question drafted as unanswerable (its answer is kept, no agreement measured). Otherwise the
-    critic's `rejects_as`, or its name."""
-    if spec.scale == "reader" and critique.agreement is None:  # a lone reader rejects only by agreeing
-        return NOT_ANSWERED_BY_PASSAGE if critique.rationale is None else ANSWERABLE
-    return spec.rejects_as or spec.name
-
-
-def rejection(spec: CriticSpec, critique: Critique, threshold: int) -> str:
-    """The reason a draft this critic rejects is given: `relevance=2<4`, `relevance=3.62<4` (read from
-    probabilities), or `single_hop (needs_both=2<4)`."""
-    value = verdict_value(spec, critique)
-    shown = f"{value:.2f}" if isinstance(value, float) else str(value)
-    measured = f"{spec.name}={shown}<{threshold}"
-    reason = rejected_as_reason(spec, critique)
-    return measured if reason == spec.name else f"{reason} ({measured})"
 
 
 def help_line(spec: CriticSpec) -> str:

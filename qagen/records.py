@@ -183,13 +183,59 @@ class Critique(TaskOutput):
 
 
 # --- what a build writes ------------------------------------------------------------------------
+CheckKind = Literal["rating", "yes_no", "reader", "lone_reader"]
+"""How a check's reply is read and decided (`qagen.critics.CriticScale`)."""
+
+MeasuredAs = Literal["p_yes", "expected_rating", "agreement", "written"]
+"""What a verdict's measurement is: P(yes) from the server's token probabilities (a yes/no check), the
+expected rating over the rating tokens (a 1-5 critic), a reader's agreement with the drafted answer, or
+`written`: no measurement could be read, and the written word or rating decided."""
+
+
+class Verdict(Record):
+    """One check's decision on one draft, made once (`qagen.generation.vetting`) and shown as made: the
+    early stop, the filter, the review tools, the profile, the card and the rows all read this value."""
+
+    name: str = Field(description="The check's (critic's) name.")
+    kind: CheckKind = Field(description="How its reply is read: a 1-5 rating, a yes/no, a reader's answer.")
+    written: int | None = Field(
+        description="The verdict as written, on the 1-5 scale (a yes/no: 5 yes, 1 no; a reader: 5 agrees, 1 not)."
+    )
+    measured_as: MeasuredAs = Field(description="What `measurement` is (`written`: the written verdict decided).")
+    measurement: float | None = Field(
+        description="What was compared with the cut: P(yes) (0-1), the expected rating (1-5), the reader's "
+        "agreement (0-1), or the written rating of a 1-5 critic; None when a yes/no or a reader's written word "
+        "decided."
+    )
+    cut: float = Field(
+        description="The cut the measurement was held to: P(yes) at least this (yes/no), a rating at least this "
+        "(1-5), an agreement at least this (a reader; a lone reader's below it)."
+    )
+    passed: bool = Field(description="Whether the draft passed this check.")
+    why: str | None = Field(
+        description="Why it did not pass, as the candidates' `reason` gives it (`unsupported_answer (supported "
+        "P(yes)=0.66<0.70)`); None when it passed."
+    )
+
+
 class CriticVerdict(Record):
-    """A critic's verdict in `extra_critics`: one beyond the cookbook's three, which have columns of their own."""
+    """A critic's verdict in `extra_critics`: one beyond the cookbook's three, which have columns of their own.
+    The written word (`score`) beside what decided: the measurement, the cut and the decision."""
 
     name: str = Field(description="The critic's name.")
-    score: int | None = Field(description="Its 1-5 rating; None when not rated.")
-    eval: str | None = Field(description="Its rationale.")
+    score: int | None = Field(
+        description="Its verdict as written, on the 1-5 scale (a yes/no check: 5 yes, 1 no); None when not rated."
+    )
+    eval: str | None = Field(description="Its rationale (a reader check: its own answer).")
     prompt_hash: str = Field(description="Hash of its prompt text.")
+    measured_as: MeasuredAs | None = Field(
+        default=None, description="What `measurement` is (`Verdict.measured_as`); None when not rated."
+    )
+    measurement: float | None = Field(
+        default=None, description="What was compared with the cut (`Verdict.measurement`); None when not measured."
+    )
+    cut: float | None = Field(default=None, description="The cut it was held to; None when not rated.")
+    passed: bool | None = Field(default=None, description="Whether the draft passed it; None when not rated.")
 
 
 class CriticReply(CriticVerdict):
@@ -221,6 +267,30 @@ class DatasetRow(Record):
     relevance_eval: str | None = Field(description="The relevance critic's rationale.")
     standalone_score: int | None = Field(description="The standalone critic's 1-5 rating; None when not rated.")
     standalone_eval: str | None = Field(description="The standalone critic's rationale.")
+    groundedness_measurement: float | None = Field(
+        default=None,
+        description="What the groundedness critic's cut was held to: its expected rating over the rating tokens "
+        "when the server sent token probabilities, else its written rating; None when not rated.",
+    )
+    groundedness_passed: bool | None = Field(
+        default=None, description="Whether the draft passed the groundedness critic; None when not rated."
+    )
+    relevance_measurement: float | None = Field(
+        default=None,
+        description="What the relevance critic's cut was held to: its expected rating over the rating tokens "
+        "when the server sent token probabilities, else its written rating; None when not rated.",
+    )
+    relevance_passed: bool | None = Field(
+        default=None, description="Whether the draft passed the relevance critic; None when not rated."
+    )
+    standalone_measurement: float | None = Field(
+        default=None,
+        description="What the standalone critic's cut was held to: its expected rating over the rating tokens "
+        "when the server sent token probabilities, else its written rating; None when not rated.",
+    )
+    standalone_passed: bool | None = Field(
+        default=None, description="Whether the draft passed the standalone critic; None when not rated."
+    )
     extra_critics: tuple[CriticVerdict, ...] = Field(
         default=(),
         description="The verdicts of the build's critics beyond the cookbook's three that rate the question's "
@@ -369,6 +439,11 @@ class Funnel(Record):
     rejected: int = Field(description="Drafts some critic rated below its threshold.")
     rejected_by: dict[Criterion, int] = Field(
         description="Rejections by critic, every critic of the build listed (a draft two critics reject counts twice)."
+    )
+    decided_as_written: dict[Criterion, int] = Field(
+        default_factory=dict,
+        description="Verdicts of a yes/no or 1-5 check that had no usable token probabilities (the server sent "
+        "none, or impossible ones), by check: their written word or rating decided (`Verdict.measured_as`).",
     )
     critic_calls_skipped: int = Field(description="Critic calls not made because the draft was already rejected.")
     duplicates: int = Field(description="Drafts dropped as near-duplicates of an earlier one.")

@@ -89,8 +89,9 @@ def test_a_name_taken_or_unknown_and_a_prompt_reading_nothing_are_refused(tmp_pa
         BuildTasks.for_config(_config(critics=["missing"], prompts_dir=str(folder)))
 
 
-def test_a_verdict_read_from_probabilities_is_what_the_threshold_applies_to() -> None:
-    from qagen.critics import BUNDLED_OPT_IN, passes, rejection, verdict_value
+def test_a_verdict_read_from_probabilities_is_what_the_cut_applies_to() -> None:
+    from qagen.critics import BUNDLED_OPT_IN
+    from qagen.generation.vetting import decide
     from qagen.records import Critique
 
     def critique(score: int, probability: float | None) -> Critique:
@@ -99,19 +100,27 @@ def test_a_verdict_read_from_probabilities_is_what_the_threshold_applies_to() ->
         )
 
     relevance = CRITICS.get("relevance")
-    # A written 4 whose rating tokens hold much of 2: its expectation decides, as a threshold sees it.
-    assert verdict_value(relevance, critique(4, 3.62)) == 3.62 and not passes(relevance, critique(4, 3.62), 4)
-    assert rejection(relevance, critique(4, 3.62), 4) == "relevance=3.62<4"
-    assert passes(relevance, critique(4, None), 4)  # no probabilities: as written
-    # A yes/no critic: P(yes) against its own measured `yes_at`, whatever was written.
-    clear = BUNDLED_OPT_IN.get("clear").model_copy(update={"yes_at": 0.7})
-    assert passes(clear, critique(1, 0.72), 4) and not passes(clear, critique(5, 0.69), 4)
-    assert rejection(clear, critique(5, 0.69), 4) == "not_standalone (clear=1<4)"
-    assert passes(clear, critique(5, None), 4) and not passes(clear, critique(1, None), 4)
+    # A written 4 whose rating tokens hold much of 2: its expectation decides, and the verdict shows it.
+    verdict = decide(relevance, critique(4, 3.62), 4)
+    assert verdict is not None and not verdict.passed
+    assert (verdict.written, verdict.measured_as, verdict.measurement, verdict.cut) == (4, "expected_rating", 3.62, 4)
+    assert verdict.why == "relevance=3.62<4"
+    written = decide(relevance, critique(4, None), 4)
+    assert written is not None and written.passed and written.measured_as == "written"  # no probabilities
+    # A yes/no critic: P(yes) against its cut, whatever was written.
+    clear = BUNDLED_OPT_IN.get("clear")
+    assert all(v and v.passed for v in [decide(clear, critique(1, 0.72), 0.7), decide(clear, critique(5, None), 0.7)])
+    rejected = decide(clear, critique(5, 0.69), 0.7)
+    assert rejected is not None and not rejected.passed and rejected.measurement == 0.69
+    assert rejected.why == "not_standalone (clear P(yes)=0.69<0.70)"
+    said_no = decide(clear, critique(1, None), 0.7)
+    assert said_no is not None and not said_no.passed and said_no.measurement is None
+    assert said_no.why == "not_standalone (clear=no)"
 
 
 def test_a_readers_agreement_is_judged_when_filtering() -> None:
-    from qagen.critics import BUNDLED_OPT_IN, READER_AGREEMENT, passes
+    from qagen.critics import BUNDLED_OPT_IN
+    from qagen.generation.vetting import READER_AGREEMENT, decide
     from qagen.records import Critique
 
     reader = BUNDLED_OPT_IN.get("reader")
@@ -122,6 +131,11 @@ def test_a_readers_agreement_is_judged_when_filtering() -> None:
             rationale=answer,
         )  # fmt: skip
 
-    assert passes(reader, read(1, READER_AGREEMENT, "git gc"), 4)  # the stored score does not decide
-    assert not passes(reader, read(5, READER_AGREEMENT - 0.01, "git gc"), 4)
-    assert not passes(reader, read(1, None, None), 4)  # no answer found: its score
+    def passed(critique: Critique) -> bool:
+        verdict = decide(reader, critique, READER_AGREEMENT)
+        assert verdict is not None
+        return verdict.passed
+
+    assert passed(read(1, READER_AGREEMENT, "git gc"))  # the stored score does not decide
+    assert not passed(read(5, READER_AGREEMENT - 0.01, "git gc"))
+    assert not passed(read(1, None, None))  # no answer found: its written verdict

@@ -37,12 +37,12 @@ from typing import NamedTuple
 from pydantic import Field
 
 from qagen.config import BuildConfig
-from qagen.critics import passes
 from qagen.errors import ConfigError
 from qagen.failures import Failure, FailureKind
 from qagen.generation.checks.precheck import Precheck, precheck
 from qagen.generation.draft import DraftTask, document_name
 from qagen.generation.replies import echoes_example, parse_labelled_qa, prompt_examples
+from qagen.generation.vetting import vet
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
 from qagen.llm.untrusted import neutralize
@@ -243,16 +243,16 @@ def judge_parts(
         checks.append(checked)
     if verdicts is None:
         return PartsVerdict()
-    registry = config.critic_registry()
     found = verdicts(drafted)
     call_failed: PartsVerdict | None = None
     for part, checked, by_criterion in zip(drafted, checks, found, strict=True):
-        for criterion, critique in by_criterion.items():
+        for critique in by_criterion.values():
             if critique is None:
                 continue
-            if not critique.ok or critique.score is None:
+            verdict = vet(config, critique)
+            if verdict is None:
                 call_failed = call_failed or PartsVerdict(ending=part, checked=checked, critique=critique)
-            elif not passes(registry.get(criterion), critique, config.threshold(criterion)):
+            elif not verdict.passed:
                 return PartsVerdict(ending=part, checked=checked, critique=critique)
     if call_failed is not None:
         return call_failed

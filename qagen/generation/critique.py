@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from qagen.corpus.squad import squad_tokens, token_f1
-from qagen.critics import CRITICS, READER_AGREEMENT, CriticScale, default_prompt
+from qagen.critics import CRITICS, CriticScale, default_prompt
 from qagen.failures import Failure, FailureKind
 from qagen.generation.passage_frame import Shown, framed, passages_text, render
 from qagen.generation.replies import parse_rating, parse_reader_answer, parse_yes_no
+from qagen.generation.vetting import reader_agrees
 from qagen.llm.prompts import Prompt
 from qagen.llm.task import Reply, Request, Role, SingleCallTask, user_request
 from qagen.llm.untrusted import neutralize, passages
@@ -33,8 +34,8 @@ from qagen.runs.store import record_key
 
 YES_SCORE = 5
 NO_SCORE = 1
-"""A yes/no or reader verdict on the critics' 1-5 scale: its two ends, so every threshold of 2-5 means
-"yes" as written (with token probabilities, a yes/no critic passes when P(yes) reaches its `yes_at`)."""
+"""A yes/no or reader verdict as written, on the critics' 1-5 scale: its two ends (what decides, with
+token probabilities or a reader's agreement: `qagen.generation.vetting`)."""
 
 
 def answer_agreement(read: str, drafted: str) -> float:
@@ -156,7 +157,7 @@ class CriticTask(SingleCallTask[Drafted, Critique]):
                 score = YES_SCORE if self.scale == "lone_reader" else NO_SCORE
                 return self._record(item, None, reply.verbatim, reply, score, None)
             agreement = answer_agreement(read.answer, self.expected_answer(item))
-            score = YES_SCORE if agreement >= READER_AGREEMENT else NO_SCORE
+            score = YES_SCORE if reader_agrees(agreement) else NO_SCORE
             if self.scale == "lone_reader":  # one passage alone should not answer as both do
                 score = YES_SCORE + NO_SCORE - score
             return self._record(item, None, reply.verbatim, reply, score, read.answer, agreement=agreement)

@@ -11,7 +11,6 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex, RankQuery
-from qagen.critics import passes, rejected_as_reason, rejection
 from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.checks.precheck import precheck
@@ -22,6 +21,7 @@ from qagen.generation.sample import Sample
 from qagen.generation.semantic_dedup import SemanticDuplicates
 from qagen.generation.target import OVER_TARGET
 from qagen.generation.tasks import BuildTasks, TypeTasks
+from qagen.generation.vetting import rejected_as, vet
 from qagen.records import (
     NO_TARGET_COLUMNS,
     UNDECIDED_STAGES,
@@ -35,6 +35,7 @@ from qagen.records import (
     Funnel,
     Passages,
     TypeFunnel,
+    Verdict,
 )
 
 RecordT_co = TypeVar("RecordT_co", covariant=True)
@@ -90,6 +91,7 @@ class _Counts:
     undecided_calls: Counter[str] = field(default_factory=Counter)
     rejected: int = 0
     rejected_by: Counter[str] = field(default_factory=Counter)
+    decided_as_written: Counter[str] = field(default_factory=Counter)
     critic_calls_skipped: int = 0
     duplicates: int = 0
     semantic_duplicates: int = 0
@@ -99,6 +101,15 @@ class _Counts:
     kept: int = 0
     examples: dict[str, str] = field(default_factory=dict)
     types: dict[str, _TypeCounts] = field(default_factory=dict)
+
+    def vetted(self, config: BuildConfig, critique: Critique) -> Verdict | None:
+        """The critique's verdict (`vetting.vet`), counting those decided by what was written for want of
+        token probabilities."""
+        verdict = vet(config, critique)
+        # A reader that found no answer has nothing to measure; a yes/no or 1-5 verdict lacked token probabilities.
+        if verdict is not None and verdict.measured_as == "written" and verdict.kind in ("yes_no", "rating"):
+            self.decided_as_written[verdict.name] += 1
+        return verdict
 
     def failed(self, counter: Counter[str], reason: str, chunk: Chunk, raw: str | None) -> None:
         """Count a failure, and keep its first case as the reason's example."""
@@ -120,6 +131,7 @@ class _Counts:
             rejected=self.rejected,
             # Every critic, zeros included: a reader can index it without checking.
             rejected_by={c: self.rejected_by.get(c, 0) for c in self.critics},
+            decided_as_written=dict(sorted(self.decided_as_written.items())),
             critic_calls_skipped=self.critic_calls_skipped,
             duplicates=self.duplicates,
             too_long=self.too_long,
@@ -143,7 +155,7 @@ class Assembly:
 
 
 class _Fate(NamedTuple):
-    """What became of one sampled item, and the critiques of its draft that were found."""
+    """What became of one sampled item, and the critiques of its draft that were found with their verdicts."""
 
     status: CandidateStatus
     reason: str
@@ -362,7 +374,7 @@ def _judge(
     draft = drafted.draft
     found: dict[str, Critique] = {}
     rejections: list[str] = []
-    rejected_as: list[str] = []
+    rejected: list[str] = []
     failures: list[tuple[str, Critique]] = []  # (`criterion:reason`, as the funnel counts them; the critique)
     missing: list[str] = []
     for critic in tasks.critics:  # in the order they are asked
@@ -372,19 +384,20 @@ def _judge(
             missing.append(criterion)
             continue
         found[criterion] = critique
-        if not critique.ok or critique.score is None:
+        verdict = counts.vetted(config, critique)
+        if verdict is None:
             failures.append((f"{criterion}:{critique.reason}", critique))
             continue
-        spec = config.critic_registry().get(criterion)
-        if not passes(spec, critique, config.threshold(criterion)):
-            rejections.append(rejection(spec, critique, config.threshold(criterion)))
-            rejected_as.append(rejected_as_reason(spec, critique))
+        if not verdict.passed:
+            assert verdict.why is not None
+            rejections.append(verdict.why)
+            rejected.append(rejected_as(config.critic_registry().get(criterion), critique))
             counts.rejected_by[criterion] += 1
     if rejections:
         counts.rejected += 1
         counts.critic_calls_skipped += len(missing)
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
-        return _Fate("rejected", "; ".join(rejections) + skipped, found, tuple(rejected_as))
+        return _Fate("rejected", "; ".join(rejections) + skipped, found, tuple(rejected))
     if failures:
         failure, critique = failures[0]
         counts.failed(counts.critique_failed, failure, drafted.passages.first, critique.raw)
@@ -420,15 +433,15 @@ def _part_vetted(critique: Critique, part: Draft | None, item: Passages, config:
     criterion = critique.criterion
     chunk_ids = [chunk.id for chunk in item.chunks]
     which = f" in part {chunk_ids.index(part.chunk_id) + 1}" if part is not None and part.chunk_id in chunk_ids else ""
-    if not critique.ok or critique.score is None:
+    verdict = counts.vetted(config, critique)
+    if verdict is None:
         failure = f"{criterion}:{critique.reason}"
         counts.failed(counts.critique_failed, failure, item.first, critique.raw)
         return _Fate("failed", f"critique:{failure}{which}", {})
-    spec = config.critic_registry().get(criterion)
+    assert verdict.why is not None, "a part's critic ends a draft only by rejecting it"
     counts.rejected += 1
     counts.rejected_by[criterion] += 1
-    reason = rejection(spec, critique, config.threshold(criterion)) + which
-    return _Fate("rejected", reason, {}, (rejected_as_reason(spec, critique),))
+    return _Fate("rejected", verdict.why + which, {}, (rejected_as(config.critic_registry().get(criterion), critique),))
 
 
 def _candidate(
@@ -451,15 +464,21 @@ def _candidate(
         critique = found.get(spec.name)
         score = _score(critique)
         rationale, raw = (critique.rationale, critique.raw) if critique else (None, None)
+        verdict = vet(config, critique) if critique is not None else None
         if spec.own_columns:
             columns |= {
                 f"{spec.name}_score": score,
                 f"{spec.name}_eval": rationale,
+                f"{spec.name}_measurement": verdict.measurement if verdict else None,
+                f"{spec.name}_passed": verdict.passed if verdict else None,
                 f"{spec.name}_prompt_hash": prompt_hash,
                 f"{spec.name}_raw": raw,
             }
         elif prompt_hash is not None:  # a critic that does not vet this type has no verdict to show
-            extra.append(CriticReply(name=spec.name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw))
+            decided = {} if verdict is None else verdict.model_dump(include=_DECISION)
+            extra.append(
+                CriticReply(name=spec.name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw, **decided)
+            )
     chunk = item.first
     # A question its passages do not answer (unanswerable) has no retrieval target: the columns that
     # name one stay empty, so no reader takes the passage it borrowed its subject from for its answer.
@@ -497,6 +516,10 @@ def _candidate(
             **no_target,
         }
     )
+
+
+_DECISION = {"measured_as", "measurement", "cut", "passed"}
+"""What `extra_critics` shows of a verdict beside the written word."""
 
 
 def _score(critique: Critique | None) -> int | None:

@@ -23,13 +23,14 @@ from pathlib import Path
 from qagen.config import BUILD_ROLES, BuildConfig, BuildRole
 from qagen.corpus.chunk import ChunkSource
 from qagen.corpus.chunk_index import ChunkIndex
-from qagen.critics import CHECKS_VETTING, CHECKS_VETTING_TYPED, CriticSpec, check_prompt, passes
+from qagen.critics import CHECKS_VETTING, CHECKS_VETTING_TYPED, CriticSpec, check_prompt
 from qagen.errors import ConfigError
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.compose import ComposeTask, Composing, PartsVerdict, judge_parts
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask
 from qagen.generation.ledger import Ledger
+from qagen.generation.vetting import vet
 from qagen.llm.cost import Budget
 from qagen.llm.prompts import load_prompts
 from qagen.question_types import QUESTION_TYPES, QuestionTypeSpec
@@ -405,9 +406,10 @@ def stops_the_critics(verdict: Critique, config: BuildConfig) -> bool:
     call stops them until the next run (see the module's docstring)."""
     if verdict.failure is not None and verdict.failure.is_call_failure:
         return True
-    if config.all_critics or verdict.score is None:
+    if config.all_critics:
         return False
-    return not passes(config.critic_registry().get(verdict.criterion), verdict, config.threshold(verdict.criterion))
+    decided = vet(config, verdict)
+    return decided is not None and not decided.passed
 
 
 def make_budget(config: BuildConfig, spent: dict[str, Usage], *, batch: bool = False) -> Budget | None:

@@ -62,13 +62,15 @@ def column_features(row_type: type[BaseModel], omit: Collection[str] = ()) -> di
 
 
 def dataset_feature(name: str, annotation: Any) -> Feature:
-    """The `datasets` feature of a row field: `int` and `int | None` are int64, `float` and
+    """The `datasets` feature of a row field: `int` and `int | None` are int64, `bool` bool, `float` and
     `float | None` float64; `str`, `str | None` and
     a Literal of strings are string (so a column that happens to be all null keeps its type); a tuple
     of records is a list of structs, one field per record field; a tuple of str or int a list of them."""
     kinds = [annotation]
     if get_origin(annotation) in (Union, types.UnionType):
         kinds = [kind for kind in get_args(annotation) if kind is not type(None)]
+    if kinds == [bool]:
+        return _value("bool")
     if kinds == [int]:
         return _value("int64")
     if kinds == [float]:

@@ -193,7 +193,7 @@ def test_a_part_supported_rejects_ends_its_draft_before_the_composing_call(
     result = build(_config(corpus, llm, n_generations=12), run, progress=False)
     rows = list(load_from_disk(str(run / "candidates")))
     drafts = _drafts(run)
-    ended = [row for row in rows if row["reason"].startswith("unsupported_answer (supported=")]
+    ended = [row for row in rows if row["reason"].startswith("unsupported_answer (supported P(yes)=")]
     assert ended and len(ended) < len(rows)
     composing = _prompts(llm, COMPOSE_TEMPLATE)
     assert len(composing) == len(rows) - len(ended)

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from qagen.config import BuildConfig, CorpusSettings
-from qagen.critics import verdict_value
 from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import stops_the_critics
+from qagen.generation.vetting import vet
 from qagen.records import Critique, Draft
 from qagen.runs.store import RecordLog
 
@@ -39,6 +39,7 @@ def test_a_stored_verdict_read_back_decides_as_the_whole_record(tmp_path: Path, 
     config = BuildConfig(
         corpus=CorpusSettings(path="."), question_types={"factoid": 50, "multi_hop": 50}, critics=("reader",)
     )
-    spec = config.critic_registry().get(verdict.criterion)
-    assert verdict_value(spec, read_back) == verdict_value(spec, verdict) != verdict.score
+    decided, read_back_decided = vet(config, verdict), vet(config, read_back)
+    assert decided is not None and read_back_decided is not None
+    assert read_back_decided.passed == decided.passed != (verdict.score == 5)
     assert stops_the_critics(read_back, config) == stops_the_critics(verdict, config)

@@ -57,7 +57,7 @@ def test_a_reader_that_answers_otherwise_rejects_before_any_later_critic(
     for row in mismatched:
         # Asked in their order, the reader stops the chain: neither `supported` nor groundedness is paid.
         assert _asked(llm, row["question"]) == ["standalone", "clear", "relevance", "reader"], row["question"]
-        assert row["reason"] == "answer_mismatch (reader=1<4) (supported, groundedness not asked)"
+        assert row["reason"] == "answer_mismatch (reader agreement=0.00<0.50) (supported, groundedness not asked)"
     readers = [record for record in _critiques(run) if record.criterion == "reader"]
     assert readers and all(record.agreement is not None and record.agreement < 0.5 for record in readers)
     assert all(record.rationale and "Something else" in record.rationale for record in readers)
@@ -68,7 +68,7 @@ def test_a_reader_that_finds_no_answer_rejects_as_not_answered(corpus: Path, llm
     run = tmp_path / "run"
     build(_config(corpus, llm, n_generations=6), run, progress=False)
     reasons = {row["reason"] for row in load_from_disk(str(run / "candidates")) if row["status"] == "rejected"}
-    assert reasons == {"not_answered_by_passage (reader=1<4) (supported, groundedness not asked)"}
+    assert reasons == {"not_answered_by_passage (reader: no answer found) (supported, groundedness not asked)"}
 
 
 def test_an_unanswerable_question_the_corpus_answers_is_rejected_before_its_corpus_critic(
@@ -158,7 +158,7 @@ def test_checks_vetting_asks_the_yes_no_checks_in_place_of_the_cookbook_critics(
     assert asked == {"supported"}  # of factoids: `clear` and the reader are asked of the other types alone
     rows = list(load_from_disk(str(run / "candidates")))
     kept = [row for row in rows if row["status"] == "kept"]
-    rejected = [row for row in rows if row["reason"].startswith("unsupported_answer (supported=1<4)")]
+    rejected = [row for row in rows if row["reason"].startswith("unsupported_answer (supported P(yes)=")]
     assert kept and rejected
     for row in kept:  # the cookbook's columns are there, empty: no such critic was asked
         assert row["groundedness_score"] is None and row["standalone_score"] is None

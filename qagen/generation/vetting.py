@@ -1,0 +1,128 @@
+"""Every check's keep/reject decision, made here once: a stored critique and the build's settings give
+a `Verdict` (`qagen.records.Verdict`) that the early stop, the filter, `--dry-run`, batch rounds and the
+rows read; the review tools, the profile and the card read it from the rows. Nothing else compares a
+check's score, probability or agreement with its cut.
+
+How each kind of check decides (`CriticSpec.scale`):
+
+- a yes/no check: P(yes), read from the server's token probabilities (`Critique.probability`), at
+  least its cut (`BuildConfig.cuts`, else the check's own `yes_at`). With no usable probabilities (the
+  server sent none, or impossible ones: `qagen.llm.verdict_probability`) its written yes or no decides,
+  and the verdict says so (`measured_as="written"`).
+- a 1-5 critic: its expected rating over the rating tokens, or its written rating without token
+  probabilities, at least its threshold (`BuildConfig.threshold`: `min_scores`, its default, `min_score`).
+- a reader: its answer's agreement with the drafted one at least its cut (`BuildConfig.cuts`, else
+  `READER_AGREEMENT`); a lone reader (one passage of a question that needs two) passes below it. A reader
+  that found no answer, or that read for a question drafted as unanswerable, is decided by what it wrote.
+"""
+
+from __future__ import annotations
+
+from qagen.config import BuildConfig
+from qagen.critics import CriticSpec
+from qagen.records import Critique, MeasuredAs, Verdict
+
+READER_AGREEMENT = 0.5
+"""A reader's answer agrees with the drafted one at this agreement or above (`Critique.agreement`: the
+larger of token F1 and the share of the drafted answer's words it holds). Set between the 0.4 and 0.6
+of issue 28's probes, not tuned; applied when filtering, so a changed cut re-filters the same records."""
+
+PASSING_WRITTEN = 3
+"""A written verdict on the 1-5 scale passes a yes/no or reader check above the middle: a yes (5) passes,
+a no (1) does not."""
+
+NOT_ANSWERED_BY_PASSAGE = "not_answered_by_passage"
+"""The reason a reader check gives a draft whose passages, the reader says, do not answer its question."""
+ANSWERABLE = "answerable"
+"""The reason a question drafted as unanswerable is rejected when the corpus answers it."""
+
+
+def cut(config: BuildConfig, spec: CriticSpec) -> float:
+    """The cut a check's measurement is held to in this build (see the module)."""
+    if spec.scale == "rating":
+        return float(config.threshold(spec.name))
+    default = spec.yes_at if spec.scale == "yes_no" else READER_AGREEMENT
+    return config.cuts.get(spec.name, default)
+
+
+def vet(config: BuildConfig, critique: Critique) -> Verdict | None:
+    """The verdict of a stored critique under this build's settings; None when it has none (the call or
+    its reply failed)."""
+    spec = config.critic_registry().get(critique.criterion)
+    return decide(spec, critique, cut(config, spec))
+
+
+def decide(spec: CriticSpec, critique: Critique, held_to: float) -> Verdict | None:
+    """The verdict of `critique` by the check `spec` at the cut `held_to`; None when it has none."""
+    if not critique.ok or critique.score is None:
+        return None
+    measured_as, measurement = _measurement(spec, critique)
+    if measurement is None:
+        passed = critique.score > PASSING_WRITTEN if spec.scale != "rating" else critique.score >= held_to
+    else:
+        passed = at_cut(spec, measurement, held_to)
+    verdict = Verdict(
+        name=spec.name,
+        kind=spec.scale,
+        written=critique.score,
+        measured_as=measured_as,
+        measurement=measurement,
+        cut=held_to,
+        passed=passed,
+        why=None,
+    )
+    return verdict if passed else verdict.model_copy(update={"why": _why(spec, critique, verdict)})
+
+
+def at_cut(spec: CriticSpec, measurement: float, held_to: float) -> bool:
+    """Whether a measurement passes the check at a cut: the one comparison every decision makes (the
+    review tools ask it of other cuts, to see how the same measurements would have been decided)."""
+    if spec.scale == "lone_reader":  # one passage alone should not answer as both do
+        return measurement < held_to
+    return measurement >= held_to
+
+
+def reader_agrees(agreement: float) -> bool:
+    """A reader's answer agrees with the drafted one at the default cut: the written verdict a reader
+    check records (`CriticTask.parse`); the build decides with its own cut."""
+    return agreement >= READER_AGREEMENT
+
+
+def _measurement(spec: CriticSpec, critique: Critique) -> tuple[MeasuredAs, float | None]:
+    if spec.scale in ("reader", "lone_reader"):
+        return ("agreement", critique.agreement) if critique.agreement is not None else ("written", None)
+    if critique.probability is not None:
+        return ("p_yes", critique.probability) if spec.scale == "yes_no" else ("expected_rating", critique.probability)
+    # A 1-5 rating as written is still a rating held to the threshold; a written yes/no is not a P(yes).
+    return "written", float(critique.score) if spec.scale == "rating" and critique.score is not None else None
+
+
+def rejected_as(spec: CriticSpec, critique: Critique) -> str:
+    """What a rejection by this check shows. A reader: `answer_mismatch` when its answer differs from
+    the drafted one, `not_answered_by_passage` when it found no answer, `answerable` when it answered
+    a question drafted as unanswerable (its answer is kept, no agreement measured). Otherwise the
+    check's `rejects_as`, or its name."""
+    if spec.scale == "reader" and critique.agreement is None:  # a lone reader rejects only by agreeing
+        return NOT_ANSWERED_BY_PASSAGE if critique.rationale is None else ANSWERABLE
+    return spec.rejects_as or spec.name
+
+
+def _why(spec: CriticSpec, critique: Critique, verdict: Verdict) -> str:
+    """The reason a rejected draft is given: `relevance=2<4`, `relevance=3.62<4` (an expected rating),
+    `unsupported_answer (supported P(yes)=0.66<0.70)`, `unsupported_answer (supported=no)` (written),
+    `answer_mismatch (reader agreement=0.31<0.50)`, `single_hop (lone_reader agreement=0.80>=0.50)`."""
+    measurement = verdict.measurement
+    if spec.scale == "rating":
+        assert measurement is not None  # a rating is always measured, as written at least
+        shown = f"{measurement:.2f}" if verdict.measured_as == "expected_rating" else f"{measurement:.0f}"
+        measured = f"{spec.name}={shown}<{verdict.cut:g}"
+    elif measurement is None:
+        measured = f"{spec.name}={'yes' if verdict.written and verdict.written > PASSING_WRITTEN else 'no'}"
+        if spec.scale == "reader" and critique.agreement is None:
+            measured = f"{spec.name}: {'no answer found' if critique.rationale is None else 'answered'}"
+    else:
+        label = "P(yes)" if verdict.measured_as == "p_yes" else "agreement"
+        relation = ">=" if spec.scale == "lone_reader" else "<"
+        measured = f"{spec.name} {label}={measurement:.2f}{relation}{verdict.cut:.2f}"
+    reason = rejected_as(spec, critique)
+    return measured if reason == spec.name else f"{reason} ({measured})"
