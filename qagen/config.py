@@ -310,9 +310,8 @@ class BuildConfig(BaseModel):
             if spec.scale != "rating":
                 read = "P(yes)" if spec.scale == "yes_no" else "its answer's agreement with the drafted one"
                 raise ConfigError(
-                    f"{name} is no 1-5 critic: it is decided by {read} held to a cut in (0, 1), so a minimum "
-                    f"score has no effect on it; set its cut instead (`filter.cuts.{name}`, or "
-                    f"`--cut {name}=0.8`).",
+                    f"`min_scores` names {name}, which is no 1-5 critic: it is decided by {read} held to a cut in "
+                    f"(0, 1), so a minimum score has no effect on it; set its cut in `cuts` instead ({name}=0.8).",
                     settings=("min_scores", "cuts"),
                 )
         for name, value in self.cuts.items():
@@ -324,13 +323,12 @@ class BuildConfig(BaseModel):
                 )
             if registry.get(name).scale == "rating":
                 raise ConfigError(
-                    f"{name} is a 1-5 critic: it has a minimum score, not a cut (`filter.min_scores.{name}`, or "
-                    f"`--min-critic {name}=4`).",
+                    f"`cuts` names {name}, a 1-5 critic: it has a minimum score in `min_scores` ({name}=4), not a cut.",
                     settings=("cuts", "min_scores"),
                 )
             if not 0 < value < 1:
                 raise ConfigError(
-                    f"A check's cut is a probability or an agreement in (0, 1); {name}={value} is not.",
+                    f"A check's cut in `cuts` is a probability or an agreement in (0, 1); {name}={value} is not.",
                     settings=("cuts",),
                 )
 

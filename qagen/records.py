@@ -628,6 +628,20 @@ class Duplicates(Record):
     lexical_only_because: str | None = Field(description="Why the lexical rule was used alone; None when it was not.")
 
 
+class CheckMeasured(Record):
+    """One check's decisions over a build's drafts: the measurements that were held to its cut, binned."""
+
+    kind: CheckKind = Field(description="How its reply is read (`CheckReading.kind`).")
+    cut: float = Field(description="The cut its measurements were held to.")
+    bins: dict[str, int] = Field(
+        description="Drafts by the bin of their measurement, low to high: `0.0`-`0.9` (P(yes) or agreement, "
+        "bins 0.1 wide by their lower edge) or `1`-`5` (a rating, by its whole part); `written yes` / `written no` "
+        "for verdicts the written word decided (no token probabilities, or a reader that found no answer)."
+    )
+    passed: int = Field(description="Drafts it passed.")
+    rejected: int = Field(description="Drafts it rejected.")
+
+
 class TestSetProfile(Record):
     """What a build kept, described."""
 
@@ -639,8 +653,10 @@ class TestSetProfile(Record):
     easiness: Easiness = Field(description="How easy the kept questions are for retrieval.")
     question_chars: Distribution = Field(description="Length of the kept questions, in characters.")
     answer_chars: Distribution = Field(description="Length of the kept answers, in characters.")
-    critic_scores: dict[str, dict[str, int]] = Field(
-        description="Each critic's scores over every draft it rated (kept or not): score -> drafts."
+    checks_measured: dict[str, CheckMeasured] = Field(
+        default_factory=dict,
+        description="Each check's measurements over every draft it decided (kept or not), binned, with its cut and "
+        "how many it passed and rejected: what decided, never the written word beside it.",
     )
     duplicates: Duplicates = Field(description="The duplicates removed.")
     checks: dict[str, int] = Field(description="Drafts the free checks rejected before any critic, by reason.")
@@ -703,6 +719,21 @@ class KeptQuality(Record):
     )
 
 
+class CheckReading(Record):
+    """How one check of a build was asked and decided (`qagen.generation.vetting`): what the summary, the
+    table and the card say of it."""
+
+    kind: CheckKind = Field(description="How its reply is read: a 1-5 rating, a yes/no, a reader's answer.")
+    measured_as: MeasuredAs = Field(
+        description="What its cut is held to when the server sends token probabilities (P(yes), the expected "
+        "rating) or a reader answers (its agreement); without them the written verdict decides."
+    )
+    cut: float = Field(description="The cut: passes at or above it (a lone reader: below it).")
+    question_types: tuple[str, ...] = Field(description="The question types whose drafts it was asked of.")
+    reads_audience: bool = Field(description="Its prompt reads the build's `audience`.")
+    help: str = Field(description="What it checks, in a line.")
+
+
 class BuildSummary(Record):
     """A build's `summary.json`: what went in, what came out, and what it cost."""
 
@@ -713,7 +744,14 @@ class BuildSummary(Record):
         default_factory=dict,
         description="The funnel of each question type of the build, in the order of its `question_types`.",
     )
-    thresholds: dict[Criterion, int] = Field(description="The minimum score each critic of the build asks for.")
+    thresholds: dict[Criterion, int] = Field(
+        description="The minimum score each 1-5 critic the build asked holds its (expected) rating to."
+    )
+    checks: dict[Criterion, CheckReading] = Field(
+        default_factory=dict,
+        description="Every check (critic) the build asked, in the order asked: of which question types, how it "
+        "was read and decided, and its cut.",
+    )
     models: BuildModels = Field(description="The generator and critic models.")
     prompts: dict[str, str] = Field(description="Each prompt's name and the first 12 characters of its hash.")
     usage: BuildUsage = Field(description="Calls, tokens and cost, per LLM stage.")

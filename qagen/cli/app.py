@@ -62,7 +62,7 @@ def main() -> None:
 # is a key of the config file (docs/configuration.md lists them all, with their flags).
 BUILD_SHOWN = (
     "config", "set", "out", "hf_dataset", "generator_model", "base_url", "critic_model", "n_generations", "target", "chunk_size",
-    "audience", "question_types", "vetting", "min_score", "concurrency", "max_cost", "batch", "dry_run",
+    "audience", "question_types", "vetting", "cut", "concurrency", "max_cost", "batch", "dry_run",
     "quiet",
 )  # fmt: skip
 

@@ -33,7 +33,7 @@ PER_INVOCATION = frozenset(
 )  # fmt: skip
 # The `BuildConfig` fields of the per-invocation options, and of each model's.
 _PER_INVOCATION_FIELDS = (
-    "min_score", "min_scores", "max_answer_chars", "max_question_chars", "all_critics", "dedup_threshold",
+    "min_score", "min_scores", "cuts", "max_answer_chars", "max_question_chars", "all_critics", "dedup_threshold",
     "concurrency", "max_failure_rate", "max_tokens", "max_cost", "free_checks", "check_evidence", "max_copied_share",
     "dedup_embeddings", "semantic_dedup_threshold",
 )  # fmt: skip
@@ -149,6 +149,8 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
                 nested[key] = value
         elif key == "min_critic":  # `--min-critic NAME=SCORE`, parsed by its option
             nested.setdefault("min_scores", {}).update(value or {})
+        elif key == "cut":  # `--cut NAME=VALUE`, parsed by its option
+            nested.setdefault("cuts", {}).update(value or {})
         elif key in THRESHOLD_OPTIONS:  # a critic's own: `min_<critic>`
             if value is not None:
                 nested.setdefault("min_scores", {})[key[4:]] = value

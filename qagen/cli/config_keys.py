@@ -36,8 +36,9 @@ from qagen.cli.options import (
 )
 from qagen.config import BuildConfig
 from qagen.corpus.settings import ChunkSettings, CorpusSettings
-from qagen.critics import CRITICS
+from qagen.critics import BUNDLED_OPT_IN, CRITICS
 from qagen.evaluate.config import EvalConfig
+from qagen.generation.vetting import READER_AGREEMENT
 from qagen.llm.backends import ModelSettings
 
 Command = Literal[
@@ -323,6 +324,25 @@ def _build_keys() -> list[ConfigKey]:
             example=4,
         )
     )
+    # The yes/no and reader checks are held to cuts, one `--cut NAME=VALUE` each.
+    defaults = ", ".join(
+        f"{spec.name} {spec.yes_at if spec.scale == 'yes_no' else READER_AGREEMENT:g}"
+        for spec in BUNDLED_OPT_IN
+        if spec.scale != "rating"
+    )
+    thresholds.append(
+        ConfigKey(
+            "filter.cuts",
+            ANY_NAME,
+            "cut",
+            BUILD,
+            value_type=float,
+            help="A yes/no check, by its name: keep a draft when its P(yes), read from the token probabilities, is "
+            "at least this (0-1); a reader check: when its answer agrees with the drafted one at least this much. "
+            f"Defaults: {defaults}.",
+            example=0.8,
+        )
+    )
     budget = [
         ConfigKey("budget", name, name, BUILD, setting=(BuildConfig, name), example=example)
         for name, example in (
@@ -413,7 +433,8 @@ SECTION_HELP: dict[str, str] = {
     "generator": "The model that drafts a question and its answer from each sampled chunk.",
     "critic": "The model of the critics; each key not set is the generator's.",
     "filter": "Which rated drafts `qagen build` keeps.",
-    "filter.min_scores": "A critic's own minimum score, instead of `filter.min_score`.",
+    "filter.min_scores": "A 1-5 critic's own minimum score, instead of `filter.min_score`.",
+    "filter.cuts": "A yes/no or reader check's cut: what its P(yes) (or a reader's agreement) must reach.",
     "budget": "Spending caps of a build, and the prices they count with.",
     "calls": "How the LLM calls go, for every model of `qagen build` and `qagen evaluate` alike.",
     "evaluate": "`qagen evaluate`: the test set, the system under test, the baseline and the metrics.",

@@ -30,6 +30,7 @@ _RENAMED: dict[str, str] = {
     "model": "--generator-model",  # a model the server does not know: in `qagen evaluate`, `--reader-model`
     "critic": "--critic-model",  # `BuildConfig.critic`
     "min_scores": "--min-critic",  # `BuildConfig.min_scores`: any critic's threshold, as NAME=SCORE
+    "cuts": "--cut",  # `BuildConfig.cuts`: a yes/no or reader check's cut, as NAME=VALUE
 }
 # Settings of no config key: what to do this once, a secret, a command's own choice.
 NOT_KEY_FLAGS: dict[str, str] = {

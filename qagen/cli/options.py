@@ -213,14 +213,35 @@ def _critic_thresholds(ctx: click.Context, param: click.Parameter, value: tuple[
     return thresholds or None
 
 
-THRESHOLD_OPTIONS: tuple[str, ...] = ("min_score", *(f"min_{spec.name}" for spec in CRITICS), "min_critic")
-"""The options that set a critic's threshold: `--min-score`, one per registered critic, and
-`--min-critic NAME=SCORE` for any critic (a run's own ones have no option of their own)."""
+def _check_cuts(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> dict[str, float] | None:
+    """`--cut NAME=VALUE ...` as {NAME: VALUE} (None when not given); the build's settings say which
+    checks take a cut."""
+    cuts: dict[str, float] = {}
+    for given in value:
+        name, _, cut = given.partition("=")
+        try:
+            number = float(cut)
+        except ValueError:
+            number = float("nan")
+        if not 0 < number < 1:
+            raise click.BadParameter(f"{given!r}: write NAME=VALUE with a value between 0 and 1, e.g. supported=0.8.")
+        try:
+            cuts[check_name(name.strip())] = number
+        except QagenError as exc:
+            raise click.BadParameter(str(exc)) from None
+    return cuts or None
+
+
+THRESHOLD_OPTIONS: tuple[str, ...] = ("min_score", *(f"min_{spec.name}" for spec in CRITICS), "min_critic", "cut")
+"""The options that set what a check's measurement is held to: `--min-score`, one per registered 1-5
+critic, `--min-critic NAME=SCORE` for any 1-5 critic (a run's own ones have no option of their own), and
+`--cut NAME=VALUE` for a yes/no or reader check."""
 # Which drafts are kept; in `critique` they also decide which critics are asked (a low score stops them).
 threshold_options = option_group(
-    option("--min-score", type=click.IntRange(1, 5), default=4, show_default=True, help="Keep a draft when every critic's score is at least this."),
+    option("--min-score", type=click.IntRange(1, 5), default=4, show_default=True, help="Keep a draft when every 1-5 critic's rating is at least this (`--vetting cookbook`; the yes/no checks have cuts: --cut)."),
     *(_threshold_option(spec) for spec in CRITICS),
     option("--min-critic", "min_critic", metavar="NAME=SCORE", multiple=True, callback=_critic_thresholds, help="Keep a draft when the critic NAME scores at least SCORE, for any critic, your own (--critic) included; repeatable."),
+    option("--cut", "cut", metavar="NAME=VALUE", multiple=True, callback=_check_cuts, help="Keep a draft when the yes/no check NAME's P(yes), read from the token probabilities, is at least VALUE (a reader check: its answer's agreement with the draft's), e.g. supported=0.8 [defaults: supported 0.7, clear 0.6, reader 0.5]; repeatable."),
     option("--max-answer-chars", type=click.IntRange(min=1), default=300, show_default=True, help="A draft with a longer answer is no factoid: rejected as answer_too_long, not critiqued (the notebook's limit); a multi-hop answer, composed from a factoid's of each passage, may have this per passage."),
     option("--max-question-chars", type=click.IntRange(min=1), default=500, show_default=True, help="A draft with a longer question is rejected as question_too_long, not critiqued."),
 )  # fmt: skip

@@ -42,8 +42,8 @@ GENERATE_SHOWN = (
 )  # fmt: skip
 CRITIQUE_SHOWN = (
     "config", "set", "critic_model", "critic_base_url", "critic_api_key_env", "audience", "prompts_dir", "vetting",
-    "critics", "concurrency", "all_critics", "min_score", "min_critic", "free_checks", "check_evidence", "max_tokens",
-    "max_cost", "quiet",
+    "critics", "concurrency", "all_critics", "min_score", "min_critic", "cut", "free_checks", "check_evidence",
+    "max_tokens", "max_cost", "quiet",
 )  # fmt: skip
 # The options that decide which drafts pass: a critique that is to decide the drafts a re-filter
 # left undecided must be asked with the same ones.

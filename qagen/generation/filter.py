@@ -215,7 +215,8 @@ class Assembler:
         the other passing ones rejected as `over_target` (None: every one that passes is kept)."""
         self.config = config
         self.tasks = tasks
-        critics = tuple(spec.name for spec in config.critic_specs())
+        asked = {task.criterion for task in tasks.critics}
+        critics = tuple(spec.name for spec in config.critic_specs() if spec.name in asked)
         requested = config.n_generations
         if config.target is not None:
             requested = sum(n for n in sample.requested.values() if n is not None)

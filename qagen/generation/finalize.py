@@ -34,7 +34,7 @@ from qagen.generation.mix_change import mix_change
 from qagen.generation.profile import ProfileCounter
 from qagen.generation.sample import Sample
 from qagen.generation.semantic_dedup import SemanticDedup, SemanticDuplicates, load_semantic_dedup
-from qagen.generation.summary import summarise_build
+from qagen.generation.summary import check_readings, summarise_build
 from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
@@ -125,9 +125,7 @@ def write_outputs(
         chosen = choose(_tally(config, tasks, sample, ledger, vectors).passed, config)
     ranks = sample_ranks(sample, ledger.drafts, tasks, chunk_index)
     assembler = Assembler(config, tasks, sample, ranks=ranks, semantic=_semantic(config, vectors), chosen=chosen)
-    profile = ProfileCounter(
-        [critic.criterion for critic in tasks.critics], chunk_index.chunks_per_document(), config.question_types
-    )
+    profile = ProfileCounter(check_readings(config, tasks), chunk_index.chunks_per_document(), config.question_types)
     failures = _GenerationFailures()
     # On disk: a set of 100,000 ids takes about 15 MB in memory (the kept ones are read back from
     # `dataset/` where they are needed).

@@ -23,8 +23,10 @@ from qagen.generation.finalize import NoDraft, Outputs, settled_summary, tally, 
 from qagen.generation.ledger import Ledger
 from qagen.generation.passages_short import passages_missing, short_of_passages
 from qagen.generation.sample import PassagesPlan, Sample, StoredPassages
+from qagen.generation.summary import check_readings
 from qagen.generation.target import next_plan, planned_drafts, record_plan, shortfall, start_plan
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
+from qagen.generation.vetting import settings_without_effect
 from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.backends import require_key
 from qagen.llm.clients import Clients, ModelLike
@@ -355,6 +357,8 @@ def _build(
 ) -> BuildResult:
     tasks = BuildTasks.for_config(config, run.iter_chunks)
     run.open(config, tasks.prompt_hashes())
+    for unread in settings_without_effect(config, check_readings(config, tasks)):
+        _say(unread)
     if not run.chunking_done():
         # A missing key (or dense extra) is said before the corpus is read, not after chunking all of it.
         for settings in (config.generator, config.critic):

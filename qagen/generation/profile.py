@@ -2,12 +2,13 @@
 
 Counted from the candidate rows as finalize writes them, one row at a time: question types,
 coverage of the corpus' documents and chunks, easiness (`qagen.generation.checks.easiness`),
-question and answer lengths, each critic's score distribution, the duplicates removed and the
+question and answer lengths, each check's measurements (what its cut was held to), the duplicates removed and the
 drafts the free checks rejected. `qagen profile RUN` prints it, and the dataset card carries it.
 """
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -15,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from qagen.generation.vetting import PASSING_WRITTEN, RowDecision, row_decision
 from qagen.question_types import DEFAULT_TYPE
-from qagen.records import Coverage, Distribution, Duplicates, Easiness, TestSetProfile
+from qagen.records import CheckMeasured, CheckReading, Coverage, Distribution, Duplicates, Easiness, TestSetProfile
 from qagen.runs.scratch import KeySet
 
 COPIED_SHARE_BINS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
@@ -56,11 +58,15 @@ class ProfileCounter:
     """Counts the profile one candidate row at a time (the rows as `CandidateRow.model_dump` gives)."""
 
     def __init__(
-        self, critics: Iterable[str], documents: Mapping[str, int], question_types: Iterable[str] = (DEFAULT_TYPE,)
+        self,
+        checks: Mapping[str, CheckReading],
+        documents: Mapping[str, int],
+        question_types: Iterable[str] = (DEFAULT_TYPE,),
     ) -> None:
-        """`critics`: the build's critics; `documents`: every document's source and its number of chunks;
-        `question_types`: the build's types, in its order, each counted even when none of it is kept."""
-        self.critics = tuple(critics)
+        """`checks`: the checks the build asked (`summary.check_readings`); `documents`: every document's source
+        and its number of chunks; `question_types`: the build's types, in its order, each counted even when none
+        of it is kept."""
+        self.checks_asked = dict(checks)
         self.documents = dict(documents)
         self.types: Counter[str] = Counter(dict.fromkeys(question_types, 0))
         self.sampled_documents: set[str] = set()
@@ -73,7 +79,8 @@ class ProfileCounter:
         self.ranks = array("q")
         self.question_chars = array("q")
         self.answer_chars = array("q")
-        self.scores: dict[str, Counter[int]] = {critic: Counter() for critic in self.critics}
+        self.measured: dict[str, Counter[str]] = {check: Counter() for check in self.checks_asked}
+        self.decided: dict[str, Counter[bool]] = {check: Counter() for check in self.checks_asked}
         self.checks: Counter[str] = Counter()
 
     def add(self, row: Mapping[str, Any], check_reason: str | None = None) -> None:
@@ -88,10 +95,11 @@ class ProfileCounter:
             self.sampled_chunks.add(row["chunk_id"])
         if check_reason is not None:
             self.checks[check_reason] += 1
-        for critic in self.critics:
-            score = _critic_score(row, critic)
-            if score is not None:
-                self.scores[critic][score] += 1
+        for check, reading in self.checks_asked.items():
+            decision = row_decision(row, check)
+            if decision is not None:
+                self.measured[check][_measurement_bin(reading, decision)] += 1
+                self.decided[check][decision.passed] += 1
         if row["status"] != "kept":
             return
         self.types[row.get("question_type") or DEFAULT_TYPE] += 1
@@ -133,21 +141,37 @@ class ProfileCounter:
             ),
             question_chars=distribution(self.question_chars),
             answer_chars=distribution(self.answer_chars),
-            critic_scores={
-                critic: {str(score): counts.get(score, 0) for score in range(1, 6)}
-                for critic, counts in self.scores.items()
+            checks_measured={
+                check: CheckMeasured(
+                    kind=reading.kind,
+                    cut=reading.cut,
+                    bins={name: self.measured[check][name] for name in _bins(reading) if self.measured[check][name]},
+                    passed=self.decided[check][True],
+                    rejected=self.decided[check][False],
+                )
+                for check, reading in self.checks_asked.items()
             },
             duplicates=duplicates,
             checks=dict(sorted(self.checks.items())),
         )
 
 
-def _critic_score(row: Mapping[str, Any], critic: str) -> int | None:
-    """A critic's score in a candidate row: its own column, or its entry in `extra_critics`."""
-    if f"{critic}_score" in row:
-        value = row[f"{critic}_score"]
-        return None if value is None else int(value)
-    for verdict in row.get("extra_critics") or ():
-        if verdict.get("name") == critic and verdict.get("score") is not None:
-            return int(verdict["score"])
-    return None
+RATING_BINS = ("1", "2", "3", "4", "5")
+SHARE_BINS = tuple(f"{tenth / 10:.1f}" for tenth in range(10))
+WRITTEN_BINS = ("written no", "written yes")
+
+
+def _bins(reading: CheckReading) -> tuple[str, ...]:
+    """A check's measurement bins, low to high, then those of verdicts decided as written."""
+    return (*(RATING_BINS if reading.kind == "rating" else SHARE_BINS), *WRITTEN_BINS)
+
+
+def _measurement_bin(reading: CheckReading, decision: RowDecision) -> str:
+    """The bin of a decision's measurement: a rating by its whole part, a share (P(yes), agreement) by its
+    tenth, so a bin never straddles a whole-number threshold or a cut of one decimal."""
+    value = decision.measurement
+    if value is None:
+        return WRITTEN_BINS[decision.written is not None and decision.written > PASSING_WRITTEN]
+    if reading.kind == "rating":
+        return str(min(5, max(1, math.floor(value))))
+    return SHARE_BINS[min(9, max(0, math.floor(value * 10)))]

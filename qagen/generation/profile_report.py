@@ -74,11 +74,12 @@ def profile_tables(profile: Mapping[str, Any]) -> str:
         f"| question | {_spread(profile['question_chars'], 0)} |\n"
         f"| answer | {_spread(profile['answer_chars'], 0)} |"
     )
-    scores = "\n".join(
-        f"| {critic} | " + " | ".join(str(counts.get(str(score), 0)) for score in range(1, 6)) + " |"
-        for critic, counts in profile["critic_scores"].items()
-    )
-    parts.append(f"| critic (every draft rated) | 1 | 2 | 3 | 4 | 5 |\n|---|---|---|---|---|---|\n{scores}")
+    checks = "\n".join(_check_line(name, check) for name, check in profile.get("checks_measured", {}).items())
+    if checks:
+        parts.append(
+            "| check (every draft decided) | what was held to the cut: drafts by bin | cut | passed | rejected |\n"
+            f"|---|---|---|---|---|\n{checks}"
+        )
     model = duplicates["semantic_model"]
     semantic = (
         f"| by meaning ({model}) | {duplicates['semantic']} |"
@@ -165,7 +166,7 @@ def profile_figure(profile: Mapping[str, Any], title: str) -> Any:
     plt = pyplot()
     from matplotlib.ticker import MaxNLocator
 
-    critics = list(profile["critic_scores"])
+    checks: Mapping[str, Any] = profile.get("checks_measured", {})
     figure, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     easiness, coverage = profile["easiness"], profile["coverage"]
     bins = easiness["copied_share_bins"]
@@ -176,16 +177,7 @@ def profile_figure(profile: Mapping[str, Any], title: str) -> Any:
     _bars(axes[0][1], list(rank_bins), list(rank_bins.values()), "BM25 rank of the own chunk", "kept questions")
     per_document = coverage["kept_per_document"]
     _bars(axes[1][0], list(per_document), list(per_document.values()), "kept questions per document", "documents")
-    width = 0.8 / max(1, len(critics))
-    for index, critic in enumerate(critics):
-        counts = profile["critic_scores"][critic]
-        positions = [score + (index - (len(critics) - 1) / 2) * width for score in range(1, 6)]
-        axes[1][1].bar(positions, [counts.get(str(s), 0) for s in range(1, 6)], width=width, label=critic)
-    axes[1][1].set_xticks(range(1, 6))
-    axes[1][1].set_xlabel("critic score")
-    axes[1][1].set_ylabel("drafts rated")
-    if critics:
-        axes[1][1].legend(fontsize=8)
+    _decisions(axes[1][1], checks)
     for axis in axes.flat:
         # Every chart counts questions, documents or drafts: a tick at 0.5 of them means nothing.
         axis.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -200,3 +192,32 @@ def _bars(axis: Any, labels: list[str], values: list[int], xlabel: str, ylabel: 
         axis.annotate(str(value), (x, value), ha="center", va="bottom", fontsize=8)
     axis.set_xlabel(xlabel)
     axis.set_ylabel(ylabel)
+
+
+_MEASURED_WORDS = {"rating": "rating", "yes_no": "P(yes)", "reader": "agreement", "lone_reader": "agreement"}
+
+
+def _check_line(name: str, check: Mapping[str, Any]) -> str:
+    """One check's row: its measurements by bin (`CheckMeasured.bins`), the cut they were held to, and
+    what it decided."""
+    measured = _MEASURED_WORDS.get(check["kind"], "measurement")
+    bins = ", ".join(f"{label} x{count}" for label, count in check["bins"].items()) or "none"
+    relation = "<" if check["kind"] == "lone_reader" else ">="
+    cut = f"{measured} {relation} {check['cut']:g}"
+    return f"| {name} | {measured}: {bins} | {cut} | {check['passed']} | {check['rejected']} |"
+
+
+def _decisions(axis: Any, checks: Mapping[str, Any]) -> None:
+    """Each check's passed and rejected drafts, side by side: what the cuts decided."""
+    names = list(checks)
+    passed = [checks[name]["passed"] for name in names]
+    rejected = [checks[name]["rejected"] for name in names]
+    positions = list(range(len(names)))
+    axis.bar([x - 0.2 for x in positions], passed, width=0.4, label="passed", color="#4c72b0")
+    axis.bar([x + 0.2 for x in positions], rejected, width=0.4, label="rejected", color="#c44e52")
+    axis.set_xticks(positions)
+    axis.set_xticklabels(names)
+    axis.set_xlabel("check (its measurement held to its cut)")
+    axis.set_ylabel("drafts decided")
+    if names:
+        axis.legend(fontsize=8)

@@ -7,12 +7,14 @@ from qagen.config import BuildConfig
 from qagen.generation.ledger import Paid
 from qagen.generation.target import outcome
 from qagen.generation.tasks import BuildTasks
+from qagen.generation.vetting import readings
 from qagen.llm.cost import batch_spend, cost_of
 from qagen.records import (
     BatchSpend,
     BuildModels,
     BuildSummary,
     BuildUsage,
+    CheckReading,
     CorpusSummary,
     Funnel,
     StageUsage,
@@ -34,13 +36,15 @@ def summarise_build(
     counts only those; `by_type` the funnel of each question type."""
     chunking = run.chunking_report()
     paid_drafts, paid_critiques = paid
+    checks = check_readings(config, tasks)
     return BuildSummary(
         qagen_version=__version__,
         # The chunking report lists every skipped input; the summary keeps the counts only.
         corpus=CorpusSummary.model_validate({k: v for k, v in chunking.items() if k != "skipped_inputs"}),
         funnel=funnel,
         question_types=by_type or {},
-        thresholds=config.thresholds(),
+        thresholds={name: int(check.cut) for name, check in checks.items() if check.kind == "rating"},
+        checks=checks,
         models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
         prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},
         usage=BuildUsage(
@@ -82,3 +86,18 @@ def stage_usage(model: str, paid: Paid, config: BuildConfig) -> StageUsage:
 def _batch(model: str, paid: Paid, config: BuildConfig) -> BatchSpend:
     """The paid calls answered in batches, at batch prices and at online prices."""
     return batch_spend(paid.batched.calls, paid.batched.usage, config.price(model))
+
+
+def check_readings(config: BuildConfig, tasks: BuildTasks) -> dict[str, CheckReading]:
+    """Every check the build asks, in the order asked, with the question types it is asked of (a
+    multi-hop question's parts are asked theirs as factoids) and how it is decided."""
+    asked_of: dict[str, list[str]] = {}
+    audience: dict[str, bool] = {}
+    for type_name, type_tasks in tasks.types.items():
+        for critic in type_tasks.critics:
+            asked_of.setdefault(critic.criterion, []).append(type_name)
+            audience[critic.criterion] = audience.get(critic.criterion, False) or "audience" in critic.settings
+        for critic in type_tasks.part_critics:
+            asked_of.setdefault(critic.criterion, []).append(f"{type_name} (each part)")
+    order = [critic.criterion for critic in tasks.critics]
+    return readings(config, {name: asked_of[name] for name in dict.fromkeys(order)}, audience)

@@ -1,5 +1,5 @@
 """Every check's keep/reject decision, made here once: a stored critique and the build's settings give
-a `Verdict` (`qagen.records.Verdict`) that the early stop, the filter, `--dry-run`, batch rounds and the
+a `Verdict` (`qagen.records.Verdict`) that the early stop, the filter, a dry run, batch rounds and the
 rows read; the review tools, the profile and the card read it from the rows. Nothing else compares a
 check's score, probability or agreement with its cut.
 
@@ -18,9 +18,12 @@ How each kind of check decides (`CriticSpec.scale`):
 
 from __future__ import annotations
 
-from qagen.config import BuildConfig
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+from qagen.config import DEFAULT_AUDIENCE, BuildConfig
 from qagen.critics import CriticSpec
-from qagen.records import Critique, MeasuredAs, Verdict
+from qagen.records import CandidateRow, CheckReading, Critique, MeasuredAs, Verdict
 
 READER_AGREEMENT = 0.5
 """A reader's answer agrees with the drafted one at this agreement or above (`Critique.agreement`: the
@@ -126,3 +129,74 @@ def _why(spec: CriticSpec, critique: Critique, verdict: Verdict) -> str:
         measured = f"{spec.name} {label}={measurement:.2f}{relation}{verdict.cut:.2f}"
     reason = rejected_as(spec, critique)
     return measured if reason == spec.name else f"{reason} ({measured})"
+
+
+_MEASURED_AS: dict[str, MeasuredAs] = {
+    "rating": "expected_rating",
+    "yes_no": "p_yes",
+    "reader": "agreement",
+    "lone_reader": "agreement",
+}
+
+
+def readings(
+    config: BuildConfig, asked_of: Mapping[str, Sequence[str]], reads_audience: Mapping[str, bool]
+) -> dict[str, CheckReading]:
+    """How each check the build asks is decided: `asked_of` gives the question types each is asked of
+    (in the order asked), `reads_audience` whether its prompt reads the audience."""
+    registry = config.critic_registry()
+    return {
+        name: CheckReading(
+            kind=(spec := registry.get(name)).scale,
+            measured_as=_MEASURED_AS[spec.scale],
+            cut=cut(config, spec),
+            question_types=tuple(types),
+            reads_audience=reads_audience.get(name, False),
+            help=spec.help,
+        )
+        for name, types in asked_of.items()
+    }
+
+
+class RowDecision(NamedTuple):
+    """A check's decision as a candidate row shows it: what the views (review, agreement, profile) read."""
+
+    written: int | None
+    """The verdict as written, on the 1-5 scale."""
+    measurement: float | None
+    """What was held to the cut (P(yes), an expected or written rating, an agreement); None: the written word."""
+    passed: bool
+
+
+def row_decision(row: CandidateRow | Mapping[str, Any], check: str) -> RowDecision | None:
+    """A check's decision on a candidate row (a record, or a dict of its columns), from the check's own
+    columns (the cookbook's three) or its entry in `extra_critics`; None when it made none (not asked,
+    or its call failed)."""
+    columns: Mapping[str, Any] = row if isinstance(row, Mapping) else row.__dict__
+    if f"{check}_passed" in columns:
+        passed, measured, written = (columns[f"{check}_{field}"] for field in ("passed", "measurement", "score"))
+        return None if passed is None else RowDecision(written, measured, passed)
+    for entry in columns.get("extra_critics") or ():
+        verdict = entry if isinstance(entry, Mapping) else entry.__dict__
+        if verdict["name"] == check:
+            passed = verdict.get("passed")
+            return None if passed is None else RowDecision(verdict["score"], verdict.get("measurement"), passed)
+    return None
+
+
+def settings_without_effect(config: BuildConfig, checks: Mapping[str, CheckReading]) -> list[str]:
+    """What to say once at the start of a build whose settings name something no check it asks reads:
+    an audience no prompt reads, a minimum score with no 1-5 critic asked."""
+    said: list[str] = []
+    if config.audience != DEFAULT_AUDIENCE and not any(check.reads_audience for check in checks.values()):
+        said.append(
+            "The `audience` has no effect on this build: only the relevance critic reads it, and this `vetting` "
+            f"({config.vetting}) does not ask it (the cookbook's vetting does)."
+        )
+    ratings = [name for name, check in checks.items() if check.kind == "rating"]
+    if config.min_score != type(config).model_fields["min_score"].default and not ratings:
+        said.append(
+            f"The `min_score` {config.min_score} has no effect on this build: no 1-5 critic is asked; its checks "
+            f"({', '.join(checks)}) are held to their `cuts`."
+        )
+    return said

@@ -263,6 +263,11 @@ def funnel_table(summary: BuildSummary) -> str:
                 f"  {unanswered} {stage} call{'s' if unanswered != 1 else ''} got no reply: "
                 "re-run the same command to ask them again"
             )
+    for check, count in funnel.decided_as_written.items():
+        table.append(
+            f"  {check}: {count} verdict{'s' if count != 1 else ''} came with no usable token probabilities (none "
+            "sent, or impossible ones): the written verdict decided"
+        )
     if summary.kept_quality.stale:
         table.append(
             "  the estimate of the share of good kept questions is stale: the kept questions changed since their "

@@ -9,7 +9,8 @@ The rule, one for every verdict: the written token that covers the verdict's fir
 itself be a verdict token (a rating of the scale, `yes` or `no`); the verdict tokens among its
 alternatives are weighed by their probabilities, renormalised over the verdict tokens. Anything else
 (no tokens sent, tokens that do not spell the reply, a verdict split over several tokens, a written
-token that is not a verdict) gives None, and the caller keeps the written verdict: never a guess.
+token that is not a verdict, no alternatives, an impossible log probability: NaN, infinite or above 0)
+gives None, and the caller keeps the written verdict: never a guess.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _verdict_token(tokens: tuple[TokenChoice, ...], text: str, offset: int) -> T
 def _weighed(choice: TokenChoice, value_of: Callable[[str], float | None]) -> dict[float, float] | None:
     """The verdict values among the token's alternatives with their summed probabilities; None when
     the written token is no verdict."""
-    if value_of(choice.token) is None:
+    if value_of(choice.token) is None or not all(_possible(logprob) for _, logprob in choice.top):
         return None
     found: dict[float, float] = {}
     for token, logprob in choice.top:
@@ -50,6 +51,16 @@ def _weighed(choice: TokenChoice, value_of: Callable[[str], float | None]) -> di
         if value is not None:
             found[value] = found.get(value, 0.0) + math.exp(logprob)
     return found or None
+
+
+_ROUNDING = 1e-6
+"""How far above 0 a server's log probability may be from rounding (a certain token sent as 1e-7)."""
+
+
+def _possible(logprob: float) -> bool:
+    """A log probability a server can mean: finite and at most 0. NaN, infinities and positive values
+    (seen from a misconfigured server: P(yes) 0.27 for every draft) make the position unreadable."""
+    return math.isfinite(logprob) and logprob <= _ROUNDING
 
 
 def _rating_value(scale: range) -> Callable[[str], float | None]:

@@ -158,22 +158,50 @@ def _body(content: CardContent) -> str:
 
 
 def _critics(summary: Mapping[str, Any]) -> tuple[str, bool]:
-    """The run's critics as a sentence (`qagen.critics`: each with what it rates), and whether any of
-    them is beyond the cookbook's three (its verdicts are then in `extra_critics`)."""
-    names = list(summary.get("thresholds", {})) or [spec.name for spec in CRITICS]
-    own = [name for name in names if name not in CRITICS]
-    registry = CRITICS.with_own(own)
-    described = [f"{name} ({registry.get(name).help})" for name in names]
-    listed = ", ".join(described[:-1]) + f" and {described[-1]}" if len(described) > 1 else described[0]
-    extra = any(not registry.get(name).own_columns for name in names)
-    return f"{len(names)} LLM critics rated each draft from 1 to 5 for {listed}", extra
+    """The checks the run asked, as a sentence: of which question types, how each was read and the cut
+    it was held to (`BuildSummary.checks`); and whether any is beyond the cookbook's three (its verdicts
+    are then in `extra_critics`). A summary older than `checks` names its critics by their thresholds."""
+    checks: Mapping[str, Any] = summary.get("checks") or {}
+    if not checks:
+        names = list(summary.get("thresholds", {})) or [spec.name for spec in CRITICS]
+        registry = CRITICS.with_own([name for name in names if name not in CRITICS])
+        described = [f"{name} ({registry.get(name).help})" for name in names]
+        extra = any(not registry.get(name).own_columns for name in names)
+        return f"{len(names)} LLM critics rated each draft from 1 to 5 for {_listed(described)}", extra
+    typed = len({name for check in checks.values() for name in check.get("question_types", ())}) > 1
+    described = [_check_words(name, check, typed) for name, check in checks.items()]
+    extra = any(name not in CRITICS or not CRITICS.get(name).own_columns for name in checks)
+    noun = "check" if len(checks) == 1 else "checks"
+    return f"the LLM asked {len(checks)} {noun} of each draft: {_listed(described)}", extra
+
+
+def _check_words(name: str, check: Mapping[str, Any], typed: bool) -> str:
+    """One check as the card says it: what it checks, how it was read and decided, and of which types."""
+    cut = check.get("cut")
+    kind = check.get("kind")
+    if kind == "yes_no":
+        read = f"a yes/no read as P(yes) from the token probabilities, kept at P(yes) >= {cut:.2f}"
+    elif kind == "rating":
+        read = f"a 1-5 rating read as its expected value over the rating tokens, kept at >= {cut:g}"
+    elif kind == "lone_reader":
+        read = f"a reader of one passage, kept when its answer agrees with the draft's below {cut:.2f}"
+    else:
+        read = f"a reader of the passages, kept when its answer agrees with the draft's at >= {cut:.2f}"
+    of_types = f"; asked of {', '.join(check.get('question_types', ()))}" if typed else ""
+    return f"**{name}** ({check.get('help')}: {read}{of_types})"
+
+
+def _listed(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
 
 
 def _intro(content: CardContent) -> str:
     name = content.repo_id.split("/")[-1]
     critics, extra = _critics(content.summary)
     extra_columns = (
-        "; the critics beyond the cookbook's three in `extra_critics`, a list of `{name, score, eval, prompt_hash}`"
+        "; the checks beyond the cookbook's three in `extra_critics`, a list of `{name, score, eval, prompt_hash, "
+        "measured_as, measurement, cut, passed}` (`score` the verdict as written, 5 yes and 1 no; `measurement` "
+        "what was held to the `cut`: P(yes), an expected rating or a reader's agreement)"
         if extra
         else ""
     )
@@ -187,8 +215,9 @@ def _intro(content: CardContent) -> str:
 
 A synthetic question/answer test set for evaluating retrieval-augmented generation (RAG) systems,
 made with qagen from a document collection. An LLM drafted one factoid question and answer per
-sampled chunk of the documents; {critics}; a draft is kept when every score reaches its threshold
-and it is not a near-duplicate of an earlier question.
+sampled chunk of the documents; {critics}; a draft is kept when it passes every check asked of it
+(without token probabilities, its written verdict decides) and it is not a near-duplicate of an
+earlier question.
 
 | config | rows | what |
 |---|---|---|
@@ -340,13 +369,30 @@ def _settings(summary: Mapping[str, Any]) -> str:
     else:
         sampling = "every chunk" if sample is None else f"{sample} chunks, spread across documents"
     thresholds = summary.get("thresholds", {})
+    checks: Mapping[str, Any] = summary.get("checks") or {}
+    reads_audience = any(check.get("reads_audience") for check in checks.values()) if checks else True
+    cuts = {name: check["cut"] for name, check in checks.items() if check.get("kind") != "rating"}
     rows = [
         ("chunking", f"{chunking.get('chunk_size')} {unit}, overlap {chunking.get('chunk_overlap')}"),
         ("sampling", sampling),
         ("seed", settings.get("seed")),
-        ("thresholds (keep when every score is at least)", ", ".join(f"{k} {v}" for k, v in thresholds.items())),
+        *(
+            [
+                (
+                    "thresholds (keep when every 1-5 rating is at least)",
+                    ", ".join(f"{k} {v}" for k, v in thresholds.items()),
+                )
+            ]
+            if thresholds
+            else []
+        ),
+        *(
+            [("cuts (yes/no: P(yes) at least; reader: agreement)", ", ".join(f"{k} {v:g}" for k, v in cuts.items()))]
+            if cuts
+            else []
+        ),
         ("near-duplicate threshold (question word-set Jaccard)", settings.get("dedup_threshold")),
-        ("relevance audience", settings.get("audience")),
+        *([("relevance audience", settings.get("audience"))] if reads_audience else []),
         ("all critics asked even after a rejection", "yes" if settings.get("all_critics") else "no"),
     ]
     if "multi_hop" in settings.get("question_types", {}):

@@ -27,12 +27,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from qagen.critics import CriticSpec
 from qagen.errors import QagenError
+from qagen.generation.vetting import at_cut, row_decision
 from qagen.records import CandidateRow, Criterion
 from qagen.review.eval_answers import is_eval_dir, judge_says_correct, judges_present, read_answers
 from qagen.review.kappa import Pair, agreement, confusion, kappa_of
 from qagen.review.labels import Label, LabelKind, LabelStore
-from qagen.review.run_drafts import RunDrafts, critic_score, read_run_drafts
+from qagen.review.run_drafts import RunDrafts, read_run_drafts
 from qagen.review.thresholds import THRESHOLDS, ThresholdFit, best_threshold, fit_threshold, recommend
 
 KEEP = "keep"
@@ -112,25 +114,36 @@ def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
     labels = [label for label in given if drafts.get(label.item_id) is not None]
     rows = {label.item_id: row for label in labels if (row := drafts.get(label.item_id)) is not None}
     measures: dict[str, Measure] = {}
+    registry = drafts.config.critic_registry()
     for criterion in drafts.asked():
         verdicts = [(label, passed) for label in labels if (passed := _passed(label, criterion)) is not None]
         if not verdicts:
             continue
-        scored = [
-            (label.item_id, score, passed)
+        decided = [
+            (label.item_id, decision, passed)
             for label, passed in verdicts
-            if (score := critic_score(rows[label.item_id], criterion)) is not None
+            if (decision := row_decision(rows[label.item_id], criterion)) is not None
         ]
-
-        def pairs_at(threshold: int, scored: list[tuple[str, int, bool]] = scored) -> list[Pair]:
-            return [Pair(item_id, score >= threshold, passed) for item_id, score, passed in scored]
-
-        current = drafts.config.threshold(criterion)
-        kappas = {t: kappa_of(confusion(pairs_at(t))) for t in THRESHOLDS}
-        best_low = agreement(pairs_at(best_threshold(current, kappas))).kappa_low if scored else None
-        fit = fit_threshold(current, kappas, labels=len(scored), best_low=best_low)
         people = _by_reviewer(verdicts)
-        measures[criterion] = _measure(pairs_at(current), len(verdicts), people, fit)
+        compared = [Pair(item_id, decision.passed, passed) for item_id, decision, passed in decided]
+        spec = registry.get(criterion)
+        fit = None
+        if spec.scale == "rating":  # other cuts of a 1-5 critic's measurement: which agrees best with people
+            measured = [(item_id, decision.measurement, passed) for item_id, decision, passed in decided]
+
+            def pairs_at(
+                threshold: int, measured: list[tuple[str, float | None, bool]] = measured, spec: CriticSpec = spec
+            ) -> list[Pair]:
+                return [
+                    Pair(item_id, value is not None and at_cut(spec, value, threshold), passed)
+                    for item_id, value, passed in measured
+                ]
+
+            current = drafts.config.threshold(criterion)
+            kappas = {t: kappa_of(confusion(pairs_at(t))) for t in THRESHOLDS}
+            best_low = agreement(pairs_at(best_threshold(current, kappas))).kappa_low if decided else None
+            fit = fit_threshold(current, kappas, labels=len(decided), best_low=best_low)
+        measures[criterion] = _measure(compared, len(verdicts), people, fit)
     keeps = [label for label in labels if label.keep is not None]
     if keeps:
         critics = [(label, _critics_keep(drafts, rows[label.item_id])) for label in keeps]

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from qagen.config import BuildConfig
-from qagen.critics import CRITICS
 from qagen.errors import QagenError
 from qagen.generation.filter import Assembler
 from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import BuildTasks
+from qagen.generation.vetting import row_decision
 from qagen.records import CandidateRow, Criterion
 from qagen.runs.rundir import RunDir
 
@@ -33,18 +33,18 @@ class RunDrafts:
         return self._by_id.get(draft_id)
 
     def rejected_by(self, row: CandidateRow) -> list[Criterion]:
-        """The criteria whose critic rated the draft below the run's threshold, in the order they are asked."""
+        """The criteria whose check rejected the draft (the decision the row shows), in the order they are asked."""
         return [
             criterion
             for criterion in self.asked()
-            if (score := critic_score(row, criterion)) is not None and score < self.config.threshold(criterion)
+            if (decided := row_decision(row, criterion)) is not None and not decided.passed
         ]
 
     def missing_scores(self, row: CandidateRow) -> list[Criterion]:
-        """The criteria of the row's question type with no critic score for a drafted question (never
-        asked, or the critic failed)."""
+        """The criteria of the row's question type with no decision for a drafted question (never asked,
+        or the critic failed)."""
         vetting = {critic.criterion for critic in self.tasks.types[row.question_type].critics}
-        return [c for c in self.critics() if c in vetting and critic_score(row, c) is None]
+        return [c for c in self.critics() if c in vetting and row_decision(row, c) is None]
 
     def critics(self) -> list[Criterion]:
         """The run's critics, in declaration order (`BuildConfig.critic_specs`)."""
@@ -53,14 +53,6 @@ class RunDrafts:
     def asked(self) -> list[Criterion]:
         """The run's critics, in the order they are asked."""
         return [critic.criterion for critic in self.tasks.critics]
-
-
-def critic_score(row: CandidateRow, criterion: str) -> int | None:
-    """The critic's 1-5 score of a candidate row, from its own column or `extra_critics`; None when there is none."""
-    if criterion in CRITICS and CRITICS.get(criterion).own_columns:
-        score: int | None = getattr(row, f"{criterion}_score")
-        return score
-    return next((verdict.score for verdict in row.extra_critics if verdict.name == criterion), None)
 
 
 def read_run_drafts(run_dir: Path, config: BuildConfig | None = None) -> RunDrafts:

@@ -553,12 +553,12 @@ def test_set_reaches_every_key(in_a_project: Path, key: ConfigKey, command: str)
 def test_set_gives_the_run_its_flag_gives(tmp_path: Path) -> None:
     by_set = _resolved(
         "docs", "--out", "run", "--set", "chunking.chunk_overlap=100", "--set", "generator.spec=openai:local",
-        "--set", "filter.min_scores.clear=3", "--set", 'build.critics=["clear"]',
+        "--set", "filter.cuts.clear=0.8", "--set", 'build.critics=["clear"]',
         "--set", "build.audience=1", "--set", "filter.check_evidence=false",
     )  # fmt: skip
     by_flags = _resolved(
-        "docs", "--out", "run", "--chunk-overlap", "100", "--generator-model", "openai:local", "--min-critic",
-        "clear=3",
+        "docs", "--out", "run", "--chunk-overlap", "100", "--generator-model", "openai:local", "--cut",
+        "clear=0.8",
         "--critic", "clear", "--audience", "1", "--no-evidence-check",
     )  # fmt: skip
     assert by_set == by_flags

@@ -154,7 +154,7 @@ def test_a_new_question_type_mix_replaces_the_stored_one_as_build_does(command: 
 def test_each_per_invocation_option_shows_the_librarys_default() -> None:
     """What `--help` shows is what a stage command applies: the click default is the library's."""
     config, model = BuildConfig(corpus=CorpusSettings(path="x")), ModelSettings(spec="m")
-    names = {"min_groundedness", "min_relevance", "min_standalone", "min_critic"}  # overrides: none by default
+    names = {"min_groundedness", "min_relevance", "min_standalone", "min_critic", "cut"}  # overrides: none by default
     for command in (main.commands["build"], *(stage.commands[name] for name in ("generate", "critique", "filter"))):
         for parameter in command.params:
             if parameter.name in PER_INVOCATION and parameter.name not in names:
@@ -176,11 +176,11 @@ OWN_OPTIONS = {
     "critique": {"--critic-model", "--critic-base-url", "--critic-api-key-env", "--critic-temperature",
                  "--critic-max-output-tokens", "--audience", "--prompts", "--vetting", "--critic", "--concurrency",
                  "--rpm", "--max-retries", "--timeout", "--max-failure-rate", "--all-critics", "--min-score",
-                 "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic", "--max-answer-chars",
-                 "--max-question-chars", "--free-checks", "--evidence-check", "--max-copied-share",
+                 "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic", "--cut",
+                 "--max-answer-chars", "--max-question-chars", "--free-checks", "--evidence-check", "--max-copied-share",
                  "--max-tokens", "--max-cost", "--price-input", "--price-output", "--price-cached-input",
                  "--quiet"},
-    "filter": {"--min-score", "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic",
+    "filter": {"--min-score", "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic", "--cut",
                "--max-answer-chars", "--max-question-chars", "--dedup-threshold", "--free-checks",
                "--evidence-check", "--max-copied-share", "--dedup-embeddings", "--semantic-dedup-threshold"},
 }  # fmt: skip

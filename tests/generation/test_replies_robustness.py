@@ -162,7 +162,8 @@ def test_malformed_judge_and_reader_replies_are_failed_rows_in_the_evaluation(
 ) -> None:
     run = tmp_path / "run"
     args = ["build", str(corpus), "--out", str(run), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
-    args += ["-n", "30", "--chunk-size", "400", "--chunk-overlap", "40", "--min-score", "1", "-q"]
+    args += ["-n", "30", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
+    args += ["--vetting", "cookbook", "--min-score", "1"]
     assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
     llm.reset()
     llm.configure(malformed_rate=0.5)

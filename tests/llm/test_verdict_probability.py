@@ -97,3 +97,26 @@ def test_no_tokens_no_probability_and_thinking_before_the_reply_is_skipped() -> 
 def test_yes_and_no_in_any_case_and_spacing_count_together() -> None:
     reply = _reply(_choice("Yes", ("Yes", 0.6), (" yes", 0.1), ("No", 0.2), ("NO", 0.05), ("Maybe", 0.05)))
     assert yes_probability(reply, 0) == pytest.approx(0.7 / 0.95)
+
+
+@pytest.mark.parametrize(
+    "alternatives",
+    [
+        (("Yes", math.nan), ("No", -1.0)),
+        (("Yes", 0.7), ("No", -1.0)),  # positive: no probability's logarithm
+        (("Yes", -1.0), ("No", math.inf)),
+        (("Yes", -math.inf), ("No", -math.inf)),
+        (),  # no alternatives sent
+    ],
+    ids=["nan", "positive", "infinite", "minus-infinity-only", "empty"],
+)
+def test_impossible_log_probabilities_are_no_measurement(alternatives: tuple[tuple[str, float], ...]) -> None:
+    reply = _reply(TokenChoice("Yes", alternatives))
+    assert yes_probability(reply, 0) is None  # the written verdict decides then, never a number made of them
+    rating = _reply(TokenChoice("Total rating: ", (("Total rating: ", -0.01),)), TokenChoice("4", alternatives))
+    assert expected_rating(rating, len("Total rating: ")) is None
+
+
+def test_a_log_probability_rounded_just_above_zero_is_read() -> None:
+    reply = _reply(TokenChoice("Yes", (("Yes", 1e-7), ("No", -9.0))))
+    assert yes_probability(reply, 0) == pytest.approx(1 / (1 + math.exp(-9.0)), abs=1e-6)

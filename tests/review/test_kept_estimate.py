@@ -34,14 +34,14 @@ from standins.corpus import write_corpus
 from tests.review.conftest import invoke
 
 KEPT = 80
-"""Kept questions of the build: every draft (threshold 1, no duplicates by meaning)."""
+"""Kept questions of the build: every draft (the cookbook's critics at threshold 1, no duplicates by meaning)."""
 
 
 def _config(corpus: Path, base_url: str, **changes: Any) -> BuildConfig:
     model = ModelSettings(spec="openai:stand-in", base_url=base_url, max_retries=0)
     settings: dict[str, Any] = {
         "corpus": CorpusSettings(path=str(corpus)), "chunking": {"chunk_size": 400, "chunk_overlap": 40},
-        "n_generations": KEPT, "seed": 7, "generator": model, "critic": model, "min_score": 1,
+        "n_generations": KEPT, "seed": 7, "generator": model, "critic": model, "min_score": 1, "vetting": "cookbook",
         "dedup_embeddings": None,
     }  # fmt: skip
     return BuildConfig.model_validate({**settings, **changes})

@@ -198,7 +198,8 @@ def test_evaluate_killed_mid_way_finishes_like_an_uninterrupted_evaluation(
 ) -> None:
     run = tmp_path / "run"
     args = ["build", str(corpus), "--out", str(run), "--generator-model", "openai:stand-in", "--base-url", llm.base_url]
-    args += ["-n", "40", "--chunk-size", "400", "--chunk-overlap", "40", "--min-score", "1", "-q"]
+    args += ["-n", "40", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
+    args += ["--vetting", "cookbook", "--min-score", "1"]
     assert CliRunner().invoke(main, args, catch_exceptions=False).exit_code == 0
     questions = len(load_from_disk(str(run / "dataset")))
     assert questions >= 30
