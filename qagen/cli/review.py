@@ -136,7 +136,7 @@ def review(
         imported = spreadsheet.import_csv(directory, import_path, reviewer=reviewer or _login_name())
         click.echo(
             f"imported {imported.labels} labels into {directory / 'labels.jsonl'} ({imported.unchanged} unchanged, "
-            f"{imported.unlabelled} rows without a label); next: qagen agreement {directory}"
+            f"{imported.unlabelled} rows without a label); next: {_next_after_import(directory, sample)}"
         )
         _say_estimate(directory, imported.kept_quality)
         return
@@ -249,6 +249,15 @@ def agreement(directory: Path, as_json: bool) -> None:
     click.echo(agreement_table(report))
     if command is not None:
         click.echo(f"apply {'it' if len(report.recommendations) == 1 else 'them'} (no LLM call): {command}")
+
+
+def _next_after_import(directory: Path, sample: str) -> str:
+    """What imported labels measure: a kept sample's, the share of good kept questions (`qagen profile`);
+    the stratified sample's (or an evaluation's), the checks or the judges (`qagen agreement`)."""
+    from qagen.review.sample import stored_sample
+
+    stratified = stored_sample(directory) is not None
+    return f"qagen agreement {directory}" if sample != "kept" and stratified else f"qagen profile {directory}"
 
 
 def filter_command(directory: Path, settings: dict[str, int | float]) -> str:

@@ -43,7 +43,11 @@ def summarise_build(
         corpus=CorpusSummary.model_validate({k: v for k, v in chunking.items() if k != "skipped_inputs"}),
         funnel=funnel,
         question_types=by_type or {},
-        thresholds={name: int(check.cut) for name, check in checks.items() if check.kind == "rating"},
+        thresholds={  # in declaration order, as the columns
+            spec.name: int(checks[spec.name].cut)
+            for spec in config.critic_specs()
+            if spec.name in checks and checks[spec.name].kind == "rating"
+        },
         checks=checks,
         models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
         prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},

@@ -33,8 +33,10 @@ from qagen.generation.vetting import at_cut, row_decision
 from qagen.records import CandidateRow, Criterion
 from qagen.review.eval_answers import is_eval_dir, judge_says_correct, judges_present, read_answers
 from qagen.review.kappa import Pair, agreement, confusion, kappa_of
+from qagen.review.kept_sample import stored_kept_sample
 from qagen.review.labels import Label, LabelKind, LabelStore
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
+from qagen.review.sample import stored_sample
 from qagen.review.thresholds import THRESHOLDS, ThresholdFit, best_threshold, fit_threshold, recommend
 
 KEEP = "keep"
@@ -64,6 +66,12 @@ class Measure(BaseModel):
     unscored: int = Field(description="Labels not compared: the machine has no verdict on their item.")
     inter_reviewer: list[ReviewerPair] = Field(description="Each pair of reviewers with shared items.")
     threshold: ThresholdFit | None = Field(default=None, description="Criteria of a run: the threshold that fits best.")
+    unmeasurable: str | None = Field(
+        default=None,
+        description="Why these labels cannot measure it: the machine decided every labelled item alike (every "
+        "one kept, say, as on a uniform sample of kept questions), so no kappa is computed from one class; None "
+        "when they can.",
+    )
 
 
 class Recommendation(BaseModel):
@@ -89,6 +97,12 @@ class AgreementReport(BaseModel):
     kept_now: int | None = Field(description="Runs: questions kept now.")
     kept_then: int | None = Field(description="Runs: questions kept with every recommendation applied (None: none).")
     undecided_then: int | None = Field(description="Runs: drafts left waiting for a critic never asked, then.")
+    drawn: dict[str, int] = Field(
+        default_factory=dict,
+        description="Runs: the labels by how their drafts were drawn: `stratified` (the review sample, over kept "
+        "drafts and each check's rejections), `kept` (the uniform sample of kept questions, which estimates the "
+        "share of good kept questions), `other` (neither sample holds the draft now).",
+    )
 
 
 def measure_agreement(directory: Path, *, thresholds: bool = True) -> AgreementReport:
@@ -166,7 +180,23 @@ def _run(directory: Path, *, thresholds: bool) -> AgreementReport:
         kept_now=advice.kept_now,
         kept_then=advice.kept_then,
         undecided_then=advice.undecided_then,
+        drawn=_drawn(directory, labels),
     )
+
+
+def _drawn(directory: Path, labels: list[Label]) -> dict[str, int]:
+    """How the labelled drafts were drawn (`AgreementReport.drawn`): a draft in both samples counts as stratified."""
+    stratified = stored_sample(directory)
+    kept = stored_kept_sample(directory)
+    counts = {"stratified": 0, "kept": 0, "other": 0}
+    for label in labels:
+        if stratified is not None and label.item_id in stratified.ids:
+            counts["stratified"] += 1
+        elif kept is not None and label.item_id in kept.ids:
+            counts["kept"] += 1
+        else:
+            counts["other"] += 1
+    return {name: count for name, count in counts.items() if count}
 
 
 def _passed(label: Label, criterion: Criterion) -> bool | None:
@@ -222,6 +252,11 @@ def _measure(
     pairs: list[Pair], labelled: int, by_reviewer: dict[str, dict[str, bool]], fit: ThresholdFit | None
 ) -> Measure:
     result = agreement(pairs)
+    unmeasurable = _one_class(pairs)
+    if unmeasurable is not None:
+        result = result._replace(kappa=None, kappa_low=None, kappa_high=None)
+        if fit is not None and fit.withheld is None:
+            fit = fit.model_copy(update={"withheld": f"the labels cannot measure it: {unmeasurable}"})
     return Measure(
         n=result.n,
         items=result.items,
@@ -233,6 +268,19 @@ def _measure(
         unscored=labelled - result.n,
         inter_reviewer=_inter_reviewer(by_reviewer),
         threshold=fit,
+        unmeasurable=unmeasurable,
+    )
+
+
+def _one_class(pairs: list[Pair]) -> str | None:
+    """Why labels cannot measure a machine that decided every one of their items alike; None when it did not."""
+    decisions = {pair.machine for pair in pairs}
+    if len(decisions) != 1:
+        return None
+    decided = "passed" if decisions == {True} else "rejected"
+    return (
+        f"it {decided} every one of the {len(pairs)} labelled drafts, so its errors of the other kind cannot show "
+        "(a uniform sample of kept questions estimates the share of good ones: `qagen profile`)"
     )
 
 

@@ -73,13 +73,22 @@ def agreement_table(report: AgreementReport) -> str:
             for name, measure in report.measures.items()
             if measure.threshold is not None and measure.threshold.withheld is not None
         ]
+        unmeasurable = [f"{name}: {m.unmeasurable}" for name, m in report.measures.items() if m.unmeasurable]
         if report.recommendations:
             lines += [recommendation.sentence for recommendation in report.recommendations]
             if len(report.recommendations) > 1 and report.kept_then is not None:
                 lines.append(f"all of them together keep {report.kept_then} questions (now {report.kept_now})")
+        elif unmeasurable and len(unmeasurable) == len(report.measures):
+            lines.append(
+                "these labels cannot measure the checks: each decided every labelled draft alike; label the "
+                f"stratified review sample (`qagen review {report.directory}`) to measure them"
+            )
         elif not withheld:
-            lines.append("the run's thresholds match your reviewers at least as well as any other")
+            lines.append("the run's cuts and thresholds match your reviewers at least as well as any other")
         lines += withheld
+        lines += [line for line in unmeasurable if line not in withheld]
+        if report.drawn:
+            lines.append(f"labels by how their drafts were drawn: {_drawn_words(report.drawn)}")
     return "\n".join(lines)
 
 
@@ -104,21 +113,40 @@ def card_table(report: AgreementReport) -> str:
 
 
 def card_section(directory: Path) -> str | None:
-    """The dataset card's section on the critics' agreement with the run's reviewers; None when the
-    run has no draft labels. Counts and kappas only: no label, note or reviewer name."""
+    """The dataset card's section on the checks' agreement with the run's reviewers; None when the
+    run has no draft labels, or none that can measure a check (labels of kept questions alone feed the
+    share-of-good estimate, said in its own section). Counts and kappas only: no label, note or name."""
     from qagen.review.labels import LABELS_FILE, LabelStore
 
     if not (directory / LABELS_FILE).is_file() or not LabelStore(directory).of_kind("draft"):
         return None
     report = measure_agreement(directory, thresholds=False)
+    measured = {name: measure for name, measure in report.measures.items() if measure.unmeasurable is None}
+    if not measured:
+        return None
     reviewers = len(report.reviewers)
+    left_out = [name for name in report.measures if name not in measured]
+    unmeasured = (
+        f" Not measured by these labels, which it decided all alike: {', '.join(left_out)}." if left_out else ""
+    )
     return (
         "## Agreement with human reviewers\n\n"
-        f"{reviewers} reviewer{'s' if reviewers != 1 else ''} labelled {report.labels} drafts of a sample stratified "
-        "over kept drafts and each critic's rejections. How often each critic (at the run's threshold) and the\n"
-        "keep decision agree with them, with Cohen's kappa (1: perfect, 0: chance) and its 95% bootstrap interval:\n\n"
-        f"{card_table(report)}"
+        f"{reviewers} reviewer{'s' if reviewers != 1 else ''} labelled {report.labels} drafts "
+        f"({_drawn_words(report.drawn)}). How often each check (as the run decided it) and the keep decision agree "
+        "with them, with Cohen's kappa (1: perfect, 0: chance) and its 95% bootstrap interval:\n\n"
+        f"{card_table(report.model_copy(update={'measures': measured}))}{unmeasured}"
     )
+
+
+_DRAWN = {
+    "stratified": "of the review sample, stratified over kept drafts and each check's rejections",
+    "kept": "of the uniform sample of kept questions",
+    "other": "of drafts neither sample holds now",
+}
+
+
+def _drawn_words(drawn: dict[str, int]) -> str:
+    return "; ".join(f"{count} {_DRAWN[name]}" for name, count in drawn.items())
 
 
 def _labels(count: int) -> str:

@@ -17,6 +17,7 @@ from pydantic import Field
 from qagen.config import BuildConfig
 from qagen.errors import QagenError
 from qagen.generation.checks.evidence import place_quote
+from qagen.generation.vetting import vet
 from qagen.records import Critique, Draft, Record
 from qagen.review.eval_answers import judge_says_correct
 from qagen.review.run_drafts import read_run_drafts
@@ -37,10 +38,13 @@ class Verdict(Record):
     """One critic's (or judge's) reading of the item, shown after the reviewer has answered."""
 
     name: str = Field(description="The criterion (groundedness...) or the judge's metric (correctness, correct).")
-    score: int | float | None = Field(description="Critics: 1-5; graders: 1.0 / 0.0; None when there is none.")
+    score: int | float | None = Field(
+        description="Critics: what was held to the cut (P(yes), an expected rating, an agreement), or the written "
+        "1-5 verdict when that decided; graders: 1.0 / 0.0; None when there is none."
+    )
     rationale: str | None = Field(description="The critic's or judge's explanation.")
     failure: str = Field(description="Why there is no score (`not_asked`, a parse failure...); empty beside one.")
-    passes: bool | None = Field(description="Whether the score passes (the run's threshold); None without a score.")
+    passes: bool | None = Field(description="Whether it passed (as the run decided it); None without a score.")
     threshold: str = Field(description="What passing means, in words (e.g. `>= 4`).")
 
 
@@ -207,18 +211,32 @@ def _draft_spans(draft: Draft, chunk: str) -> tuple[list[Span], SpanMatch]:
     return answer_spans(chunk, draft.answer)
 
 
+_MEASURED_WORDS = {"p_yes": "P(yes)", "expected_rating": "expected rating", "agreement": "agreement"}
+
+
 def _critic_verdict(criterion: str, critique: Critique | None, config: BuildConfig) -> Verdict:
-    threshold = config.threshold(criterion)
+    """A check's verdict as the build decided it (`vetting.vet`): what was held to the cut, and the cut."""
     if critique is None:
         return Verdict(name=criterion, score=None, rationale=None, failure="not_asked", passes=None, threshold="")
-    score = critique.score
+    decided = vet(config, critique)
+    if decided is None:
+        return Verdict(
+            name=criterion, score=None, rationale=critique.rationale, failure=critique.reason, passes=None, threshold=""
+        )
+    relation = "<" if decided.kind == "lone_reader" else ">="
+    if decided.measurement is None:  # the written word decided: a yes (5) passes, a no (1) does not
+        score: float | int | None = decided.written
+        threshold = "a written yes"
+    else:
+        score = decided.measurement
+        threshold = f"{_MEASURED_WORDS.get(decided.measured_as, 'rating')} {relation} {decided.cut:g}"
     return Verdict(
         name=criterion,
         score=score,
         rationale=critique.rationale,
         failure=critique.reason,
-        passes=None if score is None else score >= threshold,
-        threshold=f">= {threshold}",
+        passes=decided.passed,
+        threshold=threshold,
     )
 
 

@@ -147,6 +147,11 @@ def allocate(available: dict[str, int], size: int, *, half: str = KEPT) -> dict[
     return seats
 
 
+def stored_sample(directory: Path) -> ReviewSample | None:
+    """The stratified review sample stored in `directory`; None when there is none."""
+    return _stored(directory / SAMPLE_FILE)
+
+
 def _stored(path: Path) -> ReviewSample | None:
     """The stored sample; None when there is none. One that cannot be read is made again (it is
     derived from the run alone, and the labels are kept by draft id, not by position)."""

@@ -34,7 +34,7 @@ def test_report_on_a_build_run_prints_writes_and_charts_the_profile(
         "| documents with a kept question |",
         "| own chunk ranked first by BM25 |",
         "| question | ",
-        "| critic (every draft rated) | 1 | 2 | 3 | 4 | 5 |",
+        "| check (every draft decided) | what was held to the cut: drafts by bin | cut | passed | rejected |",
         "| same words (lexical rule) |",
         "| by meaning | not checked: no embeddings model was asked for",
         "| question_points_at_source |",
@@ -89,7 +89,10 @@ def test_the_profile_chart_counts_in_whole_numbers() -> None:
 
     # Small counts, where matplotlib's default ticks fall between whole numbers (0.5 of a question).
     profile = {
-        "critic_scores": {"groundedness": {"4": 1, "5": 2}, "relevance": {"3": 1, "5": 2}},
+        "checks_measured": {
+            "supported": {"kind": "yes_no", "cut": 0.7, "bins": {"0.2": 1, "0.9": 2}, "passed": 2, "rejected": 1},
+            "relevance": {"kind": "rating", "cut": 4, "bins": {"3": 1, "5": 2}, "passed": 2, "rejected": 1},
+        },
         "easiness": {
             "copied_share_bins": {"<25%": 1, "25-50%": 2, ">50%": 0},
             "bm25_rank": {"count": 3},

@@ -29,11 +29,20 @@ from standins.llm.server import StandInLLM
 from tests.generation.test_semantic_dedup import DIFFERENT, PARAPHRASES, require_dense
 
 
-def _score(row: dict[str, Any], critic: str) -> int | None:
-    """A critic's score in a row: its own column (the cookbook's three), else its entry in `extra_critics`."""
-    if f"{critic}_score" in row:
-        return row[f"{critic}_score"]
-    return next((verdict["score"] for verdict in row["extra_critics"] if verdict["name"] == critic), None)
+def _decision(row: dict[str, Any], check: str) -> dict[str, Any] | None:
+    """A check's decision in a row: its own columns (the cookbook's three), else its entry in `extra_critics`."""
+    if f"{check}_passed" in row:
+        passed, measurement, score = (row[f"{check}_{name}"] for name in ("passed", "measurement", "score"))
+        return None if passed is None else {"passed": passed, "measurement": measurement, "score": score}
+    found = next((verdict for verdict in row["extra_critics"] if verdict["name"] == check), None)
+    return None if found is None or found["passed"] is None else found
+
+
+def _bin(kind: str, decision: dict[str, Any]) -> str:
+    measurement = decision["measurement"]
+    if measurement is None:
+        return "written yes" if decision["score"] == 5 else "written no"
+    return str(int(measurement)) if kind == "rating" else f"{int(measurement * 10) / 10:.1f}"
 
 
 def _config(corpus: Path, llm: StandInLLM, **changes: Any) -> BuildConfig:
@@ -108,11 +117,15 @@ def test_thirty_documents_each_get_a_question_before_any_gets_a_second_and_the_f
     assert easiness["bm25_rank"]["count"] == len(ranks)
     assert easiness["bm25_rank"]["median"] == pytest.approx(statistics.median(ranks))
     assert sum(easiness["copied_share_bins"].values()) == len(kept)
-    # Each critic's scores over the drafts it rated, counted from the rows.
-    for critic, counts in profile["critic_scores"].items():
-        scores = [_score(row, critic) for row in candidates]
-        rated = Counter(str(score) for score in scores if score is not None)
-        assert counts == {str(score): rated.get(str(score), 0) for score in range(1, 6)}
+    # Each check's measurements over the drafts it decided, counted from the rows.
+    assert profile["checks_measured"]
+    for check, measured in profile["checks_measured"].items():
+        decisions = [found for row in candidates if (found := _decision(row, check)) is not None]
+        assert measured["bins"] == dict(Counter(_bin(measured["kind"], decision) for decision in decisions))
+        assert (measured["passed"], measured["rejected"]) == (
+            sum(1 for decision in decisions if decision["passed"]),
+            sum(1 for decision in decisions if not decision["passed"]),
+        )
 
 
 def _paraphrase_corpus(root: Path) -> tuple[Path, dict[str, str], list[str]]:

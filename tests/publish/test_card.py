@@ -125,7 +125,7 @@ def test_body_has_the_funnel_models_settings_prompts_and_usage() -> None:
         "| chunking | 2000 characters, overlap 200 |",
         "| sampling | 200 chunks, spread across documents |",
         "| seed | 42 |",
-        "| thresholds (keep when every score is at least) | groundedness 4, relevance 3, standalone 4 |",
+        "| thresholds (keep when every 1-5 rating is at least) | groundedness 4, relevance 3, standalone 4 |",
         "| relevance audience | support engineers |",
         "| `default` (split `train`) | 119 | the kept questions: the test set |",
         "| `qa_generation` | `5550cb2d690b` | [prompts/qa_generation.txt](prompts/qa_generation.txt) |",
