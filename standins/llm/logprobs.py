@@ -7,7 +7,8 @@ threshold (a rating d < 5 holds 0.9 of d and 0.1 of d + 1, so its expectation is
 of it; a yes holds 0.9 of yes, a no 0.1), so a build's decisions are those of the written verdicts.
 A doubtful yes (`ReplyPolicy.doubtful_yes_rate`) is written "Yes" but holds only 0.55 of it, below every
 check's `yes_at`: as a small model's "Yes" at P(yes) 0.6 is, a verdict its written word and its
-measurement disagree on. Other replies are one token, certain.
+measurement disagree on; a doubtful no (`doubtful_no_rate`) is written "No" but holds 0.9 of yes. Other
+replies are one token, certain.
 """
 
 from __future__ import annotations
@@ -28,15 +29,32 @@ DOUBTFUL_YES = 0.55
 """P(yes) of a doubtful yes: below the lowest `yes_at` of the bundled checks (0.6)."""
 
 
-def logprobs_content(content: str | None, kind: str, *, doubtful: bool = False) -> list[dict[str, Any]] | None:
+DOUBTFUL_NO = 0.9
+"""P(yes) of a doubtful no: written "No", but its tokens hold mostly yes, above every check's cut."""
+
+IMPOSSIBLE_LOGPROBS = {"nan": math.nan, "positive": 0.4}
+"""Log probabilities no probability has (`ReplyPolicy.impossible_logprobs`), as a misconfigured server sends."""
+
+
+def logprobs_content(
+    content: str | None, kind: str, *, doubtful: bool = False, impossible: str | None = None
+) -> list[dict[str, Any]] | None:
     """The `logprobs.content` list of a reply of prompt kind `kind` (None for no content); `doubtful`: a
-    yes that holds only `DOUBTFUL_YES` of its probability."""
+    yes that holds only `DOUBTFUL_YES` of its probability, or a no that holds `DOUBTFUL_NO` of yes;
+    `impossible`: a yes/no whose alternatives' log probabilities are that kind of `IMPOSSIBLE_LOGPROBS`."""
     if not content:
         return None
     if kind == "check" and content in ("Yes", "No"):
         other = "No" if content == "Yes" else "Yes"
-        share = (DOUBTFUL_YES if doubtful else 0.9) if content == "Yes" else 0.1
-        return [_entry(content, [(content, max(share, 1 - share)), (other, min(share, 1 - share))])]
+        if content == "Yes":
+            share = DOUBTFUL_YES if doubtful else 0.9
+        else:
+            share = DOUBTFUL_NO if doubtful else 0.1
+        entry = _entry(content, [(content, max(share, 1 - share)), (other, min(share, 1 - share))])
+        if impossible is not None:
+            for alternative in entry["top_logprobs"]:
+                alternative["logprob"] = IMPOSSIBLE_LOGPROBS[impossible]
+        return [entry]
     match = _RATING.search(content) if kind == "critique" else None
     if match is None:
         return [_entry(content, [(content, 1.0)])]

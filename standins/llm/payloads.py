@@ -35,7 +35,7 @@ def completion(
     """The `chat.completion` body answering `request` with `shaped` (`n` copies of it); when the server's
     `replies` policy sends token log probabilities and the request asks for them, the tokens of the reply
     of prompt kind `kind` (`standins.llm.logprobs`), a yes doubtful for the policy's `doubtful_yes_rate`
-    of the requests (by their hash).
+    of the requests (by their hash), a no for its `doubtful_no_rate`.
 
     ``reasoning_content`` is a field of the message only when the reply has reasoning there, and
     then ``usage`` tells its tokens apart (``completion_tokens_details.reasoning_tokens``). With
@@ -60,8 +60,13 @@ def completion(
     if shaped.reasoning_content is not None:
         usage["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     asked = replies is not None and replies.logprobs and request.get("logprobs") is True
-    doubtful = replies is not None and unit_interval("doubtful-yes", sha) < replies.doubtful_yes_rate
-    written = logprobs_content(shaped.content, kind, doubtful=doubtful) if asked else None
+    doubtful = replies is not None and (
+        unit_interval("doubtful-yes", sha) < replies.doubtful_yes_rate
+        if shaped.content == "Yes"
+        else unit_interval("doubtful-no", sha) < replies.doubtful_no_rate
+    )
+    impossible = replies.impossible_logprobs if replies is not None else None
+    written = logprobs_content(shaped.content, kind, doubtful=doubtful, impossible=impossible) if asked else None
     sent = {"content": written, "refusal": None} if written is not None else None
     return {
         "id": "chatcmpl-" + hashlib.sha256(f"{sha}:{time.time_ns()}".encode()).hexdigest()[:24],

@@ -148,6 +148,12 @@ class ReplyPolicy:
     doubtful_yes_rate: float = 0.0
     """Share of the yes/no checks written "Yes" (by request) whose token probabilities hold only 0.55 of
     yes (`standins.llm.logprobs`): read from them, the verdict is a no."""
+    doubtful_no_rate: float = 0.0
+    """Share of the yes/no checks written "No" (by request) whose token probabilities hold 0.9 of yes: read
+    from them, the verdict is a yes."""
+    impossible_logprobs: str | None = None
+    """Send the yes/no checks' alternatives with impossible log probabilities (`nan` or `positive`:
+    `standins.llm.logprobs.IMPOSSIBLE_LOGPROBS`), as a misconfigured server does."""
     refuse_logprobs: bool = False
     """Answer 400 to a request that asks for token log probabilities (as OpenAI's reasoning models do)."""
     reader_mismatch_rate: float = 0.0
