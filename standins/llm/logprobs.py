@@ -46,10 +46,9 @@ def logprobs_content(
         return None
     if kind == "check" and content in ("Yes", "No"):
         other = "No" if content == "Yes" else "Yes"
-        if content == "Yes":
-            share = DOUBTFUL_YES if doubtful else 0.9
-        else:
-            share = DOUBTFUL_NO if doubtful else 0.1
+        share = {("Yes", False): 0.9, ("Yes", True): DOUBTFUL_YES, ("No", False): 0.1, ("No", True): DOUBTFUL_NO}[
+            content, doubtful
+        ]
         entry = _entry(content, [(content, max(share, 1 - share)), (other, min(share, 1 - share))])
         if impossible is not None:
             for alternative in entry["top_logprobs"]:
