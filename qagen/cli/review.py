@@ -270,7 +270,9 @@ def filter_command(directory: Path, settings: dict[str, int | float]) -> str:
     parts = ["qagen", "stage", "filter", shlex.quote(str(directory))]
     for name, value in settings.items():
         default = BuildConfig.model_fields[name].default if name in BuildConfig.model_fields else None
-        if name.startswith("min_") and name not in flags:
+        if name.startswith("cut_"):
+            parts += [flags["cut"], shlex.quote(f"{name[4:]}={value}")]
+        elif name.startswith("min_") and name not in flags:
             parts += [flags["min_critic"], shlex.quote(f"{name[4:]}={value}")]
         elif name.startswith("min_") or value != default:
             parts += [flags[name], str(value)]

@@ -5,14 +5,18 @@ Cohen's kappa with a bootstrap interval, the confusion matrix, and where items h
 reviewers, the reviewers' agreement with each other (`qagen.review.kappa`). Each label is one
 comparison: a draft two people labelled counts twice (their bootstrap draws the item whole).
 
-The critics' verdict on a criterion is `score >= threshold`, their keep decision "every score at
-or above its threshold" (a question later dropped as a near-duplicate was kept by the critics). A
-label whose draft has no score for the criterion is counted as `unscored`, not compared.
+The checks' verdict on a criterion is the decision the run's rows show (`qagen.generation.vetting`:
+a yes/no check's P(yes) held to its cut, a 1-5 critic's rating to its threshold), their keep decision
+"every check passed" (a question later dropped as a near-duplicate was kept by the checks). A label
+whose draft has no decision for the criterion is counted as `unscored`, not compared. Where the checks
+decided every labelled draft alike (a uniform sample of kept questions: every one passed), the labels
+cannot measure them: no kappa is computed from one class, and the report says so
+(`Measure.unmeasurable`); such labels estimate the share of good kept questions (`qagen profile`).
 
-For each criterion, the threshold 1-5 whose verdicts agree best with the people (highest kappa;
-on ties the stricter, higher one) is found, and when it beats the run's own threshold on enough
-labels and better than chance, the run's kept count under it is computed the way `qagen stage filter`
-computes it (`qagen.review.thresholds`); else the report says why none is recommended.
+For each 1-5 critic, the threshold 1-5 whose verdicts on the same measurements agree best with the
+people (highest kappa; on ties the stricter, higher one) is found, and when it beats the run's own
+threshold on enough labels and better than chance, the run's kept count under it is computed the way
+`qagen stage filter` computes it (`qagen.review.thresholds`); else the report says why none is recommended.
 
 For an evaluation directory, people's `correct` labels are compared with the correctness judge
 (correct when `(score - 1) / 4 >= 0.5`) and with each boolean grader present.

@@ -22,9 +22,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from qagen.critics import CRITICS
 from qagen.generation.checks.evidence import EVIDENCE_NOT_FOUND, EvidencePlacement, place_evidence
 from qagen.generation.checks.rules import FREE_CHECKS
 from qagen.generation.replies import parse_factoid_qa, parse_rating
+from qagen.generation.vetting import at_cut
 from qagen.review.kappa import Agreement, Pair, agreement
 
 PASS_SCORE = 4
@@ -133,10 +135,11 @@ def measure_checks(drafts: Sequence[ReviewedDraft]) -> list[CheckMeasure]:
 
 
 def critic_agreement(drafts: Iterable[ReviewedDraft], criterion: str, *, threshold: int = PASS_SCORE) -> Agreement:
-    """Cohen's kappa (with its bootstrap interval) of the critic's pass (score >= threshold) and the
-    reviewer's, over the drafts both scored."""
+    """Cohen's kappa (with its bootstrap interval) of the critic's pass (its score held to `threshold`, as
+    `vetting.at_cut` holds it) and the reviewer's, over the drafts both scored."""
+    spec = CRITICS.get(criterion)
     pairs = [
-        Pair(draft.id, score >= threshold, int(draft.review[criterion]) >= PASS_SCORE)
+        Pair(draft.id, at_cut(spec, score, threshold), int(draft.review[criterion]) >= PASS_SCORE)
         for draft in drafts
         if (score := draft.critic_scores.get(criterion)) is not None and draft.review.get(criterion) is not None
     ]
@@ -152,5 +155,5 @@ def groundedness_agrees(drafts: Iterable[ReviewedDraft], *, threshold: int = PAS
         if score is None or evidence_of(draft).found:
             continue
         scored += 1
-        agreed += score < threshold
+        agreed += not at_cut(CRITICS.get("groundedness"), score, threshold)
     return agreed, scored

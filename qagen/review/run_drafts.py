@@ -50,6 +50,11 @@ class RunDrafts:
         """The run's critics, in declaration order (`BuildConfig.critic_specs`)."""
         return [spec.name for spec in self.config.critic_specs()]
 
+    def rated(self) -> list[Criterion]:
+        """The run's 1-5 critics it asks, in declaration order: those with a minimum score."""
+        asked = set(self.asked())
+        return [spec.name for spec in self.config.critic_specs() if spec.name in asked and spec.scale == "rating"]
+
     def asked(self) -> list[Criterion]:
         """The run's critics, in the order they are asked."""
         return [critic.criterion for critic in self.tasks.critics]

@@ -128,7 +128,7 @@ def recommend(drafts: RunDrafts, measures: Mapping[str, Measure], *, predict: bo
             )
         fits[criterion] = fit
     thresholds: dict[str, int] = {
-        criterion: changed.get(criterion, drafts.config.threshold(criterion)) for criterion in drafts.critics()
+        criterion: changed.get(criterion, drafts.config.threshold(criterion)) for criterion in drafts.rated()
     }
     kept_then = undecided_then = None
     if changed:
@@ -142,7 +142,9 @@ def filter_settings(drafts: RunDrafts, thresholds: Mapping[str, int]) -> dict[st
     """Every setting that decides which drafts a filter keeps, with `thresholds` for the critics: a filter
     given all of them keeps what `recommend` predicts, whatever its defaults are."""
     config = drafts.config
-    settings: dict[str, int | float] = {f"min_{criterion}": thresholds[criterion] for criterion in drafts.critics()}
+    settings: dict[str, int | float] = {f"min_{criterion}": thresholds[criterion] for criterion in drafts.rated()}
+    # The other checks' cuts are the run's own: a filter given them decides them as the run did.
+    settings.update({f"cut_{name}": value for name, value in sorted(config.cuts.items())})
     settings.update(
         max_answer_chars=config.max_answer_chars,
         max_question_chars=config.max_question_chars,
