@@ -36,11 +36,12 @@ from typing import Any, NamedTuple
 
 from qagen.config import BuildConfig
 from qagen.corpus.settings import CorpusSettings
-from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, Vetting, passes
+from qagen.critics import BUNDLED_OPT_IN, CRITICS, CriticSpec, Vetting
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.replies import parse_factoid_qa
 from qagen.generation.tasks import BuildTasks
+from qagen.generation.vetting import READER_AGREEMENT, decide, vet
 from qagen.llm.backends import ModelSettings
 from qagen.llm.clients import CallLimits, Clients
 from qagen.llm.task import Reply
@@ -207,8 +208,16 @@ def threshold_signal(critic: str, threshold: float, *, probability: bool) -> Sig
     """Reject below `threshold`: a rating (its expectation with `probability`, else as written), or a
     yes/no critic's P(yes) (with `probability`, else its written yes/no), as a build's filter reads them."""
     spec = critic_spec(critic)
-    if spec.scale == "yes_no" and probability:
-        spec = spec.model_copy(update={"yes_at": threshold})
+    # A rating's threshold is a whole number, as the build's setting is; a yes/no one is a cut on P(yes).
+    held_to = (
+        float(round(threshold))
+        if spec.scale == "rating"
+        else threshold
+        if spec.scale == "yes_no" and probability
+        else spec.yes_at
+        if spec.scale == "yes_no"
+        else READER_AGREEMENT
+    )
 
     def rejects(verdicts: dict[str, Critique]) -> bool | None:
         verdict = verdicts.get(critic)
@@ -216,8 +225,8 @@ def threshold_signal(critic: str, threshold: float, *, probability: bool) -> Sig
             return None
         if not probability:
             verdict = verdict.model_copy(update={"probability": None})
-        # A rating's threshold is a whole number, as the build's setting is; a yes/no one is its `yes_at`.
-        return not passes(spec, verdict, 4 if spec.scale != "rating" else round(threshold))
+        decided = decide(spec, verdict, held_to)
+        return None if decided is None else not decided.passed
 
     label = (
         f"{critic}{' P(yes)' if spec.scale == 'yes_no' and probability else ' p' if probability else ''}<{threshold:g}"
@@ -275,7 +284,6 @@ def build_outcome(
     thresholds) keeps of the drafts, from the stored verdicts; `written`: the scores as written, no
     probability (today's default before verdicts were read as probabilities)."""
     config = BuildConfig(corpus=CorpusSettings(path="."), question_types=_EVERY_TYPE, vetting=vetting)  # type: ignore[arg-type]
-    registry = config.critic_registry()
     tasks = BuildTasks.for_config(config.model_copy(update={"critic": ModelSettings(spec=model)}))
     kept = kept_good = undecided = 0
     for member in members:
@@ -289,7 +297,8 @@ def build_outcome(
                 break
             if written:
                 verdict = verdict.model_copy(update={"probability": None})
-            if not passes(registry.get(task.criterion), verdict, config.threshold(task.criterion)):
+            decided = vet(config, verdict)
+            if decided is None or not decided.passed:
                 fate = "rejected"
                 break
         undecided += fate == "undecided"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
@@ -163,6 +164,8 @@ class _Fate(NamedTuple):
     rejected_as: tuple[str, ...] = ()
     """A rejected draft's reasons as the type's funnel counts them: each rejecting critic (or what it
     rejects as: `single_hop`), or `duplicate`."""
+    verdicts: Mapping[str, Verdict] = MappingProxyType({})
+    """The verdicts of the critiques found that have one (`vetting.vet`), as they decided: the row shows them."""
 
 
 class _Quality(NamedTuple):
@@ -374,6 +377,7 @@ def _judge(
     """
     draft = drafted.draft
     found: dict[str, Critique] = {}
+    verdicts: dict[str, Verdict] = {}
     rejections: list[str] = []
     rejected: list[str] = []
     failures: list[tuple[str, Critique]] = []  # (`criterion:reason`, as the funnel counts them; the critique)
@@ -389,6 +393,7 @@ def _judge(
         if verdict is None:
             failures.append((f"{criterion}:{critique.reason}", critique))
             continue
+        verdicts[criterion] = verdict
         if not verdict.passed:
             assert verdict.why is not None
             rejections.append(verdict.why)
@@ -398,33 +403,35 @@ def _judge(
         counts.rejected += 1
         counts.critic_calls_skipped += len(missing)
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
-        return _Fate("rejected", "; ".join(rejections) + skipped, found, tuple(rejected))
+        return _Fate("rejected", "; ".join(rejections) + skipped, found, tuple(rejected), verdicts)
     if failures:
         failure, critique = failures[0]
         counts.failed(counts.critique_failed, failure, drafted.passages.first, critique.raw)
-        return _Fate("failed", f"critique:{failure}", found)
+        return _Fate("failed", f"critique:{failure}", found, verdicts=verdicts)
     if missing:
-        return _undecided(missing, found, counts)
+        return _undecided(missing, found, counts, verdicts)
     question = draft.question or ""
     earlier = dedup.match(question)
     if earlier is not None:
         counts.duplicates += 1
-        return _Fate("rejected", f"duplicate_of:{earlier}", found, ("duplicate",))
+        return _Fate("rejected", f"duplicate_of:{earlier}", found, ("duplicate",), verdicts)
     if semantic is not None and (earlier := semantic.match(draft.id)) is not None:
         counts.semantic_duplicates += 1
-        return _Fate("rejected", f"same_meaning_as:{earlier}", found, ("same_meaning",))
+        return _Fate("rejected", f"same_meaning_as:{earlier}", found, ("same_meaning",), verdicts)
     dedup.keep(question, draft.id)
     if semantic is not None:
         semantic.keep(draft.id)
-    return _Fate("kept", "", found)
+    return _Fate("kept", "", found, verdicts=verdicts)
 
 
-def _undecided(missing: Sequence[str], found: dict[str, Critique], counts: _Counts) -> _Fate:
+def _undecided(
+    missing: Sequence[str], found: dict[str, Critique], counts: _Counts, verdicts: dict[str, Verdict] | None = None
+) -> _Fate:
     """A draft waiting for the critics `missing` names (each once for every call to make)."""
     counts.undecided["critique"] += 1
     counts.undecided_calls["critique"] += len(missing)
     reason = "; ".join(f"critique:{criterion}:{NOT_ASKED}" for criterion in dict.fromkeys(missing))
-    return _Fate("undecided", reason, found)
+    return _Fate("undecided", reason, found, verdicts=verdicts or MappingProxyType({}))
 
 
 def _part_vetted(critique: Critique, part: Draft | None, item: Passages, config: BuildConfig, counts: _Counts) -> _Fate:
@@ -465,7 +472,7 @@ def _candidate(
         critique = found.get(spec.name)
         score = _score(critique)
         rationale, raw = (critique.rationale, critique.raw) if critique else (None, None)
-        verdict = vet(config, critique) if critique is not None else None
+        verdict = fate.verdicts.get(spec.name)
         if spec.own_columns:
             columns |= {
                 f"{spec.name}_score": score,
