@@ -267,6 +267,13 @@ class DatasetRow(Record):
     relevance_eval: str | None = Field(description="The relevance critic's rationale.")
     standalone_score: int | None = Field(description="The standalone critic's 1-5 rating; None when not rated.")
     standalone_eval: str | None = Field(description="The standalone critic's rationale.")
+    extra_critics: tuple[CriticVerdict, ...] = Field(
+        default=(),
+        description="The verdicts of the build's critics beyond the cookbook's three that rate the question's "
+        "type, in the order they are declared (`qagen.critics`). The column is written only when the build "
+        "has such critics, so a set "
+        "made with the three alone has the cookbook's columns and no other critic column.",
+    )
     groundedness_measurement: float | None = Field(
         default=None,
         description="What the groundedness critic's cut was held to: its expected rating over the rating tokens "
@@ -290,13 +297,6 @@ class DatasetRow(Record):
     )
     standalone_passed: bool | None = Field(
         default=None, description="Whether the draft passed the standalone critic; None when not rated."
-    )
-    extra_critics: tuple[CriticVerdict, ...] = Field(
-        default=(),
-        description="The verdicts of the build's critics beyond the cookbook's three that rate the question's "
-        "type, in the order they are declared (`qagen.critics`). The column is written only when the build "
-        "has such critics, so a set "
-        "made with the three alone has the cookbook's columns and no other critic column.",
     )
     id: str = Field(description="The draft's id: a hash of the chunk, the generation prompt and the generator model.")
     chunk_id: str | None = Field(description="The chunk's id (a content hash); None with `source_doc`.")

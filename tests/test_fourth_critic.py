@@ -86,6 +86,7 @@ def test_a_fourth_critic_from_a_prompt_file_reaches_every_output(run: Path) -> N
         verdict = verdicts.get(row["id"])
         if verdict is None:
             unasked = {"name": "specificity", "score": None, "eval": None, "prompt_hash": prompt_hash, "raw": None}
+            unasked |= dict.fromkeys(("measured_as", "measurement", "cut", "passed"))
             assert row["extra_critics"] == [unasked]
             continue
         assert row["extra_critics"] == [
@@ -94,6 +95,11 @@ def test_a_fourth_critic_from_a_prompt_file_reaches_every_output(run: Path) -> N
                 "score": verdict["score"],
                 "eval": verdict["rationale"],
                 "prompt_hash": prompt_hash,
+                # No token probabilities from this server: its written rating is held to its own threshold.
+                "measured_as": "written",
+                "measurement": float(verdict["score"]),
+                "cut": 5.0,
+                "passed": verdict["score"] >= 5,
                 "raw": verdict["raw"],
             }
         ]
@@ -112,6 +118,7 @@ def test_a_fourth_critic_from_a_prompt_file_reaches_every_output(run: Path) -> N
         assert verdict["score"] == 5
         # The dataset has its score and rationale, without the reply (as for `<name>_score` and `_eval`).
         shown = {"name": "specificity", "score": 5, "eval": verdict["rationale"], "prompt_hash": prompt_hash}
+        shown |= {"measured_as": "written", "measurement": 5.0, "cut": 5.0, "passed": True}
         assert row["extra_critics"] == [shown]
         assert [row[f"{name}_score"] is not None for name in COOKBOOK] == [True] * 3
 
@@ -135,7 +142,8 @@ def test_a_fourth_critic_is_in_the_card_and_the_review_tools(
     assert pushed.exit_code == 0, pushed.output
     files = hub.repo_files(repo)
     card = files["README.md"].decode()
-    assert "4 LLM critics rated each draft" in card and "specificity (your own critic" in card
+    assert "the LLM asked 4 checks of each draft" in card and "**specificity** (your own critic" in card
+    assert "kept at >= 5" in card  # its threshold, with how its rating was read
     assert f"| rejected by specificity | {rejected} |" in card
     assert "specificity 5" in card  # its threshold, in the settings table
     assert "`extra_critics`" in card  # where its verdicts are, in the columns paragraph

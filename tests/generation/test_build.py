@@ -186,7 +186,7 @@ def test_help_explains_every_option() -> None:
     result = CliRunner().invoke(main, ["build", "--help"])
     assert result.exit_code == 0
     for option in ["--n-generations", "--generator-model", "--critic-model", "--base-url", "--concurrency", "--config",
-                   "--audience", "--min-score", "--chunk-size", "--hf-dataset", "--vetting"]:  # fmt: skip
+                   "--audience", "--cut", "--chunk-size", "--hf-dataset", "--vetting"]:  # fmt: skip
         assert option in result.output
     # The options --help leaves out (config keys, in docs/configuration.md) are explained all the same.
     for param in main.commands["build"].params:

@@ -22,7 +22,11 @@ INTEGER_COLUMNS = {
     "groundedness_score", "relevance_score", "standalone_score", "start_index", "end_index", "evidence_start",
     "evidence_end", "bm25_rank",
 }  # fmt: skip
-FLOAT_COLUMNS = {"copied_share"}
+FLOAT_COLUMNS = {"copied_share", "groundedness_measurement", "relevance_measurement", "standalone_measurement"}
+BOOL_COLUMNS = {"groundedness_passed", "relevance_passed", "standalone_passed"}
+DECISION_COLUMNS = [
+    f"{critic}_{what}" for critic in ("groundedness", "relevance", "standalone") for what in ("measurement", "passed")
+]
 QUALITY_COLUMNS = ["evidence_quote", "evidence_start", "evidence_end", "evidence_match", "copied_share", "bm25_rank"]
 
 
@@ -47,7 +51,7 @@ def test_the_cookbook_columns_come_first_then_provenance_then_the_candidate_colu
     dataset = row_columns(DatasetRow)
     assert dataset[:10] == COOKBOOK
     assert dataset[10:] == [
-        "id", "chunk_id", "start_index", "end_index", "generator_model", "critic_model",
+        *DECISION_COLUMNS, "id", "chunk_id", "start_index", "end_index", "generator_model", "critic_model",
         "qa_prompt_hash", "groundedness_prompt_hash", "relevance_prompt_hash", "standalone_prompt_hash",
         *QUALITY_COLUMNS,
     ]  # fmt: skip
@@ -67,11 +71,20 @@ def test_features_are_the_model_fields_in_order_typed_from_their_annotations(row
     features = row_features(row_type)
     assert list(features) == row_columns(row_type)
     for name, value in features.items():
-        dtype = "int64" if name in INTEGER_COLUMNS else "float64" if name in FLOAT_COLUMNS else "string"
+        dtype = (
+            "int64"
+            if name in INTEGER_COLUMNS
+            else "float64"
+            if name in FLOAT_COLUMNS
+            else "bool"
+            if name in BOOL_COLUMNS
+            else "string"
+        )
         assert value == Value(dtype), name
     # The critics beyond the three: a list of one struct per critic, its fields typed as the record's.
     verdict = row_features(row_type, extra_critics=True)["extra_critics"].feature
-    expected = ["name", "score", "eval", "prompt_hash", *(["raw"] if row_type is CandidateRow else [])]
+    decision = ["measured_as", "measurement", "cut", "passed"]
+    expected = ["name", "score", "eval", "prompt_hash", *decision, *(["raw"] if row_type is CandidateRow else [])]
     assert list(verdict) == expected and verdict["score"] == Value("int64") and verdict["eval"] == Value("string")
 
 
@@ -115,14 +128,20 @@ def test_a_build_of_several_types_writes_the_type_and_every_passage(tmp_path: Pa
 
 
 def test_a_critic_beyond_the_three_is_one_entry_of_extra_critics(tmp_path: Path) -> None:
-    verdict = CriticReply(name="specificity", score=2, eval="Vague.", prompt_hash="p", raw="Evaluation: Vague.")
+    verdict = CriticReply(
+        name="specificity", score=2, eval="Vague.", prompt_hash="p", raw="Evaluation: Vague.",
+        measured_as="expected_rating", measurement=2.3, cut=4.0, passed=False,
+    )  # fmt: skip
     candidate = _candidate(extra_critics=(verdict,))
     _save([candidate], tmp_path, extra_critics=True)
     (row,) = load_from_disk(str(tmp_path / "candidates"))
     assert row["extra_critics"] == [verdict.model_dump()]
     (kept,) = load_from_disk(str(tmp_path / "dataset"))
     # The dataset has the verdict without the reply, as it has `<name>_score` without `<name>_raw`.
-    assert kept["extra_critics"] == [{"name": "specificity", "score": 2, "eval": "Vague.", "prompt_hash": "p"}]
+    assert kept["extra_critics"] == [
+        {"name": "specificity", "score": 2, "eval": "Vague.", "prompt_hash": "p", "measured_as": "expected_rating",
+         "measurement": 2.3, "cut": 4.0, "passed": False}
+    ]  # fmt: skip
     assert kept == candidate.dataset_row().model_dump(mode="json", exclude=set(PASSAGE_COLUMNS))
 
 
