@@ -22,7 +22,7 @@ from qagen.config import BuildConfig
 from qagen.corpus.settings import CorpusSettings
 from qagen.errors import ConfigError
 from qagen.generation.pipeline import NO_TOKEN_PROBABILITIES
-from qagen.generation.target import Passed, Plan, choose, first_plan, next_plan
+from qagen.generation.target import Passed, Plan, choose, first_plan, next_plan, replan
 from qagen.records import TypeFunnel
 from standins.corpus import write_corpus
 
@@ -304,3 +304,108 @@ def test_killed_in_each_round_then_rerun_equals_an_uninterrupted_build(llm: Any,
     assert _summary(out)["target"]["rounds"] == _summary(tmp_path / "clean")["target"]["rounds"] > 1
     for name in ("dataset", "candidates"):
         assert _rows(out / name) == _rows(tmp_path / "clean" / name)
+
+
+# --- issue 42: a changed target or budget on a run that drafted already -----------------------------------
+def _calls_estimated(output: str) -> int:
+    found = re.search(r"LLM calls \(expected\)\s+([\d,]+)", output)
+    assert found is not None, output
+    return int(found.group(1).replace(",", ""))
+
+
+def test_a_dry_run_with_a_larger_target_on_a_finished_run_prices_the_round_the_build_starts(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    dry = _build(llm, corpus, tmp_path / "run", "--target", "20", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    drafts = re.search(r"drafts to make\s+([\d,]+) \(already made: ([\d,]+)\)", dry.output)
+    assert drafts is not None, dry.output
+    to_make, made = int(drafts.group(1)), int(drafts.group(2))
+    assert to_make > 0 and _calls_estimated(dry.output) >= to_make
+    # The build's first round is the round the dry run priced: its sample is the drafts made and those to make.
+    args = ["build", str(corpus), "--out", str(tmp_path / "run"), "--generator-model", "openai:stand-in"]
+    args += ["--base-url", llm.base_url, "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40"]
+    args += ["--vetting", "cookbook", "--target", "20"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False, env={"OPENAI_API_KEY": "test-key"})
+    assert result.exit_code == 0, result.output
+    rounds = re.findall(r"^round \d+: (\d+) drafts for a target of 20", result.output, re.MULTILINE)
+    assert rounds and int(rounds[0]) == to_make + made, (rounds, to_make, made)
+
+
+def _stop_in_round_2(run: Path, drafts: int) -> None:
+    """The run directory as a build killed as its second round started leaves it: the round written, sized
+    for the target of 10 and its budget, before any of its calls."""
+    stored = json.loads((run / "rounds.json").read_text())
+    assert stored["round"] == 1 and stored["drafts"]["factoid"] < drafts
+    (run / "rounds.json").write_text(json.dumps({**stored, "round": 2, "drafts": {"factoid": drafts}}))
+
+
+def test_a_round_resumed_with_a_lower_target_stops_where_the_drafts_made_reach_it(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    first = _summary(tmp_path / "run")["target"]
+    _stop_in_round_2(tmp_path / "run", 60)
+    calls = len(llm.log)
+    result = _build(llm, corpus, tmp_path / "run", "--target", "5")
+    assert result.exit_code == 0, result.output
+    assert len(llm.log) == calls  # the first round passed more than 5: nothing more is drafted
+    target = _summary(tmp_path / "run")["target"]
+    assert target["kept"] == 5 and target["drafts"] <= first["drafts"] and target["max_drafts"] == 20
+    assert len(_rows(tmp_path / "run" / "dataset")) == 5
+
+
+def test_a_round_resumed_with_a_lower_draft_budget_makes_no_more_drafts_than_it(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    _stop_in_round_2(tmp_path / "run", 60)
+    result = _build(llm, corpus, tmp_path / "run", "--target", "10", "--max-drafts", "15")
+    assert result.exit_code == 0, result.output
+    target = _summary(tmp_path / "run")["target"]
+    assert target["drafts"] <= target["max_drafts"] == 15
+    table = " ".join(result.output.split())
+    assert f"({target['drafts']} drafts of at most 15," in table
+
+
+def test_a_rounds_file_edited_to_100000_drafts_is_held_to_the_draft_budget(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    made = _summary(tmp_path / "run")["target"]["drafts"]
+    # As an older qagen wrote it: without the parts and budget it was sized for.
+    (tmp_path / "run" / "rounds.json").write_text('{"round": 2, "drafts": {"factoid": 100000}}')
+    calls = len(llm.log)
+    result = _build(llm, corpus, tmp_path / "run", "--target", "10")
+    assert result.exit_code == 0, result.output
+    summary = _summary(tmp_path / "run")
+    assert summary["target"]["drafts"] <= 40 and summary["funnel"]["sampled"] <= 40
+    # A call to draft and three critics for each draft the budget has left, at most (the corpus has 234 passages).
+    assert len(llm.log) - calls <= 4 * (40 - made)
+
+
+def test_a_round_sized_anew_keeps_what_holds_each_part_and_asks_the_rest_at_the_pass_rate_seen() -> None:
+    config = _config(target=4, question_types={"factoid": 50, "unanswerable": 50})
+    plan = Plan({"factoid": 10, "unanswerable": 10}, 2)
+    statuses = {
+        # Its two passed by the fifth draft: the round keeps those five, the rest of it is not drafted.
+        "factoid": ["rejected", "kept", "failed", "rejected", "kept", "kept", "undecided", "rejected"],
+        # One of four decided passed (the fifth was in flight): one short at (1 + 1) / (4 + 2) asks 3 more.
+        "unanswerable": ["rejected", "kept", "rejected", "rejected", "undecided", "kept"],
+    }
+    assert replan(config, plan, statuses) == Plan({"factoid": 5, "unanswerable": 7}, 3)
+    # A budget below what is made already: held to it, in proportion.
+    tight = _config(target=4, max_drafts=6, question_types=config.question_types)
+    assert replan(tight, plan, {"factoid": ["rejected"] * 6, "unanswerable": ["rejected"] * 6}) == Plan(
+        {"factoid": 3, "unanswerable": 3}, 3
+    )
+    # A type the corpus gave fewer passages than asked, all decided, asks as before (its shortfall is said the
+    # same); nothing changed: the same round.
+    exhausted = {"factoid": ["kept", "kept", "rejected"], "unanswerable": ["kept", "rejected", "rejected"]}
+    assert replan(config, Plan({"factoid": 3, "unanswerable": 5}, 2), exhausted) == Plan(
+        {"factoid": 2, "unanswerable": 5}, 3
+    )
+    assert replan(config, Plan({"factoid": 2, "unanswerable": 5}, 2), exhausted) == Plan(
+        {"factoid": 2, "unanswerable": 5}, 2
+    )
