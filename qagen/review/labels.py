@@ -105,14 +105,14 @@ class _LabelLog(RecordLog[Label]):
 
     redone = "the label it held must be given again"
 
-    def _damaged(self, number: int, line: str, exc: ValidationError) -> str:
+    def _not_a_record(self, exc: ValidationError) -> str:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        what = (
-            "is damaged (an edit, or a write cut short)"
-            if first["type"] == "json_invalid"
-            else (f"is not a label this qagen version reads ({where}: {first['msg']})")
-        )
+        if first["type"] == "json_invalid":
+            return "is damaged (an edit, or a write cut short)"
+        return f"is not a label this qagen version reads ({where}: {first['msg']})"
+
+    def _damaged(self, number: int, line: str, what: str) -> str:
         return (
             f"{self.path} line {number} {what}. To go on, delete that line (e.g. `sed -i '{number}d' {self.path}`) "
             "and give that label again; every other label is kept."

@@ -12,7 +12,9 @@ Damaged lines, decided deliberately:
 - Any other line that is not a record (in the middle, or complete with its newline) was edited,
   damaged on disk, or written by another qagen version: qagen cannot tell which record it held or
   whether later ones depend on it, so it stops with the file, the line number and a way forward
-  (`CorruptRecordError`), never guessing.
+  (`CorruptRecordError`), never guessing. Lines are read as bytes, so one that is not UTF-8 (an
+  edit saved in another encoding) is named the same way, with its first byte that is not, by every
+  command that reads the log (the build, `qagen status`, the review tools, `qagen push`).
 
 A write that fails (a full disk, no permission) stops the run with the path and what to do
 (`RunWriteError`); the run ends there, so no later record is appended after a torn one.
@@ -71,6 +73,17 @@ class Located(NamedTuple, Generic[T]):
     record: T
 
 
+def not_utf8(line: str | bytes) -> str | None:
+    """Where a line's bytes stop being UTF-8 (`byte 0xe9 at column 97`); None when they are text."""
+    if isinstance(line, str):
+        return None
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"byte 0x{line[exc.start]:02x} at column {exc.start + 1}"
+    return None
+
+
 class RecordLog(Generic[R]):
     """A JSONL file of `R` records; a later record with the same id replaces an earlier one."""
 
@@ -98,7 +111,8 @@ class RecordLog(Generic[R]):
         if not self.path.exists():
             return
         self._repair_torn_tail()
-        with self.path.open("r", encoding="utf-8") as handle:
+        # Bytes, decoded by `parse`: a line that is not UTF-8 is named with the way to repair it, as any damage is.
+        with self.path.open("rb") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -110,7 +124,25 @@ class RecordLog(Generic[R]):
             return self.record_type.model_validate_json(line)
         except ValidationError as exc:
             text = line if isinstance(line, str) else line.decode("utf-8", errors="replace")
-            raise CorruptRecordError(self._damaged(number, text, exc)) from exc
+            raise CorruptRecordError(self._damaged(number, text, self._what_is_wrong(line, exc))) from exc
+
+    def _what_is_wrong(self, line: str | bytes, exc: ValidationError) -> str:
+        """What is wrong with a line that holds no record, said after "line N" (see the module)."""
+        if (where := not_utf8(line)) is not None:
+            return f"is not UTF-8 ({where}: an edit saved in another encoding)"
+        return self._not_a_record(exc)
+
+    def _not_a_record(self, exc: ValidationError) -> str:
+        """What is wrong with a line of text that holds no record."""
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            return "is damaged (a write cut short by a crash or a full disk, or an edit)"
+        where = ".".join(str(part) for part in first["loc"])
+        return (
+            f"is not a record this qagen version reads ({where}: {first['msg']}): it was edited, or written "
+            "by another qagen version (run.json names the one that started the run: that one can resume it, "
+            "or start again in a new `out`)"
+        )
 
     def iter_located(self, start: int = 0, first_line: int = 1) -> Iterator[Located[R]]:
         """Each record of a complete line from byte `start` (a line's start: line `first_line`) on,
@@ -135,18 +167,8 @@ class RecordLog(Generic[R]):
         handle.seek(located.offset)
         return self.parse(handle.read(located.end - located.offset), located.line)
 
-    def _damaged(self, number: int, line: str, exc: ValidationError) -> str:
-        """What is wrong with line `number`, and how to go on (see the module's docstring)."""
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            what = "is damaged (a write cut short by a crash or a full disk, or an edit)"
-        else:
-            where = ".".join(str(part) for part in first["loc"])
-            what = (
-                f"is not a record this qagen version reads ({where}: {first['msg']}): it was edited, or written "
-                "by another qagen version (run.json names the one that started the run: that one can resume it, "
-                "or start again in a new `out`)"
-            )
+    def _damaged(self, number: int, line: str, what: str) -> str:
+        """Line `number`, `what` is wrong with it (`_what_is_wrong`), and how to go on (see the module)."""
         message = (
             f"{self.path} line {number} {what}. To go on, delete that line (e.g. `sed -i '{number}d' {self.path}`) "
             "and run the same command again: the record it held is asked for again, every other one is kept."
