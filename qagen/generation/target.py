@@ -44,6 +44,7 @@ from qagen.question_types.pickers import type_seed
 from qagen.records import BuildSummary, Funnel, TargetOutcome, TypeFunnel
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
+from qagen.words import plural
 
 OVER_TARGET = "over_target"
 """The reason of a draft that passed every filter but was not chosen: its type had its part already."""
@@ -291,16 +292,29 @@ def shortfall(summary: BuildSummary) -> str | None:
     )
     rejected = f", rejected mostly as {reasons}" if reasons else ""
     return (
-        f"kept {target.kept} of the {target.target} questions asked for{per_type} from {target.drafts} drafts, "
-        f"{why}, in {target.rounds} round{'s' if target.rounds != 1 else ''}{rejected}."
+        f"kept {target.kept} of the {target.target} questions asked for{per_type} from {target.drafts} "
+        f"{plural(target.drafts, 'draft')}, {why}, in {target.rounds} {plural(target.rounds, 'round')}{rejected}"
+        f"{_failed(summary)}."
     )
 
 
 def _commonest(counts: TypeFunnel) -> str:
-    """A type's commonest reasons a draft was not kept (a failed call or reply counts as `failed`)."""
+    """A type's commonest reasons a draft was rejected (a failed draft is not one: `_failed` says those)."""
     reasons = {reason: n for reason, n in counts.rejected_by.items() if reason != OVER_TARGET and n}
-    failed = counts.generation_failed + counts.critique_failed
-    if failed:
-        reasons["failed"] = failed
     ranked = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:REASONS_SAID]
     return ", ".join(f"{reason} {n}" for reason, n in ranked)
+
+
+def _failed(summary: BuildSummary) -> str:
+    """The drafts that failed (a refusal, a reply that could not be read, a critic's failure): no rejection,
+    yet each one spent a draft of the budget."""
+    funnel = summary.funnel
+    failed = {**funnel.generation_failed}
+    for reason, n in funnel.critique_failed.items():
+        failed[reason] = failed.get(reason, 0) + n
+    total = sum(failed.values())
+    if not total:
+        return ""
+    ranked = sorted(failed.items(), key=lambda item: (-item[1], item[0]))[:REASONS_SAID]
+    reasons = ", ".join(f"{reason} {n}" for reason, n in ranked)
+    return f"; {total} {plural(total, 'draft')} failed ({reasons}), each counted in the draft budget"

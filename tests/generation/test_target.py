@@ -111,6 +111,25 @@ def test_a_shortfall_exits_0_with_one_sentence_naming_kept_drafts_and_reasons_pe
     assert len(_rows(tmp_path / "run" / "dataset")) == kept
 
 
+def test_a_shortfall_says_the_failed_drafts_apart_from_the_rejections_and_that_they_spent_the_budget(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(pass_rate=0.4, malformed_rate=0.3)  # refusals, empty and cut replies besides the rejections
+    result = _build(llm, corpus, tmp_path / "run", "--target", "20", "--max-retries", "0")
+    assert result.exit_code == 0, result.output
+    funnel = _summary(tmp_path / "run")["funnel"]
+    failed = {**funnel["generation_failed"]}
+    for reason, n in funnel["critique_failed"].items():
+        failed[reason] = failed.get(reason, 0) + n
+    assert sum(failed.values()) > 0
+    [sentence] = [line for line in result.output.splitlines() if line.startswith("short of the target:")]
+    rejected, _, failures = sentence.partition("; ")
+    assert "failed" not in rejected  # a failed draft is no rejection
+    commonest = min(failed, key=lambda reason: (-failed[reason], reason))
+    assert failures.startswith(f"{sum(failed.values())} drafts failed (")
+    assert f"{commonest} {failed[commonest]}" in failures and "each counted in the draft budget" in failures
+
+
 def test_a_corpus_with_too_few_passages_ends_with_the_shortfall_and_exit_0(llm: Any, tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "small", documents=3, paragraphs=2)
     result = _build(llm, corpus, tmp_path / "run", "--target", "20")
