@@ -428,3 +428,36 @@ def test_a_round_sized_anew_keeps_what_holds_each_part_and_asks_the_rest_at_the_
     assert replan(config, Plan({"factoid": 2, "unanswerable": 5}, 2), exhausted) == Plan(
         {"factoid": 2, "unanswerable": 5}, 2
     )
+
+
+def test_status_of_a_target_run_says_its_target_rounds_and_the_tables_counts(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(malformed_rate=0.2)  # failures, counted as calls in the records and as drafts in the table
+    run = tmp_path / "run"
+    result = _build(
+        llm, corpus, run, "--target", "12", "--question-types", "factoid=50,multi_hop=50", "--max-retries", "0"
+    )
+    assert result.exit_code == 0, result.output
+    summary = _summary(run)
+    funnel, target = summary["funnel"], summary["target"]
+    status = CliRunner().invoke(main, ["status", str(run)])
+    assert status.exit_code == 0, status.output
+    generation = sum(funnel["generation_failed"].values())
+    assert (
+        f"drafts, as the build's table counts them: {funnel['sampled']} sampled, {funnel['drafted']} drafted, "
+        f"{generation} generation failed, {sum(funnel['critique_failed'].values())} critique failed"
+    ) in status.output
+    table = " ".join(result.output.split())
+    assert f"generation failed {generation}" in table  # the same number as the table's
+    rounds = f"{target['rounds']} round{'s' if target['rounds'] != 1 else ''}"
+    assert (
+        f"target: kept {target['kept']} of 12 ({target['drafts']} drafts of at most {target['max_drafts']}, "
+        f"in {rounds}; parts: factoid 6, multi_hop 6)"
+    ) in status.output
+    assert "records, one per call:" in status.output and "under way" not in status.output
+    # Stopped as its next round started: the round is said to be under way.
+    stored = json.loads((run / "rounds.json").read_text())
+    (run / "rounds.json").write_text(json.dumps({**stored, "round": target["rounds"] + 1}))
+    status = CliRunner().invoke(main, ["status", str(run)])
+    assert f"round {target['rounds'] + 1} of a build to a target under way" in status.output
