@@ -462,6 +462,11 @@ class BuildModels(Record):
 
     generator: str = Field(description="Model spec of the generator.")
     critic: str = Field(description="Model spec of the critics.")
+    own_servers: list[str] = Field(
+        default_factory=list,
+        description="The roles (`generator`, `critic`) served by a server other than their provider's (a `base_url` "
+        "or `OPENAI_BASE_URL` of another host): the spec is the name asked of it, the model is that server's.",
+    )
 
 
 class StageUsage(Record):
