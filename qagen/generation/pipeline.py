@@ -23,7 +23,16 @@ from qagen.generation.finalize import NoDraft, Outputs, settled_summary, tally, 
 from qagen.generation.ledger import Ledger
 from qagen.generation.passages_short import passages_missing, short_of_passages
 from qagen.generation.sample import PassagesPlan, Sample, StoredPassages
-from qagen.generation.target import Plan, next_plan, planned_drafts, read_round, record_plan, shortfall, start_plan
+from qagen.generation.target import (
+    Plan,
+    left_out,
+    next_plan,
+    planned_drafts,
+    read_round,
+    record_plan,
+    shortfall,
+    start_plan,
+)
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.backends import require_key
@@ -412,6 +421,8 @@ def _draft_to_target(
     """Draft and critique in rounds until every question type has its part of the target, the draft
     budget is spent or the corpus has no more passages (`qagen.generation.target`); the last round's
     sample, and which spending cap stopped it (None: none did)."""
+    if (none := left_out(config)) is not None:
+        _say(none[0].upper() + none[1:])
     plan = starting_round(config, run, tasks, ledger)
     said: set[str] = set()
     while True:

@@ -87,6 +87,22 @@ def type_targets(config: BuildConfig) -> dict[str, int]:
     return draft_counts(config.question_types, config.target)
 
 
+def left_out(config: BuildConfig) -> str | None:
+    """A sentence on the question types whose share of the target rounds to no question (`type_targets`):
+    they get none, said rather than silently dropped; None when each type gets one at least."""
+    targets = type_targets(config)
+    names = [name for name, part in targets.items() if part == 0]
+    if not names:
+        return None
+    shares = ", ".join(f"{name} ({config.question_types[name]}%)" for name in names)
+    smallest = min(config.question_types[name] for name in names)
+    enough = math.ceil(100 / smallest)  # from this target on, the smallest share is one question at least
+    return (
+        f"a target of {config.target} gives no question to {shares}: split by the shares, it rounds to 0 for "
+        f"{plural(len(names), 'it', 'them')}; a target of {enough} or more gives each type one at least."
+    )
+
+
 def draft_budget(config: BuildConfig) -> int:
     """The most drafts the build makes: `max_drafts`, or `DRAFT_BUDGET_PER_QUESTION` x the target."""
     assert config.target is not None, "draft_budget of a build without a target"

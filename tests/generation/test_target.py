@@ -171,6 +171,28 @@ def test_filter_on_a_target_run_refilters_the_drafted_sample_to_the_target(
     assert len(llm.log) == calls
 
 
+def test_filter_that_leaves_a_target_run_short_says_so(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "20").exit_code == 0
+    refiltered = CliRunner().invoke(main, ["stage", "filter", str(tmp_path / "run"), "--min-score", "5"])
+    assert refiltered.exit_code == 0, refiltered.output
+    kept = _summary(tmp_path / "run")["funnel"]["kept"]
+    assert kept < 20
+    assert f"short of the target: kept {kept} of the 20 questions asked for" in refiltered.output
+
+
+def test_a_type_whose_share_of_a_small_target_rounds_to_no_question_is_said(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    result = _build(llm, corpus, tmp_path / "run", "--target", "4", "--question-types", "factoid=90,unanswerable=10")
+    assert result.exit_code == 0, result.output
+    assert _summary(tmp_path / "run")["target"]["by_type"] == {"factoid": 4, "unanswerable": 0}
+    said = " ".join(result.output.split())
+    assert (
+        "A target of 4 gives no question to unanswerable (10%): split by the shares, it rounds to 0 for it; "
+        "a target of 10 or more gives each type one at least."
+    ) in said
+
+
 def test_a_dry_run_of_a_target_estimates_the_first_round_and_names_the_draft_budget(
     llm: Any, corpus: Path, tmp_path: Path
 ) -> None:
