@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import setting_flags
 from qagen.cli.paths import UserPath
+from qagen.words import counted
 
 if TYPE_CHECKING:
     from qagen.records import KeptQuality
@@ -84,8 +86,11 @@ _DIRECTORY = UserPath(path_type=Path, exists=True, file_okay=False)
     default=None,
     help="Open the review page in a browser. [default: when there is a display]",
 )
+@click.pass_context
 @friendly_errors
 def review(
+    ctx: click.Context,
+    /,
     directory: Path,
     export_path: Path | None,
     import_path: Path | None,
@@ -133,10 +138,19 @@ def review(
         )
         return
     if import_path is not None:
+        # They choose the sample to export or show; the file imported says which items were labelled.
+        ignored = [name for name in ("size", "seed", "sample", "no_calls") if _given(ctx, name)]
+        if ignored:
+            flags = ", ".join(f"--{name.replace('_', '-')}" for name in ignored)
+            raise click.UsageError(
+                f"{flags} {'chooses' if len(ignored) == 1 else 'choose'} the sample to export or show, not what "
+                "--import reads (the file says which items were labelled); drop "
+                f"{'it' if len(ignored) == 1 else 'them'}."
+            )
         imported = spreadsheet.import_csv(directory, import_path, reviewer=reviewer or _login_name())
         click.echo(
-            f"imported {imported.labels} labels into {directory / 'labels.jsonl'} ({imported.unchanged} unchanged, "
-            f"{imported.unlabelled} rows without a label); next: qagen agreement {directory}"
+            f"imported {counted(imported.labels, 'label')} into {directory / 'labels.jsonl'} ({imported.unchanged} "
+            f"unchanged, {counted(imported.unlabelled, 'row')} without a label); next: qagen agreement {directory}"
         )
         _say_estimate(directory, imported.kept_quality)
         return
@@ -150,6 +164,11 @@ def review(
         open_browser=open_browser,
         sample=sample,
     )
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    """Whether the option was given on the command line (or by its environment variable), not left at its default."""
+    return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
 
 
 def _say_estimate(directory: Path, quality: KeptQuality | None) -> None:

@@ -25,6 +25,8 @@ from qagen.records import Criterion
 from qagen.runs.store import RecordLog, RecordWriter, collector_paused
 
 LABELS_FILE = "labels.jsonl"
+MAX_NOTE_CHARS = 10_000
+"""The longest note a label keeps (the review page's note box takes no more; an import refuses more)."""
 LABEL_SCHEMA: Literal[1] = 1
 
 LabelKind = Literal["draft", "answer"]

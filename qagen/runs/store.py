@@ -298,9 +298,14 @@ def write_json_atomic(path: Path, data: object) -> None:
         os.replace(temporary, path)
 
 
+RECORDS_KEPT = "every finished record is kept, and only what was not written is made again"
+"""What a failed write of a run's file keeps (`writing`)."""
+
+
 @contextmanager
-def writing(path: Path) -> Iterator[None]:
-    """Turn a failed write of `path` into one sentence with the path and what to do next.
+def writing(path: Path, *, kept: str = RECORDS_KEPT) -> Iterator[None]:
+    """Turn a failed write of `path` into one sentence with the path, what to do next, and what of the
+    work is kept (`kept`: a run's records, unless said otherwise).
 
     A write error carries no file name (only an open does), so without this a full disk reads
     "No space left on device" with no word on where, or whether anything was lost.
@@ -311,13 +316,14 @@ def writing(path: Path) -> Iterator[None]:
         # pyarrow (writing the datasets) raises OSErrors without an errno, the reason only in the text.
         if exc.errno in {errno.ENOSPC, errno.EDQUOT} or "No space left" in str(exc):
             problem, fix = "the disk (or your quota) is full", "free some space"
+        elif exc.errno == errno.ENOENT and not path.parent.exists():
+            problem, fix = f"its folder {path.parent} does not exist", f"create it (`mkdir -p {path.parent}`)"
         else:
             problem, fix = exc.strerror or str(exc), "fix that (the folder's permissions, the disk)"
             if exc.filename and str(exc.filename) != str(path):
                 problem += f" ({exc.filename})"  # e.g. a file where a folder on the way should be
         raise RunWriteError(
-            f"Cannot write {path}: {problem}. {fix[0].upper()}{fix[1:]} and run the same command again: every "
-            "finished record is kept, and only what was not written is made again."
+            f"Cannot write {path}: {problem}. {fix[0].upper()}{fix[1:]} and run the same command again: {kept}."
         ) from exc
 
 
