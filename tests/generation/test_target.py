@@ -483,3 +483,13 @@ def test_status_of_a_target_run_says_its_target_rounds_and_the_tables_counts(
     (run / "rounds.json").write_text(json.dumps({**stored, "round": target["rounds"] + 1}))
     status = CliRunner().invoke(main, ["status", str(run)])
     assert f"round {target['rounds'] + 1} of a build to a target under way" in status.output
+
+
+def test_one_question_is_said_in_the_singular_and_the_next_steps_say_what_profile_shows(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    result = _build(llm, corpus, tmp_path / "run", "--target", "1")
+    assert result.exit_code == 0, result.output
+    assert f"kept 1 question: {tmp_path / 'run' / 'dataset'}" in result.output
+    assert "the funnel, the profile, examples" not in result.output  # profile prints neither funnel nor examples
+    assert "its profile: types, coverage, easiness, lengths, scores" in result.output
