@@ -632,6 +632,11 @@ class KeptQuality(Record):
         "re-filtered since): the estimate is about a set the run does not hold.",
     )
 
+    @property
+    def counted_whole(self) -> bool:
+        """Every kept question labelled, too few for an estimate: the share is then counted, not estimated."""
+        return self.status == "too_few" and not self.stale and self.kept is not None and self.labels == self.kept > 0
+
 
 class BuildSummary(Record):
     """A build's `summary.json`: what went in, what came out, and what it cost."""

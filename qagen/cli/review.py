@@ -133,9 +133,11 @@ def review(
             sample=sample,
         )
         click.echo(
-            f"wrote {exported.rows} items to label to {exported.path}; fill it, then: "
+            f"wrote {counted(exported.rows, 'item')} to label to {exported.path}; fill it, then: "
             f"qagen review {directory} --import {exported.path}"
         )
+        if sample == "kept":
+            _say_too_few_kept(directory)
         return
     if import_path is not None:
         # They choose the sample to export or show; the file imported says which items were labelled.
@@ -166,6 +168,19 @@ def review(
     )
 
 
+def _say_too_few_kept(directory: Path) -> None:
+    """Said at the export of a kept sample when the run keeps fewer questions than an estimate takes."""
+    from qagen.records import MIN_KEPT_LABELS
+    from qagen.review.estimate import estimate_kept_quality
+
+    kept = estimate_kept_quality(directory).kept
+    if kept is not None and kept < MIN_KEPT_LABELS:
+        click.echo(
+            f"the run keeps {counted(kept, 'question')}, fewer than the {MIN_KEPT_LABELS} labels an estimate takes: "
+            "label every one and their share is counted exactly instead."
+        )
+
+
 def _given(ctx: click.Context, name: str) -> bool:
     """Whether the option was given on the command line (or by its environment variable), not left at its default."""
     return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
@@ -193,7 +208,7 @@ def kept_quality_advice(quality: KeptQuality, directory: Path) -> str | None:
         return f"to estimate it, label a sample of the kept questions: {command}"
     if quality.labels_not_counted:
         return f"label the sample in its order, from its first question not labelled: {command}"
-    if quality.status == "too_few":
+    if quality.status == "too_few" and not quality.counted_whole:
         return f"label more of the sample: {command}"
     return None
 
