@@ -168,6 +168,23 @@ def review(
     )
 
 
+def _labels_there(quality: KeptQuality, directory: Path) -> str:
+    """Keep decisions given before any kept sample was drawn (a sample of the drafts): said, and that they count."""
+    from qagen.review.estimate import keep_decisions
+    from qagen.review.labels import LABELS_FILE, LabelStore
+
+    if quality.kept is not None or not (directory / LABELS_FILE).is_file():
+        return ""
+    with LabelStore(directory) as store:
+        decisions = len(keep_decisions(store.of_kind("draft")))
+    if not decisions:
+        return ""
+    return (
+        f" ({counted(decisions, 'keep decision')} given already, to a sample of the drafts: the kept sample is drawn "
+        "apart from it, uniformly, and counts those of its questions)"
+    )
+
+
 def _say_too_few_kept(directory: Path) -> None:
     """Said at the export of a kept sample when the run keeps fewer questions than an estimate takes."""
     from qagen.records import MIN_KEPT_LABELS
@@ -205,7 +222,7 @@ def kept_quality_advice(quality: KeptQuality, directory: Path) -> str | None:
     if quality.stale:
         return f"draw the sample again from the kept questions the run holds now (the labels given stay): {command}"
     if quality.status == "not_estimated":
-        return f"to estimate it, label a sample of the kept questions: {command}"
+        return f"to estimate it, label a sample of the kept questions: {command}{_labels_there(quality, directory)}"
     if quality.labels_not_counted:
         return f"label the sample in its order, from its first question not labelled: {command}"
     if quality.status == "too_few" and not quality.counted_whole:

@@ -85,7 +85,7 @@ def kept_quality_sentence(quality: KeptQuality) -> str:
     """What the estimate says, in one sentence (what `qagen profile RUN`, the dataset card and the review
     command print; the command line adds what to do next)."""
     if quality.status == "not_estimated":
-        return f"{HEADLINE}: not estimated (nobody has labelled a sample of them)."
+        return f"{HEADLINE}: not estimated (no sample of the kept questions is labelled)."
     of_kept = f"of {quality.kept} kept questions"
     if quality.counted_whole:
         said = (

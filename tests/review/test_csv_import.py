@@ -197,3 +197,19 @@ def test_an_export_to_a_folder_that_does_not_exist_says_so(built_run: Path, tmp_
     assert result.exit_code == 1
     assert f"Cannot write {sheet}: its folder {sheet.parent} does not exist" in result.output
     assert "no label is lost" in result.output and "finished record" not in result.output
+
+
+def test_keep_decisions_given_before_a_kept_sample_is_drawn_are_said_by_the_profile(
+    built_run: Path, tmp_path: Path
+) -> None:
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    for row in rows[:3]:
+        row["keep"] = "yes"
+    _write(sheet, rows)
+    assert invoke("review", built_run, "--import", sheet, "--reviewer", "ana").exit_code == 0
+    profiled = invoke("profile", built_run)
+    assert profiled.exit_code == 0, profiled.output
+    assert "not estimated (no sample of the kept questions is labelled)" in profiled.output
+    assert "nobody has labelled" not in profiled.output  # three decisions are there
+    assert "(3 keep decisions given already, to a sample of the drafts" in profiled.output
