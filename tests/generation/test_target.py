@@ -22,7 +22,7 @@ from qagen.config import BuildConfig
 from qagen.corpus.settings import CorpusSettings
 from qagen.errors import ConfigError
 from qagen.generation.pipeline import NO_TOKEN_PROBABILITIES
-from qagen.generation.target import Passed, Plan, choose, first_plan, next_plan, replan
+from qagen.generation.target import Passed, Plan, Recorded, choose, first_plan, next_plan, replan, start_plan
 from qagen.records import TypeFunnel
 from standins.corpus import write_corpus
 
@@ -493,3 +493,14 @@ def test_one_question_is_said_in_the_singular_and_the_next_steps_say_what_profil
     assert f"kept 1 question: {tmp_path / 'run' / 'dataset'}" in result.output
     assert "the funnel, the profile, examples" not in result.output  # profile prints neither funnel nor examples
     assert "its profile: types, coverage, easiness, lengths, scores" in result.output
+
+
+def test_a_larger_target_starts_from_the_pass_rate_measured_not_twice_its_part_again() -> None:
+    config = _config(target=20)
+    recorded = Recorded(Plan({"factoid": 20}, 1), {"factoid": 10}, 40)
+    # Round 1 of the target of 10 passed 15 of its 20 drafts: 5 more at (15 + 1) / (20 + 2) ask 7, not 40 - 20.
+    fates = ["kept"] * 15 + ["rejected"] * 5
+    assert start_plan(config, recorded, 20, lambda: {"factoid": fates}) == Plan({"factoid": 27}, 2)
+    # The same target and budget: the round goes on as it was (a build stopped in it), its fates not read.
+    same = Recorded(Plan({"factoid": 20}, 1), {"factoid": 20}, 80)
+    assert start_plan(config, same, 20, lambda: pytest.fail("read the records")) == Plan({"factoid": 20}, 1)
