@@ -202,7 +202,7 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
         each = ", ".join(f"{label} k={k}" for label, k in ks.items())
         text += (
             f"\n\nk differs ({each}): a metric at one k has no value in a run at another (its empty cells), and "
-            "the runs' retrieval metrics are not comparable; evaluate them at one --k."
+            "the runs' retrieval metrics are not comparable; evaluate them at one `k`."
         )
     if any(_few(stats) for run in runs for stats in run.summary["metrics"].values()):
         text += (

@@ -199,7 +199,7 @@ def test_runs_at_different_k_are_said_so_and_each_reads_its_own_columns(tmp_path
     summary = json.loads((at_5 / "summary.json").read_text())
     (at_5 / "summary.json").write_text(json.dumps({**summary, "k": 5}))
     table = comparison_table(load_runs([at_5, at_7]))
-    assert "k differs (five k=5, seven k=7)" in table and "evaluate them at one --k" in table
+    assert "k differs (five k=5, seven k=7)" in table and "evaluate them at one `k`" in table
     # mrr@5 of the run at k=5 is its `reciprocal_rank@k`, not a column `mrr@5` no results.jsonl has.
     assert "results.jsonl's `mrr@5`" not in table and "results.jsonl's `hit@5`" not in table
 
