@@ -175,10 +175,10 @@ def import_csv(directory: Path, path: Path, *, reviewer: str | None = None) -> I
     """
     reader = _reader_for(directory)
     labels, unlabelled = _parse(path, reader, reviewer)
-    if not labels:
+    if not labels and (missing := _missing_columns(path, reader)):
         raise QagenError(
-            f"{path} holds no label: none of its {unlabelled} rows has a label cell filled in "
-            f"({_columns_said(path, reader)}); fill them and import it again."
+            f"{path} holds no label, and has no {', '.join(missing)} column, which the export wrote (deleted?): "
+            f"put {'it' if len(missing) == 1 else 'them'} back, or import the file as exported, filled in."
         )
     with LabelStore(directory) as store:
         latest = store.read()
@@ -188,15 +188,12 @@ def import_csv(directory: Path, path: Path, *, reviewer: str | None = None) -> I
     return Imported(path, len(changed), len(labels) - len(changed), unlabelled, quality)
 
 
-def _columns_said(path: Path, reader: _Reader) -> str:
-    """The label columns a file has, and those the export wrote that it lacks (a column deleted)."""
+def _missing_columns(path: Path, reader: _Reader) -> list[str]:
+    """The label columns the export wrote that the file lacks (a column deleted)."""
     with path.open(encoding=_ENCODING, newline="") as handle:
         header = {name.strip() for name in next(csv.reader(handle, delimiter=_delimiter(handle)), [])}
-    labels = [name for name in reader.labels if name != "reviewer"]  # who, not what: no label of itself
-    present = [name for name in labels if name in header]
-    missing = [name for name in labels if name not in header]
-    said = f"its label columns: {', '.join(present)}" if present else "it has no label column"
-    return said + (f"; it has no {', '.join(missing)} column, which the export wrote" if missing else "")
+    # `reviewer` says who, `note` is free text: no decision is lost without them.
+    return [name for name in reader.labels if name not in header and name not in {"reviewer", "note"}]
 
 
 def _reader_for(directory: Path) -> _Reader:

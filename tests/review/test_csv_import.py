@@ -171,9 +171,12 @@ def test_a_sheet_with_its_keep_column_deleted_and_no_label_is_refused_saying_so(
     _write(sheet, rows, [name for name in rows[0] if name != "keep"])
     result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
     assert result.exit_code == 1, result.output
-    assert f"{sheet} holds no label: none of its 6 rows has a label cell filled in" in result.output
-    assert "it has no keep column, which the export wrote" in result.output
+    assert f"{sheet} holds no label, and has no keep column, which the export wrote (deleted?)" in result.output
     assert not (built_run / LABELS_FILE).exists()
+    # Every column there and none filled in: nothing to import, as it says (the file is as exported).
+    _write(sheet, rows)
+    result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert result.exit_code == 0 and "imported 0 labels" in result.output and "6 rows without a label" in result.output
 
 
 def test_sample_options_given_with_import_are_refused_not_ignored(built_run: Path, tmp_path: Path) -> None:
