@@ -362,8 +362,12 @@ class BuildConfig(BaseModel):
 
     def price(self, model: str) -> Price | None:
         """A model's price for this build: the prices given (`price_input`, `price_output`,
-        `price_cached_input`), else its known one; None when unknown (`qagen.llm.cost.price_for`)."""
-        return price_for(model, self.price_input, self.price_output, self.price_cached_input)
+        `price_cached_input`), else its known one; None when unknown (`qagen.llm.cost.price_for`), as it
+        is on a server of one's own (`ModelSettings.on_own_server`: a local server named `gpt-4o-mini`
+        costs nothing like it)."""
+        roles = [settings for settings in (self.generator, self.critic) if settings.spec == model]
+        known = not roles or not all(settings.on_own_server for settings in roles)
+        return price_for(model, self.price_input, self.price_output, self.price_cached_input, known=known)
 
     def thresholds(self) -> dict[str, int]:
         """Every critic's minimum score, in declaration order."""

@@ -537,6 +537,11 @@ class BuildModels(Record):
 
     generator: str = Field(description="Model spec of the generator.")
     critic: str = Field(description="Model spec of the critics.")
+    own_servers: list[str] = Field(
+        default_factory=list,
+        description="The roles (`generator`, `critic`) served by a server other than their provider's (a `base_url` "
+        "or `OPENAI_BASE_URL` of another host): the spec is the name asked of it, the model is that server's.",
+    )
 
 
 class StageUsage(Record):
@@ -717,6 +722,11 @@ class KeptQuality(Record):
         description="The run's kept questions are no longer the ones the sample was drawn from (it was resized or "
         "re-filtered since): the estimate is about a set the run does not hold.",
     )
+
+    @property
+    def counted_whole(self) -> bool:
+        """Every kept question labelled, too few for an estimate: the share is then counted, not estimated."""
+        return self.status == "too_few" and not self.stale and self.kept is not None and self.labels == self.kept > 0
 
 
 class CheckReading(Record):

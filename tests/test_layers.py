@@ -11,8 +11,8 @@ The graph, read from the source with `ast` (nothing is imported):
 this order:
 
 1. foundation: the version, errors, failures, small policies every part uses, the one way to import
-   matplotlib (`plotting`) and the one registry every kind of extension is kept in (`registry`),
-   importing nothing above them;
+   matplotlib (`plotting`), the one registry every kind of extension is kept in (`registry`) and how
+   counts are written (`words`), importing nothing above them;
 2. `records`: the records in flight and the rows written, which everything reads and writes;
 3. `llm`: calling models (backends, client, prompts, replies, cost, concurrency);
 4. `critics`: the critics' registry (a critic is a prompt the client asks);
@@ -45,7 +45,9 @@ from typing import NamedTuple
 PACKAGE = Path(__file__).resolve().parent.parent / "qagen"
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"_version", "errors", "failures", "output_cap", "redaction", "call_policy", "plotting", "registry"}),
+    frozenset(
+        {"_version", "errors", "failures", "output_cap", "redaction", "call_policy", "plotting", "registry", "words"}
+    ),
     frozenset({"records"}),
     frozenset({"llm"}),
     frozenset({"critics"}),

@@ -28,6 +28,7 @@ from qagen.cli.options import (
 )
 from qagen.errors import QagenError
 from qagen.redaction import redact
+from qagen.words import counted
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -144,7 +145,8 @@ def build(
         from qagen.generation.passages_short import PASSAGES_SETTINGS
 
         click.echo(f"\nshort of passages: {in_cli_terms(result.short_of_passages, PASSAGES_SETTINGS)}", err=True)
-    click.echo(f"\nkept {result.summary.funnel.kept} questions: {out / 'dataset'} (every draft: {out / 'candidates'})")
+    kept = counted(result.summary.funnel.kept, "question")
+    click.echo(f"\nkept {kept}: {out / 'dataset'} (every draft: {out / 'candidates'})")
     if push_repo:
         from qagen.publish.push import push_run
 
@@ -157,7 +159,7 @@ def build(
 def _next_steps(out: Path, *, pushed: bool) -> str:
     """What a user does with a built set next: look at it, score a RAG system on it, publish it."""
     steps = [
-        (f"qagen profile {out}", "the funnel, the profile, examples"),
+        (f"qagen profile {out}", "its profile: types, coverage, easiness, lengths, scores"),
         (f"qagen evaluate {out} --baseline bm25 --corpus CORPUS --out eval", "score a baseline on it"),
         (f"qagen review {out} --sample kept", "label a sample: the share of good questions"),
     ]

@@ -127,6 +127,7 @@ def _counted(parts: list[tuple[int, str, str]]) -> str:
 @friendly_errors
 def status(run_dir: Path) -> None:
     """Where RUN_DIR stands: records, spend, batch rounds and batches (id, state, counts)."""
+    from qagen.generation.status import describe_build
     from qagen.runs.batch.status import describe_run
 
-    click.echo(describe_run(run_dir))
+    click.echo(describe_run(run_dir, describe_build))

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+from click.core import ParameterSource
 
 from qagen.cli.errors import friendly_errors
 from qagen.cli.flags import setting_flags
 from qagen.cli.paths import UserPath
+from qagen.words import counted
 
 if TYPE_CHECKING:
     from qagen.records import KeptQuality
@@ -84,8 +86,11 @@ _DIRECTORY = UserPath(path_type=Path, exists=True, file_okay=False)
     default=None,
     help="Open the review page in a browser. [default: when there is a display]",
 )
+@click.pass_context
 @friendly_errors
 def review(
+    ctx: click.Context,
+    /,
     directory: Path,
     export_path: Path | None,
     import_path: Path | None,
@@ -128,15 +133,26 @@ def review(
             sample=sample,
         )
         click.echo(
-            f"wrote {exported.rows} items to label to {exported.path}; fill it, then: "
+            f"wrote {counted(exported.rows, 'item')} to label to {exported.path}; fill it, then: "
             f"qagen review {directory} --import {exported.path}"
         )
+        if sample == "kept":
+            _say_too_few_kept(directory)
         return
     if import_path is not None:
+        # They choose the sample to export or show; the file imported says which items were labelled.
+        ignored = [name for name in ("size", "seed", "sample", "no_calls") if _given(ctx, name)]
+        if ignored:
+            flags = ", ".join(f"--{name.replace('_', '-')}" for name in ignored)
+            raise click.UsageError(
+                f"{flags} {'chooses' if len(ignored) == 1 else 'choose'} the sample to export or show, not what "
+                "--import reads (the file says which items were labelled); drop "
+                f"{'it' if len(ignored) == 1 else 'them'}."
+            )
         imported = spreadsheet.import_csv(directory, import_path, reviewer=reviewer or _login_name())
         click.echo(
-            f"imported {imported.labels} labels into {directory / 'labels.jsonl'} ({imported.unchanged} unchanged, "
-            f"{imported.unlabelled} rows without a label); next: {_next_after_import(directory, sample)}"
+            f"imported {counted(imported.labels, 'label')} into {directory / 'labels.jsonl'} ({imported.unchanged} "
+            f"unchanged, {counted(imported.unlabelled, 'row')} without a label); next: {_next_after_import(directory)}"
         )
         _say_estimate(directory, imported.kept_quality)
         return
@@ -150,6 +166,41 @@ def review(
         open_browser=open_browser,
         sample=sample,
     )
+
+
+def _labels_there(quality: KeptQuality, directory: Path) -> str:
+    """Keep decisions given before any kept sample was drawn (a sample of the drafts): said, and that they count."""
+    from qagen.review.estimate import keep_decisions
+    from qagen.review.labels import LABELS_FILE, LabelStore
+
+    if quality.kept is not None or not (directory / LABELS_FILE).is_file():
+        return ""
+    with LabelStore(directory) as store:
+        decisions = len(keep_decisions(store.of_kind("draft")))
+    if not decisions:
+        return ""
+    return (
+        f" ({counted(decisions, 'keep decision')} given already, to a sample of the drafts: the kept sample is drawn "
+        "apart from it, uniformly, and counts those of its questions)"
+    )
+
+
+def _say_too_few_kept(directory: Path) -> None:
+    """Said at the export of a kept sample when the run keeps fewer questions than an estimate takes."""
+    from qagen.records import MIN_KEPT_LABELS
+    from qagen.review.estimate import estimate_kept_quality
+
+    kept = estimate_kept_quality(directory).kept
+    if kept is not None and kept < MIN_KEPT_LABELS:
+        click.echo(
+            f"the run keeps {counted(kept, 'question')}, fewer than the {MIN_KEPT_LABELS} labels an estimate takes: "
+            "label every one and their share is counted exactly instead."
+        )
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    """Whether the option was given on the command line (or by its environment variable), not left at its default."""
+    return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
 
 
 def _say_estimate(directory: Path, quality: KeptQuality | None) -> None:
@@ -171,10 +222,10 @@ def kept_quality_advice(quality: KeptQuality, directory: Path) -> str | None:
     if quality.stale:
         return f"draw the sample again from the kept questions the run holds now (the labels given stay): {command}"
     if quality.status == "not_estimated":
-        return f"to estimate it, label a sample of the kept questions: {command}"
+        return f"to estimate it, label a sample of the kept questions: {command}{_labels_there(quality, directory)}"
     if quality.labels_not_counted:
         return f"label the sample in its order, from its first question not labelled: {command}"
-    if quality.status == "too_few":
+    if quality.status == "too_few" and not quality.counted_whole:
         return f"label more of the sample: {command}"
     return None
 
@@ -251,13 +302,15 @@ def agreement(directory: Path, as_json: bool) -> None:
         click.echo(f"apply {'it' if len(report.recommendations) == 1 else 'them'} (no LLM call): {command}")
 
 
-def _next_after_import(directory: Path, sample: str) -> str:
-    """What imported labels measure: a kept sample's, the share of good kept questions (`qagen profile`);
-    the stratified sample's (or an evaluation's), the checks or the judges (`qagen agreement`)."""
+def _next_after_import(directory: Path) -> str:
+    """What imported labels measure: the stratified review sample's (or an evaluation's), the checks or the
+    judges (`qagen agreement`); with no stratified sample drawn, labels of kept questions, which estimate
+    the share of good ones (`qagen profile`)."""
+    from qagen.review.eval_answers import is_eval_dir
     from qagen.review.sample import stored_sample
 
-    stratified = stored_sample(directory) is not None
-    return f"qagen agreement {directory}" if sample != "kept" and stratified else f"qagen profile {directory}"
+    measured = is_eval_dir(directory) or stored_sample(directory) is not None
+    return f"qagen agreement {directory}" if measured else f"qagen profile {directory}"
 
 
 def filter_command(directory: Path, settings: dict[str, int | float]) -> str:

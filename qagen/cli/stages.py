@@ -152,6 +152,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     batch files, until `qagen batch export` and `qagen batch import` answer them).
     """
     from qagen.generation.pipeline import finalize, load_sample
+    from qagen.generation.target import SHORTFALL_SETTINGS, shortfall
     from qagen.generation.tasks import BuildTasks
     from qagen.generation.write import funnel_table
     from qagen.runs.batch.offline import made_offline
@@ -174,6 +175,8 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     )
     for note in undecided_notes(summary.funnel, run_dir, deciding, offline=made_offline(run_dir)):
         click.echo(note)
+    if (short := shortfall(summary)) is not None:
+        click.echo(f"\nshort of the target: {in_cli_terms(short, SHORTFALL_SETTINGS)}", err=True)
 
 
 def undecided_notes(funnel: Funnel, run_dir: Path, options: str = "", *, offline: bool = False) -> list[str]:

@@ -20,6 +20,9 @@ from qagen.evaluate.results import UNDEFINED
 from qagen.plotting import pyplot
 
 P_RESAMPLES = 10_000
+FEW = 20
+"""Questions below which a mean's interval is marked: a bootstrap percentile interval of so few values is too
+narrow (it undercovers), and values all alike give one of no width (`1.000 [1.000, 1.000] n=3`)."""
 """Random sign patterns behind a paired test's p-value when there are more than this many patterns
 (2^n for n shared questions); with fewer, every one is counted and p is exact."""
 
@@ -190,9 +193,22 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
             f"beyond that estimated from {P_RESAMPLES:,} random ones, shown ± its standard error, "
             "or as a bound when no random pattern reached the observed difference."
         )
-    scales = scale_notes(_metrics(runs), runs[0].summary.get("k") if runs else None)
+    # Each run's metrics read at its own k: one at another k names columns of its own results.jsonl.
+    scales = list(dict.fromkeys(line for run in runs for line in scale_notes(_metrics([run]), run.summary.get("k"))))
     if scales:
         text += "\n\nscales:\n" + "\n".join(f"  {line}" for line in scales)
+    ks = {run.label: run.summary.get("k") for run in runs}
+    if len(set(ks.values())) > 1:
+        each = ", ".join(f"{label} k={k}" for label, k in ks.items())
+        text += (
+            f"\n\nk differs ({each}): a metric at one k has no value in a run at another (its empty cells), and "
+            "the runs' retrieval metrics are not comparable; evaluate them at one `k`."
+        )
+    if any(_few(stats) for run in runs for stats in run.summary["metrics"].values()):
+        text += (
+            f"\n\n(few): fewer than {FEW} questions; its interval is narrower than the uncertainty (values all "
+            "alike give one of no width): read it as a rough figure."
+        )
     notes = list(_notes(runs))
     if notes:
         text += "\n\n" + "\n".join(notes)
@@ -254,12 +270,21 @@ def _cell(stats: dict[str, Any] | None) -> str:
     if not stats or stats["mean"] is None:
         return "-"
     cell = f"{stats['mean']:.3f} [{stats['low']:.3f}, {stats['high']:.3f}] n={stats['n']}"
+    if _few(stats):
+        cell += " (few)"
     reasons: dict[str, int] = stats.get("missing_by_reason") or {}
     undefined = {reason: count for reason, count in reasons.items() if reason in UNDEFINED}
     for reason, count in undefined.items():
         cell += f", {count} {reason}"
     unscored = stats.get("missing", 0) - sum(undefined.values())
     return cell + (f", {unscored} unscored" if unscored else "")
+
+
+def _few(stats: dict[str, Any] | None) -> bool:
+    """A mean over fewer than `FEW` questions (see there)."""
+    if not stats or stats.get("mean") is None:
+        return False
+    return 0 < int(stats.get("n") or 0) < FEW
 
 
 def _notes(runs: Sequence[EvalRun]) -> Iterator[str]:

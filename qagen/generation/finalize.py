@@ -38,7 +38,7 @@ from qagen.generation.summary import check_readings, summarise_build
 from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
-from qagen.records import BuildSummary, CandidateRow, Duplicates, Passages, TypeFunnel
+from qagen.records import BuildSummary, CandidateRow, CandidateStatus, Duplicates, Passages, TypeFunnel
 from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 from qagen.runs.scratch import KeySet
@@ -174,6 +174,8 @@ class Tally(NamedTuple):
     by_type: dict[str, TypeFunnel]
     passed: list[Passed]
     """In sampling order."""
+    statuses: dict[str, list[CandidateStatus]]
+    """Each type's candidates' statuses, in sampling order (what sizes a round anew: `target.replan`)."""
 
 
 def tally(config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger) -> Tally:
@@ -189,11 +191,13 @@ def _tally(
 ) -> Tally:
     assembler = Assembler(config, tasks, sample, semantic=_semantic(config, vectors))
     passed: list[Passed] = []
+    statuses: dict[str, list[CandidateStatus]] = {}
     for item in sample:
         candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
+        statuses.setdefault(item.question_type, []).append(candidate.status)
         if candidate.status == "kept":
             passed.append(Passed(candidate.id, item.question_type, item.first.source))
-    return Tally(assembler.by_type(), passed)
+    return Tally(assembler.by_type(), passed, statuses)
 
 
 def _question_vectors(

@@ -85,9 +85,15 @@ def kept_quality_sentence(quality: KeptQuality) -> str:
     """What the estimate says, in one sentence (what `qagen profile RUN`, the dataset card and the review
     command print; the command line adds what to do next)."""
     if quality.status == "not_estimated":
-        return f"{HEADLINE}: not estimated (nobody has labelled a sample of them)."
+        return f"{HEADLINE}: not estimated (no sample of the kept questions is labelled)."
     of_kept = f"of {quality.kept} kept questions"
-    if quality.status == "too_few":
+    if quality.counted_whole:
+        said = (
+            f"{HEADLINE}: {quality.kept_by_reviewers} of all {quality.kept} "
+            f"({quality.kept_by_reviewers / quality.labels:.2f}), counted: every kept question is labelled (fewer "
+            f"than the {quality.min_labels} an estimate takes, so no interval, and none needed)"
+        )
+    elif quality.status == "too_few":
         said = (
             f"{HEADLINE}: too few labels to estimate it ({quality.labels} {of_kept}; "
             f"at least {quality.min_labels} are needed)"

@@ -24,7 +24,16 @@ from qagen.generation.ledger import Ledger
 from qagen.generation.passages_short import passages_missing, short_of_passages
 from qagen.generation.sample import PassagesPlan, Sample, StoredPassages
 from qagen.generation.summary import check_readings
-from qagen.generation.target import next_plan, planned_drafts, record_plan, shortfall, start_plan
+from qagen.generation.target import (
+    Plan,
+    left_out,
+    next_plan,
+    planned_drafts,
+    read_round,
+    record_plan,
+    shortfall,
+    start_plan,
+)
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
 from qagen.generation.vetting import settings_without_effect
 from qagen.generation.write import funnel_table, warm_up
@@ -306,9 +315,31 @@ def plan(
             run.check_settings(config, BuildTasks.for_config(config).prompt_hashes())
             if run.chunking_done() and run.check_corpus(config.corpus, update=update_corpus) is None:
                 tasks = BuildTasks.for_config(config, run.iter_chunks)
+                if config.target is not None:
+                    return _estimate_first_round(config, run, tasks, batch=batch)
                 return estimate(config, run, tasks, load_sample(config, run), batch=batch)
             return _plan_aside(config, progress=progress, batch=batch, records=run)
     return _plan_aside(config, progress=progress, batch=batch, records=None)
+
+
+def _estimate_first_round(config: BuildConfig, run: RunDir, tasks: BuildTasks, *, batch: bool) -> Estimate:
+    """The estimate of the first round a build to a target size would make a call in: the round it
+    starts with (`starting_round`), or when every call of it is made already, the rounds it would size
+    after it from what passed, as the build sizes them."""
+    ledger = Ledger(run.drafts, run.critiques)
+    try:
+        plan = starting_round(config, run, tasks, ledger)
+        while True:
+            sample = load_sample(config, run, plan.drafts)
+            priced = estimate(config, run, tasks, sample, batch=batch)
+            if priced.calls:
+                return priced
+            following = next_plan(config, plan, tally(config, tasks, sample, ledger).by_type)
+            if following is None:
+                return priced
+            plan = following
+    finally:
+        ledger.close()
 
 
 def _plan_aside(config: BuildConfig, *, progress: bool, batch: bool, records: RunDir | None) -> Estimate:
@@ -394,10 +425,12 @@ def _draft_to_target(
     """Draft and critique in rounds until every question type has its part of the target, the draft
     budget is spent or the corpus has no more passages (`qagen.generation.target`); the last round's
     sample, and which spending cap stopped it (None: none did)."""
-    plan = start_plan(config, run)
+    if (none := left_out(config)) is not None:
+        _say(none[0].upper() + none[1:])
+    plan = starting_round(config, run, tasks, ledger)
     said: set[str] = set()
     while True:
-        record_plan(run, plan)  # before its calls: a build stopped in this round resumes this round
+        record_plan(run, plan, config)  # before its calls: a build stopped in this round resumes this round
         sample = load_sample(config, run, plan.drafts)
         if progress:
             _say(f"round {plan.round}: {len(sample)} drafts for a target of {config.target} questions")
@@ -409,6 +442,16 @@ def _draft_to_target(
         if following is None:
             return sample, stopped
         plan = following
+
+
+def starting_round(config: BuildConfig, run: RunDir, tasks: BuildTasks, ledger: Ledger) -> Plan:
+    """The round a build to a target size starts with in `run` (`target.start_plan`)."""
+    recorded = read_round(run)
+    if recorded is None:
+        return start_plan(config, None, 0, dict)
+    # The types of this build only: a type dropped from the shares is no part of its rounds.
+    sample = load_sample(config, run, {name: recorded.plan.drafts.get(name, 0) for name in config.question_types})
+    return start_plan(config, recorded, len(sample), lambda: tally(config, tasks, sample, ledger).statuses)
 
 
 def _raise_no_passages(summary: BuildSummary) -> None:

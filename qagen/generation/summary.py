@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qagen._version import __version__
-from qagen.config import BuildConfig
+from qagen.config import BUILD_ROLES, BuildConfig
 from qagen.generation.ledger import Paid
 from qagen.generation.target import outcome
 from qagen.generation.tasks import BuildTasks
@@ -49,7 +49,11 @@ def summarise_build(
             if spec.name in checks and checks[spec.name].kind == "rating"
         },
         checks=checks,
-        models=BuildModels(generator=config.generator.spec, critic=config.critic.spec),
+        models=BuildModels(
+            generator=config.generator.spec,
+            critic=config.critic.spec,
+            own_servers=[role for role in BUILD_ROLES if getattr(config, role).on_own_server],
+        ),
         prompts={name: digest[:12] for name, digest in tasks.prompt_hashes().items() if digest is not None},
         usage=BuildUsage(
             generation=stage_usage(config.generator.spec, paid_drafts, config),

@@ -11,10 +11,18 @@ stops any build.
 
 A round only extends each type's sample (the passage pickers give a prefix of one fixed order), so
 every draft already paid for stays in it, and the plan of the round under way is written to the
-run directory (`rounds.json`) before its calls: a build that is stopped and run again asks for the
-same round, whose finished calls are records already, then sizes the next ones from what passed.
-The other commands (`qagen stage filter`, `critique`, a dry run) read the same plan, so they see the
-sample the build drafted.
+run directory (`rounds.json`) before its calls, with the parts and the budget it was sized for: a
+build that is stopped and run again with them asks for the same round, whose finished calls are
+records already, then sizes the next ones from what passed. The other commands (`qagen stage
+filter`, `critique`) read the same plan, so they see the sample the build drafted.
+
+Run again with another target, other shares or another budget, or over a round that holds more
+passages than the budget (a `rounds.json` edited by hand), the stored round is sized anew
+(`replan`): from each type's longest run of decided drafts at the head of its sample, a type that
+has its part there keeps the fewest of them that hold it, one short asks for more at the pass rate
+seen there, and the whole is held within the budget. A larger target so starts from the pass rate
+measured, a lower one or a lower budget stops where it is met. A dry run prices the round the build
+would start with (`start_plan`).
 
 When more drafts pass than a type's part, the part is chosen deterministically from them: round
 robin over their source documents, in an order drawn from the seed, so the kept questions cover
@@ -26,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from qagen.config import BuildConfig
@@ -36,6 +44,7 @@ from qagen.question_types.pickers import type_seed
 from qagen.records import BuildSummary, Funnel, TargetOutcome, TypeFunnel
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
+from qagen.words import plural
 
 OVER_TARGET = "over_target"
 """The reason of a draft that passed every filter but was not chosen: its type had its part already."""
@@ -54,6 +63,16 @@ class Plan(NamedTuple):
     round: int
 
 
+class Recorded(NamedTuple):
+    """The round a run directory is at, and what it was sized for (None: a file of an older qagen)."""
+
+    plan: Plan
+    parts: dict[str, int] | None
+    """Each type's part of the target the round was sized for."""
+    budget: int | None
+    """The draft budget it was sized within."""
+
+
 class Passed(NamedTuple):
     """A draft that passed every filter: one to choose from."""
 
@@ -66,6 +85,22 @@ def type_targets(config: BuildConfig) -> dict[str, int]:
     """Each question type's part of the target: the target split by the shares."""
     assert config.target is not None, "type_targets of a build without a target"
     return draft_counts(config.question_types, config.target)
+
+
+def left_out(config: BuildConfig) -> str | None:
+    """A sentence on the question types whose share of the target rounds to no question (`type_targets`):
+    they get none, said rather than silently dropped; None when each type gets one at least."""
+    targets = type_targets(config)
+    names = [name for name, part in targets.items() if part == 0]
+    if not names:
+        return None
+    shares = ", ".join(f"{name} ({config.question_types[name]}%)" for name in names)
+    smallest = min(config.question_types[name] for name in names)
+    enough = math.ceil(100 / smallest)  # from this target on, the smallest share is one question at least
+    return (
+        f"a target of {config.target} gives no question to {shares}: split by the shares, it rounds to 0 for "
+        f"{plural(len(names), 'it', 'them')}; a target of {enough} or more gives each type one at least."
+    )
 
 
 def draft_budget(config: BuildConfig) -> int:
@@ -93,16 +128,54 @@ def first_plan(config: BuildConfig) -> Plan:
     return Plan(_within(draft_budget(config), {name: _wanted(n, 0, 0) for name, n in targets.items()}), 1)
 
 
-def start_plan(config: BuildConfig, run: RunDir) -> Plan:
-    """Where a build starts: the round the run directory was at (every draft of it stays in the
-    sample), grown to the first round of this target when that asks for more (a larger target)."""
-    first = first_plan(config)
-    recorded = recorded_plan(run)
+def start_plan(
+    config: BuildConfig, recorded: Recorded | None, sampled: int, statuses: Callable[[], Mapping[str, Sequence[str]]]
+) -> Plan:
+    """Where a build starts: the round the run directory was at, to go on with it (every draft of it
+    stays in the sample), unless it was sized for another target, other shares or another budget, or
+    its sample (`sampled` drafts) is over the budget: then that round sized anew (`replan`) from the
+    fates of its drafts (`statuses`, asked only then: it reads every record).
+
+    `recorded`: the run directory's round (`read_round`), None on a new run."""
     if recorded is None:
-        return first
-    drafts = {name: max(first.drafts[name], recorded.drafts.get(name, 0)) for name in first.drafts}
-    grown = any(drafts[name] > recorded.drafts.get(name, 0) for name in drafts)
-    return Plan(drafts, recorded.round + 1 if grown else recorded.round)
+        return first_plan(config)
+    sized_for = recorded.parts in (None, type_targets(config)) and recorded.budget in (None, draft_budget(config))
+    if sized_for and sampled <= draft_budget(config):
+        return recorded.plan
+    return replan(config, recorded.plan, statuses())
+
+
+def replan(config: BuildConfig, plan: Plan, statuses: Mapping[str, Sequence[str]]) -> Plan:
+    """The round `plan` sized anew for `config`'s target and budget, from each type's candidates'
+    statuses in sampling order (`kept`: passed every filter; `undecided`: a call it needs was never
+    made; see the module). The same round when that changes nothing, else the next one."""
+    made: dict[str, int] = {}
+    """The drafts of each type the new round keeps of the old: what counts against the budget."""
+    wants: dict[str, int] = {}
+    out_of_passages: set[str] = set()
+    for name, part in type_targets(config).items():
+        fates = list(statuses.get(name, ()))
+        decided = next((at for at, status in enumerate(fates) if status == "undecided"), len(fates))
+        passed = [at + 1 for at, status in enumerate(fates[:decided]) if status == "kept"]
+        if len(passed) >= part:
+            made[name] = passed[part - 1] if part else 0  # the fewest drafts that hold its part
+            continue
+        made[name] = decided
+        if decided == len(fates) < plan.drafts.get(name, 0):
+            out_of_passages.add(name)  # every passage the corpus gave it is decided: no more to draft
+        else:
+            wants[name] = _wanted(part - len(passed), len(passed), decided)
+    budget = draft_budget(config)
+    if sum(made.values()) >= budget:
+        drafts = _within(budget, made)
+    else:
+        more = _within(budget - sum(made.values()), wants)
+        drafts = {name: n + more.get(name, 0) for name, n in made.items()}
+    for name in out_of_passages:
+        if drafts[name] == made[name]:
+            # Asked as before (no type's ask is over the budget): the same sample, and the same shortfall said.
+            drafts[name] = min(plan.drafts[name], budget)
+    return plan if drafts == plan.drafts else Plan(drafts, plan.round + 1)
 
 
 def planned_drafts(config: BuildConfig, run: RunDir) -> dict[str, int]:
@@ -134,9 +207,22 @@ def next_plan(config: BuildConfig, plan: Plan, by_type: Mapping[str, TypeFunnel]
 
 def recorded_plan(run: RunDir) -> Plan | None:
     """The plan of the round the run directory is at (None: it never drafted to a target)."""
+    recorded = read_round(run)
+    return recorded.plan if recorded is not None else None
+
+
+def read_round(run: RunDir) -> Recorded | None:
+    """The round the run directory is at and what it was sized for (None: it never drafted to a target)."""
     try:
         stored = json.loads(run.rounds_file.read_text(encoding="utf-8"))
-        return Plan({str(name): int(n) for name, n in stored["drafts"].items()}, int(stored["round"]))
+        plan = Plan({str(name): int(n) for name, n in stored["drafts"].items()}, int(stored["round"]))
+        parts = stored.get("parts")
+        budget = stored.get("max_drafts")
+        return Recorded(
+            plan,
+            {str(name): int(n) for name, n in parts.items()} if parts is not None else None,
+            int(budget) if budget is not None else None,
+        )
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -147,9 +233,12 @@ def recorded_plan(run: RunDir) -> Plan | None:
         ) from exc
 
 
-def record_plan(run: RunDir, plan: Plan) -> None:
-    """Write the round about to be drafted, before its calls (see the module)."""
-    write_json_atomic(run.rounds_file, {"round": plan.round, "drafts": plan.drafts})
+def record_plan(run: RunDir, plan: Plan, config: BuildConfig) -> None:
+    """Write the round about to be drafted, before its calls, with what it was sized for (see the module)."""
+    write_json_atomic(
+        run.rounds_file,
+        {"round": plan.round, "drafts": plan.drafts, "parts": type_targets(config), "max_drafts": draft_budget(config)},
+    )
 
 
 def choose(passed: Iterable[Passed], config: BuildConfig) -> frozenset[str]:
@@ -219,16 +308,29 @@ def shortfall(summary: BuildSummary) -> str | None:
     )
     rejected = f", rejected mostly as {reasons}" if reasons else ""
     return (
-        f"kept {target.kept} of the {target.target} questions asked for{per_type} from {target.drafts} drafts, "
-        f"{why}, in {target.rounds} round{'s' if target.rounds != 1 else ''}{rejected}."
+        f"kept {target.kept} of the {target.target} questions asked for{per_type} from {target.drafts} "
+        f"{plural(target.drafts, 'draft')}, {why}, in {target.rounds} {plural(target.rounds, 'round')}{rejected}"
+        f"{_failed(summary)}."
     )
 
 
 def _commonest(counts: TypeFunnel) -> str:
-    """A type's commonest reasons a draft was not kept (a failed call or reply counts as `failed`)."""
+    """A type's commonest reasons a draft was rejected (a failed draft is not one: `_failed` says those)."""
     reasons = {reason: n for reason, n in counts.rejected_by.items() if reason != OVER_TARGET and n}
-    failed = counts.generation_failed + counts.critique_failed
-    if failed:
-        reasons["failed"] = failed
     ranked = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))[:REASONS_SAID]
     return ", ".join(f"{reason} {n}" for reason, n in ranked)
+
+
+def _failed(summary: BuildSummary) -> str:
+    """The drafts that failed (a refusal, a reply that could not be read, a critic's failure): no rejection,
+    yet each one spent a draft of the budget."""
+    funnel = summary.funnel
+    failed = {**funnel.generation_failed}
+    for reason, n in funnel.critique_failed.items():
+        failed[reason] = failed.get(reason, 0) + n
+    total = sum(failed.values())
+    if not total:
+        return ""
+    ranked = sorted(failed.items(), key=lambda item: (-item[1], item[0]))[:REASONS_SAID]
+    reasons = ", ".join(f"{reason} {n}" for reason, n in ranked)
+    return f"; {total} {plural(total, 'draft')} failed ({reasons}), each counted in the draft budget"

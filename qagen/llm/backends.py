@@ -20,6 +20,7 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
@@ -40,6 +41,8 @@ _NO_KEY_PLACEHOLDER = "EMPTY"
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 """The model of every role a run does not name one for."""
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+OPENAI_HOST = "api.openai.com"
+"""The host of OpenAI's own API: the server the known prices (`qagen.llm.cost.KNOWN_PRICES`) are of."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY_FIELDS = frozenset({"api_key", "key", "openai_api_key", "token", "secret"})
 """Fields a key is given as elsewhere (LangChain's `api_key`, `openai_api_key`), refused by name."""
@@ -124,6 +127,14 @@ class ModelSettings(BaseModel):
     @property
     def provider(self) -> str:
         return self.spec.split(":", 1)[0] if ":" in self.spec else "openai"
+
+    @property
+    def on_own_server(self) -> bool:
+        """Served by a server other than its provider's (`base_url`, or `OPENAI_BASE_URL` for an `openai:`
+        model, naming another host: llama.cpp, vLLM, Ollama): that server answers with a model of its
+        own whatever the name, so the provider's price is not what it costs."""
+        url = self.base_url or (os.environ.get("OPENAI_BASE_URL") if self.provider == "openai" else None)
+        return bool(url) and urlsplit(url).hostname != OPENAI_HOST
 
     @property
     def name(self) -> str:

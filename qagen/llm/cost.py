@@ -94,8 +94,11 @@ def price_for(
     price_input: float | None = None,
     price_output: float | None = None,
     price_cached_input: float | None = None,
+    *,
+    known: bool = True,
 ) -> Price | None:
-    """The price of a model: the one given, else the known one, else None (unknown).
+    """The price of a model: the one given, else the known one (unless not `known`: a server of one's
+    own serves it), else None (unknown).
 
     A price given (`price_input` and `price_output`) has no cached-input price unless
     `price_cached_input` gives one; `price_cached_input` alone sets it on the model's known price.
@@ -108,8 +111,8 @@ def price_for(
             )
         price: Price | None = Price(price_input, price_output)
     else:
-        known = KNOWN_PRICES.get(model)
-        price = Price(*known) if known else None
+        listed = KNOWN_PRICES.get(model) if known else None
+        price = Price(*listed) if listed else None
     if price_cached_input is None:
         return price
     if price is None:

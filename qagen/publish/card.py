@@ -339,11 +339,14 @@ def _models(summary: Mapping[str, Any]) -> str:
     models = summary.get("models", {})
     settings = summary.get("settings", {})
     lines = ["## Models", ""]
+    own_servers = models.get("own_servers", [])
     for role, label in (("generator", "Generator (drafts)"), ("critic", "Critics (ratings)")):
         options = settings.get(role, {})
         extra = [
             f"{key} {options[key]}" for key in ("temperature", "max_output_tokens") if options.get(key) is not None
         ]
+        if role in own_servers:
+            extra.insert(0, "the name asked of a server of the builder's own, which answers with its own model")
         lines.append(f"- {label}: `{models.get(role)}`" + (f" ({', '.join(extra)})" if extra else ""))
     for stage, numbers in summary.get("usage", {}).items():
         cached = numbers.get("cached_input_tokens") or 0  # a summary written before it was counted has none
@@ -351,7 +354,7 @@ def _models(summary: Mapping[str, Any]) -> str:
             f"- {stage}: {numbers.get('calls')} calls, {numbers.get('input_tokens')} input{cached_note(cached)} "
             f"and {numbers.get('output_tokens')} output tokens"
         )
-    if any(settings.get(role, {}).get("base_url") for role in ("generator", "critic")):
+    if own_servers or any(settings.get(role, {}).get("base_url") for role in ("generator", "critic")):
         lines += ["", "The models were served by an OpenAI-compatible server whose address is not published."]
     return "\n".join(lines)
 

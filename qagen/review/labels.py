@@ -25,6 +25,8 @@ from qagen.records import Criterion
 from qagen.runs.store import RecordLog, RecordWriter, collector_paused
 
 LABELS_FILE = "labels.jsonl"
+MAX_NOTE_CHARS = 10_000
+"""The longest note a label keeps (the review page's note box takes no more; an import refuses more)."""
 LABEL_SCHEMA: Literal[1] = 1
 
 LabelKind = Literal["draft", "answer"]
@@ -105,14 +107,14 @@ class _LabelLog(RecordLog[Label]):
 
     redone = "the label it held must be given again"
 
-    def _damaged(self, number: int, line: str, exc: ValidationError) -> str:
+    def _not_a_record(self, exc: ValidationError) -> str:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        what = (
-            "is damaged (an edit, or a write cut short)"
-            if first["type"] == "json_invalid"
-            else (f"is not a label this qagen version reads ({where}: {first['msg']})")
-        )
+        if first["type"] == "json_invalid":
+            return "is damaged (an edit, or a write cut short)"
+        return f"is not a label this qagen version reads ({where}: {first['msg']})"
+
+    def _damaged(self, number: int, line: str, what: str) -> str:
         return (
             f"{self.path} line {number} {what}. To go on, delete that line (e.g. `sed -i '{number}d' {self.path}`) "
             "and give that label again; every other label is kept."

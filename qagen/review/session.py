@@ -20,13 +20,12 @@ from qagen.review.estimate import refresh_kept_quality
 from qagen.review.eval_answers import answer_sample, is_eval_dir
 from qagen.review.items import ReviewItem, answer_items, draft_items
 from qagen.review.kept_sample import kept_sample
-from qagen.review.labels import Label, LabelKey, LabelStore
+from qagen.review.labels import MAX_NOTE_CHARS, Label, LabelKey, LabelStore
 from qagen.review.sample import SampleKind, review_sample
 from qagen.review.skipped import ask_skipped_critics
 from qagen.runs.rundir import RunDir
 
 MAX_REVIEWER_CHARS = 100
-MAX_NOTE_CHARS = 10_000
 
 
 class LabelRejected(QagenError):

@@ -33,7 +33,7 @@ from qagen.records import CandidateRow, Criterion, KeptQuality
 from qagen.review.estimate import refresh_kept_quality
 from qagen.review.eval_answers import AnswerRow, answer_sample, is_eval_dir, read_answers
 from qagen.review.kept_sample import kept_sample
-from qagen.review.labels import CriterionLabel, Label, LabelKey, LabelKind, LabelStore
+from qagen.review.labels import MAX_NOTE_CHARS, CriterionLabel, Label, LabelKey, LabelKind, LabelStore
 from qagen.review.run_drafts import RunDrafts, read_run_drafts
 from qagen.review.sample import DEFAULT_SIZE, SampleKind, review_sample
 from qagen.review.skipped import ask_skipped_critics
@@ -136,7 +136,8 @@ def _answer_cells(row: AnswerRow) -> dict[str, str]:
 
 
 def _write(path: Path, columns: tuple[str, ...], rows: list[dict[str, str]]) -> None:
-    with writing(path), path.open("w", encoding=_ENCODING, newline="") as handle:
+    kept = "no label is lost, as the file holds none until it is filled"
+    with writing(path, kept=kept), path.open("w", encoding=_ENCODING, newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, restval="")
         writer.writeheader()
         writer.writerows({name: _as_text(cell) for name, cell in row.items()} for row in rows)
@@ -174,12 +175,25 @@ def import_csv(directory: Path, path: Path, *, reviewer: str | None = None) -> I
     """
     reader = _reader_for(directory)
     labels, unlabelled = _parse(path, reader, reviewer)
+    if not labels and (missing := _missing_columns(path, reader)):
+        raise QagenError(
+            f"{path} holds no label, and has no {', '.join(missing)} column, which the export wrote (deleted?): "
+            f"put {'it' if len(missing) == 1 else 'them'} back, or import the file as exported, filled in."
+        )
     with LabelStore(directory) as store:
         latest = store.read()
         changed = [label for label in labels if not _same(latest.get(label.key), label)]
         store.extend(changed)
     quality = refresh_kept_quality(directory) if reader.kind == "draft" else None
     return Imported(path, len(changed), len(labels) - len(changed), unlabelled, quality)
+
+
+def _missing_columns(path: Path, reader: _Reader) -> list[str]:
+    """The label columns the export wrote that the file lacks (a column deleted)."""
+    with path.open(encoding=_ENCODING, newline="") as handle:
+        header = {name.strip() for name in next(csv.reader(handle, delimiter=_delimiter(handle)), [])}
+    # `reviewer` says who, `note` is free text: no decision is lost without them.
+    return [name for name in reader.labels if name not in header and name not in {"reviewer", "note"}]
 
 
 def _reader_for(directory: Path) -> _Reader:
@@ -337,6 +351,11 @@ def _row_label(
         keep = _yes_no(cell("keep"), "keep", line, problems)
     else:
         correct = _yes_no(cell("correct"), "correct", line, problems)
+    if len(cell("note")) > MAX_NOTE_CHARS:
+        problems.append(
+            f"line {line}: the note has {len(cell('note')):,} characters; a note keeps at most {MAX_NOTE_CHARS:,} "
+            "(as the review page's), shorten it."
+        )
     labelled = criteria or keep is not None or correct is not None or cell("note")
     if labelled and not who:
         problems.append(f"line {line}: no reviewer; fill its reviewer cell, or name the reviewer of the file.")

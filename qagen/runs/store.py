@@ -12,7 +12,9 @@ Damaged lines, decided deliberately:
 - Any other line that is not a record (in the middle, or complete with its newline) was edited,
   damaged on disk, or written by another qagen version: qagen cannot tell which record it held or
   whether later ones depend on it, so it stops with the file, the line number and a way forward
-  (`CorruptRecordError`), never guessing.
+  (`CorruptRecordError`), never guessing. Lines are read as bytes, so one that is not UTF-8 (an
+  edit saved in another encoding) is named the same way, with its first byte that is not, by every
+  command that reads the log (the build, `qagen status`, the review tools, `qagen push`).
 
 A write that fails (a full disk, no permission) stops the run with the path and what to do
 (`RunWriteError`); the run ends there, so no later record is appended after a torn one.
@@ -71,6 +73,17 @@ class Located(NamedTuple, Generic[T]):
     record: T
 
 
+def not_utf8(line: str | bytes) -> str | None:
+    """Where a line's bytes stop being UTF-8 (`byte 0xe9 at column 97`); None when they are text."""
+    if isinstance(line, str):
+        return None
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"byte 0x{line[exc.start]:02x} at column {exc.start + 1}"
+    return None
+
+
 class RecordLog(Generic[R]):
     """A JSONL file of `R` records; a later record with the same id replaces an earlier one."""
 
@@ -98,7 +111,8 @@ class RecordLog(Generic[R]):
         if not self.path.exists():
             return
         self._repair_torn_tail()
-        with self.path.open("r", encoding="utf-8") as handle:
+        # Bytes, decoded by `parse`: a line that is not UTF-8 is named with the way to repair it, as any damage is.
+        with self.path.open("rb") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -110,7 +124,25 @@ class RecordLog(Generic[R]):
             return self.record_type.model_validate_json(line)
         except ValidationError as exc:
             text = line if isinstance(line, str) else line.decode("utf-8", errors="replace")
-            raise CorruptRecordError(self._damaged(number, text, exc)) from exc
+            raise CorruptRecordError(self._damaged(number, text, self._what_is_wrong(line, exc))) from exc
+
+    def _what_is_wrong(self, line: str | bytes, exc: ValidationError) -> str:
+        """What is wrong with a line that holds no record, said after "line N" (see the module)."""
+        if (where := not_utf8(line)) is not None:
+            return f"is not UTF-8 ({where}: an edit saved in another encoding)"
+        return self._not_a_record(exc)
+
+    def _not_a_record(self, exc: ValidationError) -> str:
+        """What is wrong with a line of text that holds no record."""
+        first = exc.errors()[0]
+        if first["type"] == "json_invalid":
+            return "is damaged (a write cut short by a crash or a full disk, or an edit)"
+        where = ".".join(str(part) for part in first["loc"])
+        return (
+            f"is not a record this qagen version reads ({where}: {first['msg']}): it was edited, or written "
+            "by another qagen version (run.json names the one that started the run: that one can resume it, "
+            "or start again in a new `out`)"
+        )
 
     def iter_located(self, start: int = 0, first_line: int = 1) -> Iterator[Located[R]]:
         """Each record of a complete line from byte `start` (a line's start: line `first_line`) on,
@@ -135,18 +167,8 @@ class RecordLog(Generic[R]):
         handle.seek(located.offset)
         return self.parse(handle.read(located.end - located.offset), located.line)
 
-    def _damaged(self, number: int, line: str, exc: ValidationError) -> str:
-        """What is wrong with line `number`, and how to go on (see the module's docstring)."""
-        first = exc.errors()[0]
-        if first["type"] == "json_invalid":
-            what = "is damaged (a write cut short by a crash or a full disk, or an edit)"
-        else:
-            where = ".".join(str(part) for part in first["loc"])
-            what = (
-                f"is not a record this qagen version reads ({where}: {first['msg']}): it was edited, or written "
-                "by another qagen version (run.json names the one that started the run: that one can resume it, "
-                "or start again in a new `out`)"
-            )
+    def _damaged(self, number: int, line: str, what: str) -> str:
+        """Line `number`, `what` is wrong with it (`_what_is_wrong`), and how to go on (see the module)."""
         message = (
             f"{self.path} line {number} {what}. To go on, delete that line (e.g. `sed -i '{number}d' {self.path}`) "
             "and run the same command again: the record it held is asked for again, every other one is kept."
@@ -276,9 +298,14 @@ def write_json_atomic(path: Path, data: object) -> None:
         os.replace(temporary, path)
 
 
+RECORDS_KEPT = "every finished record is kept, and only what was not written is made again"
+"""What a failed write of a run's file keeps (`writing`)."""
+
+
 @contextmanager
-def writing(path: Path) -> Iterator[None]:
-    """Turn a failed write of `path` into one sentence with the path and what to do next.
+def writing(path: Path, *, kept: str = RECORDS_KEPT) -> Iterator[None]:
+    """Turn a failed write of `path` into one sentence with the path, what to do next, and what of the
+    work is kept (`kept`: a run's records, unless said otherwise).
 
     A write error carries no file name (only an open does), so without this a full disk reads
     "No space left on device" with no word on where, or whether anything was lost.
@@ -289,13 +316,14 @@ def writing(path: Path) -> Iterator[None]:
         # pyarrow (writing the datasets) raises OSErrors without an errno, the reason only in the text.
         if exc.errno in {errno.ENOSPC, errno.EDQUOT} or "No space left" in str(exc):
             problem, fix = "the disk (or your quota) is full", "free some space"
+        elif exc.errno == errno.ENOENT and not path.parent.exists():
+            problem, fix = f"its folder {path.parent} does not exist", f"create it (`mkdir -p {path.parent}`)"
         else:
             problem, fix = exc.strerror or str(exc), "fix that (the folder's permissions, the disk)"
             if exc.filename and str(exc.filename) != str(path):
                 problem += f" ({exc.filename})"  # e.g. a file where a folder on the way should be
         raise RunWriteError(
-            f"Cannot write {path}: {problem}. {fix[0].upper()}{fix[1:]} and run the same command again: every "
-            "finished record is kept, and only what was not written is made again."
+            f"Cannot write {path}: {problem}. {fix[0].upper()}{fix[1:]} and run the same command again: {kept}."
         ) from exc
 
 

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
+from qagen.runs.batch.journal import Journal
 from standins.llm.server import StandInLLM
 from tests.batch.test_batch_build import build_args, journal, rows
 
@@ -110,3 +111,10 @@ def test_error_lines_and_an_expired_batch_are_failures_that_the_next_run_retries
     _online(corpus, tmp_path / "online")
     for name in ("dataset", "candidates"):
         assert rows(out, name) == rows(tmp_path / "online", name)
+
+
+def test_a_batch_journal_line_that_is_not_utf8_is_read_as_a_torn_one(tmp_path: Path) -> None:
+    journal = tmp_path / "batches.jsonl"
+    journal.write_bytes(b'{"event": "batched", "ids": ["a"]}\n{"event": "batched", "ids": ["caf\xe9"]}\n')
+    # Its rule for any line it cannot read (a kill mid-write): that step is redone; the others stand.
+    assert Journal(tmp_path).batched == {"a"}

@@ -52,7 +52,7 @@ def test_export_import_round_trip_gives_the_records_of_online_mode(corpus: Path,
     for name in ("dataset", "candidates"):
         assert rows(run, name) == rows(tmp_path / "online", name)
     status = _invoke("status", str(run))
-    assert f"batch rounds: {rounds}" in status and "40 drafts" in status
+    assert f"batch rounds: {rounds}" in status and "records, one per call: 40 drafting" in status
     # Every record came from imported results: `status` and the summary count them as batch work.
     paid = sum(1 for name in ("drafts.jsonl", "critiques.jsonl") for _ in (run / name).read_text().splitlines())
     assert f"{paid} records from batches" in status

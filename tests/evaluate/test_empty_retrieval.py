@@ -135,7 +135,7 @@ def test_an_empty_retrieval_scores_zero_on_the_llm_metrics_and_stays_in_the_pair
     assert paired["faithfulness"].endswith(" 5")  # the answer without statements has no value to pair
     assert "sometimes: 3 rows retrieved nothing: scored 0 on the retrieval metrics" in table
     faithfulness_line = next(line for line in table.splitlines() if line.startswith("faithfulness "))
-    assert "n=5, 1 no_statements" in faithfulness_line
+    assert "n=5 (few), 1 no_statements" in faithfulness_line
 
     # A system that never reports contexts is not judged on them, and no call is made for them.
     calls = len(fake_llm.log)
@@ -169,7 +169,7 @@ def test_the_cli_says_what_retrieved_nothing_and_what_had_no_statements(llm: Any
     assert "  2 rows retrieved nothing: scored 0 on the retrieval metrics, as ragas does" in result.stdout
     assert "  faithfulness: 3 judged, 1 no_statements (no value, as in ragas)" in result.stdout
     table = {line.split()[0]: line for line in result.stdout.splitlines() if line.startswith(("faith", "context"))}
-    assert table["faithfulness"].endswith("n=3, 1 no_statements")
-    assert table["context_relevance"].endswith("n=4")
+    assert table["faithfulness"].endswith("n=3 (few), 1 no_statements")
+    assert table["context_relevance"].endswith("n=4 (few)")
     assert "eval: 2 rows retrieved nothing: scored 0 on the retrieval metrics" in result.stdout
     assert "eval: without a value in faithfulness: no_statements 1" in result.stdout

@@ -190,3 +190,29 @@ def test_the_comparison_chart_title_fits_in_the_chart(tmp_path: Path, metric: st
         assert metric in figure.axes[0].get_title()
     finally:
         pyplot().close(figure)
+
+
+def test_runs_at_different_k_are_said_so_and_each_reads_its_own_columns(tmp_path: Path) -> None:
+    rows = [{"id": "1", "reciprocal_rank@k": 0.5, "hit@k": 1.0, "correctness": 2}]
+    at_5 = _run(tmp_path / "five", {"correctness": 0.25, "mrr@5": 0.5, "hit@5": 1.0}, rows)
+    at_7 = _run(tmp_path / "seven", {"correctness": 0.25, "mrr@7": 0.5, "hit@7": 1.0}, rows)
+    summary = json.loads((at_5 / "summary.json").read_text())
+    (at_5 / "summary.json").write_text(json.dumps({**summary, "k": 5}))
+    table = comparison_table(load_runs([at_5, at_7]))
+    assert "k differs (five k=5, seven k=7)" in table and "evaluate them at one `k`" in table
+    # mrr@5 of the run at k=5 is its `reciprocal_rank@k`, not a column `mrr@5` no results.jsonl has.
+    assert "results.jsonl's `mrr@5`" not in table and "results.jsonl's `hit@5`" not in table
+
+
+def test_a_mean_of_few_questions_is_marked_as_such(tmp_path: Path) -> None:
+    rows = [{"id": str(i), "hit@k": 1.0} for i in range(3)]
+    few = _run(tmp_path / "few", {"hit@7": 1.0}, rows)
+    summary = json.loads((few / "summary.json").read_text())
+    summary["metrics"]["hit@7"]["n"] = 3
+    (few / "summary.json").write_text(json.dumps(summary))
+    table = comparison_table(load_runs([few]))
+    assert "1.000 [1.000, 1.000] n=3 (few)" in table
+    assert "(few): fewer than 20 questions; its interval is narrower than the uncertainty" in table
+    summary["metrics"]["hit@7"]["n"] = 20
+    (few / "summary.json").write_text(json.dumps(summary))
+    assert "(few)" not in comparison_table(load_runs([few]))

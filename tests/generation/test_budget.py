@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from datasets import load_from_disk
 
 from qagen.cli.app import main
+from qagen.config import BuildConfig
 from qagen.errors import ConfigError
 from qagen.llm.cost import Budget, BudgetReachedError, Price, cost_of, price_for
 from qagen.records import Usage
@@ -154,3 +155,42 @@ def test_a_dry_run_of_a_finished_run_predicts_nothing_to_pay_and_shows_what_was_
     # A re-run indeed pays nothing.
     rerun = CliRunner().invoke(main, [*_args(llm, corpus, out), *prices], catch_exceptions=False)
     assert rerun.exit_code == 0 and llm.log == []
+
+
+def test_a_local_server_named_as_an_openai_model_is_not_priced_or_credited_as_that_model(
+    shared_llm: Any, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from qagen.publish.card import CardContent, make_card
+    from qagen.publish.local_run import load_run
+
+    # The default model (openai:gpt-4o-mini) asked of a server of one's own, found through OPENAI_BASE_URL.
+    env = {"OPENAI_BASE_URL": shared_llm.base_url, "OPENAI_API_KEY": "test-key"}
+    args = ["build", str(corpus), "--out", str(tmp_path / "run"), "-n", "6", "--chunk-size", "400", "-q"]
+    dry = CliRunner().invoke(main, [*args, "--dry-run"], env=env)
+    assert dry.exit_code == 0, dry.output
+    assert "cost (approx.)          unknown (give --price-input/--price-output)" in dry.output
+    built = CliRunner().invoke(main, args, env=env)
+    assert built.exit_code == 0, built.output
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["models"]["generator"] == "openai:gpt-4o-mini"
+    assert summary["models"]["own_servers"] == ["generator", "critic"]
+    assert summary["usage"]["generation"]["cost_usd"] is None and summary["usage"]["critique"]["cost_usd"] is None
+    local = load_run(tmp_path / "run")
+    content = CardContent(
+        repo_id="me/set", summary=local.summary, kept_rows=local.kept.num_rows,
+        candidate_rows=local.candidates.num_rows, languages=[], license="unknown", prompts=[],
+    )  # fmt: skip
+    card = str(make_card(content))
+    assert (
+        "- Generator (drafts): `openai:gpt-4o-mini` (the name asked of a server of the builder's own, which answers "
+        "with its own model" in card
+    )
+    # Prices given are the prices.
+    priced = CliRunner().invoke(main, [*args, "--dry-run", "--price-input", "1", "--price-output", "2"], env=env)
+    assert re.search(r"cost \(approx\.\)\s+\$\d", priced.output), priced.output
+    # OpenAI's own server keeps the known price, named or not.
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    for server in (None, "https://api.openai.com/v1"):
+        generator = {"spec": "openai:gpt-4o-mini", "base_url": server}
+        config = BuildConfig.model_validate({"corpus": {"path": "docs"}, "generator": generator})
+        assert config.price(config.generator.spec) == Price(0.15, 0.60, 0.075)

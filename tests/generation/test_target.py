@@ -22,7 +22,7 @@ from qagen.config import BuildConfig
 from qagen.corpus.settings import CorpusSettings
 from qagen.errors import ConfigError
 from qagen.generation.pipeline import NO_TOKEN_PROBABILITIES
-from qagen.generation.target import Passed, Plan, choose, first_plan, next_plan
+from qagen.generation.target import Passed, Plan, Recorded, choose, first_plan, next_plan, replan, start_plan
 from qagen.records import TypeFunnel
 from standins.corpus import write_corpus
 
@@ -111,6 +111,25 @@ def test_a_shortfall_exits_0_with_one_sentence_naming_kept_drafts_and_reasons_pe
     assert len(_rows(tmp_path / "run" / "dataset")) == kept
 
 
+def test_a_shortfall_says_the_failed_drafts_apart_from_the_rejections_and_that_they_spent_the_budget(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(pass_rate=0.4, malformed_rate=0.3)  # refusals, empty and cut replies besides the rejections
+    result = _build(llm, corpus, tmp_path / "run", "--target", "20", "--max-retries", "0")
+    assert result.exit_code == 0, result.output
+    funnel = _summary(tmp_path / "run")["funnel"]
+    failed = {**funnel["generation_failed"]}
+    for reason, n in funnel["critique_failed"].items():
+        failed[reason] = failed.get(reason, 0) + n
+    assert sum(failed.values()) > 0
+    [sentence] = [line for line in result.output.splitlines() if line.startswith("short of the target:")]
+    rejected, _, failures = sentence.partition("; ")
+    assert "failed" not in rejected  # a failed draft is no rejection
+    commonest = min(failed, key=lambda reason: (-failed[reason], reason))
+    assert failures.startswith(f"{sum(failed.values())} drafts failed (")
+    assert f"{commonest} {failed[commonest]}" in failures and "each counted in the draft budget" in failures
+
+
 def test_a_corpus_with_too_few_passages_ends_with_the_shortfall_and_exit_0(llm: Any, tmp_path: Path) -> None:
     corpus = write_corpus(tmp_path / "small", documents=3, paragraphs=2)
     result = _build(llm, corpus, tmp_path / "run", "--target", "20")
@@ -150,6 +169,28 @@ def test_filter_on_a_target_run_refilters_the_drafted_sample_to_the_target(
     assert summary["funnel"]["sampled"] == drafts and summary["funnel"]["kept"] == 20
     assert summary["funnel"]["over_target"] > 0  # a lower threshold passes more: the surplus is over the target
     assert len(llm.log) == calls
+
+
+def test_filter_that_leaves_a_target_run_short_says_so(llm: Any, corpus: Path, tmp_path: Path) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "20").exit_code == 0
+    refiltered = CliRunner().invoke(main, ["stage", "filter", str(tmp_path / "run"), "--min-score", "5"])
+    assert refiltered.exit_code == 0, refiltered.output
+    kept = _summary(tmp_path / "run")["funnel"]["kept"]
+    assert kept < 20
+    assert f"short of the target: kept {kept} of the 20 questions asked for" in refiltered.output
+
+
+def test_a_type_whose_share_of_a_small_target_rounds_to_no_question_is_said(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    result = _build(llm, corpus, tmp_path / "run", "--target", "4", "--question-types", "factoid=90,unanswerable=10")
+    assert result.exit_code == 0, result.output
+    assert _summary(tmp_path / "run")["target"]["by_type"] == {"factoid": 4, "unanswerable": 0}
+    said = " ".join(result.output.split())
+    assert (
+        "A target of 4 gives no question to unanswerable (10%): split by the shares, it rounds to 0 for it; "
+        "a target of 10 or more gives each type one at least."
+    ) in said
 
 
 def test_a_dry_run_of_a_target_estimates_the_first_round_and_names_the_draft_budget(
@@ -304,3 +345,162 @@ def test_killed_in_each_round_then_rerun_equals_an_uninterrupted_build(llm: Any,
     assert _summary(out)["target"]["rounds"] == _summary(tmp_path / "clean")["target"]["rounds"] > 1
     for name in ("dataset", "candidates"):
         assert _rows(out / name) == _rows(tmp_path / "clean" / name)
+
+
+# --- issue 42: a changed target or budget on a run that drafted already -----------------------------------
+def _calls_estimated(output: str) -> int:
+    found = re.search(r"LLM calls \(expected\)\s+([\d,]+)", output)
+    assert found is not None, output
+    return int(found.group(1).replace(",", ""))
+
+
+def test_a_dry_run_with_a_larger_target_on_a_finished_run_prices_the_round_the_build_starts(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    dry = _build(llm, corpus, tmp_path / "run", "--target", "20", "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    drafts = re.search(r"drafts to make\s+([\d,]+) \(already made: ([\d,]+)\)", dry.output)
+    assert drafts is not None, dry.output
+    to_make, made = int(drafts.group(1)), int(drafts.group(2))
+    assert to_make > 0 and _calls_estimated(dry.output) >= to_make
+    # The build's first round is the round the dry run priced: its sample is the drafts made and those to make.
+    args = ["build", str(corpus), "--out", str(tmp_path / "run"), "--generator-model", "openai:stand-in"]
+    args += ["--base-url", llm.base_url, "--seed", "7", "--chunk-size", "400", "--chunk-overlap", "40"]
+    args += ["--vetting", "cookbook", "--target", "20"]
+    result = CliRunner().invoke(main, args, catch_exceptions=False, env={"OPENAI_API_KEY": "test-key"})
+    assert result.exit_code == 0, result.output
+    rounds = re.findall(r"^round \d+: (\d+) drafts for a target of 20", result.output, re.MULTILINE)
+    assert rounds and int(rounds[0]) == to_make + made, (rounds, to_make, made)
+
+
+def _stop_in_round_2(run: Path, drafts: int) -> None:
+    """The run directory as a build killed as its second round started leaves it: the round written, sized
+    for the target of 10 and its budget, before any of its calls."""
+    stored = json.loads((run / "rounds.json").read_text())
+    assert stored["round"] == 1 and stored["drafts"]["factoid"] < drafts
+    (run / "rounds.json").write_text(json.dumps({**stored, "round": 2, "drafts": {"factoid": drafts}}))
+
+
+def test_a_round_resumed_with_a_lower_target_stops_where_the_drafts_made_reach_it(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    first = _summary(tmp_path / "run")["target"]
+    _stop_in_round_2(tmp_path / "run", 60)
+    calls = len(llm.log)
+    result = _build(llm, corpus, tmp_path / "run", "--target", "5")
+    assert result.exit_code == 0, result.output
+    assert len(llm.log) == calls  # the first round passed more than 5: nothing more is drafted
+    target = _summary(tmp_path / "run")["target"]
+    assert target["kept"] == 5 and target["drafts"] <= first["drafts"] and target["max_drafts"] == 20
+    assert len(_rows(tmp_path / "run" / "dataset")) == 5
+
+
+def test_a_round_resumed_with_a_lower_draft_budget_makes_no_more_drafts_than_it(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    _stop_in_round_2(tmp_path / "run", 60)
+    result = _build(llm, corpus, tmp_path / "run", "--target", "10", "--max-drafts", "15")
+    assert result.exit_code == 0, result.output
+    target = _summary(tmp_path / "run")["target"]
+    assert target["drafts"] <= target["max_drafts"] == 15
+    table = " ".join(result.output.split())
+    assert f"({target['drafts']} drafts of at most 15," in table
+
+
+def test_a_rounds_file_edited_to_100000_drafts_is_held_to_the_draft_budget(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    made = _summary(tmp_path / "run")["target"]["drafts"]
+    # As an older qagen wrote it: without the parts and budget it was sized for.
+    (tmp_path / "run" / "rounds.json").write_text('{"round": 2, "drafts": {"factoid": 100000}}')
+    calls = len(llm.log)
+    result = _build(llm, corpus, tmp_path / "run", "--target", "10")
+    assert result.exit_code == 0, result.output
+    summary = _summary(tmp_path / "run")
+    assert summary["target"]["drafts"] <= 40 and summary["funnel"]["sampled"] <= 40
+    # A call to draft and three critics for each draft the budget has left, at most (the corpus has 234 passages).
+    assert len(llm.log) - calls <= 4 * (40 - made)
+
+
+def test_a_round_sized_anew_keeps_what_holds_each_part_and_asks_the_rest_at_the_pass_rate_seen() -> None:
+    config = _config(target=4, question_types={"factoid": 50, "unanswerable": 50})
+    plan = Plan({"factoid": 10, "unanswerable": 10}, 2)
+    statuses = {
+        # Its two passed by the fifth draft: the round keeps those five, the rest of it is not drafted.
+        "factoid": ["rejected", "kept", "failed", "rejected", "kept", "kept", "undecided", "rejected"],
+        # One of four decided passed (the fifth was in flight): one short at (1 + 1) / (4 + 2) asks 3 more.
+        "unanswerable": ["rejected", "kept", "rejected", "rejected", "undecided", "kept"],
+    }
+    assert replan(config, plan, statuses) == Plan({"factoid": 5, "unanswerable": 7}, 3)
+    # A budget below what is made already: held to it, in proportion.
+    tight = _config(target=4, max_drafts=6, question_types=config.question_types)
+    assert replan(tight, plan, {"factoid": ["rejected"] * 6, "unanswerable": ["rejected"] * 6}) == Plan(
+        {"factoid": 3, "unanswerable": 3}, 3
+    )
+    # A type the corpus gave fewer passages than asked, all decided, asks as before (its shortfall is said the
+    # same); nothing changed: the same round.
+    exhausted = {"factoid": ["kept", "kept", "rejected"], "unanswerable": ["kept", "rejected", "rejected"]}
+    assert replan(config, Plan({"factoid": 3, "unanswerable": 5}, 2), exhausted) == Plan(
+        {"factoid": 2, "unanswerable": 5}, 3
+    )
+    assert replan(config, Plan({"factoid": 2, "unanswerable": 5}, 2), exhausted) == Plan(
+        {"factoid": 2, "unanswerable": 5}, 2
+    )
+
+
+def test_status_of_a_target_run_says_its_target_rounds_and_the_tables_counts(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(malformed_rate=0.2)  # failures, counted as calls in the records and as drafts in the table
+    run = tmp_path / "run"
+    result = _build(
+        llm, corpus, run, "--target", "12", "--question-types", "factoid=50,multi_hop=50", "--max-retries", "0"
+    )
+    assert result.exit_code == 0, result.output
+    summary = _summary(run)
+    funnel, target = summary["funnel"], summary["target"]
+    status = CliRunner().invoke(main, ["status", str(run)])
+    assert status.exit_code == 0, status.output
+    generation = sum(funnel["generation_failed"].values())
+    assert (
+        f"drafts, as the build's table counts them: {funnel['sampled']} sampled, {funnel['drafted']} drafted, "
+        f"{generation} generation failed, {sum(funnel['critique_failed'].values())} critique failed"
+    ) in status.output
+    table = " ".join(result.output.split())
+    assert f"generation failed {generation}" in table  # the same number as the table's
+    rounds = f"{target['rounds']} round{'s' if target['rounds'] != 1 else ''}"
+    assert (
+        f"target: kept {target['kept']} of 12 ({target['drafts']} drafts of at most {target['max_drafts']}, "
+        f"in {rounds}; parts: factoid 6, multi_hop 6)"
+    ) in status.output
+    assert "records, one per call:" in status.output and "under way" not in status.output
+    # Stopped as its next round started: the round is said to be under way.
+    stored = json.loads((run / "rounds.json").read_text())
+    (run / "rounds.json").write_text(json.dumps({**stored, "round": target["rounds"] + 1}))
+    status = CliRunner().invoke(main, ["status", str(run)])
+    assert f"round {target['rounds'] + 1} of a build to a target under way" in status.output
+
+
+def test_one_question_is_said_in_the_singular_and_the_next_steps_say_what_profile_shows(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    result = _build(llm, corpus, tmp_path / "run", "--target", "1")
+    assert result.exit_code == 0, result.output
+    assert f"kept 1 question: {tmp_path / 'run' / 'dataset'}" in result.output
+    assert "the funnel, the profile, examples" not in result.output  # profile prints neither funnel nor examples
+    assert "its profile: types, coverage, easiness, lengths, scores" in result.output
+
+
+def test_a_larger_target_starts_from_the_pass_rate_measured_not_twice_its_part_again() -> None:
+    config = _config(target=20)
+    recorded = Recorded(Plan({"factoid": 20}, 1), {"factoid": 10}, 40)
+    # Round 1 of the target of 10 passed 15 of its 20 drafts: 5 more at (15 + 1) / (20 + 2) ask 7, not 40 - 20.
+    fates = ["kept"] * 15 + ["rejected"] * 5
+    assert start_plan(config, recorded, 20, lambda: {"factoid": fates}) == Plan({"factoid": 27}, 2)
+    # The same target and budget: the round goes on as it was (a build stopped in it), its fates not read.
+    same = Recorded(Plan({"factoid": 20}, 1), {"factoid": 20}, 80)
+    assert start_plan(config, same, 20, lambda: pytest.fail("read the records")) == Plan({"factoid": 20}, 1)

@@ -193,7 +193,8 @@ def test_the_build_ends_with_its_outputs_whatever_the_model_writes(scenario: Sce
         assert scenario.build.output.startswith("error: No draft could be read: all "), scenario.build.output
         return
     assert scenario.build.exit_code == 0, scenario.build.output
-    assert f"kept {scenario.kept()} questions: {scenario.run / 'dataset'}" in scenario.build.output
+    kept = scenario.kept()
+    assert f"kept {kept} question{'s' if kept != 1 else ''}: {scenario.run / 'dataset'}" in scenario.build.output
 
 
 def _check_record(record: TaskOutput, replies: Counter[str]) -> None:

@@ -147,3 +147,72 @@ def test_cells_that_a_spreadsheet_would_run_as_formulas_are_escaped_and_read_bac
     assert result.exit_code == 0, result.output
     (label,) = LabelStore(evaluation).read().values()
     assert (label.item_id, label.correct, label.note, label.reviewer) == ("-7", False, "- too short", "@ana")
+
+
+def test_a_note_over_the_pages_cap_stops_the_import_with_its_line(built_run: Path, tmp_path: Path) -> None:
+    from qagen.review.labels import MAX_NOTE_CHARS
+
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    rows[0]["keep"] = "yes"
+    rows[1]["note"] = "x" * (MAX_NOTE_CHARS + 1)
+    _write(sheet, rows)
+    result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert result.exit_code == 1
+    assert "line 3: the note has 10,001 characters; a note keeps at most 10,000" in result.output
+    assert not (built_run / LABELS_FILE).exists()
+
+
+def test_a_sheet_with_its_keep_column_deleted_and_no_label_is_refused_saying_so(
+    built_run: Path, tmp_path: Path
+) -> None:
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    _write(sheet, rows, [name for name in rows[0] if name != "keep"])
+    result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert result.exit_code == 1, result.output
+    assert f"{sheet} holds no label, and has no keep column, which the export wrote (deleted?)" in result.output
+    assert not (built_run / LABELS_FILE).exists()
+    # Every column there and none filled in: nothing to import, as it says (the file is as exported).
+    _write(sheet, rows)
+    result = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert result.exit_code == 0 and "imported 0 labels" in result.output and "6 rows without a label" in result.output
+
+
+def test_sample_options_given_with_import_are_refused_not_ignored(built_run: Path, tmp_path: Path) -> None:
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    rows[0]["keep"] = "yes"
+    _write(sheet, rows)
+    result = invoke("review", built_run, "--import", sheet, "--size", "20", "--seed", "3")
+    assert result.exit_code == 2
+    assert "--size, --seed choose the sample to export or show, not what --import reads" in result.output
+    assert not (built_run / LABELS_FILE).exists()
+    imported = invoke("review", built_run, "--import", sheet, "--reviewer", "ana")
+    assert (
+        imported.exit_code == 0 and "imported 1 label into" in imported.output and "5 rows without" in imported.output
+    )
+
+
+def test_an_export_to_a_folder_that_does_not_exist_says_so(built_run: Path, tmp_path: Path) -> None:
+    sheet = tmp_path / "no-such-folder" / "labels.csv"
+    result = invoke("review", built_run, "--export", sheet, "--size", "6")
+    assert result.exit_code == 1
+    assert f"Cannot write {sheet}: its folder {sheet.parent} does not exist" in result.output
+    assert "no label is lost" in result.output and "finished record" not in result.output
+
+
+def test_keep_decisions_given_before_a_kept_sample_is_drawn_are_said_by_the_profile(
+    built_run: Path, tmp_path: Path
+) -> None:
+    sheet = tmp_path / "labels.csv"
+    rows = _export(built_run, sheet)
+    for row in rows[:3]:
+        row["keep"] = "yes"
+    _write(sheet, rows)
+    assert invoke("review", built_run, "--import", sheet, "--reviewer", "ana").exit_code == 0
+    profiled = invoke("profile", built_run)
+    assert profiled.exit_code == 0, profiled.output
+    assert "not estimated (no sample of the kept questions is labelled)" in profiled.output
+    assert "nobody has labelled" not in profiled.output  # three decisions are there
+    assert "(3 keep decisions given already, to a sample of the drafts" in profiled.output

@@ -261,3 +261,29 @@ def test_an_evaluation_or_a_run_without_kept_questions_has_no_kept_sample(run: P
     shutil.rmtree(run / "dataset")
     result = invoke("review", run, "--sample", "kept", "--export", tmp_path / "x.csv")
     assert result.exit_code == 1 and "has no kept question to sample" in result.output
+
+
+def test_a_kept_set_smaller_than_an_estimate_takes_is_counted_whole_once_every_question_is_labelled(
+    shared_llm: Any, tmp_path: Path
+) -> None:
+    corpus = write_corpus(tmp_path / "corpus")
+    run = tmp_path / "run"
+    assert build(_config(corpus, shared_llm.base_url, n_generations=8), run, progress=False).summary.funnel.kept == 8
+    sheet = tmp_path / "kept.csv"
+    exported = invoke("review", run, "--sample", "kept", "--export", sheet)
+    assert exported.exit_code == 0, exported.output
+    assert "the run keeps 8 questions, fewer than the 20 labels an estimate takes" in exported.output
+    with sheet.open(encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for number, row in enumerate(rows):
+        row["keep"] = "no" if number in (1, 4) else "yes"
+    with sheet.open("w", encoding="utf-8-sig", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    imported = invoke("review", run, "--import", sheet, "--reviewer", "ana")
+    assert imported.exit_code == 0, imported.output
+    assert "6 of all 8 (0.75), counted: every kept question is labelled" in imported.output
+    assert "label more of the sample" not in imported.output  # there is no more to label
+    profiled = invoke("profile", run)
+    assert "6 of all 8 (0.75), counted" in profiled.output and "label more" not in profiled.output

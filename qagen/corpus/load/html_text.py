@@ -3,9 +3,20 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bs4.element import Tag
 
 # Elements whose content is never readable prose.
 _DROP_TAGS = ["script", "style", "noscript", "template", "meta", "link", "base", "svg", "iframe"]
+# A site's navigation around a page's own text: tables of contents, "Previous topic", "Report a Bug",
+# breadcrumbs, search boxes, copyright footers. Marked by HTML5 (`nav`, `footer`, ARIA roles) or, in
+# generators older than that, by names: Sphinx's `sphinxsidebar`, `related` and `footer`, AsciiDoc's
+# (git's manual pages) `toc` and `footer`. In the chunks they would be drafted from as if the page said them.
+_NAVIGATION_TAGS = ["nav", "footer"]
+_NAVIGATION_ROLES = {"navigation", "search", "banner", "contentinfo"}
+_NAVIGATION_NAMES = {"sphinxsidebar", "related", "footer", "toc", "toctitle"}
 # Inline elements are unwrapped so that "a <b>bold</b> word" stays one line of text.
 _INLINE_TAGS = [
     "a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "del", "dfn", "em", "font", "i", "ins",
@@ -29,6 +40,12 @@ def html_to_text(markup: str) -> str:
     soup = BeautifulSoup(markup, "html.parser")
     for tag in soup(_DROP_TAGS):
         tag.decompose()
+    # Where a page marks its own text (HTML5 `main`, or Sphinx's `role="main"`), the rest is its site's.
+    main = soup.find("main") or soup.find(role="main")
+    if main is not None and soup.body is not None and main is not soup.body:
+        soup.body.replace_with(main.extract())  # the title stays, as the page's first line
+    for tag in soup.find_all(_is_navigation):
+        tag.decompose()
     for node in soup.find_all(string=True):
         if isinstance(node, (Comment, Declaration, Doctype, ProcessingInstruction)):
             node.extract()
@@ -46,3 +63,11 @@ def html_to_text(markup: str) -> str:
     text = re.sub(r"\s+", " ", soup.get_text(_PARA))
     text = _LINE_RUN.sub("\n", _PARA_RUN.sub("\n\n", text))
     return _PRE_REF.sub(lambda ref: blocks[int(ref[1])], text).strip()
+
+
+def _is_navigation(tag: Tag) -> bool:
+    """Whether an element is the site's navigation, not the page's text (see `_NAVIGATION_TAGS`)."""
+    if tag.name in _NAVIGATION_TAGS or tag.get("role") in _NAVIGATION_ROLES:
+        return True
+    names = {*tag.get_attribute_list("class"), tag.get("id")}
+    return bool(names & _NAVIGATION_NAMES)

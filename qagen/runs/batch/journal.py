@@ -95,10 +95,10 @@ class Journal:
     def _events(self) -> Iterator[dict[str, Any]]:
         if not self.path.exists():
             return
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        for line in self.path.read_bytes().splitlines():
             try:
                 yield json.loads(line)
-            except ValueError:
+            except ValueError:  # not JSON, or not UTF-8 (both ValueErrors)
                 continue  # a line torn by a kill mid-write: its step is redone (the steps are idempotent)
 
     def _apply(self, event: dict[str, Any]) -> None:

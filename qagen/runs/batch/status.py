@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from qagen.llm.cost import BatchTally, cached_note, cost_of, price_for
@@ -10,16 +11,18 @@ from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 
 
-def describe_run(run_dir: Path) -> str:
-    """Some lines saying what a run directory holds and what it waits for."""
+def describe_run(run_dir: Path, about: Callable[[RunDir], list[str]] | None = None) -> str:
+    """Some lines saying what a run directory holds and what it waits for; `about`: lines on what was
+    made of its records (a build's funnel and target), said after the first."""
     run = RunDir(run_dir)
     run.require()
     journal = Journal(run_dir)
     drafts, critiques = run.drafts.load(), run.critiques.load()
-    lines = [f"run directory {run_dir}"]
+    lines = [f"run directory {run_dir}", *(about(run) if about is not None else [])]
+    # Calls, not drafts: a multi-hop draft's parts are records of their own, and so is a draft outside the sample.
     lines.append(
-        f"  records: {len(drafts):,} drafts ({sum(d.failure is not None for d in drafts.values()):,} failed), "
-        f"{len(critiques):,} critiques ({sum(c.failure is not None for c in critiques.values()):,} failed)"
+        f"  records, one per call: {len(drafts):,} drafting ({sum(d.failure is not None for d in drafts.values()):,} "
+        f"failed), {len(critiques):,} critic ({sum(c.failure is not None for c in critiques.values()):,} failed)"
     )
     spent: dict[str, tuple[BatchTally, BatchTally]] = {}  # model -> online, in batches
     for record in [*drafts.values(), *critiques.values()]:

@@ -586,3 +586,34 @@ def test_missing_path_and_bad_argument_combinations(tmp_path: Path) -> None:
 def test_an_empty_folder_yields_nothing_without_raising(tmp_path: Path) -> None:
     docs, report = load(tmp_path)
     assert docs == [] and report.skipped == [] and report.documents == 0
+
+
+SITE_PAGE = """<html><head><title>json — JSON encoder</title></head><body>
+<div class="related" role="navigation"><ul><li><a href="genindex.html">index</a></li><li>Python »</li></ul></div>
+<div class="document"><div class="body" role="main"><h1>json — JSON encoder</h1>
+<p>JSON is a lightweight data interchange format.</p>
+<aside class="footnote" role="note"><p>[1] A footnote of the page.</p></aside></div></div>
+<div class="sphinxsidebar" role="navigation"><h3>Table of Contents</h3><ul><li>Basic Usage</li></ul>
+<h4>Previous topic</h4><p>email.iterators</p><h3>This Page</h3><ul><li>Report a Bug</li></ul></div>
+<div class="footer">&copy; Copyright 2001-2026, Python Software Foundation.</div>
+</body></html>"""
+
+ASCIIDOC_PAGE = """<html><head><title>git-commit(1)</title></head><body>
+<div id="header"><h1>git-commit(1) Manual Page</h1><div id="toc"><div id="toctitle">Table of Contents</div></div></div>
+<div id="content"><h2>NAME</h2><p>git-commit - Record changes to the repository</p></div>
+<nav><a href="index.html">Back to the index</a></nav>
+<div id="footer"><div id="footer-text">Last updated 2026-05-12</div></div>
+</body></html>"""
+
+
+def test_a_sites_navigation_is_left_out_of_a_pages_text() -> None:
+    # Sphinx (Python's documentation): the part marked main, its footnotes kept.
+    assert html_to_text(SITE_PAGE) == (
+        "json — JSON encoder\n\njson — JSON encoder\n\nJSON is a lightweight data interchange format.\n\n"
+        "[1] A footnote of the page."
+    )
+    # AsciiDoc (git's manual pages): no main, the table of contents, navigation and footer named as such.
+    text = html_to_text(ASCIIDOC_PAGE)
+    assert text == (
+        "git-commit(1)\n\ngit-commit(1) Manual Page\n\nNAME\n\ngit-commit - Record changes to the repository"
+    )
