@@ -99,8 +99,15 @@ class _Comparable:
         if original.isascii():
             # ASCII is its own NFC, case-folds to its lower case and composes nothing: the form is the
             # lower-cased text with each run of whitespace one space, made at C speed (a chunk is
-            # compared once a draft, in the build's LLM stage and again in its filter).
-            return cls(_ASCII_SPACES.sub(" ", original.lower()), original, None, None)
+            # compared once a draft, in the build's LLM stage and again in its filter). `split` drops
+            # the runs at either end, which keep their one space.
+            lower = original.lower()
+            text = " ".join(lower.split())
+            if lower[:1].isspace():
+                text = " " + text
+            if lower[-1:].isspace() and text != " ":
+                text += " "
+            return cls(text, original, None, None)
         pieces: list[str] = []
         starts: list[int] = []
         ends: list[int] = []
@@ -141,7 +148,6 @@ class _Comparable:
 
 _ASCII_WHITESPACE = "".join(chr(code) for code in range(128) if chr(code).isspace())
 """What `str.isspace` calls whitespace among ASCII characters (the file and record separators too)."""
-_ASCII_SPACES = re.compile(f"[{re.escape(_ASCII_WHITESPACE)}]+")
 _ASCII_SPACE_RUNS = re.compile(f"[{re.escape(_ASCII_WHITESPACE)}]{{2,}}")
 
 
