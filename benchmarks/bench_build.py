@@ -62,6 +62,7 @@ def notebook_loop(corpus_run: Path, base_url: str, drafts: int) -> tuple[float, 
     from langchain_core.messages import HumanMessage
     from langchain_openai import ChatOpenAI
 
+    from qagen.generation.draft import document_name
     from qagen.llm.prompts import load_prompt
     from qagen.runs.rundir import RunDir
 
@@ -72,7 +73,8 @@ def notebook_loop(corpus_run: Path, base_url: str, drafts: int) -> tuple[float, 
     calls = 0
     started = time.perf_counter()
     for chunk in chunks:
-        output = chat_model.invoke([HumanMessage(qa.render(context=chunk.text))]).content
+        prompt = qa.render(context=chunk.text, document=document_name(chunk.source))
+        output = chat_model.invoke([HumanMessage(prompt)]).content
         calls += 1
         try:
             question = str(output).split("Factoid question: ")[1].split("Answer: ")[0]
