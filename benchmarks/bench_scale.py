@@ -1,7 +1,8 @@
 """A build at scale: CPU, memory and time per stage as drafts grow, and efficiency at high latency.
 
-    python benchmarks/bench_scale.py                          # everything (about 20 minutes on 2 cores)
+    python benchmarks/bench_scale.py                          # everything (about an hour on 2 cores)
     python benchmarks/bench_scale.py --sizes 2000,8000 --no-efficiency
+    python benchmarks/bench_scale.py --sizes 3000,30000 --no-efficiency --compare /path/to/other/checkout
     python benchmarks/bench_scale.py --no-scale --efficiency 0.2x32
     python benchmarks/bench_scale.py --dry-run-mb 1000        # chunk + sample 1,000 MB, no LLM
     python benchmarks/bench_scale.py --sizes 2000 --no-efficiency --question-types factoid=50,unanswerable=50
@@ -13,7 +14,10 @@ time of each stage (chunk, LLM stage, finalize; near-duplicate removal and the d
 inside finalize, and bm25s indexing every chunk wherever it happens, with how many times it happened, also on their own)
 and of the no-op re-run, and each stage's own peak RSS (Linux: the process's peak is reset as a
 stage begins); then the log-log slope of each from the smallest to the largest size
-(1.0 is linear). Stage times come from timers wrapped around the pipeline's stage functions in the
+(1.0 is linear); and CPU ms per call of each stage, the sizes side by side, with its share of the
+process' CPU. With `--compare PATH` each size is built a second time importing qagen from PATH (a
+checkout of another commit), and the two are printed side by side (CPU per call and its ratio, peak
+RSS, no-op re-run), with whether both wrote the same candidate and kept rows. Stage times come from timers wrapped around the pipeline's stage functions in the
 build's own process (`_DRIVER`); CPU and memory are the process's own rusage (`os.wait4`). The
 builds draft factoids, or the mix of `--question-types` (unanswerable questions' critic searches
 the chunks during the LLM stage). They find near-duplicates by the word-overlap rule alone
@@ -176,9 +180,12 @@ class Process(NamedTuple):
     peak_mb: float
 
 
-def run_process(command: list[str]) -> Process:
-    """Run a command; its wall time, CPU seconds (user + system) and peak RSS, from its own rusage."""
+def run_process(command: list[str], pythonpath: str | None = None) -> Process:
+    """Run a command (with `pythonpath`: importing qagen from there); its wall time, CPU seconds
+    (user + system) and peak RSS, from its own rusage."""
     env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     with tempfile.TemporaryFile() as stderr:
         started = time.perf_counter()
         child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
@@ -221,10 +228,10 @@ class Measured(NamedTuple):
     rerun_stages: dict[str, float]
 
 
-def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, float]]:
+def timed_build(args: list[str], timings: Path, pythonpath: str | None = None) -> tuple[Process, dict[str, float]]:
     """A build through `_DRIVER`: the process's numbers, and seconds per stage (`STAGE cpu`: CPU)."""
     timings.unlink(missing_ok=True)
-    process = run_process([sys.executable, "-c", _DRIVER, str(timings), *args])
+    process = run_process([sys.executable, "-c", _DRIVER, str(timings), *args], pythonpath)
     stages: dict[str, float] = {}
     for line in timings.read_text().splitlines():
         entry = json.loads(line)
@@ -242,14 +249,48 @@ def timed_build(args: list[str], timings: Path) -> tuple[Process, dict[str, floa
 
 
 def measure_size(
-    work: Path, base_url: str, drafts: int, concurrency: int, question_types: str | None, dedup_embeddings: str
+    work: Path,
+    base_url: str,
+    drafts: int,
+    concurrency: int,
+    question_types: str | None,
+    dedup_embeddings: str,
+    pythonpath: str | None = None,
+    name: str = "run",
 ) -> Measured:
     corpus = corpus_for(work, drafts)
-    out = work / f"run-{drafts}"
+    out = work / f"{name}-{drafts}"
     args = build_args(corpus, out, base_url, drafts, concurrency, question_types, dedup_embeddings)
-    build, stages = timed_build(args, work / "timings.jsonl")
-    rerun, rerun_stages = timed_build(args, work / "timings.jsonl")
+    build, stages = timed_build(args, work / "timings.jsonl", pythonpath)
+    rerun, rerun_stages = timed_build(args, work / "timings.jsonl", pythonpath)
     return Measured(drafts, calls_of(out), build, stages, rerun, rerun_stages)
+
+
+def same_outputs(first: Path, second: Path) -> str:
+    """Whether two runs wrote the same candidate rows and kept the same rows (their Arrow tables)."""
+    import pyarrow as pa
+
+    differing = []
+    for folder in ("candidates", "dataset"):
+        tables = []
+        for run in (first, second):
+            with pa.memory_map(str(run / folder / "data-00000-of-00001.arrow")) as source:
+                tables.append(pa.ipc.open_stream(source).read_all())
+        if not tables[0].equals(tables[1]):
+            differing.append(folder)
+    return "identical candidates and kept rows" if not differing else f"DIFFERENT: {', '.join(differing)}"
+
+
+def report_comparison(pairs: list[tuple[Measured, Measured, str]], other: str) -> None:
+    """This checkout (A) against `other` (B), size by size, each pair built one after the other."""
+    print(f"\nA/B: this checkout (A) against {other} (B), each size built by both, one after the other")
+    header = ("drafts", "A CPU ms/call", "B CPU ms/call", "A/B CPU", "A peak MB", "B peak MB", "A no-op s", "B no-op s")
+    print("  " + "  ".join(f"{h:>13}" for h in header) + "  outputs")
+    for a, b, outputs in pairs:
+        cpu_a, cpu_b = a.build.cpu * 1000 / a.calls, b.build.cpu * 1000 / b.calls
+        row = [f"{a.drafts:,}", f"{cpu_a:.3f}", f"{cpu_b:.3f}", f"{cpu_a / cpu_b:.3f}", f"{a.build.peak_mb:.0f}",
+               f"{b.build.peak_mb:.0f}", f"{a.rerun.wall:.2f}", f"{b.rerun.wall:.2f}"]  # fmt: skip
+        print("  " + "  ".join(f"{cell:>13}" for cell in row) + f"  {outputs}")
 
 
 def slope(points: list[tuple[float, float]]) -> float:
@@ -289,6 +330,7 @@ def report_scale(results: list[Measured], concurrency: int) -> None:
         " inside finalize; bm25s index s: bm25s indexing the"
         " chunks, wherever it happens, and indexed: how many times)"
     )
+    report_shares(results)
     if len(results) < 2:
         return
     series = {
@@ -304,6 +346,28 @@ def report_scale(results: list[Measured], concurrency: int) -> None:
     print(f"  log-log slope, {results[0].drafts:,} -> {results[-1].drafts:,} drafts (1.0 = linear):")
     for name, points in series.items():
         print(f"    {name:<24} {slope(points):5.2f}")
+
+
+def report_shares(results: list[Measured]) -> None:
+    """CPU ms per LLM call of each stage, the sizes side by side, with each stage's share of the
+    process' CPU: a stage whose cost per call grows with the sample shows at a glance."""
+    stages = [
+        ("chunk", "chunk cpu"), ("sample", "sample cpu"), ("LLM stage", "llm cpu"), ("finalize", "finalize cpu"),
+        ("  of which ranks", "ranks cpu"), ("  of which dedup", "dedup cpu"),
+    ]  # fmt: skip
+    print("  CPU ms per call by stage (share of the whole process' CPU):")
+    print("  " + f"{'drafts':<20}" + "".join(f"{m.drafts:>20,}" for m in results))
+    for name, key in stages:
+        cells = [_share_cell(m.stages.get(key, 0.0), m) for m in results]
+        print("  " + f"{name:<20}" + "".join(f"{cell:>20}" for cell in cells))
+    outer = ("chunk", "sample", "llm", "finalize")
+    rest = [_share_cell(m.build.cpu - sum(m.stages.get(f"{s} cpu", 0.0) for s in outer), m) for m in results]
+    print("  " + f"{'start-up, the rest':<20}" + "".join(f"{cell:>20}" for cell in rest))
+    print("  " + f"{'whole process':<20}" + "".join(f"{_share_cell(m.build.cpu, m):>20}" for m in results))
+
+
+def _share_cell(cpu: float, m: Measured) -> str:
+    return f"{cpu * 1000 / m.calls:.3f} ({100 * cpu / m.build.cpu:.0f}%)"
 
 
 def measure_efficiency(work: Path, latency: float, concurrency: int, target_calls: int, *, trace: bool) -> None:
@@ -368,9 +432,15 @@ def parse_setting(text: str) -> tuple[float, int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="2000,8000,30000", help="drafts per scale run, comma-separated")
+    parser.add_argument("--sizes", default="3000,30000,100000", help="drafts per scale run, comma-separated")
     parser.add_argument("--scale-concurrency", type=int, default=64)
     parser.add_argument("--no-scale", action="store_true", help="skip the scale runs")
+    parser.add_argument(
+        "--compare",
+        metavar="PYTHONPATH",
+        help="scale runs: build each size again importing qagen from this path (another checkout), and print "
+        "CPU per call side by side, with whether both wrote the same candidate and kept rows",
+    )
     parser.add_argument("--question-types", help="scale runs: the builds' --question-types (default: factoids alone)")
     parser.add_argument(
         "--dedup-embeddings", default="none", help="scale runs: the builds' --dedup-embeddings (default: none)"
@@ -389,14 +459,19 @@ def main() -> None:
     if not args.no_scale:
         sizes = sorted(int(size) for size in args.sizes.split(","))
         with stand_in(0.0, work) as base_url:
-            results = []
+            results, pairs = [], []
             for drafts in sizes:
-                measured = measure_size(
-                    work, base_url, drafts, args.scale_concurrency, args.question_types, args.dedup_embeddings
-                )
+                settings = (args.scale_concurrency, args.question_types, args.dedup_embeddings)
+                measured = measure_size(work, base_url, drafts, *settings)
                 results.append(measured)
+                if args.compare:
+                    other = measure_size(work, base_url, drafts, *settings, pythonpath=args.compare, name="other")
+                    outputs = same_outputs(work / f"run-{drafts}", work / f"other-{drafts}")
+                    pairs.append((measured, other, outputs))
                 print(f"  {drafts:,} drafts measured", file=sys.stderr)
         report_scale(results, args.scale_concurrency)
+        if pairs:
+            report_comparison(pairs, args.compare)
     if not args.no_efficiency:
         for setting in args.efficiency.split(","):
             measure_efficiency(work, *parse_setting(setting), trace=args.trace)

@@ -47,11 +47,23 @@ _DOUBLE_BRACKET = re.compile(r"\[\[(?=[ \t]*[-+]?\d)")
 # full-width colon included), so replacing the whole colon run defuses every form, `Answer:::`
 # too; "not preceded by a letter or digit" covers every prefix a parser allows (`**`, `#`, `_`,
 # `-`, a line start).
-_LABEL_WORDS = (
-    r"total[ \t]+rating|rating|evaluation|factoid[ \t]+question|questions?|answer|evidence|feedback|output|context"
-    r"|grade|verdict|noncommittal|score|statements|relevant[ \t]+sentences"
+_LABELS = (
+    ("total", "rating"), ("rating",), ("evaluation",), ("factoid", "question"), ("question",), ("questions",),
+    ("answer",), ("evidence",), ("feedback",), ("output",), ("context",), ("grade",), ("verdict",),
+    ("noncommittal",), ("score",), ("statements",), ("relevant", "sentences"),
+)  # fmt: skip
+"""Each label as its words (spaces or tabs between them)."""
+_COLON_RUN = re.compile("[:：]+")
+# A label is looked for only where a colon run is, backwards from it: in the text reversed, from the
+# colon run on, `[ \t*]*` then a label spelled backwards, not preceded (in the text) by a letter or
+# digit. Scanning every position of a chunk for a label instead costs about as much as the rest of
+# a draft's prompt, and chunks have few colons.
+_LABEL_BEFORE_COLON = re.compile(
+    r"[ \t*]*(?:"
+    + "|".join(r"[ \t]+".join(word[::-1] for word in reversed(label)) for label in _LABELS)
+    + r")(?![^\W_])",
+    re.IGNORECASE,
 )
-_LABEL_IN_DATA = re.compile(rf"(?<![^\W_])((?:{_LABEL_WORDS})[ \t*]*)[:：]+", re.IGNORECASE)
 
 
 def neutralize(text: str) -> str:
@@ -74,7 +86,24 @@ def neutralize(text: str) -> str:
     text = _DATA_TAG.sub("&lt;", text)
     text = RESULT_MARKER.sub(r"[ \1 ]", text)
     text = _DOUBLE_BRACKET.sub("[ [", text)
-    return _LABEL_IN_DATA.sub(r"\1 -", text)
+    return _defuse_labels(text)
+
+
+def _defuse_labels(text: str) -> str:
+    """Each colon run after a reply label (`_LABELS`, then any `*`, spaces and tabs) as ` -`."""
+    if ":" not in text and "：" not in text:
+        return text
+    backwards, length = text[::-1], len(text)
+    pieces: list[str] = []
+    copied = 0
+    for run in _COLON_RUN.finditer(text):
+        if _LABEL_BEFORE_COLON.match(backwards, length - run.start()):
+            pieces += (text[copied : run.start()], " -")
+            copied = run.end()
+    if not pieces:
+        return text
+    pieces.append(text[copied:])
+    return "".join(pieces)
 
 
 def numbered(items: Sequence[str]) -> str:

@@ -158,7 +158,9 @@ def unusable_notes(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "cannot be written" in line]
 
 
-@pytest.mark.parametrize("setting", ["QAGEN_CACHE", "--cache-dir"])
+# `--cache-dir` is where a cache is (test_cache_dir_puts_the_indexes_elsewhere): the read-only case by
+# its other setting is in the slow tier.
+@pytest.mark.parametrize("setting", ["QAGEN_CACHE", pytest.param("--cache-dir", marks=pytest.mark.slow)])
 def test_a_read_only_cache_is_read_and_said_once(
     llm: StandInLLM, inputs: tuple[Path, Path], tmp_path: Path, setting: str
 ) -> None:

@@ -155,7 +155,9 @@ def test_float_boundaries_decide_as_before() -> None:
         for overlap in range(1, union + 1):
             ratio = overlap / union
             for threshold in {ratio, math.nextafter(ratio, 0.0), min(1.0, math.nextafter(ratio, 1.0))}:
-                for only_first in range(union - overlap + 1):
+                # The words only one question has all in the first, split evenly, or all in the second: the
+                # prefixes' extremes and their middle (every split took five times as long, 14,850 filters).
+                for only_first in sorted({0, (union - overlap) // 2, union - overlap}):
                     questions = _pair(overlap, only_first, union - overlap - only_first)
                     outcome = assert_same_as_reference(questions, threshold)
                     if outcome[1] is not None and Fraction(overlap, union) < Fraction(threshold):

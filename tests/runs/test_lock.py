@@ -35,6 +35,7 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
+@pytest.mark.slow  # two CLI processes; the refusal of every command is covered in-process below
 def test_a_second_build_on_the_same_run_directory_is_refused_at_once(llm: Any, corpus: Path, tmp_path: Path) -> None:
     llm.configure(latency=0.05)
     env = {**os.environ, "OPENAI_API_KEY": "test-key"}

@@ -25,9 +25,10 @@ What is not found, or not the answer's, is rejected as `evidence_not_found` befo
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from pydantic import Field
 from rapidfuzz import fuzz, process
@@ -78,18 +79,35 @@ class EvidencePlacement(Record):
         return self.match not in ("not_found", "unsupported")
 
 
-class _Comparable(NamedTuple):
-    """A text in the form quotes and chunks are compared in, with where each of its characters came from."""
+class _Comparable:
+    """A text in the form quotes and chunks are compared in, and where each of its characters came from."""
 
-    text: str
-    starts: list[int]
-    """Offset in the original text where the character at each position of `text` starts."""
-    ends: list[int]
-    """Offset (exclusive) where it ends: a character made of several (`e` + U+0301, a run of spaces)
-    spans them all."""
+    __slots__ = ("_ends", "_original", "_starts", "text")
+
+    def __init__(self, text: str, original: str, starts: list[int] | None, ends: list[int] | None) -> None:
+        self.text = text
+        self._original = original
+        self._starts = starts
+        """Offset in the original text where the character at each position of `text` starts (None:
+        an ASCII text, whose offsets are worked out when asked)."""
+        self._ends = ends
+        """Offset (exclusive) where it ends: a character made of several (`e` + U+0301, a run of spaces)
+        spans them all."""
 
     @classmethod
     def of(cls, original: str) -> _Comparable:
+        if original.isascii():
+            # ASCII is its own NFC, case-folds to its lower case and composes nothing: the form is the
+            # lower-cased text with each run of whitespace one space, made at C speed (a chunk is
+            # compared once a draft, in the build's LLM stage and again in its filter). `split` drops
+            # the runs at either end, which keep their one space.
+            lower = original.lower()
+            text = " ".join(lower.split())
+            if lower[:1].isspace():
+                text = " " + text
+            if lower[-1:].isspace() and text != " ":
+                text += " "
+            return cls(text, original, None, None)
         pieces: list[str] = []
         starts: list[int] = []
         ends: list[int] = []
@@ -107,7 +125,30 @@ class _Comparable(NamedTuple):
                 pieces.append(piece)
                 starts.append(start)
                 ends.append(end)
-        return cls("".join(pieces), starts, ends)
+        return cls("".join(pieces), original, starts, ends)
+
+    def span(self, first: int, stop: int) -> tuple[int, int]:
+        """Where the characters `first` to `stop` (exclusive) of `text` are in the original text."""
+        if self._starts is not None and self._ends is not None:
+            return self._starts[first], self._ends[stop - 1]
+        return self._ascii_span(first)[0], self._ascii_span(stop - 1)[1]
+
+    def _ascii_span(self, position: int) -> tuple[int, int]:
+        # Only runs of two or more whitespace characters moved what follows them: one pass over those.
+        shrunk = 0
+        for run in _ASCII_SPACE_RUNS.finditer(self._original):
+            at = run.start() - shrunk  # where the run's one space is in `text`
+            if at > position:
+                break
+            if at == position:
+                return run.start(), run.end()
+            shrunk += run.end() - run.start() - 1
+        return position + shrunk, position + shrunk + 1
+
+
+_ASCII_WHITESPACE = "".join(chr(code) for code in range(128) if chr(code).isspace())
+"""What `str.isspace` calls whitespace among ASCII characters (the file and record separators too)."""
+_ASCII_SPACE_RUNS = re.compile(f"[{re.escape(_ASCII_WHITESPACE)}]{{2,}}")
 
 
 def _clusters(text: str) -> Iterator[tuple[int, int]]:
@@ -152,7 +193,7 @@ def place_quote(quote: str, chunk: str) -> EvidencePlacement:
     if alignment is None or alignment.score < MIN_QUOTE_SCORE or alignment.dest_end <= alignment.dest_start:
         score = alignment.score if alignment is not None else 0.0
         return EvidencePlacement(match="not_found", score=round(score, 2), start=None, end=None)
-    start, end = haystack.starts[alignment.dest_start], haystack.ends[alignment.dest_end - 1]
+    start, end = haystack.span(alignment.dest_start, alignment.dest_end)
     # A window may begin or end on a run of whitespace: the evidence is the text between.
     while start < end and chunk[start].isspace():
         start += 1

@@ -247,7 +247,7 @@ def _single_cell_table(path: Path, size: int) -> Path:
 def test_a_huge_cell_is_read_without_copies_of_it(tmp_path: Path, suffix: str) -> None:
     # csv.reader held a 200 MB cell about five times over (a line, a 4-byte-per-character buffer,
     # the string); now the cell is held as read and as text (benchmarks/bench_table_memory.py).
-    cell = 64 * 2**20
+    cell = 32 * 2**20
     small = _single_cell_table(tmp_path / f"small{suffix}", 2**20)
     big = _single_cell_table(tmp_path / f"big{suffix}", cell)
     peaks = []

@@ -199,3 +199,21 @@ def test_placing_a_quote_never_raises_and_keeps_its_offsets_in_the_chunk(
         if placed.found:
             assert placed.start is not None and placed.end is not None
             assert 0 <= placed.start <= placed.end <= len(chunk)
+
+
+_ASCII = st.sampled_from(["a", "B", "z", "7", ".", "`", " ", "  ", "\n", "\t", "\r\n", "\x0b", "\x1c"])
+
+
+@given(st.lists(_ASCII, max_size=60).map("".join), st.data())
+@settings(max_examples=150)
+def test_an_ascii_text_compares_as_the_general_form_would_make_it(text: str, data: st.DataObject) -> None:
+    # An ASCII text takes a path of its own; the same text with a non-ASCII letter after it takes
+    # the general one, which must give the same form and offsets over the ASCII part.
+    from qagen.generation.checks.evidence import _Comparable
+
+    ascii_form, general = _Comparable.of(text), _Comparable.of(text + "é")
+    assert general.text[: len(ascii_form.text)] == ascii_form.text
+    if ascii_form.text:
+        first = data.draw(st.integers(0, len(ascii_form.text) - 1))
+        stop = data.draw(st.integers(first + 1, len(ascii_form.text)))
+        assert ascii_form.span(first, stop) == general.span(first, stop)
