@@ -16,6 +16,7 @@ from qagen.failures import is_call_failure_reason
 from qagen.llm.cost import cached_note
 from qagen.records import PASSAGE_COLUMNS, BatchSpend, BuildSummary, CandidateRow, DatasetRow, TypeFunnel
 from qagen.runs.store import writing
+from qagen.words import counted
 
 DATA_FILE = "data-00000-of-00001.arrow"
 """The one data file `save_to_disk(..., num_shards=1)` writes in each output folder."""
@@ -265,7 +266,7 @@ def funnel_table(summary: BuildSummary) -> str:
             )
     for check, count in funnel.decided_as_written.items():
         table.append(
-            f"  {check}: {count} verdict{'s' if count != 1 else ''} came with no usable token probabilities (none "
+            f"  {check}: {counted(count, 'verdict')} came with no usable token probabilities (none "
             "sent, or impossible ones): the written verdict decided"
         )
     if summary.kept_quality.stale:
