@@ -28,9 +28,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal, NamedTuple
 
-CONFIDENCE = 0.9
+from qagen.config import BuildConfig
+from qagen.generation.finalize import replace_summary
+from qagen.generation.kept_quality import kept_fingerprint
+from qagen.generation.tasks import BuildTasks
+from qagen.generation.vetting import CERTIFIED_CHECK, certified_config, row_decision
+from qagen.records import BuildSummary, Certified
+from qagen.review.estimate import counted_ids, keep_decisions
+from qagen.review.kept_sample import stored_kept_sample
+from qagen.review.labels import LabelStore
+from qagen.review.run_drafts import read_run_drafts
+from qagen.runs.rundir import RunDir
+
+CONFIDENCE = BuildConfig.model_fields["confidence"].default
 """The default confidence of a certified threshold (`filter.confidence`)."""
 
 CertificationStatus = Literal["certified", "too_few"]
@@ -146,3 +159,57 @@ def certify(scored: Sequence[Scored], precision: float, confidence: float = CONF
 def _check_precision(precision: float) -> None:
     if not 0 < precision < 1:
         raise ValueError(f"a precision lies strictly between 0 and 1, got {precision}")
+
+
+def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
+    """What the labels of `run_dir`'s kept sample certify at `config.precision` (which must be set), with the
+    drafts' rows as `config` decides them before any certified cut (the kept set the sample is drawn from)."""
+    if config.precision is None:
+        raise ValueError("certify_run needs a precision (`filter.precision`)")
+    sample = stored_kept_sample(run_dir)
+    rows = read_run_drafts(run_dir, config).rows
+    kept_now = [row.id for row in rows if row.status == "kept"]
+    with LabelStore(run_dir) as store:
+        decisions = keep_decisions(store.of_kind("draft"))
+    ids = counted_ids(sample, decisions) if sample is not None else []
+    measured = {row.id: row_decision(row, CERTIFIED_CHECK) for row in rows}
+    # A draft its check decided by its written word is kept at any threshold: it counts as scored above all.
+    scored = [
+        Scored(decided.measurement if (decided := measured.get(item_id)) and decided.measurement is not None
+               else math.inf, decisions[item_id])
+        for item_id in ids
+    ]  # fmt: skip
+    result = certify(scored, config.precision, config.confidence)
+    stale = sample is not None and sample.kept_fingerprint != kept_fingerprint(kept_now)
+    return Certified(
+        status="stale" if stale else result.status,
+        precision=result.precision,
+        confidence=result.confidence,
+        score=f"{CERTIFIED_CHECK} P(yes)",
+        labels=result.labels,
+        threshold=None if stale else result.threshold,
+        labels_above=result.labels_above,
+        errors_above=result.errors_above,
+        upper_bound=result.upper_bound,
+        more_labels=result.more_labels,
+    )
+
+
+def certify_and_filter(run: RunDir, config: BuildConfig, summary: BuildSummary) -> BuildSummary:
+    """With `config.precision`: certify from the run's labels, filter again holding the score to the certified
+    threshold when there is one (no call: the same records), and put what was certified in `summary.json`.
+    `summary` is the run's, filtered with `config` as it is; returned as it is without a precision. The caller
+    holds the run's lock."""
+    if config.precision is None:
+        return summary
+    from qagen.generation.pipeline import finalize, load_sample  # the build's module: only when certifying
+
+    certified = certify_run(run.root, config)
+    if certified.status == "certified":
+        assert certified.threshold is not None
+        kept_by = certified_config(config, certified.threshold)
+        tasks = BuildTasks.for_config(kept_by, run.iter_chunks)
+        summary = finalize(kept_by, run, tasks, load_sample(kept_by, run))
+    summary = summary.model_copy(update={"certified": certified})
+    replace_summary(run, summary)
+    return summary

@@ -53,11 +53,17 @@ def keep_decisions(labels: Iterable[Label]) -> dict[str, bool]:
     return {item_id: sum(kept) * 2 > len(kept) for item_id, kept in votes.items()}
 
 
-def estimate_from(sample: KeptSample, decisions: dict[str, bool], kept_ids: list[str]) -> KeptQuality:
-    """The estimate from a sample, the keep decisions by question id, and the run's kept questions now."""
+def counted_ids(sample: KeptSample, decisions: dict[str, bool]) -> list[str]:
+    """The sample's questions whose labels count: its beginning up to the first nobody decided on."""
     counted = 0
     while counted < len(sample.ids) and sample.ids[counted] in decisions:
         counted += 1
+    return sample.ids[:counted]
+
+
+def estimate_from(sample: KeptSample, decisions: dict[str, bool], kept_ids: list[str]) -> KeptQuality:
+    """The estimate from a sample, the keep decisions by question id, and the run's kept questions now."""
+    counted = len(counted_ids(sample, decisions))
     kept_by_reviewers = sum(decisions[item_id] for item_id in sample.ids[:counted])
     later = sum(item_id in decisions for item_id in sample.ids[counted:])
     quality = KeptQuality(
