@@ -135,10 +135,6 @@ def build(
         with RunDir(out).locked() as run:
             result = replace(result, summary=certify_and_filter(run, config, result.summary))
     click.echo(result.table)
-    if result.summary.certified is not None:
-        from qagen.generation.kept_quality import certified_sentence
-
-        click.echo(certified_sentence(result.summary.certified))
     if result.stopped_by_budget:
         from qagen.llm.cost import Budget
 

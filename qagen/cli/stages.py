@@ -151,7 +151,6 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     until `qagen stage critique` asks the critics they still need (or, in a run made through offline
     batch files, until `qagen batch export` and `qagen batch import` answer them).
     """
-    from qagen.generation.kept_quality import certified_sentence
     from qagen.generation.pipeline import finalize, load_sample
     from qagen.generation.tasks import BuildTasks
     from qagen.generation.write import funnel_table
@@ -170,8 +169,6 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
         summary = finalize(config, run, tasks, load_sample(config, run))
         summary = certify_and_filter(run, config, summary)
     click.echo(funnel_table(summary))
-    if summary.certified is not None:
-        click.echo(certified_sentence(summary.certified))
     deciding = " ".join(
         f"--{name.replace('_', '-')} {options[name]}"
         for name in _DECIDING

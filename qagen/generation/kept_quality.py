@@ -107,6 +107,12 @@ def kept_quality_sentence(quality: KeptQuality) -> str:
     return said + "."
 
 
+def certified_of(summary: Mapping[str, Any]) -> Certified | None:
+    """What a `summary.json`, read into a mapping, says was certified; None when no precision was asked."""
+    certified = summary.get("certified")
+    return Certified.model_validate(certified) if certified else None
+
+
 def certified_sentence(certified: Certified) -> str:
     """What certified acceptance (`summary.json`'s `certified`) says, in one sentence: the summary, the
     table, `qagen profile` and the card print it beside the estimate."""

@@ -14,6 +14,8 @@ from datasets import load_from_disk
 from scipy.stats import beta
 
 from qagen.cli.app import main
+from qagen.publish.card import CardContent, make_card
+from qagen.publish.local_run import load_run
 from qagen.records import BuildSummary
 from qagen.review.kept_sample import kept_sample
 from qagen.review.labels import Label, LabelStore
@@ -75,6 +77,15 @@ def _label_from_truth(run: Path, labels: int) -> None:
             )
 
 
+def _card(run: Path) -> str:
+    local = load_run(run)
+    content = CardContent(
+        repo_id="me/set", summary=local.summary, kept_rows=local.kept.num_rows,
+        candidate_rows=local.candidates.num_rows, languages=[], license="unknown", prompts=[],
+    )  # fmt: skip
+    return " ".join(str(make_card(content)).split())
+
+
 def _summary(run: Path) -> BuildSummary:
     return BuildSummary.model_validate_json((run / "summary.json").read_text(encoding="utf-8"))
 
@@ -96,18 +107,21 @@ def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
         assert certified is not None and certified.status == "certified", said
         assert (certified.labels, certified.precision, certified.confidence) == (80, 0.9, 0.9)
         assert certified.threshold is not None
-        assert (
-            "certified: at least 90% of kept questions are ones a reviewer keeps, with 90% confidence, from 80 labels "
+        claim = (
+            "at least 90% of kept questions are ones a reviewer keeps, with 90% confidence, from 80 labels "
             f"(threshold {certified.threshold:.3f} on supported P(yes))."
-        ) in said
+        )
+        assert f"certified            {claim}" in said  # a line of the build's table
         after, kept_after = _share_good(run)
         print(f"seed {seed}: default filter {before:.2f} good of {kept_before}; certified {after:.2f} of {kept_after}")
         assert after >= 0.85
         shares.append(after)
-        if seed == 1:  # the build command certifies alike, from the same records
+        if seed == 1:  # the profile and the card say it beside the estimate; the build certifies alike
+            assert f"certified: {claim}" in _invoke("profile", run)
+            assert f"Certified: {claim}" in _card(run)
             rebuilt = _build(truth_llm, big_corpus, run, seed, "--precision", "0.9")
             assert len(truth_llm.log) == calls and _summary(run).certified == certified
-            assert f"from 80 labels (threshold {certified.threshold:.3f} on supported P(yes))." in rebuilt
+            assert claim in rebuilt
             assert _share_good(run) == (after, kept_after)
     assert sum(shares) / len(shares) >= 0.9
 
@@ -127,7 +141,27 @@ def test_8_labels_claim_nothing_and_say_how_many_more(truth_llm: Any, big_corpus
     fewest = next(n for n in range(8, 1000) if beta.ppf(0.9, errors + 1, n - errors) <= 0.1)
     assert certified.more_labels == fewest - 8
     assert (
-        f"certified: nothing claimed at 90% with 90% confidence: 8 labels of the kept sample are too few; "
+        f"nothing claimed at 90% with 90% confidence: 8 labels of the kept sample are too few; "
         f"{certified.more_labels} more, if they hold no error, would suffice."
-    ) in said
+    ) in " ".join(said.split())
     assert _share_good(run)[1] == kept_before  # the kept set is the default filter's
+
+
+def test_labels_of_another_kept_set_are_stale_and_claim_nothing(
+    truth_llm: Any, big_corpus: Path, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    _build(truth_llm, big_corpus, run, 2)
+    _label_from_truth(run, 80)
+    # Other cuts keep other questions than those the sample was drawn from: its labels certify nothing.
+    said = " ".join(_invoke("stage", "filter", run, "--cut", "supported=0.75", "--precision", "0.9").split())
+    certified = _summary(run).certified
+    assert certified is not None and (certified.status, certified.threshold) == ("stale", None)
+    assert "nothing claimed at 90% with 90% confidence: the labels are stale" in said
+    cuts = {
+        entry["cut"]
+        for row in load_from_disk(str(run / "dataset"))
+        for entry in row["extra_critics"]
+        if entry["name"] == "supported"
+    }
+    assert cuts == {0.75}  # the kept set is the one the cut given keeps
