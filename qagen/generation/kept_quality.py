@@ -107,6 +107,14 @@ def kept_quality_sentence(quality: KeptQuality) -> str:
     return said + "."
 
 
+def stored_certified(summary_file: Path) -> Certified | None:
+    """What a run's `summary.json` says was certified; None when it says nothing it can read."""
+    try:
+        return certified_of(json.loads(summary_file.read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError, ValidationError):
+        return None
+
+
 def certified_of(summary: Mapping[str, Any]) -> Certified | None:
     """What a `summary.json`, read into a mapping, says was certified; None when no precision was asked."""
     certified = summary.get("certified")

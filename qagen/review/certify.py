@@ -37,7 +37,7 @@ from qagen.generation.kept_quality import kept_fingerprint
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.vetting import CERTIFIED_CHECK, certified_config, row_decision
 from qagen.records import BuildSummary, Certified
-from qagen.review.estimate import counted_ids, keep_decisions
+from qagen.review.estimate import counted_ids, keep_decisions, refresh_kept_quality
 from qagen.review.kept_sample import stored_kept_sample
 from qagen.review.labels import LabelStore
 from qagen.review.run_drafts import read_run_drafts
@@ -212,4 +212,6 @@ def certify_and_filter(run: RunDir, config: BuildConfig, summary: BuildSummary) 
         summary = finalize(kept_by, run, tasks, load_sample(kept_by, run))
     summary = summary.model_copy(update={"certified": certified})
     replace_summary(run, summary)
-    return summary
+    # The estimate beside it: of the certified set, from the labels at or above the threshold.
+    quality = refresh_kept_quality(run.root)
+    return summary if quality is None else summary.model_copy(update={"kept_quality": quality})

@@ -113,6 +113,10 @@ def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
         )
         assert f"certified            {claim}" in said  # a line of the build's table
         after, kept_after = _share_good(run)
+        # Beside it, the Wilson estimate of the certified set, from the labels at or above the threshold.
+        quality = _summary(run).kept_quality
+        assert (quality.stale, quality.labels, quality.kept) == (False, certified.labels_above, kept_after)
+        assert quality.kept_by_reviewers == certified.labels_above - certified.errors_above
         print(f"seed {seed}: default filter {before:.2f} good of {kept_before}; certified {after:.2f} of {kept_after}")
         assert after >= 0.85
         shares.append(after)
