@@ -160,6 +160,8 @@ class ReplyPolicy:
     good_rate: float | None = None
     """A hidden truth (`standins.llm.truth`): this share of the drafted questions is good, and the `supported`
     check's P(yes) much higher for them (sent as its token probabilities; written Yes from 0.5). None: none."""
+    truth_bad_high: float = truth.BAD_HIGH
+    """With `good_rate`: the highest P(yes) of the questions that are not good (higher: a weaker score)."""
     reader_mismatch_rate: float = 0.0
     """Share of reader checks (by question) answered with something else than the drafted answer."""
     reader_unanswered_rate: float = 0.0
@@ -398,7 +400,7 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
     elif info.kind == "check":
         criterion = info.criterion or "unknown"
         hidden = (
-            truth.p_yes(info.question or "", policy.good_rate)
+            truth.p_yes(info.question or "", policy.good_rate, policy.truth_bad_high)
             if policy.good_rate is not None and criterion == truth.TRUTH_CHECK
             else None
         )

@@ -15,8 +15,11 @@ TRUTH_CHECK = "supported"
 
 GOOD = (0.75, 1.0)
 """The range of a good question's P(yes)."""
-BAD = (0.30, 0.82)
-"""The range of the others' P(yes)."""
+BAD_LOW = 0.30
+"""The lowest P(yes) of the other questions."""
+BAD_HIGH = 0.82
+"""The highest P(yes) of the other questions, by default (`ReplyPolicy.truth_bad_high`): 0.9 gives a weaker
+score, of AUC about 0.92."""
 
 
 def is_good(question: str, good_rate: float) -> bool:
@@ -24,7 +27,7 @@ def is_good(question: str, good_rate: float) -> bool:
     return unit_interval("hidden-truth", question.strip()) < good_rate
 
 
-def p_yes(question: str, good_rate: float) -> float:
-    """The `supported` check's P(yes) for `question` (see the module)."""
-    low, high = GOOD if is_good(question, good_rate) else BAD
+def p_yes(question: str, good_rate: float, bad_high: float = BAD_HIGH) -> float:
+    """The `supported` check's P(yes) for `question` (see the module); the others' range up to `bad_high`."""
+    low, high = GOOD if is_good(question, good_rate) else (BAD_LOW, bad_high)
     return low + (high - low) * unit_interval("hidden-p-yes", question.strip())
