@@ -100,6 +100,21 @@ class BuildConfig(BaseModel):
         "supported 0.7, clear 0.6); a reader when its answer's agreement with the drafted one is at least its "
         "cut (default 0.5). Applied when filtering, so a changed cut re-filters the same records.",
     )
+    precision: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description="Certified acceptance: keep the drafts whose `supported` P(yes) is at least the lowest threshold "
+        "at which reviewer labels of a uniform sample of the kept questions (`qagen.review.kept_sample`) "
+        "certify that at least this share of the kept questions are ones a reviewer keeps, with `confidence` "
+        "(`qagen.review.certify`); None: no certification. Applied when filtering: no LLM call.",
+    )
+    confidence: float = Field(
+        default=0.9,
+        gt=0,
+        lt=1,
+        description="The confidence of a certified `precision`: the chance the certificate is not wrong.",
+    )
     question_types: dict[str, int] = Field(
         default_factory=lambda: {DEFAULT_TYPE: 100},
         description="The question types to draft and their shares in percent of the drafts "

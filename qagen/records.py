@@ -729,6 +729,35 @@ class KeptQuality(Record):
         return self.status == "too_few" and not self.stale and self.kept is not None and self.labels == self.kept > 0
 
 
+CertifiedStatus = Literal["certified", "too_few", "stale"]
+"""What the labels certify: a threshold; nothing (too few labels, or an error among the highest scored); or
+nothing, as the labels are of a sample drawn from other kept questions than the settings keep."""
+
+
+class Certified(Record):
+    """Certified acceptance (`qagen.review.certify`; `summary.json`'s `certified`): the lowest threshold on the
+    drafts' score at which reviewer labels of a uniform sample of the kept questions certify, by fixed-sequence
+    testing with a Clopper-Pearson bound, that at least `precision` of the kept questions are ones a reviewer
+    keeps, with `confidence`."""
+
+    status: CertifiedStatus = Field(
+        description="`certified`, `too_few` or `stale` (nothing claimed but when certified)."
+    )
+    precision: float = Field(description="The share of good kept questions asked for (`filter.precision`).")
+    confidence: float = Field(description="The confidence asked for (`filter.confidence`).")
+    score: str = Field(description="The score thresholded: a check's measurement (`supported` P(yes)).")
+    labels: int = Field(description="The labels of the kept sample read (its beginning up to the first not labelled).")
+    threshold: float | None = Field(description="Keep the drafts whose score is at least this; None unless certified.")
+    labels_above: int = Field(description="Labelled drafts at or above the threshold (or the first one tested).")
+    errors_above: int = Field(description="Of those, the ones the reviewers do not keep.")
+    upper_bound: float | None = Field(
+        description="The Clopper-Pearson upper bound on the error there; None: none tested."
+    )
+    more_labels: int = Field(
+        description="Unless certified: the labels of the sample more that would suffice, if they hold no error."
+    )
+
+
 class CheckReading(Record):
     """How one check of a build was asked and decided (`qagen.generation.vetting`): what the summary, the
     table and the card say of it."""
@@ -776,6 +805,10 @@ class BuildSummary(Record):
     )
     target: TargetOutcome | None = Field(
         default=None, description="A build to a target size: the target and what reaching it took; None without one."
+    )
+    certified: Certified | None = Field(
+        default=None,
+        description="Certified acceptance (`filter.precision`): what the labels certify; None: not asked.",
     )
     kept_quality: KeptQuality = Field(
         default_factory=KeptQuality,

@@ -127,6 +127,14 @@ def build(
             )
         return
     result = run_build(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch)
+    if config.precision is not None and not result.stopped_by_budget:
+        from dataclasses import replace
+
+        from qagen.review.certify import certify_and_filter
+        from qagen.runs.rundir import RunDir
+
+        with RunDir(out).locked() as run:
+            result = replace(result, summary=certify_and_filter(run, config, result.summary))
     click.echo(result.table)
     if result.stopped_by_budget:
         from qagen.llm.cost import Budget

@@ -266,6 +266,11 @@ def _build_keys() -> list[ConfigKey]:
         ConfigKey("filter", name, name, BUILD, setting=(BuildConfig, name))
         for name in ("min_score", "max_answer_chars", "max_question_chars", "dedup_threshold")
     ]
+    # Certified acceptance (`qagen.review.certify`): a share of good kept questions, from labels.
+    filtering += [
+        ConfigKey("filter", "precision", "precision", BUILD, setting=(BuildConfig, "precision"), example=0.9),
+        ConfigKey("filter", "confidence", "confidence", BUILD, setting=(BuildConfig, "confidence")),
+    ]
     # What is checked before any critic (`qagen.generation.checks`), and duplicates by meaning.
     filtering += [
         ConfigKey(

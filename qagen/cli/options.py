@@ -247,6 +247,13 @@ threshold_options = option_group(
 )  # fmt: skip
 
 
+# Certified acceptance (`qagen.review.certify`): read when filtering, not when choosing which critics to ask.
+certify_options = option_group(
+    option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, help="Keep the drafts above the lowest supported P(yes) at which the labels of the kept sample (qagen review RUN --sample kept) certify that at least this share of the kept questions are ones a reviewer keeps, with --confidence; no LLM call [default: no certification]."),
+    option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True, help="The confidence of a certified --precision."),
+)  # fmt: skip
+
+
 def _none_if_off(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
     return None if value is None or value.strip().lower() in {"", "none", "off"} else value.strip()
 
@@ -317,7 +324,7 @@ output_options = option_group(
 BUILD_OPTIONS = option_group(
     corpus_options, chunk_options, sample_options(stage=False), target_options, generator_options(stage=False),
     critic_model_options(stage=False), call_options, audience_option(stage=False), all_critics_option,
-    threshold_options, check_options, dedup_option, prompts_option(stage=False), vetting_option(stage=False),
+    threshold_options, certify_options, check_options, dedup_option, prompts_option(stage=False), vetting_option(stage=False),
     own_critics_option(stage=False), shared_prefix_option,
     cap_options, price_options(stage=False), dry_run_option,
 )  # fmt: skip
@@ -331,7 +338,7 @@ CRITIQUE_OPTIONS = option_group(
     vetting_option(stage=True), own_critics_option(stage=True), call_options, all_critics_option, threshold_options, check_options, cap_options,
     price_options(stage=True),
 )  # fmt: skip
-FILTER_OPTIONS = option_group(threshold_options, check_options, dedup_option)
+FILTER_OPTIONS = option_group(threshold_options, certify_options, check_options, dedup_option)
 EXPORT_OPTIONS = option_group(
     sample_options(stage=True), generator_options(stage=True), critic_model_options(stage=True),
     audience_option(stage=True), prompts_option(stage=True), all_critics_option, threshold_options,

@@ -155,6 +155,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     from qagen.generation.target import SHORTFALL_SETTINGS, shortfall
     from qagen.generation.tasks import BuildTasks
     from qagen.generation.write import funnel_table
+    from qagen.review.certify import certify_and_filter
     from qagen.runs.batch.offline import made_offline
     from qagen.runs.rundir import RunDir
 
@@ -167,6 +168,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
         if not run.chunking_done():
             raise QagenError(f"{run_dir} has no chunks yet; run `qagen stage chunk` (or `qagen build`) first.")
         summary = finalize(config, run, tasks, load_sample(config, run))
+        summary = certify_and_filter(run, config, summary)
     click.echo(funnel_table(summary))
     deciding = " ".join(
         f"--{name.replace('_', '-')} {options[name]}"

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from qagen.generation.write import DATA_FILE
 from qagen.question_types import DEFAULT_TYPE
-from qagen.records import KeptQuality
+from qagen.records import Certified, KeptQuality
 from qagen.runs.rundir import RunDir
 
 HEADLINE = "estimated share of kept questions a reviewer keeps"
@@ -111,3 +111,44 @@ def kept_quality_sentence(quality: KeptQuality) -> str:
     if quality.stale:
         said += "; stale: the kept questions changed since the sample was drawn (the run was resized or re-filtered)"
     return said + "."
+
+
+def stored_certified(summary_file: Path) -> Certified | None:
+    """What a run's `summary.json` says was certified; None when it says nothing it can read."""
+    try:
+        return certified_of(json.loads(summary_file.read_text(encoding="utf-8")))
+    except (OSError, ValueError, AttributeError, ValidationError):
+        return None
+
+
+def certified_of(summary: Mapping[str, Any]) -> Certified | None:
+    """What a `summary.json`, read into a mapping, says was certified; None when no precision was asked."""
+    certified = summary.get("certified")
+    return Certified.model_validate(certified) if certified else None
+
+
+def certified_sentence(certified: Certified) -> str:
+    """What certified acceptance (`summary.json`'s `certified`) says, in one sentence: the summary, the
+    table, `qagen profile` and the card print it beside the estimate."""
+    level = f"{certified.precision:.0%} with {certified.confidence:.0%} confidence"
+    if certified.status == "certified":
+        return (
+            f"certified: at least {certified.precision:.0%} of kept questions are ones a reviewer keeps, with "
+            f"{certified.confidence:.0%} confidence, from {certified.labels} labels (threshold "
+            f"{certified.threshold:.3f} on {certified.score})."
+        )
+    if certified.status == "stale":
+        return (
+            f"certified: nothing claimed at {level}: the labels are stale, from a sample of other kept questions "
+            "than these settings keep; label a new sample of the kept questions."
+        )
+    if certified.upper_bound is None:
+        return (
+            f"certified: nothing claimed at {level}: {certified.labels} labels of the kept sample are too few; "
+            f"{certified.more_labels} more, if they hold no error, would suffice."
+        )
+    return (
+        f"certified: nothing claimed at {level}: of the {certified.labels_above} labelled questions with the highest "
+        f"{certified.score}, {certified.errors_above} are not kept by a reviewer; {certified.more_labels} more labels "
+        "of the sample there, if they hold no error, would suffice."
+    )

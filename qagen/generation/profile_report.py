@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from qagen.errors import QagenError
-from qagen.generation.kept_quality import kept_quality_of, kept_quality_sentence
+from qagen.generation.kept_quality import certified_of, certified_sentence, kept_quality_of, kept_quality_sentence
 from qagen.plotting import pyplot
 from qagen.runs.rundir import RunDir
 
@@ -134,6 +134,8 @@ def write_profile(run: Path, summary: Mapping[str, Any]) -> tuple[str, Path]:
     """The profile's tables and the estimate of the share of good kept questions, also written to the
     run's `profile.md`."""
     estimate = kept_quality_sentence(kept_quality_of(summary))
+    if (certified := certified_of(summary)) is not None:  # beside the estimate: what the labels certify
+        estimate += f"\n\n{certified_sentence(certified)}"
     tables = f"{profile_tables(require_profile(summary, run))}\n\n{estimate[0].upper()}{estimate[1:]}"
     target = run / PROFILE_FILE
     target.write_text(f"# Test-set profile of {run.resolve().name}\n\n{tables}\n", encoding="utf-8")

@@ -48,6 +48,18 @@ def cut(config: BuildConfig, spec: CriticSpec) -> float:
     return config.cuts.get(spec.name, default)
 
 
+CERTIFIED_CHECK = "supported"
+"""The check whose measurement certified acceptance thresholds (`qagen.review.certify`): its P(yes)."""
+
+
+def certified_config(config: BuildConfig, threshold: float) -> BuildConfig:
+    """The settings that also hold `CERTIFIED_CHECK`'s measurement to a certified threshold: one more cut,
+    never below the check's own. A draft it decided by its written word (no measurement) is kept or not
+    as before: the certificate counts such labelled drafts as scored above any threshold."""
+    spec = config.critic_registry().get(CERTIFIED_CHECK)
+    return config.model_copy(update={"cuts": {**config.cuts, CERTIFIED_CHECK: max(cut(config, spec), threshold)}})
+
+
 def vet(config: BuildConfig, critique: Critique) -> Verdict | None:
     """The verdict of a stored critique under this build's settings; None when it has none (the call or
     its reply failed)."""

@@ -231,6 +231,10 @@ def funnel_table(summary: BuildSummary) -> str:
     if target is not None:
         lines.append(("over the target", str(funnel.over_target)))
     lines.append(("kept", str(funnel.kept)))
+    if summary.certified is not None:
+        from qagen.generation.kept_quality import certified_sentence  # it reads `dataset/`, which this writes
+
+        lines.append(("certified", certified_sentence(summary.certified).removeprefix("certified: ")))
     if target is not None:
         rounds = f"{target.rounds} round{'s' if target.rounds != 1 else ''}"
         lines.append(

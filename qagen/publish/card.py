@@ -318,11 +318,19 @@ def _profile(summary: Mapping[str, Any]) -> str:
 
 def _kept_quality(summary: Mapping[str, Any]) -> str:
     """The estimated share of the kept questions a reviewer keeps, with how it was estimated."""
-    from qagen.generation.kept_quality import kept_quality_of, kept_quality_sentence
+    from qagen.generation.kept_quality import certified_of, certified_sentence, kept_quality_of, kept_quality_sentence
 
     quality = kept_quality_of(summary)
     said = kept_quality_sentence(quality)
     heading = f"## Share of good questions\n\n{said[0].upper()}{said[1:]}"
+    if (certified := certified_of(summary)) is not None:
+        said = certified_sentence(certified)
+        heading += (
+            f"\n\n{said[0].upper()}{said[1:]} The threshold is the lowest whose one-sided Clopper-Pearson bound "
+            "on the share\nof labelled questions at or above it that a reviewer does not keep is at most 1 - "
+            "precision, tested from\nthe highest down and stopping at the first that fails (fixed-sequence "
+            "testing, Learn-then-Test)."
+        )
     if quality.status == "not_estimated":
         return heading
     method = (

@@ -18,7 +18,7 @@ from statistics import NormalDist
 
 from qagen.errors import QagenError
 from qagen.generation.finalize import replace_summary
-from qagen.generation.kept_quality import carried_over, read_kept_ids
+from qagen.generation.kept_quality import carried_over, kept_fingerprint, read_kept_ids, stored_certified
 from qagen.records import MIN_KEPT_LABELS, BuildSummary, KeptQuality
 from qagen.review.kept_sample import KeptSample, stored_kept_sample
 from qagen.review.labels import Label, LabelStore
@@ -53,11 +53,17 @@ def keep_decisions(labels: Iterable[Label]) -> dict[str, bool]:
     return {item_id: sum(kept) * 2 > len(kept) for item_id, kept in votes.items()}
 
 
-def estimate_from(sample: KeptSample, decisions: dict[str, bool], kept_ids: list[str]) -> KeptQuality:
-    """The estimate from a sample, the keep decisions by question id, and the run's kept questions now."""
+def counted_ids(sample: KeptSample, decisions: dict[str, bool]) -> list[str]:
+    """The sample's questions whose labels count: its beginning up to the first nobody decided on."""
     counted = 0
     while counted < len(sample.ids) and sample.ids[counted] in decisions:
         counted += 1
+    return sample.ids[:counted]
+
+
+def estimate_from(sample: KeptSample, decisions: dict[str, bool], kept_ids: list[str]) -> KeptQuality:
+    """The estimate from a sample, the keep decisions by question id, and the run's kept questions now."""
+    counted = len(counted_ids(sample, decisions))
     kept_by_reviewers = sum(decisions[item_id] for item_id in sample.ids[:counted])
     later = sum(item_id in decisions for item_id in sample.ids[counted:])
     quality = KeptQuality(
@@ -83,14 +89,33 @@ def estimate_from(sample: KeptSample, decisions: dict[str, bool], kept_ids: list
     return carried_over(quality, lambda: kept_ids)
 
 
+def within_certified(sample: KeptSample, decisions: dict[str, bool], kept_ids: list[str]) -> KeptSample:
+    """The sample's counted questions that a certified threshold still keeps (`qagen.review.certify`): the
+    labelled questions of a uniform sample of the kept set at or above a threshold on their score are a
+    uniform sample of the questions kept there, so they estimate the share of the certified set."""
+    kept = set(kept_ids)
+    return sample.model_copy(
+        update={
+            "ids": [item_id for item_id in counted_ids(sample, decisions) if item_id in kept],
+            "kept": len(kept_ids),
+            "kept_fingerprint": kept_fingerprint(kept_ids),
+        }
+    )
+
+
 def estimate_kept_quality(run_dir: Path) -> KeptQuality:
-    """The estimate for the run in `run_dir` from its kept sample and labels as they are now (no write)."""
+    """The estimate for the run in `run_dir` from its kept sample and labels as they are now (no write); of the
+    certified kept set, from the labels at or above its threshold, when the run's summary says one was."""
     sample = stored_kept_sample(run_dir)
     if sample is None:
         return KeptQuality()
     with LabelStore(run_dir) as store:
         decisions = keep_decisions(store.of_kind("draft"))
-    return estimate_from(sample, decisions, read_kept_ids(RunDir(run_dir)))
+    kept_ids = read_kept_ids(RunDir(run_dir))
+    certified = stored_certified(RunDir(run_dir).summary_file)
+    if certified is not None and certified.status == "certified":
+        sample = within_certified(sample, decisions, kept_ids)
+    return estimate_from(sample, decisions, kept_ids)
 
 
 def refresh_kept_quality(run_dir: Path) -> KeptQuality | None:

@@ -97,6 +97,7 @@ def answer_line(
             shaped,
             sha,
             kind=reply.prompt,
+            p_yes=reply.p_yes,
             replies=knobs.replies,
             cached_tokens=cached,
         )

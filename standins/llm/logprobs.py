@@ -37,18 +37,19 @@ IMPOSSIBLE_LOGPROBS = {"nan": math.nan, "positive": 0.4}
 
 
 def logprobs_content(
-    content: str | None, kind: str, *, doubtful: bool = False, impossible: str | None = None
+    content: str | None, kind: str, *, doubtful: bool = False, impossible: str | None = None, p_yes: float | None = None
 ) -> list[dict[str, Any]] | None:
     """The `logprobs.content` list of a reply of prompt kind `kind` (None for no content); `doubtful`: a
     yes that holds only `DOUBTFUL_YES` of its probability, or a no that holds `DOUBTFUL_NO` of yes;
-    `impossible`: a yes/no whose alternatives' log probabilities are that kind of `IMPOSSIBLE_LOGPROBS`."""
+    `impossible`: a yes/no whose alternatives' log probabilities are that kind of `IMPOSSIBLE_LOGPROBS`;
+    `p_yes`: a yes/no's P(yes) as given (the hidden truth's, `standins.llm.truth`)."""
     if not content:
         return None
     if kind == "check" and content in ("Yes", "No"):
         other = "No" if content == "Yes" else "Yes"
-        share = {("Yes", False): 0.9, ("Yes", True): DOUBTFUL_YES, ("No", False): 0.1, ("No", True): DOUBTFUL_NO}[
-            content, doubtful
-        ]
+        share = p_yes if p_yes is not None else {
+            ("Yes", False): 0.9, ("Yes", True): DOUBTFUL_YES, ("No", False): 0.1, ("No", True): DOUBTFUL_NO
+        }[content, doubtful]  # fmt: skip
         entry = _entry(content, [(content, max(share, 1 - share)), (other, min(share, 1 - share))])
         if impossible is not None:
             for alternative in entry["top_logprobs"]:

@@ -29,13 +29,15 @@ def completion(
     sha: str,
     *,
     kind: str = "",
+    p_yes: float | None = None,
     replies: ReplyPolicy | None = None,
     cached_tokens: int | None = None,
 ) -> dict[str, Any]:
     """The `chat.completion` body answering `request` with `shaped` (`n` copies of it); when the server's
     `replies` policy sends token log probabilities and the request asks for them, the tokens of the reply
     of prompt kind `kind` (`standins.llm.logprobs`), a yes doubtful for the policy's `doubtful_yes_rate`
-    of the requests (by their hash), a no for its `doubtful_no_rate`.
+    of the requests (by their hash), a no for its `doubtful_no_rate`; `p_yes`: a yes/no's P(yes) as the
+    hidden truth gives it (`standins.llm.truth`), instead of either.
 
     ``reasoning_content`` is a field of the message only when the reply has reasoning there, and
     then ``usage`` tells its tokens apart (``completion_tokens_details.reasoning_tokens``). With
@@ -66,7 +68,9 @@ def completion(
         else unit_interval("doubtful-no", sha) < replies.doubtful_no_rate
     )
     impossible = replies.impossible_logprobs if replies is not None else None
-    written = logprobs_content(shaped.content, kind, doubtful=doubtful, impossible=impossible) if asked else None
+    written = (
+        logprobs_content(shaped.content, kind, doubtful=doubtful, impossible=impossible, p_yes=p_yes) if asked else None
+    )
     sent = {"content": written, "refusal": None} if written is not None else None
     return {
         "id": "chatcmpl-" + hashlib.sha256(f"{sha}:{time.time_ns()}".encode()).hexdigest()[:24],

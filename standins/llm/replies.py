@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from standins.llm import truth
 from standins.llm.eval_replies import EVAL_KINDS, eval_reply, truncate
 from standins.llm.outcomes import (
     DEFAULT_PASS_RATE,
@@ -156,6 +157,11 @@ class ReplyPolicy:
     `standins.llm.logprobs.IMPOSSIBLE_LOGPROBS`), as a misconfigured server does."""
     refuse_logprobs: bool = False
     """Answer 400 to a request that asks for token log probabilities (as OpenAI's reasoning models do)."""
+    good_rate: float | None = None
+    """A hidden truth (`standins.llm.truth`): this share of the drafted questions is good, and the `supported`
+    check's P(yes) much higher for them (sent as its token probabilities; written Yes from 0.5). None: none."""
+    truth_bad_high: float = truth.BAD_HIGH
+    """With `good_rate`: the highest P(yes) of the questions that are not good (higher: a weaker score)."""
     reader_mismatch_rate: float = 0.0
     """Share of reader checks (by question) answered with something else than the drafted answer."""
     reader_unanswered_rate: float = 0.0
@@ -198,6 +204,7 @@ class Reply:
     malformed: str | None = None
     finish_reason: str = "stop"
     question: str | None = None  # critique: the question rated
+    p_yes: float | None = None  # a yes/no check's P(yes) from the hidden truth (`standins.llm.truth`)
 
 
 def rating_reply(criterion: str, score: int, fmt: str) -> str:
@@ -392,10 +399,16 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
         )
     elif info.kind == "check":
         criterion = info.criterion or "unknown"
-        yes = policy.score(criterion, info.question or "") >= PASSING_SCORE
-        good = Reply(
-            "Yes" if yes else "No", "check", "check", criterion, 5 if yes else 1, "canonical", question=info.question
+        hidden = (
+            truth.p_yes(info.question or "", policy.good_rate, policy.truth_bad_high)
+            if policy.good_rate is not None and criterion == truth.TRUTH_CHECK
+            else None
         )
+        yes = policy.score(criterion, info.question or "") >= PASSING_SCORE if hidden is None else hidden >= 0.5
+        good = Reply(
+            "Yes" if yes else "No", "check", "check", criterion, 5 if yes else 1, "canonical", question=info.question,
+            p_yes=hidden,
+        )  # fmt: skip
     elif info.kind == "reader":
         good = Reply(
             reader_answer(info, policy), "reader", "reader", info.criterion, None, "canonical", question=info.question

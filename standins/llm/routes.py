@@ -288,6 +288,7 @@ class StandInApp:
                 shaped,
                 sha,
                 kind=reply.prompt,
+                p_yes=reply.p_yes,
                 replies=knobs.replies,
                 cached_tokens=cached,
             )
@@ -311,6 +312,7 @@ class StandInApp:
             shaped,
             sha,
             kind=reply.prompt,
+            p_yes=reply.p_yes,
             replies=knobs.replies,
             cached_tokens=cached,
         )

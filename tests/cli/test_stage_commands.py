@@ -181,8 +181,9 @@ OWN_OPTIONS = {
                  "--max-copied-share", "--max-tokens", "--max-cost", "--price-input", "--price-output",
                  "--price-cached-input", "--quiet"},
     "filter": {"--min-score", "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic", "--cut",
-               "--max-answer-chars", "--max-question-chars", "--dedup-threshold", "--free-checks",
-               "--evidence-check", "--max-copied-share", "--dedup-embeddings", "--semantic-dedup-threshold"},
+               "--precision", "--confidence", "--max-answer-chars", "--max-question-chars", "--dedup-threshold",
+               "--free-checks", "--evidence-check", "--max-copied-share", "--dedup-embeddings",
+               "--semantic-dedup-threshold"},
 }  # fmt: skip
 
 

@@ -1,0 +1,217 @@
+"""Certified acceptance: the lowest threshold on the drafts' score at which the share of kept questions a
+reviewer keeps is at least `precision`, with probability at least `confidence`, from reviewer labels of a
+uniform random sample of the kept questions (`qagen.review.kept_sample`).
+
+The method (Learn-then-Test, Angelopoulos et al. 2021, with a Clopper-Pearson bound; as in "Trust or
+Escalate", Jung, Brahman and Choi 2025):
+
+- at a threshold t, the labelled drafts whose score is at least t are a uniform sample of the kept drafts
+  whose score is at least t (the sample is uniform over the kept set; holding a score to t keeps or drops
+  a draft whatever its label). Of those n, e are errors (a reviewer did not keep them).
+- the one-sided Clopper-Pearson upper bound on the error rate at t is the p at which a binomial(n, p)
+  gives e errors or fewer with probability 1 - confidence (the Beta(e + 1, n - e) quantile at
+  `confidence`). The hypothesis "the error above t exceeds 1 - precision" is rejected when the bound is
+  at most 1 - precision.
+- fixed-sequence testing: the thresholds are tested from the highest down, and the search stops at the
+  first that fails; the certified threshold is the lowest that passed. As the order is fixed before the
+  labels are read, every hypothesis is tested at the full level and the confidence holds over the whole
+  search (the family-wise error is at most 1 - confidence).
+- the sequence is the labelled drafts' distinct scores, and starts at the highest one with at least
+  `labels_to_certify(precision, confidence)` labelled drafts at or above it: a threshold with fewer
+  cannot pass even with no error, so testing it would only end the search. The order depends on the
+  scores alone, not on the labels, so it is still fixed before the labels are read.
+
+Nothing here calls a model: the scores are the measurements the vetting already stored.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from qagen.config import BuildConfig
+from qagen.generation.finalize import replace_summary
+from qagen.generation.kept_quality import kept_fingerprint
+from qagen.generation.tasks import BuildTasks
+from qagen.generation.vetting import CERTIFIED_CHECK, certified_config, row_decision
+from qagen.records import BuildSummary, Certified
+from qagen.review.estimate import counted_ids, keep_decisions, refresh_kept_quality
+from qagen.review.kept_sample import stored_kept_sample
+from qagen.review.labels import LabelStore
+from qagen.review.run_drafts import read_run_drafts
+from qagen.runs.rundir import RunDir
+
+CONFIDENCE = BuildConfig.model_fields["confidence"].default
+"""The default confidence of a certified threshold (`filter.confidence`)."""
+
+CertificationStatus = Literal["certified", "too_few"]
+
+
+class Scored(NamedTuple):
+    """One labelled draft: its score (today the `supported` P(yes)) and whether a reviewer keeps it."""
+
+    score: float
+    kept: bool
+
+
+class Certification(NamedTuple):
+    """What the labels certify (see the module)."""
+
+    status: CertificationStatus
+    precision: float
+    confidence: float
+    labels: int
+    """The labelled drafts the search read."""
+    threshold: float | None
+    """The certified threshold: keep the drafts whose score is at least it. None: nothing certified."""
+    labels_above: int
+    """Labelled drafts at or above the threshold (all of them when nothing is certified)."""
+    errors_above: int
+    """Of those, the ones a reviewer does not keep."""
+    upper_bound: float | None
+    """The Clopper-Pearson upper bound on the error at the threshold; None when nothing was tested."""
+    more_labels: int
+    """When nothing is certified: how many more labels at or above the first threshold tested (any label,
+    when there were too few to test one), if they hold no error, would let its bound reach 1 - precision
+    (0 when certified)."""
+
+
+def error_upper_bound(errors: int, n: int, confidence: float) -> float:
+    """The one-sided Clopper-Pearson upper bound on a binomial error rate from `errors` of `n`: the p
+    with P(Binomial(n, p) <= errors) = 1 - confidence; 1 with no observation or every one an error."""
+    if not 0 <= errors <= n:
+        raise ValueError(f"errors must lie in [0, n], got {errors} of {n}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"a confidence lies strictly between 0 and 1, got {confidence}")
+    if errors == n:
+        return 1.0
+    alpha = 1 - confidence
+    if errors == 0:  # closed form: (1 - p)^n = alpha
+        return 1 - float(alpha ** (1 / n))
+    low, high = errors / n, 1.0
+    # The binomial CDF falls as p grows: bisect to well below any share a report prints.
+    for _ in range(60):
+        middle = (low + high) / 2
+        if _binomial_cdf(errors, n, middle) > alpha:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(Binomial(n, p) <= k), summed in log space so that large n neither overflows nor underflows."""
+    log_p, log_q = math.log(p), math.log1p(-p)
+    terms = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+        for i in range(k + 1)
+    ]
+    top = max(terms)
+    return min(1.0, math.exp(top) * sum(math.exp(term - top) for term in terms))
+
+
+def labels_to_certify(precision: float, confidence: float, errors: int = 0) -> int:
+    """The fewest labelled drafts with `errors` errors whose bound reaches 1 - precision."""
+    _check_precision(precision)
+    n = max(errors, 1)
+    while error_upper_bound(errors, n, confidence) > 1 - precision:
+        n += 1
+    return n
+
+
+def certify(scored: Sequence[Scored], precision: float, confidence: float = CONFIDENCE) -> Certification:
+    """The lowest threshold the labels certify at `precision` with `confidence` (see the module)."""
+    _check_precision(precision)
+    ordered = sorted(scored, key=lambda item: item.score, reverse=True)
+    total_errors = sum(not item.kept for item in ordered)
+    fewest = labels_to_certify(precision, confidence)
+    threshold: float | None = None
+    above = errors = 0
+    bound: float | None = None
+    index = 0
+    while index < len(ordered):
+        score = ordered[index].score
+        # Every draft tied at this score is at or above the threshold `score`.
+        end = index
+        while end < len(ordered) and ordered[end].score == score:
+            end += 1
+        index = end
+        if end < fewest:
+            continue
+        tested_errors = sum(not item.kept for item in ordered[:end])
+        tested_bound = error_upper_bound(tested_errors, end, confidence)
+        if tested_bound > 1 - precision:
+            if threshold is None:
+                above, errors, bound = end, tested_errors, tested_bound
+            break
+        threshold, above, errors, bound = score, end, tested_errors, tested_bound
+    if threshold is not None:
+        return Certification("certified", precision, confidence, len(ordered), threshold, above, errors, bound, 0)
+    if bound is None:  # fewer labels than any threshold needs
+        above, errors = len(ordered), total_errors
+    # At the first threshold tested (or all the labels, when none was), the labels it lacks if they hold no error.
+    more = labels_to_certify(precision, confidence, errors) - above
+    return Certification("too_few", precision, confidence, len(ordered), None, above, errors, bound, more)
+
+
+def _check_precision(precision: float) -> None:
+    if not 0 < precision < 1:
+        raise ValueError(f"a precision lies strictly between 0 and 1, got {precision}")
+
+
+def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
+    """What the labels of `run_dir`'s kept sample certify at `config.precision` (which must be set), with the
+    drafts' rows as `config` decides them before any certified cut (the kept set the sample is drawn from)."""
+    if config.precision is None:
+        raise ValueError("certify_run needs a precision (`filter.precision`)")
+    sample = stored_kept_sample(run_dir)
+    rows = read_run_drafts(run_dir, config).rows
+    kept_now = [row.id for row in rows if row.status == "kept"]
+    with LabelStore(run_dir) as store:
+        decisions = keep_decisions(store.of_kind("draft"))
+    ids = counted_ids(sample, decisions) if sample is not None else []
+    measured = {row.id: row_decision(row, CERTIFIED_CHECK) for row in rows}
+    # A draft its check decided by its written word is kept at any threshold: it counts as scored above all.
+    scored = [
+        Scored(decided.measurement if (decided := measured.get(item_id)) and decided.measurement is not None
+               else math.inf, decisions[item_id])
+        for item_id in ids
+    ]  # fmt: skip
+    result = certify(scored, config.precision, config.confidence)
+    stale = sample is not None and sample.kept_fingerprint != kept_fingerprint(kept_now)
+    return Certified(
+        status="stale" if stale else result.status,
+        precision=result.precision,
+        confidence=result.confidence,
+        score=f"{CERTIFIED_CHECK} P(yes)",
+        labels=result.labels,
+        threshold=None if stale else result.threshold,
+        labels_above=result.labels_above,
+        errors_above=result.errors_above,
+        upper_bound=result.upper_bound,
+        more_labels=result.more_labels,
+    )
+
+
+def certify_and_filter(run: RunDir, config: BuildConfig, summary: BuildSummary) -> BuildSummary:
+    """With `config.precision`: certify from the run's labels, filter again holding the score to the certified
+    threshold when there is one (no call: the same records), and put what was certified in `summary.json`.
+    `summary` is the run's, filtered with `config` as it is; returned as it is without a precision. The caller
+    holds the run's lock."""
+    if config.precision is None:
+        return summary
+    from qagen.generation.pipeline import finalize, load_sample  # the build's module: only when certifying
+
+    certified = certify_run(run.root, config)
+    if certified.status == "certified":
+        assert certified.threshold is not None
+        kept_by = certified_config(config, certified.threshold)
+        tasks = BuildTasks.for_config(kept_by, run.iter_chunks)
+        summary = finalize(kept_by, run, tasks, load_sample(kept_by, run))
+    summary = summary.model_copy(update={"certified": certified})
+    replace_summary(run, summary)
+    # The estimate beside it: of the certified set, from the labels at or above the threshold.
+    quality = refresh_kept_quality(run.root)
+    return summary if quality is None else summary.model_copy(update={"kept_quality": quality})
