@@ -1,5 +1,5 @@
 """Token log probabilities, as OpenAI sends them (`choices[i].logprobs.content`), for the replies whose
-verdict a client may read from them: a critic's rating and a yes/no check.
+verdict a client may read from them: a critic's rating, a yes/no check and the `answer_correct` judge's yes/no.
 
 The content is sent as three tokens: what precedes the verdict, the verdict, what follows; the verdict's
 alternatives are chosen so the expectation keeps the written verdict's side of every whole-number
@@ -33,7 +33,7 @@ def logprobs_content(content: str | None, kind: str, *, doubtful: bool = False) 
     yes that holds only `DOUBTFUL_YES` of its probability."""
     if not content:
         return None
-    if kind == "check" and content in ("Yes", "No"):
+    if kind in ("check", "judge_answer_correct") and content in ("Yes", "No"):
         other = "No" if content == "Yes" else "Yes"
         share = (DOUBTFUL_YES if doubtful else 0.9) if content == "Yes" else 0.1
         return [_entry(content, [(content, max(share, 1 - share)), (other, min(share, 1 - share))])]
