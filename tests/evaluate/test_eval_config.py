@@ -17,6 +17,7 @@ from qagen.cli.evaluate_settings import eval_config_from_options
 from qagen.errors import ConfigError
 from qagen.evaluate.api import evaluate
 from qagen.evaluate.config import JUDGE_TOP_LOGPROBS, EvalConfig
+from qagen.evaluate.report import UNMEASURED
 from qagen.evaluate.stamp import STAMP_FILE
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.llm.client import ModelSettings
@@ -118,6 +119,8 @@ def test_the_command_and_the_python_call_make_the_same_evaluation(tmp_path: Path
 
     assert calls == 2 * 12  # each evaluation judged every question once: none was left out or reused
     made = {name: json.loads((tmp_path / name / "summary.json").read_text()) for name in ("cli", "python")}
+    # The command also says how far the judge can be trusted (`qagen.review.judge_reliability`): unmeasured yet.
+    assert made["cli"].pop("judge_reliability") == {"correctness": UNMEASURED}
     assert made["cli"] == made["python"] == summary.model_dump(mode="json")
     assert summary.k == 3 and set(summary.judges) == {"correctness"} and "token_f1" in summary.metrics
     stamps = {name: json.loads((tmp_path / name / STAMP_FILE).read_text()) for name in ("cli", "python")}
