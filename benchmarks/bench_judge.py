@@ -36,7 +36,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 JUDGED = REPOSITORY / "benchmarks" / "judged"
@@ -50,7 +50,8 @@ GIT_PAGES = Path("/usr/share/doc/git-doc")
 PY_PAGES = Path("/usr/share/doc/python3.11/html/_sources/library")
 
 # The reviewed factoids a reviewer keeps (benchmarks/reviewed/README.md), one per distinct question:
-# git's manual pages (two builds of the same 20 pages), and Python's pages (two sets of other pages).
+# git's manual pages (two builds of the same 20 pages), and Python's pages (two sets of other pages);
+# twelve of each, as many as the shared model answers and judges in the time a session has.
 CHOSEN: dict[str, tuple[tuple[str, str], ...]] = {
     "git": (
         ("gitman_build_reviewed.jsonl", "What is the command used to clean up the bisection state"),
@@ -65,10 +66,6 @@ CHOSEN: dict[str, tuple[tuple[str, str], ...]] = {
         ("gitman_build_reviewed.jsonl", "What command is used to create a bundle file"),
         ("gitman_build_reviewed.jsonl", "What command in git-sparse-checkout allows you to disable"),
         ("gitman_build2_reviewed.jsonl", "What does the `list` command do in relation to worktrees?"),
-        ("gitman_build2_reviewed.jsonl", "What does the `--candidates` option do"),
-        ("gitman_build2_reviewed.jsonl", "What is the purpose of `--aggressive` in `git gc`?"),
-        ("gitman_build2_reviewed.jsonl", "What is the default bundle version used by Git?"),
-        ("gitman_build2_reviewed.jsonl", "What does the `-e` option do in the `git-clean` command?"),
     ),
     "python": (
         ("pydoc_drafts_reviewed.jsonl", "What is the purpose of the `UUID.bytes` attribute?"),
@@ -83,10 +80,6 @@ CHOSEN: dict[str, tuple[tuple[str, str], ...]] = {
         ("pyheld_build_reviewed.jsonl", "What is the maximum depth of tree that can be set for BLAKE2s?"),
         ("pyheld_build_reviewed.jsonl", "What does the `S_ISDIR` function return?"),
         ("pyheld_build_reviewed.jsonl", "What is the purpose of the `deepcopy` function in Python?"),
-        ("pyheld_build_reviewed.jsonl", "What is the name of the module that provides support for rational"),
-        ("pyheld_build_reviewed.jsonl", "What is the default terminal size returned when `fallback`"),
-        ("pyheld_build_reviewed.jsonl", "What is the maximum digest size of BLAKE2b?"),
-        ("pydoc_drafts_reviewed.jsonl", "How can I convert a byte string to Base16 encoding in Python?"),
     ),
 }
 
@@ -212,7 +205,7 @@ def answer(args: argparse.Namespace) -> None:
         testset = str(work / f"testset_{corpus}.jsonl")
         _qagen(
             "evaluate", testset, "--out", str(work / "answers" / f"{corpus}_bm25"), "--baseline", "bm25",
-            "--corpus", str(work / "corpus" / corpus), "--k", "5", "--reader-model", args.model,
+            "--corpus", str(work / "corpus" / corpus), "--k", "3", "--chunk-size", "1000", "--reader-model", args.model,
             "--base-url", args.base_url, "--metrics", "retrieval,text", "--concurrency", "1", "-q",
         )  # fmt: skip
         _qagen(
@@ -237,7 +230,9 @@ def _swapped(questions: list[dict[str, Any]]) -> dict[str, str]:
 
 
 def _system_answers(folder: Path) -> dict[str, str | None]:
-    return {row["id"]: row.get("generated_answer") for row in _read_jsonl(folder / "results.jsonl")}
+    """Each question's answer as the evaluation recorded it (`answers.jsonl`, as it arrived), by question id."""
+    path = folder / "answers.jsonl"
+    return {row["item_id"]: row["output"].get("answer") for row in _read_jsonl(path)} if path.is_file() else {}
 
 
 def collect(args: argparse.Namespace) -> None:
@@ -262,7 +257,7 @@ def collect(args: argparse.Namespace) -> None:
         for system in SYSTEMS:
             text = texts[system]
             if text is None:
-                print(f"{question['id']} {system}: no answer (the system failed): left out", file=sys.stderr)
+                print(f"{question['id']} {system}: no answer (not made yet, or the system failed): left out", file=sys.stderr)
                 continue
             key = _digest(question["id"], system)
             before = earlier.get(key, {})
@@ -282,15 +277,177 @@ def collect(args: argparse.Namespace) -> None:
     print(f"{len(rows)} answers in {ANSWERS}")
 
 
+# --------------------------------------------------------------------------- judge
+
+
+def _labelled(systems: Sequence[str] = SYSTEMS) -> list[dict[str, Any]]:
+    """The labelled answers of `systems`; an unlabelled one stops everything (no judge reads it before its label)."""
+    rows = [row for row in _read_jsonl(ANSWERS) if row["system"] in systems]
+    unlabelled = [row["id"] for row in rows if row.get("correct") is None]
+    if unlabelled:
+        raise SystemExit(f"{len(unlabelled)} answers have no label yet (e.g. {unlabelled[0]}): label them first")
+    return rows
+
+
+def _eval_dir(work: Path, variant: str, split: str, system: str) -> Path:
+    return work / "judged" / variant / split / system
+
+
+def judge(args: argparse.Namespace) -> None:
+    """Each variant over each split's answers of each system: one `qagen evaluate --answers` each."""
+    work: Path = args.work
+    questions = {row["id"]: row for row in _read_jsonl(QUESTIONS)}
+    answers = _labelled(args.systems)
+    for split in args.splits:
+        testset = work / f"testset_{split}.jsonl"
+        _write_jsonl(testset, [q for q in questions.values() if q["split"] == split])
+        for system in args.systems:
+            rows = [row for row in answers if row["split"] == split and row["system"] == system]
+            file = work / "answers_files" / f"{split}_{system}.jsonl"
+            _write_jsonl(
+                file,
+                [{"id": r["question_id"], "question": questions[r["question_id"]]["question"], "answer": r["answer"]}
+                 for r in rows],
+            )  # fmt: skip
+            for variant in args.variants:
+                _qagen(
+                    "evaluate", str(testset), "--answers", str(file), "--out",
+                    str(_eval_dir(work, variant, split, system)), "--reader-model", args.model,
+                    "--base-url", args.base_url, "--metrics", f"{variant},text", "--concurrency", "1", "-q",
+                )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- report
+
+
+def auc(values: Sequence[float], labels: Sequence[bool]) -> float | None:
+    """The probability that a right answer scores above a wrong one (ties count half): Mann-Whitney's U
+    over the number of right-wrong pairs; None without both kinds."""
+    right = [v for v, label in zip(values, labels, strict=True) if label]
+    wrong = [v for v, label in zip(values, labels, strict=True) if not label]
+    if not right or not wrong:
+        return None
+    wins = sum(1.0 if r > w else 0.5 if r == w else 0.0 for r in right for w in wrong)
+    return wins / (len(right) * len(wrong))
+
+
+class Scored(NamedTuple):
+    """One labelled answer and what one evaluation made of it."""
+
+    answer: dict[str, Any]
+    value: float | None
+    detail: dict[str, Any]
+    calls: int
+    prompt_tokens: int
+
+
+def scored(work: Path, variant: str, split: str) -> list[Scored]:
+    """The split's labelled answers with the variant's value, detail, calls and prompt tokens."""
+    found: list[Scored] = []
+    answers = [row for row in _labelled() if row["split"] == split]
+    for system in SYSTEMS:
+        folder = _eval_dir(work, variant, split, system)
+        if not (folder / "results.jsonl").is_file():
+            return []
+        results = {row["id"]: row for row in _read_jsonl(folder / "results.jsonl")}
+        usage: dict[str, tuple[int, int]] = {}
+        for record in _read_jsonl(folder / "judgements.jsonl"):
+            verdict = record["verdict"]
+            usage[record["item_id"]] = (len(verdict.get("raw") or []), verdict["usage"]["input_tokens"])
+        for answer in answers:
+            if answer["system"] != system:
+                continue
+            row = results[answer["question_id"]]
+            calls, tokens = usage.get(answer["question_id"], (0, 0))
+            found.append(Scored(answer, row.get(variant), row.get(f"{variant}_detail") or {}, calls, tokens))
+    return found
+
+
+class Reading(NamedTuple):
+    """One way of reading a variant's verdicts: a per-answer value and the cut its decision is made at."""
+
+    name: str
+    value: Any  # (Scored) -> float | None
+    cut: float
+
+
+def readings(variant: str) -> list[Reading]:
+    """The product's own reading of the variant, and the alternatives measured beside it."""
+    from qagen.evaluate.judges.registry import LLM_METRICS
+
+    cut = LLM_METRICS.get(variant).correct_at
+    own = Reading(f"{variant} (the product's value, correct at >= {cut:g})", lambda s: s.value, cut)
+    if variant == "correctness":
+        return [
+            own,
+            Reading("correctness, written score, correct at >= 4 (issue 43's cut)", lambda s: s.detail.get("score"), 4),
+            Reading("correctness, written score, correct at >= 3", lambda s: s.detail.get("score"), 3),
+        ]
+    if variant == "answer_correct":
+        return [
+            own,
+            Reading("answer_correct, P(yes) without the key-term cap", lambda s: s.detail.get("p_yes"), cut),
+            Reading(
+                "answer_correct, the written word", lambda s: {"yes": 1.0, "no": 0.0}.get(s.detail.get("written")), cut
+            ),
+            Reading("token F1 alone (correct at >= 0.3)", lambda s: s.detail.get("token_f1"), 0.3),
+            Reading("key-term containment alone (correct at >= 0.5)", lambda s: s.detail.get("containment"), 0.5),
+        ]
+    return [own]
+
+
+def _figures(name: str, rows: list[Scored], value: Any, cut: float) -> str:
+    pairs = [(value(row), bool(row.answer["correct"])) for row in rows]
+    judged = [(v, label) for v, label in pairs if v is not None]
+    area = auc([v for v, _ in judged], [label for _, label in judged])
+    agree = sum((v >= cut) == label for v, label in judged)
+    swapped = [value(row) for row in rows if row.answer["system"] == "swapped"]
+    passed = sum(v is not None and v >= cut for v in swapped)
+    calls = sum(row.calls for row in rows) / len(rows)
+    tokens = sum(row.prompt_tokens for row in rows) / len(rows)
+    area_text = "  -  " if area is None else f"{area:.3f}"
+    return (
+        f"  {name}\n    AUC {area_text}  decisions agree {agree}/{len(judged)} = {agree / max(1, len(judged)):.2f}"
+        f"  swapped judged correct {passed}/{len(swapped)}  unread {len(pairs) - len(judged)}"
+        f"  calls/answer {calls:.2f}  prompt tokens/answer {tokens:.0f}"
+    )
+
+
+def report(args: argparse.Namespace) -> None:
+    answers = _labelled()
+    for split in args.splits:
+        of_split = [row for row in answers if row["split"] == split]
+        counts = {system: sum(row["correct"] for row in of_split if row["system"] == system) for system in SYSTEMS}
+        per = {system: sum(row["system"] == system for row in of_split) for system in SYSTEMS}
+        print(f"{split}: {len(of_split)} labelled answers; right by system: "
+              + ", ".join(f"{system} {counts[system]}/{per[system]}" for system in SYSTEMS))  # fmt: skip
+        for variant in args.variants:
+            rows = scored(args.work, variant, split)
+            if not rows:
+                print(f"  {variant}: not judged on {split} yet")
+                continue
+            for reading in readings(variant):
+                print(_figures(reading.name, rows, reading.value, reading.cut))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, function in (("prepare", prepare), ("answer", answer), ("collect", collect)):
+    for name, function in (
+        ("prepare", prepare), ("answer", answer), ("collect", collect), ("judge", judge), ("report", report),
+    ):  # fmt: skip
         command = commands.add_parser(name)
         command.add_argument("--work", type=Path, required=True, help="where test sets, corpora and evaluations go")
-        if name == "answer":
+        if name in ("answer", "judge"):
             command.add_argument("--base-url", required=True)
             command.add_argument("--model", required=True)
+        if name in ("judge", "report"):
+            command.add_argument("--variants", type=lambda text: text.split(","), default=["answer_correct"])
+            command.add_argument(
+                "--splits", type=lambda text: text.split(","), default=["tune"], help="tune, held_out or both"
+            )
+        if name == "judge":
+            command.add_argument("--systems", type=lambda text: text.split(","), default=list(SYSTEMS))
         command.set_defaults(run=function)
     args = parser.parse_args(argv)
     args.run(args)
