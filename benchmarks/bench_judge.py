@@ -45,6 +45,8 @@ QUESTIONS = JUDGED / "questions.jsonl"
 ANSWERS = JUDGED / "answers.jsonl"
 SYSTEMS = ("reference", "swapped", "bm25", "closed_book")
 SPLITS = ("tune", "held_out")
+ALL = "all"
+"""Both halves together (for `qagen compare` over every question; never for a held-out figure)."""
 
 GIT_PAGES = Path("/usr/share/doc/git-doc")
 PY_PAGES = Path("/usr/share/doc/python3.11/html/_sources/library")
@@ -257,7 +259,10 @@ def collect(args: argparse.Namespace) -> None:
         for system in SYSTEMS:
             text = texts[system]
             if text is None:
-                print(f"{question['id']} {system}: no answer (not made yet, or the system failed): left out", file=sys.stderr)
+                print(
+                    f"{question['id']} {system}: no answer (not made yet, or the system failed): left out",
+                    file=sys.stderr,
+                )
                 continue
             key = _digest(question["id"], system)
             before = earlier.get(key, {})
@@ -300,9 +305,9 @@ def judge(args: argparse.Namespace) -> None:
     answers = _labelled(args.systems)
     for split in args.splits:
         testset = work / f"testset_{split}.jsonl"
-        _write_jsonl(testset, [q for q in questions.values() if q["split"] == split])
+        _write_jsonl(testset, [q for q in questions.values() if split in (q["split"], ALL)])
         for system in args.systems:
-            rows = [row for row in answers if row["split"] == split and row["system"] == system]
+            rows = [row for row in answers if split in (row["split"], ALL) and row["system"] == system]
             file = work / "answers_files" / f"{split}_{system}.jsonl"
             _write_jsonl(
                 file,
@@ -310,11 +315,30 @@ def judge(args: argparse.Namespace) -> None:
                  for r in rows],
             )  # fmt: skip
             for variant in args.variants:
+                if split == ALL:
+                    _seed_from_splits(work, variant, system)
                 _qagen(
                     "evaluate", str(testset), "--answers", str(file), "--out",
                     str(_eval_dir(work, variant, split, system)), "--reader-model", args.model,
                     "--base-url", args.base_url, "--metrics", f"{variant},text", "--concurrency", "1", "-q",
                 )  # fmt: skip
+
+
+def _seed_from_splits(work: Path, variant: str, system: str) -> None:
+    """Both halves in one evaluation (what `qagen compare` pairs): its verdict log starts with the halves'
+    verdicts, which the evaluation finds by their keys (the answer, reference, judge and prompt), so
+    nothing is judged twice."""
+    seeded = _eval_dir(work, variant, ALL, system) / "judgements.jsonl"
+    if seeded.exists():
+        return
+    lines = [
+        line
+        for split in SPLITS
+        if (log := _eval_dir(work, variant, split, system) / "judgements.jsonl").is_file()
+        for line in log.read_text(encoding="utf-8").splitlines(keepends=True)
+    ]
+    seeded.parent.mkdir(parents=True, exist_ok=True)
+    seeded.write_text("".join(lines), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- report
@@ -344,11 +368,12 @@ class Scored(NamedTuple):
 def scored(work: Path, variant: str, split: str) -> list[Scored]:
     """The split's labelled answers with the variant's value, detail, calls and prompt tokens."""
     found: list[Scored] = []
-    answers = [row for row in _labelled() if row["split"] == split]
+    answers = [row for row in _labelled() if split in (row["split"], ALL)]
     for system in SYSTEMS:
         folder = _eval_dir(work, variant, split, system)
         if not (folder / "results.jsonl").is_file():
-            return []
+            print(f"  ({variant} has not judged {system} on {split}: left out)")
+            continue
         results = {row["id"]: row for row in _read_jsonl(folder / "results.jsonl")}
         usage: dict[str, tuple[int, int]] = {}
         for record in _read_jsonl(folder / "judgements.jsonl"):
@@ -357,8 +382,11 @@ def scored(work: Path, variant: str, split: str) -> list[Scored]:
         for answer in answers:
             if answer["system"] != system:
                 continue
-            row = results[answer["question_id"]]
-            calls, tokens = usage.get(answer["question_id"], (0, 0))
+            row = results.get(answer["question_id"])
+            if row is None or answer["question_id"] not in usage:
+                print(f"  ({variant} has no verdict on {system}'s answer to {answer['question_id']}: left out)")
+                continue
+            calls, tokens = usage[answer["question_id"]]
             found.append(Scored(answer, row.get(variant), row.get(f"{variant}_detail") or {}, calls, tokens))
     return found
 
@@ -416,7 +444,7 @@ def _figures(name: str, rows: list[Scored], value: Any, cut: float) -> str:
 def report(args: argparse.Namespace) -> None:
     answers = _labelled()
     for split in args.splits:
-        of_split = [row for row in answers if row["split"] == split]
+        of_split = [row for row in answers if split in (row["split"], ALL)]
         counts = {system: sum(row["correct"] for row in of_split if row["system"] == system) for system in SYSTEMS}
         per = {system: sum(row["system"] == system for row in of_split) for system in SYSTEMS}
         print(f"{split}: {len(of_split)} labelled answers; right by system: "
