@@ -328,17 +328,19 @@ def _seed_from_splits(work: Path, variant: str, system: str) -> None:
     """Both halves in one evaluation (what `qagen compare` pairs): its verdict log starts with the halves'
     verdicts, which the evaluation finds by their keys (the answer, reference, judge and prompt), so
     nothing is judged twice."""
-    seeded = _eval_dir(work, variant, ALL, system) / "judgements.jsonl"
-    if seeded.exists():
+    folder = _eval_dir(work, variant, ALL, system)
+    if (folder / "judgements.jsonl").exists():
         return
+    # An evaluation directory first (no judge: nothing asked), then its verdict log.
+    testset, answers = work / f"testset_{ALL}.jsonl", work / "answers_files" / f"{ALL}_{system}.jsonl"
+    _qagen("evaluate", str(testset), "--answers", str(answers), "--out", str(folder), "--metrics", "text", "-q")
     lines = [
         line
         for split in SPLITS
         if (log := _eval_dir(work, variant, split, system) / "judgements.jsonl").is_file()
         for line in log.read_text(encoding="utf-8").splitlines(keepends=True)
     ]
-    seeded.parent.mkdir(parents=True, exist_ok=True)
-    seeded.write_text("".join(lines), encoding="utf-8")
+    (folder / "judgements.jsonl").write_text("".join(lines), encoding="utf-8")
 
 
 # --------------------------------------------------------------------------- report
@@ -441,7 +443,33 @@ def _figures(name: str, rows: list[Scored], value: Any, cut: float) -> str:
     )
 
 
+VERDICTS = JUDGED / "verdicts.jsonl"
+"""Every verdict the figures are made of (`report --save`), so they can be read again without the model."""
+
+
+def save(work: Path, variants: Sequence[str]) -> None:
+    """The verdicts of every variant on both halves, one line per answer and variant."""
+    rows = [
+        {
+            "answer_id": row.answer["id"],
+            "split": split,
+            "variant": variant,
+            "value": row.value,
+            "detail": row.detail,
+            "calls": row.calls,
+            "prompt_tokens": row.prompt_tokens,
+        }
+        for variant in variants
+        for split in SPLITS
+        for row in scored(work, variant, split)
+    ]
+    _write_jsonl(VERDICTS, rows)
+    print(f"{len(rows)} verdicts in {VERDICTS}")
+
+
 def report(args: argparse.Namespace) -> None:
+    if args.save:
+        save(args.work, args.variants)
     answers = _labelled()
     for split in args.splits:
         of_split = [row for row in answers if split in (row["split"], ALL)]
@@ -476,6 +504,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             )
         if name == "judge":
             command.add_argument("--systems", type=lambda text: text.split(","), default=list(SYSTEMS))
+        if name == "report":
+            command.add_argument("--save", action="store_true", help=f"also write every verdict to {VERDICTS.name}")
         command.set_defaults(run=function)
     args = parser.parse_args(argv)
     args.run(args)

@@ -113,10 +113,10 @@ def baseline(built: Built) -> tuple[Path, int]:
 
 def judged_as_said(row: dict[str, Any], said: dict[str, Any]) -> bool:
     """Whether the row's answer_correct is the server's Yes / No, read as written (the stand-in sends no
-    token probabilities unless told to), capped when the answer holds none of the reference's key terms."""
+    token probabilities unless told to), capped when the answer holds none of the reference's words."""
     entry = said[row["answer_correct_raw"]]
     detail = row["answer_correct_detail"]
-    no_key_term = bool(detail["key_terms"]) and not detail["key_terms_found"]
+    no_key_term = detail["reference_words_shared"] == 0
     return (
         entry["kind"] == "judge_answer_correct"
         and row["answer_correct_reason"] == ""

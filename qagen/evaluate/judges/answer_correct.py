@@ -13,9 +13,15 @@ The value, in [0, 1]:
 - P(yes) at the verdict, renormalised over yes and no, when the server sent token probabilities;
   else the written verdict as 1.0 or 0.0 (`detail["read_as"]` says which; the evaluation says once
   when its judge's server sent none);
-- capped at `NO_KEY_TERM_CAP` when the reference has key terms and the response holds none of them
-  (`qagen.evaluate.metrics.key_terms`): a wrong answer sharing no key term with the reference cannot
-  score full marks, whatever the model says of it.
+- capped at `NO_KEY_TERM_CAP` when the response holds none of the reference's content words
+  (`qagen.evaluate.metrics.key_terms`): a wrong answer sharing no word with the reference cannot score
+  full marks, whatever the model says of it. The words the question holds too count here: capping on
+  the key terms alone (the reference's words the question lacks) cut a right answer on the tuning half
+  of benchmarks/judged ("use the `disable` command": the question asks how to disable), and lowered AUC
+  from 1.00 to 0.99 there; capping on every word of the reference changed nothing there.
+
+The key terms (the reference's words the question lacks) and the share of them the response holds are
+reported beside the value, as evidence, with token F1.
 
 The decision: the response is judged correct when the value is at least `CORRECT_AT`.
 """
@@ -36,7 +42,7 @@ CORRECT_AT = 0.5
 """The cut: a response whose value is at least this is judged correct."""
 
 NO_KEY_TERM_CAP = 0.3
-"""The most a response holding none of the reference's key terms can score (below `CORRECT_AT`)."""
+"""The most a response holding none of the reference's words can score (below `CORRECT_AT`)."""
 
 READ_AS_PROBABILITY = "probability"
 READ_AS_WRITTEN = "written"
@@ -51,7 +57,7 @@ def render_answer_correct(question: str, answer: str, reference_answer: str) -> 
 
 def combined(p_yes: float, evidence: KeyTermEvidence) -> float:
     """The judge's P(yes) with the key-term cap (see the module)."""
-    if evidence.terms and not evidence.found:
+    if evidence.has_words and not evidence.words_shared:
         return min(p_yes, NO_KEY_TERM_CAP)
     return p_yes
 
@@ -68,6 +74,7 @@ def judge_answer_correct(question: str, answer: str, reference_answer: str, mode
         "key_terms_found": list(evidence.found),
         "containment": evidence.containment,
         "token_f1": evidence.token_f1,
+        "reference_words_shared": evidence.words_shared if evidence.has_words else None,
     }
 
     def read(reply: Reply) -> JudgeStep:

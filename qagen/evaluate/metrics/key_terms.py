@@ -3,7 +3,7 @@ answer contains, and SQuAD token F1 against the reference.
 
 Its errors do not come from the judge's model. A small judge says "correct" of an answer to another
 question or of a near miss (Thakur et al., 2024: judges under 70B are lenient); an answer that holds
-none of the reference's key terms is seldom right, so the `answer_correct` judge caps its value then
+none of the reference's content words is seldom right, so the `answer_correct` judge caps its value then
 (`qagen.evaluate.judges.answer_correct`).
 
 The key terms of a reference are its content words (`qagen.corpus.words`: BM25's tokens without
@@ -33,6 +33,10 @@ class KeyTermEvidence(NamedTuple):
     """Those the answer contains."""
     token_f1: float
     """SQuAD token F1 of the answer against the reference."""
+    words_shared: int
+    """The reference's content words the answer holds, those the question holds too included."""
+    has_words: bool
+    """The reference has content words at all (`O(n)` has none)."""
 
     @property
     def containment(self) -> float | None:
@@ -59,4 +63,6 @@ def key_term_evidence(question: str, answer: str, reference: str) -> KeyTermEvid
     terms = key_terms(question, reference)
     words = set(content_words(answer))
     found = tuple(term for term in terms if any(_same_term(term, word) for word in words))
-    return KeyTermEvidence(terms, found, token_f1(answer, reference))
+    every = tuple(dict.fromkeys(content_words(reference)))
+    shared = sum(any(_same_term(term, word) for word in words) for term in every)
+    return KeyTermEvidence(terms, found, token_f1(answer, reference), shared, bool(every))

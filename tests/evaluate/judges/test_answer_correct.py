@@ -77,10 +77,22 @@ def test_without_token_probabilities_the_written_verdict_is_the_value() -> None:
     assert (no.value, no.detail["read_as"]) == (0.0, "written")
 
 
+def test_an_answer_holding_only_the_words_the_question_gives_is_not_capped() -> None:
+    # The answer's word is in the question: no key term of the reference, but a word of it (tuning half).
+    question = "What command in git-sparse-checkout allows you to disable the core.sparseCheckout setting?"
+    reference = "The `disable` command is used to disable the `core.sparseCheckout` config setting."
+    verdict, _ = _judged(
+        judge_answer_correct(question, "Use the disable command.", reference, "m"), _yes_no("Yes", 0.7)
+    )
+    assert verdict.detail["key_terms_found"] == [] and verdict.detail["reference_words_shared"] == 2
+    assert verdict.value == 0.7 and verdict.detail["capped"] is False
+
+
 def test_an_answer_without_any_key_term_cannot_pass() -> None:
     verdict, _ = _judged(judge_answer_correct(QUESTION, "By author name.", REFERENCE, "m"), _yes_no("Yes", 0.99))
     assert verdict.value == NO_KEY_TERM_CAP < CORRECT_AT and verdict.detail["capped"] is True
-    assert verdict.detail["key_terms_found"] == [] and verdict.detail["p_yes"] == 0.99
+    assert verdict.detail["key_terms_found"] == [] and verdict.detail["reference_words_shared"] == 0
+    assert verdict.detail["p_yes"] == 0.99
     assert not judge_says_correct("answer_correct", verdict.value)
     assert judge_says_correct("answer_correct", CORRECT_AT) and judge_says_correct("correctness", 3.0)
 
