@@ -135,7 +135,7 @@ def test_evaluate_reads_on_one_server_and_judges_on_another(
     answered = json.loads((tmp_path / "eval" / "summary.json").read_text())["answered"]
     assert answered > 0
     assert kinds(a, since) == {"answer": answered}
-    assert kinds(b) == {"judge": answered}
+    assert kinds(b) == {"judge_answer_correct": answered}  # the default judge
     no_key_in(tmp_path / "eval")
 
 
@@ -156,9 +156,9 @@ def test_evaluate_from_python_with_a_reader_and_a_judge_on_different_servers(
         tmp_path / "eval",
         progress=False,
     )
-    assert summary.answered > 0 and summary.judges["correctness"].judged == summary.answered
+    assert summary.answered > 0 and summary.judges["answer_correct"].judged == summary.answered
     assert kinds(a, since) == {"answer": summary.answered}
-    assert kinds(b) == {"judge": summary.answered}
+    assert kinds(b) == {"judge_answer_correct": summary.answered}
     no_key_in(tmp_path / "eval")
 
 

@@ -8,7 +8,9 @@ moved to numpy's `default_rng` (only the summary's interval bounds changed), and
 generation prompt asks for the evidence sentence, so its hash and every request body changed; rows
 gained the evidence, copied-share and BM25-rank columns; the funnel counts free-check rejections and
 duplicates by meaning), and when each stage's usage gained its cached input tokens (issue 29: 0 here,
-the stand-in reports none by default). Any change to a row, a reason
+the stand-in reports none by default), and for issue 43 (the judges ask for token probabilities, so every
+judge request body changed and the stand-in's malformed judge replies fell on other calls; the build's
+rows, funnel and usage did not change). Any change to a row, a reason
 string, an id or a count shows up here. Regenerate it only for a deliberate change of behaviour
 (`QAGEN_WRITE_GOLDEN=1 python -m pytest tests/test_golden.py`), and say so in the commit. A change
 to the request body alone (a new field) also changes it: the stand-in picks replies by hash.

@@ -269,7 +269,7 @@ def test_every_shell_command_works(readme_env: dict[str, Any], page: Path) -> No
         kind
         for flag, kind in (
             ("--critic-base-url https://api.openai.com", "check"),  # the default vetting's yes/no checks
-            ("--judge-base-url https://api.openai.com", "judge"),
+            ("--judge-base-url https://api.openai.com", "judge_answer_correct"),  # the default judge
         )
         if any(flag in command for command in commands)
     }

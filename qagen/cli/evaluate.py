@@ -113,6 +113,7 @@ def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> N
     from qagen.evaluate.report import comparison_table, load_runs
     from qagen.evaluate.systems.rerank.specs import RerankSpec
     from qagen.redaction import register_secret
+    from qagen.review.judge_reliability import record_judge_reliability
 
     register_secret(options["token"])
     batch = batch_from_options(options)
@@ -165,6 +166,7 @@ def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> N
             running += waiting.batch_ids
             continue
         outputs.append(target)
+        record_judge_reliability(target)  # people's labels of its answers, when any: how far to trust the judge
         click.echo(_outcome(target, summary))
     if running:
         raise BatchesRunningError(running)

@@ -10,6 +10,7 @@ from qagen.cli.installed_help import ListsInstalled, installed
 from qagen.cli.option_spec import SettingOption, argument, option, option_group
 from qagen.cli.options import batch_options, call_options, variable_name
 from qagen.cli.paths import UserPath
+from qagen.evaluate.config import DEFAULT_METRICS
 from qagen.evaluate.judges.registry import ALL, LLM_METRICS, MetricSpec
 from qagen.evaluate.metrics.scoring import DETERMINISTIC_METRICS
 from qagen.evaluate.systems.rerank import DEFAULT_RERANK_TOP
@@ -182,7 +183,7 @@ EVALUATE_OPTIONS = option_group(
     option(
         "--metrics",
         cls=_MetricsOption,
-        default="correctness,retrieval,text",
+        default=",".join(DEFAULT_METRICS),
         show_default=True,
         help=metrics_option_help(installed=False),
     ),

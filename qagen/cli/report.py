@@ -89,9 +89,14 @@ def compare(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None,
 
 def _compare(eval_dirs: tuple[Path, ...], chart: Path | None, metric: str | None) -> None:
     from qagen.evaluate.report import report as compare_runs
+    from qagen.review.eval_answers import is_eval_dir
+    from qagen.review.judge_reliability import record_judge_reliability
 
     if metric is not None and chart is None:
         raise click.UsageError("--metric chooses the chart's metric: give --chart PATH too.")
+    for eval_dir in eval_dirs:
+        if is_eval_dir(eval_dir):  # labels given since the evaluation ran: its summary says what they measure
+            record_judge_reliability(eval_dir)
     compared = compare_runs(eval_dirs, chart=chart, metric=metric)
     click.echo(compared.table)
     if compared.chart is not None:

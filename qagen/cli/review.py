@@ -291,8 +291,12 @@ def agreement(directory: Path, as_json: bool) -> None:
     """
     from qagen.review.agreement import measure_agreement
     from qagen.review.agreement_text import agreement_table
+    from qagen.review.eval_answers import is_eval_dir
+    from qagen.review.judge_reliability import record_judge_reliability
 
     report = measure_agreement(directory)
+    if is_eval_dir(directory):
+        record_judge_reliability(directory)  # the summary (and `qagen compare`) say how far to trust its judges
     command = filter_command(directory, report.filter_settings) if report.recommendations else None
     if as_json:
         click.echo(json.dumps({**report.model_dump(mode="json"), "filter_command": command}, indent=2))

@@ -166,6 +166,8 @@ def evaluate(
             stored = stamp.settled_summary()
             if stored is not None:
                 summaries.append(stored)  # nothing changed since a run that left nothing to do
+                if JUDGE_NO_TOKEN_PROBABILITIES in stored.about.get("notes", ()):
+                    on_note(JUDGE_NO_TOKEN_PROBABILITIES)  # said as the run that made it said it
                 return
             stamp.clear()
             executor = (
@@ -174,6 +176,11 @@ def evaluate(
                 else batch_executor(_with_system_reader(clients, target), out, batch)
             )
             await evaluation.run(executor, progress=progress, system_slots=limits.concurrency)
+            if any(LLM_METRICS.get(m).reads_probabilities for m in chosen if m in LLM_METRICS) and (
+                _judge_sent_no_probabilities(clients)
+            ):
+                notes.append(JUDGE_NO_TOKEN_PROBABILITIES)
+                on_note(JUDGE_NO_TOKEN_PROBABILITIES)
             summaries.append(evaluation.write_results(**about))
             executor.clients.check_failure_rates()
             if evaluation.settled:
@@ -187,6 +194,19 @@ def evaluate(
     summary = summaries[0]
     _raise_if_nothing_succeeded(summary, out)
     return summary
+
+
+JUDGE_NO_TOKEN_PROBABILITIES = (
+    "The judge's server sent no token probabilities, so every verdict is read as written (answer_correct "
+    "1 or 0, correctness its written score); a server that sends them when asked (OpenAI's chat models, vLLM, "
+    "llama.cpp's server) lets qagen read each verdict as a probability, which ranks answers better."
+)
+"""Said once per evaluation when the judge asked for token probabilities and its server sent none."""
+
+
+def _judge_sent_no_probabilities(clients: Clients) -> bool:
+    judge = clients.get("judge")
+    return judge is not None and bool(judge.settings.top_logprobs) and judge.stats.no_token_probabilities
 
 
 def _settings(config: EvalConfig | str | Path | TestSet, deprecated_settings: dict[str, Any]) -> EvalConfig:

@@ -27,7 +27,11 @@ from qagen.llm.client import LLMClient
 from qagen.llm.clients import CallLimits
 from qagen.llm.concurrency import INTERRUPT_GRACE_SECONDS
 
-DEFAULT_METRICS = ("correctness", "retrieval", "text")
+DEFAULT_METRICS = ("answer_correct", "retrieval", "text")
+
+JUDGE_TOP_LOGPROBS = 5
+"""Likeliest tokens asked for at each position of a judge's reply unless its settings say otherwise
+(`ModelSettings.top_logprobs`): its verdicts are read as probabilities where the server sends them."""
 
 
 @runtime_checkable
@@ -103,6 +107,14 @@ class EvalConfig(BaseModel):
     @classmethod
     def _spec_is_settings(cls, model: Any) -> Any:
         return ModelSettings(spec=model) if isinstance(model, str) else model
+
+    @field_validator("judge")
+    @classmethod
+    def _verdicts_as_probabilities(cls, judge: Any) -> Any:
+        # 0 turns it off (a server that refuses the parameter); a ready client or chat model is as given.
+        if isinstance(judge, ModelSettings) and judge.top_logprobs is None:
+            return judge.model_copy(update={"top_logprobs": JUDGE_TOP_LOGPROBS})
+        return judge
 
     @field_validator("metrics", mode="before")
     @classmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from qagen.errors import ConfigError, QagenError
+from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.evaluate.metric_columns import row_column, scale_notes, summary_value
 from qagen.evaluate.metrics.statistics import PairedResult, paired_test
 from qagen.evaluate.results import UNDEFINED
@@ -174,7 +175,7 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
         text += "\n\nper question type:\n" + per_type
     differences = paired_differences(runs) if paired is None else paired
     if differences:
-        rows = [["metric", "runs", "mean diff [95% CI]", "p", "shared"]]
+        rows = [["metric", "runs", "mean diff [95% CI]", "p", "told apart from", "shared"]]
         for difference in differences:
             test = difference.test
             rows.append(
@@ -183,6 +184,7 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
                     f"{difference.run} - {difference.baseline}",
                     f"{test.mean_diff:+.3f} [{test.low:+.3f}, {test.high:+.3f}]",
                     format_p_value(test.p_value, test.n),
+                    f"±{smallest_told_apart(test):.3f}",
                     str(test.n),
                 ]
             )
@@ -192,7 +194,13 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
             f"({int(math.log2(P_RESAMPLES))} questions), "
             f"beyond that estimated from {P_RESAMPLES:,} random ones, shown ± its standard error, "
             "or as a bound when no random pattern reached the observed difference."
+            "\ntold apart from: the smallest difference these questions, scored by this judge, tell from none: "
+            "half the width of the 95% interval (a difference smaller than it is within the noise)."
         )
+    reliability = list(_reliability(runs))
+    if reliability:
+        text += "\n\njudges against people's labels (`qagen review EVAL`, then `qagen compare` again):\n"
+        text += "\n".join(f"  {line}" for line in reliability)
     # Each run's metrics read at its own k: one at another k names columns of its own results.jsonl.
     scales = list(dict.fromkeys(line for run in runs for line in scale_notes(_metrics([run]), run.summary.get("k"))))
     if scales:
@@ -213,6 +221,47 @@ def comparison_table(runs: Sequence[EvalRun], paired: Sequence[PairedDifference]
     if notes:
         text += "\n\n" + "\n".join(notes)
     return text
+
+
+def smallest_told_apart(test: PairedResult) -> float:
+    """The smallest mean difference these shared questions tell apart from none at 95%: half the width of
+    the paired difference's bootstrap interval (the interval of a difference that size just reaches 0)."""
+    return (test.high - test.low) / 2
+
+
+JUDGE_RELIABILITY = "judge_reliability"
+"""The key of `summary.json` holding each judge's agreement with people's labels
+(`qagen.review.judge_reliability`, written by `qagen evaluate`, `qagen agreement` and `qagen compare`)."""
+
+UNMEASURED = "unmeasured: no answer of this evaluation is labelled yet (`qagen review EVAL` labels a sample)"
+
+
+def reliability_line(judge: str, measured: Mapping[str, Any] | str | None) -> str:
+    """One judge's agreement with the labels, as `summary.json` holds it (a `JudgeReliability` without its
+    name), or the sentence that says it is unmeasured."""
+    if not isinstance(measured, Mapping) or not measured.get("labels") or measured.get("accuracy") is None:
+        return f"{judge}: {measured if isinstance(measured, str) else UNMEASURED}"
+    labels, accuracy = int(measured["labels"]), float(measured["accuracy"])
+    kappa = measured.get("kappa")
+    said = "kappa undefined" if kappa is None else f"kappa {kappa:+.2f}"
+    if kappa is not None and measured.get("kappa_low") is not None and measured.get("kappa_high") is not None:
+        said += f" [{measured['kappa_low']:+.2f}, {measured['kappa_high']:+.2f}]"
+    return (
+        f"{judge}: agrees with {round(accuracy * labels)} of {labels} labels, {accuracy:.2f} "
+        f"[{measured['accuracy_low']:.2f}, {measured['accuracy_high']:.2f}], {said} "
+        f"(correct at >= {measured['cut']:g})"
+    )
+
+
+def _reliability(runs: Sequence[EvalRun]) -> Iterator[str]:
+    """Per run, each judge that says whether an answer is correct with its agreement, or unmeasured."""
+    for run in runs:
+        recorded: Mapping[str, Any] = run.summary.get(JUDGE_RELIABILITY) or {}
+        judges = [
+            name for name in run.summary.get("judges", {}) if name in LLM_METRICS and LLM_METRICS.get(name).reviewable
+        ]
+        for judge in dict.fromkeys([*recorded, *judges]):
+            yield f"{run.label}: {reliability_line(judge, recorded.get(judge))}"
 
 
 def _per_type(runs: Sequence[EvalRun]) -> str:

@@ -105,8 +105,8 @@ def _cell(
             value=None, reason="no_answer" if output.answer is None else "not_judged", raw=none, detail={}
         )
     value: float | None = verdict.value
-    if value is not None and metric == "correctness":
-        value = int(value)  # the 1-5 rubric score, as the notebook stores it
+    if value is not None and metric == "correctness" and value.is_integer():
+        value = int(value)  # the written 1-5 rubric score, as the notebook stores it (an expected rating stays a float)
     raw = list(verdict.raw) if metric in MULTI_CALL_METRICS else (verdict.raw[-1] if verdict.raw else None)
     # The judge model and prompt hashes are the same on every row: the summary has them once.
     detail = {key: part for key, part in verdict.detail.items() if key not in ("model", "prompts")}

@@ -16,9 +16,10 @@ takes the full path, which removes the stamp first and writes a new one when it 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,16 +112,35 @@ class EvalStamp:
         write_json_atomic(self.path, {"made_from": self.made_from, "outputs": self._outputs()})
 
     def _outputs(self) -> dict[str, list[int] | None]:
-        """Each output's size and modification time (ns); None when missing."""
-        stats: dict[str, list[int] | None] = {}
-        for name in _OUTPUTS:
-            try:
-                stat = (self.out / name).stat()
-            except OSError:
-                stats[name] = None
-                continue
-            stats[name] = [stat.st_size, stat.st_mtime_ns]
-        return stats
+        return _outputs(self.out)
+
+
+def _outputs(out: Path) -> dict[str, list[int] | None]:
+    """Each output's size and modification time (ns); None when missing."""
+    stats: dict[str, list[int] | None] = {}
+    for name in _OUTPUTS:
+        try:
+            stat = (out / name).stat()
+        except OSError:
+            stats[name] = None
+            continue
+        stats[name] = [stat.st_size, stat.st_mtime_ns]
+    return stats
+
+
+@contextlib.contextmanager
+def summary_edited(out: Path) -> Iterator[None]:
+    """An edit of `summary.json` that changes no score (the judges' reliability from people's labels,
+    `qagen.review.judge_reliability`): a stamp that held before the edit holds after it."""
+    path = out / STAMP_FILE
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stamp = None
+    held = isinstance(stamp, dict) and stamp.get("outputs") == _outputs(out)
+    yield
+    if held and isinstance(stamp, dict):
+        write_json_atomic(path, {**stamp, "outputs": _outputs(out)})
 
 
 def testset_digest(testset: TestSet) -> dict[str, str]:

@@ -36,6 +36,8 @@ from typing import NamedTuple
 from qagen.failures import FailureKind
 from qagen.generation.checks.words import content_words
 from qagen.llm.reply_rules import NUMBER, Reason, check_score, no_verdict
+from qagen.llm.reply_rules import ParsedYesNo as ParsedYesNo
+from qagen.llm.reply_rules import parse_yes_no as parse_yes_no
 
 # Step 1 of the block rule: a line that is only a continuation marker.
 _CONTINUATION_MARKER = re.compile(
@@ -233,30 +235,6 @@ def echoes_example(question: str, examples: tuple[str, ...]) -> bool:
         if words and len(words & asked) / len(words) >= ECHOED_EXAMPLE_SHARE:
             return True
     return False
-
-
-# A yes/no critic's verdict: the reply's first word, after markdown or an `Answer:` label ("Yes.",
-# "**No**", "Answer: yes, because ..."). A yes or no later in the text is not a verdict: the prompt
-# asks for it first, and a rationale that says "no" about something else must not be read as one.
-_YES_NO = re.compile(
-    r"\A[\s*_\"'`]*(?:(?:final\s+)?answer[ \t]*\**[ \t]*:[\s*_\"'`]*)?(?P<verdict>yes|no)\b", re.IGNORECASE
-)
-
-
-class ParsedYesNo(NamedTuple):
-    """A yes/no critic's verdict, where it is written in the reply (for its probability), or why there is none."""
-
-    yes: bool | None
-    offset: int
-    reason: Reason
-
-
-def parse_yes_no(reply: str) -> ParsedYesNo:
-    """Read a reply that opens with Yes or No."""
-    match = _YES_NO.match(reply)
-    if match is None:
-        return ParsedYesNo(None, 0, no_verdict(reply))
-    return ParsedYesNo(match.group("verdict").lower() == "yes", match.start("verdict"), "")
 
 
 NOT_ANSWERED_MARKER = "NOT IN PASSAGE"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Literal, TypeAlias
+from typing import Literal, NamedTuple, TypeAlias
 
 from qagen.failures import FailureKind
 
@@ -72,3 +72,28 @@ def check_score(value: str, scale: str | None, low: int, high: int) -> tuple[int
     if not low <= number <= high:
         return None, FailureKind.OUT_OF_RANGE
     return number, ""
+
+
+# A yes/no verdict: the reply's first word, after markdown or an `Answer:` label ("Yes.", "**No**",
+# "Answer: yes, because ..."). A yes or no later in the text is not a verdict: the prompts ask for it
+# first, and a rationale that says "no" about something else must not be read as one.
+_YES_NO = re.compile(
+    r"\A[\s*_\"'`]*(?:(?:final\s+)?answer[ \t]*\**[ \t]*:[\s*_\"'`]*)?(?P<verdict>yes|no)\b", re.IGNORECASE
+)
+
+
+class ParsedYesNo(NamedTuple):
+    """A yes/no verdict (a critic's or a judge's), where it is written in the reply (for its
+    probability), or why there is none."""
+
+    yes: bool | None
+    offset: int
+    reason: Reason
+
+
+def parse_yes_no(reply: str) -> ParsedYesNo:
+    """Read a reply that opens with Yes or No."""
+    match = _YES_NO.match(reply)
+    if match is None:
+        return ParsedYesNo(None, 0, no_verdict(reply))
+    return ParsedYesNo(match.group("verdict").lower() == "yes", match.start("verdict"), "")

@@ -2,8 +2,9 @@
 system's answer, and what the judges said of it (`results.jsonl`), and the sample to label.
 
 People label an answer correct or not against the reference. The judges that say the same thing
-in their own terms: the correctness judge (1-5; correct when `(score - 1) / 4 >= 0.5`, the
-notebook's normalisation at its midpoint) and the boolean graders (1.0 / 0.0). The sample is
+in their own terms, each at its cut (`MetricSpec.correct_at`): answer_correct (correct at 0.5), the
+correctness judge (1-5; correct at 3, the midpoint of the notebook's normalisation) and the boolean
+graders (1.0 / 0.0). The sample is
 stratified like a run's (`qagen.review.sample`): half the answers the first judge present calls
 correct, half the ones it calls wrong, so both of its errors are measured.
 """
@@ -15,12 +16,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from qagen.errors import QagenError
-from qagen.evaluate.judges.correctness import normalise_correctness
 from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.review.sample import ReviewSample, draw, stored_or_drawn
 
 RESULTS_FILE = "results.jsonl"
-CORRECTNESS = "correctness"
 
 
 def judges() -> tuple[str, ...]:
@@ -89,8 +88,8 @@ def _number(value: Any) -> float | None:
 
 
 def judge_says_correct(judge: str, value: float) -> bool:
-    """A judge's value as a correct / wrong verdict (see the module)."""
-    return normalise_correctness(value) >= 0.5 if judge == CORRECTNESS else value >= 0.5
+    """A judge's value as a correct / wrong verdict: at least its cut (`MetricSpec.correct_at`)."""
+    return value >= LLM_METRICS.get(judge).correct_at
 
 
 def judges_present(rows: dict[str, AnswerRow]) -> list[str]:

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from qagen.config import BuildConfig
 from qagen.errors import QagenError
+from qagen.evaluate.judges.registry import LLM_METRICS
 from qagen.generation.checks.evidence import place_quote
 from qagen.generation.vetting import vet
 from qagen.records import Critique, Draft, Record
@@ -288,8 +289,24 @@ def _results(eval_dir: Path) -> list[dict[str, Any]]:
 
 
 def _judge_verdicts(row: dict[str, Any]) -> list[Verdict]:
-    """The correctness judge's 1-5 score and feedback, and the boolean `correct` grader, where asked."""
+    """The answer_correct judge's value and its evidence, the correctness judge's 1-5 score and feedback, and
+    the boolean `correct` grader, where asked."""
     verdicts: list[Verdict] = []
+    if "answer_correct" in row:
+        value = row["answer_correct"]
+        detail = row.get("answer_correct_detail") or {}
+        found = detail.get("key_terms_found") if isinstance(detail, dict) else None
+        terms = detail.get("key_terms") if isinstance(detail, dict) else None
+        verdicts.append(
+            Verdict(
+                name="answer_correct",
+                score=value,
+                rationale=None if terms is None else f"key terms found: {len(found or [])} of {len(terms)}",
+                failure=str(row.get("answer_correct_reason") or ""),
+                passes=None if value is None else judge_says_correct("answer_correct", value),
+                threshold=f">= {LLM_METRICS.get('answer_correct').correct_at:g}",
+            )
+        )
     if "correctness" in row:
         score = row["correctness"]
         verdicts.append(
@@ -319,15 +336,17 @@ def _judge_verdicts(row: dict[str, Any]) -> list[Verdict]:
 
 
 def _judge_prompt_hashes(eval_dir: Path) -> dict[str, str]:
-    """Each prompt of the correctness judge and the `correct` grader by name, from `summary.json`, and
-    the correctness judge's own prompt once more as `judge` (the labels' schema names it so)."""
+    """Each prompt of the answer_correct and correctness judges and the `correct` grader by name, from
+    `summary.json`, and the answer-judging prompt once more as `judge` (the labels' schema names it so):
+    answer_correct's when it was asked, else the correctness judge's."""
     try:
         judges = json.loads((eval_dir / "summary.json").read_text(encoding="utf-8")).get("judges", {})
     except (OSError, ValueError):
         return {}  # an evaluation still running has no summary yet: the labels then carry no hash
     hashes: dict[str, str] = {}
-    for metric in ("correctness", "correct"):
+    for metric in ("answer_correct", "correctness", "correct"):
         hashes.update({str(name): str(value) for name, value in judges.get(metric, {}).get("prompts", {}).items()})
-    if "judge_correctness" in hashes:
-        hashes["judge"] = hashes["judge_correctness"]
+    for judge_prompt in ("judge_correctness", "judge_answer_correct"):  # the default judge's last: it wins
+        if judge_prompt in hashes:
+            hashes["judge"] = hashes[judge_prompt]
     return hashes

@@ -22,6 +22,9 @@ Kinds (each named after its prompt file) and the logged `score`:
 - ``ragas_context_recall``: a verdict per numbered reference sentence; score = number of Yes.
 - ``ragas_context_relevance``: context sentences copied verbatim, one per line, or
   ``Insufficient Information``; score = number of distinct sentences copied.
+- ``judge_answer_correct`` (qagen's `answer_correct` judge): ``Yes`` when the response holds at least half
+  of the reference's words of four letters or more, else ``No`` (so a reference judged against itself is
+  correct, another question's reference seldom); score = 1 for Yes, 0 for No.
 - ``grader`` (criterion: the registered grader, ``correct``, ``relevant``, ``grounded``,
   ``retrieval_relevant`` or one registered later, told apart by the sections of the user message:
   `grader_layouts`): ``Explanation: ...`` then ``Grade: true|false``; score = 1 for true, 0 for false.
@@ -44,6 +47,7 @@ EvalKind = Literal[
     "ragas_context_precision",
     "ragas_context_recall",
     "ragas_context_relevance",
+    "judge_answer_correct",
     "grader",
 ]
 EVAL_KINDS: tuple[EvalKind, ...] = (
@@ -53,6 +57,7 @@ EVAL_KINDS: tuple[EvalKind, ...] = (
     "ragas_context_precision",
     "ragas_context_recall",
     "ragas_context_relevance",
+    "judge_answer_correct",
     "grader",
 )
 
@@ -74,6 +79,7 @@ _OPENINGS: tuple[tuple[re.Pattern[str], EvalKind], ...] = (
     (re.compile(r"Given a question, a reference answer and a context, verify"), "ragas_context_precision"),
     (re.compile(r"Given a question, a context and the numbered sentences of a reference"), "ragas_context_recall"),
     (re.compile(r"Please extract relevant sentences from the provided context"), "ragas_context_relevance"),
+    (re.compile(r"You grade answers to questions about"), "judge_answer_correct"),
 )
 # The abstention judge's verdict is read from the answer, not drawn by hash: an answer that says the
 # documents do not hold it declines; any other commits (the stand-in's own RAG answers never decline).
@@ -153,7 +159,7 @@ def classify_eval_prompt(text: str) -> EvalPrompt | None:
         match = opening.match(text)
         if match is None:
             continue
-        tags = ("question", "answer", "reference_answer", "context", "statements", "sentences")
+        tags = ("question", "answer", "reference_answer", "context", "statements", "sentences", "response")
         blocks = {tag: body for tag in tags if (body := _block(text, tag)) is not None}
         count = int(match.group("count")) if "count" in opening.groupindex else 0
         return EvalPrompt(kind, None, blocks, count)
@@ -228,6 +234,11 @@ def eval_reply(prompt: EvalPrompt) -> EvalReply:
         useful = _share("useful", blocks.get("question", ""), blocks.get("context", "")) < USEFUL_RATE
         why = "The context holds what the reference answer says." if useful else "The context is about something else."
         return EvalReply(f"Explanation: {why}\nVerdict: {'Yes' if useful else 'No'}", int(useful))
+    if prompt.kind == "judge_answer_correct":
+        reference = {word.lower() for word in _CONTENT_WORD.findall(blocks.get("reference_answer", ""))}
+        said = {word.lower() for word in _CONTENT_WORD.findall(blocks.get("response", ""))}
+        correct = bool(reference) and 2 * len(reference & said) >= len(reference)
+        return EvalReply("Yes" if correct else "No", int(correct))
     if prompt.kind == "ragas_context_relevance":
         question = blocks.get("question", "")
         sentences = dict.fromkeys(_sentences(blocks.get("context", "")))
@@ -252,6 +263,7 @@ _VERDICT_LABELS: dict[EvalKind, str] = {
     "ragas_context_precision": "Verdict:",
     "ragas_context_recall": "Verdict:",
     "ragas_context_relevance": "Relevant sentences:",
+    "judge_answer_correct": "",
     "grader": "Grade:",
 }
 

@@ -1,5 +1,5 @@
 """Token log probabilities, as OpenAI sends them (`choices[i].logprobs.content`), for the replies whose
-verdict a client may read from them: a critic's rating and a yes/no check.
+verdict a client may read from them: a critic's rating, a yes/no check and the `answer_correct` judge's yes/no.
 
 The content is sent as three tokens: what precedes the verdict, the verdict, what follows; the verdict's
 alternatives are chosen so the expectation keeps the written verdict's side of every whole-number
@@ -45,7 +45,7 @@ def logprobs_content(
     `p_yes`: a yes/no's P(yes) as given (the hidden truth's, `standins.llm.truth`)."""
     if not content:
         return None
-    if kind == "check" and content in ("Yes", "No"):
+    if kind in ("check", "judge_answer_correct") and content in ("Yes", "No"):
         other = "No" if content == "Yes" else "Yes"
         share = p_yes if p_yes is not None else {
             ("Yes", False): 0.9, ("Yes", True): DOUBTFUL_YES, ("No", False): 0.1, ("No", True): DOUBTFUL_NO

@@ -80,6 +80,7 @@ MALFORMED_KINDS: dict[PromptKind, tuple[str, ...]] = {
     "reader": ("empty", "refusal"),
     "rerank": ("empty", "refusal"),
     **dict.fromkeys(EVAL_KINDS, ("empty", "refusal", "truncated")),
+    "judge_answer_correct": ("empty", "refusal"),  # one word: nothing to cut short
 }
 
 _LABELS = {1: "Very poor", 2: "Poor", 3: "Fair", 4: "Good", 5: "Excellent"}

@@ -16,7 +16,8 @@ from qagen.cli.app import main
 from qagen.cli.evaluate_settings import eval_config_from_options
 from qagen.errors import ConfigError
 from qagen.evaluate.api import evaluate
-from qagen.evaluate.config import EvalConfig
+from qagen.evaluate.config import JUDGE_TOP_LOGPROBS, EvalConfig
+from qagen.evaluate.report import UNMEASURED
 from qagen.evaluate.stamp import STAMP_FILE
 from qagen.evaluate.systems.answers_file import AnswersFileSystem
 from qagen.llm.client import ModelSettings
@@ -26,7 +27,7 @@ from tests.evaluate.test_eval_stamp import _answers, _testset
 
 def test_a_spec_is_model_settings_and_a_comma_text_is_the_metrics() -> None:
     config = EvalConfig(testset="run", judge="openai:stand-in", reader="openai:reader", metrics="text, retrieval")
-    assert config.judge == ModelSettings(spec="openai:stand-in")
+    assert config.judge == ModelSettings(spec="openai:stand-in", top_logprobs=JUDGE_TOP_LOGPROBS)
     assert config.reader == ModelSettings(spec="openai:reader")
     assert config.metrics == ("text", "retrieval")
     assert EvalConfig(testset="run").judge == ModelSettings(spec="openai:gpt-4o-mini")  # as the command's default
@@ -118,6 +119,8 @@ def test_the_command_and_the_python_call_make_the_same_evaluation(tmp_path: Path
 
     assert calls == 2 * 12  # each evaluation judged every question once: none was left out or reused
     made = {name: json.loads((tmp_path / name / "summary.json").read_text()) for name in ("cli", "python")}
+    # The command also says how far the judge can be trusted (`qagen.review.judge_reliability`): unmeasured yet.
+    assert made["cli"].pop("judge_reliability") == {"correctness": UNMEASURED}
     assert made["cli"] == made["python"] == summary.model_dump(mode="json")
     assert summary.k == 3 and set(summary.judges) == {"correctness"} and "token_f1" in summary.metrics
     stamps = {name: json.loads((tmp_path / name / STAMP_FILE).read_text()) for name in ("cli", "python")}

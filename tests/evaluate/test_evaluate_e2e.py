@@ -27,6 +27,7 @@ from qagen.cli.app import main
 from qagen.corpus.index_cache import index_cache_dir
 from qagen.evaluate.api import evaluate
 from qagen.evaluate.config import EvalConfig
+from qagen.evaluate.judges.answer_correct import NO_KEY_TERM_CAP
 from qagen.evaluate.testset import load_testset
 from qagen.llm.client import ModelSettings
 from standins.corpus import write_corpus
@@ -110,6 +111,21 @@ def baseline(built: Built) -> tuple[Path, int]:
 # --------------------------------------------------------------------------- 1. the baseline
 
 
+def judged_as_said(row: dict[str, Any], said: dict[str, Any]) -> bool:
+    """Whether the row's answer_correct is the server's Yes / No, read as written (the stand-in sends no
+    token probabilities unless told to), capped when the answer holds none of the reference's words."""
+    entry = said[row["answer_correct_raw"]]
+    detail = row["answer_correct_detail"]
+    no_key_term = detail["reference_words_shared"] == 0
+    return (
+        entry["kind"] == "judge_answer_correct"
+        and row["answer_correct_reason"] == ""
+        and detail["written"] == ("yes" if entry["score"] else "no")
+        and detail["read_as"] == "written"
+        and row["answer_correct"] == (min(entry["score"], NO_KEY_TERM_CAP) if no_key_term else entry["score"])
+    )
+
+
 def test_baseline_rows_hold_what_the_server_said_and_textbook_retrieval(
     built: Built, baseline: tuple[Path, int]
 ) -> None:
@@ -124,20 +140,18 @@ def test_baseline_rows_hold_what_the_server_said_and_textbook_retrieval(
         )  # fmt: skip
         # The reader (stand-in) answers with the first sentence of Document 0: the top context.
         assert row["generated_answer"] == first_sentence(row["retrieved_docs"][0])
-        entry = said[row["correctness_raw"]]
-        assert entry["kind"] == "judge" and row["correctness"] == entry["score"]
-        assert isinstance(row["correctness"], int) and row["correctness_reason"] == ""
+        assert judged_as_said(row, said)
         assert row["reciprocal_rank@k"] == textbook_rr(row["retrieved_sources"], row["source_doc"], 7)
         assert row["hit@k"] == float(row["source_doc"] in row["retrieved_sources"][:7])
         assert len(row["retrieved_docs"]) == len(row["retrieved_sources"]) <= 7
         assert row["test_settings"].startswith("bm25-k7-chunk400")
 
     stats = summary(eval_dir)
-    normalised = [(row["correctness"] - 1) / 4 for row in results]
-    assert stats["metrics"]["correctness"]["mean"] == pytest.approx(sum(normalised) / len(normalised))
+    judged = [row["answer_correct"] for row in results]
+    assert stats["metrics"]["answer_correct"]["mean"] == pytest.approx(sum(judged) / len(judged))
     rr = [row["reciprocal_rank@k"] for row in results]
     assert stats["metrics"]["mrr@7"]["mean"] == pytest.approx(sum(rr) / len(rr))
-    assert set(stats["metrics"]) >= {"correctness", "hit@7", "mrr@7", "ndcg@7", "context_rouge_l_recall", "token_f1"}
+    assert set(stats["metrics"]) >= {"answer_correct", "hit@7", "mrr@7", "ndcg@7", "context_rouge_l_recall", "token_f1"}
     for name, metric in stats["metrics"].items():
         if metric["mean"] is not None:
             assert metric["low"] <= metric["mean"] <= metric["high"], name
@@ -146,9 +160,9 @@ def test_baseline_rows_hold_what_the_server_said_and_textbook_retrieval(
     assert stats["system"].startswith("bm25-k7-chunk400") and stats["system_settings"]["chunk_size"] == 400
     assert str(built.run) in stats["testset"]
     assert (stats["questions"], stats["answered"], stats["failed"]) == (len(results), len(results), 0)
-    assert stats["judges"]["correctness"]["judged"] == len(results)
-    assert stats["judges"]["correctness"]["failed"] == 0 and stats["judges"]["correctness"]["failures"] == {}
-    judge_calls = [e for e in built.server.log[since:] if e["kind"] == "judge"]
+    assert stats["judges"]["answer_correct"]["judged"] == len(results)
+    assert stats["judges"]["answer_correct"]["failed"] == 0 and stats["judges"]["answer_correct"]["failures"] == {}
+    judge_calls = [e for e in built.server.log[since:] if e["kind"] == "judge_answer_correct"]
     assert len(judge_calls) == len(results)
     assert stats["usage"]["judge"]["input_tokens"] > 0 and stats["usage"]["system"]["input_tokens"] > 0
 
@@ -180,7 +194,7 @@ def test_an_interrupted_run_pays_only_for_what_is_missing(built: Built, baseline
     assert baseline_eval(built, copy).exit_code == 0
     kinds = Counter(entry["kind"] for entry in built.server.log[calls:])
     # The reader answers a question again the same way, so only lost verdicts are judged again.
-    assert kinds == {"answer": lost["answers.jsonl"], "judge": lost["judgements.jsonl"]}
+    assert kinds == {"answer": lost["answers.jsonl"], "judge_answer_correct": lost["judgements.jsonl"]}
     assert rows(copy) == rows(eval_dir)
 
 
@@ -210,7 +224,7 @@ def test_cookbook_csv_with_an_answers_file_reports_the_broken_rows(
     results = rows(tmp_path / "eval")
     assert len(results) == stats["questions"] == stats["answered"] == 64
     said = sent(built.server, since)
-    assert all(row["correctness"] == said[row["correctness_raw"]]["score"] for row in results)
+    assert all(judged_as_said(row, said) for row in results)
     # No source documents in this test set: no retrieval metric, said as missing, not as 0.
     assert stats["metrics"]["hit@7"] == {
         "mean": None, "low": None, "high": None, "n": 0, "missing": 64, "missing_by_reason": {"no_inputs": 64}
@@ -479,7 +493,7 @@ def test_hub_dataset_id(built: Built, hub: Any, tmp_path: Path, monkeypatch: pyt
     since = len(built.server.log)
     result = invoke(
         "evaluate", repo, "--token", "hf_test_token", "--answers", answers, *model(built.server),
-        "--out", tmp_path / "e",
+        "--out", tmp_path / "e", "--metrics", "correctness,retrieval",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     stats = summary(tmp_path / "e")

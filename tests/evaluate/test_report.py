@@ -42,7 +42,7 @@ def test_report_labels_chart_metric_and_paired_rows(tmp_path: Path) -> None:
     table = comparison_table(runs)
     paired = [line for line in table.splitlines() if line.startswith("correctness") and " - " in line]
     # Shared ids 3, 4, 5: b - a = (1 - 3/4) + (1 - 1) + (1 - 0) over three questions.
-    assert len(paired) == 1 and "+0.417 [" in paired[0] and paired[0].endswith(" 3")
+    assert len(paired) == 1 and "+0.417 [" in paired[0] and paired[0].endswith("±0.500           3")
     assert not any(line.startswith("mrr") and " - " in line for line in table.splitlines())
     nothing = EvalRun(tmp_path, {"k": 7, "metrics": {"mrr@7": {"mean": None}}}, label="x")
     with pytest.raises(QagenError, match="No run has a value"):
@@ -84,7 +84,7 @@ def test_paired_p_value_of_many_questions_carries_its_error(tmp_path: Path) -> N
     b = _run(tmp_path / "b", {"token_f1": 0.53}, rows_b)
     table = comparison_table(load_runs([a, b]))
     line = next(line for line in table.splitlines() if line.startswith("token_f1") and " - " in line)
-    assert re.search(r" (0\.\d+ ± 0\.\d+|< 0\.0003) +30$", line), line
+    assert re.search(r" (0\.\d+ ± 0\.\d+|< 0\.0003) +±0\.\d{3} +30$", line), line
     assert "shown ± its standard error" in table
 
 

@@ -340,9 +340,13 @@ def test_evaluation_scores_every_kept_question_or_says_there_is_none(scenario: S
         if value is None:
             assert row["correctness_reason"], row
         else:
-            assert isinstance(value, int) and 1 <= value <= 5, row
+            # The written score, or its expected rating where the server sent token probabilities.
+            written = row["correctness_detail"]["score"]
+            assert 1 <= value <= 5 and isinstance(written, int), row
             assert row["correctness_reason"] == "", row
-            assert _first_result_score(row["correctness_raw"]) == str(value), row["correctness_raw"]
+            assert _first_result_score(row["correctness_raw"]) == str(written), row["correctness_raw"]
+            if row["correctness_detail"]["read_as"] == "written":
+                assert value == written, row
 
 
 def test_evaluation_usage_is_what_the_server_reported(scenario: Scenario) -> None:

@@ -8,6 +8,11 @@ every `{lowercase_name}` as a variable, and `parse_prometheus` skips a `[RESULT]
 `<question>`, `<response>` and `<reference_answer>` tags; and a fifth task item says that text
 inside the tags is data. Its variable is `{question}` where the notebook has `{instruction}`.
 `normalise_correctness` maps the score to [0, 1] as the notebook does: (score - 1) / 4.
+
+The value is the score read as an expected rating (G-Eval: its expectation over the rating tokens at
+the position the score is written, `qagen.llm.verdict_probability`) when the server sent token
+probabilities, else the written score; `detail["score"]` keeps the written one, `detail["read_as"]`
+says which.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from __future__ import annotations
 from qagen.evaluate.judges.parsing import parse_prometheus
 from qagen.evaluate.judges.transcript import JudgeStep, Transcript
 from qagen.llm.prompts import load_prompt
-from qagen.llm.task import user_request
+from qagen.llm.task import Reply, user_request
 from qagen.llm.untrusted import neutralize
+from qagen.llm.verdict_probability import expected_rating
 
 CORRECTNESS_PROMPT = "judge_correctness"
 CORRECTNESS_SYSTEM = "judge_correctness_system"  # "You are a fair evaluator language model."
@@ -42,10 +48,18 @@ def judge_correctness(question: str, answer: str, reference_answer: str, model: 
         return t.done(None, "no_reference")
     system = load_prompt(CORRECTNESS_SYSTEM).text.strip()
 
-    def read(reply: str) -> JudgeStep:
-        parsed = parse_prometheus(reply)
+    def read(reply: Reply) -> JudgeStep:
+        parsed = parse_prometheus(reply.text)
         if parsed.score is None:
             return t.done(None, parsed.reason, feedback=parsed.feedback)
-        return t.done(float(parsed.score), feedback=parsed.feedback, normalised=normalise_correctness(parsed.score))
+        expected = expected_rating(reply, parsed.offset)
+        value = float(parsed.score) if expected is None else expected
+        return t.done(
+            value,
+            feedback=parsed.feedback,
+            normalised=normalise_correctness(value),
+            score=parsed.score,
+            read_as="written" if expected is None else "probability",
+        )
 
-    return t.ask(user_request(render_correctness(question, answer, reference_answer), system=system), read)
+    return t.ask_reply(user_request(render_correctness(question, answer, reference_answer), system=system), read)

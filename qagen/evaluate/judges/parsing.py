@@ -42,6 +42,8 @@ class ParsedJudge(NamedTuple):
     score: int | None
     feedback: str | None
     reason: Reason
+    offset: int = 0
+    """Where the score is written in the reply (for its expected rating); 0 when there is none."""
 
 
 class ParsedGrade(NamedTuple):
@@ -82,7 +84,7 @@ def parse_prometheus(reply: str, *, scale_max: int = 5) -> ParsedJudge:
         if match is None:
             return ParsedJudge(None, feedback_text, FailureKind.NO_SCORE)
         score, reason = check_score(match.group("value"), match.group("scale"), 1, scale_max)
-        return ParsedJudge(score, feedback_text, reason)
+        return ParsedJudge(score, feedback_text, reason, marker.end() + match.start("value"))
     # A reply whose only markers were template echoes is the template answered back.
     reason = no_verdict(reply)
     echoed = start > 0 and reason is FailureKind.PARSE_FAILURE

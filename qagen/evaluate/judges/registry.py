@@ -13,7 +13,10 @@ or a failure with a reason and the raw replies; never a default score. Usage is 
 judge's calls, raw replies are kept in call order, and the hashes of the prompts used go into
 `detail["prompts"]`. `JudgeTask` wraps one metric as a task, with the resume key of its verdicts.
 
-- `correctness`: the cookbook's Prometheus-style rubric judge, raw score 1-5.
+- `answer_correct` (the default): a yes/no "is the response correct, given the reference?" read as
+  P(yes), capped by the reference's key terms (`answer_correct`); correct at `CORRECT_AT`.
+- `correctness`: the cookbook's Prometheus-style rubric judge, 1-5 (an expected rating when the server
+  sends token probabilities).
 - RAGAS metrics (`ragas`): faithfulness, answer_relevancy, context_precision, context_recall,
   context_relevance.
 - Boolean graders (`graders`): correct, relevant, grounded, retrieval_relevant.
@@ -36,6 +39,7 @@ from typing import NamedTuple
 
 from qagen.errors import ConfigError
 from qagen.evaluate.judges.abstention import ABSTENTION_PROMPT, ABSTENTION_SYSTEM, judge_abstention
+from qagen.evaluate.judges.answer_correct import ANSWER_CORRECT_PROMPT, CORRECT_AT, judge_answer_correct
 from qagen.evaluate.judges.correctness import (
     CORRECTNESS_PROMPT,
     CORRECTNESS_SYSTEM,
@@ -139,6 +143,12 @@ class MetricSpec:
     reviewable: bool = False
     """Its value is a verdict on the answer (a grader's 1.0 / 0.0, correctness at its midpoint): the
     review compares it with people's `correct` labels (`qagen.review.eval_answers`)."""
+    reads_probabilities: bool = False
+    """Its verdict is read from the judge's token probabilities where the server sends them (answer_correct's
+    P(yes), correctness's expected rating): the evaluation asks for them, and says once when none came."""
+    correct_at: float = 0.5
+    """A reviewable metric's cut: an answer whose value is at least this is judged correct (a grader's
+    1.0; correctness's 3, the midpoint of its scale; answer_correct's `CORRECT_AT`)."""
     prompt_folder: str | None = None
     """Where its prompt files are, when they are not qagen's bundled prompts (a registered metric's)."""
 
@@ -174,6 +184,20 @@ LLM_METRICS: Registry[MetricSpec] = Registry(
     noun="LLM metric",
     specs=(
         MetricSpec(
+            "answer_correct",
+            needs_contexts=False,
+            needs_reference=True,
+            needs_embeddings=False,
+            start=lambda j, model, embed: judge_answer_correct(j.item.question, j.answer, j.item.true_answer, model),
+            prompts=(ANSWER_CORRECT_PROMPT,),
+            group="answer_correct",
+            help=f"yes/no: is the answer correct, given the reference? P(yes), capped when it holds none of the "
+            f"reference's key terms; correct at >= {CORRECT_AT}",
+            reviewable=True,
+            reads_probabilities=True,
+            correct_at=CORRECT_AT,
+        ),
+        MetricSpec(
             "correctness",
             needs_contexts=False,
             needs_reference=True,
@@ -185,6 +209,8 @@ LLM_METRICS: Registry[MetricSpec] = Registry(
             value_range=(1.0, 5.0),
             summarised_as=CORRECTNESS_RESCALING,
             reviewable=True,
+            reads_probabilities=True,
+            correct_at=3.0,
         ),
         _spec(
             "faithfulness",

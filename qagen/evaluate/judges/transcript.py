@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from qagen.evaluate.records import JudgeVerdict
 from qagen.failures import Failure, FailureKind
 from qagen.llm.prompts import Prompt, load_prompt
-from qagen.llm.task import Ask, Done, Outcome, Request, Step, add_usage, truncated
+from qagen.llm.task import Ask, Done, Outcome, Reply, Request, Step, add_usage, truncated
 from qagen.records import Usage
 
 JudgeStep = Step[JudgeVerdict]
@@ -43,6 +43,11 @@ class Transcript:
     def record(self, outcome: Outcome) -> str | None:
         """Account for one call; the text to read, or None when there is none: the call failed, or
         the reply was cut off (then see `call_failed`)."""
+        reply = self.record_reply(outcome)
+        return None if reply is None else reply.text
+
+    def record_reply(self, outcome: Outcome) -> Reply | None:
+        """`record`, keeping the whole reply (its tokens' probabilities, for a verdict read as one)."""
         if isinstance(outcome, Failure):
             self.failures.append(outcome)
             return None
@@ -52,7 +57,7 @@ class Transcript:
             # A reply cut off at the output cap is kept and paid for, but never read.
             self.failures.append(truncated(outcome))
             return None
-        return outcome.text
+        return outcome
 
     def ask(self, request: Request, read: Callable[[str], JudgeStep], **failed_detail: object) -> Ask[JudgeVerdict]:
         """Send one request; continue with `read(reply)`, or end with `call_failed(**failed_detail)`."""
@@ -60,6 +65,18 @@ class Transcript:
         def then(outcomes: Sequence[Outcome]) -> JudgeStep:
             (outcome,) = outcomes
             reply = self.record(outcome)
+            return Done(self.call_failed(**failed_detail)) if reply is None else read(reply)
+
+        return Ask((request,), then)
+
+    def ask_reply(
+        self, request: Request, read: Callable[[Reply], JudgeStep], **failed_detail: object
+    ) -> Ask[JudgeVerdict]:
+        """`ask`, continuing with the whole reply (`read(reply)`), not only its text."""
+
+        def then(outcomes: Sequence[Outcome]) -> JudgeStep:
+            (outcome,) = outcomes
+            reply = self.record_reply(outcome)
             return Done(self.call_failed(**failed_detail)) if reply is None else read(reply)
 
         return Ask((request,), then)

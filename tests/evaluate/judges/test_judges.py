@@ -458,6 +458,7 @@ def test_grader_prompts_and_failures() -> None:
 # --------------------------------------------------------------------------- registry
 
 SCRIPTS: dict[str, list[str]] = {
+    "answer_correct": ["Yes"],
     "correctness": ["Feedback: ok [RESULT] 5"],
     "faithfulness": ["Statements:\n1. A.", "1. ok Verdict: Yes"],
     "answer_relevancy": ["Questions:\n1. Which port?\nNoncommittal: no"],
@@ -476,6 +477,7 @@ def test_registry() -> None:
     assert set(LLM_METRICS.names()) == set(SCRIPTS)
     flags = {s.name: (s.needs_contexts, s.needs_reference, s.needs_embeddings) for s in LLM_METRICS}
     assert flags == {
+        "answer_correct": (False, True, False),
         "correctness": (False, True, False),
         "faithfulness": (True, False, False),
         "answer_relevancy": (False, False, True),
