@@ -135,7 +135,8 @@ def test_a_judge_server_without_token_probabilities_falls_back_to_the_written_ve
     rows = _rows(out)
     assert [row["answer_correct_detail"]["read_as"] for row in rows] == ["written"] * 3  # type: ignore[index]
     # The stand-in says Yes when the response holds half the reference's words: only the first does.
-    assert [entry["score"] for entry in asked] == [1, 0, 0]
+    # The requests run concurrently, so the log's order is the server's: compared as a multiset.
+    assert sorted(entry["score"] for entry in asked) == [0, 0, 1]
     assert [row["answer_correct"] for row in rows] == [1.0, 0.0, 0.0]
 
 
