@@ -72,10 +72,8 @@ def decide(spec: CriticSpec, critique: Critique, held_to: float) -> Verdict | No
     if not critique.ok or critique.score is None:
         return None
     measured_as, measurement = _measurement(spec, critique)
-    if measurement is None:
-        passed = critique.score > PASSING_WRITTEN if spec.scale != "rating" else critique.score >= held_to
-    else:
-        passed = at_cut(spec, measurement, held_to)
+    # Only a yes/no or a reader goes unmeasured (a rating is measured as written at least): its word decides.
+    passed = critique.score > PASSING_WRITTEN if measurement is None else at_cut(spec, measurement, held_to)
     verdict = Verdict(
         name=spec.name,
         kind=spec.scale,
