@@ -75,8 +75,15 @@ def read_config(path: Path, command: Command) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigFileError(f"{path} cannot be read: {exc}.") from exc
     values: dict[str, Any] = {}
-    for dotted, value in _flatten(document):
+    written = dict(_flatten(document))
+    for dotted, value in written.items():
         _add(values, _key(dotted, command, where=f"{path}:"), dotted, value, command, where=f"{path}:")
+    for key in KEYS_FOR[command]:
+        # A key the file leaves out takes the value of the one it falls back to (a build's run directory
+        # is the test set its evaluation reads), checked as the key's own.
+        if key.falls_back_to in written and key.param not in values and key.dotted not in written:
+            where = f"{path}: `{key.falls_back_to}`, as `{key.dotted}`:"
+            _add(values, key, key.dotted, written[key.falls_back_to], command, where=where)
     return values
 
 

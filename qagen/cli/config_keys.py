@@ -106,6 +106,9 @@ class ConfigKey:
     """The command needs it, here or on the command line: what else may stand for it (the starter file says so)."""
     must_exist: bool = False
     """A path that must name something that exists (checked when the file is read, naming the key)."""
+    falls_back_to: str | None = None
+    """Another key of the same file whose value this key takes when the file leaves it out, so one file
+    serves a build and the evaluation of what it built (`evaluate.dataset` takes `build.out`)."""
 
     @property
     def any_name(self) -> bool:
@@ -392,13 +395,26 @@ def _evaluate_keys() -> list[ConfigKey]:
         return ConfigKey("evaluate", name, name, EVALUATE, setting=(EvalConfig, field or name), **extra)
 
     return [
-        setting("dataset", "testset", value_type=str, example="run", required="or DATASET on the command line"),
+        setting(
+            "dataset",
+            "testset",
+            value_type=str,
+            example="run",
+            required="or DATASET on the command line; else the file's `build.out`",
+            falls_back_to="build.out",
+        ),
         key("out", str, example="eval", required="or --out on the command line"),
         key("answers", str, example="answers.jsonl"),
         key("rag", str, "rag_callable", example="my_rag:answer"),
         key("endpoint", str, example="http://localhost:8080/ask"),
         key("baseline", list[str] | str, comma_list=True, example=["bm25"]),
-        key("corpus", str, example="docs"),
+        key(
+            "corpus",
+            str,
+            example="docs",
+            falls_back_to="corpus.path",
+            help="The documents the baseline searches (--corpus); when the file leaves it out, its `corpus.path`.",
+        ),
         key("chunk_size", list[int] | int, comma_list=True),
         key("k", list[int] | int, "k_values", comma_list=True),
         key("rerank", list[str] | str, comma_list=True),

@@ -115,6 +115,11 @@ def evaluate(ctx: click.Context, /, out: Path, quiet: bool, **options: Any) -> N
     from qagen.redaction import register_secret
     from qagen.review.judge_reliability import record_judge_reliability
 
+    if options["dataset"] is None:
+        raise click.UsageError(
+            "Missing DATASET: give the test set to evaluate (a run directory, a dataset, a .jsonl or .csv file), "
+            "or `evaluate.dataset` in a --config file (which falls back to the file's `build.out`)."
+        )
     register_secret(options["token"])
     batch = batch_from_options(options)
     _system_options(ctx, options)

@@ -60,7 +60,7 @@ class _MetricsOption(SettingOption):
 
 
 EVALUATE_OPTIONS = option_group(
-    argument("dataset"),
+    argument("dataset", required=False),
     option(
         "--out",
         "-o",

@@ -642,3 +642,27 @@ def test_a_build_from_the_starter_file_names_the_keys_left_to_set(
     assert result.exit_code == 2
     assert "Missing the corpus: give CORPUS (a file or folder) or --hf-dataset, or set `path`" in result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_one_file_serves_a_build_and_its_evaluation(tmp_path: Path) -> None:
+    """`qagen evaluate --config` reads the test set from the file's `build.out` and the baseline's corpus from
+    its `corpus.path` when the file names no `evaluate.dataset` or `evaluate.corpus`; those win when given."""
+    docs, other_docs = tmp_path / "docs", tmp_path / "other-docs"
+    docs.mkdir()
+    other_docs.mkdir()
+    file = tmp_path / "qagen.toml"
+    file.write_text(f'[build]\nout = "run"\n\n[corpus]\npath = "{docs}"\n\n[evaluate]\nbaseline = "bm25"\n')
+    values = read_config(file, "evaluate")
+    assert (values["dataset"], values["corpus"]) == ("run", str(docs))
+    file.write_text(file.read_text() + f'dataset = "other-run"\ncorpus = "{other_docs}"\n')
+    values = read_config(file, "evaluate")
+    assert (values["dataset"], values["corpus"]) == ("other-run", str(other_docs))
+    built = read_config(file, "build")  # the build reads its own keys alone
+    assert "dataset" not in built and built["corpus"] == str(docs)
+
+
+def test_evaluate_without_a_test_set_names_the_argument_and_the_key(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["evaluate", "--baseline", "bm25", "--out", str(tmp_path / "eval")])
+    assert result.exit_code == 2
+    assert "Missing DATASET" in result.output and "`evaluate.dataset`" in result.output
+    assert "`build.out`" in result.output
