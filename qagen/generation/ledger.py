@@ -61,7 +61,7 @@ class CritiqueState(NamedTuple):
     prompt_hash: str
     failure: Failure | None
     score: int | None
-    # A verdict is read from these when it has them (`critics.verdict_value`): without them a resumed
+    # A verdict is read from these when it has them (`vetting.vet`): without them a resumed
     # build judged a "Yes" at P(yes) 0.63 by its written word and paid for critics after its rejection.
     probability: float | None
     agreement: float | None

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from qagen.generation.vetting import PASSING_WRITTEN, RowDecision, row_decision
+from qagen.generation.vetting import RowDecision, row_decision, written_yes
 from qagen.question_types import DEFAULT_TYPE
 from qagen.records import CheckMeasured, CheckReading, Coverage, Distribution, Duplicates, Easiness, TestSetProfile
 from qagen.runs.scratch import KeySet
@@ -171,7 +171,7 @@ def _measurement_bin(reading: CheckReading, decision: RowDecision) -> str:
     tenth, so a bin never straddles a whole-number threshold or a cut of one decimal."""
     value = decision.measurement
     if value is None:
-        return WRITTEN_BINS[decision.written is not None and decision.written > PASSING_WRITTEN]
+        return WRITTEN_BINS[written_yes(decision.written)]
     if reading.kind == "rating":
         return str(min(5, max(1, math.floor(value))))
     return SHARE_BINS[min(9, max(0, math.floor(value * 10)))]

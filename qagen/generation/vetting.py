@@ -73,7 +73,7 @@ def decide(spec: CriticSpec, critique: Critique, held_to: float) -> Verdict | No
         return None
     measured_as, measurement = _measurement(spec, critique)
     # Only a yes/no or a reader goes unmeasured (a rating is measured as written at least): its word decides.
-    passed = critique.score > PASSING_WRITTEN if measurement is None else at_cut(spec, measurement, held_to)
+    passed = written_yes(critique.score) if measurement is None else at_cut(spec, measurement, held_to)
     verdict = Verdict(
         name=spec.name,
         kind=spec.scale,
@@ -93,6 +93,11 @@ def at_cut(spec: CriticSpec, measurement: float, held_to: float) -> bool:
     if spec.scale == "lone_reader":  # one passage alone should not answer as both do
         return measurement < held_to
     return measurement >= held_to
+
+
+def written_yes(written: int | None) -> bool:
+    """Whether a yes/no or reader verdict, as written on the 1-5 scale, says yes (5) rather than no (1)."""
+    return written is not None and written > PASSING_WRITTEN
 
 
 def reader_agrees(agreement: float) -> bool:
@@ -130,7 +135,7 @@ def _why(spec: CriticSpec, critique: Critique, verdict: Verdict) -> str:
         shown = f"{measurement:.2f}" if verdict.measured_as == "expected_rating" else f"{measurement:.0f}"
         measured = f"{spec.name}={shown}<{verdict.cut:g}"
     elif measurement is None:
-        measured = f"{spec.name}={'yes' if verdict.written and verdict.written > PASSING_WRITTEN else 'no'}"
+        measured = f"{spec.name}={'yes' if written_yes(verdict.written) else 'no'}"
         if spec.scale == "reader" and critique.agreement is None:
             measured = f"{spec.name}: {'no answer found' if critique.rationale is None else 'answered'}"
     else:
