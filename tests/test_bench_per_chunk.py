@@ -26,7 +26,9 @@ def _bench() -> ModuleType:
     return module
 
 
-def test_the_bench_compares_both_builds_and_reads_the_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_bench_compares_both_builds_and_reads_the_labels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bench = _bench()
     out = tmp_path / "bench"
     bench.main(["--standin", "--out", str(out), "-n", "6", "--per-chunk", "3"])
@@ -40,7 +42,8 @@ def test_the_bench_compares_both_builds_and_reads_the_labels(tmp_path: Path, cap
     assert per_draft[1] < per_draft[0]
     # The export is blind (no build, no place) and holds every parsed draft of both.
     rows = [json.loads(line) for line in (out / "drafts_to_review.jsonl").read_text().splitlines()]
-    assert len(rows) == 12 and all(set(row) == {"id", "question_type", "passages", "question", "answer"} for row in rows)
+    blind = {"id", "question_type", "passages", "question", "answer"}
+    assert len(rows) == 12 and all(set(row) == blind for row in rows)
     # Share good by place, as the hidden truth labels the drafts of each place.
     places = {}
     for line in (out / "per_chunk_3" / "drafts.jsonl").read_text().splitlines():
