@@ -142,7 +142,8 @@ def test_a_reply_short_of_pairs_gives_a_failed_draft_for_each_missing_one(module
     assert {row["reason"] for row in missing} == {"generation:missing_pair"}
     assert {pairs[row["id"]]["pair"] for row in missing} == {3}
     assert all(pairs[row["id"]]["failure"]["detail"] == "the reply holds 2 of the 3 pairs asked for" for row in missing)
-    assert "missing_pair" in result.output  # the table says it
+    assert "missing_pair" in result.output  # the table says it, and what the sample counts
+    assert "sampled chunks       12 drafts (3 question/answer pairs a call of a chunk" in result.output
 
 
 def test_the_estimate_counts_calls_and_their_output_by_pairs(module_corpus: Path, tmp_path: Path) -> None:
