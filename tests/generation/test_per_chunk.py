@@ -111,6 +111,11 @@ def test_resumed_after_its_replies_were_stored_it_asks_nothing(
         assert _calls(llm) == []
     assert _rows(run) == before
     assert len(_drafts(run)) == 16
+    # Another number of pairs a call is another build: the run refuses it, asking nothing.
+    with StandInLLM() as llm:
+        other = _build(llm, module_corpus, run, "--per-chunk", "2")
+        assert _calls(llm) == []
+    assert other.exit_code == 1 and "per_chunk: the run has 3, this command asks for 2" in other.output
 
 
 def test_a_build_stopped_by_its_cap_asks_no_call_twice(module_corpus: Path, tmp_path: Path) -> None:
