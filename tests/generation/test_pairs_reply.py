@@ -4,6 +4,8 @@ numbering the stand-in writes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -179,3 +181,47 @@ def test_every_numbering_the_stand_in_writes_reads_back(
     drafted = [(f"{question}?", answer, evidence) for question, answer, evidence in written]
     read = parse_pairs(pairs_reply(list(drafted), FACTOID_LABEL, fmt), FACTOID_LABEL, asked)
     assert [(pair.qa.question, pair.qa.answer, pair.qa.evidence) for pair in read.pairs] == drafted
+
+
+# --------------------------------------------------------------------------- a reply's record into drafts
+def _reply_record(task: Any, item: Any, text: str, failure: Any = None) -> Any:
+    from qagen.llm.task import Reply
+    from qagen.records import Usage
+
+    assert task.calls is not None
+    if failure is not None:
+        return task.calls.failed(item, failure)
+    return task.calls.parse(item, Reply(text=text, usage=Usage(input_tokens=100, output_tokens=30)))
+
+
+def test_a_reply_record_is_read_into_each_pair_s_draft() -> None:
+    from qagen.failures import Failure
+    from qagen.generation.draft import DraftTask
+    from qagen.question_types.reworded import REWORDED
+    from qagen.records import Chunk, Passages
+
+    chunk = Chunk(id="c1", source="docs/acme.md", text="Acme keeps going with -k.", start_index=0, end_index=25)
+    task = DraftTask("openai:m", question_type=REWORDED, per_chunk=3)
+    assert task.prompt.name == "qa_reworded_pairs"
+    items = [Passages(question_type="reworded", chunks=(chunk,), pair=place) for place in (1, 2, 3)]
+    reply = _reply_record(
+        task,
+        items[0],
+        "<think>two will do</think>1.\nUser question: How do I keep going?\nAnswer: Use -k.\n\n"
+        "2.\nUser question: What does acme do?\nAnswer: It builds.",
+    )
+    assert reply.pairs == 3 and reply.question is None and reply.usage.input_tokens == 100
+    drafts = [task.from_reply(item, reply) for item in items]
+    assert [d.pair for d in drafts] == [1, 2, 3] and {d.reply_id for d in drafts} == {reply.id}
+    assert len({d.id for d in drafts} | {reply.id}) == 4  # each its own record
+    assert [d.question for d in drafts] == ["How do I keep going?", "What does acme do?", None]
+    assert drafts[2].failure is not None and drafts[2].failure.kind is FailureKind.MISSING_PAIR
+    assert all(d.usage.input_tokens == 0 for d in drafts)  # the call's usage is the reply's
+    assert drafts[0].raw == "1.\nUser question: How do I keep going?\nAnswer: Use -k.\n\n"
+    # A call that brought no reply: every pair's draft fails as it did, and is asked again on the next run.
+    failed = _reply_record(task, items[0], "", Failure.of(FailureKind.SERVER_ERROR, "503"))
+    again = [task.from_reply(item, failed) for item in items]
+    assert all(d.failure is not None and d.failure.retryable for d in again)
+    # A refusal: every pair's draft says so.
+    refused = _reply_record(task, items[0], "I'm sorry, but I can't help with that.")
+    assert {task.from_reply(item, refused).reason for item in items} == {"refusal"}
