@@ -32,6 +32,7 @@ RARE_TERMS = "rare terms"
 FINGERPRINT_ADDED: dict[str, tuple[str, Any]] = {
     "pairing": ("generator_model", RARE_TERMS),
     "shared_prefix": ("prompts", False),
+    "per_chunk": ("generator_model", 1),
 }
 """Fingerprint fields added after runs were made with qagen: the field that tells whether an old run
 had decided it (a run whose generator was fixed had drafted) and the value every such run had."""
@@ -51,6 +52,11 @@ reason it rejects with is `qagen.generation.checks.rules.FREE_CHECKS`."""
 BuildRole = Literal["generator", "critic"]
 """The models of a build: the generator drafts, the critics rate."""
 BUILD_ROLES: tuple[BuildRole, ...] = ("generator", "critic")
+
+
+MAX_PER_CHUNK = 10
+"""The most pairs one drafting call may ask for: a chunk of the default 2000 characters holds few more
+distinct facts, and the reply's numbers are read up to two digits."""
 
 
 CRITIC_TOP_LOGPROBS = 5
@@ -76,6 +82,15 @@ class BuildConfig(BaseModel):
     max_drafts: int | None = Field(
         default=None,
         description="With `target`: make at most this many drafts, all types together (None: 4 x `target`).",
+    )
+    per_chunk: int = Field(
+        default=1,
+        description="Question/answer pairs each drafting call asks of its chunk, numbered in one reply, each pair "
+        "a draft of its own (vetted and filtered as any): the model reads the chunk and the instructions once for "
+        f"several drafts. Applies to the question types that have a prompt for it (factoid, reworded: "
+        "`QuestionTypeSpec.pairs_prompt`); the others draft one a call. `n_generations` and `target` count drafts: "
+        f"a build of n drafts makes n / per_chunk calls (rounded up, every pair of every reply a draft). At most "
+        f"{MAX_PER_CHUNK}.",
     )
     seed: int = Field(default=42, description="Seed of the chunk sample: the same seed picks the same chunks.")
     generator: ModelSettings = Field(
@@ -252,6 +267,7 @@ class BuildConfig(BaseModel):
                 f"`n_generations` must be at least 1, got {self.n_generations}.", settings=("n_generations",)
             )
         self._check_target()
+        self._check_per_chunk()
         if not 0 < self.dedup_threshold <= 1:
             raise ConfigError(
                 f"`dedup_threshold` must be in (0, 1], got {self.dedup_threshold}.", settings=("dedup_threshold",)
@@ -297,6 +313,26 @@ class BuildConfig(BaseModel):
                 "draft, so allow at least as many drafts as questions.",
                 settings=("max_drafts", "target"),
             )
+
+    def _check_per_chunk(self) -> None:
+        if not 1 <= self.per_chunk <= MAX_PER_CHUNK:
+            raise ConfigError(
+                f"`per_chunk` must be from 1 to {MAX_PER_CHUNK} pairs a call, got {self.per_chunk}.",
+                settings=("per_chunk",),
+            )
+        if self.per_chunk > 1 and not any(self.pairs_per_call(name) > 1 for name in self.question_types):
+            able = [spec.name for spec in QUESTION_TYPES if spec.pairs_prompt is not None]
+            raise ConfigError(
+                f"`per_chunk` ({self.per_chunk}) asks for several pairs a call, and none of the `question_types` of "
+                f"this build ({', '.join(self.question_types)}) drafts so: only {', '.join(able)} have a prompt for "
+                "it. Leave `per_chunk` at 1, or draft one of those types.",
+                settings=("per_chunk", "question_types"),
+            )
+
+    def pairs_per_call(self, question_type: str) -> int:
+        """The pairs one drafting call of `question_type` asks for: `per_chunk`, for a type with a prompt
+        for several (`QuestionTypeSpec.pairs_prompt`); 1 for the others."""
+        return self.per_chunk if QUESTION_TYPES.get(question_type).pairs_prompt is not None else 1
 
     def enabled_checks(self) -> frozenset[str]:
         """The names of the free checks this build makes."""
@@ -416,6 +452,8 @@ class BuildConfig(BaseModel):
                 "max_output_tokens": self.generator.max_output_tokens,
                 # Which passages the drafts read: fixed by the first stage that drafts, as the model is.
                 "pairing": self.pair_embeddings or RARE_TERMS,
+                # How many drafts a call makes is in every draft's key: fixed, as the prompts are.
+                "per_chunk": self.per_chunk,
             },
             "critic": {
                 "critic_model": self.critic.spec,

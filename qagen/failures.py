@@ -63,6 +63,8 @@ class FailureKind(str, Enum):
     QUESTION_TOO_LONG = "question_too_long"
     ANSWER_TOO_LONG = "answer_too_long"
     """Longer than a factoid answer can be (the notebook drops answers over 300 characters)."""
+    MISSING_PAIR = "missing_pair"
+    """A reply asked for several question/answer pairs (`per_chunk`) held fewer: the draft of each pair it lacks."""
 
     # Nothing to judge: the metric is undefined for this item (no call is made).
     NO_CONTEXTS = "no_contexts"

@@ -83,6 +83,11 @@ class Passages(Record):
         default=(),
         description="The terms the passages share (a multi-hop pair's), rarest first; empty for one passage.",
     )
+    pair: int | None = Field(
+        default=None,
+        description="Its place among the question/answer pairs its drafting call asks for (1: the first), when "
+        "one call drafts several from the same passages (`per_chunk`); None: its call drafts it alone.",
+    )
 
     @classmethod
     def of(cls, chunk: Chunk, question_type: str = "factoid") -> Passages:
@@ -154,6 +159,21 @@ class Draft(TaskOutput):
         description="The drafts a composed draft was written from (a multi-hop question's factoid of each passage, "
         "`qagen.generation.compose`), in the order of its passages, with their replies; each is also a record of "
         "its own (its usage is counted there, not here). Empty for a draft of one call.",
+    )
+    pair: int | None = Field(
+        default=None,
+        description="Its place in the reply it was read from (1: the reply's first pair), when its call asked for "
+        "several pairs (`per_chunk`); None: its call drafted it alone.",
+    )
+    reply_id: str | None = Field(
+        default=None,
+        description="Of a draft read from a reply of several pairs: the id of the record that holds the reply "
+        "(its usage is counted there, once, not on each pair's draft).",
+    )
+    pairs: int | None = Field(
+        default=None,
+        description="Set on the record of a call that asked for several pairs (`per_chunk`): how many. That record "
+        "holds the reply and its usage, and no question: each pair is a draft of its own (`pair`, `reply_id`).",
     )
 
 

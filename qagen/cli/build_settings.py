@@ -146,7 +146,7 @@ def _config_fields(options: dict[str, Any]) -> dict[str, Any]:
             nested[key] = value
         elif key == "critics":
             nested[key] = list(value)
-        elif key in ("question_types", "vetting"):  # a run's setting: left as it is when not given
+        elif key in ("question_types", "vetting", "per_chunk"):  # a run's setting: left as it is when not given
             if value is not None:
                 nested[key] = value
         elif key == "min_critic":  # `--min-critic NAME=SCORE`, parsed by its option

@@ -265,6 +265,7 @@ def _build_keys() -> list[ConfigKey]:
             example=["specificity"],
         ),
     ]
+    generation = [ConfigKey("generation", "per_chunk", "per_chunk", BUILD, setting=(BuildConfig, "per_chunk"))]
     filtering = [
         ConfigKey("filter", name, name, BUILD, setting=(BuildConfig, name))
         for name in ("min_score", "max_answer_chars", "max_question_chars", "dedup_threshold")
@@ -365,6 +366,7 @@ def _build_keys() -> list[ConfigKey]:
         *corpus,
         *chunking,
         *run,
+        *generation,
         *_model("generator", _GENERATOR, BUILD, inherits=None),
         *_model("critic", _CRITIC, BUILD, inherits="generator"),
         *filtering,
@@ -451,6 +453,7 @@ SECTION_HELP: dict[str, str] = {
     "corpus": "The documents of `qagen build`: a `path`, or a Hugging Face dataset (`hf_dataset`).",
     "chunking": "How `qagen build` cuts the documents into chunks.",
     "build": "The rest of a build: where it goes, the sample, the audience, the prompts.",
+    "generation": "How `qagen build` drafts: how many question/answer pairs one call asks of a chunk.",
     "generator": "The model that drafts a question and its answer from each sampled chunk.",
     "critic": "The model of the critics; each key not set is the generator's.",
     "filter": "Which rated drafts `qagen build` keeps.",

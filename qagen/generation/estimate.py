@@ -38,6 +38,7 @@ ASSUMED_QUESTION_CHARS = 120
 ASSUMED_ANSWER_CHARS = 120
 """A drafted answer, as the composing call reads each part's."""
 ASSUMED_OUTPUT_TOKENS = {"generation": 60, "critique": 80}
+"""Per draft (a call of several pairs writes this for each) and per critique."""
 ASSUMED_PASS_RATE = 0.8
 
 
@@ -65,7 +66,8 @@ class Estimate:
 
     drafts: int
     draft_calls: int
-    """The calls that make the drafts: one a draft, a composed draft's parts and composing call."""
+    """The calls that make the drafts: one a draft, a composed draft's parts and composing call, one for
+    every `per_chunk` drafts of a call of several pairs."""
     critic_calls: float
     input_tokens: int
     output_tokens: int
@@ -79,21 +81,25 @@ class Estimate:
     """Priced as batch work (half the online price)."""
     spent: Spent | None = None
     """What the run directory has paid for already (None: a new run)."""
+    per_chunk: int = 1
+    """The pairs a drafting call asks for, where the question type has a prompt for several (`per_chunk`)."""
 
     @property
     def calls(self) -> float:
         return self.draft_calls + self.critic_calls
 
+    def _drafting_calls_note(self) -> str:
+        if self.per_chunk > 1:
+            return f" ({self.per_chunk} question/answer pairs a call, each pair a draft)"
+        if self.draft_calls != self.drafts:
+            return " (a multi-hop draft: a factoid of each passage, then the call that composes them)"
+        return ""
+
     def describe(self) -> str:
         cost = dollars(self.cost) if self.cost is not None else "unknown (give `price_input`/`price_output`)"
         lines = [
             f"  drafts to make          {self.drafts:,} (already made: {self.already_done:,})",
-            f"  drafting calls          {self.draft_calls:,}"
-            + (
-                " (a multi-hop draft: a factoid of each passage, then the call that composes them)"
-                if self.draft_calls != self.drafts
-                else ""
-            ),
+            f"  drafting calls          {self.draft_calls:,}" + self._drafting_calls_note(),
             f"  critic calls (expected) {self.critic_calls:,.0f}",
             f"  LLM calls (expected)    {self.calls:,.0f}",
             f"  input tokens (approx.)  {self.input_tokens:,}"
@@ -125,7 +131,10 @@ class _Left:
     def __init__(self) -> None:
         self.drafts = 0
         self.draft_calls = 0
+        self.draft_output_tokens = 0
         self.critic_calls = 0.0
+        self.replies: set[str] = set()
+        """The replies of several pairs already counted: one call for all its pairs."""
         self.input_chars = 0.0
         self.repeated_chars = 0.0
 
@@ -136,7 +145,13 @@ class _Left:
         critic of its own asked."""
         task = tasks.of(item).draft
         if isinstance(task, DraftTask):
-            self._call(task, item)
+            if task.calls is None:
+                self._call(task, item)
+            else:
+                reply = task.reply_key(item)
+                if reply not in self.replies and finished(ledger.draft_store.get(reply)) is None:
+                    self._call(task, item)  # stored, the reply is read again into the pair's draft: no call
+                self.replies.add(reply)
             self.drafts += 1
             return True
         part_items = task.part_items(item)
@@ -149,6 +164,7 @@ class _Left:
                 self._call(task.part, part_item)
         self.part_critics(config, tasks, item, parts, ledger)
         self.draft_calls += 1
+        self.draft_output_tokens += ASSUMED_OUTPUT_TOKENS["generation"]
         self.input_chars += len(task.prompt.text) + len(part_items) * (ASSUMED_QUESTION_CHARS + ASSUMED_ANSWER_CHARS)
         self.drafts += 1
         return True
@@ -171,6 +187,7 @@ class _Left:
 
     def _call(self, task: DraftTask, item: Passages) -> None:
         self.draft_calls += 1
+        self.draft_output_tokens += task.per_chunk * ASSUMED_OUTPUT_TOKENS["generation"]
         self.input_chars += _message_chars(task.prompt, task.shown(item), item, framed=task.frames(item))
 
     def critics(
@@ -231,19 +248,18 @@ def estimate(
         ledger.close()
     input_tokens = int(left.input_chars / CHARS_PER_TOKEN)
     repeated_tokens = int(left.repeated_chars / CHARS_PER_TOKEN)
-    output_tokens = int(
-        left.draft_calls * ASSUMED_OUTPUT_TOKENS["generation"] + left.critic_calls * ASSUMED_OUTPUT_TOKENS["critique"]
-    )
+    critic_output_tokens = int(left.critic_calls * ASSUMED_OUTPUT_TOKENS["critique"])
+    output_tokens = left.draft_output_tokens + critic_output_tokens
     generator_price = config.price(config.generator.spec)
     critic_price = config.price(config.critic.spec)
     if batch and generator_price is not None and critic_price is not None:
         generator_price, critic_price = generator_price.batch(), critic_price.batch()
     cost = None
     if generator_price is not None and critic_price is not None:
-        # Split the tokens by stage in proportion to calls: close enough for an estimate.
+        # Split the input tokens by stage in proportion to calls: close enough for an estimate.
         share = left.draft_calls / max(left.draft_calls + left.critic_calls, 1)
-        cost = generator_price.cost(int(input_tokens * share), int(output_tokens * share)) + critic_price.cost(
-            int(input_tokens * (1 - share)), int(output_tokens * (1 - share))
+        cost = generator_price.cost(int(input_tokens * share), left.draft_output_tokens) + critic_price.cost(
+            int(input_tokens * (1 - share)), critic_output_tokens
         )
     return Estimate(
         drafts=left.drafts,
@@ -256,6 +272,9 @@ def estimate(
         repeated_input_tokens=repeated_tokens,
         batch=batch,
         spent=spent,
+        per_chunk=max(
+            (tt.draft.per_chunk for tt in tasks.types.values() if isinstance(tt.draft, DraftTask)), default=1
+        ),
     )
 
 

@@ -137,8 +137,8 @@ def write_outputs(
             failures.add(candidate, item)
             profile.add(candidate.model_dump(), assembler.last_check_reason)
             sample_ids.add(candidate.id)
-            for part in tasks.of(item).part_keys(item):  # a composed draft's parts were paid for it too
-                sample_ids.add(part)
+            for paid in tasks.of(item).paid_keys(item):  # a composed draft's parts, a reply of several pairs
+                sample_ids.add(paid)
             yield candidate
 
     try:

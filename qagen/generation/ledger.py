@@ -40,6 +40,8 @@ class DraftState(NamedTuple):
     input_tokens: int
     output_tokens: int
     cached_input_tokens: int
+    from_reply: bool = False
+    """A pair read from a reply of several (`Draft.reply_id`): that reply's record is the call, not this."""
 
     @property
     def retry(self) -> bool:
@@ -48,8 +50,8 @@ class DraftState(NamedTuple):
 
     @property
     def paid(self) -> bool:
-        """A reply came, readable or not (a failed call is not paid for)."""
-        return self.failure is None or not self.failure.is_call_failure
+        """A call of its own, and a reply came, readable or not (a failed call is not paid for)."""
+        return not self.from_reply and (self.failure is None or not self.failure.is_call_failure)
 
 
 class CritiqueState(NamedTuple):
@@ -87,6 +89,7 @@ def _draft_state(draft: Draft) -> DraftState:
         input_tokens=draft.usage.input_tokens,
         output_tokens=draft.usage.output_tokens,
         cached_input_tokens=draft.usage.cached_input_tokens,
+        from_reply=draft.reply_id is not None,
     )
 
 

@@ -138,15 +138,22 @@ def load_sample(config: BuildConfig, run: RunDir, requested: dict[str, int] | No
     build's own (`requested_drafts`)."""
     wanted_drafts: dict[str, int | None] = dict(requested) if requested is not None else requested_drafts(config, run)
     embed = pairing_embedder(config.pair_embeddings)
+    # A call of several pairs drafts that many from its passages: n drafts take n / per_chunk calls, rounded up.
+    per_call = {name: config.pairs_per_call(name) for name in wanted_drafts}
     picked = {
-        name: QUESTION_TYPES.get(name).picker(run.iter_chunks, config.seed, n, embed)
+        name: QUESTION_TYPES.get(name).picker(
+            run.iter_chunks, config.seed, None if n is None else -(-n // per_call[name]), embed
+        )
         for name, n in wanted_drafts.items()
     }
     plans = (
-        PassagesPlan(name, group.chunk_ids, group.link) for name, found in picked.items() for group in found.groups
+        PassagesPlan(name, group.chunk_ids, group.link, pair if per_call[name] > 1 else None)
+        for name, found in picked.items()
+        for group in found.groups
+        for pair in range(1, per_call[name] + 1)
     )
     items = StoredPassages(run.chunks_file, plans)
-    return Sample(items, wanted_drafts, {name: found.short for name, found in picked.items()})
+    return Sample(items, wanted_drafts, {name: found.short * per_call[name] for name, found in picked.items()})
 
 
 def requested_drafts(config: BuildConfig, run: RunDir) -> dict[str, int | None]:

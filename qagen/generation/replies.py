@@ -267,3 +267,102 @@ def parse_reader_answer(reply: str) -> ParsedReaderAnswer:
     if not answer:
         return ParsedReaderAnswer(None, no_verdict(reply))
     return ParsedReaderAnswer(answer, "")
+
+
+# --- several pairs in one reply (`BuildConfig.per_chunk`) ------------------------------------------
+# A reply asked for several question/answer pairs numbers them as the prompt shows (`1.` on a line of its
+# own, then the labelled pair), or in the ways models vary it: the number before the label on the same
+# line (`1. Factoid question: ...`), in markdown (`**1.**`, `### Pair 1`), named (`Pair 2:`), or after the
+# label (`Factoid question 2: ... Answer 2: ...`), or no number at all (each pair opened by its label).
+# A pair opens at a line that is such a number alone, at a line that opens with a question label (a
+# number before it or in it allowed; a label right after a number line opens no second pair), or at a
+# numbered line that ends with a question mark (an unlabelled pair). A number needs a word before it
+# (`Pair`) or a `.`, `)` or `:` after it, so a line of an answer that opens with a figure ("12 bytes") or
+# a decimal ("1.5 s") opens no pair; nor does a numbered line of an answer's own list, which asks nothing.
+_PAIR_NUMBER = re.compile(
+    r"[ \t]*(?:\#{1,6}[ \t]*)?[*_]{0,3}[ \t]*"
+    r"(?:(?:pair|q&a|qa)[ \t]*\#?\d{1,2}(?:[ \t]*[*_]{0,3}[ \t]*[.):])?|\#?\d{1,2}[ \t]*[*_]{0,3}[ \t]*[.):](?!\d))"
+    r"[ \t]*[*_]{0,3}[ \t]*",
+    re.IGNORECASE,
+)
+# A question label at the start of a line's text: a type's (`Factoid question`), or any `Question` after at
+# most two words (as `_question_label` reads one), with its number when it has one.
+_PAIR_LABEL = re.compile(
+    r"[*_]{0,3}[ \t]*(?:[\w-]+[ \t]+){0,2}question(?:[ \t]+\#?\d{1,2})?[ \t]*[*_]{0,3}[ \t]*:", re.IGNORECASE
+)
+# A label with the pair's number in it (`Factoid question 2:`, `Answer 2:`, `Evidence 2:`): read without the
+# number, as the one-pair protocol writes it. Line-initial, or an answer's label right after the question mark.
+_NUMBERED_LABEL = re.compile(
+    r"(?P<label>(?:^[ \t]*|(?<=\?)[ \t]+)[*_]{0,3}[ \t]*(?:(?:[\w-]+[ \t]+){0,2}question|answer|evidence))"
+    r"[ \t]+\#?\d{1,2}(?=[ \t]*[*_]{0,3}[ \t]*:)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+class ParsedPair(NamedTuple):
+    """One pair of a reply asked for several: what was read from it, and the part of the reply it was read from."""
+
+    qa: ParsedQA
+    text: str
+    """The reply's text from the pair's opening to the next pair's, verbatim."""
+
+
+class ParsedPairs(NamedTuple):
+    """The pairs read from a reply asked for several, in the reply's order (at most as many as asked),
+    or `reason` why it holds none."""
+
+    pairs: tuple[ParsedPair, ...]
+    reason: Reason
+    """Why the reply holds no pair at all (a refusal, an empty reply, prose); "" when it holds one."""
+    beyond: int = 0
+    """Pairs written after the ones asked for (a runaway continuation), not read; the raw reply keeps them."""
+
+
+def _opening(line: str) -> str | None:
+    """`number` for a line that is a pair's number alone, `pair` for one that opens a pair's question
+    (see `_PAIR_NUMBER`), None for any other line."""
+    number = _PAIR_NUMBER.match(line)
+    rest = line[number.end() :] if number else line
+    if number is not None and not rest.strip(" \t*_:"):
+        return "number"
+    if _PAIR_LABEL.match(rest) or (number is not None and rest.rstrip(" \t*_").endswith("?")):
+        return "pair"
+    return None
+
+
+def _pair_openings(text: str) -> list[int]:
+    """Where each pair of the reply opens (offsets of line starts), in order."""
+    openings: list[int] = []
+    after_number = False  # only blank lines since a number line: the label under it opens no second pair
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        kind = _opening(line.rstrip("\r\n"))
+        if kind == "number" or (kind == "pair" and not after_number):
+            openings.append(offset)
+        if kind is not None or line.strip():
+            after_number = kind == "number"
+        offset += len(line)
+    return openings
+
+
+def parse_pairs(reply: str, label: str, asked: int, *, answer_optional: bool = False) -> ParsedPairs:
+    """Read the pairs of a reply asked for `asked` question/answer pairs: each pair (`_PAIR_NUMBER` says
+    where one opens) read by the one-pair parser (`parse_labelled_qa`, its number taken out of its labels).
+    A part that is the prompt's template echoed back is no pair. A reply in which no pair opens is read as
+    one pair (a reply of one unlabelled pair), else as none, with its reason."""
+    openings = _pair_openings(reply)
+    pairs: list[ParsedPair] = []
+    for start, end in zip(openings, [*openings[1:], len(reply)], strict=False):
+        text = reply[start:end]
+        number = _PAIR_NUMBER.match(text)
+        body = _NUMBERED_LABEL.sub(r"\g<label>", text[number.end() :] if number else text)
+        qa = parse_labelled_qa(body, label, answer_optional=answer_optional)
+        if qa.reason and _TEMPLATE_ECHO.search(body):
+            continue
+        pairs.append(ParsedPair(qa, text))
+    if not pairs:
+        whole = parse_labelled_qa(reply, label, answer_optional=answer_optional)
+        if whole.reason:
+            return ParsedPairs((), whole.reason)
+        pairs.append(ParsedPair(whole, reply))
+    return ParsedPairs(tuple(pairs[:asked]), "", max(0, len(pairs) - asked))

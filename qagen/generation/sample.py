@@ -60,6 +60,8 @@ class PassagesPlan(NamedTuple):
     question_type: str
     chunk_ids: tuple[str, ...]
     link: tuple[str, ...] = ()
+    pair: int | None = None
+    """Its place among the pairs its drafting call asks for (`Passages.pair`); None: drafted alone."""
 
 
 class StoredPassages(Sequence[Passages]):
@@ -80,6 +82,7 @@ class StoredPassages(Sequence[Passages]):
         self._passage_ends = array("q")
         self._starts, self._ends = array("q"), array("q")
         self._links: dict[int, tuple[str, ...]] = {}
+        self._pairs = array("B")  # a draft's place in its call's reply; 0: drafted alone
         places = _line_places(chunks_file, {chunk_id for plan in plans for chunk_id in plan.chunk_ids})
         for number, plan in enumerate(plans):
             if plan.question_type not in self._types:
@@ -92,6 +95,7 @@ class StoredPassages(Sequence[Passages]):
             self._passage_ends.append(len(self._starts))
             if plan.link:
                 self._links[number] = plan.link
+            self._pairs.append(plan.pair or 0)
         self._stamp = _file_stamp(chunks_file)
 
     def __len__(self) -> int:
@@ -125,7 +129,8 @@ class StoredPassages(Sequence[Passages]):
             handle.seek(self._starts[passage])
             chunks.append(Chunk.model_validate_json(handle.read(self._ends[passage] - self._starts[passage])))
         question_type = self._types[self._type_of[number]]
-        return Passages(question_type=question_type, chunks=tuple(chunks), link=self._links.get(number, ()))
+        pair = self._pairs[number] or None
+        return Passages(question_type=question_type, chunks=tuple(chunks), link=self._links.get(number, ()), pair=pair)
 
 
 def _line_places(chunks_file: Path, wanted: Collection[str]) -> dict[str, tuple[int, int]]:

@@ -28,14 +28,14 @@ from qagen.errors import ConfigError
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.compose import ComposeTask, Composing, PartsVerdict, judge_parts
 from qagen.generation.critique import CriticTask, Drafted
-from qagen.generation.draft import DraftTask
+from qagen.generation.draft import DraftTask, PairsCall
 from qagen.generation.ledger import Ledger
 from qagen.generation.vetting import vet
 from qagen.llm.cost import Budget
 from qagen.llm.prompts import load_prompts
 from qagen.question_types import QUESTION_TYPES, QuestionTypeSpec
 from qagen.records import Critique, Draft, Passages, Usage
-from qagen.runs.executor import Executor, finished, needs_call
+from qagen.runs.executor import Executor, Store, finished, needs_call
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,14 @@ class TypeTasks:
         calls paid for it, beside its own."""
         compose = self.compose
         return () if compose is None else compose.part_keys(item)
+
+    def paid_keys(self, item: Passages) -> tuple[str, ...]:
+        """The record ids of the calls paid for the item's draft beside its own record: a composed draft's
+        parts, or the reply a draft of several pairs a call was read from (paid once for all its pairs)."""
+        draft = self.draft
+        if isinstance(draft, DraftTask) and draft.calls is not None:
+            return (draft.reply_key(item),)
+        return self.part_keys(item)
 
     def critic(self, criterion: str) -> CriticTask | None:
         """The type's task of a critic; None when the type is not vetted by it."""
@@ -125,7 +133,7 @@ class BuildTasks:
         # A part type the build drafts too: its own list holds its parts' critics.
         asked |= {name: pairs for name, pairs in part_asked.items() if name not in asked}
         critic_specs = [registry.get(name) for name in dict.fromkeys(n for pairs in asked.values() for n, _ in pairs)]
-        bundled = [spec.draft_prompt for spec in [*specs, *part_specs.values()]]
+        bundled = [_draft_prompt(config, spec) for spec in specs] + [spec.draft_prompt for spec in part_specs.values()]
         bundled += [p for pairs in asked.values() for n, p in pairs if not registry.get(n).from_prompts_dir]
         prompts = load_prompts(
             list(dict.fromkeys(bundled)),
@@ -152,14 +160,15 @@ class BuildTasks:
             name: tuple(critics[pair] for pair in part_asked[part.name]) for name, part in part_specs.items()
         }
 
-        def drafting(spec: QuestionTypeSpec) -> DraftTask:
+        def drafting(spec: QuestionTypeSpec, per_chunk: int = 1) -> DraftTask:
             shared = config.shared_prefix
-            return DraftTask(config.generator.spec, prompts[spec.draft_prompt], spec, shared_prefix=shared)
+            prompt = prompts[spec.pairs_prompt if per_chunk > 1 and spec.pairs_prompt else spec.draft_prompt]
+            return DraftTask(config.generator.spec, prompt, spec, shared_prefix=shared, per_chunk=per_chunk)
 
         types = {
             spec.name: TypeTasks(
                 spec,
-                drafting(spec)
+                drafting(spec, config.pairs_per_call(spec.name))
                 if spec.name not in part_specs
                 else ComposeTask(
                     config.generator.spec, prompts[spec.draft_prompt], spec, drafting(part_specs[spec.name])
@@ -306,6 +315,15 @@ def _shipped_elsewhere(
     return {prompt: path for prompt, (path, _) in folders.items()}
 
 
+def _draft_prompt(config: BuildConfig, spec: QuestionTypeSpec) -> str:
+    """The prompt that drafts the type in this build: the one of several pairs a call when it asks for several."""
+    return (
+        spec.pairs_prompt
+        if spec.pairs_prompt is not None and config.pairs_per_call(spec.name) > 1
+        else spec.draft_prompt
+    )
+
+
 def _part_type(spec: QuestionTypeSpec) -> QuestionTypeSpec:
     """The type a composed type's parts are drafted as: one drafted in one call."""
     part = QUESTION_TYPES.get(spec.parts or "")
@@ -368,6 +386,8 @@ class BuildFlow:
         then their critics (together, when the stage critiques), and None when they end it before the
         composing call (`compose`)."""
         compose = tasks.draft
+        if isinstance(compose, DraftTask) and compose.calls is not None:
+            return await self._pair(compose, compose.calls, item)
         if not isinstance(compose, ComposeTask):
             return await self.executor.run(compose, item, self.drafts)
         found = self.drafts.get(compose.key(item))
@@ -382,6 +402,17 @@ class BuildFlow:
             return None
         composing = Composing(question_type=item.question_type, chunks=item.chunks, link=item.link, parts=tuple(parts))
         return await self.executor.run(compose, composing, self.drafts)
+
+    async def _pair(self, task: DraftTask, calls: PairsCall, item: Passages) -> Draft:
+        """The draft of the item's pair: stored, or read from the reply of its call, which is made only
+        when no reply is stored (the pairs of one call ask for it together: sent once, stored once)."""
+        found = self.drafts.get(task.key(item))
+        if found is not None and not needs_call(found):
+            return found
+        reply = await self.executor.run(calls, item, _StoredOnce(self.drafts))
+        draft = task.from_reply(item, reply)
+        self.drafts.add(draft)
+        return draft
 
     async def _parts_pass(self, item: Passages, parts: Sequence[Draft]) -> bool:
         """Whether the parts (each past its free checks) pass their critics: the verdicts not stored (or
@@ -399,6 +430,21 @@ class BuildFlow:
         )
         verdict = self.tasks.judge_parts(item, parts, self.config, self.critiques.get)
         return verdict is not None and verdict.composable
+
+
+class _StoredOnce:
+    """A store of replies that several drafts wait for at once (the pairs of one call): each gets the
+    reply, the first to come back stores it, the others find it stored."""
+
+    def __init__(self, store: Store[Draft]) -> None:
+        self._store = store
+
+    def get(self, key: str) -> Draft | None:
+        return self._store.get(key)
+
+    def add(self, record: Draft) -> None:
+        if finished(self._store.get(record.id)) is None:
+            self._store.add(record)
 
 
 def stops_the_critics(verdict: Critique, config: BuildConfig) -> bool:

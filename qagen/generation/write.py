@@ -310,6 +310,9 @@ def _sampled(summary: BuildSummary) -> str:
         return f"{funnel.sampled} (the corpus had no passages for {short} of the drafts asked for: see below)"
     if funnel.requested is not None and funnel.requested > funnel.sampled:
         return f"{funnel.sampled} (all of them: {funnel.requested} were asked for)"
+    per_chunk = summary.settings.get("per_chunk", 1)
+    if per_chunk > 1:  # the sample counts drafts: several a chunk
+        return f"{funnel.sampled} drafts ({per_chunk} question/answer pairs a call of a chunk, for the types that can)"
     return str(funnel.sampled)
 
 

@@ -15,6 +15,7 @@ FACTOID = QuestionTypeSpec(
     help="one fact from one chunk, asked as a search query (the cookbook's questions)",
     draft_prompt="qa_generation",
     question_label="Factoid question",
+    pairs_prompt="qa_generation_pairs",
     picker=one_chunk(None),
     critics=(TypeCritic("groundedness"), TypeCritic("relevance"), TypeCritic("standalone")),
 )

@@ -38,6 +38,7 @@ REWORDED = QuestionTypeSpec(
     help="a factoid asked in a user's own words, not the chunk's (no long phrase copied)",
     draft_prompt="qa_reworded",
     question_label="User question",
+    pairs_prompt="qa_reworded_pairs",
     picker=one_chunk("reworded"),
     critics=(TypeCritic("groundedness"), TypeCritic("relevance"), TypeCritic("standalone")),
     check=too_close,

@@ -150,6 +150,11 @@ class QuestionTypeSpec:
     """For a type whose picker can fall short (`Picked.short`): what a draft's passages must be, said
     when the corpus had none for some of its drafts. None: a picker of one chunk per draft, never short."""
 
+    pairs_prompt: str | None = None
+    """The prompt file that drafts several of its questions from the same passages in one call, numbered
+    (`BuildConfig.per_chunk`; `{pairs}`: how many), each pair read as `draft_prompt`'s reply is. None:
+    one question a call, whatever `per_chunk` says."""
+
     @property
     def critic_names(self) -> tuple[str, ...]:
         return tuple(critic.name for critic in self.critics)

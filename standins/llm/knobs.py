@@ -85,6 +85,8 @@ class Knobs:
             raise ValueError(f"batch_line_status must be one of {sorted(LINE_STATUSES)}, got {self.batch_line_status}.")
         if self.rerank_reply not in RERANK_REPLIES:
             raise ValueError(f"rerank_reply must be one of {sorted(RERANK_REPLIES)}, got {self.rerank_reply!r}.")
+        if self.replies.max_pairs is not None and self.replies.max_pairs < 0:
+            raise ValueError(f"max_pairs must be an integer >= 0, got {self.replies.max_pairs}.")
         if self.fault_attempts < 1:
             raise ValueError(f"fault_attempts must be at least 1, got {self.fault_attempts}.")
         unknown = set(self.fault_kinds) - set(FAULT_KINDS)

@@ -74,6 +74,33 @@ def first_sentence(text: str, limit: int = 200) -> str:
     return sentence
 
 
+def nth_sentence(text: str, number: int, limit: int = 200) -> str:
+    """The `number`-th sentence (1: `first_sentence`) of the text's non-empty lines, each cut as
+    `first_sentence` cuts it, counting again from the first when the text has fewer; a verbatim
+    substring of `text`, so an answer is a true span of its chunk."""
+    found: list[str] = []
+    for line in text.splitlines():
+        rest = line.strip()
+        while rest:
+            end = _SENTENCE_END.search(rest)
+            sentence = rest[: end.end()] if end else rest
+            rest = rest[len(sentence) :].strip()
+            found.append(first_sentence(sentence, limit))
+    return found[(number - 1) % len(found)] if found else ""
+
+
+def pair_for(label: str, context: str, number: int) -> tuple[str, str]:
+    """The (question, answer) of the `number`-th pair (from 2: the first is `draft_for`'s) the stand-in
+    drafts for a prompt that asks for several from one passage: about its `number`-th sentence
+    (`nth_sentence`), asked in the label's way (a factoid names the sentence's topic, any other type
+    uses words of its own), with a digest of the context and the number, so each pair's question is its own."""
+    digest = hashlib.sha256(f"{context}\x00pair {number}".encode()).hexdigest()
+    answer = nth_sentence(context, number) or "Nothing is stated."
+    if label == FACTOID_LABEL:
+        return f"Which fact about {_topic(answer, 3)} is recorded under ref {digest[:10]}?", answer
+    return f"How would someone look up the item filed as ref {digest[:10]}?", answer
+
+
 def factoid_for(context: str, duplicate_rate: float = 0.0) -> tuple[str, str]:
     """The (question, answer) the stand-in generator drafts for `context`.
 

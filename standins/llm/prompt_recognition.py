@@ -10,7 +10,8 @@ Prompt kinds, decided from the text of the last user message:
   ``unknown`` if none matches), and the rated question is read from it.
 - ``generation``: a draft prompt: its answer template has a line ``<Label> question: (your ...``
   (``Factoid question``, ``Multi-hop question``: any question type's) and it embeds ``Context:``;
-  the label and the passages (the chunk, or each ``Passage N:``) are read from it. A composing
+  the label and the passages (the chunk, or each ``Passage N:``) are read from it, and how many
+  numbered pairs it asks for (``numbering the pairs from 1 to N``: qagen's ``per_chunk``; else one). A composing
   prompt (qagen's multi-hop drafts: `qagen.generation.compose`) embeds, instead of passages, the
   parts' questions and answers (``Question 1:`` ... ``</question>``, ``Answer 1:`` ... ``</answer>``),
   read as its `parts`.
@@ -85,6 +86,7 @@ class PromptInfo:
     passages: tuple[str, ...] = ()  # generation: every passage (one, or each `Passage N:`)
     asks_evidence: bool = False  # generation: the prompt asks for the evidence sentence (`Evidence:`)
     parts: tuple[tuple[str, str], ...] = ()  # generation: a composing prompt's parts, (question, answer) each
+    pairs: int = 1  # generation: the question/answer pairs the prompt asks for (qagen's `per_chunk`)
     response: str | None = None  # judge: the response under evaluation
     evaluation: EvalPrompt | None = None  # ragas_* and grader: what `eval_replies` read from the prompt
 
@@ -96,6 +98,8 @@ def _line_labels(label: str, text: str) -> list[re.Match[str]]:
 # A draft prompt's answer template: `Factoid question: (your factoid question)`, any type's label.
 _DRAFT_TEMPLATE = re.compile(r"^(?P<label>[A-Z][\w-]*(?: [\w-]+)* question): \(your ", re.MULTILINE)
 _PASSAGE = re.compile(r"^[ \t]*Passage \d+:[ \t]*", re.MULTILINE)
+# A draft prompt that asks for several numbered pairs (qagen's `qa_*_pairs` prompts), before its answer template.
+_PAIRS = re.compile(r"numbering the pairs from 1 to (?P<pairs>\d+)")
 # A composing prompt's parts: `Question 1: ...` up to its closing data tag, then `Answer 1: ...` up to its own.
 _PART = re.compile(
     r"^[ \t]*Question (?P<number>\d+):[ \t]*(?P<question>.*?)\s*</question>\s*<answer>\s*"
@@ -262,6 +266,7 @@ def classify_prompt(text: str) -> PromptInfo:
         passages = framed or extract_passages(text) or (extract_context(text),)
         label = template.group("label")
         asks = _line_labels("Evidence:", text[template.start() : text.find("Context:", template.start())])
+        pairs = _PAIRS.search(text, 0, template.start())
         return PromptInfo(
             kind="generation",
             text=text,
@@ -269,5 +274,6 @@ def classify_prompt(text: str) -> PromptInfo:
             label=label,
             passages=passages,
             asks_evidence=bool(asks),
+            pairs=int(pairs.group("pairs")) if pairs is not None else 1,
         )
     return PromptInfo(kind="answer", text=text)

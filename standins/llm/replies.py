@@ -8,7 +8,9 @@ the same reply, in any process, on any machine. Replies by prompt kind:
 - ``critique``: ``Evaluation: ...`` then ``Total rating: N`` with ``N = score_for(criterion, question)``.
 - ``generation``: ``<Label>: {q}`` then ``Answer: {a}`` (`draft_for`, the label a question type's;
   `factoid_for` for ``Factoid question``; `composed_for` for a composing prompt's parts), then
-  ``Evidence: {sentence}`` when the prompt asks for it: the answer's sentence, copied; for the
+  ``Evidence: {sentence}`` when the prompt asks for it: the answer's sentence, copied; a prompt that
+  asks for several numbered pairs gets that pair first, then one about each next sentence
+  (`pair_for`), numbered in one of `PAIRS_FORMATS`, at most `max_pairs` of them; for the
   `evidence_miss_rate` share of contexts a sentence the chunk does not hold (`MISSING_EVIDENCE`),
   and for the `rule_break_rate` share a factoid that breaks one of the prompt's rules
   (`RULE_BREAKS`). With `recorded_drafts`, a context found there gets its recorded reply instead.
@@ -19,6 +21,8 @@ the same reply, in any process, on any machine. Replies by prompt kind:
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -35,6 +39,7 @@ from standins.llm.outcomes import (
     first_sentence,
     judge_score,
     lone_reader_answer,
+    pair_for,
     score_for,
     unit_interval,
 )
@@ -68,6 +73,9 @@ RATING_FORMATS: tuple[str, ...] = (
     "runaway",  # Mixtral: the verdict, then invented "Feedback:::" blocks with other ratings
 )
 GENERATION_FORMATS: tuple[str, ...] = ("canonical", "bold", "echo_marker", "blank_line")
+# How a reply of several pairs numbers them: as qagen's prompt shows it ("canonical": the number on a line
+# of its own), and the ways models vary it.
+PAIRS_FORMATS: tuple[str, ...] = ("canonical", "inline_number", "bold", "pair_heading", "numbered_labels")
 JUDGE_FORMATS: tuple[str, ...] = ("canonical", "newline", "slash_five")
 
 # Malformed replies that make sense for each prompt kind (a rating of 0 or 7 needs a rating).
@@ -172,6 +180,9 @@ class ReplyPolicy:
     single_hop_rate: float = 0.0
     """Share of multi-hop questions (by question) drafted from their first passage alone, which a reader
     given that passage alone answers (the others it does not)."""
+    max_pairs: int | None = None
+    """A draft prompt that asks for several numbered pairs (qagen's `per_chunk`) is answered with at most
+    this many (fewer than asked: a reply that stops short); None: as many as it asks."""
 
     def pass_rate_for(self, criterion: str) -> float:
         """The pass rate of one critic (a criterion missing from a mapping gets the default)."""
@@ -242,6 +253,51 @@ def _generation_reply(
     if fmt == "blank_line":
         return f"{label}: {question}\n\nAnswer: {answer}{quoted}"
     return f"{label}: {question}\nAnswer: {answer}{quoted}"
+
+
+def pairs_reply(pairs: list[tuple[str, str, str | None]], label: str, fmt: str) -> str:
+    """A reply of several numbered (question, answer, evidence) pairs in format `fmt` (`PAIRS_FORMATS`)."""
+    written: list[str] = []
+    for number, (question, answer, evidence) in enumerate(pairs, 1):
+        quoted = f"\nEvidence: {evidence}" if evidence is not None else ""
+        if fmt == "inline_number":
+            written.append(f"{number}. {label}: {question}\nAnswer: {answer}{quoted}")
+        elif fmt == "bold":
+            quoted = quoted.replace("Evidence:", "**Evidence:**")
+            written.append(f"**{number}.**\n**{label}:** {question}\n**Answer:** {answer}{quoted}")
+        elif fmt == "pair_heading":
+            written.append(f"Pair {number}:\n{label}: {question}\nAnswer: {answer}{quoted}")
+        elif fmt == "numbered_labels":
+            quoted = quoted.replace("Evidence:", f"Evidence {number}:")
+            written.append(f"{label} {number}: {question}\nAnswer {number}: {answer}{quoted}")
+        else:
+            written.append(f"{number}.\n{label}: {question}\nAnswer: {answer}{quoted}")
+    return "\n\n".join(written)
+
+
+def _pairs_draft(info: PromptInfo, policy: ReplyPolicy, request_key: str) -> Reply:
+    """The generator's reply to a prompt that asks for several pairs: the one-pair reply's question and
+    answer first (`_draft`, its knobs included), then one about each next sentence of the passage
+    (`pair_for`), at most `max_pairs` of them."""
+    first = _draft(dataclasses.replace(info, pairs=1), dataclasses.replace(policy, generation_format_variety=0.0), "")
+    label = info.label or FACTOID_LABEL
+    read = _ONE_PAIR.match(first.content)
+    if read is None:  # a recorded reply, replayed as it is
+        return first
+    pairs = [(read.group("question"), read.group("answer"), read.group("evidence"))]
+    context = info.context or ""
+    for number in range(2, info.pairs + 1):
+        question, answer = pair_for(label, context, number)
+        pairs.append((question, answer, answer if info.asks_evidence else None))
+    given = pairs[: info.pairs if policy.max_pairs is None else min(info.pairs, policy.max_pairs)]
+    fmt = _variant(PAIRS_FORMATS, policy.generation_format_variety, request_key)
+    return Reply(pairs_reply(given, label, fmt), first.kind, "generation", format=fmt)
+
+
+# The one-pair reply `_generation_reply` writes in its canonical format.
+_ONE_PAIR = re.compile(
+    r"\A[^:\n]+: (?P<question>[^\n]*)\nAnswer: (?P<answer>[^\n]*)(?:\nEvidence: (?P<evidence>[^\n]*))?\Z"
+)
 
 
 def recorded_key(context: str) -> str:
@@ -415,7 +471,7 @@ def make_reply(text: str, *, request_key: str, reply_number: int = 1, policy: Re
             reader_answer(info, policy), "reader", "reader", info.criterion, None, "canonical", question=info.question
         )
     elif info.kind == "generation":
-        good = _draft(info, policy, request_key)
+        good = _pairs_draft(info, policy, request_key) if info.pairs > 1 else _draft(info, policy, request_key)
     elif info.kind == "judge":
         score = policy.judge(info.question or "", info.response or "")
         fmt = _variant(JUDGE_FORMATS, policy.format_variety, request_key)

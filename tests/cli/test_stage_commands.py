@@ -168,8 +168,8 @@ def test_each_per_invocation_option_shows_the_librarys_default() -> None:
 OWN_OPTIONS = {
     "chunk": {"--out", "--hf-dataset", "--split", "--text-column", "--source-column", "--chunk-size",
               "--chunk-overlap", "--length-unit", "--encoding", "--seed", "--update-corpus", "--quiet"},
-    "generate": {"--n-generations", "--question-types", "--pair-embeddings", "--generator-model", "--model",
-    "--base-url", "--api-key-env",
+    "generate": {"--n-generations", "--per-chunk", "--question-types", "--pair-embeddings", "--generator-model",
+                 "--model", "--base-url", "--api-key-env",
                  "--temperature", "--max-output-tokens", "--prompts", "--concurrency", "--rpm", "--max-retries",
                  "--timeout", "--max-failure-rate", "--max-tokens", "--max-cost", "--price-input", "--price-output",
                  "--price-cached-input", "--quiet"},

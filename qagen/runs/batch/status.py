@@ -17,7 +17,9 @@ def describe_run(run_dir: Path, about: Callable[[RunDir], list[str]] | None = No
     run = RunDir(run_dir)
     run.require()
     journal = Journal(run_dir)
-    drafts, critiques = run.drafts.load(), run.critiques.load()
+    # A pair read from a reply of several is no call: the reply's record is (`Draft.reply_id`).
+    drafts = {key: draft for key, draft in run.drafts.load().items() if draft.reply_id is None}
+    critiques = run.critiques.load()
     lines = [f"run directory {run_dir}", *(about(run) if about is not None else [])]
     # Calls, not drafts: a multi-hop draft's parts are records of their own, and so is a draft outside the sample.
     lines.append(
