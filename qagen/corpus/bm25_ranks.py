@@ -9,7 +9,8 @@ shards of `SHARD_CHUNKS` chunks, one shard in memory at a time:
    the whole corpus' (bm25s' own formulas over these counts), so a chunk scores in its shard exactly
    what it scores in one index of every chunk, to the last bit of bm25s' float32.
 2. The questions, as token ids of that vocabulary (a token no chunk has scores nothing, as in bm25s).
-3. The shards, each indexed with bm25s' own scoring of a document's tokens: every question is scored
+3. The shards, each indexed with bm25s' formula for a document's tokens (all of a shard's chunks at
+   once, the same operations in the same float types, so the same scores): every question is scored
    against each shard, and its own chunk's score taken from the shard that holds it. A question's
    rank is 1 + the chunks scoring strictly higher than its own, counted shard by shard; shards before
    a question's own one are counted in a second pass, from the shards kept on disk.
@@ -24,18 +25,21 @@ from __future__ import annotations
 
 import tempfile
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
-from itertools import repeat
+from itertools import count
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import BinaryIO, NamedTuple, cast
 
 import numpy as np
-from bm25s.scoring import _build_idf_array, _build_scores_and_indices_for_matrix, _select_idf_scorer
+from bm25s.scoring import _build_idf_array, _select_idf_scorer
 
 from qagen.corpus.bm25_index import BM25_PARAMETERS, tokenize
 from qagen.corpus.chunk_index import RankQuery, Ranks
 from qagen.records import Chunk
+
+_COUNT_BATCH = 1 << 20
+"""Distinct token ids of chunks gathered before they are added to the document frequencies (4 MB)."""
 
 DENSE_SHARE = 8
 """A token in at least 1 of this many of a shard's chunks is held as a dense vector over the shard."""
@@ -52,22 +56,28 @@ class _Corpus:
     chunk's length, where its token ids are in the token file, and the chunks' ids to find them by."""
 
     def __init__(self, chunks: Iterable[Chunk], tokens: BinaryIO) -> None:
-        self.vocab: dict[str, int] = {}
-        self.frequencies = array("q")  # by token id: 8 bytes a token, not a list of Python ints
+        # A token's id is the order it was first seen in; the mapping runs in C (`map` over a dict
+        # whose missing keys take the next id), not a Python call a token.
+        vocab: defaultdict[str, int] = defaultdict(count().__next__)
+        id_of = vocab.__getitem__
+        self.vocab: dict[str, int] = vocab
+        self.frequencies = np.zeros(0, dtype=np.int64)  # by token id
         self.lengths = array("i")
         self.documents: Counter[str] = Counter()
         ids, id_ends = bytearray(), array("q")  # every id's bytes, one after another: no object a chunk
+        distinct = array("i")  # each chunk's distinct token ids, counted into `frequencies` a batch at a time
         for chunk in chunks:
             ids += chunk.id.encode("utf-8")
             id_ends.append(len(ids))
             self.documents[chunk.source] += 1
-            # setdefault hands back the dict's own int objects, so the lists share them.
-            tokens_of_chunk = [self.vocab.setdefault(token, len(self.vocab)) for token in tokenize(chunk.text)]
-            self.frequencies.extend(repeat(0, len(self.vocab) - len(self.frequencies)))
-            for token in set(tokens_of_chunk):
-                self.frequencies[token] += 1
+            tokens_of_chunk = array("i", map(id_of, tokenize(chunk.text)))
+            distinct.extend(set(tokens_of_chunk))
+            if len(distinct) >= _COUNT_BATCH:
+                self._count(distinct)
             self.lengths.append(len(tokens_of_chunk))
-            array("i", tokens_of_chunk).tofile(tokens)
+            tokens_of_chunk.tofile(tokens)
+        self._count(distinct)
+        vocab.default_factory = None  # read only from here on: a token no chunk has has no id
         self.ends = np.cumsum(np.asarray(self.lengths, dtype=np.int64))
         # Sorted ids, and where each is in the corpus: a chunk's position by binary search, in a few
         # bytes a chunk instead of a dict. Stable, so of two chunks with one id the later is found, as a
@@ -76,6 +86,13 @@ class _Corpus:
         del ids, id_ends
         self._order = np.argsort(by_id, kind="stable")
         self._sorted = by_id[self._order]
+
+    def _count(self, distinct: array[int]) -> None:
+        """Add the chunks' distinct token ids to the document frequencies, and empty `distinct`."""
+        found = np.bincount(np.frombuffer(distinct, dtype=np.int32), minlength=len(self.vocab))
+        found[: len(self.frequencies)] += self.frequencies
+        self.frequencies = found
+        del distinct[:]
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -119,11 +136,11 @@ class _ByTokenId(Mapping[int, int]):
     """The document frequencies by token id as bm25s' IDF reads them (a mapping), over the counting
     pass' array, instead of a dict of the whole vocabulary made to be read once."""
 
-    def __init__(self, frequencies: array[int]) -> None:
+    def __init__(self, frequencies: np.ndarray) -> None:
         self._frequencies = frequencies
 
     def __getitem__(self, token: int) -> int:
-        return self._frequencies[token]
+        return int(self._frequencies[token])
 
     def __iter__(self) -> Iterator[int]:
         return iter(range(len(self._frequencies)))
@@ -195,35 +212,36 @@ class _Shard:
         return cls(start, size, *parts)
 
 
-def _token_lists(tokens: BinaryIO, corpus: _Corpus, start: int, stop: int) -> Iterator[list[int]]:
-    """The token ids of chunks `start` to `stop`, read back from the token file a chunk at a time."""
-    tokens.seek(4 * (int(corpus.ends[start - 1]) if start else 0))
-    for length in corpus.lengths[start:stop]:
-        ids = array("i")
-        ids.fromfile(tokens, length)
-        yield ids.tolist()
-
-
 def _index_shard(
     tokens: BinaryIO, corpus: _Corpus, start: int, stop: int, idf: np.ndarray, average: np.float64
 ) -> _Shard:
     """Chunks `start` to `stop` indexed with the whole corpus' IDF and average length: bm25s' scores
-    of each chunk's tokens, as sparse columns by token (a chunk's scores are its own, whatever the shard)."""
-    frequencies: Counter[int] = Counter()
-    for ids in _token_lists(tokens, corpus, start, stop):
-        frequencies.update(set(ids))
-    parameters = {key: BM25_PARAMETERS[key] for key in ("k1", "b", "method")}
-    data, chunks, token_of = _build_scores_and_indices_for_matrix(
-        corpus_token_ids=_token_lists(tokens, corpus, start, stop),
-        idf_array=idf,
-        avg_doc_len=average,
-        doc_frequencies=frequencies,
-        delta=None,
-        nonoccurrence_array=None,  # (only bm25l and bm25+ have one; `BM25_PARAMETERS` is lucene)
-        dtype=_DTYPE,
-        show_progress=False,
-        **parameters,
-    )
+    of each chunk's tokens, as sparse columns by token (a chunk's scores are its own, whatever the shard).
+
+    bm25s (`scoring._build_scores_and_indices_for_matrix`) scores a chunk at a time; here each chunk's
+    tokens are counted (as it counts them) and all of them scored at once, with its formula's operations
+    in its order and types (the length part in float64, the term frequencies float32 made float64, the
+    product rounded to float32), so each score is bm25s' to the bit.
+    """
+    tokens.seek(4 * (int(corpus.ends[start - 1]) if start else 0))
+    every = array("i")
+    every.fromfile(tokens, int(corpus.ends[stop - 1]) - (int(corpus.ends[start - 1]) if start else 0))
+    keys, counts, per_chunk = array("i"), array("f"), array("q")
+    at = 0
+    for length in corpus.lengths[start:stop]:
+        counted = Counter(every[at : at + length])
+        at += length
+        keys.extend(counted.keys())
+        counts.extend(counted.values())
+        per_chunk.append(len(counted))
+    del every
+    k1, b = cast(float, BM25_PARAMETERS["k1"]), cast(float, BM25_PARAMETERS["b"])
+    lengths = np.asarray(corpus.lengths[start:stop], dtype=np.float64)
+    part = np.repeat(k1 * ((1 - b) + b * lengths / average), np.asarray(per_chunk, dtype=np.int64))
+    frequency = np.asarray(counts, dtype=_DTYPE).astype(np.float64)
+    token_of = np.asarray(keys, dtype=np.int32)
+    data = (idf[token_of] * (frequency / (part + frequency))).astype(_DTYPE)
+    chunks = np.repeat(np.arange(stop - start, dtype=np.int32), np.asarray(per_chunk, dtype=np.int64))
     # By token, each token's chunks in order (they came chunk by chunk): the columns bm25s builds.
     order = np.argsort(token_of, kind="stable")
     columns = np.zeros(len(corpus.vocab) + 1, dtype=np.int64)

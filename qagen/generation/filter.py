@@ -14,7 +14,6 @@ from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex, RankQuery
 from qagen.generation.checks.easiness import copied_share
 from qagen.generation.checks.evidence import EvidencePlacement
-from qagen.generation.checks.precheck import precheck
 from qagen.generation.compose import ended_by_part
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
@@ -266,7 +265,7 @@ class Assembler:
             counts.drafted += 1
             of_type.drafted += 1
             part_checks = parts.checked if parts is not None else None
-            checked = part_checks or precheck(draft, item, config, answered=tasks.spec.answer_in_passages)
+            checked = part_checks or self.tasks.precheck(draft, item, config)
             # A draft its parts ended shows no question to rank (one composed all the same is not shown).
             rank = self.ranks[position] if self.ranks is not None and part_checks is None else None
             quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank)

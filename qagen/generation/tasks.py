@@ -25,7 +25,7 @@ from qagen.corpus.chunk import ChunkSource
 from qagen.corpus.chunk_index import ChunkIndex
 from qagen.critics import CHECKS_VETTING, CHECKS_VETTING_TYPED, CriticSpec, check_prompt
 from qagen.errors import ConfigError
-from qagen.generation.checks.precheck import precheck
+from qagen.generation.checks.precheck import Precheck, Prechecks
 from qagen.generation.compose import ComposeTask, Composing, PartsVerdict, judge_parts
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask, PairsCall
@@ -88,6 +88,8 @@ class BuildTasks:
     """The run's chunks in BM25, built on first use: what a critic reading `{retrieved}` is shown,
     and the ranks the final write measures; one per build process, whoever asks (None: no run's
     chunks were given)."""
+    prechecks: Prechecks = field(default_factory=Prechecks, compare=False)
+    """The free checks of each draft, made once a process: see `precheck`."""
 
     @classmethod
     def for_config(cls, config: BuildConfig, chunks: ChunkSource | None = None) -> BuildTasks:
@@ -245,6 +247,11 @@ class BuildTasks:
             return draft.parts
         return tuple(drafts(key) for key in self.of(item).part_keys(item))
 
+    def precheck(self, draft: Draft, item: Passages, config: BuildConfig) -> Precheck:
+        """The checks that cost no call of a parsed draft (`checks.precheck`), each draft checked once:
+        the flow asks before the critics, the filter again for the draft's row."""
+        return self.prechecks(draft, item, config, answered=self.of(item).spec.answer_in_passages)
+
     def reaches_the_critics(
         self, draft: Draft, item: Passages, config: BuildConfig, critiques: Callable[[str], Critique | None]
     ) -> bool:
@@ -257,10 +264,9 @@ class BuildTasks:
         parts = self.judge_parts(item, draft.parts, config, critiques)
         if parts is not None and parts.ends:
             return False
-        tasks = self.of(item)
-        if precheck(draft, item, config, answered=tasks.spec.answer_in_passages).reason is not None:
+        if self.precheck(draft, item, config).reason is not None:
             return False
-        return tasks.check(draft, item) is None
+        return self.of(item).check(draft, item) is None
 
     @property
     def critics(self) -> tuple[CriticTask, ...]:

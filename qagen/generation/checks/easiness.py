@@ -26,13 +26,13 @@ TOO_CLOSE = "too_close"
 def copied_share(question: str, chunk: str) -> float | None:
     """The share of the question's distinct content words found in the chunk; None for a question
     with no content word."""
-    from qagen.corpus.bm25_index import tokenize
+    from qagen.corpus.bm25_index import tokens_among
 
     wanted = set(content_words(question))
     if not wanted:
         return None
-    # The chunk's tokens, stopwords and all: `wanted` holds none, so the words found are the same.
-    return len(wanted & set(tokenize(chunk))) / len(wanted)
+    # Among the chunk's tokens, stopwords and all: `wanted` holds none, so the words found are the same.
+    return len(tokens_among(chunk, wanted)) / len(wanted)
 
 
 def longest_copied_run(question: str, chunk: str) -> int:

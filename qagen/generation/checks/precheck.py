@@ -68,3 +68,44 @@ def precheck(draft: Draft, item: Passages, config: BuildConfig, *, answered: boo
     if config.max_copied_share is not None and too_close(question, chunk.text, config.max_copied_share):
         return Precheck(TOO_CLOSE, evidence, passage)
     return Precheck(None, evidence, passage)
+
+
+class _Found(NamedTuple):
+    """A draft's `Precheck` as `Prechecks` keeps it: its passage by place, not the chunk (whose text
+    the memo would otherwise hold for the whole build)."""
+
+    content: int
+    """A hash of what the checks read of the draft: a draft of the same id with other text (a composed
+    draft as its parts ended it) is checked anew."""
+    reason: str | None
+    evidence: EvidencePlacement | None
+    passage: int | None
+
+
+class Prechecks:
+    """`precheck` once per draft and settings in a process: the build's flow asks it before the critics
+    and the filter again for each row, of the same draft; the second time reads the first's result."""
+
+    def __init__(self) -> None:
+        self._config: BuildConfig | None = None
+        self._found: dict[str, _Found] = {}
+
+    def __call__(self, draft: Draft, item: Passages, config: BuildConfig, *, answered: bool = True) -> Precheck:
+        """`precheck(draft, item, config, answered=answered)`, from the memo when it holds this draft."""
+        if draft.parts:  # (composed drafts are few; their parts' placements would need a key of their own)
+            return precheck(draft, item, config, answered=answered)
+        if config is not self._config:  # other settings: other results
+            self._config, self._found = config, {}
+        content = hash((draft.question, draft.answer, draft.evidence, answered))
+        found = self._found.get(draft.id)
+        if found is not None and found.content == content:
+            passage = None if found.passage is None else item.chunks[found.passage]
+            return Precheck(found.reason, found.evidence, passage)
+        checked = precheck(draft, item, config, answered=answered)
+        place = None if checked.passage is None else _place(checked.passage, item)
+        self._found[draft.id] = _Found(content, checked.reason, checked.evidence, place)
+        return checked
+
+
+def _place(passage: Chunk, item: Passages) -> int:
+    return next(number for number, chunk in enumerate(item.chunks) if chunk is passage)

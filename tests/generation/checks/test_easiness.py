@@ -3,6 +3,11 @@ index's: tests/corpus/test_chunk_index.py)."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
+
+from qagen.corpus.bm25_index import tokenize, tokens_among
 from qagen.generation.checks.easiness import copied_share, too_close
 
 
@@ -24,3 +29,26 @@ def test_longest_copied_run_counts_consecutive_words_in_order() -> None:
     assert longest_copied_run("Objects compressed holds packfile", chunk) == 1  # the words, not in order
     assert longest_copied_run("What is it?", chunk) == 1  # stopwords count: "it"
     assert longest_copied_run("", chunk) == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "words", "found"),
+    [
+        ("The packfile holds objects.", {"packfile", "pack", "objects", "holds"}, {"packfile", "objects", "holds"}),
+        ("sometimes, time_out; TIME", {"time", "time_out", "some"}, {"time", "time_out"}),  # case-folded
+        ("Straße und 日本語の本", {"strasse", "本", "日本", "und"}, {"strasse", "本", "und"}),  # a kana/ideograph alone
+        ("x語y", {"x", "y", "x語y"}, {"x", "y"}),  # an ideograph ends a run; a word no token can be is none
+        ("e\u0301te", {"\u00e9te"}, {"\u00e9te"}),  # NFC, as `tokenize`
+    ],
+)
+def test_tokens_among_are_the_words_that_are_tokens_of_the_text(text: str, words: set[str], found: set[str]) -> None:
+    assert tokens_among(text, words) == found == words & set(tokenize(text))
+
+
+def test_tokens_among_equals_intersecting_every_token_on_random_text() -> None:
+    rng = random.Random(5)
+    alphabet = list("abé_1ßſﬁÅ語日かカ한 \n.,-'\u0301İı")
+    for _ in range(3000):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 40)))
+        words = set(tokenize("".join(rng.choices(alphabet, k=rng.randint(0, 15)))))
+        assert tokens_among(text, words) == words & set(tokenize(text)), (text, words)
