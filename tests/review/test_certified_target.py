@@ -192,3 +192,21 @@ def test_8_labels_claim_nothing_and_reach_the_target_at_the_checks_own_cuts(
     )
     assert said.count(nothing) == 1  # said once, not once a round
     assert "counted at the checks' own cuts (nothing certified))" in said
+
+
+def test_a_dry_run_sizes_the_rounds_at_the_certified_threshold(
+    truth_llm: Any, corpus: Path, built: Path, tmp_path: Path
+) -> None:
+    """At the checks' own cuts the 200 drafts made hold 90 passing ones; at the certified threshold they do not."""
+    run = _labelled(built, tmp_path, 80)
+    calls = len(truth_llm.log)
+    plain = _invoke(
+        "build", corpus, "--out", run, "--generator-model", "openai:stand-in", "--base-url", truth_llm.base_url,
+        "--target", 90, "--chunk-size", 400, "--chunk-overlap", 40, "--seed", SEED, "--dedup-embeddings", "none", "-q",
+        "--dry-run",
+    )  # fmt: skip
+    certified = _to_target(truth_llm, corpus, run, 90, "--dry-run")
+    assert len(truth_llm.log) == calls
+    assert "drafts to make 0 (already made: " in " ".join(plain.split())
+    made = certified.split("drafts to make ")[1].split(" ")[0]
+    assert int(made) > 0, certified
