@@ -206,9 +206,7 @@ def kept_of(
     config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger, rows_of: Collection[str] = ()
 ) -> Kept:
     """The drafts of `sample` that `config` keeps, and the candidate rows of those of `rows_of` it holds."""
-    ledger.scan()
-    vectors = _question_vectors(load_semantic_dedup(config.dedup_embeddings), sample, tasks, ledger)
-    tallied = _tally(config, tasks, sample, ledger, vectors, rows_of)
+    tallied = tally(config, tasks, sample, ledger, rows_of)
     passed = tallied.passed
     ids = choose(passed, config) if config.target is not None else frozenset(draft.id for draft in passed)
     return Kept(ids, tallied.rows)
@@ -224,12 +222,15 @@ def with_certified(run: RunDir, summary: BuildSummary, certified: Certified | No
     return summary
 
 
-def tally(config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger) -> Tally:
+def tally(
+    config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger, rows_of: Collection[str] = ()
+) -> Tally:
     """The sample filtered as `write_outputs` filters it (duplicates by meaning included), without
-    ranking the drafts or writing anything: what a build to a target size counts after each round."""
+    ranking the drafts or writing anything: what a build to a target size counts after each round;
+    with the candidate rows of the drafts `rows_of` names."""
     ledger.scan()
     vectors = _question_vectors(load_semantic_dedup(config.dedup_embeddings), sample, tasks, ledger)
-    return _tally(config, tasks, sample, ledger, vectors)
+    return _tally(config, tasks, sample, ledger, vectors, rows_of)
 
 
 def _tally(
