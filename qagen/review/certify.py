@@ -200,12 +200,12 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
         decisions = keep_decisions(store.of_kind("draft"))
     ids = counted_ids(sample, decisions) if sample is not None else []
     stale = False
-    rows: dict[str, CandidateRow] = {}
+    rows: list[CandidateRow] = []
     if sample is not None:
         kept = _kept_from(RunDir(run_dir), config, sample, ids)
         stale = sample.kept_fingerprint != kept_fingerprint(kept.ids)
-        rows = kept.rows
-    measured = {item_id: row_decision(row, CERTIFIED_CHECK) for item_id, row in rows.items()}
+        rows = list(kept.rows.values())
+    measured = {row.id: row_decision(row, CERTIFIED_CHECK) for row in rows}
     # A draft its check decided by its written word is kept at any threshold: it counts as scored above all.
     scored = [
         Scored(decided.measurement if (decided := measured.get(item_id)) and decided.measurement is not None
