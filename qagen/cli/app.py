@@ -114,8 +114,16 @@ def build(
     if dry_run:
         from qagen.generation.estimate import Estimate
         from qagen.generation.pipeline import plan
+        from qagen.review.certify import certifier
 
-        planned = plan(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch is not None)
+        planned = plan(
+            config,
+            out,
+            progress=not quiet,
+            update_corpus=update_corpus,
+            batch=batch is not None,
+            certify=certifier if config.precision is not None else None,
+        )
         described = in_cli_terms(planned.describe(), Estimate.settings)
         click.echo(f"dry run: no LLM call made\n{described}")
         if config.target is not None:
@@ -126,15 +134,18 @@ def build(
                 f"at most {draft_budget(config):,} drafts in all (--max-drafts)"
             )
         return
-    result = run_build(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch)
-    if config.precision is not None and not result.stopped_by_budget:
+    if config.precision is None:
+        result = run_build(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch)
+    else:
         from dataclasses import replace
 
-        from qagen.review.certify import certify_and_filter
+        from qagen.review.certify import certifier, with_estimate
         from qagen.runs.rundir import RunDir
 
+        # Held to what the run's labels certify from the first round on; the estimate beside it after.
+        result = run_build(config, out, progress=not quiet, update_corpus=update_corpus, batch=batch, certify=certifier)
         with RunDir(out).locked() as run:
-            result = replace(result, summary=certify_and_filter(run, config, result.summary))
+            result = replace(result, summary=with_estimate(run, result.summary))
     click.echo(result.table)
     if result.stopped_by_budget:
         from qagen.llm.cost import Budget

@@ -151,7 +151,6 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
     until `qagen stage critique` asks the critics they still need (or, in a run made through offline
     batch files, until `qagen batch export` and `qagen batch import` answer them).
     """
-    from qagen.generation.pipeline import finalize, load_sample
     from qagen.generation.target import SHORTFALL_SETTINGS, shortfall
     from qagen.generation.tasks import BuildTasks
     from qagen.generation.write import funnel_table
@@ -167,8 +166,7 @@ def filter_command(ctx: click.Context, /, run_dir: Path, **options: Any) -> None
         run.open(config, tasks.prompt_hashes(fixed), llm=fixed)
         if not run.chunking_done():
             raise QagenError(f"{run_dir} has no chunks yet; run `qagen stage chunk` (or `qagen build`) first.")
-        summary = finalize(config, run, tasks, load_sample(config, run))
-        summary = certify_and_filter(run, config, summary)
+        summary = certify_and_filter(run, config, tasks)
     click.echo(funnel_table(summary))
     deciding = " ".join(
         f"--{name.replace('_', '-')} {options[name]}"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -38,7 +38,15 @@ from qagen.generation.summary import check_readings, summarise_build
 from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.write import DATA_FILE, save_outputs
-from qagen.records import BuildSummary, CandidateRow, CandidateStatus, Duplicates, Passages, TypeFunnel
+from qagen.records import (
+    BuildSummary,
+    CandidateRow,
+    CandidateStatus,
+    Certified,
+    Duplicates,
+    Passages,
+    TypeFunnel,
+)
 from qagen.runs.batch.journal import Journal
 from qagen.runs.rundir import RunDir
 from qagen.runs.scratch import KeySet
@@ -96,18 +104,21 @@ def write_outputs(
     ledger: Ledger | None = None,
     *,
     settled: bool = False,
+    certified: Certified | None = None,
 ) -> Outputs:
     """Filter the sample's records into the outputs, unless they are up to date (see the module).
 
     `ledger`: the LLM stage's, so only what it appended is read here; None reads the logs whole.
     `settled`: that stage, just run over this sample with these settings, left nothing to do.
+    `certified`: what reviewer labels certify (`filter.precision`), put in `summary.json`; `config` holds the
+    drafts to its threshold already when it certifies one (`vetting.certified_config`).
     """
     made_from = _made_from(config, run, tasks)
     stamp = _holding_stamp(run, made_from)
     if stamp is not None:
         if settled and not stamp.get("settled"):
             write_json_atomic(_stamp_file(run), {**stamp, "settled": True})
-        return Outputs(_stored_summary(run), up_to_date=True, no_draft=None)
+        return Outputs(with_certified(run, _stored_summary(run), certified), up_to_date=True, no_draft=None)
     # The estimate from people's labels is not the records': it is carried over, stale if the kept set changes.
     kept_quality = stored_kept_quality(run.summary_file)
     changed_mix = mix_change(config, run)
@@ -156,7 +167,9 @@ def write_outputs(
     paid = ledger.paid_for(sample_ids, Journal(run.root).batched)
     summarised = summarise_build(config, run, tasks, funnel, paid, assembler.by_type())
     kept_quality = carried_over(kept_quality, lambda: read_kept_ids(run))
-    summary = summarised.model_copy(update={"profile": profile.result(duplicates), "kept_quality": kept_quality})
+    summary = summarised.model_copy(
+        update={"profile": profile.result(duplicates), "kept_quality": kept_quality, "certified": certified}
+    )
     write_json_atomic(run.summary_file, summary.model_dump(mode="json"))
     if changed_mix is not None and (left_out := changed_mix.left_out(read_kept_ids(run))) is not None:
         _say(left_out)
@@ -176,28 +189,70 @@ class Tally(NamedTuple):
     """In sampling order."""
     statuses: dict[str, list[CandidateStatus]]
     """Each type's candidates' statuses, in sampling order (what sizes a round anew: `target.replan`)."""
+    rows: dict[str, CandidateRow]
+    """The candidate rows asked for (`rows_of`), by id."""
 
 
-def tally(config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger) -> Tally:
+class Kept(NamedTuple):
+    """What `write_outputs` would keep of a sample, written nowhere (`kept_of`)."""
+
+    ids: frozenset[str]
+    """The kept drafts' ids (duplicates and the target's choice included)."""
+    rows: dict[str, CandidateRow]
+    """The candidate rows asked for, by id (their status is the filter's, before the target's choice)."""
+
+
+def kept_of(
+    config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger, rows_of: Collection[str] = ()
+) -> Kept:
+    """The drafts of `sample` that `config` keeps, and the candidate rows of those of `rows_of` it holds."""
+    tallied = tally(config, tasks, sample, ledger, rows_of)
+    passed = tallied.passed
+    ids = choose(passed, config) if config.target is not None else frozenset(draft.id for draft in passed)
+    return Kept(ids, tallied.rows)
+
+
+def with_certified(run: RunDir, summary: BuildSummary, certified: Certified | None) -> BuildSummary:
+    """`summary` saying `certified`, written over the run's `summary.json` when it said otherwise (more labels
+    that certify the same threshold change no output: the outputs' stamp still holds)."""
+    if certified is None or summary.certified == certified:
+        return summary
+    summary = summary.model_copy(update={"certified": certified})
+    replace_summary(run, summary)
+    return summary
+
+
+def tally(
+    config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger, rows_of: Collection[str] = ()
+) -> Tally:
     """The sample filtered as `write_outputs` filters it (duplicates by meaning included), without
-    ranking the drafts or writing anything: what a build to a target size counts after each round."""
+    ranking the drafts or writing anything: what a build to a target size counts after each round;
+    with the candidate rows of the drafts `rows_of` names."""
     ledger.scan()
     vectors = _question_vectors(load_semantic_dedup(config.dedup_embeddings), sample, tasks, ledger)
-    return _tally(config, tasks, sample, ledger, vectors)
+    return _tally(config, tasks, sample, ledger, vectors, rows_of)
 
 
 def _tally(
-    config: BuildConfig, tasks: BuildTasks, sample: Sample, ledger: Ledger, vectors: dict[str, list[float]] | None
+    config: BuildConfig,
+    tasks: BuildTasks,
+    sample: Sample,
+    ledger: Ledger,
+    vectors: dict[str, list[float]] | None,
+    rows_of: Collection[str] = (),
 ) -> Tally:
     assembler = Assembler(config, tasks, sample, semantic=_semantic(config, vectors))
     passed: list[Passed] = []
     statuses: dict[str, list[CandidateStatus]] = {}
+    rows: dict[str, CandidateRow] = {}
     for item in sample:
         candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
         statuses.setdefault(item.question_type, []).append(candidate.status)
         if candidate.status == "kept":
             passed.append(Passed(candidate.id, item.question_type, item.first.source))
-    return Tally(assembler.by_type(), passed, statuses)
+        if candidate.id in rows_of:
+            rows[candidate.id] = candidate
+    return Tally(assembler.by_type(), passed, statuses, rows)
 
 
 def _question_vectors(

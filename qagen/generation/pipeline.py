@@ -6,6 +6,7 @@ import asyncio
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from qagen.corpus.load.fingerprint import FingerprintRecorder, corpus_location
 from qagen.errors import CorpusError, NothingUsableError
 from qagen.generation.embedders import pairing_embedder
 from qagen.generation.estimate import Estimate, estimate
-from qagen.generation.finalize import NoDraft, Outputs, settled_summary, tally, write_outputs
+from qagen.generation.finalize import NoDraft, Outputs, settled_summary, tally, with_certified, write_outputs
 from qagen.generation.ledger import Ledger
 from qagen.generation.passages_short import passages_missing, short_of_passages
 from qagen.generation.sample import PassagesPlan, Sample, StoredPassages
@@ -35,14 +36,14 @@ from qagen.generation.target import (
     start_plan,
 )
 from qagen.generation.tasks import BuildFlow, BuildTasks, label, make_budget
-from qagen.generation.vetting import settings_without_effect
+from qagen.generation.vetting import certified_config, settings_without_effect
 from qagen.generation.write import funnel_table, warm_up
 from qagen.llm.backends import require_key
 from qagen.llm.clients import Clients, ModelLike
 from qagen.llm.concurrency import run_coroutine
 from qagen.llm.task import Role
 from qagen.question_types import QUESTION_TYPES, draft_counts
-from qagen.records import BuildSummary, SkippedInput
+from qagen.records import BuildSummary, Certified, SkippedInput
 from qagen.runs.batch.executor import batch_executor
 from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
@@ -61,6 +62,10 @@ _LOOKAHEAD = 4
 _WARM_UP_POLL_SECONDS = 0.05
 """Chunks under way per call slot (see `Executor.map`): at 4 the last calls of a build end within
 about one call's latency of each other (benchmarks/bench_scale.py measures the efficiency)."""
+
+Certifier = Callable[[RunDir, BuildConfig], Certified]
+"""What reviewer labels certify for a run at the build's `precision` (`qagen.review.certify.certifier`), asked
+once the run is open and chunked, before any draft: the threshold it certifies holds every round's drafts."""
 
 
 def _say(message: str) -> None:
@@ -128,14 +133,14 @@ def chunk_stage(
     return summary
 
 
-def load_sample(config: BuildConfig, run: RunDir, requested: dict[str, int] | None = None) -> Sample:
+def load_sample(config: BuildConfig, run: RunDir, requested: Mapping[str, int | None] | None = None) -> Sample:
     """Every draft's passages, per question type (`QuestionTypeSpec.picker`), reading the chunk file
     anew for each picker and once more for where the chosen chunks are, instead of holding it all (the
     sample reads them back when it is gone through: `StoredPassages`); the pickers
     that pair passages by meaning read the `pair_embeddings` model.
 
-    `requested`: the drafts asked of each type (a round of a build to a target size); None: the
-    build's own (`requested_drafts`)."""
+    `requested`: the drafts asked of each type (a round of a build to a target size; None for a type:
+    one per chunk); None: the build's own (`requested_drafts`)."""
     wanted_drafts: dict[str, int | None] = dict(requested) if requested is not None else requested_drafts(config, run)
     embed = pairing_embedder(config.pair_embeddings)
     # A call of several pairs drafts that many from its passages: n drafts take n / per_chunk calls, rounded up.
@@ -255,9 +260,12 @@ async def _warm_up_once_replies_come(clients: Clients) -> None:
 
 
 # --- outputs ------------------------------------------------------------------------------------
-def finalize(config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: Sample) -> BuildSummary:
-    """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary."""
-    return write_outputs_and_say(config, run, tasks, sample).summary
+def finalize(
+    config: BuildConfig, run: RunDir, tasks: BuildTasks, sample: Sample, certified: Certified | None = None
+) -> BuildSummary:
+    """Filter, write `dataset/`, `candidates/` and `summary.json`; return the summary. `certified`: what labels
+    certify (`write_outputs`)."""
+    return write_outputs_and_say(config, run, tasks, sample, certified=certified).summary
 
 
 def write_outputs_and_say(
@@ -268,9 +276,10 @@ def write_outputs_and_say(
     ledger: Ledger | None = None,
     *,
     settled: bool = False,
+    certified: Certified | None = None,
 ) -> Outputs:
     """`write_outputs`, saying so when the outputs were up to date already."""
-    outputs = write_outputs(config, run, tasks, sample, ledger, settled=settled)
+    outputs = write_outputs(config, run, tasks, sample, ledger, settled=settled, certified=certified)
     if outputs.up_to_date:
         _say(_UP_TO_DATE)
     return outputs
@@ -307,13 +316,20 @@ class BuildResult:
 
 
 def plan(
-    config: BuildConfig, out: Path | str, *, progress: bool = True, update_corpus: bool = False, batch: bool = False
+    config: BuildConfig,
+    out: Path | str,
+    *,
+    progress: bool = True,
+    update_corpus: bool = False,
+    batch: bool = False,
+    certify: Certifier | None = None,
 ) -> Estimate:
     """What the build of `config` into `out` would still pay (at batch prices with `batch`), with no
     LLM call, writing nothing a later run must match: a new run is chunked and sampled in a
     temporary folder, so the real build may still choose other settings; an existing run is
     checked as the build checks it (other settings, a changed corpus are refused alike) and read
-    as it is, chunked again in a temporary folder when `update_corpus` allows a changed corpus."""
+    as it is, chunked again in a temporary folder when `update_corpus` allows a changed corpus.
+    `certify`: as the build's (`build`), so that rounds to a target are sized at a certified threshold."""
     _require_build_config(config)
     pairing_embedder(config.pair_embeddings)  # a missing dense extra is said before the corpus is read
     existing = RunDir(out)
@@ -323,7 +339,8 @@ def plan(
             if run.chunking_done() and run.check_corpus(config.corpus, update=update_corpus) is None:
                 tasks = BuildTasks.for_config(config, run.iter_chunks)
                 if config.target is not None:
-                    return _estimate_first_round(config, run, tasks, batch=batch)
+                    certified = certify(run, config) if certify is not None and config.precision is not None else None
+                    return _estimate_first_round(certified_settings(config, certified), run, tasks, batch=batch)
                 return estimate(config, run, tasks, load_sample(config, run), batch=batch)
             return _plan_aside(config, progress=progress, batch=batch, records=run)
     return _plan_aside(config, progress=progress, batch=batch, records=None)
@@ -366,6 +383,7 @@ def build(
     progress: bool = True,
     update_corpus: bool = False,
     batch: BatchOptions | None = None,
+    certify: Certifier | None = None,
 ) -> BuildResult:
     """Chunk, sample, draft, critique, filter and write; resumes whatever `out` already holds.
 
@@ -373,11 +391,13 @@ def build(
     With `update_corpus`, a corpus that changed since `out` was chunked is chunked again (see
     `chunk_stage`) instead of refused. With `batch`, the LLM calls go in Batch API rounds (half the
     price, hours instead of minutes); when not waiting for them (`BatchOptions.wait=False`) this
-    raises `BatchesRunningError` once they are submitted: call it again later to go on.
+    raises `BatchesRunningError` once they are submitted: call it again later to go on. With
+    `config.precision` and `certify`, the drafts are held to the threshold the run's labels certify, if
+    any (`certified_settings`): a build to a target size counts only the drafts that pass it.
     """
     _require_build_config(config)
     with RunDir(out).locked() as run:
-        return _build(config, run, progress=progress, update_corpus=update_corpus, batch=batch)
+        return _build(config, run, progress=progress, update_corpus=update_corpus, batch=batch, certify=certify)
 
 
 def _require_build_config(config: object) -> None:
@@ -391,7 +411,13 @@ def _require_build_config(config: object) -> None:
 
 
 def _build(
-    config: BuildConfig, run: RunDir, *, progress: bool, update_corpus: bool, batch: BatchOptions | None
+    config: BuildConfig,
+    run: RunDir,
+    *,
+    progress: bool,
+    update_corpus: bool,
+    batch: BatchOptions | None,
+    certify: Certifier | None,
 ) -> BuildResult:
     tasks = BuildTasks.for_config(config, run.iter_chunks)
     run.open(config, tasks.prompt_hashes())
@@ -403,12 +429,15 @@ def _build(
             require_key(settings)
         pairing_embedder(config.pair_embeddings)
     chunk_stage(config, run, progress=progress, update_corpus=update_corpus)
+    # Before any round: the labels are of drafts made already, and the threshold they certify holds every round's.
+    certified = certify(run, config) if certify is not None and config.precision is not None else None
+    config = certified_settings(config, certified)
     # Nothing to call and nothing changed since the outputs were written: they stand.
     if (settled := settled_summary(config, run, tasks)) is not None:
         _say(_UP_TO_DATE)
         if settled.funnel.sampled == 0:
             _raise_no_passages(settled)
-        return BuildResult(run.root, settled)
+        return BuildResult(run.root, with_certified(run, settled, certified))
     ledger = Ledger(run.drafts, run.critiques)
     if config.target is None:
         sample = load_sample(config, run)
@@ -418,7 +447,7 @@ def _build(
     else:
         sample, stopped = _draft_to_target(config, run, tasks, ledger, progress=progress, batch=batch)
     left_nothing = stopped is None and ledger.retry_later == 0
-    outputs = write_outputs_and_say(config, run, tasks, sample, ledger, settled=left_nothing)
+    outputs = write_outputs_and_say(config, run, tasks, sample, ledger, settled=left_nothing, certified=certified)
     if stopped is None and outputs.no_draft is not None:
         _raise_nothing_drafted(outputs.no_draft, run)
     if stopped is None and outputs.summary.funnel.sampled == 0:
@@ -426,12 +455,24 @@ def _build(
     return BuildResult(run.root, outputs.summary, stopped)
 
 
+def certified_settings(config: BuildConfig, certified: Certified | None) -> BuildConfig:
+    """The settings that decide the drafts: `config`, holding the certified check to the threshold the labels
+    certify when they certify one (`vetting.certified_config`); as they are when nothing is certified (too
+    few labels, stale ones, or no precision asked): the summary's `certified` says why."""
+    if certified is None or certified.status != "certified":
+        return config
+    assert certified.threshold is not None, "a certification without its threshold"
+    return certified_config(config, certified.threshold)
+
+
 def _draft_to_target(
     config: BuildConfig, run: RunDir, tasks: BuildTasks, ledger: Ledger, *, progress: bool, batch: BatchOptions | None
 ) -> tuple[Sample, str | None]:
     """Draft and critique in rounds until every question type has its part of the target, the draft
     budget is spent or the corpus has no more passages (`qagen.generation.target`); the last round's
-    sample, and which spending cap stopped it (None: none did)."""
+    sample, and which spending cap stopped it (None: none did). A draft counts when it passes `config`:
+    a certified threshold's too, when it holds one (`certified_settings`), so the rounds' pass rates
+    are measured against it."""
     if (none := left_out(config)) is not None:
         _say(none[0].upper() + none[1:])
     plan = starting_round(config, run, tasks, ledger)

@@ -27,6 +27,12 @@ would start with (`start_plan`).
 When more drafts pass than a type's part, the part is chosen deterministically from them: round
 robin over their source documents, in an order drawn from the seed, so the kept questions cover
 the documents as evenly as the drafts allow. The others are rejected as `over_target`.
+
+With a certified precision (`filter.precision`), a draft passes when it passes the threshold the labels
+certify as well (`qagen.generation.pipeline.certified_settings`): the rounds are sized by the pass rate at
+it, and the target is reached when that many drafts pass it (`qagen.review.certify` says why the drafts of
+later rounds are held to a threshold certified from labels of earlier ones). When the labels certify
+nothing, the rounds count the checks' own cuts, and the summary says nothing is certified.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from qagen.config import BuildConfig
 from qagen.errors import QagenError
 from qagen.question_types import apportion, draft_counts
 from qagen.question_types.pickers import type_seed
-from qagen.records import BuildSummary, Funnel, TargetOutcome, TypeFunnel
+from qagen.records import BuildSummary, Certified, Funnel, TargetOutcome, TypeFunnel
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 from qagen.words import plural
@@ -287,13 +293,24 @@ def outcome(config: BuildConfig, run: RunDir, funnel: Funnel) -> TargetOutcome |
     )
 
 
+def counted_at(certified: Certified | None) -> str:
+    """What a build to a target size counted as passing, from what was certified (`summary.json`'s `certified`,
+    when a precision was asked): the certified threshold, or the checks' own cuts as nothing is; empty: none asked."""
+    if certified is None:
+        return ""
+    if certified.status == "certified":
+        return f"the certified threshold ({certified.threshold:.3f} on {certified.score})"
+    return "the checks' own cuts (nothing certified)"
+
+
 def shortfall(summary: BuildSummary) -> str | None:
-    """One sentence on a build that kept fewer questions than its target: kept of the target, the
-    drafts made and why no more were, and the commonest rejection reasons of each type; None when
-    the target was reached or there was none."""
+    """One sentence on a build that kept fewer questions than its target: kept of the target (passing the
+    certified threshold, when a precision was asked), the drafts made and why no more were, and the
+    commonest rejection reasons of each type; None when the target was reached or there was none."""
     target = summary.target
     if target is None or target.reached:
         return None
+    counted = f" that pass {passing}" if (passing := counted_at(summary.certified)) else ""
     types = summary.question_types
     per_type = ""
     if len(types) > 1:
@@ -308,7 +325,7 @@ def shortfall(summary: BuildSummary) -> str | None:
     )
     rejected = f", rejected mostly as {reasons}" if reasons else ""
     return (
-        f"kept {target.kept} of the {target.target} questions asked for{per_type} from {target.drafts} "
+        f"kept {target.kept} of the {target.target} questions asked for{counted}{per_type} from {target.drafts} "
         f"{plural(target.drafts, 'draft')}, {why}, in {target.rounds} {plural(target.rounds, 'round')}{rejected}"
         f"{_failed(summary)}."
     )

@@ -236,9 +236,15 @@ def funnel_table(summary: BuildSummary) -> str:
 
         lines.append(("certified", certified_sentence(summary.certified).removeprefix("certified: ")))
     if target is not None:
+        from qagen.generation.target import counted_at
+
         rounds = f"{target.rounds} round{'s' if target.rounds != 1 else ''}"
+        held_to = f"; counted at {passing}" if (passing := counted_at(summary.certified)) else ""
         lines.append(
-            ("target", f"{target.target} ({target.drafts} drafts of at most {target.max_drafts}, in {rounds})")
+            (
+                "target",
+                f"{target.target} ({target.drafts} drafts of at most {target.max_drafts}, in {rounds}{held_to})",
+            )
         )
     for stage, usage in (("generation", summary.usage.generation), ("critique", summary.usage.critique)):
         cost = f", ${usage.cost_usd:.4f}" if usage.cost_usd is not None else ""

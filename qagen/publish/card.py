@@ -272,7 +272,11 @@ def _target_rows(summary: Mapping[str, Any]) -> list[tuple[str, Any]]:
     target = summary.get("target")
     if not target:
         return []
-    drafted = f"{target.get('target')} ({target.get('drafts')} drafts in {target.get('rounds')} rounds)"
+    from qagen.generation.kept_quality import certified_of
+    from qagen.generation.target import counted_at
+
+    counted = f", counted at {passing}" if (passing := counted_at(certified_of(summary))) else ""
+    drafted = f"{target.get('target')} ({target.get('drafts')} drafts in {target.get('rounds')} rounds{counted})"
     over = summary.get("funnel", {}).get("over_target", 0)
     return [("questions asked for (target)", drafted), ("passed, beyond the target", over)]
 
@@ -331,6 +335,12 @@ def _kept_quality(summary: Mapping[str, Any]) -> str:
             "precision, tested from\nthe highest down and stopping at the first that fails (fixed-sequence "
             "testing, Learn-then-Test)."
         )
+        if summary.get("target") and certified.status == "certified":
+            heading += (
+                " The build drafted in rounds until its target passed this threshold: the drafts of later rounds "
+                "are\ndrawn from the same sampling order and vetted by the same checks as the labelled ones, and "
+                "the\ncertificate covers them as draws of that same process."
+            )
     if quality.status == "not_estimated":
         return heading
     method = (

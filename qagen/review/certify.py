@@ -21,26 +21,54 @@ Escalate", Jung, Brahman and Choi 2025):
   cannot pass even with no error, so testing it would only end the search. The order depends on the
   scores alone, not on the labels, so it is still fixed before the labels are read.
 
+Labels across rounds (a build to a `target` size): the labels are of a uniform sample of one kept set,
+K0, the drafts the settings kept of those asked of each type when the sample was drawn
+(`KeptSample.kept_from`); the run may have drafted more since. The certificate is about the drafting, not
+K0 alone: each draft is a draw of one process (passages from the sampling order, the generator's draft,
+the checks' verdicts), and the labelled drafts at or above a threshold are draws of it given that they
+pass there. So the certified threshold holds for any draft of the same process, a later round's included,
+and a build to a target size counts only the drafts at or above it
+(`qagen.generation.pipeline.certified_settings`). That needs:
+
+- the same process, deciding as before: a run refuses another model or prompt, and the settings,
+  filtering K0's drafts again, must keep K0 (its fingerprint), or the labels are stale. The check
+  filters those drafts, not the run's latest sample, so growing the run by rounds (or choosing a smaller
+  target from it) leaves the labels as they were; other cuts make them stale.
+- the labelled drafts a uniform sample of K0: the sample's random order, counted up to the first question
+  not labelled (`qagen.review.estimate.counted_ids`).
+- a later draft exchangeable with K0's: the sampling order (`qagen.generation.sample.sampling_order`) takes
+  each document's chunks in a random order, so a later draft is exchangeable with the earlier drafts of its
+  document; across documents the order is coverage first, then by length, and the target's choice
+  (`over_target`) spreads the kept questions over documents, reading no score. Where the share of good
+  drafts at a score differs between documents, the claim for drafts far beyond the labelled ones leans on
+  that difference being small; labels of a sample drawn from the grown kept set (`kept_sample` draws it
+  anew from the kept set as it is) remove the lean.
+
+Growth ends the sample's uniformity over the kept set (a later draft could never be drawn into it). The
+certificate does not need it (the threshold is the process's, above); the Wilson estimate beside it reads
+the labelled drafts the grown certified set holds as draws of the same process
+(`qagen.review.estimate.within_certified`).
+
 Nothing here calls a model: the scores are the measurements the vetting already stored.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Literal, NamedTuple
 
 from qagen.config import BuildConfig
-from qagen.generation.finalize import replace_summary
+from qagen.generation.finalize import Kept, kept_of
 from qagen.generation.kept_quality import kept_fingerprint
+from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.vetting import CERTIFIED_CHECK, certified_config, row_decision
-from qagen.records import BuildSummary, Certified
+from qagen.records import BuildSummary, CandidateRow, Certified
 from qagen.review.estimate import counted_ids, keep_decisions, refresh_kept_quality
-from qagen.review.kept_sample import stored_kept_sample
+from qagen.review.kept_sample import KeptSample, stored_kept_sample
 from qagen.review.labels import LabelStore
-from qagen.review.run_drafts import read_run_drafts
 from qagen.runs.rundir import RunDir
 
 CONFIDENCE = BuildConfig.model_fields["confidence"].default
@@ -163,15 +191,20 @@ def _check_precision(precision: float) -> None:
 
 def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
     """What the labels of `run_dir`'s kept sample certify at `config.precision` (which must be set), with the
-    drafts' rows as `config` decides them before any certified cut (the kept set the sample is drawn from)."""
+    labelled drafts' rows as `config` decides them before any certified cut; stale when `config` no longer
+    keeps, of the drafts the sample's kept set was filtered from, that set (see the module)."""
     if config.precision is None:
         raise ValueError("certify_run needs a precision (`filter.precision`)")
     sample = stored_kept_sample(run_dir)
-    rows = read_run_drafts(run_dir, config).rows
-    kept_now = [row.id for row in rows if row.status == "kept"]
     with LabelStore(run_dir) as store:
         decisions = keep_decisions(store.of_kind("draft"))
     ids = counted_ids(sample, decisions) if sample is not None else []
+    stale = False
+    rows: list[CandidateRow] = []
+    if sample is not None:
+        kept = _kept_from(RunDir(run_dir), config, sample, ids)
+        stale = sample.kept_fingerprint != kept_fingerprint(kept.ids)
+        rows = list(kept.rows.values())
     measured = {row.id: row_decision(row, CERTIFIED_CHECK) for row in rows}
     # A draft its check decided by its written word is kept at any threshold: it counts as scored above all.
     scored = [
@@ -180,7 +213,6 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
         for item_id in ids
     ]  # fmt: skip
     result = certify(scored, config.precision, config.confidence)
-    stale = sample is not None and sample.kept_fingerprint != kept_fingerprint(kept_now)
     return Certified(
         status="stale" if stale else result.status,
         precision=result.precision,
@@ -195,23 +227,45 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
     )
 
 
-def certify_and_filter(run: RunDir, config: BuildConfig, summary: BuildSummary) -> BuildSummary:
-    """With `config.precision`: certify from the run's labels, filter again holding the score to the certified
-    threshold when there is one (no call: the same records), and put what was certified in `summary.json`.
-    `summary` is the run's, filtered with `config` as it is; returned as it is without a precision. The caller
-    holds the run's lock."""
-    if config.precision is None:
-        return summary
-    from qagen.generation.pipeline import finalize, load_sample  # the build's module: only when certifying
+def _kept_from(run: RunDir, config: BuildConfig, sample: KeptSample, labelled: Collection[str]) -> Kept:
+    """The drafts the sample's kept set was filtered from, filtered again as `config` filters them (to the
+    target and certified threshold that set was kept at; no call), with the labelled drafts' rows. A sample
+    that does not say what its set was kept from (an older file) is of the run's drafts as they are now."""
+    from qagen.generation.pipeline import load_sample  # the build's module: only when certifying
 
-    certified = certify_run(run.root, config)
-    if certified.status == "certified":
-        assert certified.threshold is not None
-        kept_by = certified_config(config, certified.threshold)
-        tasks = BuildTasks.for_config(kept_by, run.iter_chunks)
-        summary = finalize(kept_by, run, tasks, load_sample(kept_by, run))
-    summary = summary.model_copy(update={"certified": certified})
-    replace_summary(run, summary)
-    # The estimate beside it: of the certified set, from the labels at or above the threshold.
+    settings, drafts = config, None
+    if (kept_from := sample.kept_from) is not None:
+        drafts = kept_from.drafts
+        settings = config.model_copy(update={"target": kept_from.target})
+        if kept_from.threshold is not None:
+            settings = certified_config(settings, kept_from.threshold)
+    tasks = BuildTasks.for_config(settings, run.iter_chunks)
+    ledger = Ledger.read(run)
+    try:
+        return kept_of(settings, tasks, load_sample(settings, run, drafts), ledger, set(labelled))
+    finally:
+        ledger.close()
+
+
+def certifier(run: RunDir, config: BuildConfig) -> Certified:
+    """`certify_run` as a build asks it (`qagen.generation.pipeline.Certifier`): under its lock, before any round."""
+    return certify_run(run.root, config)
+
+
+def certify_and_filter(run: RunDir, config: BuildConfig, tasks: BuildTasks) -> BuildSummary:
+    """Filter the run's records into its outputs once (no call: `qagen stage filter`); with `config.precision`,
+    holding the drafts to the threshold the run's labels certify when they certify one, with what was certified
+    and the estimate beside it in `summary.json`. The caller holds the run's lock."""
+    from qagen.generation.pipeline import certified_settings, finalize, load_sample  # the build's module
+
+    certified = certify_run(run.root, config) if config.precision is not None else None
+    kept_by = certified_settings(config, certified)
+    summary = finalize(kept_by, run, tasks, load_sample(kept_by, run), certified)
+    return summary if certified is None else with_estimate(run, summary)
+
+
+def with_estimate(run: RunDir, summary: BuildSummary) -> BuildSummary:
+    """`summary` with the estimate from the labels as they are now (of a certified set, from the labels at or
+    above its threshold), put in `summary.json` too. The caller holds the run's lock."""
     quality = refresh_kept_quality(run.root)
     return summary if quality is None else summary.model_copy(update={"kept_quality": quality})

@@ -8,8 +8,11 @@ a larger sample only adds to a smaller one, and a re-filtered run's new sample s
 same questions, so the labels given already count again.
 
 The sample is `RUN_DIR/review_kept_sample.json`, with the fingerprint of the kept set it was drawn
-from: made once per size, seed and kept set and read back after, so every reviewer and every session
-labels the same questions in the same order. Makes no call: kept questions have every critic's verdict.
+from and what that set was kept from (`KeptFrom`: the drafts asked of each type, the target, a certified
+threshold): made once per size, seed and kept set and read back after, so every reviewer and every session
+labels the same questions in the same order, and certification can filter those drafts again to check
+that its labels are of the set the settings keep there, however far the run has grown since
+(`qagen.review.certify`). Makes no call: kept questions have every critic's verdict.
 """
 
 from __future__ import annotations
@@ -23,11 +26,28 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from qagen.errors import QagenError
 from qagen.generation.kept_quality import kept_fingerprint, read_kept_ids
+from qagen.records import BuildSummary
 from qagen.review.eval_answers import is_eval_dir
 from qagen.runs.rundir import RunDir
 from qagen.runs.store import write_json_atomic
 
 KEPT_SAMPLE_FILE = "review_kept_sample.json"
+
+
+class KeptFrom(BaseModel):
+    """What a kept set was filtered from, as the run's `summary.json` said when a sample was drawn from it: the
+    same settings filtering these drafts again keep the same set (the run may have drafted more since)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    drafts: dict[str, int | None] = Field(
+        description="The drafts asked of each question type (`TypeFunnel.requested`; None: one per chunk): each "
+        "type's sample is the beginning of one fixed order, so these name the drafts whatever came after."
+    )
+    target: int | None = Field(description="The target the kept questions were chosen to (`over_target`), or None.")
+    threshold: float | None = Field(
+        description="The certified threshold the kept set was held to (`summary.json`'s `certified`), or None."
+    )
 
 
 class KeptSample(BaseModel):
@@ -41,6 +61,10 @@ class KeptSample(BaseModel):
     ids: list[str] = Field(description="The kept questions' ids to label, in review order.")
     kept: int = Field(description="The kept questions the sample was drawn from.")
     kept_fingerprint: str = Field(description="Their fingerprint (`kept_fingerprint`): the estimate's staleness check.")
+    kept_from: KeptFrom | None = Field(
+        default=None,
+        description="What they were kept from (`KeptFrom`); None: the run's summary did not say (or an older file).",
+    )
 
 
 def random_order(ids: list[str], seed: int) -> list[str]:
@@ -69,10 +93,32 @@ def kept_sample(run_dir: Path, size: int, seed: int) -> KeptSample:
     if stored is not None and (stored.size, stored.seed, stored.kept_fingerprint) == (size, seed, fingerprint):
         return stored
     sample = KeptSample(
-        size=size, seed=seed, ids=random_order(ids, seed)[:size], kept=len(ids), kept_fingerprint=fingerprint
+        size=size,
+        seed=seed,
+        ids=random_order(ids, seed)[:size],
+        kept=len(ids),
+        kept_fingerprint=fingerprint,
+        kept_from=kept_from(run),
     )
     write_json_atomic(run_dir / KEPT_SAMPLE_FILE, sample.model_dump(mode="json"))
     return sample
+
+
+def kept_from(run: RunDir) -> KeptFrom | None:
+    """What the run's kept questions were filtered from, as its `summary.json` says (written with `dataset/`);
+    None when it cannot be read or names no question type."""
+    try:
+        summary = BuildSummary.model_validate_json(run.summary_file.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not summary.question_types:
+        return None
+    certified = summary.certified
+    return KeptFrom(
+        drafts={name: counts.requested for name, counts in summary.question_types.items()},
+        target=summary.target.target if summary.target is not None else None,
+        threshold=certified.threshold if certified is not None and certified.status == "certified" else None,
+    )
 
 
 def stored_kept_sample(run_dir: Path) -> KeptSample | None:
