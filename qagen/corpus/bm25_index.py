@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
-import unicodedata
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from tqdm import tqdm
 from qagen.corpus.chunk import ChunkStats, chunk_documents
 from qagen.corpus.load.documents import CorpusReport
 from qagen.corpus.saved_index import load_folder, save_folder
+from qagen.corpus.words import tokenize
 from qagen.errors import CorpusError
 from qagen.records import Document, RetrievedContext
 
@@ -42,23 +41,11 @@ __all__ = [
 
 _logger = logging.getLogger(__name__)
 
-# Ideographs and kana are written without spaces, so each one is a token of its own; every other
-# run of letters and digits (Latin, Cyrillic, Greek, Hangul words, identifiers with `_`) is one token.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
 # BM25's own parameters (bm25s' defaults, named so that they are part of the cache key).
 BM25_PARAMETERS: dict[str, object] = {"k1": 1.5, "b": 0.75, "method": "lucene"}
 # Part of the cache key: a change to the tokenizer, the stored layout or the BM25 parameters must
 # not reuse an old index.
 INDEX_VERSION = f"bm25s-1 {json.dumps(BM25_PARAMETERS, sort_keys=True)}"
-
-
-def tokenize(text: str) -> list[str]:
-    """Case-folded words, and single CJK characters; no stemming, no stopwords.
-
-    NFC first, so a decomposed "u" + combining diaeresis in a query matches a composed "ü".
-    """
-    return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
 
 
 def token_ids(text: str, vocab: dict[str, int]) -> list[int]:

@@ -235,7 +235,7 @@ def run_llm_stages(
 
 
 async def _warm_up_once_replies_come(clients: Clients) -> None:
-    """Import what the final write needs (`write.warm_up`) while the LLM stage waits on the network.
+    """Import what the final write needs (`_warm_up_finalize`) while the LLM stage waits on the network.
 
     About half a second of CPU; once the first reply is in, the first calls are all out and the
     stage mostly waits, so the final write starts at once. Started any earlier, the imports hold
@@ -244,7 +244,14 @@ async def _warm_up_once_replies_come(clients: Clients) -> None:
     """
     while not any(client.stats.succeeded or client.stats.failed for client in clients.distinct()):
         await asyncio.sleep(_WARM_UP_POLL_SECONDS)
-    threading.Thread(target=warm_up, name="warm-up-writer", daemon=True).start()
+    threading.Thread(target=_warm_up_finalize, name="warm-up-finalize", daemon=True).start()
+
+
+def _warm_up_finalize() -> None:
+    """The imports of the final write: `datasets` (`write.warm_up`), and bm25s with scipy for the
+    drafts' ranks (nothing before the final write loads them: `qagen.corpus.words`)."""
+    warm_up()
+    import qagen.corpus.bm25_index  # noqa: F401
 
 
 # --- outputs ------------------------------------------------------------------------------------
