@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,10 @@ class Timeline(NamedTuple):
     idle_steady: float
     idle_tail: float
     load: float
+    cpu: float = 0.0
+    """The build process' CPU (user + system)."""
+    server_cpu: float = 0.0
+    """The stand-in's CPU (this process' while the build ran): it shares the machine's cores."""
 
     @property
     def ratio(self) -> float:
@@ -99,12 +104,21 @@ def run_once(tree: Path, corpus: Path, out: Path, drafts: int, latency: float, c
             str(concurrency), "--seed", "1", "-q",
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(tree), "OPENAI_API_KEY": "bench-key"}
+        children, own = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
         started = time.time()
         subprocess.run(command, check=True, env=env, cwd=tree, stdout=subprocess.DEVNULL)
         ended = time.time()
+        children_after, own_after = (
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+            resource.getrusage(resource.RUSAGE_SELF),
+        )
     entries = [json.loads(line) for line in log.read_text().splitlines()]
-    arrivals = [e["time"] for e in entries if e["method"] == "POST" and e["kind"] in ("generation", "critique", "check")]
-    return timeline(arrivals, started, ended, latency, concurrency)
+    arrivals = [
+        e["time"] for e in entries if e["method"] == "POST" and e["kind"] in ("generation", "critique", "check")
+    ]
+    cpu = children_after.ru_utime + children_after.ru_stime - children.ru_utime - children.ru_stime
+    server_cpu = own_after.ru_utime + own_after.ru_stime - own.ru_utime - own.ru_stime
+    return timeline(arrivals, started, ended, latency, concurrency)._replace(cpu=cpu, server_cpu=server_cpu)
 
 
 def main() -> None:
@@ -121,7 +135,7 @@ def main() -> None:
     print(f"corpus {corpus}, {args.drafts} drafts, {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight")
     print(
         f"{'checkout':<24} {'load':>5} {'calls':>5} {'bound':>6} {'wall':>6} {'ratio':>6} | {'start-up':>8} "
-        f"{'ramp':>5} {'steady':>6} {'tail':>5} {'final':>5} | idle slot-s: {'ramp':>5} {'steady':>6} {'tail':>5}"
+        f"{'ramp':>5} {'steady':>6} {'tail':>5} {'final':>5} | idle slot-s: {'ramp':>5} {'steady':>6} {'tail':>5} | CPU s: build stand-in"
     )
     for repeat in range(args.repeat):
         for number, tree in enumerate(trees):
@@ -129,7 +143,7 @@ def main() -> None:
             print(
                 f"{str(tree)[-24:]:<24} {t.load:5.2f} {t.calls:5d} {t.bound:6.2f} {t.wall:6.2f} {t.ratio:6.3f} | "
                 f"{t.start_up:8.2f} {t.ramp:5.2f} {t.steady:6.2f} {t.tail:5.2f} {t.finalize:5.2f} | "
-                f"{'':12} {t.idle_ramp:5.1f} {t.idle_steady:6.1f} {t.idle_tail:5.1f}",
+                f"{'':12} {t.idle_ramp:5.1f} {t.idle_steady:6.1f} {t.idle_tail:5.1f} | {'':6} {t.cpu:5.2f} {t.server_cpu:8.2f}",
                 flush=True,
             )
 
