@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
-import unicodedata
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -24,6 +22,7 @@ from tqdm import tqdm
 from qagen.corpus.chunk import ChunkStats, chunk_documents
 from qagen.corpus.load.documents import CorpusReport
 from qagen.corpus.saved_index import load_folder, save_folder
+from qagen.corpus.words import tokenize
 from qagen.errors import CorpusError
 from qagen.records import Document, RetrievedContext
 
@@ -38,54 +37,15 @@ __all__ = [
     "rank_of_position",
     "token_ids",
     "tokenize",
-    "tokens_among",
 ]
 
 _logger = logging.getLogger(__name__)
 
-# Ideographs and kana are written without spaces, so each one is a token of its own; every other
-# run of letters and digits (Latin, Cyrillic, Greek, Hangul words, identifiers with `_`) is one token.
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
-_TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
-_RUN_CHARACTER = re.compile(f"[^\\W{_CJK}]")
-"""A character of a token's run (every token but a single ideograph or kana is a maximal run of them)."""
 # BM25's own parameters (bm25s' defaults, named so that they are part of the cache key).
 BM25_PARAMETERS: dict[str, object] = {"k1": 1.5, "b": 0.75, "method": "lucene"}
 # Part of the cache key: a change to the tokenizer, the stored layout or the BM25 parameters must
 # not reuse an old index.
 INDEX_VERSION = f"bm25s-1 {json.dumps(BM25_PARAMETERS, sort_keys=True)}"
-
-
-def tokenize(text: str) -> list[str]:
-    """Case-folded words, and single CJK characters; no stemming, no stopwords.
-
-    NFC first, so a decomposed "u" + combining diaeresis in a query matches a composed "ü".
-    """
-    return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
-
-
-def tokens_among(text: str, words: Iterable[str]) -> set[str]:
-    """The `words` that are tokens of `text`: `set(words) & set(tokenize(text))`, found by looking for
-    each word in the text instead of splitting all of it into tokens (a few words in a chunk of
-    hundreds: many times faster)."""
-    folded = unicodedata.normalize("NFC", text).casefold()
-    return {word for word in words if _is_token_of(word, folded)}
-
-
-def _is_token_of(word: str, folded: str) -> bool:
-    """Whether `word` is a token of the normalised text `folded`: one ideograph or kana found anywhere
-    in it (each is a token of its own), or a run found with no run character either side of it."""
-    if _TOKEN.fullmatch(word) is None:
-        return False  # no token at all: `tokenize` gives none like it
-    if _RUN_CHARACTER.match(word) is None:
-        return word in folded
-    size, start = len(word), folded.find(word)
-    while start >= 0:
-        alone_before = start == 0 or _RUN_CHARACTER.match(folded, start - 1) is None
-        if alone_before and _RUN_CHARACTER.match(folded, start + size) is None:
-            return True
-        start = folded.find(word, start + 1)
-    return False
 
 
 def token_ids(text: str, vocab: dict[str, int]) -> list[int]:

@@ -251,17 +251,43 @@ def _index_shard(
 
 def bm25_ranks(chunks: Iterable[Chunk], questions: Iterable[RankQuery], shard_chunks: int) -> BM25Ranks:
     """The rank of each question's own chunk among `chunks` (see the module), and the chunks per document."""
-    with (
-        tempfile.TemporaryDirectory(prefix="qagen-bm25-ranks-") as folder,
-        (Path(folder) / "tokens").open("w+b") as tokens,
-    ):
-        corpus = _Corpus(chunks, tokens)
-        tokens.flush()
+    with CountedChunks(chunks) as counted:
+        return counted.ranks(questions, shard_chunks)
+
+
+class CountedChunks:
+    """The counting pass over the chunks (step 1 of the module), made before the questions are known,
+    so it can run while they are still being drafted; its token file is in a temporary folder until
+    `close`. `ranks` may be asked once."""
+
+    def __init__(self, chunks: Iterable[Chunk]) -> None:
+        self._folder = tempfile.TemporaryDirectory(prefix="qagen-bm25-ranks-")
+        self._tokens = (Path(self._folder.name) / "tokens").open("w+b")
+        try:
+            self._corpus = _Corpus(chunks, self._tokens)
+            self._tokens.flush()
+        except BaseException:
+            self.close()
+            raise
+
+    def ranks(self, questions: Iterable[RankQuery], shard_chunks: int) -> BM25Ranks:
+        """Steps 2 and 3 of the module for these questions."""
+        corpus, tokens = self._corpus, self._tokens
         queries = _Queries(questions, corpus)
         ranks = array("q", (0 if position < 0 else 1 for position in queries.positions))
         if corpus.vocab and any(position >= 0 for position in queries.positions):
-            _count_higher(tokens, corpus, queries, ranks, Path(folder), shard_chunks)
+            _count_higher(tokens, corpus, queries, ranks, Path(self._folder.name), shard_chunks)
         return BM25Ranks(Ranks(ranks), corpus.documents)
+
+    def close(self) -> None:
+        self._tokens.close()
+        self._folder.cleanup()
+
+    def __enter__(self) -> CountedChunks:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class BM25Ranks(NamedTuple):

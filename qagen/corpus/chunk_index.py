@@ -18,13 +18,17 @@ first `top`.
 
 from __future__ import annotations
 
+import threading
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from qagen.corpus.chunk import ChunkSource
 from qagen.records import Chunk
+
+if TYPE_CHECKING:
+    from qagen.corpus.bm25_ranks import CountedChunks
 
 RETRIEVED_CHUNKS = 5
 """How many chunks a critic reading `{retrieved}` is shown: the top of what a RAG system would read."""
@@ -76,6 +80,10 @@ class ChunkIndex:
         """None while not built, and for chunks without a single word (then every chunk scores 0)."""
         self._chunks: list[Chunk] | None = None
         """The chunks in index order, read on the first `top`."""
+        self._counted: CountedChunks | None = None
+        """`ranks`' counting pass over the chunks, when `count_ahead` made it and `ranks` did not use it yet."""
+        self._counting = threading.Lock()
+        """Held while `count_ahead` counts, so `ranks` waits for it instead of counting again."""
 
     def top(self, question: str, k: int = RETRIEVED_CHUNKS) -> tuple[Chunk, ...]:
         """The top `k` chunks for `question`, best first; ties go to the earlier chunk, and chunks
@@ -100,13 +108,29 @@ class ChunkIndex:
             return None
         return 1 if self._retriever is None else rank_of_position(self._retriever, question, position)
 
+    def count_ahead(self) -> None:
+        """Make the counting pass of `ranks` over the chunks now, before the questions are known (from
+        another thread: a build makes it while its calls are in flight, so its final write does not wait
+        for it). Nothing when `ranks` will not need it, or it was made already; an error is raised
+        here, and again by `ranks`."""
+        with self._counting:
+            if self._built or self._counted is not None:
+                return
+            from qagen.corpus.bm25_ranks import CountedChunks  # (numpy and bm25s: loaded when asked)
+
+            self._counted = CountedChunks(self._source())
+
     def ranks(self, questions: Iterable[RankQuery]) -> Ranks:
         """Each question's `rank`, in order (None where `RankQuery.chunk_id` is None or not indexed):
-        from the index of every chunk when `top` or `rank` built it, else shard by shard (`bm25_ranks`)."""
+        from the index of every chunk when `top` or `rank` built it, else shard by shard (`bm25_ranks`),
+        over the counting pass `count_ahead` made when it did (waiting for it while it runs)."""
         if not self._built:
-            from qagen.corpus.bm25_ranks import bm25_ranks  # (numpy and bm25s: loaded when asked)
+            from qagen.corpus.bm25_ranks import CountedChunks
 
-            found = bm25_ranks(self._source(), questions, self._shard_chunks)
+            with self._counting:
+                counted, self._counted = self._counted, None
+            with counted if counted is not None else CountedChunks(self._source()) as counting:
+                found = counting.ranks(questions, self._shard_chunks)
             self._documents = found.documents
             return found.ranks
         ranks = array("q")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import tempfile
 import threading
@@ -56,12 +57,13 @@ NO_TOKEN_PROBABILITIES = (
     "verdict as a probability, which agrees better with people)."
 )
 """Said once per stage when the critic's server ignores `top_logprobs`."""
+_logger = logging.getLogger(__name__)
 _MAX_SKIP_MESSAGES = 20
 _UP_TO_DATE = "nothing changed: dataset is up to date"
 _LOOKAHEAD = 4
-_WARM_UP_POLL_SECONDS = 0.05
 """Chunks under way per call slot (see `Executor.map`): at 4 the last calls of a build end within
 about one call's latency of each other (benchmarks/bench_scale.py measures the efficiency)."""
+_WARM_UP_POLL_SECONDS = 0.05
 
 Certifier = Callable[[RunDir, BuildConfig], Certified]
 """What reviewer labels certify for a run at the build's `precision` (`qagen.review.certify.certifier`), asked
@@ -185,6 +187,7 @@ def run_llm_stages(
     ledger: Ledger | None = None,
     batch: BatchOptions | None = None,
     said: set[str] | None = None,
+    finalizing: bool = False,
 ) -> str | None:
     """Draft and/or critique the sample, from synchronous code (the CLI, a script, a notebook);
     online, or in Batch API rounds when `batch` is given.
@@ -192,7 +195,9 @@ def run_llm_stages(
     `ledger`: where the stage keeps what it knows of the records (`build` hands it on to finalize,
     so the logs are read once); None makes one for this call. `said`: the notices said already by the
     build this call is part of (one that drafts in rounds calls it once per round), each said once; the
-    call adds those it says. Returns None when all the work was
+    call adds those it says. `finalizing`: this process writes the outputs after the stage (`build`),
+    so what the final write needs that no record changes is made while the calls are in flight
+    (`_warm_up_finalize`). Returns None when all the work was
     done, or a sentence saying which spending cap stopped it. Raises `BatchesRunningError` when
     not waiting for batches that are still running.
     """
@@ -208,7 +213,7 @@ def run_llm_stages(
         if critique:
             models["critic"] = config.critic
         clients = Clients.connect(models, config.call_limits())
-        preloading = asyncio.ensure_future(_warm_up_once_replies_come(clients))
+        preloading = asyncio.ensure_future(_warm_up_once_replies_come(clients, tasks if finalizing else None))
         try:
             ledger.scan()
             with ledger.appending():
@@ -246,17 +251,38 @@ def run_llm_stages(
     return stopped[0] if stopped else None
 
 
-async def _warm_up_once_replies_come(clients: Clients) -> None:
-    """Import what the final write needs (`write.warm_up`) while the LLM stage waits on the network.
+async def _warm_up_once_replies_come(clients: Clients, finalizing: BuildTasks | None) -> None:
+    """Make what the final write needs and no record changes (`_warm_up_finalize`) while the LLM
+    stage waits on the network.
 
-    About half a second of CPU; once the first reply is in, the first calls are all out and the
-    stage mostly waits, so the final write starts at once. Started any earlier, the imports hold
-    back the first wave of calls (a thread of its own shares the interpreter with the event loop:
-    benchmarks/bench_scale.py traces it).
+    About a second of CPU for the imports, and the counting pass of the drafts' ranks over every chunk
+    when `finalizing` (the build's tasks: the outputs are written next, in this process) is given; once
+    the first reply is in, the first calls are all out and the stage mostly waits, so the final write
+    starts at once. Started any earlier, the imports hold back the first wave of calls (a thread of its
+    own shares the interpreter with the event loop: benchmarks/bench_build_timeline.py measures it).
     """
     while not any(client.stats.succeeded or client.stats.failed for client in clients.distinct()):
         await asyncio.sleep(_WARM_UP_POLL_SECONDS)
-    threading.Thread(target=warm_up, name="warm-up-writer", daemon=True).start()
+    threading.Thread(target=_warm_up_finalize, args=(finalizing,), name="warm-up-finalize", daemon=True).start()
+
+
+def _warm_up_finalize(finalizing: BuildTasks | None) -> None:
+    """The imports of the final write: `datasets` (`write.warm_up`) and bm25s with scipy for the
+    drafts' ranks (nothing before the final write loads them: `qagen.corpus.words`); with the build's
+    tasks, the ranks' counting pass over the chunks (`ChunkIndex.count_ahead`), unless a critic
+    searches the chunks (the ranks then read the index of every chunk its searches build).
+
+    A failure here is the final write's to raise (it makes the same imports and the same pass, in
+    the build's own thread, where an error is said as errors are): only logged here."""
+    try:
+        warm_up()
+        import qagen.corpus.bm25_index  # noqa: F401
+
+        searched = finalizing is None or any(critic.reads_retrieved for critic in finalizing.critics)
+        if not searched and finalizing is not None and finalizing.chunk_index is not None:
+            finalizing.chunk_index.count_ahead()
+    except Exception:
+        _logger.debug("warming up the final write failed; the final write does it again", exc_info=True)
 
 
 # --- outputs ------------------------------------------------------------------------------------
@@ -442,8 +468,9 @@ def _build(
     if config.target is None:
         sample = load_sample(config, run)
         stopped = run_llm_stages(
-            config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch
-        )
+            config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch,
+            finalizing=True,
+        )  # fmt: skip
     else:
         sample, stopped = _draft_to_target(config, run, tasks, ledger, progress=progress, batch=batch)
     left_nothing = stopped is None and ledger.retry_later == 0
@@ -484,7 +511,7 @@ def _draft_to_target(
             _say(f"round {plan.round}: {len(sample)} drafts for a target of {config.target} questions")
         stopped = run_llm_stages(
             config, run, tasks, sample, generate=True, critique=True, progress=progress, ledger=ledger, batch=batch,
-            said=said,
+            said=said, finalizing=True,
         )  # fmt: skip
         following = next_plan(config, plan, tally(config, tasks, sample, ledger).by_type) if stopped is None else None
         if following is None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 import random
 import re
+import threading
 from collections import Counter
+from collections.abc import Iterator
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -270,3 +272,39 @@ def test_a_build_with_unanswerable_questions_indexes_its_chunks_once(
         scores = _lucene_bm25(tokenised, re.findall(r"\w+", row["question"].casefold()))
         own = scores[position[row["chunk_id"]]]
         assert row["bm25_rank"] == 1 + sum(1 for score in scores if score > own * (1 + TOLERANCE)), row["question"]
+
+
+def test_ranks_counted_ahead_in_another_thread_are_the_ranks_counted_when_asked() -> None:
+    chunks = _chunks()
+    reads: list[int] = []
+    started, release = threading.Event(), threading.Event()
+
+    def slow_source() -> Iterator[Chunk]:
+        reads.append(1)
+        started.set()
+        release.wait(5)  # still counting when `ranks` is asked: it waits instead of counting again
+        yield from chunks
+
+    queries = [RankQuery(" ".join(words), chunks[own].id) for words, own in _queries(chunks, 40)]
+    expected = list(ChunkIndex(lambda: chunks, shard_chunks=7).ranks(queries))
+    ahead = ChunkIndex(slow_source, shard_chunks=7)
+    counting = threading.Thread(target=ahead.count_ahead)
+    counting.start()
+    assert started.wait(5)
+    ranked: list[list[int | None]] = []
+    asking = threading.Thread(target=lambda: ranked.append(list(ahead.ranks(queries))))
+    asking.start()
+    release.set()
+    counting.join(5)
+    asking.join(5)
+    assert ranked == [expected] and reads == [1]  # counted once, ahead, and the same ranks
+    assert ahead.chunks_per_document() == Counter(chunk.source for chunk in chunks) and reads == [1]
+
+    def counted_source() -> list[Chunk]:
+        reads.append(1)
+        return chunks
+
+    again = ChunkIndex(counted_source, shard_chunks=7)
+    again.count_ahead()
+    again.count_ahead()  # (a build to a target size warms up once a round)
+    assert list(again.ranks(queries)) == expected and reads == [1, 1]

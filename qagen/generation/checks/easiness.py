@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
+from qagen.corpus.words import tokenize, tokens_among
 from qagen.generation.checks.words import content_words
 
 TOO_CLOSE = "too_close"
@@ -26,8 +27,6 @@ TOO_CLOSE = "too_close"
 def copied_share(question: str, chunk: str) -> float | None:
     """The share of the question's distinct content words found in the chunk; None for a question
     with no content word."""
-    from qagen.corpus.bm25_index import tokens_among
-
     wanted = set(content_words(question))
     if not wanted:
         return None
@@ -38,8 +37,6 @@ def copied_share(question: str, chunk: str) -> float | None:
 def longest_copied_run(question: str, chunk: str) -> int:
     """The most consecutive words (BM25's tokens, stopwords included) of the question found in the
     same order in the chunk."""
-    from qagen.corpus.bm25_index import tokenize
-
     asked, written = tokenize(question), tokenize(chunk)
     matcher = SequenceMatcher(None, asked, written, autojunk=False)
     return matcher.find_longest_match(0, len(asked), 0, len(written)).size

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from qagen.corpus.bm25_index import tokenize, tokens_among
+from qagen.corpus.words import tokenize, tokens_among
 from qagen.generation.checks.easiness import copied_share, too_close
 
 
