@@ -343,6 +343,16 @@ class DatasetRow(Record):
         description="Rank of the question's own chunk among the corpus' chunks when the question is a BM25 query "
         "(1: first; ties in its favour); None when not ranked (no usable draft, or no retrieval target).",
     )
+    extractive_share: float | None = Field(
+        default=None,
+        description="Share of the answer's content words found in its passages (`qagen.generation.checks."
+        "easiness.extractive_share`; 1: every word is the passages'); None: no usable draft, or no content word.",
+    )
+    restated_share: float | None = Field(
+        default=None,
+        description="Share of the answer's content words already in its question (an answer that restates "
+        "what was asked scores high); None: no usable draft, or no content word in the answer.",
+    )
     question_type: str = Field(
         default="factoid",
         description="The question's type (`qagen.question_types`): factoid, multi_hop, unanswerable, reworded. "

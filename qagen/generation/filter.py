@@ -12,7 +12,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex, RankQuery
-from qagen.generation.checks.easiness import copied_share
+from qagen.generation.checks.easiness import copied_share, extractive_share, restated_share
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.checks.precheck import precheck
 from qagen.generation.compose import ended_by_part
@@ -519,11 +519,24 @@ def _candidate(
             "evidence_match": evidence.match if evidence else None,
             "copied_share": None if quality.copied_share is None else round(quality.copied_share, 4),
             "bm25_rank": quality.bm25_rank,
+            **_answer_signals(usable, item),
             "extra_critics": tuple(extra),
             **columns,
             **no_target,
         }
     )
+
+
+def _answer_signals(draft: Draft | None, item: Passages) -> dict[str, float | None]:
+    """How much of a usable draft's answer its passages spell out, and its question already says."""
+    if draft is None:
+        return {"extractive_share": None, "restated_share": None}
+    answer = draft.answer or ""
+    found = {
+        "extractive_share": extractive_share(answer, [passage.text for passage in item.chunks]),
+        "restated_share": restated_share(draft.question or "", answer),
+    }
+    return {name: None if share is None else round(share, 4) for name, share in found.items()}
 
 
 _DECISION = {"measured_as", "measurement", "cut", "passed"}
