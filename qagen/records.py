@@ -353,6 +353,13 @@ class DatasetRow(Record):
         description="Share of the answer's content words already in its question (an answer that restates "
         "what was asked scores high); None: no usable draft, or no content word in the answer.",
     )
+    predicted_keep: float | None = Field(
+        default=None,
+        description="The combined score (`qagen.generation.score`): the estimated probability that a reviewer keeps "
+        "the question, from the checks' measurements and the columns above by a logistic model with coefficients "
+        "fitted on qagen's reviewed sets (`score_model.json`); None: not scored (no usable draft, or a check the "
+        "score reads for this question type gave it no verdict).",
+    )
     question_type: str = Field(
         default="factoid",
         description="The question's type (`qagen.question_types`): factoid, multi_hop, unanswerable, reworded. "
@@ -755,7 +762,14 @@ class Certified(Record):
     )
     precision: float = Field(description="The share of good kept questions asked for (`filter.precision`).")
     confidence: float = Field(description="The confidence asked for (`filter.confidence`).")
-    score: str = Field(description="The score thresholded: a check's measurement (`supported` P(yes)).")
+    score: str = Field(
+        description="The score thresholded, as said: `supported P(yes)`, or `predicted_keep` (the combined score)."
+    )
+    cut_on: str = Field(
+        default="supported",
+        description="The column the threshold holds (`vetting.certified_config`'s `on`): `supported` (the check's "
+        "P(yes)) or `predicted_keep`.",
+    )
     labels: int = Field(description="The labels of the kept sample read (its beginning up to the first not labelled).")
     threshold: float | None = Field(description="Keep the drafts whose score is at least this; None unless certified.")
     labels_above: int = Field(description="Labelled drafts at or above the threshold (or the first one tested).")
