@@ -203,7 +203,9 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
         status="stale" if stale else result.status,
         precision=result.precision,
         confidence=result.confidence,
-        score=f"{SCORE_COLUMN} (the combined score)" if combined else f"{CERTIFIED_CHECK} P(yes)",
+        score=f"{SCORE_COLUMN}, the combined score of coefficients fitted on qagen's reviewed sets"
+        if combined
+        else f"{CERTIFIED_CHECK} P(yes)",
         cut_on=SCORE_COLUMN if combined else CERTIFIED_CHECK,
         labels=result.labels,
         threshold=None if stale else result.threshold,
