@@ -366,7 +366,6 @@ def live_critics(args: argparse.Namespace, work: Path, reviewed: Path) -> None:
 # --------------------------------------------------------------------------------------------------
 # Certify: the signals, the combined score and certified acceptance on the reviewed drafts (no model)
 # --------------------------------------------------------------------------------------------------
-CERTIFY_PRECISION = 0.9
 CERTIFY_CONFIDENCE = 0.9
 CERTIFY_SPLITS = 50
 BOOTSTRAP = 1000
@@ -533,7 +532,7 @@ def certify_report(args: argparse.Namespace) -> None:
             ("combined score, fitted on the other part", partial(score_of, model), parts.certify),
         ):
             sample = [i for i in labelled if drafts[i].base_kept]
-            result = certify([Scored(score(drafts[i]), drafts[i].keep) for i in sample], CERTIFY_PRECISION,
+            result = certify([Scored(score(drafts[i]), drafts[i].keep) for i in sample], args.precision,
                              CERTIFY_CONFIDENCE)  # fmt: skip
             realized = yield_ = None
             if result.threshold is not None:
@@ -547,7 +546,7 @@ def certify_report(args: argparse.Namespace) -> None:
 
     print(
         f"\nCross-validated certification, {CERTIFY_SPLITS} random splits of the {len(drafts)} drafts into a "
-        f"calibration half and a test half; precision {CERTIFY_PRECISION}, confidence {CERTIFY_CONFIDENCE}. The "
+        f"calibration half and a test half; precision {args.precision}, confidence {CERTIFY_CONFIDENCE}. The "
         f"labels certified from are those of the calibration drafts the default filter keeps (a uniform kept "
         f"sample); the combined score's coefficients are fitted on half of the calibration half (every draft of "
         f"it, whatever the filter did) and it is certified from the other half; the test half is never read "
@@ -556,7 +555,7 @@ def certify_report(args: argparse.Namespace) -> None:
     for label, outcomes in rows.items():
         certified = [o for o in outcomes if o[0]]
         realized = [o[1] for o in certified if o[1] is not None]
-        held = sum(1 for value in realized if value >= CERTIFY_PRECISION)
+        held = sum(1 for value in realized if value >= args.precision)
         yields = [o[5] for o in certified if o[5] is not None]
         print(f"  {label}:")
         print(
@@ -567,7 +566,7 @@ def certify_report(args: argparse.Namespace) -> None:
         if certified:
             print(
                 f"    where it certifies: labels at or above the threshold {_spread([o[4] for o in certified])}; "
-                f"realized share good on the test half >= {CERTIFY_PRECISION} in {held} of {len(realized)} "
+                f"realized share good on the test half >= {args.precision} in {held} of {len(realized)} "
                 f"(each: {', '.join(f'{value:.2f}' for value in realized)}); yield {_spread(yields)}"
             )
     print(
@@ -598,6 +597,9 @@ def main() -> None:
         action="store_true",
         help="the signals, the combined score and certified acceptance on the reviewed sets with their live "
         "verdicts (no model): issue 40's must-show 2",
+    )
+    parser.add_argument(
+        "--precision", type=float, default=0.9, help="the precision --certify's cross-validation certifies at"
     )
     parser.add_argument(
         "--verdicts",
