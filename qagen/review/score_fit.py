@@ -5,8 +5,8 @@ variant per set of checks read. A build never fits: it reads stored coefficients
 Validity: coefficients fitted on labels must not be certified from, nor tested on, the same labels (the
 threshold would be chosen on a score that has already seen them). `benchmarks/fit_score.py` fits the
 shipped coefficients on qagen's reviewed sets, which no user's labels are part of; the cross-validation of
-the quality benchmark (`benchmarks/bench_quality.py`) fits on a part of each calibration half held apart from the part
-it certifies from, and never on the test half (`split_apart`).
+the quality benchmark (`benchmarks/bench_quality.py`) fits on a part of each calibration half held apart
+from the part it certifies from, and never on the test half (`split_apart`).
 """
 
 from __future__ import annotations
