@@ -17,9 +17,10 @@ so, and its value is 0 then, so a missing signal is a term of its own, never a g
 
 The coefficients (`ScoreModel`) come in variants, one per set of checks the score reads (with the
 reader, and without it for builds that do not ask it), each per question type with a pooled fallback
-for types with too few labelled drafts of either kind. The shipped ones (`score_model.json`, beside
-this module) were fitted by `benchmarks/fit_score.py` on qagen's reviewed sets with live verdicts; the
-file says on what, when and how. Scoring a draft is a dot product: no model call, no fitting library.
+for types with too few labelled drafts of either kind (the pooled model has an offset per type it saw).
+The shipped ones (`score_model.json`, beside this module) were fitted by `benchmarks/fit_score.py` on
+qagen's reviewed sets with live verdicts; the file says on what, when and how. Scoring a draft is a dot
+product: no model call, no fitting library.
 
 A draft whose type the score reads a check of that it did not get (the build did not ask it, a free
 check rejected the draft first, or the call failed) has no score (None): the score is not extrapolated
@@ -106,7 +107,19 @@ class Variant(Record):
         "the type must have their verdicts to be scored."
     )
     by_type: dict[str, Coefficients] = Field(description="Coefficients of the types with enough labelled drafts.")
-    pooled: Coefficients = Field(description="Coefficients over every type, for the others.")
+    pooled: Coefficients = Field(
+        description="Coefficients over every type, for the others: the features, then one 0/1 feature per type of "
+        "`pooled_types` (a type's own offset: a type whose drafts a reviewer never kept is not scored as the others)."
+    )
+    pooled_types: tuple[str, ...] = Field(default=(), description="The types with an offset in `pooled`.")
+
+    def probability(self, question_type: str, values: Mapping[str, float | None]) -> float:
+        """P(keep) of a draft of `question_type` by its own coefficients, or the pooled ones."""
+        vector = features(values, self.checks)
+        own = self.by_type.get(question_type)
+        if own is not None:
+            return own.probability(vector)
+        return self.pooled.probability([*vector, *(float(question_type == name) for name in self.pooled_types)])
 
 
 class ScoreModel(Record):
@@ -122,8 +135,7 @@ class ScoreModel(Record):
             # A type not seen in fitting must have every check the variant reads.
             if any(check not in asked for check in variant.asked.get(question_type, variant.checks)):
                 continue
-            model = variant.by_type.get(question_type, variant.pooled)
-            return model.probability(features(values, variant.checks))
+            return variant.probability(question_type, values)
         return None
 
 

@@ -58,19 +58,22 @@ def _fit_variant(examples: Sequence[Example], checks: tuple[str, ...], min_per_c
         kept = sum(e.keep for e in own)
         if min(kept, len(own) - kept) >= min_per_class:
             by_type[question_type] = _logistic(own, checks)
+    pooled_types = tuple(sorted({e.question_type for e in usable}))
     return Variant(
         checks=checks,
         features=tuple(feature_names(checks)),
         asked={name: got for name, got in asked.items() if any(e.question_type == name for e in usable)},
         by_type=by_type,
-        pooled=_logistic(usable, checks),
+        pooled=_logistic(usable, checks, pooled_types),
+        pooled_types=pooled_types,
     )
 
 
-def _logistic(examples: Sequence[Example], checks: Sequence[str]) -> Coefficients:
+def _logistic(examples: Sequence[Example], checks: Sequence[str], types: Sequence[str] = ()) -> Coefficients:
+    """A logistic model of the examples' features (and one 0/1 column per type of `types`: the pooled model)."""
     from sklearn.linear_model import LogisticRegression  # the fit only: a build reads stored coefficients
 
-    matrix = [features(e.signals.values, checks) for e in examples]
+    matrix = [[*features(e.signals.values, checks), *(float(e.question_type == t) for t in types)] for e in examples]
     labels = [int(e.keep) for e in examples]
     model = LogisticRegression(C=REGULARISATION, max_iter=10_000).fit(matrix, labels)
     return Coefficients(

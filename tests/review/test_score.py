@@ -87,8 +87,9 @@ def test_a_type_with_few_labels_is_scored_by_the_pooled_coefficients() -> None:
     variant = model.variants[0]
     assert set(variant.by_type) == {"factoid"}
     values = examples[-1].signals.values
+    assert variant.pooled_types == ("factoid", "reworded")
     assert model.predict("reworded", values, ("supported", "reader")) == pytest.approx(
-        variant.pooled.probability(features(values, variant.checks))
+        variant.pooled.probability([*features(values, variant.checks), 0.0, 1.0])
     )
     assert variant.pooled.drafts == 206 and variant.by_type["factoid"].drafts == 200
     assert min(variant.by_type["factoid"].kept, 200 - variant.by_type["factoid"].kept) >= MIN_PER_CLASS
@@ -131,8 +132,9 @@ def test_the_shipped_coefficients_say_how_they_were_made_and_fit_their_features(
         assert model.made.get(key), key
     for variant in model.variants:
         assert list(variant.features) == feature_names(variant.checks)
-        for coefficients in (variant.pooled, *variant.by_type.values()):
+        for coefficients in variant.by_type.values():
             assert len(coefficients.coefficients) == len(variant.features)
+        assert len(variant.pooled.coefficients) == len(variant.features) + len(variant.pooled_types)
     score = predicted_keep("factoid", Signals({"supported": 0.9, "extractive_share": 1.0}, ("supported",)))
     assert score is not None and 0 < score < 1
 
@@ -148,3 +150,12 @@ def test_the_calibration_half_is_split_apart_reproducibly() -> None:
     assert sorted(parts.fit + parts.certify) == indices and not set(parts.fit) & set(parts.certify)
     assert split_apart(indices, seed=7) == parts and split_apart(indices, seed=8) != parts
     assert len(parts.fit) == 16
+
+
+def test_the_pooled_coefficients_give_a_type_a_reviewer_never_keeps_its_own_offset() -> None:
+    never = [e._replace(question_type="multi_hop", keep=False) for e in _examples(40, seed=6)]
+    model = fit(_examples(200, seed=2) + _examples(6, seed=3, question_type="reworded") + never, {})
+    values = _examples(1, seed=9)[0].signals.values
+    asked = ("supported", "reader")
+    multi_hop, reworded = model.predict("multi_hop", values, asked), model.predict("reworded", values, asked)
+    assert multi_hop is not None and reworded is not None and multi_hop < reworded / 2
