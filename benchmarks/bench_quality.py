@@ -40,18 +40,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
 # The stand-in servers sit at the repository's root (standins/), outside the installed package;
 # appended, so qagen itself still comes from the install or PYTHONPATH.
 sys.path.append(str(Path(__file__).resolve().parents[1]))
+sys.path.append(str(Path(__file__).resolve().parent))  # score_data, beside this file
 
 from datasets import Dataset, load_from_disk
 
@@ -360,9 +363,250 @@ def live_critics(args: argparse.Namespace, work: Path, reviewed: Path) -> None:
     print(f"  the live groundedness critic failed {_share(agreed, scored)} of the evidence check's rejections")
 
 
+# --------------------------------------------------------------------------------------------------
+# Certify: the signals, the combined score and certified acceptance on the reviewed drafts (no model)
+# --------------------------------------------------------------------------------------------------
+CERTIFY_CONFIDENCE = 0.9
+CERTIFY_SPLITS = 50
+BOOTSTRAP = 1000
+
+ORIENTATION = {
+    "supported": 1,
+    "reader": 1,
+    "bm25_rank": -1,
+    "extractive_share": 1,
+    "restated_share": -1,
+    "copied_share": 1,
+}
+"""Each signal's direction, declared before any label was read: +1 when a higher value should mean a draft a
+reviewer keeps (an AUC under 0.5 says the signal points the other way on these drafts)."""
+
+OWN_CUTS = {"supported": 0.7, "reader": 0.5}
+"""The checks' default cuts (`vetting`): their rejections' precision is measured there as well."""
+
+BOTTOM = 0.2
+"""Every signal's rejections are also measured as those of a cut rejecting its lowest fifth (oriented)."""
+
+
+def _auc(values: Sequence[float], labels: Sequence[bool]) -> float | None:
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(labels, values)) if 0 < sum(labels) < len(labels) else None
+
+
+def _auc_interval(values: Sequence[float], labels: Sequence[bool], seed: int = 0) -> tuple[float, float] | None:
+    """The 95% percentile bootstrap interval of the AUC (resampling drafts; Mann-Whitney's U from the ranks of
+    each resample, ties counted half, as `roc_auc_score` counts them)."""
+    import numpy as np
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(seed)
+    x, y = np.asarray(values, dtype=float), np.asarray(labels, dtype=bool)
+    picks = rng.integers(0, len(x), (BOOTSTRAP, len(x)))
+    xs, ys = x[picks], y[picks]
+    positives = ys.sum(axis=1)
+    negatives = len(x) - positives
+    both = (positives > 0) & (negatives > 0)
+    if both.sum() < BOOTSTRAP // 2:
+        return None
+    ranks = rankdata(xs, axis=1)
+    u = (ranks * ys).sum(axis=1) - positives * (positives + 1) / 2
+    aucs = u[both] / (positives[both] * negatives[both])
+    low, high = np.percentile(aucs, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def _signal_line(label: str, pairs: Sequence[tuple[float, bool]], own_cut: float | None) -> str:
+    """AUC with its interval, and the precision of the rejections (at the check's own cut; of the lowest fifth)."""
+    values, labels = [v for v, _ in pairs], [k for _, k in pairs]
+    auc = _auc(values, labels)
+    interval = _auc_interval(values, labels) if auc is not None else None
+    shown = "-" if auc is None else f"{auc:.2f}"
+    shown += f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+    ordered = sorted(pairs, key=lambda pair: pair[0])
+    fifth = ordered[: max(1, round(len(ordered) * BOTTOM))] if ordered else []
+    bottom = f"{sum(not k for _, k in fifth)}/{len(fifth)}" if fifth else "-"
+    own = "-"
+    if own_cut is not None:
+        rejected = [k for v, k in pairs if v < own_cut]
+        own = f"{sum(not k for k in rejected)}/{len(rejected)}" if rejected else "0/0"
+    good = sum(labels)
+    return f"  {label:<22} n={len(pairs):<4} good {good:<3} AUC {shown:<19} rejections bad: own cut {own:<7} lowest fifth {bottom}"
+
+
+def certify_report(args: argparse.Namespace) -> None:
+    """Issue 40's must-show 2 and the signals' measurements (see `benchmarks/score_data.py` for the data)."""
+    import random
+
+    from score_data import HELD_OUT, load
+
+    from qagen.generation.score import SHIPPED, SIGNALS, ScoreModel, shipped_model
+    from qagen.review.certify import Scored, certify
+    from qagen.review.score_fit import Example, fit, split_apart
+
+    started = time.perf_counter()
+    loaded = load(verdicts_path=args.verdicts)
+    drafts = loaded.drafts
+    good_all = sum(d.keep for d in drafts)
+    print(
+        f"{len(drafts)} labelled drafts with their live verdicts ({args.verdicts}); {loaded.waiting} more labelled "
+        f"drafts wait for a verdict a default build asks of their type. The reviewer keeps {good_all}."
+    )
+    types = sorted({d.question_type for d in drafts})
+    for question_type in types:
+        of_type = [d for d in drafts if d.question_type == question_type]
+        print(f"  {question_type:<13} {len(of_type):>4} drafts, kept by the reviewer {sum(d.keep for d in of_type)}")
+    base = [d for d in drafts if d.base_kept]
+    base_good = sum(d.keep for d in base)
+    print(
+        f"\nThe default filter (free checks, then supported P(yes) >= 0.7; the reader's verdict for unanswerable "
+        f"drafts), on every labelled draft: kept {len(base)}, share good {_figure(base_good / max(1, len(base)))}, "
+        f"yield {_figure(base_good / max(1, good_all))}."
+    )
+
+    print("\nEach signal against the reviewer, oriented so that higher should mean kept (bm25_rank and restated_share")
+    print("reversed); AUC with a 95% bootstrap interval; of its rejections, the ones the reviewer rejects too:")
+    for group, members in [("every draft", drafts), ("kept by the default filter", base)]:
+        print(f"{group}:")
+        for question_type in ["all", *types]:
+            of_type = [d for d in members if question_type in ("all", d.question_type)]
+            print(f" {question_type}:")
+            for name in SIGNALS:
+                pairs = [
+                    (ORIENTATION[name] * value, d.keep)
+                    for d in of_type
+                    if (value := d.signals.values.get(name)) is not None
+                ]
+                own = OWN_CUTS.get(name)
+                if pairs:
+                    print(_signal_line(name, pairs, own))
+
+    if SHIPPED.is_file():
+        model = shipped_model()
+        held = [d for d in drafts if d.set_name in HELD_OUT]
+        scored = [(p, d.keep) for d in held if (p := model.predict(d.question_type, d.signals.values, d.signals.asked))]
+        print(f"\nThe shipped combined score on the held-out sets ({', '.join(sorted(HELD_OUT))}), never fitted on:")
+        if scored:
+            print(_signal_line("predicted_keep", scored, None))
+        else:
+            print("  no held-out draft with its verdicts yet")
+
+    # Cross-validation: 50 random splits of every labelled draft into a calibration and a test half.
+    def made(split: int) -> dict[str, object]:
+        return {"split": split}
+
+    def score_of(model: ScoreModel, d: object) -> float:
+        found = model.predict(d.question_type, d.signals.values, d.signals.asked)  # type: ignore[attr-defined]
+        return math.inf if found is None else found  # unscored: above any threshold, as `certify_run` counts it
+
+    def supported(d: object) -> float:
+        value = d.signals.values.get("supported")  # type: ignore[attr-defined]
+        return math.inf if value is None else value
+
+    rows: dict[str, list[tuple[bool, float | None, int, int, int, float | None]]] = {}
+    combined_aucs: list[float] = []
+    default_shares: list[float] = []
+    default_yields: list[float] = []
+    unscored = 0
+    for split in range(CERTIFY_SPLITS):
+        order = list(range(len(drafts)))
+        random.Random(split).shuffle(order)
+        calibration, test = order[: len(order) // 2], order[len(order) // 2 :]
+        parts = split_apart(calibration, seed=10_000 + split)
+        model = fit(
+            [Example(drafts[i].question_type, drafts[i].signals, drafts[i].keep) for i in parts.fit], made(split)
+        )
+        test_good = sum(drafts[i].keep for i in test)
+        test_base = [i for i in test if drafts[i].base_kept]
+        if test_base:
+            default_shares.append(sum(drafts[i].keep for i in test_base) / len(test_base))
+        if test_good:
+            default_yields.append(sum(drafts[i].keep for i in test_base) / test_good)
+        scored_test = [(p, drafts[i].keep) for i in test if math.isfinite(p := score_of(model, drafts[i]))]
+        unscored += sum(1 for i in test if not math.isfinite(score_of(model, drafts[i])))
+        if (auc := _auc([p for p, _ in scored_test], [k for _, k in scored_test])) is not None:
+            combined_aucs.append(auc)
+        for label, score, labelled in (
+            ("supported P(yes), labels of the whole calibration half", supported, calibration),
+            ("supported P(yes), labels of the certifying part only", supported, parts.certify),
+            ("combined score, fitted on the other part", partial(score_of, model), parts.certify),
+        ):
+            sample = [i for i in labelled if drafts[i].base_kept]
+            result = certify([Scored(score(drafts[i]), drafts[i].keep) for i in sample], args.precision,
+                             CERTIFY_CONFIDENCE)  # fmt: skip
+            realized = yield_ = None
+            if result.threshold is not None:
+                above = [i for i in test_base if score(drafts[i]) >= result.threshold]
+                realized = sum(drafts[i].keep for i in above) / len(above) if above else None
+                yield_ = sum(drafts[i].keep for i in above) / test_good if test_good else None
+            fitted = len(parts.fit) if label.startswith("combined") else 0
+            rows.setdefault(label, []).append(
+                (result.status == "certified", realized, len(sample), fitted, result.labels_above, yield_)
+            )
+
+    print(
+        f"\nCross-validated certification, {CERTIFY_SPLITS} random splits of the {len(drafts)} drafts into a "
+        f"calibration half and a test half; precision {args.precision}, confidence {CERTIFY_CONFIDENCE}. The "
+        f"labels certified from are those of the calibration drafts the default filter keeps (a uniform kept "
+        f"sample); the combined score's coefficients are fitted on half of the calibration half (every draft of "
+        f"it, whatever the filter did) and it is certified from the other half; the test half is never read "
+        f"before the threshold is set."
+    )
+    for label, outcomes in rows.items():
+        certified = [o for o in outcomes if o[0]]
+        realized = [o[1] for o in certified if o[1] is not None]
+        held = sum(1 for value in realized if value >= args.precision)
+        yields = [o[5] for o in certified if o[5] is not None]
+        print(f"  {label}:")
+        print(
+            f"    certifies in {len(certified)} of {len(outcomes)} splits; kept-sample labels read "
+            f"{_spread([o[2] for o in outcomes])}"
+            + (f", labels fitted on {_spread([o[3] for o in outcomes])}" if outcomes[0][3] else "")
+        )
+        if certified:
+            print(
+                f"    where it certifies: labels at or above the threshold {_spread([o[4] for o in certified])}; "
+                f"realized share good on the test half >= {args.precision} in {held} of {len(realized)} "
+                f"(each: {', '.join(f'{value:.2f}' for value in realized)}); yield {_spread(yields)}"
+            )
+    print(
+        f"  the default filter on the test halves: share good {_spread(default_shares)}, yield {_spread(default_yields)}"
+    )
+    print(
+        f"  the combined score's AUC on the test halves (coefficients fitted on the calibration half's fitting part): "
+        f"{_spread(combined_aucs)} over {len(combined_aucs)} splits; {unscored} test drafts unscored in all"
+    )
+    print(f"\n{time.perf_counter() - started:.1f} s")
+
+
+def _spread(values: Sequence[float]) -> str:
+    """Mean (min-max) of a list of figures."""
+    if not values:
+        return "-"
+    mean = sum(values) / len(values)
+    if all(float(v).is_integer() for v in values):
+        return f"{mean:.1f} ({min(values):.0f}-{max(values):.0f})"
+    return f"{mean:.2f} ({min(values):.2f}-{max(values):.2f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--replay", action="store_true", help="measure on the reviewed drafts' recorded replies only")
+    parser.add_argument(
+        "--certify",
+        action="store_true",
+        help="the signals, the combined score and certified acceptance on the reviewed sets with their live "
+        "verdicts (no model): issue 40's must-show 2",
+    )
+    parser.add_argument(
+        "--precision", type=float, default=0.9, help="the precision --certify's cross-validation certifies at"
+    )
+    parser.add_argument(
+        "--verdicts",
+        type=Path,
+        default=REPOSITORY / "benchmarks" / "reviewed" / "live_verdicts.jsonl",
+        help="the live verdicts asked of the reviewed sets (`bench_signals.py ask`), for --certify",
+    )
     parser.add_argument("--base-url", help="an OpenAI-compatible server on 127.0.0.1 (llama.cpp's)")
     parser.add_argument("--model", default="openai:qwen", help="the model's spec as qagen names it (openai:ALIAS)")
     parser.add_argument("--limit", type=int, default=None, help="drafts: sampled chunks, and reviewed drafts used")
@@ -383,6 +627,9 @@ def main() -> None:
         "--no-reviewed", action="store_true", help="skip measurement 2 (the reviewed drafts critiqued by the model)"
     )
     args = parser.parse_args()
+    if args.certify:
+        certify_report(args)
+        return
     if not args.reviewed.is_file():
         sys.exit(f"The reviewed drafts are not at {args.reviewed}: give --reviewed PATH.")
     if args.replay:

@@ -51,6 +51,8 @@ reason it rejects with is `qagen.generation.checks.rules.FREE_CHECKS`."""
 
 BuildRole = Literal["generator", "critic"]
 """The models of a build: the generator drafts, the critics rate."""
+CertifyOn = Literal["auto", "supported", "predicted_keep"]
+"""The scores certified acceptance can threshold (`BuildConfig.certify_on`)."""
 BUILD_ROLES: tuple[BuildRole, ...] = ("generator", "critic")
 
 
@@ -119,7 +121,7 @@ class BuildConfig(BaseModel):
         default=None,
         gt=0,
         lt=1,
-        description="Certified acceptance: keep the drafts whose `supported` P(yes) is at least the lowest threshold "
+        description="Certified acceptance: keep the drafts whose score (`certify_on`) is at least the lowest threshold "
         "at which reviewer labels of a uniform sample of the kept questions (`qagen.review.kept_sample`) "
         "certify that at least this share of the kept questions are ones a reviewer keeps, with `confidence` "
         "(`qagen.review.certify`); None: no certification. Applied when filtering: no LLM call.",
@@ -129,6 +131,22 @@ class BuildConfig(BaseModel):
         gt=0,
         lt=1,
         description="The confidence of a certified `precision`: the chance the certificate is not wrong.",
+    )
+    certify_on: CertifyOn = Field(
+        default="supported",
+        description="The score certified acceptance thresholds: `supported`, the check's P(yes) (the default: the "
+        "combined score's gain over it is not established on qagen's reviewed sets, docs/benchmarks.md); "
+        "`predicted_keep`, the combined score (`qagen.generation.score`: the checks' measurements and the no-call "
+        "signals, by coefficients fitted on qagen's reviewed sets); `auto`: the combined score when the run's "
+        "candidates have it, else the check's P(yes).",
+    )
+    score_cut: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="A certified threshold on the combined score `predicted_keep` (`qagen.generation.score`), set "
+        "by certified acceptance (`qagen.review.certify`) when it certifies on that score: a draft every check "
+        "passed is kept when its score is at least this. None: no such cut. Not a setting to write by hand.",
     )
     question_types: dict[str, int] = Field(
         default_factory=lambda: {DEFAULT_TYPE: 100},

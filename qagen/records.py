@@ -363,6 +363,23 @@ class DatasetRow(Record):
         description="Rank of the question's own chunk among the corpus' chunks when the question is a BM25 query "
         "(1: first; ties in its favour); None when not ranked (no usable draft, or no retrieval target).",
     )
+    extractive_share: float | None = Field(
+        default=None,
+        description="Share of the answer's content words found in its passages (`qagen.generation.checks."
+        "easiness.extractive_share`; 1: every word is the passages'); None: no usable draft, or no content word.",
+    )
+    restated_share: float | None = Field(
+        default=None,
+        description="Share of the answer's content words already in its question (an answer that restates "
+        "what was asked scores high); None: no usable draft, or no content word in the answer.",
+    )
+    predicted_keep: float | None = Field(
+        default=None,
+        description="The combined score (`qagen.generation.score`): the estimated probability that a reviewer keeps "
+        "the question, from the checks' measurements and the columns above by a logistic model with coefficients "
+        "fitted on qagen's reviewed sets (`score_model.json`); None: not scored (no usable draft, or a check the "
+        "score reads for this question type gave it no verdict).",
+    )
     question_type: str = Field(
         default="factoid",
         description="The question's type (`qagen.question_types`): factoid, multi_hop, unanswerable, reworded. "
@@ -765,7 +782,14 @@ class Certified(Record):
     )
     precision: float = Field(description="The share of good kept questions asked for (`filter.precision`).")
     confidence: float = Field(description="The confidence asked for (`filter.confidence`).")
-    score: str = Field(description="The score thresholded: a check's measurement (`supported` P(yes)).")
+    score: str = Field(
+        description="The score thresholded, as said: `supported P(yes)`, or `predicted_keep` (the combined score)."
+    )
+    cut_on: str = Field(
+        default="supported",
+        description="The column the threshold holds (`vetting.certified_config`'s `on`): `supported` (the check's "
+        "P(yes)) or `predicted_keep`.",
+    )
     labels: int = Field(description="The labels of the kept sample read (its beginning up to the first not labelled).")
     threshold: float | None = Field(description="Keep the drafts whose score is at least this; None unless certified.")
     labels_above: int = Field(description="Labelled drafts at or above the threshold (or the first one tested).")

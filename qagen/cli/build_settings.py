@@ -26,15 +26,15 @@ from qagen.llm.backends import DEFAULT_MODEL, ModelSettings
 
 PER_INVOCATION = frozenset(
     {
-        *THRESHOLD_OPTIONS, "precision", "confidence", "max_answer_chars", "max_question_chars", "all_critics",
-        "dedup_threshold",
+        *THRESHOLD_OPTIONS, "precision", "confidence", "certify_on", "max_answer_chars", "max_question_chars",
+        "all_critics", "dedup_threshold",
         "concurrency", "rpm", "max_retries", "timeout", "max_failure_rate", "max_tokens", "max_cost",
         "free_checks", "check_evidence", "max_copied_share", "dedup_embeddings", "semantic_dedup_threshold",
     }
 )  # fmt: skip
 # The `BuildConfig` fields of the per-invocation options, and of each model's.
 _PER_INVOCATION_FIELDS = (
-    "min_score", "min_scores", "cuts", "precision", "confidence",
+    "min_score", "min_scores", "cuts", "precision", "confidence", "certify_on", "score_cut",
     "max_answer_chars", "max_question_chars", "all_critics", "dedup_threshold",
     "concurrency", "max_failure_rate", "max_tokens", "max_cost", "free_checks", "check_evidence", "max_copied_share",
     "dedup_embeddings", "semantic_dedup_threshold",
@@ -66,6 +66,7 @@ _TOP_KEYS = {
     "max_question_chars", "concurrency", "max_failure_rate", "max_tokens", "max_cost", "price_input",
     "price_output", "price_cached_input", "free_checks", "check_evidence", "max_copied_share", "dedup_embeddings",
     "semantic_dedup_threshold", "pair_embeddings", "target", "max_drafts", "shared_prefix", "precision", "confidence",
+    "certify_on",
 }  # fmt: skip
 
 

@@ -274,6 +274,7 @@ def _build_keys() -> list[ConfigKey]:
     filtering += [
         ConfigKey("filter", "precision", "precision", BUILD, setting=(BuildConfig, "precision"), example=0.9),
         ConfigKey("filter", "confidence", "confidence", BUILD, setting=(BuildConfig, "confidence")),
+        ConfigKey("filter", "certify_on", "certify_on", BUILD, setting=(BuildConfig, "certify_on")),
     ]
     # What is checked before any critic (`qagen.generation.checks`), and duplicates by meaning.
     filtering += [

@@ -12,16 +12,17 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex, RankQuery
-from qagen.generation.checks.easiness import copied_share
+from qagen.generation.checks.easiness import copied_share, extractive_share, restated_share
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.compose import ended_by_part
 from qagen.generation.critique import Drafted
 from qagen.generation.dedup import NearDuplicateFilter
 from qagen.generation.sample import Sample
+from qagen.generation.score import CHECK_SIGNALS, SCORE_COLUMN, Signals, predicted_keep
 from qagen.generation.semantic_dedup import SemanticDuplicates
 from qagen.generation.target import OVER_TARGET
 from qagen.generation.tasks import BuildTasks, TypeTasks
-from qagen.generation.vetting import rejected_as, vet
+from qagen.generation.vetting import rejected_as, score_rejection, vet
 from qagen.records import (
     NO_TARGET_COLUMNS,
     UNDECIDED_STAGES,
@@ -165,6 +166,8 @@ class _Fate(NamedTuple):
     rejects as: `single_hop`), or `duplicate`."""
     verdicts: Mapping[str, Verdict] = MappingProxyType({})
     """The verdicts of the critiques found that have one (`vetting.vet`), as they decided: the row shows them."""
+    predicted_keep: float | None = None
+    """The combined score (`qagen.generation.score`); None when not scored."""
 
 
 class _Quality(NamedTuple):
@@ -175,6 +178,8 @@ class _Quality(NamedTuple):
     """The passage the evidence was placed in (a draft of several passages may quote any of them)."""
     copied_share: float | None
     bm25_rank: int | None
+    answer_shares: Mapping[str, float | None]
+    """`extractive_share` and `restated_share` (`_answer_signals`), as the row shows them."""
 
     def in_document(self, first: Chunk, offset: int | None) -> int | None:
         """An evidence offset as an offset in the first passage's document (`source_doc`, whose offsets
@@ -184,7 +189,7 @@ class _Quality(NamedTuple):
         return first.start_index + offset
 
 
-_NOT_MEASURED = _Quality(None, None, None, None)
+_NOT_MEASURED = _Quality(None, None, None, None, MappingProxyType({"extractive_share": None, "restated_share": None}))
 
 TOO_LONG_REASONS = frozenset({"question_too_long", "answer_too_long"})
 """The precheck reasons counted as `too_long` in the funnel; the others go to `checks_rejected`."""
@@ -268,7 +273,8 @@ class Assembler:
             checked = part_checks or self.tasks.precheck(draft, item, config)
             # A draft its parts ended shows no question to rank (one composed all the same is not shown).
             rank = self.ranks[position] if self.ranks is not None and part_checks is None else None
-            quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank)
+            answer = _answer_signals(draft, item)
+            quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank, answer)
             # The build's free checks, then the type's own: either rejects before any critic is asked.
             reason = checked.reason or (None if part_checks else tasks.check(draft, item))
             if reason in TOO_LONG_REASONS:
@@ -286,7 +292,7 @@ class Assembler:
                     fate = _undecided(parts.unvetted, {}, counts)
                 else:
                     drafted = self.tasks.drafted(draft, item)
-                    fate = _judge(drafted, critiques, config, tasks, counts, self.dedup, self.semantic)
+                    fate = _judge(drafted, critiques, config, tasks, counts, self.dedup, self.semantic, quality)
                 if fate.status == "kept" and self.chosen is not None and did not in self.chosen:
                     counts.over_target += 1
                     fate = fate._replace(status="rejected", reason=OVER_TARGET, rejected_as=(OVER_TARGET,))
@@ -367,8 +373,10 @@ def _judge(
     counts: _Counts,
     dedup: NearDuplicateFilter,
     semantic: SemanticDuplicates | None,
+    quality: _Quality,
 ) -> _Fate:
-    """The draft's status and reason from its critiques.
+    """The draft's status and reason from its critiques, and its combined score (held to a certified cut on
+    it when the build has one: `vetting.score_verdict`).
 
     A known rejection outranks a failure, and a failure a critic never asked: a draft that passed
     every critic asked so far and needs another (the run stopped, or a lower threshold now lets
@@ -398,29 +406,42 @@ def _judge(
             rejections.append(verdict.why)
             rejected.append(rejected_as(config.critic_registry().get(criterion), critique))
             counts.rejected_by[criterion] += 1
+    predicted = _predicted_keep(drafted.passages.question_type, verdicts, quality)
     if rejections:
         counts.rejected += 1
         counts.critic_calls_skipped += len(missing)
         skipped = f" ({', '.join(missing)} not asked)" if missing else ""
-        return _Fate("rejected", "; ".join(rejections) + skipped, found, tuple(rejected), verdicts)
+        return _Fate("rejected", "; ".join(rejections) + skipped, found, tuple(rejected), verdicts, predicted)
     if failures:
         failure, critique = failures[0]
         counts.failed(counts.critique_failed, failure, drafted.passages.first, critique.raw)
-        return _Fate("failed", f"critique:{failure}", found, verdicts=verdicts)
+        return _Fate("failed", f"critique:{failure}", found, verdicts=verdicts, predicted_keep=predicted)
     if missing:
-        return _undecided(missing, found, counts, verdicts)
+        return _undecided(missing, found, counts, verdicts)._replace(predicted_keep=predicted)
+    if (below := score_rejection(config, predicted)) is not None:
+        counts.rejected += 1
+        counts.rejected_by[SCORE_COLUMN] += 1
+        return _Fate("rejected", below, found, (SCORE_COLUMN,), verdicts, predicted)
     question = draft.question or ""
     earlier = dedup.match(question)
     if earlier is not None:
         counts.duplicates += 1
-        return _Fate("rejected", f"duplicate_of:{earlier}", found, ("duplicate",), verdicts)
+        return _Fate("rejected", f"duplicate_of:{earlier}", found, ("duplicate",), verdicts, predicted)
     if semantic is not None and (earlier := semantic.match(draft.id)) is not None:
         counts.semantic_duplicates += 1
-        return _Fate("rejected", f"same_meaning_as:{earlier}", found, ("same_meaning",), verdicts)
+        return _Fate("rejected", f"same_meaning_as:{earlier}", found, ("same_meaning",), verdicts, predicted)
     dedup.keep(question, draft.id)
     if semantic is not None:
         semantic.keep(draft.id)
-    return _Fate("kept", "", found, verdicts=verdicts)
+    return _Fate("kept", "", found, verdicts=verdicts, predicted_keep=predicted)
+
+
+def _predicted_keep(question_type: str, verdicts: Mapping[str, Verdict], quality: _Quality) -> float | None:
+    """The draft's combined score from its verdicts and the signals that cost no call (`generation.score`)."""
+    values: dict[str, float | None] = {name: verdicts[name].measurement for name in CHECK_SIGNALS if name in verdicts}
+    copied = None if quality.copied_share is None else round(quality.copied_share, 4)  # as the row shows it
+    values |= {"bm25_rank": quality.bm25_rank, "copied_share": copied, **quality.answer_shares}
+    return predicted_keep(question_type, Signals(values, tuple(name for name in CHECK_SIGNALS if name in verdicts)))
 
 
 def _undecided(
@@ -518,11 +539,25 @@ def _candidate(
             "evidence_match": evidence.match if evidence else None,
             "copied_share": None if quality.copied_share is None else round(quality.copied_share, 4),
             "bm25_rank": quality.bm25_rank,
+            **quality.answer_shares,
+            SCORE_COLUMN: fate.predicted_keep if usable else None,
             "extra_critics": tuple(extra),
             **columns,
             **no_target,
         }
     )
+
+
+def _answer_signals(draft: Draft | None, item: Passages) -> dict[str, float | None]:
+    """How much of a usable draft's answer its passages spell out, and its question already says."""
+    if draft is None:
+        return {"extractive_share": None, "restated_share": None}
+    answer = draft.answer or ""
+    found = {
+        "extractive_share": extractive_share(answer, [passage.text for passage in item.chunks]),
+        "restated_share": restated_share(draft.question or "", answer),
+    }
+    return {name: None if share is None else round(share, 4) for name, share in found.items()}
 
 
 _DECISION = {"measured_as", "measurement", "cut", "passed"}

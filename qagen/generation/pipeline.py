@@ -489,7 +489,7 @@ def certified_settings(config: BuildConfig, certified: Certified | None) -> Buil
     if certified is None or certified.status != "certified":
         return config
     assert certified.threshold is not None, "a certification without its threshold"
-    return certified_config(config, certified.threshold)
+    return certified_config(config, certified.threshold, on=certified.cut_on)
 
 
 def _draft_to_target(

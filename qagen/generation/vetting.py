@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from qagen.config import DEFAULT_AUDIENCE, BuildConfig
 from qagen.critics import CriticSpec
+from qagen.generation.score import SCORE_COLUMN
 from qagen.records import CandidateRow, CheckReading, Critique, MeasuredAs, Verdict
 
 READER_AGREEMENT = 0.5
@@ -52,12 +53,25 @@ CERTIFIED_CHECK = "supported"
 """The check whose measurement certified acceptance thresholds (`qagen.review.certify`): its P(yes)."""
 
 
-def certified_config(config: BuildConfig, threshold: float) -> BuildConfig:
-    """The settings that also hold `CERTIFIED_CHECK`'s measurement to a certified threshold: one more cut,
-    never below the check's own. A draft it decided by its written word (no measurement) is kept or not
-    as before: the certificate counts such labelled drafts as scored above any threshold."""
+def certified_config(config: BuildConfig, threshold: float, on: str = CERTIFIED_CHECK) -> BuildConfig:
+    """The settings that also hold a certified threshold: on `CERTIFIED_CHECK`'s measurement, one more cut,
+    never below the check's own; on the combined score (`on` is `SCORE_COLUMN`), `score_cut`, applied after
+    every check passed. A draft with no such measurement or score (decided by its written word; not scored)
+    is kept or not as before: the certificate counts such labelled drafts as scored above any threshold."""
+    if on == SCORE_COLUMN:
+        return config.model_copy(update={"score_cut": threshold})
+    if on != CERTIFIED_CHECK:
+        raise ValueError(f"a certified threshold holds {CERTIFIED_CHECK} or {SCORE_COLUMN}, not {on}")
     spec = config.critic_registry().get(CERTIFIED_CHECK)
     return config.model_copy(update={"cuts": {**config.cuts, CERTIFIED_CHECK: max(cut(config, spec), threshold)}})
+
+
+def score_rejection(config: BuildConfig, predicted_keep: float | None) -> str | None:
+    """Why a draft every check passed is rejected by the certified cut on its combined score
+    (`BuildConfig.score_cut`), or None: no such cut, no score, or a score at or above it."""
+    if config.score_cut is None or predicted_keep is None or predicted_keep >= config.score_cut:
+        return None
+    return f"{SCORE_COLUMN}={predicted_keep:.2f}<{config.score_cut:.2f} (certified)"
 
 
 def vet(config: BuildConfig, critique: Critique) -> Verdict | None:

@@ -49,7 +49,13 @@ certificate does not need it (the threshold is the process's, above); the Wilson
 the labelled drafts the grown certified set holds as draws of the same process
 (`qagen.review.estimate.within_certified`).
 
-Nothing here calls a model: the scores are the measurements the vetting already stored.
+The score is the combined score `predicted_keep` (`qagen.generation.score`) when the labelled drafts' rows
+have it, else the `supported` P(yes). Either is fixed before the labels it is certified from are read: the
+check's P(yes) is the model's, and the combined score's coefficients are the shipped ones, fitted on qagen's
+reviewed sets (`score_model.json` says which), never on the run's labels. A score fitted on the labels it
+certifies from would choose its threshold on drafts it has already seen, and claim more than they back.
+
+Nothing here calls a model: the scores are the measurements and the score the vetting already stored.
 """
 
 from __future__ import annotations
@@ -60,11 +66,14 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from qagen.config import BuildConfig
+from qagen.errors import QagenError
 from qagen.generation.finalize import Kept, kept_of
 from qagen.generation.kept_quality import kept_fingerprint
 from qagen.generation.ledger import Ledger
+from qagen.generation.score import SCORE_COLUMN
 from qagen.generation.tasks import BuildTasks
 from qagen.generation.vetting import CERTIFIED_CHECK, certified_config, row_decision
+from qagen.generation.write import DATA_FILE
 from qagen.records import BuildSummary, CandidateRow, Certified
 from qagen.review.estimate import counted_ids, keep_decisions, refresh_kept_quality
 from qagen.review.kept_sample import KeptSample, stored_kept_sample
@@ -205,19 +214,31 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
         kept = _kept_from(RunDir(run_dir), config, sample, ids)
         stale = sample.kept_fingerprint != kept_fingerprint(kept.ids)
         rows = list(kept.rows.values())
-    measured = {row.id: row_decision(row, CERTIFIED_CHECK) for row in rows}
-    # A draft its check decided by its written word is kept at any threshold: it counts as scored above all.
+    stored = stored_scores(run_dir) if config.certify_on != CERTIFIED_CHECK else None
+    combined = stored is not None and any(stored.get(item_id) is not None for item_id in ids)
+    if config.certify_on == SCORE_COLUMN and not combined:
+        raise QagenError(
+            f"`certify_on` is {SCORE_COLUMN}, and the run's candidates have no such score for the labelled drafts "
+            f"(written before it, or not scored): run the build again (no call), or certify on {CERTIFIED_CHECK}."
+        )
+    if stored is not None and combined:
+        scores = stored
+    else:
+        scores = {row.id: decided.measurement for row in rows if (decided := row_decision(row, CERTIFIED_CHECK))}
+    # A draft with no score (its check decided by its written word; not scored) is kept at any threshold: it
+    # counts as scored above all.
     scored = [
-        Scored(decided.measurement if (decided := measured.get(item_id)) and decided.measurement is not None
-               else math.inf, decisions[item_id])
-        for item_id in ids
-    ]  # fmt: skip
+        Scored(score if (score := scores.get(item_id)) is not None else math.inf, decisions[item_id]) for item_id in ids
+    ]
     result = certify(scored, config.precision, config.confidence)
     return Certified(
         status="stale" if stale else result.status,
         precision=result.precision,
         confidence=result.confidence,
-        score=f"{CERTIFIED_CHECK} P(yes)",
+        score=f"{SCORE_COLUMN}, the combined score of coefficients fitted on qagen's reviewed sets"
+        if combined
+        else f"{CERTIFIED_CHECK} P(yes)",
+        cut_on=SCORE_COLUMN if combined else CERTIFIED_CHECK,
         labels=result.labels,
         threshold=None if stale else result.threshold,
         labels_above=result.labels_above,
@@ -225,6 +246,23 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
         upper_bound=result.upper_bound,
         more_labels=result.more_labels,
     )
+
+
+def stored_scores(run_dir: Path) -> dict[str, float | None] | None:
+    """Each candidate's combined score as the build wrote it (`candidates/`, with the BM25 ranks the build
+    computed: the scores the filter holds to a certified cut); None when the run's candidates have no such
+    column (written before it) or none are written yet."""
+    import pyarrow as pa
+
+    path = RunDir(run_dir).candidates_dir / DATA_FILE
+    if not path.is_file():
+        return None
+    with pa.memory_map(str(path)) as source:
+        table = pa.ipc.open_stream(source).read_all()
+    if SCORE_COLUMN not in table.column_names:
+        return None
+    ids = [str(item_id) for item_id in table.column("id").to_pylist()]
+    return dict(zip(ids, table.column(SCORE_COLUMN).to_pylist(), strict=True))
 
 
 def _kept_from(run: RunDir, config: BuildConfig, sample: KeptSample, labelled: Collection[str]) -> Kept:

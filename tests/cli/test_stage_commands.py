@@ -181,7 +181,8 @@ OWN_OPTIONS = {
                  "--max-copied-share", "--max-tokens", "--max-cost", "--price-input", "--price-output",
                  "--price-cached-input", "--quiet"},
     "filter": {"--min-score", "--min-groundedness", "--min-relevance", "--min-standalone", "--min-critic", "--cut",
-               "--precision", "--confidence", "--max-answer-chars", "--max-question-chars", "--dedup-threshold",
+               "--precision", "--confidence", "--certify-on", "--max-answer-chars", "--max-question-chars",
+               "--dedup-threshold",
                "--free-checks", "--evidence-check", "--max-copied-share", "--dedup-embeddings",
                "--semantic-dedup-threshold"},
 }  # fmt: skip

@@ -22,12 +22,17 @@ INTEGER_COLUMNS = {
     "groundedness_score", "relevance_score", "standalone_score", "start_index", "end_index", "evidence_start",
     "evidence_end", "bm25_rank",
 }  # fmt: skip
-FLOAT_COLUMNS = {"copied_share", "groundedness_measurement", "relevance_measurement", "standalone_measurement"}
+FLOAT_COLUMNS = {
+    "copied_share", "extractive_share", "restated_share", "predicted_keep", "groundedness_measurement",
+    "relevance_measurement", "standalone_measurement",
+}  # fmt: skip
 BOOL_COLUMNS = {"groundedness_passed", "relevance_passed", "standalone_passed"}
 DECISION_COLUMNS = [
     f"{critic}_{what}" for critic in ("groundedness", "relevance", "standalone") for what in ("measurement", "passed")
 ]
-QUALITY_COLUMNS = ["evidence_quote", "evidence_start", "evidence_end", "evidence_match", "copied_share", "bm25_rank"]
+QUALITY_COLUMNS = ["evidence_quote", "evidence_start", "evidence_end", "evidence_match", "copied_share", "bm25_rank",
+    "extractive_share", "restated_share", "predicted_keep",
+]  # fmt: skip
 
 
 def _candidate(**changes: object) -> CandidateRow:

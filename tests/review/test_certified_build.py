@@ -1,10 +1,15 @@
 """Certified acceptance on a stand-in with a hidden truth (issue 40, must-show 1): 40% of the drafts are good,
 the `supported` P(yes) much higher for them (`standins.llm.truth`), and a reviewer labels the kept sample
 exactly from the truth. After 80 labels, `--precision 0.9` keeps a set at least 85% good on each of three
-seeds and 90% on average, with no LLM call; with 8 labels it claims nothing and says how many more it needs."""
+seeds and 90% on average, with no LLM call; with 8 labels it claims nothing and says how many more it needs.
+
+The stand-in's truth lives in the `supported` P(yes) alone (its drafts' other signals, the words the combined
+score also reads, are word salad), so the procedure is measured on that score (`--certify-on supported`). The
+default certifies on the combined score the candidates carry (`predicted_keep`): the 8-label test runs it."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +106,7 @@ def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
         assert kept_before >= 80, kept_before
         _label_from_truth(run, 80)
         calls = len(truth_llm.log)
-        said = _invoke("stage", "filter", run, "--precision", "0.9")
+        said = _invoke("stage", "filter", run, "--precision", "0.9", "--certify-on", "supported")
         assert len(truth_llm.log) == calls  # re-filtering makes no call
         certified = _summary(run).certified
         assert certified is not None and certified.status == "certified", said
@@ -109,7 +114,7 @@ def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
         assert certified.threshold is not None
         claim = (
             "at least 90% of kept questions are ones a reviewer keeps, with 90% confidence, from 80 labels "
-            f"(threshold {certified.threshold:.3f} on supported P(yes))."
+            f"(threshold {certified.threshold:.3f} on {certified.score})."
         )
         assert f"certified            {claim}" in said  # a line of the build's table
         after, kept_after = _share_good(run)
@@ -123,7 +128,7 @@ def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
         if seed == 1:  # the profile and the card say it beside the estimate; the build certifies alike
             assert f"certified: {claim}" in _invoke("profile", run)
             assert f"Certified: {claim}" in _card(run)
-            rebuilt = _build(truth_llm, big_corpus, run, seed, "--precision", "0.9")
+            rebuilt = _build(truth_llm, big_corpus, run, seed, "--precision", "0.9", "--certify-on", "supported")
             assert len(truth_llm.log) == calls and _summary(run).certified == certified
             assert claim in rebuilt
             assert _share_good(run) == (after, kept_after)
@@ -140,6 +145,7 @@ def test_8_labels_claim_nothing_and_say_how_many_more(truth_llm: Any, big_corpus
     assert len(truth_llm.log) == calls
     certified = _summary(run).certified
     assert certified is not None and (certified.status, certified.threshold, certified.labels) == ("too_few", None, 8)
+    assert certified.cut_on == "predicted_keep"  # the default reads the combined score the candidates carry
     # The fewest labels with the 8's errors whose Clopper-Pearson bound (scipy's Beta quantile) reaches 0.1.
     errors = certified.errors_above
     fewest = next(n for n in range(8, 1000) if beta.ppf(0.9, errors + 1, n - errors) <= 0.1)
@@ -186,7 +192,7 @@ def test_a_weaker_score_certifies_on_some_seeds_and_claims_nothing_on_the_others
             run = tmp_path / f"run{seed}"
             _build(server, big_corpus, run, seed)
             _label_from_truth(run, 80)
-            said = " ".join(_invoke("stage", "filter", run, "--precision", "0.9").split())
+            said = " ".join(_invoke("stage", "filter", run, "--precision", "0.9", "--certify-on", "supported").split())
             certified = _summary(run).certified
             assert certified is not None
             outcomes.append(certified.status)
@@ -196,3 +202,47 @@ def test_a_weaker_score_certifies_on_some_seeds_and_claims_nothing_on_the_others
                 assert certified.threshold is None and certified.errors_above > 0
                 assert f"{certified.more_labels} more labels of the sample there, if they hold no error" in said
     assert "certified" in outcomes and "too_few" in outcomes, outcomes
+
+
+def test_a_certified_cut_on_the_combined_score_keeps_the_drafts_at_or_above_it(
+    truth_llm: Any, big_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Coefficients of the test's own that read the `supported` P(yes) alone (monotone in it): the combined
+    score certifies as that P(yes) does, and the filter holds the score the build wrote to the threshold."""
+    from qagen.generation import score
+
+    model = score.ScoreModel(
+        made={"how": "by hand, for this test"},
+        variants=(
+            score.Variant(
+                checks=("supported",), features=tuple(score.feature_names(("supported",))), asked={}, by_type={},
+                pooled=score.Coefficients(
+                    intercept=-5.0, coefficients=(10.0, *[0.0] * 9), drafts=1, kept=1
+                ),
+            ),
+        ),
+    )  # fmt: skip
+    shipped = tmp_path / "score_model.json"
+    shipped.write_text(model.model_dump_json(), encoding="utf-8")
+    monkeypatch.setattr(score, "SHIPPED", shipped)
+    score.shipped_model.cache_clear()
+    try:
+        run = tmp_path / "run"
+        _build(truth_llm, big_corpus, run, 1)
+        _label_from_truth(run, 80)
+        _invoke("stage", "filter", run, "--precision", "0.9")
+    finally:
+        score.shipped_model.cache_clear()
+    certified = _summary(run).certified
+    assert certified is not None and (certified.status, certified.cut_on) == ("certified", "predicted_keep")
+    assert certified.threshold is not None
+    rows = list(load_from_disk(str(run / "candidates")))
+    for row in rows:
+        supported = next((e["measurement"] for e in row["extra_critics"] if e["name"] == "supported"), None)
+        if supported is not None:  # the column is the logistic function of the row's own P(yes)
+            assert row["predicted_keep"] == pytest.approx(1 / (1 + math.exp(5 - 10 * supported)), abs=1e-4)
+        if row["status"] == "kept":
+            assert row["predicted_keep"] >= certified.threshold
+    below = [row for row in rows if row["reason"].startswith("predicted_keep=")]
+    assert below and all(row["predicted_keep"] < certified.threshold for row in below)
+    assert _share_good(run)[0] >= 0.85

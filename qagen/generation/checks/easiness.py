@@ -5,6 +5,11 @@
 - `longest_copied_run`: the most consecutive words of the question that the chunk holds in the same
   order: a phrase copied whole, which a short question in a user's own words ("What does the
   `glob` function do?", every content word the chunk's) does not have.
+- `extractive_share`: the share of the answer's distinct content words that occur in its passages: 1.0
+  is an answer made of the passages' words (extractive), a low share an answer the passages do not spell
+  out (from the model's memory, or wrong).
+- `restated_share`: the share of the answer's distinct content words already in its question: an answer
+  that restates what was asked ("`punctuation_chars` sets the punctuation characters") scores high.
 - The other easiness figure, where BM25 ranks a question's own chunk among all the corpus' chunks
   (`bm25_rank`), is asked of the build's one BM25 index of its chunks
   (`qagen.corpus.chunk_index.ChunkIndex.rank`).
@@ -15,6 +20,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from qagen.corpus.words import tokenize, tokens_among
@@ -27,11 +33,28 @@ TOO_CLOSE = "too_close"
 def copied_share(question: str, chunk: str) -> float | None:
     """The share of the question's distinct content words found in the chunk; None for a question
     with no content word."""
-    wanted = set(content_words(question))
+    return _share_found(question, chunk)
+
+
+def extractive_share(answer: str, passages: Sequence[str]) -> float | None:
+    """The share of the answer's distinct content words found in its passages (any of them); None for an
+    answer with no content word."""
+    return _share_found(answer, "\n".join(passages))
+
+
+def restated_share(question: str, answer: str) -> float | None:
+    """The share of the answer's distinct content words already in its question; None for an answer with
+    no content word."""
+    return _share_found(answer, question)
+
+
+def _share_found(text: str, within: str) -> float | None:
+    """The share of `text`'s distinct content words that are tokens of `within`; None when it has none."""
+    wanted = set(content_words(text))
     if not wanted:
         return None
-    # Among the chunk's tokens, stopwords and all: `wanted` holds none, so the words found are the same.
-    return len(tokens_among(chunk, wanted)) / len(wanted)
+    # Among `within`'s tokens, stopwords and all: `wanted` holds none, so the words found are the same.
+    return len(tokens_among(within, wanted)) / len(wanted)
 
 
 def longest_copied_run(question: str, chunk: str) -> int:

@@ -52,3 +52,26 @@ def test_tokens_among_equals_intersecting_every_token_on_random_text() -> None:
         text = "".join(rng.choices(alphabet, k=rng.randint(0, 40)))
         words = set(tokenize("".join(rng.choices(alphabet, k=rng.randint(0, 15)))))
         assert tokens_among(text, words) == words & set(tokenize(text)), (text, words)
+
+
+def test_extractive_share_counts_the_answers_words_in_any_passage() -> None:
+    from qagen.generation.checks.easiness import extractive_share
+
+    first, second = "The packfile holds compressed objects.", "git gc writes the packfile daily."
+    # Content words of the answer: packfile, compressed, weekly (3); in the passages: 2.
+    assert extractive_share("The packfile, compressed weekly.", [first]) == 2 / 3
+    assert extractive_share("compressed daily", [first, second]) == 1.0  # one word from each passage
+    assert extractive_share("compressed daily", [first]) == 1 / 2
+    assert extractive_share("It is.", [first]) is None  # stopwords only
+
+
+def test_restated_share_counts_the_answers_words_already_asked() -> None:
+    from qagen.generation.checks.easiness import restated_share
+
+    question = "What does the punctuation_chars argument of shlex set?"
+    # The answer's content words: punctuation_chars, argument, sets, punctuation, characters; the question
+    # holds punctuation_chars and argument ("set" is not "sets": words are matched exactly).
+    assert restated_share(question, "The punctuation_chars argument sets the punctuation characters.") == 2 / 5
+    assert restated_share(question, "punctuation_chars argument") == 1.0
+    assert restated_share(question, "Characters treated as separate tokens.") == 0.0
+    assert restated_share(question, "It is.") is None
