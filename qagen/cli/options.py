@@ -252,7 +252,7 @@ threshold_options = option_group(
 certify_options = option_group(
     option("--precision", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, help="Keep the drafts above the lowest score (--certify-on) at which the labels of the kept sample (qagen review RUN --sample kept) certify that at least this share of the kept questions are ones a reviewer keeps, with --confidence; no LLM call [default: no certification]."),
     option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.9, show_default=True, help="The confidence of a certified --precision."),
-    option("--certify-on", type=click.Choice(["auto", "supported", "predicted_keep"]), default="auto", show_default=True, help="The score a certified --precision thresholds: predicted_keep (the combined score), supported (its P(yes) alone), or auto (the combined score when the candidates have it)."),
+    option("--certify-on", type=click.Choice(["auto", "supported", "predicted_keep"]), default="supported", show_default=True, help="The score a certified --precision thresholds: supported (the check's P(yes)), predicted_keep (the combined score of the checks and the no-call signals; its gain over supported is not established), or auto (the combined score when the candidates have it)."),
 )  # fmt: skip
 
 

@@ -204,6 +204,18 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
     keeps, of the drafts the sample's kept set was filtered from, that set (see the module)."""
     if config.precision is None:
         raise ValueError("certify_run needs a precision (`filter.precision`)")
+    on: str = config.certify_on
+    if config.target is not None and on != CERTIFIED_CHECK:
+        # A build's rounds count their drafts from the records, without the BM25 ranks the combined score
+        # reads (the ranks are the final write's), so they could not hold it to a threshold as the output does.
+        if on == SCORE_COLUMN:
+            raise QagenError(
+                f"a build to a target size certifies on {CERTIFIED_CHECK} only: its rounds count drafts without "
+                f"the BM25 ranks {SCORE_COLUMN} reads. Certify on {CERTIFIED_CHECK} (--certify-on {CERTIFIED_CHECK}), "
+                "or build without --target.",
+                settings=("certify_on", "target"),
+            )
+        on = CERTIFIED_CHECK
     sample = stored_kept_sample(run_dir)
     with LabelStore(run_dir) as store:
         decisions = keep_decisions(store.of_kind("draft"))
@@ -214,9 +226,9 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
         kept = _kept_from(RunDir(run_dir), config, sample, ids)
         stale = sample.kept_fingerprint != kept_fingerprint(kept.ids)
         rows = list(kept.rows.values())
-    stored = stored_scores(run_dir) if config.certify_on != CERTIFIED_CHECK else None
+    stored = stored_scores(run_dir) if on != CERTIFIED_CHECK else None
     combined = stored is not None and any(stored.get(item_id) is not None for item_id in ids)
-    if config.certify_on == SCORE_COLUMN and not combined:
+    if on == SCORE_COLUMN and not combined:
         raise QagenError(
             f"`certify_on` is {SCORE_COLUMN}, and the run's candidates have no such score for the labelled drafts "
             f"(written before it, or not scored): run the build again (no call), or certify on {CERTIFIED_CHECK}."

@@ -145,7 +145,7 @@ def test_8_labels_claim_nothing_and_say_how_many_more(truth_llm: Any, big_corpus
     assert len(truth_llm.log) == calls
     certified = _summary(run).certified
     assert certified is not None and (certified.status, certified.threshold, certified.labels) == ("too_few", None, 8)
-    assert certified.cut_on == "predicted_keep"  # the default reads the combined score the candidates carry
+    assert certified.cut_on == "supported"  # the default: the check's P(yes), not the combined score
     # The fewest labels with the 8's errors whose Clopper-Pearson bound (scipy's Beta quantile) reaches 0.1.
     errors = certified.errors_above
     fewest = next(n for n in range(8, 1000) if beta.ppf(0.9, errors + 1, n - errors) <= 0.1)
@@ -230,7 +230,7 @@ def test_a_certified_cut_on_the_combined_score_keeps_the_drafts_at_or_above_it(
         run = tmp_path / "run"
         _build(truth_llm, big_corpus, run, 1)
         _label_from_truth(run, 80)
-        _invoke("stage", "filter", run, "--precision", "0.9")
+        _invoke("stage", "filter", run, "--precision", "0.9", "--certify-on", "auto")
     finally:
         score.shipped_model.cache_clear()
     certified = _summary(run).certified

@@ -210,3 +210,19 @@ def test_a_dry_run_sizes_the_rounds_at_the_certified_threshold(
     assert "drafts to make 0 (already made: " in " ".join(plain.split())
     made = certified.split("drafts to make ")[1].split(" ")[0]
     assert int(made) > 0, certified
+
+
+def test_a_target_certifies_on_the_check_not_the_combined_score(tmp_path: Path) -> None:
+    """A build's rounds count drafts without the BM25 ranks the combined score reads: certifying a target on
+    it is refused with the way forward; `auto` certifies a target on the check."""
+    from qagen.config import BuildConfig
+    from qagen.corpus.settings import CorpusSettings
+    from qagen.errors import QagenError
+    from qagen.review.certify import certify_run
+
+    config = BuildConfig(corpus=CorpusSettings(path="x"), target=40, precision=0.9, certify_on="predicted_keep")
+    with pytest.raises(QagenError, match="--certify-on supported") as raised:
+        certify_run(tmp_path, config)
+    assert raised.value.settings == ("certify_on", "target")
+    auto = certify_run(tmp_path, config.model_copy(update={"certify_on": "auto"}))
+    assert (auto.cut_on, auto.status, auto.labels) == ("supported", "too_few", 0)
