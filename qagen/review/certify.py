@@ -210,9 +210,9 @@ def certify_run(run_dir: Path, config: BuildConfig) -> Certified:
         # reads (the ranks are the final write's), so they could not hold it to a threshold as the output does.
         if on == SCORE_COLUMN:
             raise QagenError(
-                f"a build to a target size certifies on {CERTIFIED_CHECK} only: its rounds count drafts without "
-                f"the BM25 ranks {SCORE_COLUMN} reads. Certify on {CERTIFIED_CHECK} (--certify-on {CERTIFIED_CHECK}), "
-                "or build without --target.",
+                f"a build to a `target` size certifies on {CERTIFIED_CHECK} only: its rounds count drafts without "
+                f"the BM25 ranks {SCORE_COLUMN} reads. Set `certify_on` to {CERTIFIED_CHECK}, or build without a "
+                "`target`.",
                 settings=("certify_on", "target"),
             )
         on = CERTIFIED_CHECK

@@ -221,7 +221,7 @@ def test_a_target_certifies_on_the_check_not_the_combined_score(tmp_path: Path) 
     from qagen.review.certify import certify_run
 
     config = BuildConfig(corpus=CorpusSettings(path="x"), target=40, precision=0.9, certify_on="predicted_keep")
-    with pytest.raises(QagenError, match="--certify-on supported") as raised:
+    with pytest.raises(QagenError, match="Set `certify_on` to supported") as raised:
         certify_run(tmp_path, config)
     assert raised.value.settings == ("certify_on", "target")
     auto = certify_run(tmp_path, config.model_copy(update={"certify_on": "auto"}))
