@@ -37,6 +37,7 @@ critics the types bring against the question-type registry, which still lives wi
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -177,6 +178,7 @@ class Graph(NamedTuple):
         return found_sets
 
 
+@functools.cache  # the graph is immutable: read once per test run, not once per test
 def read_graph() -> Graph:
     paths = sorted(PACKAGE.rglob("*.py"))
     return Graph(

@@ -1,4 +1,5 @@
-"""A built run to review: made once per module against the stand-in LLM, with the critics' early stop."""
+"""A built run to review: made once per test session against the shared stand-in LLM, with the critics'
+early stop; each test gets a copy of its own (`built_run`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
+from standins.corpus import write_corpus
 
 # The cookbook's 1-5 critics: the thresholds the review recommends are read on their scale.
 BUILD_ARGS = ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7", "-q", "--vetting", "cookbook"]
@@ -27,9 +29,19 @@ def build_run(llm: Any, corpus: Path, out: Path, *, n: int = 80) -> Path:
     return out
 
 
+@pytest.fixture(scope="session")
+def review_run_once(shared_llm: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run `built_run` copies, built once for the session (a test that reads the LLM's log of the
+    build, or asks the run's server and counts its calls, builds its own with `build_run` and `llm`)."""
+    corpus = write_corpus(tmp_path_factory.mktemp("review_corpus") / "corpus")
+    return build_run(shared_llm, corpus, tmp_path_factory.mktemp("review_run") / "run")
+
+
 @pytest.fixture()
-def built_run(llm: Any, corpus: Path, tmp_path: Path) -> Path:
-    return build_run(llm, corpus, tmp_path / "run")
+def built_run(review_run_once: Path, tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    shutil.copytree(review_run_once, run)
+    return run
 
 
 @pytest.fixture()

@@ -4,12 +4,13 @@ exactly from the truth. After 80 labels, `--precision 0.9` keeps a set at least 
 seeds and 90% on average, with no LLM call; with 8 labels it claims nothing and says how many more it needs.
 
 The stand-in's truth lives in the `supported` P(yes) alone (its drafts' other signals, the words the combined
-score also reads, are word salad), so the procedure is measured on that score (`--certify-on supported`). The
-default certifies on the combined score the candidates carry (`predicted_keep`): the 8-label test runs it."""
+score also reads, are word salad), so the procedure is measured on that score (`--certify-on supported`, the
+default); one test certifies on the combined score (`predicted_keep`) with coefficients written for it."""
 
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,21 @@ def truth_llm() -> Any:
 @pytest.fixture(scope="module")
 def big_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus", documents=72)
+
+
+@pytest.fixture(scope="module")
+def built(truth_llm: Any, big_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """The default build of each seed, made once for the module; a test labels and re-filters a copy (`_copy`)."""
+    runs = {}
+    for seed in (1, 2, 3):
+        runs[seed] = tmp_path_factory.mktemp("built") / f"run{seed}"
+        _build(truth_llm, big_corpus, runs[seed], seed)
+    return runs
+
+
+def _copy(built: dict[int, Path], seed: int, to: Path) -> Path:
+    shutil.copytree(built[seed], to)
+    return to
 
 
 def _invoke(*args: Any) -> str:
@@ -96,12 +112,11 @@ def _summary(run: Path) -> BuildSummary:
 
 
 def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
-    truth_llm: Any, big_corpus: Path, tmp_path: Path
+    truth_llm: Any, big_corpus: Path, built: dict[int, Path], tmp_path: Path
 ) -> None:
     shares: list[float] = []
     for seed in (1, 2, 3):
-        run = tmp_path / f"run{seed}"
-        _build(truth_llm, big_corpus, run, seed)
+        run = _copy(built, seed, tmp_path / f"run{seed}")
         before, kept_before = _share_good(run)
         assert kept_before >= 80, kept_before
         _label_from_truth(run, 80)
@@ -135,9 +150,8 @@ def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
     assert sum(shares) / len(shares) >= 0.9
 
 
-def test_8_labels_claim_nothing_and_say_how_many_more(truth_llm: Any, big_corpus: Path, tmp_path: Path) -> None:
-    run = tmp_path / "run"
-    _build(truth_llm, big_corpus, run, 1)
+def test_8_labels_claim_nothing_and_say_how_many_more(truth_llm: Any, built: dict[int, Path], tmp_path: Path) -> None:
+    run = _copy(built, 1, tmp_path / "run")
     kept_before = _share_good(run)[1]
     _label_from_truth(run, 8)
     calls = len(truth_llm.log)
@@ -157,11 +171,8 @@ def test_8_labels_claim_nothing_and_say_how_many_more(truth_llm: Any, big_corpus
     assert _share_good(run)[1] == kept_before  # the kept set is the default filter's
 
 
-def test_labels_of_another_kept_set_are_stale_and_claim_nothing(
-    truth_llm: Any, big_corpus: Path, tmp_path: Path
-) -> None:
-    run = tmp_path / "run"
-    _build(truth_llm, big_corpus, run, 2)
+def test_labels_of_another_kept_set_are_stale_and_claim_nothing(built: dict[int, Path], tmp_path: Path) -> None:
+    run = _copy(built, 2, tmp_path / "run")
     _label_from_truth(run, 80)
     # Other cuts keep other questions than those the sample was drawn from: its labels certify nothing.
     said = " ".join(_invoke("stage", "filter", run, "--cut", "supported=0.75", "--precision", "0.9").split())

@@ -12,13 +12,17 @@ from qagen.errors import QagenError
 from qagen.review.run_drafts import read_run_drafts
 from qagen.review.sample import review_sample
 from qagen.review.skipped import ask_skipped_critics
+from tests.review.conftest import build_run
 
 
 def _critic_requests(llm: Any) -> int:
     return sum(1 for entry in llm.log if entry["kind"] == "critique")
 
 
-def test_skipped_critics_are_asked_for_the_sample_only_as_announced_and_once(llm: Any, built_run: Path) -> None:
+def test_skipped_critics_are_asked_for_the_sample_only_as_announced_and_once(
+    llm: Any, corpus: Path, tmp_path: Path
+) -> None:
+    built_run = build_run(llm, corpus, tmp_path / "run")  # its own server: the test counts the critics' calls
     sample = review_sample(built_run, size=30, seed=0)
     before = read_run_drafts(built_run)
     missing = {draft_id: before.missing_scores(row) for draft_id in sample.ids if (row := before.get(draft_id))}
