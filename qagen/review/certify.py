@@ -149,13 +149,27 @@ def _binomial_cdf(k: int, n: int, p: float) -> float:
     return min(1.0, math.exp(top) * sum(math.exp(term - top) for term in terms))
 
 
+def bound_at_most(errors: int, n: int, confidence: float, level: float) -> bool:
+    """Whether `error_upper_bound(errors, n, confidence)` is at most `level`, by one binomial CDF: the CDF at
+    `errors` falls as p grows and equals 1 - confidence at the bound, so the bound is at most `level` exactly
+    when P(Binomial(n, level) <= errors) is at most 1 - confidence (the search tests every threshold so)."""
+    if errors == n:
+        return level >= 1
+    return _binomial_cdf(errors, n, level) <= 1 - confidence
+
+
 def labels_to_certify(precision: float, confidence: float, errors: int = 0) -> int:
     """The fewest labelled drafts with `errors` errors whose bound reaches 1 - precision."""
     _check_precision(precision)
-    n = max(errors, 1)
-    while error_upper_bound(errors, n, confidence) > 1 - precision:
-        n += 1
-    return n
+    level = 1 - precision
+    # The bound falls as n grows with the errors held: double past the answer, then bisect to the fewest.
+    low, high = max(errors, 1) - 1, max(errors, 1)
+    while not bound_at_most(errors, high, confidence, level):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if bound_at_most(errors, middle, confidence, level) else (middle, high)
+    return high
 
 
 def certify(scored: Sequence[Scored], precision: float, confidence: float = CONFIDENCE) -> Certification:
@@ -178,13 +192,13 @@ def certify(scored: Sequence[Scored], precision: float, confidence: float = CONF
         if end < fewest:
             continue
         tested_errors = sum(not item.kept for item in ordered[:end])
-        tested_bound = error_upper_bound(tested_errors, end, confidence)
-        if tested_bound > 1 - precision:
+        if not bound_at_most(tested_errors, end, confidence, 1 - precision):
             if threshold is None:
-                above, errors, bound = end, tested_errors, tested_bound
+                above, errors, bound = end, tested_errors, error_upper_bound(tested_errors, end, confidence)
             break
-        threshold, above, errors, bound = score, end, tested_errors, tested_bound
+        threshold, above, errors = score, end, tested_errors
     if threshold is not None:
+        bound = error_upper_bound(errors, above, confidence)
         return Certification("certified", precision, confidence, len(ordered), threshold, above, errors, bound, 0)
     if bound is None:  # fewer labels than any threshold needs
         above, errors = len(ordered), total_errors

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import beta, binomtest
 
-from qagen.review.certify import Scored, certify, error_upper_bound, labels_to_certify
+from qagen.review.certify import Scored, bound_at_most, certify, error_upper_bound, labels_to_certify
 
 
 @pytest.mark.parametrize(
@@ -35,6 +35,17 @@ def test_the_bound_is_the_clopper_pearson_beta_quantile(errors: int, n: int, con
     # The same bound read from the exact binomial test: its one-sided ("less") interval's upper end.
     interval = binomtest(errors, n, alternative="less").proportion_ci(confidence_level=confidence, method="exact")
     assert error_upper_bound(errors, n, confidence) == pytest.approx(interval.high, abs=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 300), st.data(), st.sampled_from([0.8, 0.9, 0.95]), st.floats(0.01, 0.5))
+def test_each_threshold_is_tested_by_one_cdf_as_the_bound_would_decide(
+    n: int, data: st.DataObject, confidence: float, level: float
+) -> None:
+    errors = data.draw(st.integers(0, n))
+    bound = 1.0 if errors == n else beta.ppf(confidence, errors + 1, n - errors)
+    if abs(bound - level) > 1e-9:  # off the boundary, where rounding could tip either
+        assert bound_at_most(errors, n, confidence, level) == (bound <= level)
 
 
 def test_every_error_gives_the_bound_one() -> None:
