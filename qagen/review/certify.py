@@ -302,7 +302,7 @@ def _kept_from(run: RunDir, config: BuildConfig, sample: KeptSample, labelled: C
         drafts = kept_from.drafts
         settings = config.model_copy(update={"target": kept_from.target})
         if kept_from.threshold is not None:
-            settings = certified_config(settings, kept_from.threshold)
+            settings = certified_config(settings, kept_from.threshold, kept_from.cut_on)
     tasks = BuildTasks.for_config(settings, run.iter_chunks)
     ledger = Ledger.read(run)
     try:

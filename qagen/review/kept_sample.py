@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from qagen.errors import QagenError
 from qagen.generation.kept_quality import kept_fingerprint, read_kept_ids
+from qagen.generation.vetting import CERTIFIED_CHECK
 from qagen.records import BuildSummary
 from qagen.review.eval_answers import is_eval_dir
 from qagen.runs.rundir import RunDir
@@ -47,6 +48,10 @@ class KeptFrom(BaseModel):
     target: int | None = Field(description="The target the kept questions were chosen to (`over_target`), or None.")
     threshold: float | None = Field(
         description="The certified threshold the kept set was held to (`summary.json`'s `certified`), or None."
+    )
+    cut_on: str = Field(
+        default=CERTIFIED_CHECK,
+        description="The score that threshold held (`Certified.cut_on`): the check's P(yes), or the combined score.",
     )
 
 
@@ -118,6 +123,7 @@ def kept_from(run: RunDir) -> KeptFrom | None:
         drafts={name: counts.requested for name, counts in summary.question_types.items()},
         target=summary.target.target if summary.target is not None else None,
         threshold=certified.threshold if certified is not None and certified.status == "certified" else None,
+        cut_on=certified.cut_on if certified is not None else CERTIFIED_CHECK,
     )
 
 

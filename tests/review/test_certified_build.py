@@ -23,7 +23,7 @@ from qagen.cli.app import main
 from qagen.publish.card import CardContent, make_card
 from qagen.publish.local_run import load_run
 from qagen.records import BuildSummary
-from qagen.review.kept_sample import kept_sample
+from qagen.review.kept_sample import KEPT_SAMPLE_FILE, kept_sample
 from qagen.review.labels import Label, LabelStore
 from standins.corpus import write_corpus
 from standins.llm.truth import is_good
@@ -81,10 +81,10 @@ def _share_good(run: Path) -> tuple[float, int]:
     return sum(is_good(question, GOOD_RATE) for question in questions) / len(questions), len(questions)
 
 
-def _label_from_truth(run: Path, labels: int) -> None:
+def _label_from_truth(run: Path, labels: int, seed: int = 0) -> None:
     """A reviewer who keeps exactly the good questions labels the first `labels` of the kept sample."""
     questions = {row["id"]: row["question"] for row in load_from_disk(str(run / "dataset"))}
-    sample = kept_sample(run, labels, seed=0)
+    sample = kept_sample(run, labels, seed=seed)
     with LabelStore(run) as store:
         for item_id in sample.ids[:labels]:
             store.append(
@@ -257,3 +257,16 @@ def test_a_certified_cut_on_the_combined_score_keeps_the_drafts_at_or_above_it(
     below = [row for row in rows if row["reason"].startswith("predicted_keep=")]
     assert below and all(row["predicted_keep"] < certified.threshold for row in below)
     assert _share_good(run)[0] >= 0.85
+    # A sample drawn anew from the certified set records the score its threshold held, so its labels are
+    # checked against that set filtered as it was (on the combined score), and are not stale.
+    (run / KEPT_SAMPLE_FILE).unlink()
+    redrawn = kept_sample(run, 40, seed=1)
+    assert redrawn.kept_from is not None
+    assert (redrawn.kept_from.cut_on, redrawn.kept_from.threshold) == ("predicted_keep", certified.threshold)
+    _label_from_truth(run, 40, seed=1)
+    try:
+        _invoke("stage", "filter", run, "--precision", "0.9", "--certify-on", "auto")
+    finally:
+        score.shipped_model.cache_clear()
+    again = _summary(run).certified
+    assert again is not None and again.status != "stale" and again.labels == 40, again

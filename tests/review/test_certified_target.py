@@ -138,7 +138,7 @@ def test_a_run_grown_past_its_labelled_drafts_keeps_its_certificate(
 ) -> None:
     run = _labelled(built, tmp_path, 80)
     kept_from = json.loads((run / KEPT_SAMPLE_FILE).read_text(encoding="utf-8"))["kept_from"]
-    assert kept_from == {"drafts": {"factoid": DRAFTS}, "target": None, "threshold": None}
+    assert kept_from == {"drafts": {"factoid": DRAFTS}, "target": None, "threshold": None, "cut_on": "supported"}
     calls = len(truth_llm.log)
     said = _to_target(truth_llm, corpus, run, 90)
     summary = _summary(run)
