@@ -17,7 +17,6 @@ benchmarks/bench_scale.py).
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import os
 import platform
 import re
@@ -256,6 +255,8 @@ _OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 @functools.cache
 def _openai_version() -> str:
+    import importlib.metadata
+
     return importlib.metadata.version("openai")
 
 
@@ -277,8 +278,11 @@ def _stainless_headers(version: str) -> dict[str, str]:
 
 
 def _stainless_os() -> str:
-    """The operating system as the `openai` client names it (`openai._base_client.get_platform`)."""
-    system, name = platform.system().lower(), platform.platform().lower()
+    """The operating system as the `openai` client names it (`openai._base_client.get_platform`), which
+    looks for a device's name in `platform.platform()`: here in the parts of it that can hold one, since
+    the whole string runs `uname -p` in a subprocess on Linux."""
+    system = platform.system().lower()
+    name = "-".join((platform.release(), platform.version(), platform.machine())).lower()
     if "iphone" in name or "ipad" in name:
         return "iOS"
     named = {"darwin": "MacOS", "windows": "Windows"}.get(system)
@@ -292,7 +296,8 @@ def _stainless_os() -> str:
         except OSError:
             distro = ""
         return {"freebsd": "FreeBSD", "openbsd": "OpenBSD"}.get(distro, "Linux")
-    return f"Other:{name}" if name else "Unknown"
+    whole = platform.platform().lower()
+    return f"Other:{whole}" if whole else "Unknown"
 
 
 class LangChainBackend:
