@@ -10,7 +10,9 @@ The bound is calls x latency / concurrency (`benchmarks/bench_build.py`'s); the 
   concurrency (ramp), last fall below it (tail), and the steady part between, with the slot-seconds
   left idle in each (concurrency x time - calls' own latency: what the endpoint could have done);
 - finalize: the last reply to the process's exit (filter, write the dataset, candidates and summary).
-Each run prints the load average it ran under: the machine is shared, so A/B runs alternate.
+Each run prints the load average it ran under: the machine is shared, so A/B runs alternate. The
+builds run with Python's bytecode cache on, as users run qagen, even where PYTHONDONTWRITEBYTECODE is
+set (`bench_build.cli_environment`; `--no-bytecode-cache` measures without it).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from bench_build import cli_environment, warm_bytecode
 
 from standins.corpus import write_corpus
 from standins.llm.server import StandInLLM
@@ -95,7 +99,10 @@ def timeline(arrivals: list[float], started: float, ended: float, latency: float
     )
 
 
-def run_once(tree: Path, corpus: Path, out: Path, drafts: int, latency: float, concurrency: int) -> Timeline:
+def run_once(
+    env: dict[str, str], tree: Path, corpus: Path, out: Path, drafts: int, latency: float, concurrency: int
+) -> Timeline:
+    """One build of the checkout `tree` (on PYTHONPATH in `env`, `bench_build.cli_environment`)."""
     log = out.with_suffix(".log.jsonl")
     with StandInLLM(latency=latency, log_path=log) as llm:
         command = [
@@ -103,7 +110,6 @@ def run_once(tree: Path, corpus: Path, out: Path, drafts: int, latency: float, c
             "openai:stand-in", "--base-url", llm.base_url, "--n-generations", str(drafts), "--concurrency",
             str(concurrency), "--seed", "1", "-q",
         ]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": str(tree), "OPENAI_API_KEY": "bench-key"}
         children, own = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
         started = time.time()
         subprocess.run(command, check=True, env=env, cwd=tree, stdout=subprocess.DEVNULL)
@@ -128,18 +134,32 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--no-bytecode-cache", action="store_true", help="as PYTHONDONTWRITEBYTECODE: qagen compiled in every process"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="qagen-timeline-"))
     corpus = PYTHON_DOCS if PYTHON_DOCS.is_dir() else write_corpus(work / "corpus", documents=400, paragraphs=12)
     trees = [REPOSITORY, *(path.resolve() for path in args.others)]
-    print(f"corpus {corpus}, {args.drafts} drafts, {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight")
+    # A cache of each checkout's own (the bytecode of two versions of a module must not meet).
+    envs = [
+        cli_environment(work / f"tree-{n}", tree, bytecode=not args.no_bytecode_cache) for n, tree in enumerate(trees)
+    ]
+    for env in envs:
+        warm_bytecode(env)
+    cache = "off: compiled in every process" if args.no_bytecode_cache else "on"
+    print(
+        f"corpus {corpus}, {args.drafts} drafts, {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight, "
+        f"bytecode cache {cache}"
+    )
     print(
         f"{'checkout':<24} {'load':>5} {'calls':>5} {'bound':>6} {'wall':>6} {'ratio':>6} | {'start-up':>8} "
         f"{'ramp':>5} {'steady':>6} {'tail':>5} {'final':>5} | idle slot-s: {'ramp':>5} {'steady':>6} {'tail':>5} | CPU s: build stand-in"
     )
     for repeat in range(args.repeat):
         for number, tree in enumerate(trees):
-            t = run_once(tree, corpus, work / f"run-{repeat}-{number}", args.drafts, args.latency, args.concurrency)
+            out = work / f"run-{repeat}-{number}"
+            t = run_once(envs[number], tree, corpus, out, args.drafts, args.latency, args.concurrency)
             print(
                 f"{str(tree)[-24:]:<24} {t.load:5.2f} {t.calls:5d} {t.bound:6.2f} {t.wall:6.2f} {t.ratio:6.3f} | "
                 f"{t.start_up:8.2f} {t.ramp:5.2f} {t.steady:6.2f} {t.tail:5.2f} {t.finalize:5.2f} | "
