@@ -63,17 +63,29 @@ def _settings(server: StandInLLM, **overrides: Any) -> ModelSettings:
 # --------------------------------------------------------------------------- the same requests
 
 
+# Keys and credentials unlike any text a test prints: `redact` hides each one read from now on, in the whole process.
+_KEY = "sk-endpoint-test-key-1"
+
+
 @pytest.mark.parametrize(
     ("base_url", "environment", "key_variable"),
     [
-        ("http://127.0.0.1:9/v1", {"OPENAI_API_KEY": "sk-a"}, None),
+        ("http://127.0.0.1:9/v1", {"OPENAI_API_KEY": _KEY}, None),
         ("http://127.0.0.1:9/v1/", {}, None),  # no key: a server of one's own gets the placeholder
-        (None, {"OPENAI_API_KEY": "sk-a", "OPENAI_BASE_URL": "http://gateway.test:8080/openai/v1"}, None),
-        (None, {"OPENAI_API_KEY": "sk-a", "OPENAI_ORG_ID": "org-1", "OPENAI_PROJECT_ID": "proj-2"}, None),
-        ("https://gateway.test/v1?api-version=2024-06-01&api-key=k-1", {"OPENAI_API_KEY": "sk-a"}, None),
-        ("http://user:pass@127.0.0.1:9/v1", {"OPENAI_ORG_ID": "org-1"}, None),
-        ("http://sk-in-url@127.0.0.1:9/v1", {}, None),
-        ("http://127.0.0.1:9/v1", {"MY_KEY": "sk-mine", "OPENAI_API_KEY": "sk-a"}, "MY_KEY"),
+        (None, {"OPENAI_API_KEY": _KEY, "OPENAI_BASE_URL": "http://gateway.test:8080/openai/v1"}, None),
+        (None, {"OPENAI_API_KEY": _KEY, "OPENAI_ORG_ID": "org-1", "OPENAI_PROJECT_ID": "proj-2"}, None),
+        (
+            "https://gateway.test/v1?api-version=2024-06-01&api-key=endpoint-test-query-key",
+            {"OPENAI_API_KEY": _KEY},
+            None,
+        ),
+        ("http://endpoint-test-user:endpoint-test-password@127.0.0.1:9/v1", {"OPENAI_ORG_ID": "org-1"}, None),
+        ("http://sk-endpoint-test-in-url@127.0.0.1:9/v1", {}, None),
+        (
+            "http://127.0.0.1:9/v1",
+            {"ENDPOINT_TEST_KEY": "sk-endpoint-test-own-key", "OPENAI_API_KEY": _KEY},
+            "ENDPOINT_TEST_KEY",
+        ),
     ],
 )
 def test_the_endpoint_is_the_openai_client_s(
