@@ -48,7 +48,7 @@ def cli_environment(work: Path, tree: Path | None = None, *, bytecode: bool = Tr
     environment's). With `bytecode`, Python's bytecode cache is on, as where users run qagen (pip
     compiles an install, an editable one writes `__pycache__` on first use), even where
     PYTHONDONTWRITEBYTECODE turns it off (then every process compiles qagen's modules from source,
-    about 0.4 s of a build's start-up on these machines); kept under `work`, so no checkout is written
+    0.1-0.15 s of CPU of a build's start-up on these machines); kept under `work`, so no checkout is written
     to, and filled for the whole package before any measured run (`warm_bytecode`)."""
     env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
     if tree is not None:
