@@ -1,5 +1,5 @@
 """A sentence-transformers model on disk as LangChain `Embeddings` (`qagen.corpus.embeddings` names
-the models): here, apart, because `langchain_core` costs about 0.3 s to import, and a build imports
+the models): here, apart, because `langchain_core` costs about 0.2 s of CPU to import, and a build imports
 `qagen.corpus.embeddings` before its first call whether or not it loads a model."""
 
 from __future__ import annotations

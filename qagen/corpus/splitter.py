@@ -2,8 +2,8 @@
 with its defaults: separators kept at the start of the piece after them, whitespace stripped, length in
 characters), the same chunks from the same text, without importing `langchain_text_splitters`.
 
-Why a copy: that package imports `langchain_core` (and `requests` through it), about 0.4 s of a
-build's start-up before its first LLM call (benchmarks/bench_build_timeline.py), for one function.
+Why a copy: that package imports `langchain_core` (and `requests` through it), about 0.2 s of CPU
+of a build's start-up before its first LLM call (benchmarks/bench_build_timeline.py), for one function.
 `tests/corpus/test_splitter.py` compares the two on varied texts, so the copy cannot drift unseen.
 Lengths measured in tokens still go through LangChain's splitter (`qagen.corpus.chunk.make_splitter`).
 """

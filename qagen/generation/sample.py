@@ -33,8 +33,8 @@ def sampling_order(chunks: Iterable[ChunkRef], seed: int) -> list[str]:
     sample: a run resumed with a larger `n_generations` keeps every draft it already paid for.
     Only `random.Random(seed)`, exact fractions and sorted inputs are used, so the order is the
     same in every process and on every platform. The fractions are compared as the floats k / n where
-    that is exact (`_EXACT_FLOAT_CHUNKS`): sorting by `Fraction` took about 0.2 s of a build's start-up
-    for 6,500 chunks.
+    that is exact (`_EXACT_FLOAT_CHUNKS`): sorting 6,500 chunks by `Fraction` took 0.04 s of CPU
+    before a build's first call, as floats 0.006 s.
     """
     by_source: dict[str, list[str]] = {}
     for ref in chunks:

@@ -220,7 +220,7 @@ def openai_endpoint(settings: ModelSettings) -> Endpoint:
     """Where `openai_client(settings)` sends chat completions, with the headers it sends
     (`transport.Endpoint.of` of that client), made without importing `openai`.
 
-    Why: `import openai` and its client take about 0.8 s of CPU before a build's first call
+    Why: `import openai` and its client take about 0.4 s of CPU before a build's first call
     (benchmarks/bench_build_timeline.py), for a URL and a few headers. The client's own environment
     variables apply as they do in it (OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID; the key as
     `_openai_server_and_key` finds it); `tests/llm/test_transport.py` compares the two endpoints
