@@ -11,6 +11,10 @@ Prints, from one run on one machine (ratios are measured side by side, since mac
 - LLM calls and tokens per draft and per kept question, and each critic's calls per draft (a critic
   is asked only of the drafts every earlier one passed);
 - chunking throughput (MB/s) and peak memory of `qagen stage chunk` over the whole corpus.
+
+It measures the checkout in the working directory (`python -m qagen` imports it before any on
+PYTHONPATH): run it from another checkout's root to measure that one. The builds run with Python's
+bytecode cache on, filled before the first measured run (`cli_environment`; `--no-bytecode-cache`).
 """
 
 from __future__ import annotations
@@ -59,23 +63,38 @@ def cli_environment(work: Path, tree: Path | None = None, *, bytecode: bool = Tr
     return env
 
 
-def warm_bytecode(env: dict[str, str]) -> None:
-    """Compile the `qagen` package that `env` imports into its bytecode cache (nothing without one)."""
-    if "PYTHONPYCACHEPREFIX" in env:
-        code = "import compileall, os, qagen; compileall.compile_dir(os.path.dirname(qagen.__file__), quiet=1)"
-        subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=env.get("PYTHONPATH"))
+def warm_bytecode(env: dict[str, str], corpus: Path, work: Path, cwd: Path | None = None) -> None:
+    """Fill the bytecode cache of `env` (nothing without one): the `qagen` package compiled, and one small
+    build against a stand-in, for the other modules a build imports (the cache holds every module's
+    bytecode, the standard library's and the installed packages' too) and the corpus read once. `cwd`:
+    where the measured builds run (`python -m qagen` imports the checkout there first)."""
+    if "PYTHONPYCACHEPREFIX" not in env:
+        return
+    code = "import compileall, os, qagen; compileall.compile_dir(os.path.dirname(qagen.__file__), quiet=1)"
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=cwd)
+    with StandInLLM() as server:
+        run_build(corpus, work / "warm-up", server.base_url, 20, 8, env=env, cwd=cwd)
 
 
 def run_build(
-    corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int, *extra: str, env: dict[str, str]
+    corpus: Path,
+    out: Path,
+    base_url: str,
+    drafts: int,
+    concurrency: int,
+    *extra: str,
+    env: dict[str, str],
+    cwd: Path | None = None,
 ) -> tuple[float, dict]:
+    """One `qagen build` process: its wall time and summary. It runs in `cwd` (None: this process'
+    directory), whose checkout `python -m qagen` imports before any on PYTHONPATH."""
     command = [
         sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in",
         "--base-url", base_url, "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q",
         *extra,
     ]  # fmt: skip
     started = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, cwd=cwd)
     wall = time.perf_counter() - started
     return wall, json.loads((out / "summary.json").read_text())
 
@@ -149,7 +168,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="qagen-bench-"))
     corpus = corpus_path(work)
     env = cli_environment(work, bytecode=not args.no_bytecode_cache)
-    warm_bytecode(env)
+    warm_bytecode(env, corpus, work)
     cache = "off: compiled in every process" if args.no_bytecode_cache else "on"
     print(f"corpus: {corpus}; bytecode cache {cache}; load average {os.getloadavg()[0]:.2f}")
     mb_per_s, peak_mb, size = chunking(corpus, work, env)

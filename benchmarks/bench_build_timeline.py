@@ -181,8 +181,9 @@ def main() -> None:
     envs = [
         cli_environment(work / f"tree-{n}", tree, bytecode=not args.no_bytecode_cache) for n, tree in enumerate(trees)
     ]
-    for env in envs:
-        warm_bytecode(env)
+    for number, env in enumerate(envs):
+        (work / f"tree-{number}").mkdir()
+        warm_bytecode(env, corpus, work / f"tree-{number}", cwd=trees[number])
     cache = "off: compiled in every process" if args.no_bytecode_cache else "on"
     print(
         f"corpus {corpus}, {args.drafts} drafts, {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight, "
