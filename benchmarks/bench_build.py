@@ -11,6 +11,10 @@ Prints, from one run on one machine (ratios are measured side by side, since mac
 - LLM calls and tokens per draft and per kept question, and each critic's calls per draft (a critic
   is asked only of the drafts every earlier one passed);
 - chunking throughput (MB/s) and peak memory of `qagen stage chunk` over the whole corpus.
+
+It measures the checkout in the working directory (`python -m qagen` imports it before any on
+PYTHONPATH): run it from another checkout's root to measure that one. The builds run with Python's
+bytecode cache on, filled before the first measured run (`cli_environment`; `--no-bytecode-cache`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -43,15 +46,54 @@ def corpus_path(work: Path) -> Path:
     return write_corpus(work / "corpus", documents=400, paragraphs=12)
 
 
-def run_build(corpus: Path, out: Path, base_url: str, drafts: int, concurrency: int, *extra: str) -> tuple[float, dict]:
+def cli_environment(work: Path, tree: Path | None = None, *, bytecode: bool = True) -> dict[str, str]:
+    """The environment of a measured `qagen` process (`tree`: the checkout put on PYTHONPATH; None: the
+    environment's). With `bytecode`, Python's bytecode cache is on, as where users run qagen (pip
+    compiles an install, an editable one writes `__pycache__` on first use), even where
+    PYTHONDONTWRITEBYTECODE turns it off (then every process compiles qagen's modules from source,
+    0.1-0.15 s of CPU of a build's start-up on these machines); kept under `work`, so no checkout is written
+    to, and filled for the whole package before any measured run (`warm_bytecode`)."""
+    env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    return env
+
+
+def warm_bytecode(env: dict[str, str], corpus: Path, work: Path, cwd: Path | None = None) -> None:
+    """Fill the bytecode cache of `env` (nothing without one): the `qagen` package compiled, and one small
+    build against a stand-in, for the other modules a build imports (the cache holds every module's
+    bytecode, the standard library's and the installed packages' too) and the corpus read once. `cwd`:
+    where the measured builds run (`python -m qagen` imports the checkout there first)."""
+    if "PYTHONPYCACHEPREFIX" not in env:
+        return
+    code = "import compileall, os, qagen; compileall.compile_dir(os.path.dirname(qagen.__file__), quiet=1)"
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=cwd)
+    with StandInLLM() as server:
+        run_build(corpus, work / "warm-up", server.base_url, 20, 8, env=env, cwd=cwd)
+
+
+def run_build(
+    corpus: Path,
+    out: Path,
+    base_url: str,
+    drafts: int,
+    concurrency: int,
+    *extra: str,
+    env: dict[str, str],
+    cwd: Path | None = None,
+) -> tuple[float, dict]:
+    """One `qagen build` process: its wall time and summary. It runs in `cwd` (None: this process'
+    directory), whose checkout `python -m qagen` imports before any on PYTHONPATH."""
     command = [
         sys.executable, "-m", "qagen", "build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in",
         "--base-url", base_url, "--n-generations", str(drafts), "--concurrency", str(concurrency), "--seed", "1", "-q",
         *extra,
     ]  # fmt: skip
-    env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
     started = time.perf_counter()
-    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL, cwd=cwd)
     wall = time.perf_counter() - started
     return wall, json.loads((out / "summary.json").read_text())
 
@@ -96,19 +138,19 @@ def critic_calls(run: Path) -> dict[str, int]:
     return asked
 
 
-def chunking(corpus: Path, work: Path) -> tuple[float, float, int]:
+def chunking(corpus: Path, work: Path, env: dict[str, str]) -> tuple[float, float, int]:
+    """MB/s and the peak memory (MB) of one `qagen stage chunk` process over the whole corpus."""
     size = sum(p.stat().st_size for p in corpus.rglob("*") if p.is_file())
     out = work / "chunk-only"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     started = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "qagen", "stage", "chunk", str(corpus), "--out", str(out), "-q"],
-        check=True,
-        stdout=subprocess.DEVNULL,
-    )
+    command = [sys.executable, "-m", "qagen", "stage", "chunk", str(corpus), "--out", str(out), "-q"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(process.pid, 0)  # this process' own peak, not the earlier ones'
     wall = time.perf_counter() - started
-    peak_kib = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
-    return size / 1e6 / wall, peak_kib / 1024, size
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command)
+    return size / 1e6 / wall, usage.ru_maxrss / 1024, size
 
 
 def main() -> None:
@@ -117,23 +159,29 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--calls", type=int, default=3200, help="at least this many LLM calls in the build")
     parser.add_argument("--notebook-drafts", type=int, default=40, help="drafts for the sequential notebook loop")
+    parser.add_argument(
+        "--no-bytecode-cache", action="store_true", help="as PYTHONDONTWRITEBYTECODE: qagen compiled in every process"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="qagen-bench-"))
     corpus = corpus_path(work)
-    print(f"corpus: {corpus}")
-    mb_per_s, peak_mb, size = chunking(corpus, work)
+    env = cli_environment(work, bytecode=not args.no_bytecode_cache)
+    warm_bytecode(env, corpus, work)
+    cache = "off: compiled in every process" if args.no_bytecode_cache else "on"
+    print(f"corpus: {corpus}; bytecode cache {cache}; load average {os.getloadavg()[0]:.2f}")
+    mb_per_s, peak_mb, size = chunking(corpus, work, env)
     print(f"chunking: {size / 1e6:.1f} MB at {mb_per_s:.1f} MB/s (whole CLI process), peak memory {peak_mb:.0f} MB")
 
     with StandInLLM(latency=args.latency) as server:
         # Calls per draft are about 3.4 at the stand-in's pass rates; ask for enough drafts, then top up.
         drafts = int(args.calls / 3.2)
         out = work / "run"
-        wall, summary = run_build(corpus, out, server.base_url, drafts, args.concurrency)
+        wall, summary = run_build(corpus, out, server.base_url, drafts, args.concurrency, env=env)
         calls = summary["usage"]["generation"]["calls"] + summary["usage"]["critique"]["calls"]
         while calls < args.calls:
             # Enough drafts at the calls per draft just seen, each build a fresh run (chunking included).
             drafts = math.ceil(drafts * args.calls / max(calls, 1)) + 10
-            wall, summary = run_build(corpus, work / f"run{drafts}", server.base_url, drafts, args.concurrency)
+            wall, summary = run_build(corpus, work / f"run{drafts}", server.base_url, drafts, args.concurrency, env=env)
             out = work / f"run{drafts}"
             calls = summary["usage"]["generation"]["calls"] + summary["usage"]["critique"]["calls"]
         bound = calls * args.latency / args.concurrency
@@ -144,6 +192,7 @@ def main() -> None:
         )
         print(f"\nqagen build: {calls} calls, {args.latency * 1000:.0f} ms each, {args.concurrency} in flight")
         print(f"  wall {wall:.1f} s (CLI start-up included) vs bound {bound:.1f} s: efficiency {bound / wall:.3f}")
+        print(f"  (load average {os.getloadavg()[0]:.2f}: the machine is shared)")
         drafted = funnel["drafted"]
         by_critic = ", ".join(f"{name} {count / drafted:.3f}" for name, count in critic_calls(out).items())
         print(f"  calls per draft {calls / drafted:.3f} (1 draft + critics: {by_critic}; notebook: 4)")
@@ -151,7 +200,9 @@ def main() -> None:
             f"  calls per kept question {calls / funnel['kept']:.2f}, tokens per draft {tokens / drafted:.0f}, per kept {tokens / funnel['kept']:.0f}"
         )
 
-        _, full = run_build(corpus, work / "all-critics", server.base_url, 200, args.concurrency, "--all-critics")
+        _, full = run_build(
+            corpus, work / "all-critics", server.base_url, 200, args.concurrency, "--all-critics", env=env
+        )
         full_calls = full["usage"]["generation"]["calls"] + full["usage"]["critique"]["calls"]
         print(f"  with --all-critics: calls per draft {full_calls / full['funnel']['drafted']:.3f} (200 drafts)")
 

@@ -10,7 +10,11 @@ The bound is calls x latency / concurrency (`benchmarks/bench_build.py`'s); the 
   concurrency (ramp), last fall below it (tail), and the steady part between, with the slot-seconds
   left idle in each (concurrency x time - calls' own latency: what the endpoint could have done);
 - finalize: the last reply to the process's exit (filter, write the dataset, candidates and summary).
-Each run prints the load average it ran under: the machine is shared, so A/B runs alternate.
+The build's CPU is split too: before its first call (start-up) and after its last reply (final), read
+from /proc every 5 ms: figures the load of a shared machine stretches less than the wall time's.
+Each run prints the load average it ran under: the machine is shared, so A/B runs alternate. The
+builds run with Python's bytecode cache on, as users run qagen, even where PYTHONDONTWRITEBYTECODE is
+set (`bench_build.cli_environment`; `--no-bytecode-cache` measures without it).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from bench_build import cli_environment, warm_bytecode
 
 from standins.corpus import write_corpus
 from standins.llm.server import StandInLLM
@@ -52,6 +58,10 @@ class Timeline(NamedTuple):
     """The build process' CPU (user + system)."""
     server_cpu: float = 0.0
     """The stand-in's CPU (this process' while the build ran): it shares the machine's cores."""
+    start_up_cpu: float = 0.0
+    """The build process' CPU before its first call: what start-up costs, whatever the load."""
+    finalize_cpu: float = 0.0
+    """The build process' CPU after its last reply (the final write and the exit)."""
 
     @property
     def ratio(self) -> float:
@@ -95,7 +105,10 @@ def timeline(arrivals: list[float], started: float, ended: float, latency: float
     )
 
 
-def run_once(tree: Path, corpus: Path, out: Path, drafts: int, latency: float, concurrency: int) -> Timeline:
+def run_once(
+    env: dict[str, str], tree: Path, corpus: Path, out: Path, drafts: int, latency: float, concurrency: int
+) -> Timeline:
+    """One build of the checkout `tree` (on PYTHONPATH in `env`, `bench_build.cli_environment`)."""
     log = out.with_suffix(".log.jsonl")
     with StandInLLM(latency=latency, log_path=log) as llm:
         command = [
@@ -103,11 +116,13 @@ def run_once(tree: Path, corpus: Path, out: Path, drafts: int, latency: float, c
             "openai:stand-in", "--base-url", llm.base_url, "--n-generations", str(drafts), "--concurrency",
             str(concurrency), "--seed", "1", "-q",
         ]  # fmt: skip
-        env = {**os.environ, "PYTHONPATH": str(tree), "OPENAI_API_KEY": "bench-key"}
         children, own = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
         started = time.time()
-        subprocess.run(command, check=True, env=env, cwd=tree, stdout=subprocess.DEVNULL)
+        process = subprocess.Popen(command, env=env, cwd=tree, stdout=subprocess.DEVNULL)
+        readings = _cpu_readings(process)
         ended = time.time()
+        if process.returncode:
+            raise subprocess.CalledProcessError(process.returncode, command)
         children_after, own_after = (
             resource.getrusage(resource.RUSAGE_CHILDREN),
             resource.getrusage(resource.RUSAGE_SELF),
@@ -118,7 +133,34 @@ def run_once(tree: Path, corpus: Path, out: Path, drafts: int, latency: float, c
     ]
     cpu = children_after.ru_utime + children_after.ru_stime - children.ru_utime - children.ru_stime
     server_cpu = own_after.ru_utime + own_after.ru_stime - own.ru_utime - own.ru_stime
-    return timeline(arrivals, started, ended, latency, concurrency)._replace(cpu=cpu, server_cpu=server_cpu)
+    last_reply = max(arrivals) + latency
+    return timeline(arrivals, started, ended, latency, concurrency)._replace(
+        cpu=cpu,
+        server_cpu=server_cpu,
+        start_up_cpu=_cpu_at(readings, min(arrivals)),
+        finalize_cpu=cpu - _cpu_at(readings, last_reply),
+    )
+
+
+def _cpu_readings(process: subprocess.Popen[bytes]) -> list[tuple[float, float]]:
+    """(when, CPU seconds so far) of `process` every 5 ms until it exits, from /proc (its threads included)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    readings: list[tuple[float, float]] = []
+    while process.poll() is None:
+        try:
+            fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            break  # exited between the poll and the read
+        readings.append((time.time(), (int(fields[11]) + int(fields[12])) / ticks))  # utime, stime
+        time.sleep(0.005)
+    process.wait()
+    return readings
+
+
+def _cpu_at(readings: list[tuple[float, float]], moment: float) -> float:
+    """The CPU seconds of the last reading at or before `moment` (to the kernel's clock tick, 10 ms)."""
+    before = [cpu for when, cpu in readings if when <= moment]
+    return before[-1] if before else 0.0
 
 
 def main() -> None:
@@ -128,22 +170,38 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--no-bytecode-cache", action="store_true", help="as PYTHONDONTWRITEBYTECODE: qagen compiled in every process"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="qagen-timeline-"))
     corpus = PYTHON_DOCS if PYTHON_DOCS.is_dir() else write_corpus(work / "corpus", documents=400, paragraphs=12)
     trees = [REPOSITORY, *(path.resolve() for path in args.others)]
-    print(f"corpus {corpus}, {args.drafts} drafts, {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight")
+    # A cache of each checkout's own (the bytecode of two versions of a module must not meet).
+    envs = [
+        cli_environment(work / f"tree-{n}", tree, bytecode=not args.no_bytecode_cache) for n, tree in enumerate(trees)
+    ]
+    for number, env in enumerate(envs):
+        (work / f"tree-{number}").mkdir()
+        warm_bytecode(env, corpus, work / f"tree-{number}", cwd=trees[number])
+    cache = "off: compiled in every process" if args.no_bytecode_cache else "on"
+    print(
+        f"corpus {corpus}, {args.drafts} drafts, {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight, "
+        f"bytecode cache {cache}"
+    )
     print(
         f"{'checkout':<24} {'load':>5} {'calls':>5} {'bound':>6} {'wall':>6} {'ratio':>6} | {'start-up':>8} "
-        f"{'ramp':>5} {'steady':>6} {'tail':>5} {'final':>5} | idle slot-s: {'ramp':>5} {'steady':>6} {'tail':>5} | CPU s: build stand-in"
+        f"{'ramp':>5} {'steady':>6} {'tail':>5} {'final':>5} | idle slot-s: {'ramp':>5} {'steady':>6} {'tail':>5} | "
+        "CPU s: build stand-in start-up final"
     )
     for repeat in range(args.repeat):
         for number, tree in enumerate(trees):
-            t = run_once(tree, corpus, work / f"run-{repeat}-{number}", args.drafts, args.latency, args.concurrency)
+            out = work / f"run-{repeat}-{number}"
+            t = run_once(envs[number], tree, corpus, out, args.drafts, args.latency, args.concurrency)
             print(
                 f"{str(tree)[-24:]:<24} {t.load:5.2f} {t.calls:5d} {t.bound:6.2f} {t.wall:6.2f} {t.ratio:6.3f} | "
                 f"{t.start_up:8.2f} {t.ramp:5.2f} {t.steady:6.2f} {t.tail:5.2f} {t.finalize:5.2f} | "
-                f"{'':12} {t.idle_ramp:5.1f} {t.idle_steady:6.1f} {t.idle_tail:5.1f} | {'':6} {t.cpu:5.2f} {t.server_cpu:8.2f}",
+                f"{'':12} {t.idle_ramp:5.1f} {t.idle_steady:6.1f} {t.idle_tail:5.1f} | {'':6} {t.cpu:5.2f} {t.server_cpu:8.2f} {t.start_up_cpu:8.2f} {t.finalize_cpu:5.2f}",
                 flush=True,
             )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -31,7 +32,47 @@ from qagen.redaction import redact
 from qagen.words import counted
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    """The group of `qagen`: `build` here, the other commands in their own modules, each imported when
+    its name is given or `--help` lists them (`_LAZY_COMMANDS`), so `qagen build` imports no code of
+    the evaluation, the review or publishing (tests/cli/test_lazy_imports.py keeps it so)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *_LAZY_COMMANDS, *_RENAMED_STAGES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            if cmd_name in _LAZY_COMMANDS:
+                module, name = _LAZY_COMMANDS[cmd_name].split(":")
+                self.add_command(getattr(importlib.import_module(module), name), cmd_name)
+            elif cmd_name in _RENAMED_STAGES:
+                from qagen.cli.renamed import RenamedCommand
+                from qagen.cli.stages import stage
+
+                # Their names before `qagen stage` grouped them, still run by scripts.
+                self.add_command(RenamedCommand(cmd_name, stage.commands[cmd_name], f"qagen stage {cmd_name}"))
+        return super().get_command(ctx, cmd_name)
+
+
+_LAZY_COMMANDS: dict[str, str] = {
+    "stage": "qagen.cli.stages:stage",
+    "push": "qagen.cli.push:push",
+    "batch": "qagen.cli.batch:batch",
+    "status": "qagen.cli.batch:status",
+    "evaluate": "qagen.cli.evaluate:evaluate",
+    "profile": "qagen.cli.report:profile",
+    "compare": "qagen.cli.report:compare",
+    "report": "qagen.cli.report:report",  # hidden: `profile` or `compare`, as its argument says
+    "review": "qagen.cli.review:review",
+    "agreement": "qagen.cli.review:agreement",
+    "init": "qagen.cli.init:init",
+}
+"""Each command defined in a module of its own, as `module:attribute`."""
+_RENAMED_STAGES = ("chunk", "generate", "critique", "filter")
+"""The commands of `qagen stage`, still run by their names before it grouped them (hidden)."""
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="qagen")
 def main() -> None:
     """Build a vetted question/answer test set for RAG from your own documents.
@@ -216,32 +257,3 @@ def run() -> None:
         except BrokenPipeError:  # the reader stopped reading (`| head`) before the last of it
             code = code or PIPE_CLOSED_EXIT
     os._exit(code)
-
-
-def _register_commands() -> None:
-    """Commands defined in their own modules (they import their heavy parts only when run)."""
-    from qagen.cli.batch import batch, status
-    from qagen.cli.evaluate import evaluate
-    from qagen.cli.init import init
-    from qagen.cli.push import push
-    from qagen.cli.renamed import RenamedCommand
-    from qagen.cli.report import compare, profile, report
-    from qagen.cli.review import agreement, review
-    from qagen.cli.stages import stage
-
-    main.add_command(stage)
-    for name, command in stage.commands.items():
-        # Their names before `qagen stage` grouped them, still run by scripts.
-        main.add_command(RenamedCommand(name, command, f"qagen stage {name}"))
-    for command in (push, batch, status):
-        main.add_command(command)
-    main.add_command(evaluate)
-    main.add_command(profile)
-    main.add_command(compare)
-    main.add_command(report)  # hidden: `profile` or `compare`, as its argument says
-    main.add_command(review)
-    main.add_command(agreement)
-    main.add_command(init)
-
-
-_register_commands()

@@ -10,6 +10,7 @@ are (a value such as `evaluate.dataset` may be a Hub id, which no folder could b
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import os
 import sys
@@ -25,22 +26,17 @@ from pydantic import TypeAdapter, ValidationError
 
 from qagen.cli.config_keys import (
     ANY_NAME,
-    COMMAND_OPTIONS,
-    CONFIG_KEYS,
-    KEYS_BY_NAME,
     SECTION_HELP,
     STAGE_COMMANDS,
     Command,
     ConfigKey,
+    config_keys,
+    keys_by_name,
+    keys_for,
 )
 from qagen.cli.option_spec import CHOSEN_KEYS
 from qagen.cli.paths import UserPath
 from qagen.redaction import redact
-
-# The keys each command reads.
-KEYS_FOR: dict[Command, tuple[ConfigKey, ...]] = {
-    command: tuple(key for key in CONFIG_KEYS if command in key.commands) for command in COMMAND_OPTIONS
-}
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -78,7 +74,7 @@ def read_config(path: Path, command: Command) -> dict[str, Any]:
     written = dict(_flatten(document))
     for dotted, value in written.items():
         _add(values, _key(dotted, command, where=f"{path}:"), dotted, value, command, where=f"{path}:")
-    for key in KEYS_FOR[command]:
+    for key in keys_for(command):
         # A key the file leaves out takes the value of the one it falls back to (a build's run directory
         # is the test set its evaluation reads), checked as the key's own.
         if key.falls_back_to in written and key.param not in values and key.dotted not in written:
@@ -125,7 +121,7 @@ def _typed_text(key: ConfigKey, raw: str) -> Any:
 
 def _key(dotted: str, command: Command, *, where: str) -> ConfigKey:
     section = dotted.rpartition(".")[0]
-    key = KEYS_BY_NAME.get(dotted) or KEYS_BY_NAME.get(f"{section}.{ANY_NAME}")
+    key = keys_by_name().get(dotted) or keys_by_name().get(f"{section}.{ANY_NAME}")
     if key is None:
         raise ConfigFileError(f"{where} unknown key `{dotted}`{_did_you_mean(dotted, command)}")
     return key
@@ -147,7 +143,7 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
     the value of a key (`question_types = {factoid = 60, multi_hop = 40}`)."""
     for name, value in table.items():
         dotted = f"{prefix}{name}"
-        if isinstance(value, dict) and dotted not in KEYS_BY_NAME:  # a key may hold a table of its own
+        if isinstance(value, dict) and dotted not in keys_by_name():  # a key may hold a table of its own
             yield from _flatten(value, f"{dotted}.")
         else:
             yield dotted, value
@@ -155,8 +151,8 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any
 
 def _did_you_mean(dotted: str, command: Command) -> str:
     """The closest known key, the command's own first, as the end of a sentence."""
-    own = KEYS_FOR[command]
-    ranked = [*own, *(key for key in CONFIG_KEYS if key not in own)]
+    own = keys_for(command)
+    ranked = [*own, *(key for key in config_keys() if key not in own)]
     close: list[str] = []
     for keys in (own, ranked[len(own) :]):
         close = close or difflib.get_close_matches(dotted, [key.dotted for key in keys], n=1, cutoff=0.6)
@@ -243,7 +239,7 @@ def config_origins(ctx: click.Context | None) -> dict[str, tuple[str, str]]:
     if not isinstance(given, ConfigSources):
         return {}
     origins: dict[str, tuple[str, str]] = {}
-    for key in KEYS_FOR[given.command]:
+    for key in keys_for(given.command):
         if ctx is None or ctx.get_parameter_source(key.param) is not ParameterSource.DEFAULT_MAP:
             continue
         if key.param in given.assigned:
@@ -261,7 +257,7 @@ def server_notes(ctx: click.Context, command: Command) -> list[str]:
     (nothing on the command line or in the file set it), or set and not used (the file or a flag did)."""
     notes: list[str] = []
     origins = config_origins(ctx)
-    for key in KEYS_FOR[command]:
+    for key in keys_for(command):
         variable = key.spec.attrs.get("envvar")
         if key.name != "base_url" or not isinstance(variable, str) or key.param not in ctx.params:
             continue
@@ -376,16 +372,20 @@ def _wrap(text: str, width: int = 100) -> list[str]:
     return textwrap.wrap(text, width=width, initial_indent="# ", subsequent_indent="# ", break_on_hyphens=False)
 
 
-_VARIABLES = ", ".join(
-    dict.fromkeys(str(key.spec.attrs["envvar"]) for key in CONFIG_KEYS if isinstance(key.spec.attrs.get("envvar"), str))
-)
-PRECEDENCE = (
-    "a flag on the command line, then `--set SECTION.KEY=VALUE`, then the config file, then an environment "
-    f"variable ({_VARIABLES}), then the default. A key written in the file wins over a variable left set in "
-    "your shell; when a variable had a say in which server a model calls (used, or set and not used), the "
-    "command says which server it calls, and why, when it starts."
-)
-"""Where a setting's value comes from, in order (the starter file and the documentation say it)."""
+@functools.cache
+def precedence() -> str:
+    """Where a setting's value comes from, in order (the starter file and the documentation say it)."""
+    variables = ", ".join(
+        dict.fromkeys(
+            str(key.spec.attrs["envvar"]) for key in config_keys() if isinstance(key.spec.attrs.get("envvar"), str)
+        )
+    )
+    return (
+        "a flag on the command line, then `--set SECTION.KEY=VALUE`, then the config file, then an environment "
+        f"variable ({variables}), then the default. A key written in the file wins over a variable left set in "
+        "your shell; when a variable had a say in which server a model calls (used, or set and not used), the "
+        "command says which server it calls, and why, when it starts."
+    )
 
 
 def starter_file() -> str:
@@ -397,13 +397,13 @@ def starter_file() -> str:
     lines = [
         "# qagen settings: `qagen build --config qagen.toml` and `qagen evaluate --config qagen.toml`.",
         "# Each key is the setting of the flag named beside it in " + DOCS_PAGE + ".",
-        *_wrap(f"Which value counts: {PRECEDENCE}"),
+        *_wrap(f"Which value counts: {precedence()}"),
         "# Paths are read from the directory you run qagen in, as flags are; `~` is your home directory.",
         "# Each command reads its own tables and ignores the others: [calls] applies to both. A key shown",
         "# commented out is not set (what its help calls None).",
     ]
     section = None
-    for key in CONFIG_KEYS:
+    for key in config_keys():
         if key.section != section:
             section = key.section
             lines += ["", *_wrap(SECTION_HELP[section]), f"[{section}]"]
@@ -434,7 +434,7 @@ def reference_markdown() -> str:
         "serves both; `[calls]` applies to both. An unknown key is an error naming the closest known one; a",
         "value of the wrong type or out of range is an error naming the key and the file.",
         "",
-        *textwrap.wrap(f"Which value counts: {PRECEDENCE}", width=100, break_on_hyphens=False),
+        *textwrap.wrap(f"Which value counts: {precedence()}", width=100, break_on_hyphens=False),
         "",
         "In `[evaluate]`, `answers`, `rag`, `endpoint` and `baseline` are one choice, the system under test:",
         "one given on the command line replaces the file's (`--rag my_rag:answer` with an example file that",
@@ -463,7 +463,7 @@ def reference_markdown() -> str:
         "[Getting started](index.md#a-first-test-set) as a file.",
     ]
     section = None
-    for key in CONFIG_KEYS:
+    for key in config_keys():
         if key.section != section:
             section = key.section
             commands = " and ".join(f"`qagen {command}`" for command in key.commands if command not in STAGE_COMMANDS)

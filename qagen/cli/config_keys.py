@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 from pydantic import BaseModel
 
-from qagen.cli.evaluate_options import EVALUATE_OPTIONS, metrics_option_help
 from qagen.cli.option_spec import OptionGroup, OptionSpec, option_group
 from qagen.cli.options import (
     BUILD_OPTIONS,
@@ -37,9 +37,11 @@ from qagen.cli.options import (
 from qagen.config import BuildConfig
 from qagen.corpus.settings import ChunkSettings, CorpusSettings
 from qagen.critics import BUNDLED_OPT_IN, CRITICS
-from qagen.evaluate.config import EvalConfig
 from qagen.generation.vetting import READER_AGREEMENT
 from qagen.llm.backends import ModelSettings
+
+if TYPE_CHECKING:
+    pass
 
 Command = Literal[
     "build", "evaluate", "stage chunk", "stage generate", "stage critique", "stage filter", "batch export"
@@ -52,15 +54,44 @@ BUILD: tuple[Command, ...] = ("build",)
 EVALUATE: tuple[Command, ...] = ("evaluate",)
 BOTH: tuple[Command, ...] = ("build", "evaluate")
 
-COMMAND_OPTIONS: dict[Command, OptionGroup] = {
-    "build": option_group(corpus_argument, run_out_option, BUILD_OPTIONS, batch_options),
-    "evaluate": EVALUATE_OPTIONS,
-    "stage chunk": option_group(corpus_argument, CHUNK_OPTIONS),
-    "stage generate": GENERATE_OPTIONS,
-    "stage critique": CRITIQUE_OPTIONS,
-    "stage filter": FILTER_OPTIONS,
-    "batch export": EXPORT_OPTIONS,
-}
+
+def _evaluate_options() -> OptionGroup:
+    from qagen.cli.evaluate_options import EVALUATE_OPTIONS
+
+    return EVALUATE_OPTIONS
+
+
+class _Options(Mapping["Command", OptionGroup]):
+    """Each command's options, the evaluation's read only when asked for: `qagen.cli.evaluate_options`
+    imports the evaluation's code, which a build does not run (tests/cli/test_lazy_imports.py)."""
+
+    def __init__(self, options: dict[Command, OptionGroup | Callable[[], OptionGroup]]) -> None:
+        self._options = options
+
+    def __getitem__(self, command: Command) -> OptionGroup:
+        options = self._options[command]
+        if not isinstance(options, OptionGroup):
+            options = self._options[command] = options()
+        return options
+
+    def __iter__(self) -> Iterator[Command]:
+        return iter(self._options)
+
+    def __len__(self) -> int:
+        return len(self._options)
+
+
+COMMAND_OPTIONS: Mapping[Command, OptionGroup] = _Options(
+    {
+        "build": option_group(corpus_argument, run_out_option, BUILD_OPTIONS, batch_options),
+        "evaluate": _evaluate_options,
+        "stage chunk": option_group(corpus_argument, CHUNK_OPTIONS),
+        "stage generate": GENERATE_OPTIONS,
+        "stage critique": CRITIQUE_OPTIONS,
+        "stage filter": FILTER_OPTIONS,
+        "batch export": EXPORT_OPTIONS,
+    }
+)
 """The options of each command that read config keys (its others are no setting: `NOT_KEYS`, or a
 stage command's run directory). A stage command reads the build's keys of the options it takes."""
 STAGE_COMMANDS: tuple[Command, ...] = (
@@ -390,6 +421,9 @@ def _call_keys() -> list[ConfigKey]:
 
 
 def _evaluate_keys() -> list[ConfigKey]:
+    from qagen.cli.evaluate_options import metrics_option_help
+    from qagen.evaluate.config import EvalConfig
+
     def key(name: str, value_type: Any, param: str | None = None, **extra: Any) -> ConfigKey:
         return ConfigKey("evaluate", name, param or name, EVALUATE, value_type=value_type, **extra)
 
@@ -444,11 +478,33 @@ def _with_stage_commands(key: ConfigKey) -> ConfigKey:
     return dataclasses.replace(key, commands=(*key.commands, *stages))
 
 
-CONFIG_KEYS: tuple[ConfigKey, ...] = tuple(
-    _with_stage_commands(key) for key in (*_build_keys(), *_call_keys(), *_evaluate_keys())
-)
-"""Every key of the config file, in the order the starter file and the documentation show them."""
-KEYS_BY_NAME: dict[str, ConfigKey] = {key.dotted: key for key in CONFIG_KEYS}
+@functools.cache
+def _build_side_keys() -> tuple[ConfigKey, ...]:
+    """The keys of the build's tables and of `[calls]`: what a build or a stage command reads."""
+    return tuple(_with_stage_commands(key) for key in (*_build_keys(), *_call_keys()))
+
+
+@functools.cache
+def config_keys() -> tuple[ConfigKey, ...]:
+    """Every key of the config file, in the order the starter file and the documentation show them.
+    The evaluation's are made only here: their types and help are read from the evaluation's code,
+    imported then (a build given a config file reads them all, to check each of its tables)."""
+    return (*_build_side_keys(), *_evaluate_keys())
+
+
+@functools.cache
+def keys_for(command: Command) -> tuple[ConfigKey, ...]:
+    """The keys `command` reads, in `config_keys`' order; a build's or a stage command's without
+    making the evaluation's."""
+    every = config_keys() if command == "evaluate" else _build_side_keys()
+    return tuple(key for key in every if command in key.commands)
+
+
+@functools.cache
+def keys_by_name() -> dict[str, ConfigKey]:
+    """Every key by its dotted name."""
+    return {key.dotted: key for key in config_keys()}
+
 
 SECTION_HELP: dict[str, str] = {
     "corpus": "The documents of `qagen build`: a `path`, or a Hugging Face dataset (`hf_dataset`).",

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import click
 
 from qagen.cli.config_file import config_origins
-from qagen.cli.config_keys import CONFIG_KEYS
+from qagen.cli.config_keys import config_keys
 
 # Library settings set by a click parameter of another name.
 _RENAMED: dict[str, str] = {
@@ -58,7 +58,7 @@ def setting_flags() -> dict[str, str]:
     be shown as the wrong one of them (a bug in the CLI, never the user's input).
     """
     flags: dict[str, str] = {}
-    for key in CONFIG_KEYS:
+    for key in config_keys():
         option = key.option()
         if option.name is None or not key.spec.flag.startswith("--"):
             continue  # an argument (CORPUS, DATASET): a setting named by its place, not a flag

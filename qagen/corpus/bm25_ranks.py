@@ -263,6 +263,7 @@ class CountedChunks:
     def __init__(self, chunks: Iterable[Chunk]) -> None:
         self._folder = tempfile.TemporaryDirectory(prefix="qagen-bm25-ranks-")
         self._tokens = (Path(self._folder.name) / "tokens").open("w+b")
+        self._indexed: int | None = None  # the shards' size when `index_ahead` saved them all
         try:
             self._corpus = _Corpus(chunks, self._tokens)
             self._tokens.flush()
@@ -270,13 +271,26 @@ class CountedChunks:
             self.close()
             raise
 
+    def index_ahead(self, shard_chunks: int) -> None:
+        """Index every shard now (step 3's indexing, which needs no question) and keep them on disk, one
+        in memory at a time: `ranks` at this shard size then scores the questions only."""
+        corpus, folder = self._corpus, Path(self._folder.name)
+        if corpus.vocab:
+            idf, average = corpus.idf(), corpus.average_length()
+            for start in range(0, len(corpus), shard_chunks):
+                _index_shard(self._tokens, corpus, start, min(start + shard_chunks, len(corpus)), idf, average).save(
+                    folder
+                )
+        self._indexed = shard_chunks
+
     def ranks(self, questions: Iterable[RankQuery], shard_chunks: int) -> BM25Ranks:
         """Steps 2 and 3 of the module for these questions."""
         corpus, tokens = self._corpus, self._tokens
         queries = _Queries(questions, corpus)
         ranks = array("q", (0 if position < 0 else 1 for position in queries.positions))
         if corpus.vocab and any(position >= 0 for position in queries.positions):
-            _count_higher(tokens, corpus, queries, ranks, Path(self._folder.name), shard_chunks)
+            indexed = self._indexed == shard_chunks
+            _count_higher(tokens, corpus, queries, ranks, Path(self._folder.name), shard_chunks, indexed=indexed)
         return BM25Ranks(Ranks(ranks), corpus.documents)
 
     def close(self) -> None:
@@ -297,18 +311,29 @@ class BM25Ranks(NamedTuple):
 
 
 def _count_higher(
-    tokens: BinaryIO, corpus: _Corpus, queries: _Queries, ranks: array[int], folder: Path, shard_chunks: int
+    tokens: BinaryIO,
+    corpus: _Corpus,
+    queries: _Queries,
+    ranks: array[int],
+    folder: Path,
+    shard_chunks: int,
+    *,
+    indexed: bool = False,
 ) -> None:
-    """Add to each ranked question's rank the chunks scoring higher than its own chunk, shard by shard."""
+    """Add to each ranked question's rank the chunks scoring higher than its own chunk, shard by shard
+    (`indexed`: every shard is in `folder` already, `CountedChunks.index_ahead`)."""
     idf, average = corpus.idf(), corpus.average_length()
     starts = range(0, len(corpus), shard_chunks)
     own_scores = array("f", bytes(4 * len(queries)))  # float32, as bm25s' scores
     own_shard = [position // shard_chunks if position >= 0 else -1 for position in queries.positions]
     for start in starts:
         stop = min(start + shard_chunks, len(corpus))
-        shard = _index_shard(tokens, corpus, start, stop, idf, average)
-        if stop < len(corpus):
-            shard.save(folder)  # read again by the second pass
+        if indexed:
+            shard = _Shard.load(folder, start, stop - start)
+        else:
+            shard = _index_shard(tokens, corpus, start, stop, idf, average)
+            if stop < len(corpus):
+                shard.save(folder)  # read again by the second pass
         here = start // shard_chunks
         for number, position in enumerate(queries.positions):
             if own_shard[number] < 0 or own_shard[number] > here or not (ids := queries.ids(number)):

@@ -6,8 +6,7 @@ import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import Literal
 
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-
+from qagen.corpus.splitter import RecursiveSplitter, TextSplitter
 from qagen.errors import ConfigError
 from qagen.records import Chunk, Document
 
@@ -36,8 +35,9 @@ def make_splitter(
     chunk_overlap: int = 200,
     length_unit: LengthUnit = "characters",
     encoding: str = "cl100k_base",
-) -> RecursiveCharacterTextSplitter:
-    """The notebook's recursive splitter, measuring length in characters or tiktoken tokens."""
+) -> TextSplitter:
+    """The notebook's recursive splitter, measuring length in characters (`RecursiveSplitter`) or
+    tiktoken tokens (LangChain's, imported only then)."""
     if chunk_size <= 0:
         raise ConfigError(f"`chunk_size` must be positive, got {chunk_size}.", settings=("chunk_size",))
     if not 0 <= chunk_overlap < chunk_size:
@@ -46,12 +46,9 @@ def make_splitter(
             settings=("chunk_overlap", "chunk_size"),
         )
     if length_unit == "characters":
-        return RecursiveCharacterTextSplitter(
-            chunk_size=chunk_size,
-            chunk_overlap=chunk_overlap,
-            add_start_index=True,
-            separators=SEPARATORS,
-        )
+        return RecursiveSplitter(chunk_size, chunk_overlap, SEPARATORS)
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     return RecursiveCharacterTextSplitter.from_tiktoken_encoder(
         encoding_name=_checked_encoding(encoding),
         chunk_size=chunk_size,
@@ -99,7 +96,7 @@ def _windows(text: str) -> Iterator[tuple[int, str]]:
         start = end
 
 
-def chunk_document(document: Document, splitter: RecursiveCharacterTextSplitter) -> Iterator[Chunk]:
+def chunk_document(document: Document, splitter: TextSplitter) -> Iterator[Chunk]:
     """Chunks of one document, in order, each with `document.text[start:end] == chunk.text`.
 
     The offsets index `document.text`, the text as loaded: for a text file with CRLF (or CR) line
@@ -140,9 +137,7 @@ class ChunkStats:
         self.characters = 0
 
 
-def chunk_documents(
-    documents: Iterable[Document], splitter: RecursiveCharacterTextSplitter, stats: ChunkStats
-) -> Iterator[Chunk]:
+def chunk_documents(documents: Iterable[Document], splitter: TextSplitter, stats: ChunkStats) -> Iterator[Chunk]:
     """Stream chunks of all documents, dropping chunks whose text was already seen.
 
     Only a 16-byte digest per distinct chunk is kept, so memory grows slowly with corpus size.

@@ -109,16 +109,22 @@ class ChunkIndex:
         return 1 if self._retriever is None else rank_of_position(self._retriever, question, position)
 
     def count_ahead(self) -> None:
-        """Make the counting pass of `ranks` over the chunks now, before the questions are known (from
-        another thread: a build makes it while its calls are in flight, so its final write does not wait
-        for it). Nothing when `ranks` will not need it, or it was made already; an error is raised
-        here, and again by `ranks`."""
+        """Make the counting pass of `ranks` over the chunks, and index its shards, now: before the
+        questions are known (from another thread: a build makes it while its calls are in flight, so its
+        final write does not wait for it). Nothing when `ranks` will not need it, or it was made
+        already; an error is raised here, and again by `ranks`."""
         with self._counting:
             if self._built or self._counted is not None:
                 return
             from qagen.corpus.bm25_ranks import CountedChunks  # (numpy and bm25s: loaded when asked)
 
-            self._counted = CountedChunks(self._source())
+            counted = CountedChunks(self._source())
+            try:
+                counted.index_ahead(self._shard_chunks)
+            except BaseException:
+                counted.close()
+                raise
+            self._counted = counted
 
     def ranks(self, questions: Iterable[RankQuery]) -> Ranks:
         """Each question's `rank`, in order (None where `RankQuery.chunk_id` is None or not indexed):

@@ -30,24 +30,23 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
-import threading
 from functools import cached_property
 from pathlib import Path
 from types import ModuleType
-from typing import Any
-
-from langchain_core.embeddings import Embeddings
+from typing import TYPE_CHECKING, Any
 
 from qagen.errors import ConfigError
 from qagen.llm.backends import ModelSettings, api_key_of
 from qagen.llm.server_url import split_server_url
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 __all__ = [
     "DENSE_EXTRA",
     "LOCAL",
     "LOCAL_MAX_SEQ_LENGTH",
     "EmbeddingsModel",
-    "SentenceTransformerEmbeddings",
     "langchain_embeddings",
     "require_dense_extra",
 ]
@@ -69,39 +68,6 @@ def require_dense_extra(module: str) -> ModuleType:
         raise ConfigError(
             f"Dense retrieval needs the optional dense dependencies ({module} is not installed): {DENSE_EXTRA}."
         ) from exc
-
-
-class SentenceTransformerEmbeddings(Embeddings):
-    """A sentence-transformers model saved in `path`, as LangChain `Embeddings`: unit-length vectors,
-    the model loaded on first use, from disk only (no Hub lookup, so it works with HF_HUB_OFFLINE=1)."""
-
-    def __init__(self, path: Path, *, batch_size: int = 32, max_seq_length: int | None = None) -> None:
-        self.path = path
-        self.batch_size = batch_size
-        self.max_seq_length = max_seq_length  # None: the model's own (its sentence_bert_config.json)
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    def model(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                sentence_transformers = require_dense_extra("sentence_transformers")
-                try:
-                    self._model = sentence_transformers.SentenceTransformer(str(self.path), local_files_only=True)
-                except (OSError, ValueError) as exc:
-                    raise ConfigError(f"Cannot load the sentence-transformers model in {self.path}: {exc}") from exc
-                if self.max_seq_length is not None:
-                    self._model.max_seq_length = self.max_seq_length
-            return self._model
-
-    def embed_documents(self, texts: list[str]) -> list[list[float]]:
-        vectors = self.model().encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
-        return [[float(value) for value in vector] for vector in vectors]
-
-    def embed_query(self, text: str) -> list[float]:
-        return self.embed_documents([text])[0]
 
 
 def langchain_embeddings(spec: str, server: ModelSettings | None = None) -> Embeddings:
@@ -174,6 +140,8 @@ class EmbeddingsModel:
         """The LangChain model (a local model is loaded on its first text)."""
         if self._embeddings is None:
             if self.path is not None:
+                from qagen.corpus.local_embeddings import SentenceTransformerEmbeddings
+
                 self._embeddings = SentenceTransformerEmbeddings(self.path, max_seq_length=self.max_seq_length)
             else:
                 self._embeddings = langchain_embeddings(self.spec, self.server)

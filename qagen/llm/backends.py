@@ -16,11 +16,14 @@ benchmarks/bench_scale.py).
 
 from __future__ import annotations
 
+import functools
 import os
+import platform
 import re
+import sys
 from collections.abc import Mapping
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlencode, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
@@ -35,6 +38,9 @@ from qagen.llm.server_url import ServerURL, split_server_url
 from qagen.llm.task import Reply, Request
 from qagen.records import Usage
 from qagen.redaction import redact, redact_url, register_secret
+
+if TYPE_CHECKING:
+    from qagen.llm.transport import Endpoint
 
 # A key that OpenAI-compatible servers without authentication accept (vLLM, Ollama, llama.cpp).
 _NO_KEY_PLACEHOLDER = "EMPTY"
@@ -150,18 +156,16 @@ class ChatBackend(Protocol):
 
 
 class OpenAIBackend:
-    """Chat completions to an OpenAI-compatible server: the `openai` client's endpoint, headers and
-    retry policy, on qagen's own lean transport (`qagen.llm.transport` says why)."""
+    """Chat completions to an OpenAI-compatible server: the `openai` client's endpoint, headers
+    (`openai_endpoint`) and retry policy, on qagen's own lean transport (`qagen.llm.transport` says why)."""
 
     def __init__(self, settings: ModelSettings, *, connections: int) -> None:
-        from qagen.llm.transport import ChatTransport, Endpoint
+        from qagen.llm.transport import ChatTransport
 
         self.settings = settings
         self._logprobs_refused = False
-        # Built for what it knows (the key, the URL, the headers), not to send: see `transport`.
-        self._client = openai_client(settings, connections=None)
         self._transport = ChatTransport(
-            Endpoint.of(self._client),
+            openai_endpoint(settings),
             timeout=settings.timeout,
             max_retries=settings.max_retries,
             connections=connections,
@@ -185,7 +189,6 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         await self._transport.aclose()
-        await self._client.close()
 
 
 def without_logprobs(body: dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +214,90 @@ def openai_client(settings: ModelSettings, *, connections: int | None) -> Any:
         max_retries=settings.max_retries,
         http_client=_async_http_client(settings.timeout, connections) if connections is not None else None,
     )
+
+
+def openai_endpoint(settings: ModelSettings) -> Endpoint:
+    """Where `openai_client(settings)` sends chat completions, with the headers it sends
+    (`transport.Endpoint.of` of that client), made without importing `openai`.
+
+    Why: `import openai` and its client take about 0.4 s of CPU before a build's first call
+    (benchmarks/bench_build_timeline.py), for a URL and a few headers. The client's own environment
+    variables apply as they do in it (OPENAI_BASE_URL, OPENAI_ORG_ID, OPENAI_PROJECT_ID; the key as
+    `_openai_server_and_key` finds it); `tests/llm/test_transport.py` compares the two endpoints
+    under each of them, so a new `openai` that sends something else fails there.
+    """
+    from qagen.llm.transport import Endpoint
+
+    server, api_key = _openai_server_and_key(settings)
+    address = server.address or _OPENAI_BASE_URL  # OPENAI_BASE_URL is read into `server` when set
+    url = f"{address.rstrip('/')}/chat/completions"
+    if server.query:
+        url = f"{url}?{urlencode(server.query)}"
+    version = _openai_version()
+    headers = {
+        "Authorization": f"Bearer {api_key}",
+        "Accept": "application/json",
+        "Content-Type": "application/json",
+        "User-Agent": f"AsyncOpenAI/Python {version}",
+        **_stainless_headers(version),
+        "X-Stainless-Async": "async:asyncio",  # the client's, inside the asyncio loop every backend runs in
+    }
+    for name, variable in (("OpenAI-Organization", "OPENAI_ORG_ID"), ("OpenAI-Project", "OPENAI_PROJECT_ID")):
+        if (value := os.environ.get(variable)) is not None:
+            headers[name] = value
+    if server.authorization:  # the user-info's header replaces the key's, as the client's default headers do
+        headers["Authorization"] = server.authorization
+    return Endpoint(url, headers)
+
+
+_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+@functools.cache
+def _openai_version() -> str:
+    import importlib.metadata
+
+    return importlib.metadata.version("openai")
+
+
+@functools.cache
+def _stainless_headers(version: str) -> dict[str, str]:
+    """The platform headers of the `openai` client (`openai._base_client.platform_headers`)."""
+    machine = platform.machine().lower()
+    arch = {"arm64": "arm64", "aarch64": "arm64", "arm": "arm", "x86_64": "x64"}.get(machine)
+    if arch is None:
+        arch = "x32" if sys.maxsize <= 2**32 else (f"other:{machine}" if machine else "unknown")
+    return {
+        "X-Stainless-Lang": "python",
+        "X-Stainless-Package-Version": version,
+        "X-Stainless-OS": _stainless_os(),
+        "X-Stainless-Arch": arch,
+        "X-Stainless-Runtime": platform.python_implementation(),
+        "X-Stainless-Runtime-Version": platform.python_version(),
+    }
+
+
+def _stainless_os() -> str:
+    """The operating system as the `openai` client names it (`openai._base_client.get_platform`), which
+    looks for a device's name in `platform.platform()`: here in the parts of it that can hold one, since
+    the whole string runs `uname -p` in a subprocess on Linux."""
+    system = platform.system().lower()
+    name = "-".join((platform.release(), platform.version(), platform.machine())).lower()
+    if "iphone" in name or "ipad" in name:
+        return "iOS"
+    named = {"darwin": "MacOS", "windows": "Windows"}.get(system)
+    if named is not None:
+        return named
+    if "android" in name:
+        return "Android"
+    if system in ("freebsd", "openbsd") or system == "linux":
+        try:
+            distro = platform.freedesktop_os_release().get("ID", "").lower() if system == "linux" else system
+        except OSError:
+            distro = ""
+        return {"freebsd": "FreeBSD", "openbsd": "OpenBSD"}.get(distro, "Linux")
+    whole = platform.platform().lower()
+    return f"Other:{whole}" if whole else "Unknown"
 
 
 class LangChainBackend:

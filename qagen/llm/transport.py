@@ -9,11 +9,11 @@ event loop is the bottleneck of an I/O-bound build, so that difference is most o
 call (see benchmarks/bench_scale.py and docs/benchmarks.md).
 
 What stays the `openai` client's (DESIGN prefers its retries: this keeps its policy, not a new one):
-- Where requests go and what they carry: the client is still built (`backends.openai_client`, so
-  its checks, its environment variables and its default URL apply) and read once (`Endpoint.of`)
-  for its base URL, its key's `Authorization` header and its default headers (organization,
-  project, user agent, the `Authorization` of a URL's user-info); the URL's query parameters go
-  with every request, as its `default_query` does.
+- Where requests go and what they carry: what the client built by `backends.openai_client` reads
+  (`Endpoint.of`): its base URL, its key's `Authorization` header and its default headers
+  (organization, project, user agent, the `Authorization` of a URL's user-info), made without
+  importing `openai` by `backends.openai_endpoint` (a test keeps the two equal); the URL's query
+  parameters go with every request, as its `default_query` does.
 - The body bytes: `json.dumps` with the client's settings (`body_bytes`), so request bodies, and
   the stand-in's replies that are picked by them, do not change.
 - The retry policy of `openai._base_client`: timeouts, refused and dropped connections, 408, 409,

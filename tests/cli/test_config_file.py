@@ -16,16 +16,17 @@ from datasets import load_from_disk
 from qagen.cli.app import main
 from qagen.cli.build_settings import config_from_options
 from qagen.cli.config_file import (
-    PRECEDENCE,
     _toml,
+    precedence,
     read_config,
     reference_markdown,
     server_notes,
     starter_file,
     tomllib,
 )
-from qagen.cli.config_keys import COMMAND_OPTIONS, CONFIG_KEYS, NOT_KEYS, Command, ConfigKey
+from qagen.cli.config_keys import COMMAND_OPTIONS, NOT_KEYS, Command, ConfigKey, config_keys
 from qagen.cli.evaluate import _system_options
+from qagen.cli.evaluate import evaluate as evaluate_command
 from qagen.cli.options import batch_from_options
 from qagen.config import BuildConfig
 
@@ -52,7 +53,7 @@ def _resolved(*args: object) -> BuildConfig:
 
 
 def _evaluate_params(*args: object) -> dict[str, Any]:
-    command = main.commands["evaluate"]
+    command = evaluate_command
     with command.make_context("evaluate", [str(arg) for arg in args]) as ctx:
         return dict(ctx.params)
 
@@ -168,7 +169,7 @@ def test_the_file_wins_over_an_environment_variable_and_the_command_says_which_s
     monkeypatch.delenv("OPENAI_BASE_URL")
     assert _server_notes("--config", config, "docs", "--out", "run") == []  # nothing ambiguous, nothing said
     # The order is written where users read it.
-    assert PRECEDENCE in " ".join(line.lstrip("# ") for line in starter_file().splitlines())
+    assert precedence() in " ".join(line.lstrip("# ") for line in starter_file().splitlines())
     assert "then the config file, then an environment variable (OPENAI_BASE_URL" in " ".join(
         DOCS.read_text(encoding="utf-8").split()
     )
@@ -344,7 +345,7 @@ def test_a_value_from_the_file_or_a_set_is_named_by_its_key_not_a_flag(tmp_path:
 
 def test_the_system_under_test_on_the_command_line_replaces_the_files(tmp_path: Path) -> None:
     config = _write(tmp_path / "q.toml", '[evaluate]\nbaseline = "bm25"\ncorpus = "."\n')
-    command = main.commands["evaluate"]
+    command = evaluate_command
     with command.make_context("evaluate", ["--config", str(config), "run", "--out", "e", "--rag", "m:f"]) as ctx:
         options = dict(ctx.params)
         assert _system_options(ctx, options) == "rag_callable"
@@ -409,7 +410,7 @@ def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, mo
     written = (tmp_path / "qagen.toml").read_text()
     assert written == starter_file()
     tomllib.loads(written)
-    for key in CONFIG_KEYS:  # every key is there, set to its default or shown commented out
+    for key in config_keys():  # every key is there, set to its default or shown commented out
         name = "<name>" if key.any_name else key.name
         # A key whose option reads an environment variable is shown, not set: set, it would override it.
         line = f"{name} = " if key.default() is not None and not _reads_a_variable(key) else f"# {name} = "
@@ -418,7 +419,7 @@ def test_init_writes_every_key_and_reads_back_as_the_defaults(tmp_path: Path, mo
     for command in ("build", "evaluate"):
         values = read_config(tmp_path / "qagen.toml", command)  # type: ignore[arg-type]
         defaults = {
-            key.param: key.default() for key in CONFIG_KEYS if command in key.commands and not _reads_a_variable(key)
+            key.param: key.default() for key in config_keys() if command in key.commands and not _reads_a_variable(key)
         }
         expected = {param: value for param, value in defaults.items() if value is not None}
         as_options = {param: value for param, value in values.items()}
@@ -452,7 +453,10 @@ def test_init_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
 def _commands(group: click.Group = main, prefix: str = "") -> dict[str, click.Command]:
     """Every command of `qagen`, by its name as typed (`batch export`)."""
     found: dict[str, click.Command] = {}
-    for name, command in group.commands.items():
+    context = click.Context(group)
+    for name in group.list_commands(context):  # `qagen`'s commands are imported when named: not all in `commands`
+        command = group.get_command(context, name)
+        assert command is not None, name
         if isinstance(command, click.Group):
             found |= _commands(command, f"{prefix}{name} ")
         else:
@@ -498,7 +502,7 @@ _STAGE_OWN = {"run_dir", "out"}
 
 @pytest.mark.parametrize("command", sorted(COMMAND_OPTIONS))
 def test_every_setting_with_a_flag_has_a_key(command: Command) -> None:
-    keyed = {key.param for key in CONFIG_KEYS if command in key.commands}
+    keyed = {key.param for key in config_keys() if command in key.commands}
     # `--config`, `--set` and an option's old name (`--model`) give their values to other options.
     params = {param.name for param in COMMANDS[command].params if param.expose_value}
     own = _STAGE_OWN if command not in ("build", "evaluate") else set()
@@ -534,7 +538,7 @@ def _params(command: str, args: list[str]) -> click.Context:
     return cmd.make_context(command, args)
 
 
-_KEY_COMMANDS = [(key, command) for key in CONFIG_KEYS for command in key.commands]
+_KEY_COMMANDS = [(key, command) for key in config_keys() for command in key.commands]
 
 
 @pytest.mark.parametrize(("key", "command"), _KEY_COMMANDS, ids=[f"{k.dotted}-{c}" for k, c in _KEY_COMMANDS])
@@ -599,21 +603,21 @@ def test_a_wrong_set_is_named(tmp_path: Path, args: list[str], message: str) -> 
 
 
 def test_every_key_is_documented() -> None:
-    names = [key.dotted for key in CONFIG_KEYS]
+    names = [key.dotted for key in config_keys()]
     assert len(names) == len(set(names))
-    for key in CONFIG_KEYS:
+    for key in config_keys():
         assert len(key.describe()) > 15, f"{key.dotted} has no help"
         assert key.default() is not None or key.example is not None, f"{key.dotted}: give an example"
     page = DOCS.read_text(encoding="utf-8")
     assert page == reference_markdown(), "regenerate it: python -m qagen.cli.config_file > docs/configuration.md"
-    for key in CONFIG_KEYS:
+    for key in config_keys():
         name = "<name>" if key.any_name else key.name
         assert f"| `{name}` |" in page.split(f"## `[{key.section}]`", 1)[1]
 
 
 def test_a_key_set_by_a_library_field_has_the_field_default() -> None:
     """The option's default is what the key documents; it must be the library's own default."""
-    for key in CONFIG_KEYS:
+    for key in config_keys():
         if key.setting is None or key.inherits:
             continue
         model, name = key.setting

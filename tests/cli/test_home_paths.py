@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from qagen.cli.app import main
+from qagen.cli.evaluate import evaluate as evaluate_command
 from qagen.config import BuildConfig, CorpusSettings
 from qagen.runs.rundir import RunDir
 
@@ -77,7 +78,7 @@ def test_a_build_to_a_home_path_from_the_config_file_writes_there(home: Path, ll
 def test_the_evaluation_cache_dir_from_the_config_file_is_under_home(home: Path) -> None:
     config = home / "q.toml"
     config.write_text('[evaluate]\ncache_dir = "~/.cache/qagen"\n', encoding="utf-8")
-    command = main.commands["evaluate"]
+    command = evaluate_command
     with command.make_context("evaluate", ["--config", str(config), "run", "--out", "eval"]) as ctx:
         assert ctx.params["cache_dir"] == home / ".cache" / "qagen"
 

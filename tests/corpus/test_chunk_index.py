@@ -120,6 +120,10 @@ def test_ranks_shard_by_shard_equal_the_ranks_of_one_index_of_every_chunk(
     assert list(sharded.ranks(iter(queries))) == expected
     assert indexed == []  # no index of every chunk was built
     assert sharded.chunks_per_document() == Counter(chunk.source for chunk in chunks)
+    ahead = ChunkIndex(lambda: chunks, shard_chunks=shard_chunks)
+    ahead.count_ahead()  # the shards indexed before the questions are known: only scored by `ranks`
+    monkeypatch.setattr(bm25_ranks, "_index_shard", lambda *args: pytest.fail("a shard indexed again"))
+    assert list(ahead.ranks(iter(queries))) == expected and indexed == []
 
 
 def test_each_shard_scores_its_chunks_as_one_index_of_every_chunk_does_to_the_bit(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from qagen.call_policy import CallPolicy
 from qagen.cli.app import main
+from qagen.cli.evaluate import evaluate as evaluate_command
 from qagen.cli.evaluate_settings import eval_config_from_options
 from qagen.errors import ConfigError
 from qagen.evaluate.api import evaluate
@@ -66,7 +67,7 @@ def test_a_setting_is_checked_when_changed_too() -> None:
 
 def _options(*args: str) -> dict[str, Any]:
     """The options `qagen evaluate set.jsonl --rag my_rag:answer ARGS` resolves (no command run)."""
-    context = main.commands["evaluate"].make_context("evaluate", ["set.jsonl", "--rag", "my_rag:answer", *args])
+    context = evaluate_command.make_context("evaluate", ["set.jsonl", "--rag", "my_rag:answer", *args])
     return dict(context.params)
 
 

@@ -20,7 +20,7 @@ from openai import _constants
 from openai._models import FinalRequestOptions
 
 from qagen.llm import transport
-from qagen.llm.backends import ModelSettings, chat_body, openai_client
+from qagen.llm.backends import ModelSettings, chat_body, openai_client, openai_endpoint
 from qagen.llm.retries import retry_count
 from qagen.llm.task import user_request
 from qagen.llm.transport import (
@@ -61,6 +61,51 @@ def _settings(server: StandInLLM, **overrides: Any) -> ModelSettings:
 
 
 # --------------------------------------------------------------------------- the same requests
+
+
+# Keys and credentials unlike any text a test prints: `redact` hides each one read from now on, in the whole process.
+_KEY = "sk-endpoint-test-key-1"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "environment", "key_variable"),
+    [
+        ("http://127.0.0.1:9/v1", {"OPENAI_API_KEY": _KEY}, None),
+        ("http://127.0.0.1:9/v1/", {}, None),  # no key: a server of one's own gets the placeholder
+        (None, {"OPENAI_API_KEY": _KEY, "OPENAI_BASE_URL": "http://gateway.test:8080/openai/v1"}, None),
+        (None, {"OPENAI_API_KEY": _KEY, "OPENAI_ORG_ID": "org-1", "OPENAI_PROJECT_ID": "proj-2"}, None),
+        (
+            "https://gateway.test/v1?api-version=2024-06-01&api-key=endpoint-test-query-key",
+            {"OPENAI_API_KEY": _KEY},
+            None,
+        ),
+        ("http://endpoint-test-user:endpoint-test-password@127.0.0.1:9/v1", {"OPENAI_ORG_ID": "org-1"}, None),
+        ("http://sk-endpoint-test-in-url@127.0.0.1:9/v1", {}, None),
+        (
+            "http://127.0.0.1:9/v1",
+            {"ENDPOINT_TEST_KEY": "sk-endpoint-test-own-key", "OPENAI_API_KEY": _KEY},
+            "ENDPOINT_TEST_KEY",
+        ),
+    ],
+)
+def test_the_endpoint_is_the_openai_client_s(
+    monkeypatch: pytest.MonkeyPatch, base_url: str | None, environment: dict[str, str], key_variable: str | None
+) -> None:
+    """What a build sends to (made without importing `openai`) is what the client would send to."""
+    for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    settings = ModelSettings(spec="openai:gpt-4o-mini", base_url=base_url, api_key_env=key_variable)
+
+    async def clients() -> Endpoint:  # inside a loop: the client's headers name the async library running
+        client = openai_client(settings, connections=None)
+        try:
+            return Endpoint.of(client)
+        finally:
+            await client.close()
+
+    assert openai_endpoint(settings) == asyncio.run(clients())
 
 
 def test_request_bodies_are_the_bytes_the_openai_client_sends(llm: StandInLLM) -> None:

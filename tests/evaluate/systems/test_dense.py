@@ -12,13 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from qagen.corpus.embeddings import (
-    DENSE_EXTRA,
-    LOCAL_MAX_SEQ_LENGTH,
-    EmbeddingsModel,
-    SentenceTransformerEmbeddings,
-)
+from qagen.corpus.embeddings import DENSE_EXTRA, LOCAL_MAX_SEQ_LENGTH, EmbeddingsModel
 from qagen.corpus.load.documents import CorpusReport, iter_documents
+from qagen.corpus.local_embeddings import SentenceTransformerEmbeddings
 from qagen.errors import ConfigError, CorpusError
 from qagen.evaluate.systems.corpus_chunks import CorpusChunks, clear_memory
 from qagen.evaluate.systems.retrievers import HybridRetriever, Retriever, make_retriever
