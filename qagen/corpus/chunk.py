@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from qagen.corpus.splitter import RecursiveSplitter, TextSplitter
 from qagen.errors import ConfigError
 from qagen.records import Chunk, Document
+
+if TYPE_CHECKING:
+    from langchain_text_splitters import TextSplitter
 
 LengthUnit = Literal["characters", "tokens"]
 
@@ -36,8 +38,8 @@ def make_splitter(
     length_unit: LengthUnit = "characters",
     encoding: str = "cl100k_base",
 ) -> TextSplitter:
-    """The notebook's recursive splitter, measuring length in characters (`RecursiveSplitter`) or
-    tiktoken tokens (LangChain's, imported only then)."""
+    """The notebook's recursive splitter (LangChain's), measuring length in characters or tiktoken tokens.
+    Imported here, when chunking: a command that reads the run's stored chunks never pays for it."""
     if chunk_size <= 0:
         raise ConfigError(f"`chunk_size` must be positive, got {chunk_size}.", settings=("chunk_size",))
     if not 0 <= chunk_overlap < chunk_size:
@@ -45,10 +47,15 @@ def make_splitter(
             f"`chunk_overlap` must be at least 0 and smaller than `chunk_size` ({chunk_size}), got {chunk_overlap}.",
             settings=("chunk_overlap", "chunk_size"),
         )
-    if length_unit == "characters":
-        return RecursiveSplitter(chunk_size, chunk_overlap, SEPARATORS)
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
+    if length_unit == "characters":
+        return RecursiveCharacterTextSplitter(
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+            add_start_index=True,
+            separators=SEPARATORS,
+        )
     return RecursiveCharacterTextSplitter.from_tiktoken_encoder(
         encoding_name=_checked_encoding(encoding),
         chunk_size=chunk_size,

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from qagen.corpus.chunk import ChunkStats, chunk_document, chunk_documents, chunk_id, make_splitter
 from qagen.corpus.load.documents import CorpusReport, iter_documents
 from qagen.corpus.settings import MIN_CHUNK_SIZE, ChunkSettings
-from qagen.corpus.splitter import RecursiveSplitter
 from qagen.errors import ConfigError
 from qagen.records import Document
 
@@ -41,10 +40,9 @@ def test_offsets_point_at_the_chunk_text(text: str, size: int, overlap_fraction:
 
 def test_defaults_are_the_notebooks() -> None:
     splitter = make_splitter()
-    assert isinstance(splitter, RecursiveSplitter)
-    assert splitter.chunk_size == 2000 and splitter.chunk_overlap == 200
+    assert splitter._chunk_size == 2000 and splitter._chunk_overlap == 200
     # The notebook's separators, in its order, with the full-width sentence ends of CJK added.
-    assert [s for s in splitter.separators if s not in {"。", "！", "？"}] == ["\n\n", "\n", ".", " ", ""]
+    assert [s for s in splitter._separators if s not in {"。", "！", "？"}] == ["\n\n", "\n", ".", " ", ""]
 
 
 def test_ids_are_content_hashes_stable_across_processes() -> None:
