@@ -56,6 +56,8 @@ WORDS = (
     "you were her she there been one all we their has would when if so no will more can said who what about up out "
     "them into some time could then than other only its these new two may first any like now people my made over did"
 ).split(" ")
+REPOSITORY = Path(__file__).resolve().parents[1]
+"""This checkout: the builds import its qagen unless told another (`--compare`), and its `standins/`."""
 CHUNKS_PER_MB = 555  # word salad at the default 2,000/200 chunking
 CALLS_PER_DRAFT = 3.3  # a little under the stand-in's 3.44 at its 0.8 pass rate, so CALLS is reached
 
@@ -162,7 +164,7 @@ def stand_in(latency: float, work: Path, log: Path | None = None) -> Iterator[st
     command = [sys.executable, "-m", "standins.llm.server", "--port", "0", "--port-file", str(port_file),
                "--latency", str(latency), *(["--log", str(log)] if log else [])]  # fmt: skip
     # From the repository's root, where `python -m` finds standins/ (it is not installed).
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=Path(__file__).resolve().parents[1])
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, cwd=REPOSITORY)
     try:
         while not port_file.exists():
             if server.poll() is not None:
@@ -181,14 +183,16 @@ class Process(NamedTuple):
 
 
 def run_process(command: list[str], pythonpath: str | None = None) -> Process:
-    """Run a command (with `pythonpath`: importing qagen from there); its wall time, CPU seconds
-    (user + system) and peak RSS, from its own rusage."""
-    env = {**os.environ, "OPENAI_API_KEY": "bench-key"}
-    if pythonpath is not None:
-        env["PYTHONPATH"] = pythonpath
-    with tempfile.TemporaryFile() as stderr:
+    """Run a command importing qagen from `pythonpath` (None: this checkout); its wall time, CPU seconds
+    (user + system) and peak RSS, from its own rusage.
+
+    In a folder of its own: `python -c` and `python -m` put their working directory first on the
+    path, so run from a checkout's root, a build meant to import another checkout's qagen imported
+    that root's (`--compare` compared this checkout with itself)."""
+    env = {**os.environ, "OPENAI_API_KEY": "bench-key", "PYTHONPATH": pythonpath or str(REPOSITORY)}
+    with tempfile.TemporaryFile() as stderr, tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
-        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr, cwd=folder)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)

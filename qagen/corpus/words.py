@@ -27,6 +27,8 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134
 _TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
 _RUN_CHARACTER = re.compile(f"[^\\W{_CJK}]")
 """A character of a token's run (every token but a single ideograph or kana is a maximal run of them)."""
+_ASCII_SEPARATORS = bytes(byte if chr(byte).isalnum() or chr(byte) == "_" else ord(" ") for byte in range(256))
+"""`bytes.translate`'s table that makes every ASCII character a token cannot hold a space (`tokenize`)."""
 
 _STOPWORD_LISTS = (
     "STOPWORDS_EN_PLUS",
@@ -44,6 +46,11 @@ def tokenize(text: str) -> list[str]:
 
     NFC first, so a decomposed "u" + combining diaeresis in a query matches a composed "ü".
     """
+    if text.isascii():
+        # The same tokens, found about five times faster: in ASCII a token is a run of letters, digits
+        # and `_`, so every other character becomes a space and the text is split (NFC and casefold
+        # change nothing there but the case). A build tokenizes every chunk of its corpus this way.
+        return text.lower().encode("ascii").translate(_ASCII_SEPARATORS).decode("ascii").split()
     return _TOKEN.findall(unicodedata.normalize("NFC", text).casefold())
 
 

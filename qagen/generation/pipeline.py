@@ -50,6 +50,7 @@ from qagen.runs.batch.journal import Journal
 from qagen.runs.batch.rounds import BatchOptions
 from qagen.runs.executor import Executor
 from qagen.runs.rundir import RunDir
+from qagen.runs.store import collections_spaced
 
 NO_TOKEN_PROBABILITIES = (
     "The critics' server sent no token probabilities, so every verdict is read as written (a server that "
@@ -247,7 +248,8 @@ def run_llm_stages(
             preloading.cancel()
             await clients.aclose()
 
-    run_coroutine(main())
+    with collections_spaced():  # (a build has them spaced already: `generate` and `critique` run this alone)
+        run_coroutine(main())
     return stopped[0] if stopped else None
 
 
@@ -422,7 +424,7 @@ def build(
     any (`certified_settings`): a build to a target size counts only the drafts that pass it.
     """
     _require_build_config(config)
-    with RunDir(out).locked() as run:
+    with RunDir(out).locked() as run, collections_spaced():
         return _build(config, run, progress=progress, update_corpus=update_corpus, batch=batch, certify=certify)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -38,7 +38,7 @@ class Prompt(BaseModel):
 
     @property
     def variables(self) -> frozenset[str]:
-        return frozenset(_PLACEHOLDER.findall(self.text))
+        return _variables(self.text)
 
     def render(self, **values: str) -> str:
         """Fill every `{name}`; a missing or unexpected variable is an error, never a blank.
@@ -54,6 +54,12 @@ class Prompt(BaseModel):
                 f"missing {sorted(missing)}, unexpected {sorted(extra)}."
             )
         return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.text)
+
+
+@lru_cache(maxsize=256)
+def _variables(text: str) -> frozenset[str]:
+    """A prompt text's placeholders: read for every request made with it, so found once per text."""
+    return frozenset(_PLACEHOLDER.findall(text))
 
 
 def prompts_dir() -> Path:

@@ -33,12 +33,19 @@ S = TypeVar("S")
 _SCAN_BATCH = 2000
 """Entries a scan keeps at once (one transaction each)."""
 
+_ADDED_BATCH = 1000
+"""Entries of added records kept in memory before they are written at once (`_Entries.add`)."""
+
 _NOT_SCANNED = -1
 """The offset of a record added by this process and not located by a scan yet."""
 
 
 class _Entries(Generic[S]):
-    """Each record's place in its log and its state, by record id, in a temporary SQLite database."""
+    """Each record's place in its log and its state, by record id, in a temporary SQLite database.
+
+    The entries of records added one at a time wait in memory until `_ADDED_BATCH` of them are
+    written in one transaction (a transaction per record was a tenth of the LLM stage's CPU); the
+    database is this process's scratch copy of what the log holds, so nothing is lost by waiting."""
 
     def __init__(self) -> None:
         self._db = scratch_database()
@@ -46,23 +53,44 @@ class _Entries(Generic[S]):
             "CREATE TABLE entry (key TEXT PRIMARY KEY, offset INTEGER, end INTEGER, line INTEGER, state BLOB)"
             " WITHOUT ROWID"
         )
+        self._added: dict[str, Located[S]] = {}
 
     def get(self, key: str) -> Located[S] | None:
+        added = self._added.get(key)
+        if added is not None:
+            return added
         row = self._db.execute("SELECT offset, end, line, state FROM entry WHERE key = ?", (key,)).fetchone()
         return None if row is None else _located(row)
 
+    def add(self, key: str, entry: Located[S]) -> None:
+        """Keep one entry, replacing the one with its id (written with the next batch)."""
+        self._added[key] = entry
+        if len(self._added) >= _ADDED_BATCH:
+            self._write_added()
+
     def put(self, entries: Iterable[tuple[str, Located[S]]]) -> None:
         """Keep these entries, each replacing the one with its id (a later record replaces an earlier one)."""
+        self._write_added()  # (earlier than these)
+        self._write(entries)
+
+    def _write_added(self) -> None:
+        if self._added:
+            added, self._added = self._added, {}
+            self._write(added.items())
+
+    def _write(self, entries: Iterable[tuple[str, Located[S]]]) -> None:
         rows = [(key, e.offset, e.end, e.line, pickle.dumps(e.record, pickle.HIGHEST_PROTOCOL)) for key, e in entries]
         # One transaction: a scan's thousands of lines are written at once.
         with scratch_writes("the index of the run's records"), self._db:
             self._db.executemany("INSERT OR REPLACE INTO entry VALUES (?, ?, ?, ?, ?)", rows)
 
     def items(self) -> Iterator[tuple[str, S]]:
+        self._write_added()
         for key, state in self._db.execute("SELECT key, state FROM entry"):
             yield key, pickle.loads(state)
 
     def __len__(self) -> int:
+        self._write_added()
         count: int = self._db.execute("SELECT count(*) FROM entry").fetchone()[0]
         return count
 
@@ -147,16 +175,16 @@ class RecordIndex(Generic[R, S]):
         if self._writer is None:
             raise RuntimeError("RecordIndex.add outside `appending()`")
         start = self._writer.position()
-        self._writer.append(record)
+        size = self._writer.append(record)
         state = self._summarise(record)
         key = str(getattr(record, self.log.key))
         if start == self._scanned_bytes:
             # Right after what was read: located now, and the next scan starts after it.
-            end, line = self._writer.position(), self._scanned_lines + 1
-            self._entries.put([(key, Located(start, end, line, state))])
+            end, line = start + size, self._scanned_lines + 1
+            self._entries.add(key, Located(start, end, line, state))
             self._scanned_bytes, self._scanned_lines = end, line
         else:  # (no scan yet, or lines of another writer between: the next scan reads them all)
-            self._entries.put([(key, Located(_NOT_SCANNED, _NOT_SCANNED, _NOT_SCANNED, state))])
+            self._entries.add(key, Located(_NOT_SCANNED, _NOT_SCANNED, _NOT_SCANNED, state))
         return state
 
     def close(self) -> None:

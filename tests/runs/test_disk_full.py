@@ -33,14 +33,14 @@ def test_a_full_disk_stops_with_the_path_and_the_rerun_keeps_every_finished_reco
     append = RecordWriter.append
     written = 0
 
-    def filling(self: RecordWriter[Draft], record: Draft) -> None:
+    def filling(self: RecordWriter[Draft], record: Draft) -> int:
         # From the FULL_AFTER-th draft on, drafts.jsonl is on a full disk (the real ENOSPC of /dev/full).
         nonlocal written
         if self.path == drafts_file:
             written += 1
             if written == FULL_AFTER:
-                self._handle = open("/dev/full", "a", encoding="utf-8")  # noqa: SIM115 (closed by the writer)
-        append(self, record)
+                self._handle = open("/dev/full", "ab")  # noqa: SIM115 (closed by the writer)
+        return append(self, record)
 
     monkeypatch.setattr(RecordWriter, "append", filling)
     result = CliRunner().invoke(main, _command(llm, corpus, out))
