@@ -15,6 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline (hypothesis' default is 200 ms): the suite runs in parallel workers on shared
+# machines, where an example's wall time says more about the load than about the code. The tests that
+# are about speed assert their own bounds.
+settings.register_profile("qagen", deadline=None)
+settings.load_profile("qagen")
 
 
 def _free_port() -> int:
