@@ -15,6 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline (hypothesis' default is 200 ms): the suite runs in parallel workers on shared
+# machines, where an example's wall time says more about the load than about the code. The tests that
+# are about speed assert their own bounds.
+settings.register_profile("qagen", deadline=None)
+settings.load_profile("qagen")
 
 
 def _free_port() -> int:
@@ -154,24 +161,83 @@ def hub(hub_port: int) -> Iterator[Any]:
     assert server.unhandled_routes == []
 
 
-# Filled by tests/test_notebook.py, so that even `pytest -q` (CI's command) says the notebook ran.
-EXECUTED_NOTEBOOKS: list[str] = []
+# Lines a test or fixture adds for the end of the run (shown even by `pytest -q`, CI's command): the
+# notebook that ran, the real model and what it did. Under pytest-xdist a test runs in a worker process,
+# so each line travels to the controller with the report of the test phase that added it.
+SUMMARY_LINES: list[str] = []
+_SUMMARY_PROPERTY = "qagen_summary_line"
+_summary_shown: list[str] = []
+
+# The number of pytest-xdist workers for a run of the whole suite: the tests spend about a third of their
+# time waiting on subprocesses and servers, so on 2 cores three workers keep both busy (docs/development.md).
+DEFAULT_WORKERS = 3
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """`python -m pytest` with no paths (the README's test command) runs in parallel, a test file per worker
+    at a time (`--dist loadfile`: a module's fixtures are built once); a run of chosen paths stays in one
+    process (starting workers costs seconds) unless it says `-n`. `-n 0` or `-p no:xdist` runs in one
+    process. The default lives here, not in pyproject's addopts, where `-n` is unknown without pytest-xdist."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    whole_suite = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    if whole_suite and config.option.numprocesses is None and not config.option.usepdb:
+        config.option.numprocesses = int(os.environ.get("QAGEN_TEST_WORKERS", DEFAULT_WORKERS))
+    if config.option.numprocesses and config.option.dist == "no":
+        config.option.dist = "loadfile"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    report: pytest.TestReport = yield
+    if SUMMARY_LINES:
+        # A new list: the report's own is the item's, shared with its other phases' reports.
+        report.user_properties = [*report.user_properties, *((_SUMMARY_PROPERTY, line) for line in SUMMARY_LINES)]
+        SUMMARY_LINES.clear()
+    return report
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Under `QAGEN_TEST_OUTCOMES=FILE`, append each test's outcome and id to FILE ("skipped tests/x.py::test_y"):
-    `.ci/run` reads which tests its first pass skipped, to run them, and only them, again with every extra."""
+    `.ci/run` reads which tests its first pass skipped, to run them, and only them, again with every extra.
+    Under pytest-xdist the controller writes it (it sees every worker's reports), the workers do not."""
+    for name, value in report.user_properties:
+        if name == _SUMMARY_PROPERTY and value not in _summary_shown:
+            _summary_shown.append(value)
     outcomes = os.environ.get("QAGEN_TEST_OUTCOMES")
+    if not outcomes or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     # A test's outcome is its call's, or its setup's when that skipped or failed (then nothing was called).
-    if outcomes and (report.when == "call" or (report.when == "setup" and not report.passed)):
+    if report.when == "call" or (report.when == "setup" and not report.passed):
         with open(outcomes, "a", encoding="utf-8") as handle:
             handle.write(f"{report.outcome} {report.nodeid}\n")
 
 
+# How many slow tests `-m` left out. Under pytest-xdist the workers collect (each the same tests) and the
+# controller prints the summary, so each worker sends its count back with its session's end.
+_slow_left_out: list[int] = [0]
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _slow_left_out[0] += sum(1 for item in items if item.get_closest_marker("slow"))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["qagen_slow_left_out"] = _slow_left_out[0]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist's hook on the controller, as each worker ends."""
+    _slow_left_out[0] = max(_slow_left_out[0], getattr(node, "workeroutput", {}).get("qagen_slow_left_out", 0))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for line in EXECUTED_NOTEBOOKS:
-        terminalreporter.write_line(f"notebook executed: {line}")
-    left_out = [item for item in terminalreporter.stats.get("deselected", []) if item.get_closest_marker("slow")]
-    if left_out:
+    for line in _summary_shown:
+        terminalreporter.write_line(line)
+    if _slow_left_out[0]:
         runs = "`python -m pytest -m slow` runs them, `python -m pytest -m ''` every test"
-        terminalreporter.write_line(f"{len(left_out)} slow tests left out: {runs}")
+        terminalreporter.write_line(f"{_slow_left_out[0]} slow tests left out: {runs}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXECUTED_NOTEBOOKS
+from conftest import SUMMARY_LINES
 
 from standins.hub.server import StandInHub
 from standins.llm.server import StandInLLM
@@ -150,7 +150,9 @@ def test_notebook_runs_against_the_stand_ins(hub: StandInHub, llm: StandInLLM, t
     assert {"generation", "critique", "answer", "judge"} <= kinds
     assert all(entry["model"] == "stand-in" for entry in llm.log if entry["kind"] != "models")
     assert copy.read_bytes() == NOTEBOOK.read_bytes()  # executing only read the notebook
-    EXECUTED_NOTEBOOKS.append(f"{NOTEBOOK.relative_to(NOTEBOOK.parents[1])}: {len(code_cells)} code cells ran")
+    SUMMARY_LINES.append(
+        f"notebook executed: {NOTEBOOK.relative_to(NOTEBOOK.parents[1])}: {len(code_cells)} code cells ran"
+    )
 
 
 @pytest.mark.slow

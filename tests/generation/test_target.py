@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,7 @@ from qagen.generation.pipeline import NO_TOKEN_PROBABILITIES
 from qagen.generation.target import Passed, Plan, Recorded, choose, first_plan, next_plan, replan, start_plan
 from qagen.records import TypeFunnel
 from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 MIX = "factoid=60,unanswerable=40"
 
@@ -43,6 +46,38 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 def _summary(run: Path) -> dict[str, Any]:
     summary: dict[str, Any] = json.loads((run / "summary.json").read_text())
     return summary
+
+
+@pytest.fixture(scope="module")
+def shared_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus of `finished_runs`: a test that builds on one of those runs builds from this corpus."""
+    return write_corpus(tmp_path_factory.mktemp("target_corpus") / "corpus")
+
+
+@pytest.fixture(scope="module")
+def finished_runs(shared_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[int, Path]]:
+    """A finished build to each target, 20 and 10, made once for the module against a server of its own;
+    a test gets a copy (`finished_run`) and resumes it against its own `llm`, whose log it reads."""
+    runs = {}
+    with StandInLLM() as server:
+        for target in (20, 10):
+            runs[target] = tmp_path_factory.mktemp(f"target_{target}") / "run"
+            result = _build(server, shared_corpus, runs[target], "--target", str(target))
+            assert result.exit_code == 0, result.output
+        calls = len(server.log)
+        yield runs
+    # The copies' builds name their own server: none may have reached this one through the saved settings.
+    assert len(server.log) == calls
+
+
+@pytest.fixture()
+def finished_run(finished_runs: dict[int, Path], tmp_path: Path) -> Callable[[int], Path]:
+    """A copy, at `tmp_path / "run"`, of the module's finished build to a target of 20 or 10."""
+
+    def copy(target: int) -> Path:
+        return Path(shutil.copytree(finished_runs[target], tmp_path / "run"))
+
+    return copy
 
 
 # --- must-show 1 ---------------------------------------------------------------------------------------
@@ -143,39 +178,38 @@ def test_a_corpus_with_too_few_passages_ends_with_the_shortfall_and_exit_0(llm: 
 
 
 def test_a_build_stopped_mid_round_resumes_that_round_and_pays_no_call_twice(
-    llm: Any, corpus: Path, tmp_path: Path
+    llm: Any, shared_corpus: Path, finished_runs: dict[int, Path], tmp_path: Path
 ) -> None:
+    corpus = shared_corpus
     capped = _build(llm, corpus, tmp_path / "run", "--target", "20", "--max-tokens", "30000", "--concurrency", "4")
     assert capped.exit_code == 3, capped.output
     assert 0 < _summary(tmp_path / "run")["target"]["drafts"] < 40  # stopped inside the first round
     finished = _build(llm, corpus, tmp_path / "run", "--target", "20")
     assert finished.exit_code == 0, finished.output
     assert max(llm.requests_by_body().values()) == 1  # nothing paid twice across the two sessions
-    llm.reset()
-    assert _build(llm, corpus, tmp_path / "clean", "--target", "20").exit_code == 0
+    # The same as an uninterrupted build (the module's, at the same settings).
     for name in ("dataset", "candidates"):
-        assert _rows(tmp_path / "run" / name) == _rows(tmp_path / "clean" / name)
+        assert _rows(tmp_path / "run" / name) == _rows(finished_runs[20] / name)
 
 
 def test_filter_on_a_target_run_refilters_the_drafted_sample_to_the_target(
-    llm: Any, corpus: Path, tmp_path: Path
+    finished_run: Callable[[int], Path],
 ) -> None:
-    assert _build(llm, corpus, tmp_path / "run", "--target", "20").exit_code == 0
-    drafts = _summary(tmp_path / "run")["target"]["drafts"]
-    calls = len(llm.log)
-    refiltered = CliRunner().invoke(main, ["stage", "filter", str(tmp_path / "run"), "--min-score", "3"])
+    run = finished_run(20)
+    drafts = _summary(run)["target"]["drafts"]
+    refiltered = CliRunner().invoke(main, ["stage", "filter", str(run), "--min-score", "3"])
     assert refiltered.exit_code == 0, refiltered.output
-    summary = _summary(tmp_path / "run")
+    summary = _summary(run)
     assert summary["funnel"]["sampled"] == drafts and summary["funnel"]["kept"] == 20
     assert summary["funnel"]["over_target"] > 0  # a lower threshold passes more: the surplus is over the target
-    assert len(llm.log) == calls
+    # No call: the run names the module's server, whose log `finished_runs` checks at the end.
 
 
-def test_filter_that_leaves_a_target_run_short_says_so(llm: Any, corpus: Path, tmp_path: Path) -> None:
-    assert _build(llm, corpus, tmp_path / "run", "--target", "20").exit_code == 0
-    refiltered = CliRunner().invoke(main, ["stage", "filter", str(tmp_path / "run"), "--min-score", "5"])
+def test_filter_that_leaves_a_target_run_short_says_so(finished_run: Callable[[int], Path]) -> None:
+    run = finished_run(20)
+    refiltered = CliRunner().invoke(main, ["stage", "filter", str(run), "--min-score", "5"])
     assert refiltered.exit_code == 0, refiltered.output
-    kept = _summary(tmp_path / "run")["funnel"]["kept"]
+    kept = _summary(run)["funnel"]["kept"]
     assert kept < 20
     assert f"short of the target: kept {kept} of the 20 questions asked for" in refiltered.output
 
@@ -205,8 +239,11 @@ def test_a_dry_run_of_a_target_estimates_the_first_round_and_names_the_draft_bud
     assert llm.log == []
 
 
-def test_a_spoilt_rounds_file_is_named_with_the_way_forward(llm: Any, corpus: Path, tmp_path: Path) -> None:
-    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+def test_a_spoilt_rounds_file_is_named_with_the_way_forward(
+    llm: Any, shared_corpus: Path, finished_run: Callable[[int], Path], tmp_path: Path
+) -> None:
+    corpus = shared_corpus
+    finished_run(10)
     (tmp_path / "run" / "rounds.json").write_text('{"round": 2}', encoding="utf-8")
     result = _build(llm, corpus, tmp_path / "run", "--target", "12")
     assert result.exit_code == 1 and "Traceback" not in result.output
@@ -355,9 +392,10 @@ def _calls_estimated(output: str) -> int:
 
 
 def test_a_dry_run_with_a_larger_target_on_a_finished_run_prices_the_round_the_build_starts(
-    llm: Any, corpus: Path, tmp_path: Path
+    llm: Any, shared_corpus: Path, finished_run: Callable[[int], Path], tmp_path: Path
 ) -> None:
-    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    corpus = shared_corpus
+    finished_run(10)
     dry = _build(llm, corpus, tmp_path / "run", "--target", "20", "--dry-run")
     assert dry.exit_code == 0, dry.output
     drafts = re.search(r"drafts to make\s+([\d,]+) \(already made: ([\d,]+)\)", dry.output)
@@ -383,9 +421,10 @@ def _stop_in_round_2(run: Path, drafts: int) -> None:
 
 
 def test_a_round_resumed_with_a_lower_target_stops_where_the_drafts_made_reach_it(
-    llm: Any, corpus: Path, tmp_path: Path
+    llm: Any, shared_corpus: Path, finished_run: Callable[[int], Path], tmp_path: Path
 ) -> None:
-    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    corpus = shared_corpus
+    finished_run(10)
     first = _summary(tmp_path / "run")["target"]
     _stop_in_round_2(tmp_path / "run", 60)
     calls = len(llm.log)
@@ -398,9 +437,10 @@ def test_a_round_resumed_with_a_lower_target_stops_where_the_drafts_made_reach_i
 
 
 def test_a_round_resumed_with_a_lower_draft_budget_makes_no_more_drafts_than_it(
-    llm: Any, corpus: Path, tmp_path: Path
+    llm: Any, shared_corpus: Path, finished_run: Callable[[int], Path], tmp_path: Path
 ) -> None:
-    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    corpus = shared_corpus
+    finished_run(10)
     _stop_in_round_2(tmp_path / "run", 60)
     result = _build(llm, corpus, tmp_path / "run", "--target", "10", "--max-drafts", "15")
     assert result.exit_code == 0, result.output
@@ -411,9 +451,10 @@ def test_a_round_resumed_with_a_lower_draft_budget_makes_no_more_drafts_than_it(
 
 
 def test_a_rounds_file_edited_to_100000_drafts_is_held_to_the_draft_budget(
-    llm: Any, corpus: Path, tmp_path: Path
+    llm: Any, shared_corpus: Path, finished_run: Callable[[int], Path], tmp_path: Path
 ) -> None:
-    assert _build(llm, corpus, tmp_path / "run", "--target", "10").exit_code == 0
+    corpus = shared_corpus
+    finished_run(10)
     made = _summary(tmp_path / "run")["target"]["drafts"]
     # As an older qagen wrote it: without the parts and budget it was sized for.
     (tmp_path / "run" / "rounds.json").write_text('{"round": 2, "drafts": {"factoid": 100000}}')

@@ -10,20 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
+from conftest import SUMMARY_LINES
 
 from realserver.llama import REQUIRE_ENV, RealServer, ServerDidNotStart, find_llama, serve
-
-# Lines for the terminal summary (shown even by `pytest -q`): the model and server the session
-# really used, and what the model did.
-REAL_LLM_NOTES: list[str] = []
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for line in REAL_LLM_NOTES:
-        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +30,8 @@ def real_server() -> Iterator[RealServer]:
         pytest.skip(install)
     try:
         with serve(install) as server:
-            note = f"real LLM: {server.description} ({install.python})"
-            if note not in REAL_LLM_NOTES:
-                REAL_LLM_NOTES.append(note)
+            # The terminal summary shows it once, however many modules start a server.
+            SUMMARY_LINES.append(f"real LLM: {server.description} ({install.python})")
             yield server
     except ServerDidNotStart as exc:
         pytest.fail(str(exc), pytrace=False)
@@ -49,5 +39,6 @@ def real_server() -> Iterator[RealServer]:
 
 @pytest.fixture(scope="session")
 def real_llm_notes() -> list[str]:
-    """Lines a test adds to the terminal summary (what the real model did)."""
-    return REAL_LLM_NOTES
+    """Lines a test adds to the terminal summary (what the real model did): `tests/conftest.py` carries
+    them from the worker that ran the test."""
+    return SUMMARY_LINES

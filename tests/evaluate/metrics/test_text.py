@@ -10,6 +10,7 @@ import re
 import string
 import time
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -77,19 +78,18 @@ def squad_exact_match_score(prediction: str, ground_truth: str) -> bool:
     return squad_normalize_answer(prediction) == squad_normalize_answer(ground_truth)
 
 
-try:
-    from rouge_score import rouge_scorer
-except ImportError:  # a dev dependency; without it only the comparisons with it are skipped
-    ROUGE_SCORER = None
-else:
-    ROUGE_SCORER = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
+@pytest.fixture(scope="module")
+def reference_rouge_l() -> Callable[[str, str], RougeScore]:
+    """rouge-score's ROUGE-L, imported when a test asks for it rather than when the module is collected:
+    it imports nltk and scipy.stats (1-2 s), which every test worker would pay."""
+    rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer", reason="rouge-score is not installed")
+    scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=False)
 
+    def score(candidate: str, reference: str) -> RougeScore:
+        found = scorer.score(reference, candidate)["rougeL"]  # (target, prediction)
+        return RougeScore(found.precision, found.recall, found.fmeasure)
 
-def reference_rouge_l(candidate: str, reference: str) -> RougeScore:
-    if ROUGE_SCORER is None:
-        pytest.skip("rouge-score is not installed")
-    score = ROUGE_SCORER.score(reference, candidate)["rougeL"]  # (target, prediction)
-    return RougeScore(score.precision, score.recall, score.fmeasure)
+    return score
 
 
 # --------------------------------------------------------------------------------------------------
@@ -159,7 +159,9 @@ def test_lcs_length_is_fast_for_long_contexts() -> None:
 
 @given(ascii_texts, ascii_texts)
 @settings(max_examples=400)
-def test_rouge_l_equals_rouge_score_on_ascii(candidate: str, reference: str) -> None:
+def test_rouge_l_equals_rouge_score_on_ascii(
+    reference_rouge_l: Callable[[str, str], RougeScore], candidate: str, reference: str
+) -> None:
     assert rouge_l(candidate, reference) == reference_rouge_l(candidate, reference)
 
 
@@ -177,7 +179,9 @@ def test_rouge_l_equals_rouge_score_on_ascii(candidate: str, reference: str) -> 
         ("snake_case", "snake case"),
     ],
 )
-def test_rouge_l_equals_rouge_score_on_edge_cases(candidate: str, reference: str) -> None:
+def test_rouge_l_equals_rouge_score_on_edge_cases(
+    reference_rouge_l: Callable[[str, str], RougeScore], candidate: str, reference: str
+) -> None:
     assert rouge_l(candidate, reference) == reference_rouge_l(candidate, reference)
 
 
@@ -233,7 +237,7 @@ def test_chinese_rouge_l_scores_shared_characters() -> None:
     assert score.fmeasure == pytest.approx(5 / 7)
 
 
-def test_chinese_where_rouge_score_sees_nothing() -> None:
+def test_chinese_where_rouge_score_sees_nothing(reference_rouge_l: Callable[[str, str], RougeScore]) -> None:
     # rouge-score's tokenizer drops non-ASCII, so it scores 0 here; we score the shared characters.
     assert reference_rouge_l("北京是中国的首都", "中国的首都是北京").recall == 0
     assert rouge_l_recall("北京是中国的首都", "中国的首都是北京") == pytest.approx(5 / 8)
@@ -259,7 +263,9 @@ def test_mixed_script_text() -> None:
 
 @given(st.lists(ascii_texts, max_size=5), ascii_texts)
 @settings(max_examples=200)
-def test_context_rouge_l_recall_equals_rouge_score_on_joined_contexts(contexts: list[str], answer: str) -> None:
+def test_context_rouge_l_recall_equals_rouge_score_on_joined_contexts(
+    reference_rouge_l: Callable[[str, str], RougeScore], contexts: list[str], answer: str
+) -> None:
     expected = reference_rouge_l("\n".join(contexts), answer).recall
     assert context_rouge_l_recall(contexts, answer) == expected
 
