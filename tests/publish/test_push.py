@@ -210,18 +210,23 @@ def test_push_to_a_branch_leaves_main_alone(hub: StandInHub, run_dir: Path) -> N
 
 # --- visibility ----------------------------------------------------------------------------------
 def test_public_only_when_asked(hub: StandInHub, run_dir: Path) -> None:
-    public, private = new_repo(), new_repo()
+    public = new_repo()
     assert push_cli(str(run_dir), public, "--token", TOKEN, "--public").exit_code == 0
     assert not hub.is_private(public)
     assert datasets.load_dataset(public, split="train").num_rows > 0  # no token needed
 
-    # A push without --public never adds corpus data to a public repo.
+
+def test_a_push_without_public_adds_nothing_to_a_public_repo(hub: StandInHub, run_dir: Path) -> None:
+    public = new_repo()
+    assert push_cli(str(run_dir), public, "--token", TOKEN, "--public").exit_code == 0
     commits = len(hub.commits(public))
     message = one_sentence(push_cli(str(run_dir), public, "--token", TOKEN))
     assert "is public" in message and "--public" in message
     assert len(hub.commits(public)) == commits
 
-    # --public is the explicit opt-in that makes an existing private repo public.
+
+def test_public_is_the_opt_in_that_makes_a_private_repo_public(hub: StandInHub, run_dir: Path) -> None:
+    private = new_repo()
     assert push_cli(str(run_dir), private, "--token", TOKEN).exit_code == 0
     assert hub.is_private(private)
     result = push_cli(str(run_dir), private, "--token", TOKEN, "--public")
