@@ -333,7 +333,8 @@ def test_faults_on_first_attempts_are_retried_to_the_same_answers(fault: str) ->
         expected = [ask(chat(clean), p) for p in prompts]
     with StandInLLM(fault_rate=1.0, fault_kinds=[fault], timeout_sleep=3.0) as server:
         model = chat(server, max_retries=2, timeout=1)
-        assert [ask(model, p) for p in prompts] == expected
+        # Both prompts at once: a timed-out first attempt costs the client's whole timeout.
+        assert [reply.content for reply in model.batch(prompts, config={"max_concurrency": 2})] == expected
         log = server.log
         by_body = server.requests_by_body()
     assert len(by_body) == 2 and set(by_body.values()) == {2}
