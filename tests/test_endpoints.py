@@ -219,6 +219,6 @@ def test_the_critic_inherits_the_generators_server_and_key_unless_given_its_own(
 
 def test_model_settings_hold_the_variable_name_never_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("B_KEY", KEY_B)
-    settings = ModelSettings(spec=MODEL, base_url="http://user:pass@127.0.0.1:1/v1", api_key_env="B_KEY")
+    settings = ModelSettings(spec=MODEL, base_url="http://user:Pw7qZx3@127.0.0.1:1/v1", api_key_env="B_KEY")
     dumped = settings.model_dump_json()
-    assert "B_KEY" in dumped and KEY_B not in dumped and "pass@" not in dumped
+    assert "B_KEY" in dumped and KEY_B not in dumped and "Pw7qZx3" not in dumped
