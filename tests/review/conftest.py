@@ -1,9 +1,11 @@
 """A built run to review: made once per test session against the shared stand-in LLM, with the critics'
-early stop; each test gets a copy of its own (`built_run`)."""
+early stop; each test gets a copy of its own (`built_run`). And the stand-in with a hidden truth and its
+corpus, for the certified builds (`truth_llm`, `truth_corpus`)."""
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,27 @@ from click.testing import CliRunner, Result
 
 from qagen.cli.app import main
 from standins.corpus import write_corpus
+
+GOOD_RATE = 0.4
+"""The stand-in's share of good drafts under `truth_llm` (its hidden truth: `standins.llm.truth`)."""
+
+
+@pytest.fixture(scope="module")
+def truth_llm() -> Iterator[Any]:
+    """The stand-in with a hidden truth, for a module's builds and labels."""
+    from standins.llm.server import StandInLLM
+
+    with StandInLLM() as server:
+        # Every other check passes: the `supported` P(yes) alone separates good drafts from the others.
+        server.configure(logprobs=True, good_rate=GOOD_RATE, pass_rate=1.0)
+        yield server
+
+
+@pytest.fixture(scope="module")
+def truth_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A corpus large enough for several rounds of 200 drafts."""
+    return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus", documents=72)
+
 
 # The cookbook's 1-5 critics: the thresholds the review recommends are read on their scale.
 BUILD_ARGS = ["--chunk-size", "400", "--chunk-overlap", "40", "--seed", "7", "-q", "--vetting", "cookbook"]

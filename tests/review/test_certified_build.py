@@ -25,35 +25,19 @@ from qagen.publish.local_run import load_run
 from qagen.records import BuildSummary
 from qagen.review.kept_sample import KEPT_SAMPLE_FILE, kept_sample
 from qagen.review.labels import Label, LabelStore
-from standins.corpus import write_corpus
 from standins.llm.truth import is_good
+from tests.review.conftest import GOOD_RATE
 
-GOOD_RATE = 0.4
 DRAFTS = 200
 
 
 @pytest.fixture(scope="module")
-def truth_llm() -> Any:
-    from standins.llm.server import StandInLLM
-
-    with StandInLLM() as server:
-        # Every other check passes: the `supported` P(yes) alone separates good drafts from the others.
-        server.configure(logprobs=True, good_rate=GOOD_RATE, pass_rate=1.0)
-        yield server
-
-
-@pytest.fixture(scope="module")
-def big_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus", documents=72)
-
-
-@pytest.fixture(scope="module")
-def built(truth_llm: Any, big_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+def built(truth_llm: Any, truth_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     """The default build of each seed, made once for the module; a test labels and re-filters a copy (`_copy`)."""
     runs = {}
     for seed in (1, 2, 3):
         runs[seed] = tmp_path_factory.mktemp("built") / f"run{seed}"
-        _build(truth_llm, big_corpus, runs[seed], seed)
+        _build(truth_llm, truth_corpus, runs[seed], seed)
     return runs
 
 
@@ -112,7 +96,7 @@ def _summary(run: Path) -> BuildSummary:
 
 
 def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
-    truth_llm: Any, big_corpus: Path, built: dict[int, Path], tmp_path: Path
+    truth_llm: Any, truth_corpus: Path, built: dict[int, Path], tmp_path: Path
 ) -> None:
     shares: list[float] = []
     for seed in (1, 2, 3):
@@ -143,7 +127,7 @@ def test_80_labels_certify_a_set_at_least_85_percent_good_on_three_seeds(
         if seed == 1:  # the profile and the card say it beside the estimate; the build certifies alike
             assert f"certified: {claim}" in _invoke("profile", run)
             assert f"Certified: {claim}" in _card(run)
-            rebuilt = _build(truth_llm, big_corpus, run, seed, "--precision", "0.9", "--certify-on", "supported")
+            rebuilt = _build(truth_llm, truth_corpus, run, seed, "--precision", "0.9", "--certify-on", "supported")
             assert len(truth_llm.log) == calls and _summary(run).certified == certified
             assert claim in rebuilt
             assert _share_good(run) == (after, kept_after)
@@ -190,7 +174,7 @@ def test_labels_of_another_kept_set_are_stale_and_claim_nothing(built: dict[int,
 
 @pytest.mark.slow  # the 8-label test covers claiming nothing; this one a weaker score over several seeds
 def test_a_weaker_score_certifies_on_some_seeds_and_claims_nothing_on_the_others(
-    big_corpus: Path, tmp_path: Path
+    truth_corpus: Path, tmp_path: Path
 ) -> None:
     """With the others' P(yes) up to 0.97 (AUC about 0.88), 80 labels are too few on most seeds: an error sits
     among the highest scored. Where it certifies, the set it keeps holds; where it cannot, it says so."""
@@ -201,7 +185,7 @@ def test_a_weaker_score_certifies_on_some_seeds_and_claims_nothing_on_the_others
         server.configure(logprobs=True, good_rate=GOOD_RATE, pass_rate=1.0, truth_bad_high=0.97)
         for seed in range(1, 9):
             run = tmp_path / f"run{seed}"
-            _build(server, big_corpus, run, seed)
+            _build(server, truth_corpus, run, seed)
             _label_from_truth(run, 80)
             said = " ".join(_invoke("stage", "filter", run, "--precision", "0.9", "--certify-on", "supported").split())
             certified = _summary(run).certified
@@ -216,7 +200,7 @@ def test_a_weaker_score_certifies_on_some_seeds_and_claims_nothing_on_the_others
 
 
 def test_a_certified_cut_on_the_combined_score_keeps_the_drafts_at_or_above_it(
-    truth_llm: Any, big_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    truth_llm: Any, truth_corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Coefficients of the test's own that read the `supported` P(yes) alone (monotone in it): the combined
     score certifies as that P(yes) does, and the filter holds the score the build wrote to the threshold."""
@@ -239,7 +223,7 @@ def test_a_certified_cut_on_the_combined_score_keeps_the_drafts_at_or_above_it(
     score.shipped_model.cache_clear()
     try:
         run = tmp_path / "run"
-        _build(truth_llm, big_corpus, run, 1)
+        _build(truth_llm, truth_corpus, run, 1)
         _label_from_truth(run, 80)
         _invoke("stage", "filter", run, "--precision", "0.9", "--certify-on", "auto")
     finally:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from qagen.review.run_drafts import read_run_drafts
 from qagen.runs.rundir import RunDir
 from tests.review.test_certified_build import (
     DRAFTS,
-    GOOD_RATE,
     _build,
     _card,
     _invoke,
@@ -34,26 +32,10 @@ SEED = 1
 
 
 @pytest.fixture(scope="module")
-def truth_llm() -> Iterator[Any]:
-    from standins.llm.server import StandInLLM
-
-    with StandInLLM() as server:
-        server.configure(logprobs=True, good_rate=GOOD_RATE, pass_rate=1.0)
-        yield server
-
-
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from standins.corpus import write_corpus
-
-    return write_corpus(tmp_path_factory.mktemp("corpus") / "corpus", documents=72)
-
-
-@pytest.fixture(scope="module")
-def built(truth_llm: Any, corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(truth_llm: Any, truth_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The user's first build: 200 drafts, no target, nothing labelled yet (each test labels a copy)."""
     run = tmp_path_factory.mktemp("built") / "run"
-    _build(truth_llm, corpus, run, SEED)
+    _build(truth_llm, truth_corpus, run, SEED)
     return run
 
 
@@ -100,12 +82,12 @@ def _writes(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
 
 def test_80_labels_then_a_target_of_40_keeps_40_that_pass_the_certified_threshold(
-    truth_llm: Any, corpus: Path, built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    truth_llm: Any, truth_corpus: Path, built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     run = _labelled(built, tmp_path, 80)
     calls = len(truth_llm.log)
     written = _writes(monkeypatch)
-    said = _to_target(truth_llm, corpus, run, 40)
+    said = _to_target(truth_llm, truth_corpus, run, 40)
     summary = _summary(run)
     certified, target = summary.certified, summary.target
     assert certified is not None and certified.status == "certified", said
@@ -134,13 +116,13 @@ def test_80_labels_then_a_target_of_40_keeps_40_that_pass_the_certified_threshol
 
 
 def test_a_run_grown_past_its_labelled_drafts_keeps_its_certificate(
-    truth_llm: Any, corpus: Path, built: Path, tmp_path: Path
+    truth_llm: Any, truth_corpus: Path, built: Path, tmp_path: Path
 ) -> None:
     run = _labelled(built, tmp_path, 80)
     kept_from = json.loads((run / KEPT_SAMPLE_FILE).read_text(encoding="utf-8"))["kept_from"]
     assert kept_from == {"drafts": {"factoid": DRAFTS}, "target": None, "threshold": None, "cut_on": "supported"}
     calls = len(truth_llm.log)
-    said = _to_target(truth_llm, corpus, run, 90)
+    said = _to_target(truth_llm, truth_corpus, run, 90)
     summary = _summary(run)
     certified, target = summary.certified, summary.target
     assert target is not None and target.reached and target.drafts > DRAFTS, said
@@ -153,7 +135,7 @@ def test_a_run_grown_past_its_labelled_drafts_keeps_its_certificate(
     assert summary.kept_quality.stale is False and 0 < summary.kept_quality.labels <= certified.labels_above
     # Again: nothing to do, and the same certificate; re-filtered, the same.
     calls = len(truth_llm.log)
-    again = _to_target(truth_llm, corpus, run, 90)
+    again = _to_target(truth_llm, truth_corpus, run, 90)
     assert "nothing changed: dataset is up to date" in again and len(truth_llm.log) == calls
     assert _summary(run).certified == certified
     refiltered = " ".join(_invoke("stage", "filter", run, "--precision", "0.9").split())
@@ -162,10 +144,10 @@ def test_a_run_grown_past_its_labelled_drafts_keeps_its_certificate(
 
 
 def test_a_certified_target_short_of_drafts_names_the_threshold(
-    truth_llm: Any, corpus: Path, built: Path, tmp_path: Path
+    truth_llm: Any, truth_corpus: Path, built: Path, tmp_path: Path
 ) -> None:
     run = _labelled(built, tmp_path, 80)
-    said = _to_target(truth_llm, corpus, run, 40, "--max-drafts", 50)
+    said = _to_target(truth_llm, truth_corpus, run, 40, "--max-drafts", 50)
     summary = _summary(run)
     certified, target = summary.certified, summary.target
     assert certified is not None and certified.threshold is not None
@@ -177,10 +159,10 @@ def test_a_certified_target_short_of_drafts_names_the_threshold(
 
 
 def test_8_labels_claim_nothing_and_reach_the_target_at_the_checks_own_cuts(
-    truth_llm: Any, corpus: Path, built: Path, tmp_path: Path
+    truth_llm: Any, truth_corpus: Path, built: Path, tmp_path: Path
 ) -> None:
     run = _labelled(built, tmp_path, 8)
-    said = _to_target(truth_llm, corpus, run, 40)
+    said = _to_target(truth_llm, truth_corpus, run, 40)
     summary = _summary(run)
     certified, target = summary.certified, summary.target
     assert certified is not None and (certified.status, certified.threshold, certified.labels) == ("too_few", None, 8)
@@ -195,17 +177,17 @@ def test_8_labels_claim_nothing_and_reach_the_target_at_the_checks_own_cuts(
 
 
 def test_a_dry_run_sizes_the_rounds_at_the_certified_threshold(
-    truth_llm: Any, corpus: Path, built: Path, tmp_path: Path
+    truth_llm: Any, truth_corpus: Path, built: Path, tmp_path: Path
 ) -> None:
     """At the checks' own cuts the 200 drafts made hold 90 passing ones; at the certified threshold they do not."""
     run = _labelled(built, tmp_path, 80)
     calls = len(truth_llm.log)
     plain = _invoke(
-        "build", corpus, "--out", run, "--generator-model", "openai:stand-in", "--base-url", truth_llm.base_url,
+        "build", truth_corpus, "--out", run, "--generator-model", "openai:stand-in", "--base-url", truth_llm.base_url,
         "--target", 90, "--chunk-size", 400, "--chunk-overlap", 40, "--seed", SEED, "--dedup-embeddings", "none", "-q",
         "--dry-run",
     )  # fmt: skip
-    certified = _to_target(truth_llm, corpus, run, 90, "--dry-run")
+    certified = _to_target(truth_llm, truth_corpus, run, 90, "--dry-run")
     assert len(truth_llm.log) == calls
     assert "drafts to make 0 (already made: " in " ".join(plain.split())
     made = certified.split("drafts to make ")[1].split(" ")[0]
