@@ -75,14 +75,28 @@ def leaks(*places: Path | str) -> list[str]:
     return found
 
 
-def test_no_secret_in_the_outputs_of_a_build_and_an_evaluation(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
+def built_here(llm: StandInLLM, corpus: Path, out: Path, *, key: str) -> Path:
+    """A finished run made in this process (a test whose subject is the evaluation after it: a second
+    `qagen` process would only cost its start-up)."""
+    args = ["build", str(corpus), "--out", str(out), "--generator-model", "openai:stand-in"]
+    args += ["--base-url", llm.base_url, "-n", "20", "--chunk-size", "400", "--chunk-overlap", "40", "-q"]
+    assert CliRunner().invoke(main, args, env={"OPENAI_API_KEY": key}, catch_exceptions=False).exit_code == 0
+    return out
+
+
+def test_no_secret_in_the_outputs_of_a_build(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
     llm.configure(api_key=OPENAI_KEY)
     built = build(llm, corpus, tmp_path / "run", key=OPENAI_KEY)
     assert built.returncode == 0, built.stderr
-    evaluated = evaluate(llm, tmp_path / "run", corpus, tmp_path / "eval", key=OPENAI_KEY)
+    assert leaks(tmp_path / "run", built.stdout, built.stderr) == []
+
+
+def test_no_secret_in_the_outputs_of_an_evaluation(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
+    llm.configure(api_key=OPENAI_KEY)
+    run = built_here(llm, corpus, tmp_path / "run", key=OPENAI_KEY)
+    evaluated = evaluate(llm, run, corpus, tmp_path / "eval", key=OPENAI_KEY)
     assert evaluated.returncode == 0, evaluated.stderr
-    outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
-    assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
+    assert leaks(tmp_path / "eval", evaluated.stdout, evaluated.stderr) == []
 
 
 @pytest.mark.slow
@@ -103,20 +117,32 @@ def test_a_rejected_key_quoted_back_by_the_server_is_not_shown(llm: StandInLLM, 
     assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
 
 
-def test_keys_quoted_in_error_bodies_stay_out_of_failed_rows(llm: StandInLLM, corpus: Path, tmp_path: Path) -> None:
-    # A fifth of the calls fail for good with a 500 or 429 whose message quotes the key: their
-    # failed records keep the error detail, which must be scrubbed.
-    llm.configure(api_key=LOCAL_KEY, echo_key=True, fault_rate=0.2, fault_kinds=["500", "429"], fault_attempts=99)
+# A fifth of the calls fail for good with a 500 or 429 whose message quotes the key: their failed
+# records keep the error detail, which must be scrubbed. No retries: a 429 the stand-in repeats would
+# only be waited out (its backoff), not scrubbed.
+QUOTING_FAULTS = {"echo_key": True, "fault_rate": 0.2, "fault_kinds": ["500", "429"], "fault_attempts": 99}
+
+
+def test_keys_quoted_in_error_bodies_stay_out_of_a_builds_failed_rows(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(api_key=LOCAL_KEY, **QUOTING_FAULTS)
     built = build(llm, corpus, tmp_path / "run", "--max-retries", "0", key=LOCAL_KEY)
     assert built.returncode == 0, built.stderr
     assert "api_error" in built.stdout  # the failures are really there, with their details
-    # No retries either: a 429 the stand-in repeats would only be waited out (its backoff), not scrubbed.
-    evaluated = evaluate(
-        llm, tmp_path / "run", corpus, tmp_path / "eval", "--set", "calls.max_retries=0", key=LOCAL_KEY
-    )
+    assert leaks(tmp_path / "run", built.stdout, built.stderr) == []
+
+
+def test_keys_quoted_in_error_bodies_stay_out_of_an_evaluations_failed_rows(
+    llm: StandInLLM, corpus: Path, tmp_path: Path
+) -> None:
+    llm.configure(api_key=LOCAL_KEY)
+    run = built_here(llm, corpus, tmp_path / "run", key=LOCAL_KEY)
+    llm.configure(api_key=LOCAL_KEY, **QUOTING_FAULTS)
+    evaluated = evaluate(llm, run, corpus, tmp_path / "eval", "--set", "calls.max_retries=0", key=LOCAL_KEY)
     assert evaluated.returncode == 0, evaluated.stderr
-    outputs = [built.stdout, built.stderr, evaluated.stdout, evaluated.stderr]
-    assert leaks(tmp_path / "run", tmp_path / "eval", *outputs) == []
+    assert "api_error" in evaluated.stdout  # the failures are really there, with their details
+    assert leaks(tmp_path / "eval", evaluated.stdout, evaluated.stderr) == []
 
 
 # Per-role servers: the critics' and the judges' keys in variables of the user's choosing, which
