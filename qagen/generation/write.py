@@ -119,7 +119,7 @@ def save_outputs(
     from datasets.arrow_writer import ArrowWriter
 
     columns = {"extra_critics": extra_critics, "mixed": mixed}
-    every_columns, kept_columns = set(row_columns(CandidateRow, **columns)), set(row_columns(DatasetRow, **columns))
+    every_columns, kept_columns = set(row_columns(CandidateRow, **columns)), row_columns(DatasetRow, **columns)
     every_features, kept_features = row_features(CandidateRow, **columns), row_features(DatasetRow, **columns)
     every_folder, kept_folder = _temporary(candidates_dir), _temporary(dataset_dir)
     with writing(candidates_dir), _quiet_datasets():
@@ -132,9 +132,10 @@ def save_outputs(
                 ArrowWriter(features=kept_features, path=str(kept_folder / DATA_FILE), **_BATCHES) as kept,
             ):
                 for candidate in candidates:
-                    every.write(candidate.model_dump(include=every_columns))
+                    row = candidate.model_dump(include=every_columns)
+                    every.write(row)
                     if candidate.status == "kept":
-                        kept.write(candidate.dataset_row().model_dump(include=kept_columns))
+                        kept.write(kept_row(row, kept_columns))
                 every.finalize()
                 kept.finalize()
             _write_metadata(every_folder)
@@ -144,6 +145,16 @@ def save_outputs(
         finally:
             shutil.rmtree(every_folder, ignore_errors=True)
             shutil.rmtree(kept_folder, ignore_errors=True)
+
+
+def kept_row(row: dict[str, Any], kept_columns: Collection[str]) -> dict[str, Any]:
+    """A kept candidate's dataset row (`CandidateRow.dataset_row`, dumped) from its dumped candidate row:
+    the dataset's columns of it, its critics' replies left out of `extra_critics`. Made from the dump the
+    candidates' file is written from, not by dumping, validating and dumping the candidate again."""
+    kept = {name: row[name] for name in kept_columns}
+    if EXTRA_CRITICS in kept:
+        kept[EXTRA_CRITICS] = tuple({k: v for k, v in reply.items() if k != "raw"} for reply in kept[EXTRA_CRITICS])
+    return kept
 
 
 _BATCHES: dict[str, Any] = {"writer_batch_size": 1000, "embed_local_files": True}
