@@ -62,6 +62,17 @@ def column_features(row_type: type[BaseModel], omit: Collection[str] = ()) -> di
     }
 
 
+def _holds_records(annotation: Any) -> bool:
+    """Whether a row field is a tuple of records (a list of structs in the dataset)."""
+    item, *rest = get_args(annotation) or (None,)
+    return (
+        get_origin(annotation) is tuple
+        and rest == [Ellipsis]
+        and isinstance(item, type)
+        and issubclass(item, BaseModel)
+    )
+
+
 def dataset_feature(name: str, annotation: Any) -> Feature:
     """The `datasets` feature of a row field: `int` and `int | None` are int64, `bool` bool, `float` and
     `float | None` float64; `str`, `str | None` and
@@ -119,7 +130,7 @@ def save_outputs(
     from datasets.arrow_writer import ArrowWriter
 
     columns = {"extra_critics": extra_critics, "mixed": mixed}
-    every_columns, kept_columns = set(row_columns(CandidateRow, **columns)), row_columns(DatasetRow, **columns)
+    every_columns, kept_columns = row_columns(CandidateRow, **columns), row_columns(DatasetRow, **columns)
     every_features, kept_features = row_features(CandidateRow, **columns), row_features(DatasetRow, **columns)
     every_folder, kept_folder = _temporary(candidates_dir), _temporary(dataset_dir)
     with writing(candidates_dir), _quiet_datasets():
@@ -128,16 +139,17 @@ def save_outputs(
                 shutil.rmtree(folder, ignore_errors=True)
                 folder.mkdir(parents=True)
             with (
-                ArrowWriter(features=every_features, path=str(every_folder / DATA_FILE), **_BATCHES) as every,
-                ArrowWriter(features=kept_features, path=str(kept_folder / DATA_FILE), **_BATCHES) as kept,
+                ArrowWriter(features=every_features, path=str(every_folder / DATA_FILE), **_BATCHES) as every_writer,
+                ArrowWriter(features=kept_features, path=str(kept_folder / DATA_FILE), **_BATCHES) as kept_writer,
             ):
+                every, kept = _Batches(every_writer, every_columns), _Batches(kept_writer, kept_columns)
                 for candidate in candidates:
-                    row = candidate.model_dump(include=every_columns)
-                    every.write(row)
+                    row = dumped(candidate, every_columns)
+                    every.add(row)
                     if candidate.status == "kept":
-                        kept.write(kept_row(row, kept_columns))
-                every.finalize()
-                kept.finalize()
+                        kept.add(kept_row(row, kept_columns))
+                every.finish()
+                kept.finish()
             _write_metadata(every_folder)
             _write_metadata(kept_folder)
             _swap_in(every_folder, candidates_dir)
@@ -145,6 +157,49 @@ def save_outputs(
         finally:
             shutil.rmtree(every_folder, ignore_errors=True)
             shutil.rmtree(kept_folder, ignore_errors=True)
+
+
+_RECORD_LISTS = frozenset(name for name, info in CandidateRow.model_fields.items() if _holds_records(info.annotation))
+"""The row columns that hold records (a list of structs: `extra_critics`), which a dump turns into dicts."""
+
+
+def dumped(candidate: CandidateRow, columns: Iterable[str]) -> dict[str, Any]:
+    """`candidate.model_dump(include=columns)`, in the order of `columns`, read from its fields: the rows'
+    fields are values a dump gives as they are (text, numbers, None, tuples of them), but for the
+    records of `_RECORD_LISTS`, dumped; a dump of the whole row walks every field's serializer."""
+    fields = candidate.__dict__
+    row = {name: fields[name] for name in columns}
+    for name in _RECORD_LISTS.intersection(row):
+        row[name] = tuple(record.model_dump() for record in row[name])
+    return row
+
+
+class _Batches:
+    """Rows gathered column by column and handed to an `ArrowWriter` a batch at a time, as its `write` gathers
+    them (the same columns, the same batches, so the same file), without its pass over every row's every value."""
+
+    def __init__(self, writer: Any, columns: list[str]) -> None:
+        self._writer = writer
+        self._columns: dict[str, list[Any]] = {name: [] for name in columns}
+        self._rows = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        for name, values in self._columns.items():
+            values.append(row[name])
+        self._rows += 1
+        if self._rows == _BATCHES["writer_batch_size"]:
+            self._write()
+
+    def finish(self) -> None:
+        """Write the last batch and close the file."""
+        self._write()
+        self._writer.finalize()
+
+    def _write(self) -> None:
+        if self._rows:
+            self._writer.write_batch(self._columns)
+            self._columns = {name: [] for name in self._columns}
+            self._rows = 0
 
 
 def kept_row(row: dict[str, Any], kept_columns: Collection[str]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from datasets import Dataset, List, Value, load_from_disk
 from pydantic import BaseModel
 
-from qagen.generation.write import DATA_FILE, kept_row, row_columns, row_features, save_outputs
+from qagen.generation.write import DATA_FILE, dumped, kept_row, row_columns, row_features, save_outputs
 from qagen.records import PASSAGE_COLUMNS, CandidateRow, CriticReply, DatasetRow
 
 COOKBOOK = [
@@ -167,8 +167,9 @@ def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> Non
 
 @pytest.mark.parametrize("mixed", [False, True])
 @pytest.mark.parametrize("extra_critics", [False, True])
-def test_a_kept_row_from_the_candidates_dump_is_its_dataset_row_dumped(extra_critics: bool, mixed: bool) -> None:
-    """`kept_row` (what the final write writes) against the record's own `dataset_row`, dumped."""
+def test_the_rows_written_are_the_records_dumps(extra_critics: bool, mixed: bool) -> None:
+    """`dumped` and `kept_row` (what the final write writes) against the records' own dumps: the candidate's,
+    and its `dataset_row`'s."""
     replies = (
         CriticReply(
             name="specificity", score=2, eval="Vague.", prompt_hash="p", raw="Evaluation: Vague.",
@@ -183,7 +184,9 @@ def test_a_kept_row_from_the_candidates_dump_is_its_dataset_row_dumped(extra_cri
         _candidate(extra_critics=replies, question_type="multi_hop", contexts=("a", "b"), chunk_ids=("c1", "c2")),
         _candidate(question=None, answer=None, copied_share=0.5, bm25_rank=3, evidence_match="exact"),
     ):
-        row = candidate.model_dump(include=set(row_columns(CandidateRow, **columns)))
+        every_columns = row_columns(CandidateRow, **columns)
+        row = dumped(candidate, every_columns)
+        assert row == candidate.model_dump(include=set(every_columns)) and list(row) == every_columns
         expected = candidate.dataset_row().model_dump(include=set(kept_columns))
         assert kept_row(row, kept_columns) == expected
         assert list(kept_row(row, kept_columns)) == kept_columns
