@@ -136,15 +136,6 @@ class Tokens(NamedTuple):
     output_tokens: int = 0
     cached_input_tokens: int = 0
 
-    def plus(self, usage: Usage) -> Tokens:
-        """These counts and one more call's."""
-        return Tokens(
-            self.calls + 1,
-            self.input_tokens + usage.input_tokens,
-            self.output_tokens + usage.output_tokens,
-            self.cached_input_tokens + usage.cached_input_tokens,
-        )
-
     @property
     def usage(self) -> Usage:
         """The tokens alone."""
@@ -161,11 +152,6 @@ class Paid(NamedTuple):
 
     online: Tokens = Tokens()
     batched: Tokens = Tokens()
-
-    def plus(self, in_batch: bool, usage: Usage) -> Paid:
-        if in_batch:
-            return self._replace(batched=self.batched.plus(usage))
-        return self._replace(online=self.online.plus(usage))
 
     @property
     def total(self) -> Tokens:
@@ -256,11 +242,29 @@ class Ledger:
         of them counts), those whose record ids are in `batched` (the run's batch journal) apart;
         counted up as the records are gone through, not listed (a build of 100,000 drafts pays for
         about 280,000 calls)."""
-        drafts, critiques = Paid(), Paid()
+        drafts, critiques = _PaidSums(), _PaidSums()
         for key, draft in self.drafts.items():
             if draft.paid and (draft_ids is None or key in draft_ids):
-                drafts = drafts.plus(key in batched, _usage(draft))
+                drafts.add(key in batched, draft)
         for key, critique in self.critiques.items():
             if critique.paid and (draft_ids is None or critique.draft_id in draft_ids):
-                critiques = critiques.plus(key in batched, _usage(critique))
-        return drafts, critiques
+                critiques.add(key in batched, critique)
+        return drafts.paid(), critiques.paid()
+
+
+class _PaidSums:
+    """`Paid` counted up in plain integers, one call's state at a time (a `Usage` and two tuples made for
+    each of a build's records were a fifth of the count's CPU)."""
+
+    def __init__(self) -> None:
+        self._sums = {False: [0, 0, 0, 0], True: [0, 0, 0, 0]}  # by `in_batch`: calls and `Tokens`' three counts
+
+    def add(self, in_batch: bool, state: DraftState | CritiqueState) -> None:
+        sums = self._sums[in_batch]
+        sums[0] += 1
+        sums[1] += state.input_tokens
+        sums[2] += state.output_tokens
+        sums[3] += state.cached_input_tokens
+
+    def paid(self) -> Paid:
+        return Paid(online=Tokens(*self._sums[False]), batched=Tokens(*self._sums[True]))
