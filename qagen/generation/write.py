@@ -7,6 +7,7 @@ import shutil
 import types
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -143,11 +144,12 @@ def save_outputs(
                 ArrowWriter(features=kept_features, path=str(kept_folder / DATA_FILE), **_BATCHES) as kept_writer,
             ):
                 every, kept = _Batches(every_writer, every_columns), _Batches(kept_writer, kept_columns)
+                values = RowValues(every_columns, kept_columns)
                 for candidate in candidates:
-                    row = dumped(candidate, every_columns)
+                    row = values.candidate(candidate)
                     every.add(row)
                     if candidate.status == "kept":
-                        kept.add(kept_row(row, kept_columns))
+                        kept.add(values.kept(row))
                 every.finish()
                 kept.finish()
             _write_metadata(every_folder)
@@ -159,35 +161,56 @@ def save_outputs(
             shutil.rmtree(kept_folder, ignore_errors=True)
 
 
-_RECORD_LISTS = frozenset(name for name, info in CandidateRow.model_fields.items() if _holds_records(info.annotation))
-"""The row columns that hold records (a list of structs: `extra_critics`), which a dump turns into dicts."""
+class RowValues:
+    """A candidate's values in the order of the columns written (`row_columns`), read from its fields: the
+    rows' fields are values a dump gives as they are (text, numbers, None, tuples of them), but for the
+    tuples of records (`extra_critics`), dumped; a dump of the whole row walks every field's serializer.
+
+    `candidate(row)` is `row.model_dump(include=...)`'s values in column order, `kept(values)` those of
+    the kept row's `dataset_row().model_dump(include=...)` taken from them (its critics' replies left out
+    of `extra_critics`), not by dumping, validating and dumping the candidate again."""
+
+    def __init__(self, candidate_columns: list[str], kept_columns: list[str]) -> None:
+        self._fields = itemgetter(*candidate_columns)
+        self._records = [at for at, name in enumerate(candidate_columns) if _holds_records(_ANNOTATIONS[name])]
+        self._kept = itemgetter(*(candidate_columns.index(name) for name in kept_columns))
+        self._kept_records = [at for at, name in enumerate(kept_columns) if _holds_records(_ANNOTATIONS[name])]
+
+    def candidate(self, row: CandidateRow) -> tuple[Any, ...]:
+        values = self._fields(row.__dict__)
+        if not self._records:
+            return values  # type: ignore[no-any-return]
+        dumped = list(values)
+        for at in self._records:
+            dumped[at] = tuple(record.model_dump() for record in dumped[at])
+        return tuple(dumped)
+
+    def kept(self, candidate_values: tuple[Any, ...]) -> tuple[Any, ...]:
+        values = self._kept(candidate_values)
+        if not self._kept_records:
+            return values  # type: ignore[no-any-return]
+        kept = list(values)
+        for at in self._kept_records:
+            kept[at] = tuple({k: v for k, v in reply.items() if k != "raw"} for reply in kept[at])
+        return tuple(kept)
 
 
-def dumped(candidate: CandidateRow, columns: Iterable[str]) -> dict[str, Any]:
-    """`candidate.model_dump(include=columns)`, in the order of `columns`, read from its fields: the rows'
-    fields are values a dump gives as they are (text, numbers, None, tuples of them), but for the
-    records of `_RECORD_LISTS`, dumped; a dump of the whole row walks every field's serializer."""
-    fields = candidate.__dict__
-    row = {name: fields[name] for name in columns}
-    for name in _RECORD_LISTS.intersection(row):
-        row[name] = tuple(record.model_dump() for record in row[name])
-    return row
+_ANNOTATIONS = {name: info.annotation for name, info in CandidateRow.model_fields.items()}
 
 
 class _Batches:
-    """Rows gathered column by column and handed to an `ArrowWriter` a batch at a time, as its `write` gathers
-    them (the same columns, the same batches, so the same file), without its pass over every row's every value."""
+    """Rows handed to an `ArrowWriter` a batch of columns at a time, in the batches its `write` makes (the same
+    columns, the same batches, so the same file), without its pass over every row's every value."""
 
     def __init__(self, writer: Any, columns: list[str]) -> None:
         self._writer = writer
-        self._columns: dict[str, list[Any]] = {name: [] for name in columns}
-        self._rows = 0
+        self._columns = columns
+        self._rows: list[tuple[Any, ...]] = []
 
-    def add(self, row: dict[str, Any]) -> None:
-        for name, values in self._columns.items():
-            values.append(row[name])
-        self._rows += 1
-        if self._rows == _BATCHES["writer_batch_size"]:
+    def add(self, values: tuple[Any, ...]) -> None:
+        """A row's values, in the order of the columns."""
+        self._rows.append(values)
+        if len(self._rows) == _BATCHES["writer_batch_size"]:
             self._write()
 
     def finish(self) -> None:
@@ -197,19 +220,11 @@ class _Batches:
 
     def _write(self) -> None:
         if self._rows:
-            self._writer.write_batch(self._columns)
-            self._columns = {name: [] for name in self._columns}
-            self._rows = 0
-
-
-def kept_row(row: dict[str, Any], kept_columns: Collection[str]) -> dict[str, Any]:
-    """A kept candidate's dataset row (`CandidateRow.dataset_row`, dumped) from its dumped candidate row:
-    the dataset's columns of it, its critics' replies left out of `extra_critics`. Made from the dump the
-    candidates' file is written from, not by dumping, validating and dumping the candidate again."""
-    kept = {name: row[name] for name in kept_columns}
-    if EXTRA_CRITICS in kept:
-        kept[EXTRA_CRITICS] = tuple({k: v for k, v in reply.items() if k != "raw"} for reply in kept[EXTRA_CRITICS])
-    return kept
+            by_column = zip(*self._rows, strict=True)
+            self._writer.write_batch(
+                {name: list(values) for name, values in zip(self._columns, by_column, strict=True)}
+            )
+            self._rows = []
 
 
 _BATCHES: dict[str, Any] = {"writer_batch_size": 1000, "embed_local_files": True}

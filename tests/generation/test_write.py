@@ -10,7 +10,7 @@ import pytest
 from datasets import Dataset, List, Value, load_from_disk
 from pydantic import BaseModel
 
-from qagen.generation.write import DATA_FILE, dumped, kept_row, row_columns, row_features, save_outputs
+from qagen.generation.write import DATA_FILE, RowValues, row_columns, row_features, save_outputs
 from qagen.records import PASSAGE_COLUMNS, CandidateRow, CriticReply, DatasetRow
 
 COOKBOOK = [
@@ -168,8 +168,8 @@ def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> Non
 @pytest.mark.parametrize("mixed", [False, True])
 @pytest.mark.parametrize("extra_critics", [False, True])
 def test_the_rows_written_are_the_records_dumps(extra_critics: bool, mixed: bool) -> None:
-    """`dumped` and `kept_row` (what the final write writes) against the records' own dumps: the candidate's,
-    and its `dataset_row`'s."""
+    """`RowValues` (what the final write writes) against the records' own dumps: the candidate's, and its
+    `dataset_row`'s."""
     replies = (
         CriticReply(
             name="specificity", score=2, eval="Vague.", prompt_hash="p", raw="Evaluation: Vague.",
@@ -185,11 +185,11 @@ def test_the_rows_written_are_the_records_dumps(extra_critics: bool, mixed: bool
         _candidate(question=None, answer=None, copied_share=0.5, bm25_rank=3, evidence_match="exact"),
     ):
         every_columns = row_columns(CandidateRow, **columns)
-        row = dumped(candidate, every_columns)
-        assert row == candidate.model_dump(include=set(every_columns)) and list(row) == every_columns
+        values = RowValues(every_columns, kept_columns)
+        row = values.candidate(candidate)
+        assert dict(zip(every_columns, row, strict=True)) == candidate.model_dump(include=set(every_columns))
         expected = candidate.dataset_row().model_dump(include=set(kept_columns))
-        assert kept_row(row, kept_columns) == expected
-        assert list(kept_row(row, kept_columns)) == kept_columns
+        assert dict(zip(kept_columns, values.kept(row), strict=True)) == expected
 
 
 @pytest.mark.parametrize("extra_critics", [False, True])
