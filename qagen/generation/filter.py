@@ -12,7 +12,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex, RankQuery
-from qagen.generation.checks.easiness import copied_share, extractive_share, restated_share
+from qagen.generation.checks.easiness import shares
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.compose import ended_by_part
 from qagen.generation.critique import Drafted
@@ -180,7 +180,7 @@ class _Quality(NamedTuple):
     copied_share: float | None
     bm25_rank: int | None
     answer_shares: Mapping[str, float | None]
-    """`extractive_share` and `restated_share` (`_answer_signals`), as the row shows them."""
+    """`extractive_share` and `restated_share` (`checks.easiness.shares`), as the row shows them."""
 
     def in_document(self, first: Chunk, offset: int | None) -> int | None:
         """An evidence offset as an offset in the first passage's document (`source_doc`, whose offsets
@@ -294,8 +294,9 @@ class Assembler:
             checked = part_checks or self.tasks.precheck(draft, item, config)
             # A draft its parts ended shows no question to rank (one composed all the same is not shown).
             rank = self.ranks[position] if self.ranks is not None and part_checks is None else None
-            answer = _answer_signals(draft, item)
-            quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank, answer)
+            found = shares(draft.question or "", draft.answer or "", [passage.text for passage in item.chunks])
+            answer = {"extractive_share": _rounded(found.extractive), "restated_share": _rounded(found.restated)}
+            quality = _Quality(checked.evidence, checked.passage or item.first, found.copied, rank, answer)
             # The build's free checks, then the type's own: either rejects before any critic is asked.
             reason = checked.reason or (None if part_checks else tasks.check(draft, item))
             if reason in TOO_LONG_REASONS:
@@ -338,11 +339,6 @@ class Assembler:
     def by_type(self) -> dict[str, TypeFunnel]:
         """The funnel of each question type of the build, in the order of its `question_types`."""
         return self.counts.by_type()
-
-
-def _copied(draft: Draft, item: Passages) -> float | None:
-    """How much of the draft's question its first passage spells out (`copied_share`)."""
-    return copied_share(draft.question or "", item.first.text)
 
 
 def rank_queries(sample: Sample, drafts: Records[Draft], tasks: BuildTasks) -> Iterator[RankQuery]:
@@ -569,16 +565,9 @@ def _candidate(
     )
 
 
-def _answer_signals(draft: Draft | None, item: Passages) -> dict[str, float | None]:
-    """How much of a usable draft's answer its passages spell out, and its question already says."""
-    if draft is None:
-        return {"extractive_share": None, "restated_share": None}
-    answer = draft.answer or ""
-    found = {
-        "extractive_share": extractive_share(answer, [passage.text for passage in item.chunks]),
-        "restated_share": restated_share(draft.question or "", answer),
-    }
-    return {name: None if share is None else round(share, 4) for name, share in found.items()}
+def _rounded(share: float | None) -> float | None:
+    """A share as the row shows it."""
+    return None if share is None else round(share, 4)
 
 
 _DECISION = {"measured_as", "measurement", "cut", "passed"}
