@@ -194,10 +194,15 @@ class _Shown(NamedTuple):
     """One of the build's critics as a question type's rows show it."""
 
     name: str
-    own_columns: bool
-    """Its columns are its own (`<name>_score`, ...): else it is an entry of `extra_critics`."""
+    own_columns: tuple[str, ...] | None
+    """Its own columns (`<name>_score`, `_eval`, `_measurement`, `_passed`, `_prompt_hash`, `_raw`); None: it is
+    an entry of `extra_critics`."""
     prompt_hash: str | None
     """Its prompt's hash for the type; None: the type is not vetted by it."""
+
+
+_OWN_COLUMNS = ("score", "eval", "measurement", "passed", "prompt_hash", "raw")
+"""The columns of a critic with columns of its own, after its name (`CriticSpec.own_columns`)."""
 
 
 _NOT_MEASURED = _Quality(None, None, None, None, MappingProxyType({"extractive_share": None, "restated_share": None}))
@@ -244,7 +249,11 @@ class Assembler:
         # not asked of it), found once, not for each row.
         self._shown = {
             name: tuple(
-                _Shown(spec.name, spec.own_columns, task.prompt.hash if (task := typed.critic(spec.name)) else None)
+                _Shown(
+                    spec.name,
+                    tuple(f"{spec.name}_{column}" for column in _OWN_COLUMNS) if spec.own_columns else None,
+                    task.prompt.hash if (task := typed.critic(spec.name)) else None,
+                )
                 for spec in specs
             )
             for name, typed in tasks.types.items()
@@ -510,17 +519,11 @@ def _candidate(
         score = _score(critique)
         rationale, raw = (critique.rationale, critique.raw) if critique else (None, None)
         verdict = fate.verdicts.get(name)
-        if own_columns:
-            columns |= {
-                f"{name}_score": score,
-                f"{name}_eval": rationale,
-                f"{name}_measurement": verdict.measurement if verdict else None,
-                f"{name}_passed": verdict.passed if verdict else None,
-                f"{name}_prompt_hash": prompt_hash,
-                f"{name}_raw": raw,
-            }
+        if own_columns is not None:
+            measurement, passed = (verdict.measurement, verdict.passed) if verdict else (None, None)
+            columns.update(zip(own_columns, (score, rationale, measurement, passed, prompt_hash, raw), strict=True))
         elif prompt_hash is not None:  # a critic that does not vet this type has no verdict to show
-            decided = {} if verdict is None else verdict.model_dump(include=_DECISION)
+            decided = {} if verdict is None else {field: getattr(verdict, field) for field in _DECISION}
             extra.append(
                 CriticReply(name=name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw, **decided)
             )
@@ -570,7 +573,7 @@ def _rounded(share: float | None) -> float | None:
     return None if share is None else round(share, 4)
 
 
-_DECISION = {"measured_as", "measurement", "cut", "passed"}
+_DECISION = ("measured_as", "measurement", "cut", "passed")
 """What `extra_critics` shows of a verdict beside the written word."""
 
 
