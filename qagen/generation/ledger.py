@@ -24,6 +24,7 @@ from qagen.failures import Failure
 from qagen.records import Critique, Draft, Usage
 from qagen.runs.record_index import RecordIndex
 from qagen.runs.rundir import RunDir
+from qagen.runs.scratch import KeySet
 from qagen.runs.store import RecordLog
 
 R = TypeVar("R", bound=BaseModel)
@@ -162,6 +163,9 @@ class _State(Protocol):
     @property
     def retry(self) -> bool: ...
 
+    @property
+    def paid(self) -> bool: ...
+
 
 S = TypeVar("S", bound=_State)
 
@@ -243,13 +247,30 @@ class Ledger:
         counted up as the records are gone through, not listed (a build of 100,000 drafts pays for
         about 280,000 calls)."""
         drafts, critiques = _PaidSums(), _PaidSums()
-        for key, draft in self.drafts.items():
-            if draft.paid and (draft_ids is None or key in draft_ids):
-                drafts.add(key in batched, draft)
-        for key, critique in self.critiques.items():
-            if critique.paid and (draft_ids is None or critique.draft_id in draft_ids):
-                critiques.add(key in batched, critique)
+        for key, draft in _paid_of(self.drafts.items(), lambda key, _: key, draft_ids):
+            drafts.add(key in batched, draft)
+        for key, critique in _paid_of(self.critiques.items(), lambda _, critique: critique.draft_id, draft_ids):
+            critiques.add(key in batched, critique)
         return drafts.paid(), critiques.paid()
+
+
+_ASKED_AT_ONCE = 1000
+"""Records whose drafts are looked for in a `KeySet` of draft ids in one statement (`_paid_of`)."""
+
+
+def _paid_of(
+    states: Iterable[tuple[str, S]], draft_of: Callable[[str, S], str], draft_ids: Container[str] | None
+) -> Iterator[tuple[str, S]]:
+    """The records paid for (`paid`) of the drafts `draft_ids` names (None: every draft), a record's draft
+    found by `draft_of(key, state)`; a `KeySet` of them asked a batch of records at a time."""
+    paid = ((key, state) for key, state in states if state.paid)
+    if draft_ids is None:
+        yield from paid
+        return
+    while batch := list(itertools.islice(paid, _ASKED_AT_ONCE)):
+        drafts = [draft_of(key, state) for key, state in batch]
+        asked = draft_ids.among(drafts) if isinstance(draft_ids, KeySet) else draft_ids
+        yield from (record for record, draft in zip(batch, drafts, strict=True) if draft in asked)
 
 
 class _PaidSums:

@@ -5,14 +5,17 @@ critics after a rejection (seen on a real model: a "Yes" at P(yes) 0.63, read ba
 from __future__ import annotations
 
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from qagen.config import BuildConfig, CorpusSettings
+from qagen.generation import ledger as ledger_module
 from qagen.generation.ledger import Ledger
 from qagen.generation.tasks import stops_the_critics
 from qagen.generation.vetting import vet
 from qagen.records import Critique, Draft
+from qagen.runs.scratch import KeySet
 from qagen.runs.store import RecordLog
 
 # Each verdict's written score says the opposite of what its measurement says.
@@ -90,6 +93,12 @@ def test_the_calls_paid_for_are_counted_as_the_records_say(tmp_path: Path) -> No
             drafts_paid, critiques_paid = ledger.paid_for(asked, batched)
             assert drafts_paid == expected(drafts, asked, batched)
             assert critiques_paid == expected(critiques, asked, batched)
+            if asked is not None:  # the final write's ids are a set on disk, asked a batch of records at a time
+                on_disk = KeySet("the drafts asked for")
+                for draft_id in asked:
+                    on_disk.add(draft_id)
+                with mock.patch.object(ledger_module, "_ASKED_AT_ONCE", 3):
+                    assert ledger.paid_for(on_disk, batched) == (drafts_paid, critiques_paid)
         # d1 and d5 got no reply, d6 is a pair of d0's reply (a refusal is a reply: paid for).
         assert ledger.paid_for(None, set())[0].online.calls == 5
     finally:
