@@ -139,3 +139,28 @@ def test_a_readers_agreement_is_judged_when_filtering() -> None:
     assert passed(read(1, READER_AGREEMENT, "git gc"))  # the stored score does not decide
     assert not passed(read(5, READER_AGREEMENT - 0.01, "git gc"))
     assert not passed(read(1, None, None))  # no answer found: its written verdict
+
+
+def test_a_vetter_decides_as_vet_with_each_builds_cuts() -> None:
+    """`Vetter` (the final write's, each check's spec and cut found once) against `vet` itself, critique by
+    critique, under settings that move the cuts; one vetter per settings."""
+    from qagen.generation.vetting import Vetter, vet
+    from qagen.records import Critique
+
+    critiques = [
+        Critique(
+            id=f"c{n}", model="m", draft_id="d", criterion=criterion, prompt_hash="h", score=score,
+            probability=probability, agreement=agreement, rationale="git gc",
+        )
+        for n, (criterion, score, probability, agreement) in enumerate([
+            ("supported", 5, 0.63, None), ("supported", 1, 0.81, None), ("supported", 5, None, None),
+            ("reader", 5, None, 0.2), ("reader", 1, None, 0.7), ("clear", 5, 0.69, None),
+            ("relevance", 4, 3.62, None), ("relevance", 3, None, None), ("groundedness", 4, None, None),
+        ])
+    ]  # fmt: skip
+    for changes in ({}, {"cuts": {"supported": 0.9, "reader": 0.1}, "min_scores": {"relevance": 3}}):
+        config = _config(critics=["reader", "clear", "supported"], **changes)
+        vetter = Vetter(config)
+        for critique in critiques * 2:  # (the second time from what the first found)
+            assert vetter.vet(critique) == vet(config, critique), (changes, critique.id)
+            assert vetter.spec(critique.criterion) == config.critic_registry().get(critique.criterion)

@@ -97,13 +97,18 @@ class _Corpus:
     def __len__(self) -> int:
         return len(self.lengths)
 
-    def position(self, chunk_id: str) -> int | None:
-        """The chunk's position in the corpus (the later one of a repeated id); None when not indexed."""
-        wanted = chunk_id.encode("utf-8")
-        found = int(np.searchsorted(self._sorted, wanted, side="right")) - 1
-        if found < 0 or self._sorted[found] != wanted:
-            return None
-        return int(self._order[found])
+    def positions(self, chunk_ids: list[str]) -> list[int]:
+        """Each chunk's position in the corpus (the later one of a repeated id), -1 for one not indexed: all
+        found in one search."""
+        if not chunk_ids or not len(self._sorted):
+            return [-1] * len(chunk_ids)
+        # (numpy orders and compares byte strings of two widths whole, as Python does.)
+        wanted = np.array([chunk_id.encode("utf-8") for chunk_id in chunk_ids])
+        found = np.searchsorted(self._sorted, wanted, side="right") - 1
+        hit = found >= 0
+        hit[hit] = self._sorted[found[hit]] == wanted[hit]
+        positions: list[int] = np.where(hit, self._order[np.maximum(found, 0)], -1).tolist()
+        return positions
 
     def idf(self) -> np.ndarray:
         """Each token's IDF over the whole corpus, as bm25s computes it when it indexes every chunk."""
@@ -155,14 +160,19 @@ class _Queries:
     def __init__(self, questions: Iterable[RankQuery], corpus: _Corpus) -> None:
         self.tokens = array("i")
         self.ends = array("q")
-        self.positions = array("q")  # -1: not ranked
-        for query in questions:
+        asked: list[int] = []  # the questions with a chunk to rank, by number
+        chunk_ids: list[str] = []
+        for number, query in enumerate(questions):
             self.tokens.extend(
                 token for word in tokenize(query.question) if (token := corpus.vocab.get(word)) is not None
             )
             self.ends.append(len(self.tokens))
-            position = corpus.position(query.chunk_id) if query.chunk_id is not None else None
-            self.positions.append(-1 if position is None else position)
+            if query.chunk_id is not None:
+                asked.append(number)
+                chunk_ids.append(query.chunk_id)
+        self.positions = array("q", [-1]) * len(self.ends)  # -1: not ranked
+        for number, position in zip(asked, corpus.positions(chunk_ids), strict=True):
+            self.positions[number] = position
 
     def __len__(self) -> int:
         return len(self.positions)

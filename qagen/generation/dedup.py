@@ -36,6 +36,7 @@ import re
 import unicodedata
 from collections.abc import Collection
 from fractions import Fraction
+from typing import NamedTuple
 
 from qagen.runs.scratch import scratch_database, scratch_writes
 
@@ -47,6 +48,8 @@ _WORDS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac0
 # n sets in all, about n / ln(growth): 4 costs half of 2, and the order stays nearly as good), or
 # when the work since the last rebuild (posting entries visited) exceeds this many times its cost.
 _FIRST_REBUILD = 64
+_PENDING_WORDS = 1000
+"""Ranks of words met for the first time kept in memory before they are written to the index at once."""
 _GROWTH = 4
 _WORK_PER_REBUILD = 4
 
@@ -76,6 +79,14 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     if not a and not b:
         return 1.0
     return len(a & b) / len(a | b)
+
+
+class _Matched(NamedTuple):
+    """A question `match` looked up: its words and their ranks, which `keep` indexes it by."""
+
+    question: str
+    words: frozenset[str]
+    ranks: dict[str, int]
 
 
 class NearDuplicateFilter:
@@ -113,8 +124,10 @@ class NearDuplicateFilter:
         self._work_since_rebuild = 0
         self._reaches: dict[int, tuple[int, dict[int, tuple[int, int]]]] = {}
         self._prefix_lengths: dict[int, int] = {}
-        self._matched: tuple[frozenset[str], dict[str, int]] | None = None
-        """The last question `match` looked up, with its words' ranks (`keep` registers it next)."""
+        self._matched: _Matched | None = None
+        """The last question `match` looked up (`keep` registers it next)."""
+        self._pending_words: dict[str, int] = {}
+        """Ranks given to unseen words and not yet in the `word` table (written a batch at a time)."""
 
     def first_seen(self, question: str, item_id: str) -> str | None:
         """Register the question; return the id of the earlier near-duplicate, or None if it is new."""
@@ -130,19 +143,23 @@ class NearDuplicateFilter:
         if not words:
             # Two empty sets are identical (Jaccard 1.0); an empty set matches nothing else.
             return self._first_empty
-        return self._earliest_match(words)
+        return self._earliest_match(question, words)
 
     def keep(self, question: str, item_id: str) -> None:
         """Register a kept question (one `match` found no near-duplicate of)."""
-        words = question_words(question)
-        if not words:
+        matched = self._matched
+        self._matched = None
+        if matched is None or matched.question != question:
+            words = question_words(question)
+            matched = _Matched(question, words, self._ranks(words) if words else {})
+        if not matched.words:
             if self._first_empty is None:
                 self._first_empty = item_id
             return
         with scratch_writes("the index of the kept questions"):
-            self._keep(words, item_id)
+            self._keep(matched.words, matched.ranks, item_id)
 
-    def _earliest_match(self, words: frozenset[str]) -> str | None:
+    def _earliest_match(self, question: str, words: frozenset[str]) -> str | None:
         """The id of the first kept set, by (size, order kept), that the pairwise test accepts.
 
         Only the postings the position filters let through are read (each word of the question's
@@ -151,7 +168,7 @@ class NearDuplicateFilter:
         size = len(words)
         length, reach = self._reach(size)
         ranks = self._ranks(words)
-        self._matched = (words, ranks)
+        self._matched = _Matched(question, words, ranks)
         # Each prefix word under each size of kept set there is that it can reach, with the last
         # position there (a low threshold reaches hundreds of sizes, of which few are kept).
         reached = [(other_size, *reach[other_size]) for other_size in self._kept_sizes if other_size in reach]
@@ -186,9 +203,7 @@ class NearDuplicateFilter:
         self.comparisons += len(verified)
         return found
 
-    def _keep(self, words: frozenset[str], item_id: str) -> None:
-        ranks = self._matched[1] if self._matched is not None and self._matched[0] == words else self._ranks(words)
-        self._matched = None
+    def _keep(self, words: frozenset[str], ranks: dict[str, int], item_id: str) -> None:
         number, size = self._kept, len(words)
         self._kept += 1
         self._kept_sizes.add(size)
@@ -207,6 +222,7 @@ class NearDuplicateFilter:
         db = self._db
         # The kept sets' words by how many of them hold each: words met only in questions that were
         # not kept drop out of the order (they are unseen again).
+        self._pending_words = {}
         db.execute("DELETE FROM word")
         db.execute(
             "INSERT INTO word (word, rank) SELECT value, row_number() OVER (ORDER BY count(*), value) - 1"
@@ -246,16 +262,18 @@ class NearDuplicateFilter:
                 "SELECT word, rank FROM word WHERE word IN (SELECT value FROM json_each(?))", (json.dumps(list(words)),)
             ).fetchall()
         )
-        unseen = [word for word in words if word not in ranks]
-        if unseen:
-            for word in unseen:
-                self._unseen_rank -= 1
-                ranks[word] = self._unseen_rank
+        pending = self._pending_words
+        for word in words:
+            if word not in ranks:
+                rank = pending.get(word)
+                if rank is None:
+                    self._unseen_rank -= 1
+                    rank = pending[word] = self._unseen_rank
+                ranks[word] = rank
+        if len(pending) >= _PENDING_WORDS:
             with scratch_writes("the index of the kept questions"):
-                self._db.executemany(
-                    "INSERT INTO word (word, rank) VALUES (?, ?)",
-                    ((word, ranks[word]) for word in unseen),
-                )
+                self._db.executemany("INSERT INTO word (word, rank) VALUES (?, ?)", pending.items())
+            self._pending_words = {}
         return ranks
 
     def _prefix_length(self, size: int) -> int:

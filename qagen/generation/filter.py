@@ -12,7 +12,7 @@ from typing import NamedTuple, Protocol, TypeVar
 
 from qagen.config import BuildConfig
 from qagen.corpus.chunk_index import ChunkIndex, RankQuery
-from qagen.generation.checks.easiness import copied_share, extractive_share, restated_share
+from qagen.generation.checks.easiness import shares
 from qagen.generation.checks.evidence import EvidencePlacement
 from qagen.generation.compose import ended_by_part
 from qagen.generation.critique import Drafted
@@ -22,7 +22,7 @@ from qagen.generation.score import CHECK_SIGNALS, SCORE_COLUMN, Signals, predict
 from qagen.generation.semantic_dedup import SemanticDuplicates
 from qagen.generation.target import OVER_TARGET
 from qagen.generation.tasks import BuildTasks, TypeTasks
-from qagen.generation.vetting import rejected_as, score_rejection, vet
+from qagen.generation.vetting import Vetter, rejected_as, score_rejection
 from qagen.records import (
     NO_TARGET_COLUMNS,
     UNDECIDED_STAGES,
@@ -82,6 +82,7 @@ class _TypeCounts:
 class _Counts:
     """The funnel's counters while the candidates are assembled; `Funnel` is the finished count."""
 
+    vetter: Vetter
     critics: tuple[str, ...] = ()
     requested: int | None = None
     sampled: int = 0
@@ -103,10 +104,10 @@ class _Counts:
     examples: dict[str, str] = field(default_factory=dict)
     types: dict[str, _TypeCounts] = field(default_factory=dict)
 
-    def vetted(self, config: BuildConfig, critique: Critique) -> Verdict | None:
+    def vetted(self, critique: Critique) -> Verdict | None:
         """The critique's verdict (`vetting.vet`), counting those decided by what was written for want of
         token probabilities."""
-        verdict = vet(config, critique)
+        verdict = self.vetter.vet(critique)
         # A reader that found no answer has nothing to measure; a yes/no or 1-5 verdict lacked token probabilities.
         if verdict is not None and verdict.measured_as == "written" and verdict.kind in ("yes_no", "rating"):
             self.decided_as_written[verdict.name] += 1
@@ -179,7 +180,7 @@ class _Quality(NamedTuple):
     copied_share: float | None
     bm25_rank: int | None
     answer_shares: Mapping[str, float | None]
-    """`extractive_share` and `restated_share` (`_answer_signals`), as the row shows them."""
+    """`extractive_share` and `restated_share` (`checks.easiness.shares`), as the row shows them."""
 
     def in_document(self, first: Chunk, offset: int | None) -> int | None:
         """An evidence offset as an offset in the first passage's document (`source_doc`, whose offsets
@@ -187,6 +188,21 @@ class _Quality(NamedTuple):
         if offset is None or self.passage is None or self.passage.id != first.id:
             return None
         return first.start_index + offset
+
+
+class _Shown(NamedTuple):
+    """One of the build's critics as a question type's rows show it."""
+
+    name: str
+    own_columns: tuple[str, ...] | None
+    """Its own columns (`<name>_score`, `_eval`, `_measurement`, `_passed`, `_prompt_hash`, `_raw`); None: it is
+    an entry of `extra_critics`."""
+    prompt_hash: str | None
+    """Its prompt's hash for the type; None: the type is not vetted by it."""
+
+
+_OWN_COLUMNS = ("score", "eval", "measurement", "passed", "prompt_hash", "raw")
+"""The columns of a critic with columns of its own, after its name (`CriticSpec.own_columns`)."""
 
 
 _NOT_MEASURED = _Quality(None, None, None, None, MappingProxyType({"extractive_share": None, "restated_share": None}))
@@ -223,11 +239,25 @@ class Assembler:
         self.config = config
         self.tasks = tasks
         asked = {task.criterion for task in tasks.critics}
-        critics = tuple(spec.name for spec in config.critic_specs() if spec.name in asked)
+        specs = config.critic_specs()
+        critics = tuple(spec.name for spec in specs if spec.name in asked)
         requested = config.n_generations
         if config.target is not None:
             requested = sum(n for n in sample.requested.values() if n is not None)
-        self.counts = _Counts(critics=critics, requested=requested, sampled=len(sample))
+        self.counts = _Counts(Vetter(config), critics=critics, requested=requested, sampled=len(sample))
+        # Each type's critic columns: the build's critics, each with its prompt's hash for the type (None:
+        # not asked of it), found once, not for each row.
+        self._shown = {
+            name: tuple(
+                _Shown(
+                    spec.name,
+                    tuple(f"{spec.name}_{column}" for column in _OWN_COLUMNS) if spec.own_columns else None,
+                    task.prompt.hash if (task := typed.critic(spec.name)) else None,
+                )
+                for spec in specs
+            )
+            for name, typed in tasks.types.items()
+        }
         for name, share in config.question_types.items():
             self.counts.types[name] = _TypeCounts(
                 share=share, requested=sample.requested.get(name), short=sample.short.get(name, 0)
@@ -273,8 +303,9 @@ class Assembler:
             checked = part_checks or self.tasks.precheck(draft, item, config)
             # A draft its parts ended shows no question to rank (one composed all the same is not shown).
             rank = self.ranks[position] if self.ranks is not None and part_checks is None else None
-            answer = _answer_signals(draft, item)
-            quality = _Quality(checked.evidence, checked.passage or item.first, _copied(draft, item), rank, answer)
+            found = shares(draft.question or "", draft.answer or "", [passage.text for passage in item.chunks])
+            answer = {"extractive_share": _rounded(found.extractive), "restated_share": _rounded(found.restated)}
+            quality = _Quality(checked.evidence, checked.passage or item.first, found.copied, rank, answer)
             # The build's free checks, then the type's own: either rejects before any critic is asked.
             reason = checked.reason or (None if part_checks else tasks.check(draft, item))
             if reason in TOO_LONG_REASONS:
@@ -287,7 +318,7 @@ class Assembler:
                 fate = _Fate("rejected", reason, {})
             else:
                 if parts is not None and parts.critique is not None:
-                    fate = _part_vetted(parts.critique, parts.ending, item, config, counts)
+                    fate = _part_vetted(parts.critique, parts.ending, item, counts)
                 elif parts is not None and parts.unvetted:
                     fate = _undecided(parts.unvetted, {}, counts)
                 else:
@@ -309,7 +340,7 @@ class Assembler:
                     of_type.critique_failed += 1
                 else:
                     of_type.undecided += 1
-        return _candidate(item, did, draft, fate, config, tasks, quality)
+        return _candidate(item, did, draft, fate, config, tasks, quality, self._shown[item.question_type])
 
     def funnel(self) -> Funnel:
         return self.counts.funnel()
@@ -317,11 +348,6 @@ class Assembler:
     def by_type(self) -> dict[str, TypeFunnel]:
         """The funnel of each question type of the build, in the order of its `question_types`."""
         return self.counts.by_type()
-
-
-def _copied(draft: Draft, item: Passages) -> float | None:
-    """How much of the draft's question its first passage spells out (`copied_share`)."""
-    return copied_share(draft.question or "", item.first.text)
 
 
 def rank_queries(sample: Sample, drafts: Records[Draft], tasks: BuildTasks) -> Iterator[RankQuery]:
@@ -396,7 +422,7 @@ def _judge(
             missing.append(criterion)
             continue
         found[criterion] = critique
-        verdict = counts.vetted(config, critique)
+        verdict = counts.vetted(critique)
         if verdict is None:
             failures.append((f"{criterion}:{critique.reason}", critique))
             continue
@@ -404,7 +430,7 @@ def _judge(
         if not verdict.passed:
             assert verdict.why is not None
             rejections.append(verdict.why)
-            rejected.append(rejected_as(config.critic_registry().get(criterion), critique))
+            rejected.append(rejected_as(counts.vetter.spec(criterion), critique))
             counts.rejected_by[criterion] += 1
     predicted = _predicted_keep(drafted.passages.question_type, verdicts, quality)
     if rejections:
@@ -454,14 +480,14 @@ def _undecided(
     return _Fate("undecided", reason, found, verdicts=verdicts or MappingProxyType({}))
 
 
-def _part_vetted(critique: Critique, part: Draft | None, item: Passages, config: BuildConfig, counts: _Counts) -> _Fate:
+def _part_vetted(critique: Critique, part: Draft | None, item: Passages, counts: _Counts) -> _Fate:
     """A composed draft a part's critic ended (`PartsVerdict.critique`), counted once as a draft that
     critic rejects, or whose call failed: with the reason it gives a draft of the part's type, and which
     part (by its passage's place) it was."""
     criterion = critique.criterion
     chunk_ids = [chunk.id for chunk in item.chunks]
     which = f" in part {chunk_ids.index(part.chunk_id) + 1}" if part is not None and part.chunk_id in chunk_ids else ""
-    verdict = counts.vetted(config, critique)
+    verdict = counts.vetted(critique)
     if verdict is None:
         failure = f"{criterion}:{critique.reason}"
         counts.failed(counts.critique_failed, failure, item.first, critique.raw)
@@ -469,7 +495,7 @@ def _part_vetted(critique: Critique, part: Draft | None, item: Passages, config:
     assert verdict.why is not None, "a part's critic ends a draft only by rejecting it"
     counts.rejected += 1
     counts.rejected_by[criterion] += 1
-    return _Fate("rejected", verdict.why + which, {}, (rejected_as(config.critic_registry().get(criterion), critique),))
+    return _Fate("rejected", verdict.why + which, {}, (rejected_as(counts.vetter.spec(criterion), critique),))
 
 
 def _candidate(
@@ -480,32 +506,26 @@ def _candidate(
     config: BuildConfig,
     tasks: TypeTasks,
     quality: _Quality,
+    shown: Sequence[_Shown],
 ) -> CandidateRow:
+    """The row of an item; `shown`: the build's critics as its type's rows show them."""
     # A failed draft's reply is kept (it shows what went wrong); its question and answer are not.
     usable = draft if draft is not None and draft.ok else None
     found = fate.critiques
     columns: dict[str, object] = {}
     extra: list[CriticReply] = []
-    for spec in config.critic_specs():
-        task = tasks.critic(spec.name)
-        prompt_hash = task.prompt.hash if task is not None else None
-        critique = found.get(spec.name)
+    for name, own_columns, prompt_hash in shown:
+        critique = found.get(name)
         score = _score(critique)
         rationale, raw = (critique.rationale, critique.raw) if critique else (None, None)
-        verdict = fate.verdicts.get(spec.name)
-        if spec.own_columns:
-            columns |= {
-                f"{spec.name}_score": score,
-                f"{spec.name}_eval": rationale,
-                f"{spec.name}_measurement": verdict.measurement if verdict else None,
-                f"{spec.name}_passed": verdict.passed if verdict else None,
-                f"{spec.name}_prompt_hash": prompt_hash,
-                f"{spec.name}_raw": raw,
-            }
+        verdict = fate.verdicts.get(name)
+        if own_columns is not None:
+            measurement, passed = (verdict.measurement, verdict.passed) if verdict else (None, None)
+            columns.update(zip(own_columns, (score, rationale, measurement, passed, prompt_hash, raw), strict=True))
         elif prompt_hash is not None:  # a critic that does not vet this type has no verdict to show
-            decided = {} if verdict is None else verdict.model_dump(include=_DECISION)
+            decided = {} if verdict is None else {field: getattr(verdict, field) for field in _DECISION}
             extra.append(
-                CriticReply(name=spec.name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw, **decided)
+                CriticReply(name=name, score=score, eval=rationale, prompt_hash=prompt_hash, raw=raw, **decided)
             )
     chunk = item.first
     # A question its passages do not answer (unanswerable) has no retrieval target: the columns that
@@ -548,19 +568,12 @@ def _candidate(
     )
 
 
-def _answer_signals(draft: Draft | None, item: Passages) -> dict[str, float | None]:
-    """How much of a usable draft's answer its passages spell out, and its question already says."""
-    if draft is None:
-        return {"extractive_share": None, "restated_share": None}
-    answer = draft.answer or ""
-    found = {
-        "extractive_share": extractive_share(answer, [passage.text for passage in item.chunks]),
-        "restated_share": restated_share(draft.question or "", answer),
-    }
-    return {name: None if share is None else round(share, 4) for name, share in found.items()}
+def _rounded(share: float | None) -> float | None:
+    """A share as the row shows it."""
+    return None if share is None else round(share, 4)
 
 
-_DECISION = {"measured_as", "measurement", "cut", "passed"}
+_DECISION = ("measured_as", "measurement", "cut", "passed")
 """What `extra_critics` shows of a verdict beside the written word."""
 
 

@@ -146,7 +146,7 @@ def write_outputs(
         for item in sample:
             candidate = assembler.candidate(item, ledger.drafts, ledger.critiques)
             failures.add(candidate, item)
-            profile.add(candidate.model_dump(), assembler.last_check_reason)
+            profile.add(candidate, assembler.last_check_reason)
             sample_ids.add(candidate.id)
             for paid in tasks.of(item).paid_keys(item):  # a composed draft's parts, a reply of several pairs
                 sample_ids.add(paid)

@@ -24,6 +24,7 @@ from qagen.failures import Failure
 from qagen.records import Critique, Draft, Usage
 from qagen.runs.record_index import RecordIndex
 from qagen.runs.rundir import RunDir
+from qagen.runs.scratch import KeySet
 from qagen.runs.store import RecordLog
 
 R = TypeVar("R", bound=BaseModel)
@@ -136,15 +137,6 @@ class Tokens(NamedTuple):
     output_tokens: int = 0
     cached_input_tokens: int = 0
 
-    def plus(self, usage: Usage) -> Tokens:
-        """These counts and one more call's."""
-        return Tokens(
-            self.calls + 1,
-            self.input_tokens + usage.input_tokens,
-            self.output_tokens + usage.output_tokens,
-            self.cached_input_tokens + usage.cached_input_tokens,
-        )
-
     @property
     def usage(self) -> Usage:
         """The tokens alone."""
@@ -162,11 +154,6 @@ class Paid(NamedTuple):
     online: Tokens = Tokens()
     batched: Tokens = Tokens()
 
-    def plus(self, in_batch: bool, usage: Usage) -> Paid:
-        if in_batch:
-            return self._replace(batched=self.batched.plus(usage))
-        return self._replace(online=self.online.plus(usage))
-
     @property
     def total(self) -> Tokens:
         return Tokens(*(a + b for a, b in zip(self.online, self.batched, strict=True)))
@@ -175,6 +162,9 @@ class Paid(NamedTuple):
 class _State(Protocol):
     @property
     def retry(self) -> bool: ...
+
+    @property
+    def paid(self) -> bool: ...
 
 
 S = TypeVar("S", bound=_State)
@@ -256,11 +246,46 @@ class Ledger:
         of them counts), those whose record ids are in `batched` (the run's batch journal) apart;
         counted up as the records are gone through, not listed (a build of 100,000 drafts pays for
         about 280,000 calls)."""
-        drafts, critiques = Paid(), Paid()
-        for key, draft in self.drafts.items():
-            if draft.paid and (draft_ids is None or key in draft_ids):
-                drafts = drafts.plus(key in batched, _usage(draft))
-        for key, critique in self.critiques.items():
-            if critique.paid and (draft_ids is None or critique.draft_id in draft_ids):
-                critiques = critiques.plus(key in batched, _usage(critique))
-        return drafts, critiques
+        drafts, critiques = _PaidSums(), _PaidSums()
+        for key, draft in _paid_of(self.drafts.items(), lambda key, _: key, draft_ids):
+            drafts.add(key in batched, draft)
+        for key, critique in _paid_of(self.critiques.items(), lambda _, critique: critique.draft_id, draft_ids):
+            critiques.add(key in batched, critique)
+        return drafts.paid(), critiques.paid()
+
+
+_ASKED_AT_ONCE = 1000
+"""Records whose drafts are looked for in a `KeySet` of draft ids in one statement (`_paid_of`)."""
+
+
+def _paid_of(
+    states: Iterable[tuple[str, S]], draft_of: Callable[[str, S], str], draft_ids: Container[str] | None
+) -> Iterator[tuple[str, S]]:
+    """The records paid for (`paid`) of the drafts `draft_ids` names (None: every draft), a record's draft
+    found by `draft_of(key, state)`; a `KeySet` of them asked a batch of records at a time."""
+    paid = ((key, state) for key, state in states if state.paid)
+    if draft_ids is None:
+        yield from paid
+        return
+    while batch := list(itertools.islice(paid, _ASKED_AT_ONCE)):
+        drafts = [draft_of(key, state) for key, state in batch]
+        asked = draft_ids.among(drafts) if isinstance(draft_ids, KeySet) else draft_ids
+        yield from (record for record, draft in zip(batch, drafts, strict=True) if draft in asked)
+
+
+class _PaidSums:
+    """`Paid` counted up in plain integers, one call's state at a time (a `Usage` and two tuples made for
+    each of a build's records were a fifth of the count's CPU)."""
+
+    def __init__(self) -> None:
+        self._sums = {False: [0, 0, 0, 0], True: [0, 0, 0, 0]}  # by `in_batch`: calls and `Tokens`' three counts
+
+    def add(self, in_batch: bool, state: DraftState | CritiqueState) -> None:
+        sums = self._sums[in_batch]
+        sums[0] += 1
+        sums[1] += state.input_tokens
+        sums[2] += state.output_tokens
+        sums[3] += state.cached_input_tokens
+
+    def paid(self) -> Paid:
+        return Paid(online=Tokens(*self._sums[False]), batched=Tokens(*self._sums[True]))

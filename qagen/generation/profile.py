@@ -16,7 +16,16 @@ from typing import Any
 
 from qagen.generation.vetting import RowDecision, row_decision, written_yes
 from qagen.question_types import DEFAULT_TYPE
-from qagen.records import CheckMeasured, CheckReading, Coverage, Distribution, Duplicates, Easiness, TestSetProfile
+from qagen.records import (
+    CandidateRow,
+    CheckMeasured,
+    CheckReading,
+    Coverage,
+    Distribution,
+    Duplicates,
+    Easiness,
+    TestSetProfile,
+)
 from qagen.runs.scratch import KeySet
 
 COPIED_SHARE_BINS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
@@ -55,7 +64,7 @@ def _document_bin(count: int) -> str:
 
 
 class ProfileCounter:
-    """Counts the profile one candidate row at a time (the rows as `CandidateRow.model_dump` gives)."""
+    """Counts the profile one candidate row at a time (a `CandidateRow`, or its columns as `model_dump` gives them)."""
 
     def __init__(
         self,
@@ -83,12 +92,14 @@ class ProfileCounter:
         self.decided: dict[str, Counter[bool]] = {check: Counter() for check in self.checks_asked}
         self.checks: Counter[str] = Counter()
 
-    def add(self, row: Mapping[str, Any], check_reason: str | None = None) -> None:
+    def add(self, candidate: CandidateRow | Mapping[str, Any], check_reason: str | None = None) -> None:
         """Count a row; `check_reason`: the free check that rejected it, if one did.
 
         Coverage and easiness count the rows with a retrieval target: a question no passage answers
         (unanswerable, its `source_doc` None: `NO_TARGET_COLUMNS`) covers no document, and how easily
         its borrowed passage is found says nothing of how easy the question is."""
+        # A record's fields as they are (as `row_decision` reads them): the build's rows are not dumped for this.
+        row: Mapping[str, Any] = candidate if isinstance(candidate, Mapping) else candidate.__dict__
         targeted = row["source_doc"] is not None
         if targeted:
             self.sampled_documents.add(row["source_doc"])

@@ -81,6 +81,31 @@ def vet(config: BuildConfig, critique: Critique) -> Verdict | None:
     return decide(spec, critique, cut(config, spec))
 
 
+class Vetter:
+    """`vet` under one build's settings, each check's spec and cut found once (the final write vets every
+    critique of the build, and the registry and the cut are made anew on each ask of `vet`)."""
+
+    def __init__(self, config: BuildConfig) -> None:
+        self._config = config
+        self._held: dict[str, tuple[CriticSpec, float]] = {}
+
+    def spec(self, criterion: str) -> CriticSpec:
+        """The check of this name (`BuildConfig.critic_registry`)."""
+        return self._held_to(criterion)[0]
+
+    def vet(self, critique: Critique) -> Verdict | None:
+        """`vet(config, critique)`."""
+        spec, held_to = self._held_to(critique.criterion)
+        return decide(spec, critique, held_to)
+
+    def _held_to(self, criterion: str) -> tuple[CriticSpec, float]:
+        held = self._held.get(criterion)
+        if held is None:
+            spec = self._config.critic_registry().get(criterion)
+            held = self._held[criterion] = (spec, cut(self._config, spec))
+        return held
+
+
 def decide(spec: CriticSpec, critique: Critique, held_to: float) -> Verdict | None:
     """The verdict of `critique` by the check `spec` at the cut `held_to`; None when it has none."""
     if not critique.ok or critique.score is None:

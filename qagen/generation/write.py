@@ -7,6 +7,7 @@ import shutil
 import types
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -60,6 +61,17 @@ def column_features(row_type: type[BaseModel], omit: Collection[str] = ()) -> di
     return {
         name: dataset_feature(name, info.annotation) for name, info in row_type.model_fields.items() if name not in omit
     }
+
+
+def _holds_records(annotation: Any) -> bool:
+    """Whether a row field is a tuple of records (a list of structs in the dataset)."""
+    item, *rest = get_args(annotation) or (None,)
+    return (
+        get_origin(annotation) is tuple
+        and rest == [Ellipsis]
+        and isinstance(item, type)
+        and issubclass(item, BaseModel)
+    )
 
 
 def dataset_feature(name: str, annotation: Any) -> Feature:
@@ -119,7 +131,7 @@ def save_outputs(
     from datasets.arrow_writer import ArrowWriter
 
     columns = {"extra_critics": extra_critics, "mixed": mixed}
-    every_columns, kept_columns = set(row_columns(CandidateRow, **columns)), set(row_columns(DatasetRow, **columns))
+    every_columns, kept_columns = row_columns(CandidateRow, **columns), row_columns(DatasetRow, **columns)
     every_features, kept_features = row_features(CandidateRow, **columns), row_features(DatasetRow, **columns)
     every_folder, kept_folder = _temporary(candidates_dir), _temporary(dataset_dir)
     with writing(candidates_dir), _quiet_datasets():
@@ -128,15 +140,18 @@ def save_outputs(
                 shutil.rmtree(folder, ignore_errors=True)
                 folder.mkdir(parents=True)
             with (
-                ArrowWriter(features=every_features, path=str(every_folder / DATA_FILE), **_BATCHES) as every,
-                ArrowWriter(features=kept_features, path=str(kept_folder / DATA_FILE), **_BATCHES) as kept,
+                ArrowWriter(features=every_features, path=str(every_folder / DATA_FILE), **_BATCHES) as every_writer,
+                ArrowWriter(features=kept_features, path=str(kept_folder / DATA_FILE), **_BATCHES) as kept_writer,
             ):
+                every, kept = _Batches(every_writer, every_columns), _Batches(kept_writer, kept_columns)
+                values = RowValues(every_columns, kept_columns)
                 for candidate in candidates:
-                    every.write(candidate.model_dump(include=every_columns))
+                    row = values.candidate(candidate)
+                    every.add(row)
                     if candidate.status == "kept":
-                        kept.write(candidate.dataset_row().model_dump(include=kept_columns))
-                every.finalize()
-                kept.finalize()
+                        kept.add(values.kept(row))
+                every.finish()
+                kept.finish()
             _write_metadata(every_folder)
             _write_metadata(kept_folder)
             _swap_in(every_folder, candidates_dir)
@@ -144,6 +159,72 @@ def save_outputs(
         finally:
             shutil.rmtree(every_folder, ignore_errors=True)
             shutil.rmtree(kept_folder, ignore_errors=True)
+
+
+class RowValues:
+    """A candidate's values in the order of the columns written (`row_columns`), read from its fields: the
+    rows' fields are values a dump gives as they are (text, numbers, None, tuples of them), but for the
+    tuples of records (`extra_critics`), dumped; a dump of the whole row walks every field's serializer.
+
+    `candidate(row)` is `row.model_dump(include=...)`'s values in column order, `kept(values)` those of
+    the kept row's `dataset_row().model_dump(include=...)` taken from them (its critics' replies left out
+    of `extra_critics`), not by dumping, validating and dumping the candidate again."""
+
+    def __init__(self, candidate_columns: list[str], kept_columns: list[str]) -> None:
+        self._fields = itemgetter(*candidate_columns)
+        self._records = [at for at, name in enumerate(candidate_columns) if _holds_records(_ANNOTATIONS[name])]
+        self._kept = itemgetter(*(candidate_columns.index(name) for name in kept_columns))
+        self._kept_records = [at for at, name in enumerate(kept_columns) if _holds_records(_ANNOTATIONS[name])]
+
+    def candidate(self, row: CandidateRow) -> tuple[Any, ...]:
+        values = self._fields(row.__dict__)
+        if not self._records:
+            return values  # type: ignore[no-any-return]
+        dumped = list(values)
+        for at in self._records:
+            dumped[at] = tuple(record.model_dump() for record in dumped[at])
+        return tuple(dumped)
+
+    def kept(self, candidate_values: tuple[Any, ...]) -> tuple[Any, ...]:
+        values = self._kept(candidate_values)
+        if not self._kept_records:
+            return values  # type: ignore[no-any-return]
+        kept = list(values)
+        for at in self._kept_records:
+            kept[at] = tuple({k: v for k, v in reply.items() if k != "raw"} for reply in kept[at])
+        return tuple(kept)
+
+
+_ANNOTATIONS = {name: info.annotation for name, info in CandidateRow.model_fields.items()}
+
+
+class _Batches:
+    """Rows handed to an `ArrowWriter` a batch of columns at a time, in the batches its `write` makes (the same
+    columns, the same batches, so the same file), without its pass over every row's every value."""
+
+    def __init__(self, writer: Any, columns: list[str]) -> None:
+        self._writer = writer
+        self._columns = columns
+        self._rows: list[tuple[Any, ...]] = []
+
+    def add(self, values: tuple[Any, ...]) -> None:
+        """A row's values, in the order of the columns."""
+        self._rows.append(values)
+        if len(self._rows) == _BATCHES["writer_batch_size"]:
+            self._write()
+
+    def finish(self) -> None:
+        """Write the last batch and close the file."""
+        self._write()
+        self._writer.finalize()
+
+    def _write(self) -> None:
+        if self._rows:
+            by_column = zip(*self._rows, strict=True)
+            self._writer.write_batch(
+                {name: list(values) for name, values in zip(self._columns, by_column, strict=True)}
+            )
+            self._rows = []
 
 
 _BATCHES: dict[str, Any] = {"writer_batch_size": 1000, "embed_local_files": True}

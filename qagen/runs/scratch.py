@@ -11,8 +11,9 @@ in memory.
 
 from __future__ import annotations
 
+import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from qagen.errors import RunWriteError
@@ -67,6 +68,14 @@ class KeySet:
         self._flush()
         count: int = self._db.execute("SELECT count(*) FROM key").fetchone()[0]
         return count
+
+    def among(self, keys: Iterable[str]) -> set[str]:
+        """The `keys` in the set: `{key for key in keys if key in self}`, asked in one statement."""
+        self._flush()
+        rows = self._db.execute(
+            "SELECT key FROM key WHERE key IN (SELECT value FROM json_each(?))", (json.dumps(list(keys)),)
+        )
+        return {key for (key,) in rows}
 
     def _flush(self) -> None:
         if self._pending:

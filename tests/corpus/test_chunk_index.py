@@ -312,3 +312,19 @@ def test_ranks_counted_ahead_in_another_thread_are_the_ranks_counted_when_asked(
     again.count_ahead()
     again.count_ahead()  # (a build to a target size warms up once a round)
     assert list(again.ranks(queries)) == expected and reads == [1, 1]
+
+
+def test_the_chunks_positions_are_found_together_as_one_by_one_in_a_dict(tmp_path: Path) -> None:
+    """`_Corpus.positions` (one search for every question's chunk) against a dict of the ids: a repeated id
+    at its later place, ids that are a prefix of one indexed or longer than every one not indexed."""
+    rng = random.Random(4)
+    ids = [f"c{rng.randrange(40)}" for _ in range(60)] + ["long-id-0", "é"]
+    chunks = [Chunk(id=chunk_id, source="d", text="w", start_index=0, end_index=1) for chunk_id in ids]
+    with (tmp_path / "tokens").open("w+b") as tokens:
+        corpus = bm25_ranks._Corpus(chunks, tokens)
+    last = {chunk_id: place for place, chunk_id in enumerate(ids)}
+    asked = [*ids, "c", "c4", "c400", "long-id-0-and-more", "long-id", "", "é", "e", "x" * 100]
+    rng.shuffle(asked)
+    assert corpus.positions(asked) == [last.get(chunk_id, -1) for chunk_id in asked]
+    assert corpus.positions([]) == []
+    assert corpus.positions(["c1" * 40]) == [-1]  # longer than every id indexed, alone

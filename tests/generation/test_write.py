@@ -10,7 +10,7 @@ import pytest
 from datasets import Dataset, List, Value, load_from_disk
 from pydantic import BaseModel
 
-from qagen.generation.write import DATA_FILE, row_columns, row_features, save_outputs
+from qagen.generation.write import DATA_FILE, RowValues, row_columns, row_features, save_outputs
 from qagen.records import PASSAGE_COLUMNS, CandidateRow, CriticReply, DatasetRow
 
 COOKBOOK = [
@@ -163,6 +163,33 @@ def test_a_kept_candidate_is_its_dataset_row_plus_the_candidate_columns() -> Non
     row = candidate.dataset_row()
     assert type(row) is DatasetRow
     assert row.model_dump() == candidate.model_dump(include=set(DatasetRow.model_fields))
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+@pytest.mark.parametrize("extra_critics", [False, True])
+def test_the_rows_written_are_the_records_dumps(extra_critics: bool, mixed: bool) -> None:
+    """`RowValues` (what the final write writes) against the records' own dumps: the candidate's, and its
+    `dataset_row`'s."""
+    replies = (
+        CriticReply(
+            name="specificity", score=2, eval="Vague.", prompt_hash="p", raw="Evaluation: Vague.",
+            measured_as="expected_rating", measurement=2.3, cut=4.0, passed=False,
+        ),
+        CriticReply(name="clear", score=None, eval=None, prompt_hash="c", raw=None),
+    )  # fmt: skip
+    columns = {"extra_critics": extra_critics, "mixed": mixed}
+    kept_columns = row_columns(DatasetRow, **columns)
+    for candidate in (
+        _candidate(),
+        _candidate(extra_critics=replies, question_type="multi_hop", contexts=("a", "b"), chunk_ids=("c1", "c2")),
+        _candidate(question=None, answer=None, copied_share=0.5, bm25_rank=3, evidence_match="exact"),
+    ):
+        every_columns = row_columns(CandidateRow, **columns)
+        values = RowValues(every_columns, kept_columns)
+        row = values.candidate(candidate)
+        assert dict(zip(every_columns, row, strict=True)) == candidate.model_dump(include=set(every_columns))
+        expected = candidate.dataset_row().model_dump(include=set(kept_columns))
+        assert dict(zip(kept_columns, values.kept(row), strict=True)) == expected
 
 
 @pytest.mark.parametrize("extra_critics", [False, True])

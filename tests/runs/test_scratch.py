@@ -27,6 +27,17 @@ def test_a_key_set_counts_each_key_once_and_finds_it_across_batches() -> None:
     assert len(keys) == 2501
 
 
+def test_the_keys_among_others_are_those_the_set_finds_one_by_one() -> None:
+    keys = KeySet("test keys")
+    for number in range(scratch._KEY_BATCH + 3):
+        keys.add(f"key-{2 * number}")
+    asked = [f"key-{number}" for number in range(0, 2 * scratch._KEY_BATCH + 20, 3)] + ["", "kéy-2", 'key-"4"']
+    assert keys.among(asked) == {key for key in asked if key in keys}
+    assert keys.among([]) == set()
+    keys.add("kéy-2")  # an added key not written yet is among them
+    assert keys.among(["kéy-2", "key-1"]) == {"kéy-2"}
+
+
 def test_a_key_set_holds_its_keys_on_disk() -> None:
     keys = KeySet("test keys")
     tracemalloc.start()

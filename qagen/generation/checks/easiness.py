@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from difflib import SequenceMatcher
+from typing import NamedTuple
 
 from qagen.corpus.words import tokenize, tokens_among
 from qagen.generation.checks.words import content_words
@@ -46,6 +47,34 @@ def restated_share(question: str, answer: str) -> float | None:
     """The share of the answer's distinct content words already in its question; None for an answer with
     no content word."""
     return _share_found(answer, question)
+
+
+class Shares(NamedTuple):
+    """A draft's `copied_share`, `extractive_share` and `restated_share` (`shares`)."""
+
+    copied: float | None
+    extractive: float | None
+    restated: float | None
+
+
+def shares(question: str, answer: str, passages: Sequence[str]) -> Shares:
+    """`copied_share(question, passages[0])`, `extractive_share(answer, passages)` and
+    `restated_share(question, answer)` at once (what the final write measures of every draft): each
+    text's content words found once, a lone passage (a factoid's) looked through once for the question's
+    words and the answer's, and the answer's words in the question found among the question's content
+    words (an answer's content words are no stopwords: those among the question's tokens are those among
+    its content words)."""
+    asked, answered = set(content_words(question)), set(content_words(answer))
+    if len(passages) == 1:
+        found = tokens_among(passages[0], asked | answered)
+        copied, extracted = found & asked, found & answered
+    else:
+        copied, extracted = tokens_among(passages[0], asked), tokens_among("\n".join(passages), answered)
+    return Shares(_share(asked, copied), _share(answered, extracted), _share(answered, answered & asked))
+
+
+def _share(wanted: set[str], found: set[str]) -> float | None:
+    return len(found) / len(wanted) if wanted else None
 
 
 def _share_found(text: str, within: str) -> float | None:

@@ -75,3 +75,21 @@ def test_restated_share_counts_the_answers_words_already_asked() -> None:
     assert restated_share(question, "punctuation_chars argument") == 1.0
     assert restated_share(question, "Characters treated as separate tokens.") == 0.0
     assert restated_share(question, "It is.") is None
+
+
+def test_the_shares_at_once_are_each_share_on_its_own() -> None:
+    """`shares` (the final write's, each text looked through once) against the three shares asked one by one,
+    on random texts of one passage and of several, stopwords among their words."""
+    from qagen.generation.checks.easiness import Shares, extractive_share, restated_share, shares
+
+    rng = random.Random(11)
+    alphabet = [*"abé_1ßİı語か ", " ", " ", ".", "\n", "the ", "is ", "What ", "und ", "packfile ", "GC "]
+    for _ in range(2000):
+        question, answer = ("".join(rng.choices(alphabet, k=rng.randint(0, 25))) for _ in range(2))
+        passages = ["".join(rng.choices(alphabet, k=rng.randint(0, 60))) for _ in range(rng.choice([1, 1, 2, 3]))]
+        expected = Shares(
+            copied_share(question, passages[0]),
+            extractive_share(answer, passages),
+            restated_share(question, answer),
+        )
+        assert shares(question, answer, passages) == expected, (question, answer, passages)
