@@ -173,6 +173,8 @@ class ChatTransport:
         self._proxy = proxy_for(endpoint.url)
         # The client's timeout, for each step (a free connection, connecting, each read) as httpx has it.
         self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout, sock_connect=timeout, sock_read=timeout)
+        # The session's own headers: aiohttp copies them per request at C speed, where headers given
+        # with each request are merged one by one (only a retry's count is).
         self._headers = {**endpoint.headers, "X-Stainless-Read-Timeout": str(timeout), _RETRY_COUNT: "0"}
         self._connections = max(connections, 1) * 2
         self._session: aiohttp.ClientSession | None = None
@@ -185,7 +187,9 @@ class ChatTransport:
             ssl = httpx.create_ssl_context()  # certifi's roots, or SSL_CERT_FILE / SSL_CERT_DIR, as the client's
         connector = aiohttp.TCPConnector(limit=self._connections, keepalive_timeout=_KEEPALIVE_SECONDS, ssl=ssl)
         # No cookies (an API sets none worth keeping), no per-request environment lookups.
-        self._session = aiohttp.ClientSession(connector=connector, cookie_jar=aiohttp.DummyCookieJar())
+        self._session = aiohttp.ClientSession(
+            connector=connector, cookie_jar=aiohttp.DummyCookieJar(), headers=self._headers, timeout=self._timeout
+        )
         return self._session
 
     async def post(self, request_body: Mapping[str, Any]) -> bytes:
@@ -195,11 +199,9 @@ class ChatTransport:
         retries_taken = 0
         while True:
             last = retries_taken >= self.max_retries
-            headers = self._headers if retries_taken == 0 else {**self._headers, _RETRY_COUNT: str(retries_taken)}
+            headers = {_RETRY_COUNT: str(retries_taken)} if retries_taken else None
             try:
-                async with session.post(
-                    self._url, data=body, headers=headers, timeout=self._timeout, proxy=self._proxy
-                ) as response:
+                async with session.post(self._url, data=body, headers=headers, proxy=self._proxy) as response:
                     content = await response.read()
             except asyncio.TimeoutError as exc:
                 if last:

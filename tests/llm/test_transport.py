@@ -257,3 +257,48 @@ def test_proxies_come_from_the_environment_as_for_httpx(monkeypatch: pytest.Monk
     assert proxy_for("https://api.example.org/v1/chat/completions") == "http://proxy.internal:3128"
     assert proxy_for("http://api.example.org/v1/chat/completions") is None
     assert proxy_for("https://127.0.0.1:8000/v1/chat/completions") is None
+
+
+# --------------------------------------------------------------------------- the headers on the wire
+
+
+def test_each_attempt_sends_the_endpoint_s_headers_once_with_its_retry_count() -> None:
+    """The fixed headers are the session's own; a retry adds only its count, in the first attempt's place."""
+    attempts: list[list[tuple[str, str]]] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                return  # the client closed its connection
+            lines = head.decode("latin-1").split("\r\n")[1:-2]
+            headers = [(name, value) for name, _, value in (line.partition(": ") for line in lines)]
+            await reader.readexactly(int(dict(headers)["Content-Length"]))
+            attempts.append(headers)
+            status, body = (b"500 Internal Server Error", b"{}") if len(attempts) == 1 else (b"200 OK", b'{"ok":1}')
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            await writer.drain()
+
+    async def run() -> bytes:
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        endpoint = Endpoint(f"http://127.0.0.1:{port}/v1/chat/completions", {"Authorization": "Bearer k", "X-A": "a"})
+        chat = ChatTransport(endpoint, timeout=5.0, max_retries=1, connections=1)
+        transport.retry_delay, delay = (lambda retries_taken, headers: 0.0), transport.retry_delay
+        try:
+            return await chat.post({"model": "m"})
+        finally:
+            transport.retry_delay = delay
+            await chat.aclose()
+            server.close()
+
+    assert asyncio.run(run()) == b'{"ok":1}'
+    fixed = [("Authorization", "Bearer k"), ("X-A", "a"), ("X-Stainless-Read-Timeout", "5.0")]
+    for count, headers in enumerate(attempts):
+        names = [name.lower() for name, _ in headers]
+        assert len(names) == len(set(names)), headers
+        assert [pair for pair in headers if pair[0] in dict(fixed)] == fixed
+        assert [value for name, value in headers if name == "X-Stainless-Retry-Count"] == [str(count)]
+    assert len(attempts) == 2
+    assert [name for name, _ in attempts[0]] == [name for name, _ in attempts[1]]
