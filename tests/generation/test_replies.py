@@ -287,3 +287,23 @@ def test_factoid_parser_never_raises(reply: str) -> None:
         assert parsed.question is None and parsed.answer is None
     else:
         assert parsed.question and parsed.answer
+
+
+_LABELS = ["Factoid question", "Multi-hop question", "User question", "Unanswerable question"]
+_NEAR_A_LABEL = st.lists(
+    st.one_of(
+        st.sampled_from([*_LABELS, "Question", "QUESTION", "questſon", "questİon", "questıon", "Factoid  question"]),
+        st.sampled_from([":", "**", " ", "\t", "\n", "?", "Answer:", "two words ", "x"]),
+        st.text(max_size=3),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@given(st.sampled_from(_LABELS), _NEAR_A_LABEL)
+def test_a_question_label_is_looked_for_only_where_its_words_are(label: str, text: str) -> None:
+    """What `parse_labelled_qa` searches an answer for first (`_question_words`) is in every label it finds."""
+    from qagen.generation.replies import _question_label, _question_words
+
+    if _question_label(label).search(text) is not None:
+        assert _question_words(label).search(text) is not None
