@@ -164,10 +164,8 @@ def answer_in_question(question: str, answer: str, _passages: Sequence[str] = ()
     """The answer, as whole words (case and punctuation aside), is written in its question, and it
     has at least one content word (an answer "a" or "the" says nothing either way). A one-word answer
     must be written with its own case: the exception `Full` is not given away by "a full queue"."""
-    if not content_words(answer):
-        return False
-    needle = normalise(answer)
-    if not needle or f" {needle} " not in f" {normalise(question)} ":
+    needle = normalise(answer)  # (looked for first: seldom there, and cheaper than the content words)
+    if not needle or f" {needle} " not in f" {normalise(question)} " or not content_words(answer):
         return False
     word = answer.strip().strip(".")
     return len(word.split()) > 1 or re.search(rf"(?<!\w){re.escape(word)}(?!\w)", question) is not None
