@@ -84,17 +84,34 @@ _SOURCE_POINTING_PHRASES = (
 )
 
 
-def _word_phrases(phrases: tuple[str, ...]) -> re.Pattern[str]:
-    r"""One case-blind search for any of `phrases`, each of which begins a word (`\b`, then a letter).
+class _WordPhrases:
+    r"""Phrases of which each begins a word (`\b`, then a letter), looked for case-blind.
 
     Python's `re` finds no shortcut into an alternation of case-blind phrases: it tries every phrase
-    at every position of the text. `(?<!\w)(?=\w)` turns away each position that begins no word
-    in one step instead, which halves the cost of these searches; what they find is the plain
-    alternation's (tests/generation/checks/test_free_checks.py)."""
-    return re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(phrases)})", re.IGNORECASE)
+    at every position of the text. Here `(?<!\w)(?=\w)` first turns away each position that begins
+    no word, in one step; and an ASCII text (most drafts) is lower-cased and searched with the
+    phrases lower-cased and case-sensitive, where `re` skips at once each phrase whose first letter
+    is not the word's. Both find what the plain case-blind alternation finds, where it finds it
+    (tests/generation/checks/test_free_checks.py): in ASCII text a case-blind letter matches nothing
+    but its two cases (the other characters it matches, `ſ`, `K`, `İ`, are not ASCII)."""
+
+    def __init__(self, phrases: tuple[str, ...]) -> None:
+        if any(re.search(r"\\[A-Z]", phrase) for phrase in phrases):
+            raise ValueError("a phrase lower-cased must mean what it did: write no upper-case escape (`\\S`, `\\W`)")
+        self._any = re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(phrases)})", re.IGNORECASE)
+        lowered = (phrase.removeprefix(r"\b").lower() for phrase in phrases)
+        self._ascii = re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(lowered)})")
+
+    def span(self, text: str) -> tuple[int, int] | None:
+        """Where the first phrase found in `text` is; None when there is none."""
+        found = self._ascii.search(text.lower()) if text.isascii() else self._any.search(text)
+        return None if found is None else found.span()
+
+    def found(self, text: str) -> bool:
+        return self.span(text) is not None
 
 
-_SOURCE_POINTING = _word_phrases(_SOURCE_POINTING_PHRASES)
+_SOURCE_POINTING = _WordPhrases(_SOURCE_POINTING_PHRASES)
 
 # An answer written about its passage: the question's phrases (but "the writer", a CSV writer in an
 # answer, is no author), and the passage as the subject of what it says ("the context provides").
@@ -103,7 +120,7 @@ _ANSWER_POINTING_PHRASES = (
     r"\bthe\s+(?:given\s+|provided\s+)?(?:context|passages?|excerpts?)\s+(?:also\s+)?"
     r"(?:provides?|states?|says|mentions?|describes?|explains?|shows?|notes?|gives?|indicates?)\b",
 )
-_ANSWER_POINTING = _word_phrases(_ANSWER_POINTING_PHRASES)
+_ANSWER_POINTING = _WordPhrases(_ANSWER_POINTING_PHRASES)
 
 # A span of code in an answer: `git tag`, ``True`` (reStructuredText's double backticks hold one).
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
@@ -129,7 +146,7 @@ _NOT_GROUNDED_PHRASES = (
     r"\bnon\s+(?:è|viene)\s+(?:menzionat|specificat|indicat)[oa]\b",
     r"\bnão\s+(?:é|está)\s+(?:mencionad|especificad|indicad)[oa]\b",
 )
-_NOT_GROUNDED = _word_phrases(_NOT_GROUNDED_PHRASES)
+_NOT_GROUNDED = _WordPhrases(_NOT_GROUNDED_PHRASES)
 
 
 # Chinese and Japanese, apart: no word boundaries, so each phrase is whole ("根据上下文" points at a
@@ -154,7 +171,7 @@ _SOURCE_POINTING_CJK = re.compile(
 
 def points_at_source(question: str, _answer: str = "", _passages: Sequence[str] = ()) -> bool:
     """The question refers to a text the asker is not reading ("in the context", "the author")."""
-    if _SOURCE_POINTING.search(question) is not None:
+    if _SOURCE_POINTING.found(question):
         return True
     # Every Chinese or Japanese phrase holds a character outside ASCII.
     return not question.isascii() and _SOURCE_POINTING_CJK.search(question) is not None
@@ -173,12 +190,12 @@ def answer_in_question(question: str, answer: str, _passages: Sequence[str] = ()
 
 def says_not_grounded(_question: str, answer: str, _passages: Sequence[str] = ()) -> bool:
     """The answer says the context does not hold it, or that it comes from elsewhere."""
-    return _NOT_GROUNDED.search(answer) is not None
+    return _NOT_GROUNDED.found(answer)
 
 
 def answer_points_at_source(_question: str, answer: str, _passages: Sequence[str] = ()) -> bool:
     """The answer talks about its passage ("the context provides", "as mentioned in the passage")."""
-    return _ANSWER_POINTING.search(answer) is not None
+    return _ANSWER_POINTING.found(answer)
 
 
 def _code_form(text: str) -> str:

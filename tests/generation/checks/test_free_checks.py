@@ -239,7 +239,7 @@ _TEXTS = st.lists(
 @pytest.mark.parametrize("name", sorted(_PHRASE_LISTS))
 @given(text=_TEXTS)
 def test_each_phrase_begins_a_word(name: str, text: str) -> None:
-    """A `\\b` and then a word's character: what `rules._word_phrases` relies on."""
+    """A `\\b` and then a word's character: what `rules._WordPhrases` relies on."""
     phrases, _ = _PHRASE_LISTS[name]
     assert all(phrase.startswith(r"\b") for phrase in phrases)
     if not re.match(r"\w", text):
@@ -249,11 +249,13 @@ def test_each_phrase_begins_a_word(name: str, text: str) -> None:
 @pytest.mark.parametrize("name", sorted(_PHRASE_LISTS))
 @given(text=_TEXTS)
 def test_a_search_finds_what_the_plain_alternation_finds(name: str, text: str) -> None:
-    """Searched only where a word begins (`rules._word_phrases`), the same match as every position tried."""
+    """Searched only where a word begins, an ASCII text lower-cased (`rules._WordPhrases`): the same
+    match as every position tried case-blind."""
     phrases, search = _PHRASE_LISTS[name]
-    plain = re.compile("|".join(phrases), re.IGNORECASE).search(text)
-    found = search.search(text)
-    assert (found and found.span()) == (plain and plain.span())
+    every_position = re.compile("|".join(phrases), re.IGNORECASE)
+    for written in (text, text.upper(), text.title()):
+        plain = every_position.search(written)
+        assert search.span(written) == (plain and plain.span())
 
 
 def test_a_question_in_ascii_never_points_at_its_source_in_chinese_or_japanese() -> None:
