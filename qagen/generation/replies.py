@@ -145,7 +145,8 @@ class ParsedQA(NamedTuple):
 
 def verdict_blocks(reply: str) -> list[str]:
     """The reply's blocks after steps 1 and 2 of the module's rule (first block = the answer)."""
-    blocks = _CONTINUATION_MARKER.split(reply)
+    # (Every marker holds `:::`: a reply without one is one block, unsearched.)
+    blocks = _CONTINUATION_MARKER.split(reply) if ":::" in reply else [reply]
     return [b for b in blocks if b.strip() and not _TEMPLATE_ECHO.search(b)]
 
 
@@ -186,7 +187,9 @@ def parse_labelled_qa(reply: str, label: str, *, answer_optional: bool = False) 
     generator's reply (`label`: a question type's). `answer_optional`: a question with no `Answer:`
     line after it is read, its answer empty (a type whose reference answer is not the drafted one)."""
     labelled = _question_label(label)
-    for block in verdict_blocks(_ECHOED_EVIDENCE_LINE.sub("", reply)):
+    # (An echoed evidence line holds the template's `(`: a reply without one has none to drop.)
+    without_echo = _ECHOED_EVIDENCE_LINE.sub("", reply) if "(" in reply else reply
+    for block in verdict_blocks(without_echo):
         question_label = (
             labelled.search(block)
             or _UNLABELLED_QUESTION.match(block)
