@@ -241,6 +241,8 @@ def prompt_examples(prompt_text: str, label: str) -> tuple[str, ...]:
 
 def echoes_example(question: str, examples: tuple[str, ...]) -> bool:
     """The drafted question copies one of the prompt's example questions (`ECHOED_EXAMPLE_SHARE`)."""
+    if not examples:
+        return False
     asked = set(content_words(question))
     for example in examples:
         words = set(content_words(example))
