@@ -14,8 +14,8 @@ What stays the `openai` client's (DESIGN prefers its retries: this keeps its pol
   (organization, project, user agent, the `Authorization` of a URL's user-info), made without
   importing `openai` by `backends.openai_endpoint` (a test keeps the two equal); the URL's query
   parameters go with every request, as its `default_query` does.
-- The body bytes: `json.dumps` with the client's settings (`body_bytes`), so request bodies, and
-  the stand-in's replies that are picked by them, do not change.
+- The body bytes: `json.dumps` with the client's settings, or orjson where it writes the same
+  (`body_bytes`), so request bodies, and the stand-in's replies that are picked by them, do not change.
 - The retry policy of `openai._base_client`: timeouts, refused and dropped connections, 408, 409,
   429 and 5xx are retried up to `max_retries` times; the wait is the server's `retry-after-ms` or
   `Retry-After` (seconds or a date) when it is over 0 and at most 2 minutes (a longer one is not
@@ -45,6 +45,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import aiohttp
+import orjson
 from yarl import URL
 
 _log = logging.getLogger(__name__)
@@ -110,8 +111,31 @@ class Endpoint:
 
 
 def body_bytes(body: Mapping[str, Any]) -> bytes:
-    """A request body as the `openai` client serialises it (openai/_utils/_json.py `openapi_dumps`)."""
+    """A request body as the `openai` client serialises it (openai/_utils/_json.py `openapi_dumps`:
+    `json.dumps`, compact, not ASCII-only, no NaN).
+
+    orjson writes the same bytes for what a chat body holds (`_written_alike`), about three times as
+    fast (most of a body is its prompt's text, escaped); a body holding anything else (a float,
+    which orjson may write otherwise: `1e-05` as `0.00001`) is written by `json`, and so is one
+    orjson refuses (a lone surrogate, an integer over 64 bits), which then raises as before."""
+    if _written_alike(body):
+        try:
+            return orjson.dumps(body)
+        except orjson.JSONEncodeError:
+            pass  # written (or refused) by `json` below, as the client would
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def _written_alike(value: object) -> bool:
+    """Strings, integers, booleans and null, in lists and in dicts with string keys: what orjson
+    writes as `json.dumps(ensure_ascii=False, separators=(",", ":"))` does (tests/llm/test_transport.py)."""
+    if value is None or isinstance(value, str | int):  # (booleans are integers)
+        return True
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _written_alike(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return all(_written_alike(item) for item in value)
+    return False
 
 
 def should_retry(status: int, headers: Mapping[str, str]) -> bool:

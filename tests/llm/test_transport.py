@@ -16,8 +16,11 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from openai import _constants
 from openai._models import FinalRequestOptions
+from openai._utils._json import openapi_dumps
 
 from qagen.llm import transport
 from qagen.llm.backends import ModelSettings, chat_body, openai_client, openai_endpoint
@@ -29,6 +32,7 @@ from qagen.llm.transport import (
     ReplyTimeoutError,
     ServerStatusError,
     ServerUnreachableError,
+    body_bytes,
     proxy_for,
     retry_delay,
     should_retry,
@@ -302,3 +306,31 @@ def test_each_attempt_sends_the_endpoint_s_headers_once_with_its_retry_count() -
         assert [value for name, value in headers if name == "X-Stainless-Retry-Count"] == [str(count)]
     assert len(attempts) == 2
     assert [name for name, _ in attempts[0]] == [name for name, _ in attempts[1]]
+
+
+# --------------------------------------------------------------------------- the body's bytes
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=4))
+@example(
+    {"model": "m", "temperature": 1e-05, "messages": [{"role": "user", "content": '\x00\x1f\x7f\u2028 é 😀 \\ "'}]}
+)
+@example({"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": '\x00\x1f\x7f\u2028 é 😀 \\ "\n\t'}]})
+@example({"messages": [{"content": "\ud800"}]})
+@example({"n": 2**64})
+def test_a_body_is_the_bytes_the_openai_client_writes(body: dict[str, Any]) -> None:
+    try:
+        theirs: bytes | type[Exception] = openapi_dumps(body)
+    except (ValueError, TypeError) as exc:
+        theirs = type(exc)
+    try:
+        ours: bytes | type[Exception] = body_bytes(body)
+    except (ValueError, TypeError) as exc:
+        ours = type(exc)
+    assert ours == theirs
