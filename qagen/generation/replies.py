@@ -81,9 +81,9 @@ def _question_label(label: str) -> re.Pattern[str]:
 
 @cache
 def _question_words(label: str) -> re.Pattern[str]:
-    """What every match of `_question_label(label)` holds: the label's words, or `Question`. Searched
-    for first in an answer, which seldom holds either: the whole pattern, tried at every position of
-    the answer, took half the time of reading a draft's reply."""
+    """What every match of `_question_label(label)` holds: the label's words, or `Question`. Looked for
+    first in an answer, which seldom holds either: the whole pattern, tried at every position of an
+    answer, costs as much as the rest of reading the reply."""
     words = r"[ \t]+".join(re.escape(word) for word in label.split())
     return re.compile(rf"{words}|Question", re.IGNORECASE)
 

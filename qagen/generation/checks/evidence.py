@@ -107,20 +107,20 @@ class _Comparable:
             # build's LLM stage and again in its filter).
             spaced = original.encode("ascii").lower().translate(_ASCII_SPACES)
             runs = _space_runs(spaced)
-            pieces: list[bytes] = []
+            kept: list[bytes] = []  # the text between the runs, each run's first space with it
             copied = 0
             for start, end in runs:
-                pieces.append(spaced[copied : start + 1])
+                kept.append(spaced[copied : start + 1])
                 copied = end
-            pieces.append(spaced[copied:])
-            return cls(b"".join(pieces).decode("ascii"), None, None, runs)
-        texts: list[str] = []
+            kept.append(spaced[copied:])
+            return cls(b"".join(kept).decode("ascii"), None, None, runs)
+        pieces: list[str] = []
         starts: list[int] = []
         ends: list[int] = []
         for start, end in _clusters(original):
             cluster = original[start:end]
             if cluster.isspace():
-                if texts and texts[-1] == " " and ends[-1] == start:
+                if pieces and pieces[-1] == " " and ends[-1] == start:
                     ends[-1] = end  # one space for the whole run
                     continue
                 form = " "
@@ -128,10 +128,10 @@ class _Comparable:
                 # Case-folding may expand (`ß` -> `ss`) or decompose (`İ`): each piece keeps its cluster's span.
                 form = unicodedata.normalize("NFC", unicodedata.normalize("NFC", cluster).casefold())
             for piece in form:
-                texts.append(piece)
+                pieces.append(piece)
                 starts.append(start)
                 ends.append(end)
-        return cls("".join(texts), starts, ends)
+        return cls("".join(pieces), starts, ends)
 
     def span(self, first: int, stop: int) -> tuple[int, int]:
         """Where the characters `first` to `stop` (exclusive) of `text` are in the original text."""
@@ -164,9 +164,10 @@ def _space_runs(spaced: bytes) -> tuple[tuple[int, int], ...]:
     runs: list[tuple[int, int]] = []
     start = spaced.find(b"  ")
     while start >= 0:
-        end = _SPACES.match(spaced, start).end()  # type: ignore[union-attr]  # a space is at `start`
-        runs.append((start, end))
-        start = spaced.find(b"  ", end)
+        run = _SPACES.match(spaced, start)
+        assert run is not None  # (two spaces are at `start`)
+        runs.append(run.span())
+        start = spaced.find(b"  ", run.end())
     return tuple(runs)
 
 
