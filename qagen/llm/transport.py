@@ -126,16 +126,24 @@ def body_bytes(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
-def _written_alike(value: object) -> bool:
+def _written_alike(body: object) -> bool:
     """Strings, integers, booleans and null, in lists and in dicts with string keys: what orjson
     writes as `json.dumps(ensure_ascii=False, separators=(",", ":"))` does (tests/llm/test_transport.py)."""
-    if value is None or isinstance(value, str | int):  # (booleans are integers)
-        return True
-    if isinstance(value, dict):
-        return all(isinstance(key, str) and _written_alike(item) for key, item in value.items())
-    if isinstance(value, list | tuple):
-        return all(_written_alike(item) for item in value)
-    return False
+    pending = [body]
+    while pending:
+        value = pending.pop()
+        if value is None or isinstance(value, str | int):  # (booleans are integers)
+            continue
+        if isinstance(value, dict):
+            for key in value:
+                if not isinstance(key, str):
+                    return False
+            pending.extend(value.values())
+        elif isinstance(value, list | tuple):
+            pending.extend(value)
+        else:
+            return False
+    return True
 
 
 def should_retry(status: int, headers: Mapping[str, str]) -> bool:
