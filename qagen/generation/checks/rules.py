@@ -26,7 +26,9 @@ the critics"): a check that rejected a draft the reviewer kept ships off.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import NamedTuple
 
 from qagen.config import FREE_CHECK_DEFAULTS
@@ -96,11 +98,24 @@ class _WordPhrases:
     but its two cases (the other characters it matches, `ſ`, `K`, `İ`, are not ASCII)."""
 
     def __init__(self, phrases: tuple[str, ...]) -> None:
-        if any(re.search(r"\\[A-Z]", phrase) for phrase in phrases):
-            raise ValueError("a phrase lower-cased must mean what it did: write no upper-case escape (`\\S`, `\\W`)")
-        self._any = re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(phrases)})", re.IGNORECASE)
-        lowered = (phrase.removeprefix(r"\b").lower() for phrase in phrases)
-        self._ascii = re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(lowered)})")
+        # Lower-cased, a phrase must mean what it meant case-blind in ASCII text: no upper-case escape
+        # (`\S`) or inline flag, and no letter outside ASCII that matches one inside it (`ſ`, `İ`).
+        if any(re.search(r"\\[A-Z]|\(\?[aiLmsux-]", phrase) for phrase in phrases):
+            raise ValueError("write the phrases with no upper-case escape (`\\S`, `\\W`) and no inline flag")
+        if any(re.search(re.escape(char), string.ascii_letters, re.IGNORECASE) for char in _non_ascii(phrases)):
+            raise ValueError("write the phrases with no letter outside ASCII that matches one inside it (`ſ`, `İ`)")
+        self._phrases = phrases
+
+    # Compiled when first searched, not when the module is imported, which a build does before its
+    # first call: about 2 ms of CPU each.
+    @cached_property
+    def _any(self) -> re.Pattern[str]:
+        return re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(self._phrases)})", re.IGNORECASE)
+
+    @cached_property
+    def _ascii(self) -> re.Pattern[str]:
+        lowered = (phrase.removeprefix(r"\b").lower() for phrase in self._phrases)
+        return re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(lowered)})")
 
     def span(self, text: str) -> tuple[int, int] | None:
         """Where the first phrase found in `text` is; None when there is none."""
@@ -109,6 +124,10 @@ class _WordPhrases:
 
     def found(self, text: str) -> bool:
         return self.span(text) is not None
+
+
+def _non_ascii(phrases: tuple[str, ...]) -> set[str]:
+    return {char for phrase in phrases for char in phrase if not char.isascii()}
 
 
 _SOURCE_POINTING = _WordPhrases(_SOURCE_POINTING_PHRASES)

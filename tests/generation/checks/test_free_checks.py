@@ -264,3 +264,10 @@ def test_a_question_in_ascii_never_points_at_its_source_in_chinese_or_japanese()
     pattern = rules._SOURCE_POINTING_CJK
     assert set(re.sub(r"[^\x00-\x7f]", "", pattern.pattern)) <= set("(?:|)")
     assert pattern.search("") is None
+
+
+@pytest.mark.parametrize("phrase", [r"\bcontext\S", r"\b(?-i:Context)", r"\bpaſſage", r"\bİn the text"])
+def test_a_phrase_that_lower_cased_would_mean_something_else_is_refused(phrase: str) -> None:
+    # `\S` lower-cased is `\s`; `ſ` and `İ` match `s` and `i` case-blind, not once lower-cased.
+    with pytest.raises(ValueError, match="write the phrases"):
+        rules._WordPhrases((phrase,))
