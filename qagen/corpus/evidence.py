@@ -73,7 +73,8 @@ class Evidence(Record):
 
 _WORD_RE = re.compile(r"[^\W_]+")  # runs of letters and digits (`_` is punctuation here)
 _ASCII_WORD_RE = re.compile(r"[A-Za-z0-9]+")
-_ASCII_NON_WORD = str.maketrans({chr(c): " " for c in range(128) if not chr(c).isalnum()})
+_ASCII_NON_WORD = bytes(byte if chr(byte).isalnum() else ord(" ") for byte in range(256))
+"""`bytes.translate`'s table that makes every ASCII character but a letter or digit a space (`normalise`)."""
 
 
 class Token(NamedTuple):
@@ -130,7 +131,7 @@ def normalise(text: str) -> str:
     """
     if text.isascii():
         # The same words as `_word_tokens` gives, at C speed: contexts are many and long.
-        return " ".join(text.translate(_ASCII_NON_WORD).lower().split())
+        return b" ".join(text.encode("ascii").translate(_ASCII_NON_WORD).lower().split()).decode("ascii")
     return " ".join(token.text for token in _word_tokens(text) if token.text)
 
 

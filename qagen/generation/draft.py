@@ -10,6 +10,7 @@ with fewer pairs than asked gives a draft of each pair it holds and, for each it
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import PurePath
 
 from qagen.errors import ConfigError
@@ -34,6 +35,7 @@ the first, or only, passage's): a question can then name the command or object i
 passage itself often never says (git's man pages: the color option of which command?)."""
 
 
+@lru_cache(maxsize=4096)
 def document_name(source: str) -> str:
     """A document's name as a draft prompt shows it: its file name without folders and extensions
     (`library/shelve.rst` -> `shelve`, `git-cherry-pick.html` -> `git-cherry-pick`), or the source as

@@ -79,6 +79,15 @@ def _question_label(label: str) -> re.Pattern[str]:
     )
 
 
+@cache
+def _question_words(label: str) -> re.Pattern[str]:
+    """What every match of `_question_label(label)` holds: the label's words, or `Question`. Looked for
+    first in an answer, which seldom holds either: the whole pattern, tried at every position of an
+    answer, costs as much as the rest of reading the reply."""
+    words = r"[ \t]+".join(re.escape(word) for word in label.split())
+    return re.compile(rf"{words}|Question", re.IGNORECASE)
+
+
 # The optional evidence line echoed as its own placeholder ("Evidence: (the sentence of the context
 # that holds the answer, ...)"): a small model copies the template's line when it has no sentence to
 # quote. The line says nothing, so it is dropped before the block rule, which would otherwise take the
@@ -136,7 +145,8 @@ class ParsedQA(NamedTuple):
 
 def verdict_blocks(reply: str) -> list[str]:
     """The reply's blocks after steps 1 and 2 of the module's rule (first block = the answer)."""
-    blocks = _CONTINUATION_MARKER.split(reply)
+    # (Every marker holds `:::`: a reply without one is one block, unsearched.)
+    blocks = _CONTINUATION_MARKER.split(reply) if ":::" in reply else [reply]
     return [b for b in blocks if b.strip() and not _TEMPLATE_ECHO.search(b)]
 
 
@@ -177,7 +187,9 @@ def parse_labelled_qa(reply: str, label: str, *, answer_optional: bool = False) 
     generator's reply (`label`: a question type's). `answer_optional`: a question with no `Answer:`
     line after it is read, its answer empty (a type whose reference answer is not the drafted one)."""
     labelled = _question_label(label)
-    for block in verdict_blocks(_ECHOED_EVIDENCE_LINE.sub("", reply)):
+    # (An echoed evidence line holds the template's `(`: a reply without one has none to drop.)
+    without_echo = _ECHOED_EVIDENCE_LINE.sub("", reply) if "(" in reply else reply
+    for block in verdict_blocks(without_echo):
         question_label = (
             labelled.search(block)
             or _UNLABELLED_QUESTION.match(block)
@@ -193,7 +205,7 @@ def parse_labelled_qa(reply: str, label: str, *, answer_optional: bool = False) 
         question = (rest if answer_label is None else rest[: answer_label.start()]).strip()
         answer = "" if answer_label is None else rest[answer_label.end() :]
         # A model that drafts several pairs in one block: keep the first pair only.
-        next_question = labelled.search(answer)
+        next_question = labelled.search(answer) if _question_words(label).search(answer) else None
         if next_question is not None:
             answer = answer[: next_question.start()]
         evidence: str | None = None
@@ -229,6 +241,8 @@ def prompt_examples(prompt_text: str, label: str) -> tuple[str, ...]:
 
 def echoes_example(question: str, examples: tuple[str, ...]) -> bool:
     """The drafted question copies one of the prompt's example questions (`ECHOED_EXAMPLE_SHARE`)."""
+    if not examples:
+        return False
     asked = set(content_words(question))
     for example in examples:
         words = set(content_words(example))

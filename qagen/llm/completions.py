@@ -110,4 +110,4 @@ def valid_text(text: str) -> str:
 
     They cannot be encoded as UTF-8, so saving the record would fail; the rest of the reply is kept.
     """
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)

@@ -46,20 +46,29 @@ class Prompt(BaseModel):
         Values are inserted verbatim in one pass, so braces or `{name}` inside a chunk's text are
         never interpreted as placeholders (unlike `str.format`).
         """
-        missing = self.variables - values.keys()
-        extra = values.keys() - self.variables
-        if missing or extra:
+        if values.keys() != self.variables:
+            missing = self.variables - values.keys()
+            extra = values.keys() - self.variables
             raise ConfigError(
                 f"Prompt '{self.name}' needs {sorted(self.variables)}; "
                 f"missing {sorted(missing)}, unexpected {sorted(extra)}."
             )
-        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], self.text)
+        pieces = list(_pieces(self.text))
+        pieces[1::2] = [values[name] for name in pieces[1::2]]
+        return "".join(pieces)
 
 
 @lru_cache(maxsize=256)
 def _variables(text: str) -> frozenset[str]:
     """A prompt text's placeholders: read for every request made with it, so found once per text."""
     return frozenset(_PLACEHOLDER.findall(text))
+
+
+@lru_cache(maxsize=256)
+def _pieces(text: str) -> tuple[str, ...]:
+    """A prompt text cut at its placeholders, once per text: its text before the first, the first's
+    name, the text up to the next, and so on, its text after the last at the end."""
+    return tuple(_PLACEHOLDER.split(text))
 
 
 def prompts_dir() -> Path:

@@ -83,9 +83,12 @@ def neutralize(text: str) -> str:
     legitimate part of either's data (a parser of some family reads each of them). It is
     idempotent (no edit leaves or creates a marker) and changes nothing else.
     """
-    text = _DATA_TAG.sub("&lt;", text)
-    text = RESULT_MARKER.sub(r"[ \1 ]", text)
-    text = _DOUBLE_BRACKET.sub("[ [", text)
+    # Each marker holds a `<` or a `[`: a text with neither (most chunks) is not searched for them.
+    if "<" in text:
+        text = _DATA_TAG.sub("&lt;", text)
+    if "[" in text:
+        text = RESULT_MARKER.sub(r"[ \1 ]", text)
+        text = _DOUBLE_BRACKET.sub("[ [", text)
     return _defuse_labels(text)
 
 

@@ -262,9 +262,11 @@ class RecordWriter(Generic[R]):
     def append(self, record: R) -> int:
         """Append the record's line, flushed; return its size in bytes."""
         line = record.__pydantic_serializer__.to_json(record) + b"\n"  # (what `model_dump_json` encodes)
-        with writing(self.path):
+        try:  # (`writing`'s rule, without a context manager made for every record)
             self._handle.write(line)
             self._handle.flush()
+        except OSError as exc:
+            raise write_error(self.path, exc) from exc
         return len(line)
 
     def position(self) -> int:
@@ -306,26 +308,32 @@ RECORDS_KEPT = "every finished record is kept, and only what was not written is 
 @contextmanager
 def writing(path: Path, *, kept: str = RECORDS_KEPT) -> Iterator[None]:
     """Turn a failed write of `path` into one sentence with the path, what to do next, and what of the
-    work is kept (`kept`: a run's records, unless said otherwise).
+    work is kept (`kept`: a run's records, unless said otherwise): `write_error`."""
+    try:
+        yield
+    except OSError as exc:
+        raise write_error(path, exc, kept=kept) from exc
+
+
+def write_error(path: Path, exc: OSError, *, kept: str = RECORDS_KEPT) -> RunWriteError:
+    """The error a failed write of `path` stops the run with: the path, what to do next, and what of the
+    work is kept.
 
     A write error carries no file name (only an open does), so without this a full disk reads
     "No space left on device" with no word on where, or whether anything was lost.
     """
-    try:
-        yield
-    except OSError as exc:
-        # pyarrow (writing the datasets) raises OSErrors without an errno, the reason only in the text.
-        if exc.errno in {errno.ENOSPC, errno.EDQUOT} or "No space left" in str(exc):
-            problem, fix = "the disk (or your quota) is full", "free some space"
-        elif exc.errno == errno.ENOENT and not path.parent.exists():
-            problem, fix = f"its folder {path.parent} does not exist", f"create it (`mkdir -p {path.parent}`)"
-        else:
-            problem, fix = exc.strerror or str(exc), "fix that (the folder's permissions, the disk)"
-            if exc.filename and str(exc.filename) != str(path):
-                problem += f" ({exc.filename})"  # e.g. a file where a folder on the way should be
-        raise RunWriteError(
-            f"Cannot write {path}: {problem}. {fix[0].upper()}{fix[1:]} and run the same command again: {kept}."
-        ) from exc
+    # pyarrow (writing the datasets) raises OSErrors without an errno, the reason only in the text.
+    if exc.errno in {errno.ENOSPC, errno.EDQUOT} or "No space left" in str(exc):
+        problem, fix = "the disk (or your quota) is full", "free some space"
+    elif exc.errno == errno.ENOENT and not path.parent.exists():
+        problem, fix = f"its folder {path.parent} does not exist", f"create it (`mkdir -p {path.parent}`)"
+    else:
+        problem, fix = exc.strerror or str(exc), "fix that (the folder's permissions, the disk)"
+        if exc.filename and str(exc.filename) != str(path):
+            problem += f" ({exc.filename})"  # e.g. a file where a folder on the way should be
+    return RunWriteError(
+        f"Cannot write {path}: {problem}. {fix[0].upper()}{fix[1:]} and run the same command again: {kept}."
+    )
 
 
 @contextmanager

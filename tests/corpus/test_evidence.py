@@ -101,7 +101,7 @@ def texts(draw: st.DrawFn) -> str:
     return "".join(word + separator for word, separator in parts)
 
 
-@given(st.text(max_size=200) | texts())
+@given(st.text(max_size=200) | st.text(st.characters(max_codepoint=127), max_size=60) | texts())
 @settings(max_examples=300)
 def test_the_fast_path_gives_the_same_words_as_the_tokens(text: str) -> None:
     normalised = normalise_with_tokens(text)

@@ -287,3 +287,42 @@ def test_factoid_parser_never_raises(reply: str) -> None:
         assert parsed.question is None and parsed.answer is None
     else:
         assert parsed.question and parsed.answer
+
+
+_LABELS = ["Factoid question", "Multi-hop question", "User question", "Unanswerable question"]
+_NEAR_A_LABEL = st.lists(
+    st.one_of(
+        st.sampled_from([*_LABELS, "Question", "QUESTION", "questſon", "questİon", "questıon", "Factoid  question"]),
+        st.sampled_from([":", "**", " ", "\t", "\n", "?", "Answer:", "two words ", "x"]),
+        st.text(max_size=3),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@given(st.sampled_from(_LABELS), _NEAR_A_LABEL)
+def test_a_question_label_is_looked_for_only_where_its_words_are(label: str, text: str) -> None:
+    """What `parse_labelled_qa` searches an answer for first (`_question_words`) is in every label it finds."""
+    from qagen.generation.replies import _question_label, _question_words
+
+    if _question_label(label).search(text) is not None:
+        assert _question_words(label).search(text) is not None
+
+
+_BLOCKY_REPLY = st.lists(
+    st.sampled_from(
+        ["Feedback:::", "**Answer:::**", "Output :::", "\n", " ", "Evidence: ", "(the sentence of the context",
+         " that holds", "(your rating)", "Factoid question: Q?", "Answer: A", "x", ":", "::"]
+    ),
+    max_size=12,
+).map("".join)  # fmt: skip
+
+
+@given(_BLOCKY_REPLY | _reply_text)
+def test_a_reply_without_a_marker_s_own_characters_is_not_searched_for_it(reply: str) -> None:
+    """The shortcuts of `verdict_blocks` (no `:::`) and `parse_labelled_qa` (no `(`) change nothing."""
+    from qagen.generation.replies import _CONTINUATION_MARKER, _ECHOED_EVIDENCE_LINE, _TEMPLATE_ECHO, verdict_blocks
+
+    blocks = _CONTINUATION_MARKER.split(reply)
+    assert verdict_blocks(reply) == [block for block in blocks if block.strip() and not _TEMPLATE_ECHO.search(block)]
+    assert _ECHOED_EVIDENCE_LINE.sub("", reply) == reply or "(" in reply

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from qagen.llm.completions import valid_text
 from qagen.llm.normalise import MAX_REPLY_CHARS, normalise_reply
 from qagen.records import Usage
 
@@ -87,3 +88,10 @@ def test_normalise_never_raises_and_never_reads_a_truncated_reply(
     if finish_reason == "length":
         assert reply.truncated
     assert len(reply.text) <= len(reply.verbatim)
+
+
+@given(st.text(alphabet=st.sampled_from(["a", " ", "\n", "é", "\ud800", "\udfff", "😀", "\x7f"])))
+def test_a_reply_s_lone_surrogates_become_replacement_characters_and_nothing_else_changes(text: str) -> None:
+    valid = valid_text(text)
+    assert valid.encode("utf-8").decode("utf-8") == valid
+    assert valid == "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)

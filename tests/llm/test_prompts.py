@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from qagen.errors import ConfigError
-from qagen.llm.prompts import load_prompt, load_prompts, prompts_dir
+from qagen.llm.prompts import Prompt, load_prompt, load_prompts, prompts_dir
 
 
 def test_every_prompt_file_loads_with_its_variables() -> None:
@@ -41,6 +44,18 @@ def test_render_is_strict_and_leaves_braces_in_values_alone() -> None:
         prompt.render()
     with pytest.raises(ConfigError, match="unexpected"):
         prompt.render(question="q", context="c")
+
+
+_TEMPLATE_PIECES = st.sampled_from(
+    ["{context}", "{question}", "{a_b}", "{", "}", "{Context}", "{ x}", "text", "\n", "é"]
+)
+
+
+@given(st.lists(_TEMPLATE_PIECES, max_size=12).map("".join), st.data())
+def test_render_fills_each_placeholder_as_one_substitution_over_the_text_would(text: str, data: st.DataObject) -> None:
+    prompt = Prompt(name="p", text=text, sha256="0" * 64)
+    values = {name: data.draw(st.sampled_from(["", "{context}", "v\\1", "x"])) for name in prompt.variables}
+    assert prompt.render(**values) == re.sub(r"\{([a-z_]+)\}", lambda found: values[found.group(1)], text)
 
 
 def test_hash_is_of_the_text() -> None:

@@ -16,8 +16,11 @@ from typing import Any
 import httpx2
 import openai
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 from openai import _constants
 from openai._models import FinalRequestOptions
+from openai._utils._json import openapi_dumps
 
 from qagen.llm import transport
 from qagen.llm.backends import ModelSettings, chat_body, openai_client, openai_endpoint
@@ -29,6 +32,7 @@ from qagen.llm.transport import (
     ReplyTimeoutError,
     ServerStatusError,
     ServerUnreachableError,
+    body_bytes,
     proxy_for,
     retry_delay,
     should_retry,
@@ -257,3 +261,76 @@ def test_proxies_come_from_the_environment_as_for_httpx(monkeypatch: pytest.Monk
     assert proxy_for("https://api.example.org/v1/chat/completions") == "http://proxy.internal:3128"
     assert proxy_for("http://api.example.org/v1/chat/completions") is None
     assert proxy_for("https://127.0.0.1:8000/v1/chat/completions") is None
+
+
+# --------------------------------------------------------------------------- the headers on the wire
+
+
+def test_each_attempt_sends_the_endpoint_s_headers_once_with_its_retry_count() -> None:
+    """The fixed headers are the session's own; a retry adds only its count, in the first attempt's place."""
+    attempts: list[list[tuple[str, str]]] = []
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while not reader.at_eof():
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                return  # the client closed its connection
+            lines = head.decode("latin-1").split("\r\n")[1:-2]
+            headers = [(name, value) for name, _, value in (line.partition(": ") for line in lines)]
+            await reader.readexactly(int(dict(headers)["Content-Length"]))
+            attempts.append(headers)
+            status, body = (b"500 Internal Server Error", b"{}") if len(attempts) == 1 else (b"200 OK", b'{"ok":1}')
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            await writer.drain()
+
+    async def run() -> bytes:
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        endpoint = Endpoint(f"http://127.0.0.1:{port}/v1/chat/completions", {"Authorization": "Bearer k", "X-A": "a"})
+        chat = ChatTransport(endpoint, timeout=5.0, max_retries=1, connections=1)
+        transport.retry_delay, delay = (lambda retries_taken, headers: 0.0), transport.retry_delay
+        try:
+            return await chat.post({"model": "m"})
+        finally:
+            transport.retry_delay = delay
+            await chat.aclose()
+            server.close()
+
+    assert asyncio.run(run()) == b'{"ok":1}'
+    fixed = [("Authorization", "Bearer k"), ("X-A", "a"), ("X-Stainless-Read-Timeout", "5.0")]
+    for count, headers in enumerate(attempts):
+        names = [name.lower() for name, _ in headers]
+        assert len(names) == len(set(names)), headers
+        assert [pair for pair in headers if pair[0] in dict(fixed)] == fixed
+        assert [value for name, value in headers if name == "X-Stainless-Retry-Count"] == [str(count)]
+    assert len(attempts) == 2
+    assert [name for name, _ in attempts[0]] == [name for name, _ in attempts[1]]
+
+
+# --------------------------------------------------------------------------- the body's bytes
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(st.dictionaries(st.text(max_size=6), _JSON_VALUES, max_size=4))
+@example(
+    {"model": "m", "temperature": 1e-05, "messages": [{"role": "user", "content": '\x00\x1f\x7f\u2028 é 😀 \\ "'}]}
+)
+@example({"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": '\x00\x1f\x7f\u2028 é 😀 \\ "\n\t'}]})
+@example({"messages": [{"content": "\ud800"}]})
+@example({"n": 2**64})
+def test_a_body_is_the_bytes_the_openai_client_writes(body: dict[str, Any]) -> None:
+    try:
+        theirs: bytes | type[Exception] = openapi_dumps(body)
+    except (ValueError, TypeError) as exc:
+        theirs = type(exc)
+    try:
+        ours: bytes | type[Exception] = body_bytes(body)
+    except (ValueError, TypeError) as exc:
+        ours = type(exc)
+    assert ours == theirs

@@ -174,6 +174,13 @@ _LABEL_PIECES = [
     "9",
     "\n",
     "[RESULT]",
+    # The markers' own characters, which decide whether `neutralize` looks for them at all.
+    "<",
+    "< /",
+    "context>",
+    "[",
+    "[[",
+    "result]",
 ]
 
 

@@ -82,32 +82,38 @@ class EvidencePlacement(Record):
 class _Comparable:
     """A text in the form quotes and chunks are compared in, and where each of its characters came from."""
 
-    __slots__ = ("_ends", "_original", "_starts", "text")
+    __slots__ = ("_ends", "_runs", "_starts", "text")
 
-    def __init__(self, text: str, original: str, starts: list[int] | None, ends: list[int] | None) -> None:
+    def __init__(
+        self, text: str, starts: list[int] | None, ends: list[int] | None, runs: tuple[tuple[int, int], ...] = ()
+    ) -> None:
         self.text = text
-        self._original = original
         self._starts = starts
         """Offset in the original text where the character at each position of `text` starts (None:
-        an ASCII text, whose offsets are worked out when asked)."""
+        an ASCII text, whose offsets follow from `_runs`)."""
         self._ends = ends
         """Offset (exclusive) where it ends: a character made of several (`e` + U+0301, a run of spaces)
         spans them all."""
+        self._runs = runs
+        """Of an ASCII text: (start, end) of each run of two or more whitespace characters in the original,
+        the only places where `text` and the original part ways."""
 
     @classmethod
     def of(cls, original: str) -> _Comparable:
         if original.isascii():
             # ASCII is its own NFC, case-folds to its lower case and composes nothing: the form is the
-            # lower-cased text with each run of whitespace one space, made at C speed (a chunk is
-            # compared once a draft, in the build's LLM stage and again in its filter). `split` drops
-            # the runs at either end, which keep their one space.
-            lower = original.lower()
-            text = " ".join(lower.split())
-            if lower[:1].isspace():
-                text = " " + text
-            if lower[-1:].isspace() and text != " ":
-                text += " "
-            return cls(text, original, None, None)
+            # lower-cased text with each run of whitespace one space (a run at either end too), made
+            # on bytes at C speed, without a string a word (a chunk is compared once a draft, in the
+            # build's LLM stage and again in its filter).
+            spaced = original.encode("ascii").lower().translate(_ASCII_SPACES)
+            runs = _space_runs(spaced)
+            kept: list[bytes] = []  # the text between the runs, each run's first space with it
+            copied = 0
+            for start, end in runs:
+                kept.append(spaced[copied : start + 1])
+                copied = end
+            kept.append(spaced[copied:])
+            return cls(b"".join(kept).decode("ascii"), None, None, runs)
         pieces: list[str] = []
         starts: list[int] = []
         ends: list[int] = []
@@ -125,7 +131,7 @@ class _Comparable:
                 pieces.append(piece)
                 starts.append(start)
                 ends.append(end)
-        return cls("".join(pieces), original, starts, ends)
+        return cls("".join(pieces), starts, ends)
 
     def span(self, first: int, stop: int) -> tuple[int, int]:
         """Where the characters `first` to `stop` (exclusive) of `text` are in the original text."""
@@ -134,21 +140,35 @@ class _Comparable:
         return self._ascii_span(first)[0], self._ascii_span(stop - 1)[1]
 
     def _ascii_span(self, position: int) -> tuple[int, int]:
-        # Only runs of two or more whitespace characters moved what follows them: one pass over those.
+        # Only runs of two or more whitespace characters moved what follows them.
         shrunk = 0
-        for run in _ASCII_SPACE_RUNS.finditer(self._original):
-            at = run.start() - shrunk  # where the run's one space is in `text`
+        for start, end in self._runs:
+            at = start - shrunk  # where the run's one space is in `text`
             if at > position:
                 break
             if at == position:
-                return run.start(), run.end()
-            shrunk += run.end() - run.start() - 1
+                return start, end
+            shrunk += end - start - 1
         return position + shrunk, position + shrunk + 1
 
 
 _ASCII_WHITESPACE = "".join(chr(code) for code in range(128) if chr(code).isspace())
 """What `str.isspace` calls whitespace among ASCII characters (the file and record separators too)."""
-_ASCII_SPACE_RUNS = re.compile(f"[{re.escape(_ASCII_WHITESPACE)}]{{2,}}")
+_ASCII_SPACES = bytes.maketrans(_ASCII_WHITESPACE.encode("ascii"), b" " * len(_ASCII_WHITESPACE))
+"""`bytes.translate`'s table that makes each ASCII whitespace character a space."""
+_SPACES = re.compile(b" +")
+
+
+def _space_runs(spaced: bytes) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each run of two or more spaces (few in a text: looked for with `bytes.find`)."""
+    runs: list[tuple[int, int]] = []
+    start = spaced.find(b"  ")
+    while start >= 0:
+        run = _SPACES.match(spaced, start)
+        assert run is not None  # (two spaces are at `start`)
+        runs.append(run.span())
+        start = spaced.find(b"  ", run.end())
+    return tuple(runs)
 
 
 def _clusters(text: str) -> Iterator[tuple[int, int]]:

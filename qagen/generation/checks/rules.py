@@ -26,7 +26,9 @@ the critics"): a check that rejected a draft the reviewer kept ships off.
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Sequence
+from functools import cached_property
 from typing import NamedTuple
 
 from qagen.config import FREE_CHECK_DEFAULTS
@@ -67,69 +69,103 @@ _POINTING_EN = (
     r"\b(?:the\s+)?(?:situation|scenario|case|example|setup|story)\s+(?:described|mentioned|shown|given|above)\b",
     r"\b(?:described|mentioned|shown|given|discussed|listed)\s+(?:above|here|below)\b",
 )
-_SOURCE_POINTING = re.compile(
-    "|".join(
-        (
-            # English
-            *_POINTING_EN,
-            r"\bthe\s+(?:author|writer|narrator)\b",
-            # French
-            r"\b(?:selon|d'après|dans)\s+(?:le|ce|cet|la|cette|l')\s*(?:texte|passage|contexte|document|extrait|article)\b",
-            r"\bl'auteur\b",
-            # German
-            r"\b(?:im|in\s+diesem|laut\s+(?:dem|diesem)|gemäß\s+dem)\s+(?:Text|Kontext|Dokument|Abschnitt|Auszug|Artikel)\b",
-            r"\bder\s+(?:Autor|Verfasser)\b",
-            # Spanish, Italian, Portuguese
-            r"\b(?:según|en|de\s+acuerdo\s+con)\s+(?:el|este|la|esta)\s+(?:texto|contexto|documento|pasaje|fragmento)\b",
-            r"\b(?:secondo|nel|in\s+questo)\s+(?:il\s+)?(?:testo|contesto|documento|passaggio|brano)\b",
-            r"\b(?:segundo|no|neste)\s+(?:o\s+)?(?:texto|contexto|documento|trecho)\b",
-        )
-    ),
-    re.IGNORECASE,
+_SOURCE_POINTING_PHRASES = (
+    # English
+    *_POINTING_EN,
+    r"\bthe\s+(?:author|writer|narrator)\b",
+    # French
+    r"\b(?:selon|d'après|dans)\s+(?:le|ce|cet|la|cette|l')\s*(?:texte|passage|contexte|document|extrait|article)\b",
+    r"\bl'auteur\b",
+    # German
+    r"\b(?:im|in\s+diesem|laut\s+(?:dem|diesem)|gemäß\s+dem)\s+(?:Text|Kontext|Dokument|Abschnitt|Auszug|Artikel)\b",
+    r"\bder\s+(?:Autor|Verfasser)\b",
+    # Spanish, Italian, Portuguese
+    r"\b(?:según|en|de\s+acuerdo\s+con)\s+(?:el|este|la|esta)\s+(?:texto|contexto|documento|pasaje|fragmento)\b",
+    r"\b(?:secondo|nel|in\s+questo)\s+(?:il\s+)?(?:testo|contesto|documento|passaggio|brano)\b",
+    r"\b(?:segundo|no|neste)\s+(?:o\s+)?(?:texto|contexto|documento|trecho)\b",
 )
+
+
+class _WordPhrases:
+    r"""Phrases of which each begins a word (`\b`, then a letter), looked for case-blind.
+
+    Python's `re` finds no shortcut into an alternation of case-blind phrases: it tries every phrase
+    at every position of the text. Here `(?<!\w)(?=\w)` first turns away each position that begins
+    no word, in one step; and an ASCII text (most drafts) is lower-cased and searched with the
+    phrases lower-cased and case-sensitive, where `re` skips at once each phrase whose first letter
+    is not the word's. Both find what the plain case-blind alternation finds, where it finds it
+    (tests/generation/checks/test_free_checks.py): in ASCII text a case-blind letter matches nothing
+    but its two cases (the other characters it matches, `ſ`, `K`, `İ`, are not ASCII)."""
+
+    def __init__(self, phrases: tuple[str, ...]) -> None:
+        # Lower-cased, a phrase must mean what it meant case-blind in ASCII text: no upper-case escape
+        # (`\S`) or inline flag, and no letter outside ASCII that matches one inside it (`ſ`, `İ`).
+        if any(re.search(r"\\[A-Z]|\(\?[aiLmsux-]", phrase) for phrase in phrases):
+            raise ValueError("write the phrases with no upper-case escape (`\\S`, `\\W`) and no inline flag")
+        if any(re.search(re.escape(char), string.ascii_letters, re.IGNORECASE) for char in _non_ascii(phrases)):
+            raise ValueError("write the phrases with no letter outside ASCII that matches one inside it (`ſ`, `İ`)")
+        self._phrases = phrases
+
+    # Compiled when first searched, not when the module is imported, which a build does before its
+    # first call: about 2 ms of CPU each.
+    @cached_property
+    def _any(self) -> re.Pattern[str]:
+        return re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(self._phrases)})", re.IGNORECASE)
+
+    @cached_property
+    def _ascii(self) -> re.Pattern[str]:
+        lowered = (phrase.removeprefix(r"\b").lower() for phrase in self._phrases)
+        return re.compile(rf"(?<!\w)(?=\w)(?:{'|'.join(lowered)})")
+
+    def span(self, text: str) -> tuple[int, int] | None:
+        """Where the first phrase found in `text` is; None when there is none."""
+        found = self._ascii.search(text.lower()) if text.isascii() else self._any.search(text)
+        return None if found is None else found.span()
+
+    def found(self, text: str) -> bool:
+        return self.span(text) is not None
+
+
+def _non_ascii(phrases: tuple[str, ...]) -> set[str]:
+    return {char for phrase in phrases for char in phrase if not char.isascii()}
+
+
+_SOURCE_POINTING = _WordPhrases(_SOURCE_POINTING_PHRASES)
 
 # An answer written about its passage: the question's phrases (but "the writer", a CSV writer in an
 # answer, is no author), and the passage as the subject of what it says ("the context provides").
-_ANSWER_POINTING = re.compile(
-    "|".join(
-        (
-            *_POINTING_EN,
-            r"\bthe\s+(?:given\s+|provided\s+)?(?:context|passages?|excerpts?)\s+(?:also\s+)?"
-            r"(?:provides?|states?|says|mentions?|describes?|explains?|shows?|notes?|gives?|indicates?)\b",
-        )
-    ),
-    re.IGNORECASE,
+_ANSWER_POINTING_PHRASES = (
+    *_POINTING_EN,
+    r"\bthe\s+(?:given\s+|provided\s+)?(?:context|passages?|excerpts?)\s+(?:also\s+)?"
+    r"(?:provides?|states?|says|mentions?|describes?|explains?|shows?|notes?|gives?|indicates?)\b",
 )
+_ANSWER_POINTING = _WordPhrases(_ANSWER_POINTING_PHRASES)
 
 # A span of code in an answer: `git tag`, ``True`` (reStructuredText's double backticks hold one).
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 # An answer that says it is not drawn from the chunk.
-_NOT_GROUNDED = re.compile(
-    "|".join(
-        (
-            # English
-            r"\b(?:the\s+)?(?:given\s+|provided\s+)?(?:context|passage|text|document|excerpt)\s+(?:provided\s+|given\s+)?"
-            r"(?:does\s+not|doesn't|did\s+not|fails\s+to)\s+(?:explicitly\s+|directly\s+|specifically\s+)?"
-            r"(?:mention|provide|contain|specify|say|state|include|give|describe|discuss|hold|explain)",
-            r"\bnot\s+(?:explicitly\s+|directly\s+)?(?:mentioned|stated|specified|provided|given|found|described)\s+"
-            r"in\s+the\s+(?:given\s+|provided\s+)?(?:context|passage|text|document|excerpt)",
-            r"\b(?:based\s+on|from|using)\s+(?:general|common|my|prior|background)\s+knowledge\b",
-            r"\bno\s+(?:information|mention)\s+(?:is\s+given\s+|is\s+provided\s+)?(?:about|of|on|in)\s+",
-            r"\bcannot\s+be\s+(?:determined|answered|found|inferred)\s+(?:from|with|based\s+on)\b",
-            # French
-            r"\b(?:le\s+)?(?:texte|contexte|passage|document)\s+ne\s+(?:mentionne|précise|dit|contient|fournit)\s+pas\b",
-            r"\bn'est\s+pas\s+(?:mentionné|précisé|indiqué)e?\s+dans\b",
-            # German
-            r"\b(?:wird|ist)\s+im\s+(?:Text|Kontext|Dokument)\s+nicht\b",
-            # Spanish, Italian, Portuguese
-            r"\bno\s+se\s+(?:menciona|especifica|indica)\b",
-            r"\bnon\s+(?:è|viene)\s+(?:menzionat|specificat|indicat)[oa]\b",
-            r"\bnão\s+(?:é|está)\s+(?:mencionad|especificad|indicad)[oa]\b",
-        )
-    ),
-    re.IGNORECASE,
+_NOT_GROUNDED_PHRASES = (
+    # English
+    r"\b(?:the\s+)?(?:given\s+|provided\s+)?(?:context|passage|text|document|excerpt)\s+(?:provided\s+|given\s+)?"
+    r"(?:does\s+not|doesn't|did\s+not|fails\s+to)\s+(?:explicitly\s+|directly\s+|specifically\s+)?"
+    r"(?:mention|provide|contain|specify|say|state|include|give|describe|discuss|hold|explain)",
+    r"\bnot\s+(?:explicitly\s+|directly\s+)?(?:mentioned|stated|specified|provided|given|found|described)\s+"
+    r"in\s+the\s+(?:given\s+|provided\s+)?(?:context|passage|text|document|excerpt)",
+    r"\b(?:based\s+on|from|using)\s+(?:general|common|my|prior|background)\s+knowledge\b",
+    r"\bno\s+(?:information|mention)\s+(?:is\s+given\s+|is\s+provided\s+)?(?:about|of|on|in)\s+",
+    r"\bcannot\s+be\s+(?:determined|answered|found|inferred)\s+(?:from|with|based\s+on)\b",
+    # French
+    r"\b(?:le\s+)?(?:texte|contexte|passage|document)\s+ne\s+(?:mentionne|précise|dit|contient|fournit)\s+pas\b",
+    r"\bn'est\s+pas\s+(?:mentionné|précisé|indiqué)e?\s+dans\b",
+    # German
+    r"\b(?:wird|ist)\s+im\s+(?:Text|Kontext|Dokument)\s+nicht\b",
+    # Spanish, Italian, Portuguese
+    r"\bno\s+se\s+(?:menciona|especifica|indica)\b",
+    r"\bnon\s+(?:è|viene)\s+(?:menzionat|specificat|indicat)[oa]\b",
+    r"\bnão\s+(?:é|está)\s+(?:mencionad|especificad|indicad)[oa]\b",
 )
+_NOT_GROUNDED = _WordPhrases(_NOT_GROUNDED_PHRASES)
 
 
 # Chinese and Japanese, apart: no word boundaries, so each phrase is whole ("根据上下文" points at a
@@ -154,17 +190,18 @@ _SOURCE_POINTING_CJK = re.compile(
 
 def points_at_source(question: str, _answer: str = "", _passages: Sequence[str] = ()) -> bool:
     """The question refers to a text the asker is not reading ("in the context", "the author")."""
-    return _SOURCE_POINTING.search(question) is not None or _SOURCE_POINTING_CJK.search(question) is not None
+    if _SOURCE_POINTING.found(question):
+        return True
+    # Every Chinese or Japanese phrase holds a character outside ASCII.
+    return not question.isascii() and _SOURCE_POINTING_CJK.search(question) is not None
 
 
 def answer_in_question(question: str, answer: str, _passages: Sequence[str] = ()) -> bool:
     """The answer, as whole words (case and punctuation aside), is written in its question, and it
     has at least one content word (an answer "a" or "the" says nothing either way). A one-word answer
     must be written with its own case: the exception `Full` is not given away by "a full queue"."""
-    if not content_words(answer):
-        return False
-    needle = normalise(answer)
-    if not needle or f" {needle} " not in f" {normalise(question)} ":
+    needle = normalise(answer)  # (looked for first: seldom there, and cheaper than the content words)
+    if not needle or f" {needle} " not in f" {normalise(question)} " or not content_words(answer):
         return False
     word = answer.strip().strip(".")
     return len(word.split()) > 1 or re.search(rf"(?<!\w){re.escape(word)}(?!\w)", question) is not None
@@ -172,12 +209,12 @@ def answer_in_question(question: str, answer: str, _passages: Sequence[str] = ()
 
 def says_not_grounded(_question: str, answer: str, _passages: Sequence[str] = ()) -> bool:
     """The answer says the context does not hold it, or that it comes from elsewhere."""
-    return _NOT_GROUNDED.search(answer) is not None
+    return _NOT_GROUNDED.found(answer)
 
 
 def answer_points_at_source(_question: str, answer: str, _passages: Sequence[str] = ()) -> bool:
     """The answer talks about its passage ("the context provides", "as mentioned in the passage")."""
-    return _ANSWER_POINTING.search(answer) is not None
+    return _ANSWER_POINTING.found(answer)
 
 
 def _code_form(text: str) -> str:

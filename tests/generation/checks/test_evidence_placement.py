@@ -201,11 +201,11 @@ def test_placing_a_quote_never_raises_and_keeps_its_offsets_in_the_chunk(
             assert 0 <= placed.start <= placed.end <= len(chunk)
 
 
-_ASCII = st.sampled_from(["a", "B", "z", "7", ".", "`", " ", "  ", "\n", "\t", "\r\n", "\x0b", "\x1c"])
+_ASCII = st.sampled_from(["a", "B", "z", "7", ".", "`", " ", "  ", "\n", "\t", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f"])
 
 
 @given(st.lists(_ASCII, max_size=60).map("".join), st.data())
-@settings(max_examples=150)
+@settings(max_examples=300)
 def test_an_ascii_text_compares_as_the_general_form_would_make_it(text: str, data: st.DataObject) -> None:
     # An ASCII text takes a path of its own; the same text with a non-ASCII letter after it takes
     # the general one, which must give the same form and offsets over the ASCII part.

@@ -3,8 +3,13 @@ ordinary questions through."""
 
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from qagen.generation.checks import rules
 from qagen.generation.checks.rules import (
     ANSWER_IN_QUESTION,
     ANSWER_NOT_GROUNDED,
@@ -191,3 +196,78 @@ def test_answers_writing_code_their_passages_do_not_hold(
     answer: str, passages: tuple[str, ...], rejected: bool
 ) -> None:
     assert code_not_in_passages("Which command?", answer, passages) is rejected
+
+
+# --------------------------------------------------------------------------- the searches, as written
+
+_PHRASE_LISTS = {
+    "source_pointing": (rules._SOURCE_POINTING_PHRASES, rules._SOURCE_POINTING),
+    "answer_pointing": (rules._ANSWER_POINTING_PHRASES, rules._ANSWER_POINTING),
+    "not_grounded": (rules._NOT_GROUNDED_PHRASES, rules._NOT_GROUNDED),
+}
+# The phrases' own words, and what may stand between or inside them: texts that come near a phrase.
+_WORDS = sorted(
+    {word for phrases, _ in _PHRASE_LISTS.values() for word in re.findall(r"[^\W\d_]+'?", " ".join(phrases))}
+    - {"b", "s", "w"}
+)
+# Phrases as drafts write them, for the texts to hold whole, cut, or glued to what stands around them.
+_SAID = [
+    "in the given context", "from this passage", "by the following text", "the first passage", "both excerpts",
+    "passage 2", "according to the author", "this manual page", "the situation described", "mentioned above",
+    "the writer", "selon le texte", "l'auteur", "im Text", "laut dem Abschnitt", "der Verfasser",
+    "según el documento", "nel testo", "no trecho", "the context provides", "the passages also state",
+    "the context does not mention", "The provided text doesn't explicitly say", "not mentioned in the passage",
+    "based on general knowledge", "no information is given about", "cannot be determined from",
+    "le texte ne précise pas", "n'est pas mentionnée dans", "wird im Kontext nicht", "no se menciona",
+    "non è menzionato", "não está especificada",
+]  # fmt: skip
+_TEXTS = st.lists(
+    st.one_of(
+        st.sampled_from(_SAID),
+        st.builds(
+            lambda said, start, end: said[start:end], st.sampled_from(_SAID), st.integers(0, 9), st.integers(3, 40)
+        ),
+        st.sampled_from(_WORDS),
+        st.sampled_from(_WORDS).map(str.upper),
+        st.sampled_from([" ", "  ", "\n", "\t", ",", ".", "'", "-", "_", "x", "3", "É", "ſ", "İ", "ß", "文"]),
+        st.text(max_size=3),
+    ),
+    max_size=10,
+).map("".join)
+
+
+@pytest.mark.parametrize("name", sorted(_PHRASE_LISTS))
+@given(text=_TEXTS)
+def test_each_phrase_begins_a_word(name: str, text: str) -> None:
+    """A `\\b` and then a word's character: what `rules._WordPhrases` relies on."""
+    phrases, _ = _PHRASE_LISTS[name]
+    assert all(phrase.startswith(r"\b") for phrase in phrases)
+    if not re.match(r"\w", text):
+        assert not any(re.match(phrase[2:], text, re.IGNORECASE) for phrase in phrases)
+
+
+@pytest.mark.parametrize("name", sorted(_PHRASE_LISTS))
+@given(text=_TEXTS)
+def test_a_search_finds_what_the_plain_alternation_finds(name: str, text: str) -> None:
+    """Searched only where a word begins, an ASCII text lower-cased (`rules._WordPhrases`): the same
+    match as every position tried case-blind."""
+    phrases, search = _PHRASE_LISTS[name]
+    every_position = re.compile("|".join(phrases), re.IGNORECASE)
+    for written in (text, text.upper(), text.title()):
+        plain = every_position.search(written)
+        assert search.span(written) == (plain and plain.span())
+
+
+def test_a_question_in_ascii_never_points_at_its_source_in_chinese_or_japanese() -> None:
+    """Why `points_at_source` skips that search for ASCII questions: the pattern's ASCII is only its
+    grouping, so every character it matches is one of its literals, none ASCII, and it matches no empty text."""
+    pattern = rules._SOURCE_POINTING_CJK
+    assert set(re.sub(r"[^\x00-\x7f]", "", pattern.pattern)) <= set("(?:|)")
+    assert pattern.search("") is None
+
+
+@pytest.mark.parametrize("phrase", [r"\bcontext\S", r"\b(?-i:Context)", r"\bpaſſage", r"\bİn the text"])
+def test_a_phrase_that_lower_cased_would_mean_something_else_is_refused(phrase: str) -> None:
+    # `\S` lower-cased is `\s`; `ſ` and `İ` match `s` and `i` case-blind, not once lower-cased.
+    with pytest.raises(ValueError, match="write the phrases"):
+        rules._WordPhrases((phrase,))
