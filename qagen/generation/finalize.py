@@ -33,7 +33,7 @@ from qagen.generation.ledger import Ledger
 from qagen.generation.mix_change import mix_change
 from qagen.generation.profile import ProfileCounter
 from qagen.generation.sample import Sample
-from qagen.generation.semantic_dedup import SemanticDedup, SemanticDuplicates, load_semantic_dedup
+from qagen.generation.semantic_dedup import QuestionVectors, SemanticDedup, SemanticDuplicates, load_semantic_dedup
 from qagen.generation.summary import check_readings, summarise_build
 from qagen.generation.target import Passed, choose
 from qagen.generation.tasks import BuildTasks
@@ -258,8 +258,13 @@ def _tally(
 def _question_vectors(
     dedup: SemanticDedup, sample: Sample, tasks: BuildTasks, ledger: Ledger
 ) -> dict[str, list[float]] | None:
-    """The embeddings of the sample's questions, by draft id; None when duplicates by meaning are not looked for."""
-    return None if dedup.model is None else dedup.embed(_questions(sample, tasks, ledger))
+    """The embeddings of the sample's questions, by draft id (those the LLM stage embedded as they
+    arrived taken from the build's tasks); None when duplicates by meaning are not looked for."""
+    if dedup.model is None:
+        return None
+    embedded = tasks.question_vectors
+    vectors = embedded if embedded is not None and embedded.model is dedup.model else QuestionVectors(dedup.model)
+    return vectors.of(_questions(sample, tasks, ledger))
 
 
 def _semantic(config: BuildConfig, vectors: dict[str, list[float]] | None) -> SemanticDuplicates | None:

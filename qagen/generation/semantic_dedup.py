@@ -6,16 +6,21 @@ all-MiniLM-L6-v2, which works offline) and calls a question a duplicate of an ea
 their cosine similarity reaches the threshold. The first of a group is kept, in the order questions are offered.
 
 Without the dense extra (and `local` asked), `load_semantic_dedup` says why and the build uses the
-lexical rule only.
+lexical rule only. A build embeds its questions as their drafts arrive (`QuestionVectors`), while its
+calls wait on the network, so the filter finds them embedded.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from qagen.corpus.embeddings import DENSE_EXTRA, EmbeddingsModel
 from qagen.generation.embedders import missing_dense_modules, shared_model, unit_vectors
+
+_logger = logging.getLogger(__name__)
 
 DEFAULT_SEMANTIC_THRESHOLD = 0.8
 """Cosine similarity from which two questions ask the same thing, for all-MiniLM-L6-v2. Measured on
@@ -69,13 +74,73 @@ class SemanticDedup(NamedTuple):
     model: EmbeddingsModel | None
     lexical_only_because: str | None
 
-    def embed(self, questions: Mapping[str, str]) -> dict[str, list[float]]:
-        """Unit-length vectors of the questions, by item id."""
-        if self.model is None or not questions:
-            return {}
-        ids = list(questions)
-        unit = unit_vectors(self.model, [questions[key] for key in ids])
-        return {key: [float(value) for value in row] for key, row in zip(ids, unit, strict=True)}
+
+class QuestionVectors:
+    """A build's questions embedded once each, by text: in a thread of their own as the drafts arrive
+    (`offer`), the rest when the filter asks (`of`).
+
+    A local model's first text loads it (torch and sentence-transformers: about 5 s of CPU here) and
+    a thousand questions take 3-4 s more; embedded after the last reply, that was a build's last
+    stretch, where during the LLM stage the process mostly waits on the network. A failure in the
+    thread is only logged: the texts it left are embedded by `of`, in the build's own thread, which
+    raises it as errors are raised."""
+
+    BATCH = 64
+    """Texts the thread embeds at once: the model's batches are 32, so two of them a wake-up."""
+
+    def __init__(self, model: EmbeddingsModel) -> None:
+        self.model = model
+        self._vectors: dict[str, list[float]] = {}
+        self._offered: list[str] = []
+        self._condition = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def offer(self, question: str) -> None:
+        """Embed `question` in the background, a batch at a time (the thread starts on the first offer)."""
+        with self._condition:
+            if self._stopping:
+                return
+            self._offered.append(question)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._embed_offered, name="embed-questions", daemon=True)
+                self._thread.start()
+            elif len(self._offered) >= self.BATCH:
+                self._condition.notify()
+
+    def of(self, questions: Mapping[str, str]) -> dict[str, list[float]]:
+        """Unit-length vectors of the questions, by item id: the thread stopped (what it is embedding
+        finished), the texts it has not embedded embedded here. Later offers start it again."""
+        with self._condition:
+            self._stopping = True
+            self._condition.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+        with self._condition:
+            self._stopping = False
+            self._thread = None
+            self._offered.clear()
+        self._embed(list(dict.fromkeys(text for text in questions.values() if text not in self._vectors)))
+        return {key: self._vectors[text] for key, text in questions.items()}
+
+    def _embed_offered(self) -> None:
+        try:
+            while True:
+                with self._condition:
+                    while len(self._offered) < self.BATCH and not self._stopping:
+                        self._condition.wait()
+                    if self._stopping:  # the rest is `of`'s: it embeds whatever is missing
+                        return
+                    batch, self._offered = self._offered[: self.BATCH], self._offered[self.BATCH :]
+                self._embed([text for text in dict.fromkeys(batch) if text not in self._vectors])
+        except Exception:
+            _logger.debug("embedding questions in the background failed; the filter embeds them", exc_info=True)
+
+    def _embed(self, texts: list[str]) -> None:
+        if texts:
+            unit = unit_vectors(self.model, texts)
+            self._vectors.update((text, [float(value) for value in row]) for text, row in zip(texts, unit, strict=True))
 
 
 def load_semantic_dedup(spec: str | None) -> SemanticDedup:

@@ -30,6 +30,7 @@ from qagen.generation.compose import ComposeTask, Composing, PartsVerdict, judge
 from qagen.generation.critique import CriticTask, Drafted
 from qagen.generation.draft import DraftTask, PairsCall
 from qagen.generation.ledger import Ledger
+from qagen.generation.semantic_dedup import QuestionVectors, load_semantic_dedup
 from qagen.generation.vetting import vet
 from qagen.llm.cost import Budget
 from qagen.llm.prompts import load_prompts
@@ -90,6 +91,9 @@ class BuildTasks:
     chunks were given)."""
     prechecks: Prechecks = field(default_factory=Prechecks, compare=False)
     """The free checks of each draft, made once a process: see `precheck`."""
+    question_vectors: QuestionVectors | None = field(default=None, compare=False)
+    """The drafts' questions embedded as they arrive, for the filter's duplicates by meaning (None:
+    the build looks for none, `dedup_embeddings`)."""
 
     @classmethod
     def for_config(cls, config: BuildConfig, chunks: ChunkSource | None = None) -> BuildTasks:
@@ -180,7 +184,12 @@ class BuildTasks:
             )
             for spec in specs
         }
-        return cls(types, ChunkIndex(chunks) if chunks is not None else None)
+        dedup_model = load_semantic_dedup(config.dedup_embeddings).model
+        return cls(
+            types,
+            ChunkIndex(chunks) if chunks is not None else None,
+            question_vectors=QuestionVectors(dedup_model) if dedup_model is not None else None,
+        )
 
     def of(self, item: Passages) -> TypeTasks:
         """The tasks of the item's question type."""
@@ -374,6 +383,8 @@ class BuildFlow:
     async def __call__(self, item: Passages) -> None:
         tasks = self.tasks.of(item)
         draft = await self._draft(tasks, item) if self.generate else self.drafts.get(tasks.draft.key(item))
+        if draft is not None and draft.ok and draft.question and self.tasks.question_vectors is not None:
+            self.tasks.question_vectors.offer(draft.question)
         if not self.critique or draft is None or not draft.ok:
             return
         # A composed draft's parts' critics, asked before it was composed; a stage that drafted alone left them here.

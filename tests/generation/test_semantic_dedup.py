@@ -9,7 +9,12 @@ import os
 
 import pytest
 
-from qagen.generation.semantic_dedup import DEFAULT_SEMANTIC_THRESHOLD, SemanticDuplicates, load_semantic_dedup
+from qagen.generation.semantic_dedup import (
+    DEFAULT_SEMANTIC_THRESHOLD,
+    QuestionVectors,
+    SemanticDuplicates,
+    load_semantic_dedup,
+)
 
 PARAPHRASES: list[tuple[str, str]] = [
     ("How do I create a lightweight tag in Git?", "What command makes a lightweight Git tag?"),
@@ -49,7 +54,8 @@ def require_dense() -> None:
 def _similarities(pairs: list[tuple[str, str]]) -> list[float]:
     dedup = load_semantic_dedup("local")
     texts = {f"{i}{side}": text for i, pair in enumerate(pairs) for side, text in zip("ab", pair, strict=True)}
-    vectors = dedup.embed(texts)
+    assert dedup.model is not None
+    vectors = QuestionVectors(dedup.model).of(texts)
     return [sum(x * y for x, y in zip(vectors[f"{i}a"], vectors[f"{i}b"], strict=True)) for i in range(len(pairs))]
 
 
@@ -80,7 +86,8 @@ def test_the_first_of_each_pair_is_kept() -> None:
     ]
     questions = [q for pair in caught for q in pair] + [DIFFERENT[0][1], DIFFERENT[3][1]]
     ids = [f"q{n}" for n in range(len(questions))]
-    vectors = dedup.embed(dict(zip(ids, questions, strict=True)))
+    assert dedup.model is not None
+    vectors = QuestionVectors(dedup.model).of(dict(zip(ids, questions, strict=True)))
     duplicates = SemanticDuplicates(vectors, DEFAULT_SEMANTIC_THRESHOLD)
     decisions = [duplicates.first_seen(item) for item in ids]
     assert len(caught) >= 5
