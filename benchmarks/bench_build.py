@@ -62,6 +62,18 @@ def cli_environment(work: Path, tree: Path | None = None, *, bytecode: bool = Tr
     return env
 
 
+def duplicates_by_meaning() -> str:
+    """How the measured builds find duplicates by meaning: their default, `--dedup-embeddings local`, embeds
+    every question with the dense extra's model when it is installed, and uses the word rule alone without;
+    QAGEN_DEDUP_EMBEDDINGS=none in the environment turns it off."""
+    from qagen.generation.embedders import missing_dense_modules
+
+    if os.environ.get("QAGEN_DEDUP_EMBEDDINGS", "local").strip().lower() in {"", "none", "off"}:
+        return "the word rule alone (QAGEN_DEDUP_EMBEDDINGS is off)"
+    missing = missing_dense_modules("local")
+    return "the word rule alone (no dense extra)" if missing else "all-MiniLM-L6-v2 (the dense extra is installed)"
+
+
 def warm_bytecode(env: dict[str, str], corpus: Path, work: Path, cwd: Path | None = None) -> None:
     """Fill the bytecode cache of `env` (nothing without one): the `qagen` package compiled, and one small
     build against a stand-in, for the other modules a build imports (the cache holds every module's
@@ -168,7 +180,10 @@ def main() -> None:
     env = cli_environment(work, bytecode=not args.no_bytecode_cache)
     warm_bytecode(env, corpus, work)
     cache = "off: compiled in every process" if args.no_bytecode_cache else "on"
-    print(f"corpus: {corpus}; bytecode cache {cache}; load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"corpus: {corpus}; bytecode cache {cache}; duplicates by meaning: {duplicates_by_meaning()}; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     mb_per_s, peak_mb, size = chunking(corpus, work, env)
     print(f"chunking: {size / 1e6:.1f} MB at {mb_per_s:.1f} MB/s (whole CLI process), peak memory {peak_mb:.0f} MB")
 

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 
-from bench_build import cli_environment, warm_bytecode
+from bench_build import cli_environment, duplicates_by_meaning, warm_bytecode
 
 from standins.corpus import write_corpus
 from standins.llm.server import StandInLLM
@@ -187,7 +187,7 @@ def main() -> None:
     cache = "off: compiled in every process" if args.no_bytecode_cache else "on"
     print(
         f"corpus {corpus}, {args.drafts} drafts, {args.latency * 1000:.0f} ms per call, {args.concurrency} in flight, "
-        f"bytecode cache {cache}"
+        f"bytecode cache {cache}, duplicates by meaning: {duplicates_by_meaning()}"
     )
     print(
         f"{'checkout':<24} {'load':>5} {'calls':>5} {'bound':>6} {'wall':>6} {'ratio':>6} | {'start-up':>8} "
