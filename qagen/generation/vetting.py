@@ -77,13 +77,12 @@ def score_rejection(config: BuildConfig, predicted_keep: float | None) -> str | 
 def vet(config: BuildConfig, critique: Critique) -> Verdict | None:
     """The verdict of a stored critique under this build's settings; None when it has none (the call or
     its reply failed)."""
-    spec = config.critic_registry().get(critique.criterion)
-    return decide(spec, critique, cut(config, spec))
+    return Vetter(config).vet(critique)
 
 
 class Vetter:
     """`vet` under one build's settings, each check's spec and cut found once (the final write vets every
-    critique of the build, and the registry and the cut are made anew on each ask of `vet`)."""
+    critique of the build: the registry and the cut would otherwise be made anew for each)."""
 
     def __init__(self, config: BuildConfig) -> None:
         self._config = config
@@ -94,7 +93,7 @@ class Vetter:
         return self._held_to(criterion)[0]
 
     def vet(self, critique: Critique) -> Verdict | None:
-        """`vet(config, critique)`."""
+        """The verdict of a stored critique; None when it has none (the call or its reply failed)."""
         spec, held_to = self._held_to(critique.criterion)
         return decide(spec, critique, held_to)
 

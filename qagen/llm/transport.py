@@ -122,7 +122,11 @@ def body_bytes(body: Mapping[str, Any]) -> bytes:
         try:
             return orjson.dumps(body)
         except orjson.JSONEncodeError:
-            pass  # written (or refused) by `json` below, as the client would
+            return _json_bytes(body)  # what orjson refuses `json` writes or refuses, as the client would
+    return _json_bytes(body)
+
+
+def _json_bytes(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 

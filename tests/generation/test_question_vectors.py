@@ -6,14 +6,23 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
+from datasets import load_from_disk
 from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 
+from qagen.config import BuildConfig
 from qagen.corpus.embeddings import EmbeddingsModel
+from qagen.corpus.settings import CorpusSettings
+from qagen.generation import embedders
 from qagen.generation.embedders import unit_vectors
+from qagen.generation.pipeline import build
 from qagen.generation.semantic_dedup import QuestionVectors
+from qagen.llm.backends import ModelSettings
+from standins.corpus import write_corpus
+from standins.llm.server import StandInLLM
 
 
 class _Recording(Embeddings):
@@ -107,3 +116,50 @@ def test_a_failure_in_the_background_is_raised_by_the_filters_call() -> None:
         vectors.of(questions)
     threads = [thread for thread, _ in recording.calls]
     assert threads[0] == "embed-questions" and threads[-1] != "embed-questions"  # the filter tried again itself
+
+
+def test_a_build_offers_each_drafts_question_as_it_arrives_and_embeds_each_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wiring in a build, through the OpenAI client against the stand-in's embeddings endpoint: every
+    usable draft's question is offered by the LLM stage, and the filter's vectors embed each question once
+    (in the thread or by the filter, whichever the timing gave)."""
+    offered: list[str] = []
+    embedded: list[str] = []
+    offer, embed = QuestionVectors.offer, QuestionVectors._embed
+
+    def offering(self: QuestionVectors, question: str) -> None:
+        offered.append(question)
+        offer(self, question)
+
+    def embedding(self: QuestionVectors, texts: list[str]) -> None:
+        embedded.extend(texts)
+        embed(self, texts)
+
+    monkeypatch.setattr(QuestionVectors, "offer", offering)
+    monkeypatch.setattr(QuestionVectors, "_embed", embedding)
+    monkeypatch.setattr(embedders, "_MODELS", {})  # a model of this name made against another server is not reused
+    corpus = write_corpus(tmp_path / "corpus", documents=6, paragraphs=4)
+    with StandInLLM(pass_rate=1.0) as llm:
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        model = ModelSettings(spec="openai:stand-in", base_url=llm.base_url)
+        config = BuildConfig.model_validate(
+            {
+                "corpus": CorpusSettings(path=str(corpus)),
+                "chunking": {"chunk_size": 400, "chunk_overlap": 40},
+                "n_generations": 24,
+                "seed": 3,
+                "generator": model,
+                "critic": model,
+                "dedup_embeddings": "openai:embedder",
+            }
+        )
+        result = build(config, tmp_path / "run", progress=False)
+        embeddings_calls = sum(entry["kind"] == "embeddings" for entry in llm.log)
+    drafted = {row["question"] for row in load_from_disk(str(tmp_path / "run" / "candidates")) if row["question"]}
+    assert len(drafted) >= 12
+    assert set(offered) == drafted
+    assert sorted(embedded) == sorted(set(embedded)) and set(embedded) == drafted  # each once
+    assert embeddings_calls >= 1
+    assert result.summary.profile.duplicates.semantic_model == "embedder"
