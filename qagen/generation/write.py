@@ -92,10 +92,10 @@ def dataset_feature(name: str, annotation: Any) -> Feature:
         return _value("string")
     if len(kinds) == 1 and get_origin(kinds[0]) is Literal and all(isinstance(v, str) for v in get_args(kinds[0])):
         return _value("string")
+    if len(kinds) == 1 and _holds_records(kinds[0]):
+        return {"feature": column_features(get_args(kinds[0])[0]), "_type": "List"}
     if len(kinds) == 1 and get_origin(kinds[0]) is tuple:
         item, *rest = get_args(kinds[0])
-        if rest == [Ellipsis] and isinstance(item, type) and issubclass(item, BaseModel):
-            return {"feature": column_features(item), "_type": "List"}
         if rest == [Ellipsis] and item in (str, int):
             return {"feature": dataset_feature(name, item), "_type": "List"}
     raise TypeError(f"column {name!r}: no dataset type for {annotation!r}")
